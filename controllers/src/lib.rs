@@ -1,0 +1,1 @@
+//! Built-in controllers, example operators and scenarios for kube-sim.

@@ -1,0 +1,211 @@
+//! Requests and responses of the model API server.
+//!
+//! A [`Request`] names its resource by [`ApiResource`] (group, version, plural), as a REST path
+//! would. The server resolves it against the served [`crate::ResourceTypes`]; an unknown resource
+//! gets 404 NotFound, as kube-apiserver answers an unknown path.
+
+use std::sync::Arc;
+
+use kube_core::{
+    ApiResource, DynamicObject, Status, WatchEvent,
+    params::{DeleteParams, GetParams, ListParams, Patch, PatchParams, PostParams, WatchParams},
+};
+
+/// A subresource addressed by a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Subresource {
+    /// `/status`: writes take only `.status`.
+    Status,
+    /// `/scale`: an `autoscaling/v1` `Scale` view of the object.
+    Scale,
+}
+
+/// The verb of a request and its verb-specific arguments.
+#[derive(Clone, Debug)]
+pub enum Verb {
+    /// GET one object.
+    Get { name: String, params: GetParams, subresource: Option<Subresource> },
+    /// GET a collection.
+    List { params: ListParams },
+    /// POST an object.
+    Create { object: DynamicObject, params: PostParams },
+    /// PUT an object (or its `/status` or `/scale`).
+    Update { name: String, object: DynamicObject, params: PostParams, subresource: Option<Subresource> },
+    /// PATCH an object (or its `/status` or `/scale`).
+    Patch {
+        name: String,
+        patch: Patch<serde_json::Value>,
+        params: PatchParams,
+        subresource: Option<Subresource>,
+    },
+    /// DELETE one object.
+    Delete { name: String, params: DeleteParams },
+    /// DELETE a collection.
+    DeleteCollection { list: ListParams, params: DeleteParams },
+    /// WATCH a collection from `resource_version` (exclusive).
+    ///
+    /// The model is pull-based: the answer holds every matching event after
+    /// `resource_version` up to the current revision. A client keeps watching by asking again
+    /// from the revision of the last event it received (or of a bookmark).
+    Watch { resource_version: String, params: WatchParams },
+}
+
+/// One request to the model API server.
+#[derive(Clone, Debug)]
+pub struct Request {
+    /// Which resource: group, version and plural are used; kind is informative.
+    pub resource: ApiResource,
+    /// The namespace for namespaced resources; `None` means all namespaces for list/watch and is
+    /// an error (400 BadRequest... as the real server's path would 404) for a single object.
+    pub namespace: Option<String>,
+    /// The verb and its arguments.
+    pub verb: Verb,
+    /// Who is asking (a controller or node name); recorded nowhere in the object, used by admission
+    /// hooks and as the default field manager.
+    pub user: Option<Arc<str>>,
+}
+
+impl Request {
+    fn new(resource: &ApiResource, namespace: Option<&str>, verb: Verb) -> Self {
+        Request { resource: resource.clone(), namespace: namespace.map(str::to_owned), verb, user: None }
+    }
+    /// GET `name`.
+    pub fn get(resource: &ApiResource, namespace: Option<&str>, name: &str, params: GetParams) -> Self {
+        Self::new(resource, namespace, Verb::Get { name: name.to_owned(), params, subresource: None })
+    }
+    /// LIST.
+    pub fn list(resource: &ApiResource, namespace: Option<&str>, params: ListParams) -> Self {
+        Self::new(resource, namespace, Verb::List { params })
+    }
+    /// CREATE `object`.
+    pub fn create(
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        object: DynamicObject,
+        params: PostParams,
+    ) -> Self {
+        Self::new(resource, namespace, Verb::Create { object, params })
+    }
+    /// UPDATE (replace) `name` with `object`.
+    pub fn update(
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        name: &str,
+        object: DynamicObject,
+        params: PostParams,
+    ) -> Self {
+        Self::new(
+            resource,
+            namespace,
+            Verb::Update { name: name.to_owned(), object, params, subresource: None },
+        )
+    }
+    /// PATCH `name`.
+    pub fn patch(
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        name: &str,
+        patch: Patch<serde_json::Value>,
+        params: PatchParams,
+    ) -> Self {
+        Self::new(
+            resource,
+            namespace,
+            Verb::Patch { name: name.to_owned(), patch, params, subresource: None },
+        )
+    }
+    /// DELETE `name`.
+    pub fn delete(resource: &ApiResource, namespace: Option<&str>, name: &str, params: DeleteParams) -> Self {
+        Self::new(resource, namespace, Verb::Delete { name: name.to_owned(), params })
+    }
+    /// DELETE a collection.
+    pub fn delete_collection(
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        list: ListParams,
+        params: DeleteParams,
+    ) -> Self {
+        Self::new(resource, namespace, Verb::DeleteCollection { list, params })
+    }
+    /// WATCH from `resource_version`.
+    pub fn watch(
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        resource_version: &str,
+        params: WatchParams,
+    ) -> Self {
+        Self::new(resource, namespace, Verb::Watch { resource_version: resource_version.to_owned(), params })
+    }
+    /// Address a subresource (`/status` or `/scale`) for get, update and patch.
+    pub fn with_subresource(mut self, sub: Subresource) -> Self {
+        match &mut self.verb {
+            Verb::Get { subresource, .. }
+            | Verb::Update { subresource, .. }
+            | Verb::Patch { subresource, .. } => *subresource = Some(sub),
+            _ => {}
+        }
+        self
+    }
+    /// Set the requesting user.
+    pub fn with_user(mut self, user: impl Into<Arc<str>>) -> Self {
+        self.user = Some(user.into());
+        self
+    }
+    /// Whether this request can change state (anything but get, list and watch).
+    pub fn is_write(&self) -> bool {
+        !matches!(self.verb, Verb::Get { .. } | Verb::List { .. } | Verb::Watch { .. })
+    }
+    /// A short verb name as Kubernetes audit logs spell it: `get`, `list`, `create`, `update`,
+    /// `patch`, `delete`, `deletecollection`, `watch`.
+    pub fn verb_name(&self) -> &'static str {
+        match self.verb {
+            Verb::Get { .. } => "get",
+            Verb::List { .. } => "list",
+            Verb::Create { .. } => "create",
+            Verb::Update { .. } => "update",
+            Verb::Patch { .. } => "patch",
+            Verb::Delete { .. } => "delete",
+            Verb::DeleteCollection { .. } => "deletecollection",
+            Verb::Watch { .. } => "watch",
+        }
+    }
+}
+
+/// A list answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ListResponse {
+    /// The items, sorted by namespace then name (the order etcd's keys give).
+    pub items: Vec<Arc<DynamicObject>>,
+    /// The revision the list was read at.
+    pub resource_version: String,
+    /// A continue token when `limit` cut the list short.
+    pub continue_token: Option<String>,
+    /// How many items remain after this page, when cut short.
+    pub remaining_item_count: Option<i64>,
+}
+
+/// The successful answer to a request.
+#[derive(Clone, Debug)]
+pub enum Response {
+    /// get, create, update, patch; and delete when the object still exists afterwards
+    /// (finalizers pending or graceful deletion), as kube-rs's `Either::Left`.
+    Object(Arc<DynamicObject>),
+    /// delete when the object was removed at once (kube-rs's `Either::Right`): a `Success`
+    /// Status with details naming the object. The removed object is in `object`.
+    Deleted { status: Status, object: Arc<DynamicObject> },
+    /// list and deletecollection (the deleted items).
+    List(ListResponse),
+    /// watch: the events after the requested revision, in order. A compacted revision yields a
+    /// single `WatchEvent::Error` carrying 410 Expired, as the real server streams it.
+    Watch(Vec<WatchEvent<Arc<DynamicObject>>>),
+}
+
+impl Response {
+    /// The object of an `Object` or `Deleted` response.
+    pub fn object(&self) -> Option<&Arc<DynamicObject>> {
+        match self {
+            Response::Object(o) | Response::Deleted { object: o, .. } => Some(o),
+            _ => None,
+        }
+    }
+}

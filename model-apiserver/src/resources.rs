@@ -1,0 +1,102 @@
+//! The served resource types: the built-in kinds, and kinds added by CustomResourceDefinitions.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps;
+use kube_core::ApiResource;
+
+/// How the name of an object of this kind is validated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NameRule {
+    /// DNS-1123 subdomain: lowercase alphanumerics, `-` and `.`, at most 253 characters.
+    Subdomain,
+    /// DNS-1123 label: lowercase alphanumerics and `-`, at most 63 characters (Namespace, Service).
+    Label,
+}
+
+/// The `/scale` subresource's paths into the object (from a CRD's `subresources.scale`, or the
+/// fixed ones of Deployment, ReplicaSet and StatefulSet).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScalePaths {
+    /// e.g. `.spec.replicas`.
+    pub spec_replicas: String,
+    /// e.g. `.status.replicas`.
+    pub status_replicas: String,
+    /// e.g. `.status.selector`, if any.
+    pub label_selector: Option<String>,
+}
+
+/// One served resource type.
+#[derive(Clone, Debug)]
+pub struct ResourceType {
+    /// Group, version, apiVersion, kind and plural.
+    pub api: ApiResource,
+    /// Namespaced or cluster-scoped.
+    pub namespaced: bool,
+    /// Short names kubectl knows (`cm`, `deploy`, ...).
+    pub short_names: Vec<String>,
+    /// Whether `/status` is a subresource: then the main resource ignores `.status` changes and
+    /// `/status` ignores everything but `.status`.
+    pub status_subresource: bool,
+    /// The `/scale` subresource, if served.
+    pub scale: Option<ScalePaths>,
+    /// Whether generation is tracked (`metadata.generation`): true for kinds with a spec.
+    pub tracks_generation: bool,
+    /// Name validation.
+    pub name_rule: NameRule,
+    /// True for custom resources: an update with an empty resourceVersion gets 422, and strategic
+    /// merge patch gets 415.
+    pub custom: bool,
+    /// The structural schema of a custom resource's version, used for validation, pruning and
+    /// defaulting.
+    pub schema: Option<Arc<JSONSchemaProps>>,
+}
+
+impl ResourceType {
+    /// The storage prefix of this type: `group/plural`, or `plural` for the core group. All
+    /// versions of one group/plural share storage.
+    pub fn storage_key(&self) -> Arc<str> {
+        if self.api.group.is_empty() {
+            Arc::from(self.api.plural.as_str())
+        } else {
+            Arc::from(format!("{}/{}", self.api.group, self.api.plural))
+        }
+    }
+}
+
+/// The table of served types, keyed by (group, version, plural). Iteration order is the key order.
+#[derive(Clone, Debug, Default)]
+pub struct ResourceTypes {
+    by_gvr: BTreeMap<(String, String, String), Arc<ResourceType>>,
+}
+
+impl ResourceTypes {
+    /// The built-in kinds: Namespace, Pod, ConfigMap, Secret, Service, ServiceAccount,
+    /// PersistentVolumeClaim, Deployment, ReplicaSet, StatefulSet, Job, Lease, events.k8s.io Event
+    /// and CustomResourceDefinition, with their real group, version, plural and scope.
+    pub fn builtin() -> Self {
+        todo!("model-apiserver core")
+    }
+    /// Serve `ty` (replacing an earlier type of the same group, version and plural).
+    pub fn insert(&mut self, ty: ResourceType) {
+        let key = (ty.api.group.clone(), ty.api.version.clone(), ty.api.plural.clone());
+        self.by_gvr.insert(key, Arc::new(ty));
+    }
+    /// Stop serving (group, version, plural).
+    pub fn remove(&mut self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceType>> {
+        self.by_gvr.remove(&(group.to_owned(), version.to_owned(), plural.to_owned()))
+    }
+    /// The type served at (group, version, plural).
+    pub fn get(&self, group: &str, version: &str, plural: &str) -> Option<&Arc<ResourceType>> {
+        self.by_gvr.get(&(group.to_owned(), version.to_owned(), plural.to_owned()))
+    }
+    /// The type with this apiVersion and kind.
+    pub fn by_kind(&self, api_version: &str, kind: &str) -> Option<&Arc<ResourceType>> {
+        self.by_gvr.values().find(|t| t.api.api_version == api_version && t.api.kind == kind)
+    }
+    /// Every served type, in (group, version, plural) order.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<ResourceType>> {
+        self.by_gvr.values()
+    }
+}

@@ -1,0 +1,1 @@
+//! Structural-schema validation, pruning and defaulting for custom resources.

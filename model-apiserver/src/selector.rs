@@ -1,0 +1,1 @@
+//! Label selectors (the full string syntax, which kube-core cannot parse) and field selectors.

@@ -1,0 +1,1 @@
+//! Invariants and oracles for kube-sim runs. Filled by the properties issue.

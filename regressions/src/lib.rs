@@ -1,0 +1,1 @@
+//! Regression files live under `regressions/<scenario>/`; `tests/` replays every one of them.
