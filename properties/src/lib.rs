@@ -1,1 +1,94 @@
-//! Invariants and oracles for kube-sim runs. Filled by the properties issue.
+//! # properties
+//!
+//! Invariants and oracles for kube-sim runs. Every checker here is a pure function over
+//! [`model_apiserver::Snapshot`]s (the stored state at one revision), so it can be tested with
+//! hand-built states and wired into the engine's property hook unchanged. A broken property is a
+//! [`Violation`]: the property's name, the object, and one line saying what was expected and what
+//! was found.
+//!
+//! ## Safety: checked after every write
+//!
+//! [`always`] wraps a predicate over the state; [`Always::check_step`] names the step and virtual
+//! time of the first state that breaks it.
+//!
+//! ## Liveness: checked at the end
+//!
+//! - [`matches_reference`]: Sieve's differential oracle. The run's end state against a
+//!   fault-free reference run's, object by object and field by field, plus per-object creation
+//!   and deletion counts ([`counts_from_events`]). A [`Mask`] says what may differ: the built-in
+//!   mask ([`Mask::builtin`]: uids, resourceVersions, timestamps, generated names, managedFields,
+//!   generation counts, Events), masks learned from two reference runs ([`Mask::learn`]), and
+//!   user masks by kind and path ([`Mask::user`]).
+//! - [`eventually_stable`]: Anvil's ESR over a sequence of [`Sample`]s.
+//!
+//! ## Built-in end-state checks
+//!
+//! [`no_orphans`] (owners matched by uid), [`no_stuck_deletions`] (with the finalizers that hold
+//! the object) and [`no_error_loop`] (reconcile errors bounded after convergence).
+//!
+//! ## Example
+//!
+//! ```
+//! use std::sync::Arc;
+//! use kube_core::DynamicObject;
+//! use model_apiserver::{ObjectKey, Snapshot};
+//! use properties::{EndState, Mask, always, matches_reference};
+//!
+//! fn state(replicas: i64, uid: &str) -> Snapshot {
+//!     let object: DynamicObject = serde_json::from_value(serde_json::json!({
+//!         "apiVersion": "apps/v1", "kind": "Deployment",
+//!         "metadata": {"name": "web", "namespace": "default", "uid": uid},
+//!         "spec": {"replicas": replicas}
+//!     })).unwrap();
+//!     let key = ObjectKey { resource: Arc::from("apps/deployments"),
+//!                           namespace: Arc::from("default"), name: Arc::from("web") };
+//!     let mut snapshot = Snapshot::default();
+//!     snapshot.objects.insert(key, Arc::new(object));
+//!     snapshot
+//! }
+//!
+//! // The uid differs between runs and is masked; the replica count is not.
+//! let reference = EndState { snapshot: state(3, "uid-a"), counts: vec![] };
+//! let run = EndState { snapshot: state(2, "uid-b"), counts: vec![] };
+//! let violations = matches_reference(&reference, &run, &Mask::builtin());
+//! assert_eq!(violations.len(), 1);
+//! assert_eq!(
+//!     violations[0].to_string(),
+//!     "matches_reference: apps/deployments default/web: /spec/replicas: expected 3, found 2"
+//! );
+//!
+//! // A safety property names the first step that breaks it.
+//! let at_most_two = always("replicas_at_most_2", |s: &Snapshot| {
+//!     match s.objects.values().filter_map(|o| o.data.pointer("/spec/replicas")?.as_i64()).max() {
+//!         Some(n) if n > 2 => Err(format!("expected at most 2 replicas, found {n}")),
+//!         _ => Ok(()),
+//!     }
+//! });
+//! let found = at_most_two.check_step(7, 1500, &reference.snapshot).unwrap();
+//! assert_eq!(found.to_string(), "replicas_at_most_2: at step 7 (1500 ms): expected at most 2 replicas, found 3");
+//! ```
+
+mod always;
+mod builtin;
+mod diff;
+mod error;
+mod esr;
+mod mask;
+mod normalize;
+mod path;
+mod violation;
+
+pub use always::{Always, StateCheck, always};
+pub use builtin::{
+    NO_ERROR_LOOP, NO_ORPHANS, NO_STUCK_DELETIONS, no_error_loop, no_orphans, no_orphans_with,
+    no_stuck_deletions,
+};
+pub use diff::{
+    Counts, Difference, EndState, MATCHES_REFERENCE, ObjectCount, count_key, counts_from_events, diff,
+    diff_counts, matches_reference,
+};
+pub use error::Error;
+pub use esr::{Sample, eventually_stable};
+pub use mask::{Mask, MaskRule, Origin, Target};
+pub use path::{Path, PathPattern, Segment, Step};
+pub use violation::{VALUE_DISPLAY_CHARS_MAX, Violation, describe_key, describe_value};

@@ -1,0 +1,17 @@
+//! The crate's operational errors: mistakes in what a user hands to the checkers.
+
+/// What can go wrong when setting up a check (never while checking: bad state is a
+/// [`crate::Violation`], not an error).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// A mask path is neither a JSON pointer (`/status/lastSeen`) nor a dotted path
+    /// (`.status.lastSeen`), or it is malformed. Returned by [`crate::PathPattern::parse`] and
+    /// [`crate::Mask::user`].
+    #[error("invalid path {path:?}: {reason}")]
+    InvalidPath {
+        /// The path as given.
+        path: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+}

@@ -1,0 +1,246 @@
+//! Masks for the differential oracle: which parts of an end state may legitimately differ from
+//! the reference run's.
+//!
+//! Three sources, merged into one [`Mask`]:
+//! - **built-in** ([`Mask::builtin`]): what differs between any two runs of a correct
+//!   controller: identities (uid, resourceVersion), timestamps, generated names, managedFields,
+//!   generation counts, and Events;
+//! - **learned** ([`Mask::learn`]): fields that differed between two fault-free runs of the same
+//!   scenario with different seeds, so differ without any fault;
+//! - **user** ([`Mask::user`]): fields the author knows to be run-dependent, by kind or resource
+//!   and path.
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use model_apiserver::Snapshot;
+
+use crate::Error;
+use crate::diff::{Difference, diff};
+use crate::path::{PathPattern, Segment, Step};
+
+/// Where a [`MaskRule`] came from (shown when rules are listed, so a person can tell a rule they
+/// wrote from one the oracle learned).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Origin {
+    /// Part of [`Mask::builtin`].
+    Builtin,
+    /// Found by [`Mask::learn`].
+    Learned,
+    /// Given to [`Mask::user`].
+    User,
+}
+
+/// Which objects a [`MaskRule`] applies to.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Target {
+    /// Every object.
+    All,
+    /// Objects whose kind (`Deployment`) or resource storage key (`apps/deployments`,
+    /// `configmaps`) is this text. Kinds are CamelCase and storage keys lowercase, so one text
+    /// never means both.
+    Named(String),
+}
+
+impl Target {
+    /// Whether an object of this resource (storage key) and kind is targeted.
+    pub fn applies_to(&self, resource: &str, kind: Option<&str>) -> bool {
+        match self {
+            Target::All => true,
+            Target::Named(name) => name == resource || kind == Some(name.as_str()),
+        }
+    }
+}
+
+/// One masked subtree: under `path`, in the objects `target` names. An empty path masks the
+/// whole object, its existence included.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct MaskRule {
+    /// Where the rule came from.
+    pub origin: Origin,
+    /// Which objects it applies to.
+    pub target: Target,
+    /// The masked subtree.
+    pub path: PathPattern,
+}
+
+impl fmt::Display for MaskRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let origin = match self.origin {
+            Origin::Builtin => "built-in",
+            Origin::Learned => "learned",
+            Origin::User => "user",
+        };
+        match &self.target {
+            Target::All => write!(f, "{origin}: every object {}", self.path),
+            Target::Named(name) => write!(f, "{origin}: {name} {}", self.path),
+        }
+    }
+}
+
+/// A set of mask rules, plus whether the built-in value normalisations are on.
+///
+/// Built-in masking is more than paths: with it on, the oracle also
+/// - replaces every RFC 3339 timestamp in a field whose name ends in `Time` or `Timestamp`
+///   (`creationTimestamp`, `deletionTimestamp`, conditions' `lastTransitionTime`, ...) by a
+///   placeholder, anywhere in the object, so that presence is compared and the instant is not;
+/// - replaces every string equal to the uid of an object in the same snapshot by
+///   `<uid of resource namespace/name>` (owner labels such as `controller-uid` and selectors
+///   then compare by identity);
+/// - matches objects named by `metadata.generateName` by their generateName and owner instead
+///   of their name, and replaces every string equal to such a name by `generateName*`;
+/// - masks `metadata.generation` and compares `status.observedGeneration` (and conditions'
+///   `observedGeneration`) by whether it equals the generation, not by value. Generation is
+///   meaningful, but its value counts spec writes, and retries after faults legitimately write
+///   more; what a user relies on is that the controller has observed the latest spec.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mask {
+    rules: BTreeSet<MaskRule>,
+    builtin: bool,
+}
+
+/// The built-in masked paths, for every object.
+const BUILTIN_PATHS: &[&str] = &[
+    "/metadata/uid",
+    "/metadata/resourceVersion",
+    "/metadata/managedFields",
+    "/metadata/generation",
+    "/metadata/ownerReferences/*/uid",
+];
+
+/// Resources masked whole by default: Events record what happened on the way (retries, errors),
+/// not the end state, so a run with faults legitimately has different ones.
+const BUILTIN_IGNORED_RESOURCES: &[&str] = &["events.k8s.io/events", "events"];
+
+impl Mask {
+    /// No masking at all: objects are matched by name and every field is compared.
+    pub fn none() -> Self {
+        Mask { rules: BTreeSet::new(), builtin: false }
+    }
+
+    /// The built-in masks (see [`Mask`] for what they cover).
+    pub fn builtin() -> Self {
+        let mut rules = BTreeSet::new();
+        for path in BUILTIN_PATHS {
+            let path = PathPattern::parse(path).expect("built-in mask paths are valid pointers");
+            rules.insert(MaskRule { origin: Origin::Builtin, target: Target::All, path });
+        }
+        for resource in BUILTIN_IGNORED_RESOURCES {
+            rules.insert(MaskRule {
+                origin: Origin::Builtin,
+                target: Target::Named((*resource).to_owned()),
+                path: PathPattern::default(),
+            });
+        }
+        Mask { rules, builtin: true }
+    }
+
+    /// The fields that differ between two fault-free reference runs of one scenario (different
+    /// seeds), compared under the built-in masks. Array indices are generalised to `*`, so one
+    /// differing condition masks that field in every condition. Objects present in only one
+    /// reference are not learnable (a scenario whose set of objects depends on the seed needs a
+    /// user mask) and add no rule.
+    pub fn learn(reference_a: &Snapshot, reference_b: &Snapshot) -> Self {
+        let mut rules = BTreeSet::new();
+        for difference in diff(reference_a, reference_b, &Mask::builtin()) {
+            if let Difference::Field { key, path, .. } = difference {
+                rules.insert(MaskRule {
+                    origin: Origin::Learned,
+                    target: Target::Named(key.resource.to_string()),
+                    path: PathPattern::generalise(&path),
+                });
+            }
+        }
+        Mask { rules, builtin: false }
+    }
+
+    /// This mask plus a user rule: `target` is a kind (`Deployment`), a resource storage key
+    /// (`apps/deployments`) or `*` for every object; `path` is a dotted path
+    /// (`.status.lastSeen`) or a JSON pointer (`/status/lastSeen`), see [`PathPattern`].
+    pub fn user(mut self, target: &str, path: &str) -> Result<Self, Error> {
+        let target = if target == "*" { Target::All } else { Target::Named(target.to_owned()) };
+        let path = PathPattern::parse(path)?;
+        self.rules.insert(MaskRule { origin: Origin::User, target, path });
+        Ok(self)
+    }
+
+    /// The union of two masks (built-in normalisation is on if it is on in either).
+    pub fn merge(mut self, other: &Mask) -> Self {
+        self.rules.extend(other.rules.iter().cloned());
+        self.builtin |= other.builtin;
+        self
+    }
+
+    /// Every rule, in order (built-in, then learned, then user).
+    pub fn rules(&self) -> impl Iterator<Item = &MaskRule> {
+        self.rules.iter()
+    }
+
+    /// Whether the built-in value normalisations are on.
+    pub fn is_builtin_on(&self) -> bool {
+        self.builtin
+    }
+
+    /// Whether a whole object of this resource and kind is masked (its existence included).
+    pub fn masks_object(&self, resource: &str, kind: Option<&str>) -> bool {
+        self.rules.iter().any(|rule| rule.path.0.is_empty() && rule.target.applies_to(resource, kind))
+    }
+
+    /// Whether `path` in an object of this resource and kind lies in a masked subtree.
+    pub fn covers(&self, resource: &str, kind: Option<&str>, path: &[Step]) -> bool {
+        self.rules.iter().any(|rule| rule.target.applies_to(resource, kind) && rule.path.covers(path))
+    }
+
+    /// Remove every masked subtree from `value`, an object of this resource and kind. A masked
+    /// array element becomes `null` rather than disappearing, so later indices keep their meaning.
+    pub(crate) fn strip(&self, resource: &str, kind: Option<&str>, value: &mut serde_json::Value) {
+        for rule in &self.rules {
+            if rule.target.applies_to(resource, kind) && !rule.path.0.is_empty() {
+                strip_path(value, &rule.path.0);
+            }
+        }
+    }
+}
+
+/// Remove what `segments` matches under `value`. Recursion depth is the pattern's length.
+fn strip_path(value: &mut serde_json::Value, segments: &[Segment]) {
+    let Some((first, rest)) = segments.split_first() else {
+        return;
+    };
+    match value {
+        serde_json::Value::Object(map) => {
+            let keys: Vec<String> = map
+                .keys()
+                .filter(|key| match first {
+                    Segment::Any => true,
+                    Segment::Key(want) => want == *key,
+                })
+                .cloned()
+                .collect();
+            for key in keys {
+                if rest.is_empty() {
+                    map.remove(&key);
+                } else if let Some(child) = map.get_mut(&key) {
+                    strip_path(child, rest);
+                }
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for (index, item) in items.iter_mut().enumerate() {
+                let hit = match first {
+                    Segment::Any => true,
+                    Segment::Key(want) => want.parse::<usize>() == Ok(index),
+                };
+                if !hit {
+                    continue;
+                }
+                if rest.is_empty() {
+                    *item = serde_json::Value::Null;
+                } else {
+                    strip_path(item, rest);
+                }
+            }
+        }
+        _ => {}
+    }
+}
