@@ -139,3 +139,24 @@ pub fn internal_error(message: &str) -> Status {
 pub fn timeout(message: &str) -> Status {
     Status::failure(message, "Timeout").with_code(504)
 }
+
+/// 504 Timeout for a read at a resourceVersion newer than the server's current one, as the
+/// real server answers after waiting for it: `Too large resource version: 15, current: 10`.
+pub fn too_large_resource_version(requested: u64, current: u64) -> Status {
+    let mut d = details("", "", "");
+    d.causes = vec![cause("ResourceVersionTooLarge", "", "Too large resource version")];
+    d.retry_after_seconds = 1;
+    timeout(&format!("Too large resource version: {requested}, current: {current}")).with_details(d)
+}
+
+/// 422 Invalid for bad list or watch options (`ListOptions`), as the real server validates them.
+pub fn invalid_list_options(causes: Vec<StatusCause>) -> Status {
+    invalid("meta.k8s.io", "ListOptions", "", causes)
+}
+
+/// The `Success` Status a delete answers with when the object is gone at once.
+pub fn deleted(group: &str, plural: &str, name: &str, uid: &str) -> Status {
+    let mut d = details(group, plural, name);
+    d.uid = uid.to_owned();
+    Status::success().with_code(200).with_details(d)
+}

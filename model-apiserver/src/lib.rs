@@ -16,7 +16,6 @@
 //! use model_apiserver::{ApiServer, Context, Request, Response, SeqIds};
 //! use kube_core::{ApiResource, DynamicObject, params::PostParams};
 //!
-//! let mut server = ApiServer::new();
 //! let mut ids = SeqIds::default();
 //! let cm = ApiResource { group: "".into(), version: "v1".into(), api_version: "v1".into(),
 //!                        kind: "ConfigMap".into(), plural: "configmaps".into() };
@@ -24,6 +23,7 @@
 //!     "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "v"}
 //! })).unwrap();
 //! let mut ctx = Context::new(jiff::Timestamp::UNIX_EPOCH, &mut ids);
+//! let mut server = ApiServer::new().with_default_namespaces(&mut ctx);
 //! let created = server
 //!     .handle(Request::create(&cm, Some("default"), obj, PostParams::default()), &mut ctx)
 //!     .unwrap();
@@ -32,17 +32,30 @@
 //! assert!(created.metadata.uid.is_some());
 //! ```
 
+// Every verb answers `Result<_, kube_core::Status>`, as kube-apiserver answers a Status: the error
+// is the API's own value, not an operational failure, and boxing it would make every caller
+// unbox what kube-rs hands out unboxed.
+#![allow(clippy::result_large_err)]
+
 pub mod admission;
 pub mod context;
 pub mod crd;
+mod crd_serving;
+mod deletion;
 pub mod errors;
+mod filter;
+mod metadata;
 pub mod patch;
+mod read;
 pub mod request;
 pub mod resources;
+mod scale;
 pub mod schema;
 pub mod selector;
 pub mod server;
 pub mod store;
+mod watch;
+mod write;
 
 pub use admission::{AdmissionHook, AdmissionRequest};
 pub use context::{Context, IdSource, SeqIds};

@@ -1,3 +1,52 @@
 //! Patch application: JSON merge patch (RFC 7386) and JSON patch (RFC 6902, with `test`).
 //! Strategic merge patch and server-side apply live in their own modules once built; until then
 //! they answer 415 UnsupportedMediaType.
+
+use kube_core::{DynamicObject, Status, params::Patch};
+
+use crate::{errors, resources::ResourceType};
+
+/// Apply `patch` to the stored object `old` and decode the result.
+///
+/// JSON merge patch follows RFC 7386. JSON patch follows RFC 6902; a failed operation (a `test`
+/// that does not hold, a path that does not exist) gets 422 Invalid with the patch library's
+/// message, as the real server answers. Strategic merge patch and server-side apply are not
+/// modelled yet and get 415 UnsupportedMediaType.
+pub(crate) fn apply_to_object(
+    ty: &ResourceType,
+    old: &DynamicObject,
+    patch: &Patch<serde_json::Value>,
+) -> Result<DynamicObject, Status> {
+    let mut doc = serde_json::to_value(old)
+        .map_err(|e| errors::internal_error(&format!("encoding the stored object: {e}")))?;
+    match patch {
+        Patch::Merge(p) => json_patch::merge(&mut doc, p),
+        Patch::Json(p) => json_patch::patch(&mut doc, p)
+            .map_err(|e| Status::failure(&e.to_string(), "Invalid").with_code(422))?,
+        Patch::Strategic(_) if ty.custom => return Err(unsupported(CUSTOM_MEDIA_TYPES)),
+        Patch::Strategic(_) => {
+            return Err(errors::unsupported_media_type(
+                "strategic merge patch is not supported by the model API server yet - accepted media types include: application/json-patch+json, application/merge-patch+json",
+            ));
+        }
+        Patch::Apply(_) => {
+            return Err(errors::unsupported_media_type(
+                "server-side apply is not supported by the model API server yet - accepted media types include: application/json-patch+json, application/merge-patch+json",
+            ));
+        }
+        _ => return Err(unsupported(CUSTOM_MEDIA_TYPES)),
+    }
+    serde_json::from_value(doc)
+        .map_err(|e| errors::bad_request(&format!("the patched object is not valid: {e}")))
+}
+
+/// The patch types the real server accepts for custom resources.
+const CUSTOM_MEDIA_TYPES: &str =
+    "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml";
+
+/// 415 as the real server answers a patch type it does not accept.
+fn unsupported(accepted: &str) -> Status {
+    errors::unsupported_media_type(&format!(
+        "the body of the request was in an unknown format - accepted media types include: {accepted}"
+    ))
+}

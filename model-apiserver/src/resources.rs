@@ -75,8 +75,17 @@ impl ResourceTypes {
     /// The built-in kinds: Namespace, Pod, ConfigMap, Secret, Service, ServiceAccount,
     /// PersistentVolumeClaim, Deployment, ReplicaSet, StatefulSet, Job, Lease, events.k8s.io Event
     /// and CustomResourceDefinition, with their real group, version, plural and scope.
+    ///
+    /// Which kinds track `metadata.generation` follows the real server: Deployment, ReplicaSet,
+    /// StatefulSet, Job, CustomResourceDefinition and every custom resource; also Pod, which has
+    /// set it since Kubernetes 1.33 (pod observed-generation tracking). ConfigMap, Secret,
+    /// Service, ServiceAccount, PersistentVolumeClaim, Namespace, Lease and Event do not.
     pub fn builtin() -> Self {
-        todo!("model-apiserver core")
+        let mut types = ResourceTypes::default();
+        for b in BUILTINS {
+            types.insert(b.to_type());
+        }
+        types
     }
     /// Serve `ty` (replacing an earlier type of the same group, version and plural).
     pub fn insert(&mut self, ty: ResourceType) {
@@ -100,3 +109,121 @@ impl ResourceTypes {
         self.by_gvr.values()
     }
 }
+
+/// A compact description of one built-in kind; expanded by [`Builtin::to_type`].
+struct Builtin {
+    group: &'static str,
+    version: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+    namespaced: bool,
+    short_names: &'static [&'static str],
+    status_subresource: bool,
+    scale: bool,
+    tracks_generation: bool,
+    name_rule: NameRule,
+}
+
+impl Builtin {
+    fn to_type(&self) -> ResourceType {
+        let api_version = if self.group.is_empty() {
+            self.version.to_owned()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        };
+        ResourceType {
+            api: ApiResource {
+                group: self.group.to_owned(),
+                version: self.version.to_owned(),
+                api_version,
+                kind: self.kind.to_owned(),
+                plural: self.plural.to_owned(),
+            },
+            namespaced: self.namespaced,
+            short_names: self.short_names.iter().map(|s| (*s).to_owned()).collect(),
+            status_subresource: self.status_subresource,
+            // The apps kinds expose `.spec.selector` (a LabelSelector object); the scale view
+            // serializes it to the string form, as the real server does.
+            scale: self.scale.then(|| ScalePaths {
+                spec_replicas: ".spec.replicas".to_owned(),
+                status_replicas: ".status.replicas".to_owned(),
+                label_selector: Some(".spec.selector".to_owned()),
+            }),
+            tracks_generation: self.tracks_generation,
+            name_rule: self.name_rule,
+            custom: false,
+            schema: None,
+        }
+    }
+}
+
+const fn builtin(
+    group: &'static str,
+    version: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+    short_names: &'static [&'static str],
+) -> Builtin {
+    Builtin {
+        group,
+        version,
+        kind,
+        plural,
+        namespaced: true,
+        short_names,
+        status_subresource: false,
+        scale: false,
+        tracks_generation: false,
+        name_rule: NameRule::Subdomain,
+    }
+}
+
+impl Builtin {
+    const fn cluster(mut self) -> Self {
+        self.namespaced = false;
+        self
+    }
+    const fn status(mut self) -> Self {
+        self.status_subresource = true;
+        self
+    }
+    const fn scale(mut self) -> Self {
+        self.scale = true;
+        self
+    }
+    const fn generation(mut self) -> Self {
+        self.tracks_generation = true;
+        self
+    }
+    const fn label_name(mut self) -> Self {
+        self.name_rule = NameRule::Label;
+        self
+    }
+}
+
+/// The built-in kinds served by every model server.
+const BUILTINS: &[Builtin] = &[
+    builtin("", "v1", "Namespace", "namespaces", &["ns"]).cluster().status().label_name(),
+    builtin("", "v1", "Pod", "pods", &["po"]).status().generation(),
+    builtin("", "v1", "ConfigMap", "configmaps", &["cm"]),
+    builtin("", "v1", "Secret", "secrets", &[]),
+    builtin("", "v1", "Service", "services", &["svc"]).status().label_name(),
+    builtin("", "v1", "ServiceAccount", "serviceaccounts", &["sa"]),
+    builtin("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", &["pvc"]).status(),
+    builtin("apps", "v1", "Deployment", "deployments", &["deploy"]).status().scale().generation(),
+    builtin("apps", "v1", "ReplicaSet", "replicasets", &["rs"]).status().scale().generation(),
+    builtin("apps", "v1", "StatefulSet", "statefulsets", &["sts"]).status().scale().generation(),
+    builtin("batch", "v1", "Job", "jobs", &[]).status().generation(),
+    builtin("coordination.k8s.io", "v1", "Lease", "leases", &[]),
+    builtin("events.k8s.io", "v1", "Event", "events", &["ev"]),
+    builtin(
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        &["crd", "crds"],
+    )
+    .cluster()
+    .status()
+    .generation(),
+];

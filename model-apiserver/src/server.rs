@@ -1,15 +1,19 @@
-//! The API server state machine.
+//! The API server state machine: the served types, the revisioned store, the admission hooks,
+//! and the dispatch of each request to its verb (implemented in `read`, `write`, `deletion`,
+//! `watch` and `crd_serving`).
 
-use kube_core::Status;
+use std::sync::Arc;
+
+use kube_core::{ApiResource, DynamicObject, Status, TypeMeta};
 
 use crate::{
     admission::AdmissionHook,
     context::Context,
-    request::{Request, Response},
-    resources::ResourceTypes,
-    store::{Revision, Snapshot, StoredEvent},
+    errors,
+    request::{Request, Response, Verb},
+    resources::{ResourceType, ResourceTypes},
+    store::{ObjectKey, Revision, Snapshot, Store, StoredEvent},
 };
-
 /// Bounds and knobs of the model.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -28,7 +32,68 @@ impl Default for ServerConfig {
 
 /// The model API server.
 pub struct ApiServer {
-    _todo: (),
+    pub(crate) config: ServerConfig,
+    pub(crate) types: ResourceTypes,
+    pub(crate) store: Store,
+    pub(crate) mutating: Vec<AdmissionHook>,
+    pub(crate) validating: Vec<AdmissionHook>,
+}
+
+/// What a single-object or collection request addresses, resolved against the served types.
+#[derive(Clone, Debug)]
+pub(crate) struct Target {
+    /// The resolved type.
+    pub(crate) ty: Arc<ResourceType>,
+    /// Its storage key, shared by every [`ObjectKey`] of this type.
+    pub(crate) resource: Arc<str>,
+    /// The namespace: empty for cluster-scoped types and for all-namespace collections.
+    pub(crate) namespace: Arc<str>,
+    /// The requesting user.
+    pub(crate) user: Option<Arc<str>>,
+}
+
+impl Target {
+    /// The key of `name` in this target's namespace.
+    pub(crate) fn key(&self, name: &str) -> ObjectKey {
+        ObjectKey {
+            resource: self.resource.clone(),
+            namespace: self.namespace.clone(),
+            name: Arc::from(name),
+        }
+    }
+    /// The namespace filter of a collection request (`None` = every namespace).
+    pub(crate) fn namespace_filter(&self) -> Option<&str> {
+        (!self.namespace.is_empty()).then_some(&*self.namespace)
+    }
+    /// `Some(namespace)` for namespaced types, as ObjectMeta.namespace holds it.
+    pub(crate) fn meta_namespace(&self) -> Option<String> {
+        self.ty.namespaced.then(|| self.namespace.to_string())
+    }
+    /// The TypeMeta objects of this type carry.
+    pub(crate) fn type_meta(&self) -> TypeMeta {
+        TypeMeta { api_version: self.ty.api.api_version.clone(), kind: self.ty.api.kind.clone() }
+    }
+    /// `obj` as this type's version presents it: custom resources with several served versions
+    /// share storage (conversion strategy None), so only apiVersion differs.
+    pub(crate) fn present(&self, obj: &Arc<DynamicObject>) -> Arc<DynamicObject> {
+        match &obj.types {
+            Some(t) if t.api_version == self.ty.api.api_version => obj.clone(),
+            _ => {
+                let mut o = DynamicObject::clone(obj);
+                o.types = Some(self.type_meta());
+                Arc::new(o)
+            }
+        }
+    }
+    /// 404 NotFound for `name` of this type.
+    pub(crate) fn not_found(&self, name: &str) -> Status {
+        errors::not_found(&self.ty.api.group, &self.ty.api.plural, name)
+    }
+}
+
+/// 404 NotFound for a path the server does not serve.
+pub(crate) fn resource_not_found() -> Status {
+    Status::failure("the server could not find the requested resource", "NotFound").with_code(404)
 }
 
 impl Default for ApiServer {
@@ -44,51 +109,114 @@ impl ApiServer {
         Self::with_config(ServerConfig::default())
     }
     /// A server with explicit bounds.
-    pub fn with_config(_config: ServerConfig) -> Self {
-        todo!("model-apiserver core")
+    pub fn with_config(config: ServerConfig) -> Self {
+        let store = Store::new(config.history_revisions_max);
+        ApiServer {
+            config,
+            types: ResourceTypes::builtin(),
+            store,
+            mutating: Vec::new(),
+            validating: Vec::new(),
+        }
     }
     /// Create `default`, `kube-system` and `kube-public`, as a fresh cluster has them.
-    pub fn with_default_namespaces(self, _ctx: &mut Context<'_>) -> Self {
-        todo!("model-apiserver core")
+    pub fn with_default_namespaces(mut self, ctx: &mut Context<'_>) -> Self {
+        let ns = self.types.get("", "v1", "namespaces").expect("namespaces are built in").api.clone();
+        for name in ["default", "kube-system", "kube-public"] {
+            let obj = DynamicObject::new(name, &ns);
+            let created = self.handle(Request::create(&ns, None, obj, Default::default()), ctx);
+            assert!(created.is_ok(), "creating namespace {name} in a fresh server failed: {created:?}");
+        }
+        self
     }
     /// Handle one request at `ctx.now`.
-    pub fn handle(&mut self, _request: Request, _ctx: &mut Context<'_>) -> Result<Response, Status> {
-        todo!("model-apiserver core")
+    pub fn handle(&mut self, request: Request, ctx: &mut Context<'_>) -> Result<Response, Status> {
+        let target = self.resolve(&request)?;
+        match request.verb {
+            Verb::Get { name, params, subresource } => self.get(&target, &name, &params, subresource),
+            Verb::List { params } => self.list(&target, &params).map(Response::List),
+            Verb::Create { object, params } => self.create(&target, object, &params, ctx),
+            Verb::Update { name, object, params, subresource } => {
+                self.update(&target, &name, object, &params, subresource, ctx)
+            }
+            Verb::Patch { name, patch, params, subresource } => {
+                self.patch(&target, &name, &patch, &params, subresource, ctx)
+            }
+            Verb::Delete { name, params } => self.delete(&target, &name, &params, ctx),
+            Verb::DeleteCollection { list, params } => {
+                self.delete_collection(&target, &list, &params, ctx).map(Response::List)
+            }
+            Verb::Watch { resource_version, params } => {
+                self.watch(&target, &resource_version, &params).map(Response::Watch)
+            }
+        }
     }
+
+    /// Resolve the request's resource and namespace. Single-object verbs on a namespaced type
+    /// need a namespace, except create, which may take it from the body (as a client that fills
+    /// `metadata.namespace` would); a namespace on a cluster-scoped type is a path the real
+    /// server does not serve. Both get 404, as the real router answers.
+    fn resolve(&self, request: &Request) -> Result<Target, Status> {
+        let ApiResource { group, version, plural, .. } = &request.resource;
+        let ty = self.types.get(group, version, plural).ok_or_else(resource_not_found)?.clone();
+        let requested = request.namespace.as_deref().filter(|ns| !ns.is_empty());
+        let namespace = match (ty.namespaced, requested, &request.verb) {
+            (true, Some(ns), _) => ns,
+            (true, None, Verb::List { .. } | Verb::Watch { .. } | Verb::DeleteCollection { .. }) => "",
+            (true, None, Verb::Create { object, .. }) => object
+                .metadata
+                .namespace
+                .as_deref()
+                .filter(|ns| !ns.is_empty())
+                .ok_or_else(resource_not_found)?,
+            (true, None, _) | (false, Some(_), _) => return Err(resource_not_found()),
+            (false, None, _) => "",
+        };
+        Ok(Target {
+            resource: ty.storage_key(),
+            ty,
+            namespace: Arc::from(namespace),
+            user: request.user.clone(),
+        })
+    }
+
     /// The current revision.
     pub fn revision(&self) -> Revision {
-        todo!("model-apiserver core")
+        self.store.revision()
     }
     /// The oldest revision still readable (everything before it is compacted).
     pub fn oldest_revision(&self) -> Revision {
-        todo!("model-apiserver core")
+        self.store.oldest()
     }
     /// The current state; O(1).
     pub fn snapshot(&self) -> Snapshot {
-        todo!("model-apiserver core")
+        self.store.current().clone()
     }
     /// The state at a retained revision; `None` if compacted or in the future.
-    pub fn snapshot_at(&self, _revision: Revision) -> Option<Snapshot> {
-        todo!("model-apiserver core")
+    pub fn snapshot_at(&self, revision: Revision) -> Option<Snapshot> {
+        self.store.at(revision).cloned()
     }
     /// The stored changes after `revision`, in order; 410 Expired if compacted.
-    pub fn events_after(&self, _revision: Revision) -> Result<Vec<StoredEvent>, Status> {
-        todo!("model-apiserver core")
+    pub fn events_after(&self, revision: Revision) -> Result<Vec<StoredEvent>, Status> {
+        match self.store.events_after(revision) {
+            Some(events) => Ok(events.cloned().collect()),
+            None => Err(errors::expired(revision, self.store.oldest())),
+        }
     }
     /// Drop history before `revision` (as etcd compaction does).
-    pub fn compact(&mut self, _revision: Revision) {
-        todo!("model-apiserver core")
+    pub fn compact(&mut self, revision: Revision) {
+        self.store.compact(revision);
     }
     /// The served types (built-ins plus established CRDs).
     pub fn types(&self) -> &ResourceTypes {
-        todo!("model-apiserver core")
+        &self.types
     }
     /// Register a mutating admission hook (runs before validation, in registration order).
-    pub fn add_mutating_hook(&mut self, _hook: AdmissionHook) {
-        todo!("model-apiserver core")
+    pub fn add_mutating_hook(&mut self, hook: AdmissionHook) {
+        self.mutating.push(hook);
     }
     /// Register a validating admission hook (runs after mutation, in registration order).
-    pub fn add_validating_hook(&mut self, _hook: AdmissionHook) {
-        todo!("model-apiserver core")
+    pub fn add_validating_hook(&mut self, hook: AdmissionHook) {
+        self.validating.push(hook);
     }
 }

@@ -1,0 +1,228 @@
+//! delete and deletecollection: preconditions, finalizers, propagation policies, graceful pod
+//! deletion, and namespace termination.
+
+use std::sync::Arc;
+
+use kube_core::{
+    DynamicObject, Status,
+    params::{DeleteParams, ListParams, PropagationPolicy},
+};
+
+use crate::{
+    admission::AdmissionRequest,
+    context::Context,
+    errors,
+    filter::ObjectFilter,
+    metadata,
+    request::{ListResponse, Response},
+    server::{ApiServer, Target},
+    store::StoredEventType,
+    write::{NAMESPACE_FINALIZER, should_delete_during_update},
+};
+
+/// The finalizer the foreground propagation policy adds (the garbage collector removes it).
+pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
+/// The finalizer the orphan propagation policy adds (the garbage collector removes it).
+pub const ORPHAN_FINALIZER: &str = "orphan";
+/// How many objects one deletecollection deletes at most; a larger collection is cut short
+/// (the client repeats the request), as the real server pages its deletes.
+const DELETE_COLLECTION_ITEMS_MAX: usize = 100_000;
+
+impl ApiServer {
+    /// DELETE one object.
+    pub(crate) fn delete(
+        &mut self,
+        t: &Target,
+        name: &str,
+        params: &DeleteParams,
+        ctx: &mut Context<'_>,
+    ) -> Result<Response, Status> {
+        let old = self.current_object(t, name)?;
+        check_preconditions(t, name, &old, params)?;
+        let request = AdmissionRequest {
+            operation: "delete",
+            resource: &t.ty,
+            subresource: None,
+            old: Some(&old),
+            user: t.user.as_deref(),
+        };
+        let mut scratch = DynamicObject::clone(&old);
+        for hook in &self.validating {
+            hook(&request, &mut scratch)?;
+        }
+        let grace = self.grace_period_seconds(t, &old, params);
+        let mut new = DynamicObject::clone(&old);
+        add_propagation_finalizer(&mut new, params.propagation_policy.as_ref());
+        let deleting = old.metadata.deletion_timestamp.is_some();
+        if deleting {
+            // A second delete can only shorten a pending grace period (the kubelet's final
+            // delete with grace 0); otherwise it answers the object unchanged.
+            let pending = old.metadata.deletion_grace_period_seconds.unwrap_or(0);
+            if grace < pending {
+                new.metadata.deletion_timestamp = Some(metadata::timestamp_after(ctx.now, grace));
+                new.metadata.deletion_grace_period_seconds = Some(grace);
+            }
+        } else {
+            new.metadata.deletion_timestamp = Some(metadata::timestamp_after(ctx.now, grace));
+            new.metadata.deletion_grace_period_seconds = Some(grace);
+            if let Some(g) = new.metadata.generation.filter(|g| *g > 0) {
+                new.metadata.generation = Some(g + 1);
+            }
+            if is_namespace(t) {
+                crate::write::set_status(&mut new, Some(serde_json::json!({"phase": "Terminating"})));
+            }
+        }
+        let gone = should_delete_during_update(&new);
+        if gone && !deleting {
+            // An immediate deletion removes the object as it was stored: the DELETED event
+            // carries no deletionTimestamp, as the real store's non-graceful path.
+            new = DynamicObject::clone(&old);
+        }
+        if !gone && metadata::is_noop(&old, &new) {
+            return Ok(Response::Object(t.present(&old)));
+        }
+        if params.dry_run {
+            return Ok(deleted_or_kept(t, name, gone, Arc::new(new)));
+        }
+        let kind = if gone { StoredEventType::Deleted } else { StoredEventType::Modified };
+        let stored = self.commit(kind, t, name, new);
+        if gone {
+            self.after_delete(t, &stored, ctx);
+        }
+        Ok(deleted_or_kept(t, name, gone, t.present(&stored)))
+    }
+
+    /// The grace period of this deletion: only Pods are deleted gracefully. The request's
+    /// value wins, then the pod's `terminationGracePeriodSeconds`, then the server default; a
+    /// pod that never ran on a node, or has finished, goes at once.
+    fn grace_period_seconds(&self, t: &Target, old: &DynamicObject, params: &DeleteParams) -> i64 {
+        if t.ty.custom || !t.ty.api.group.is_empty() || t.ty.api.kind != "Pod" {
+            return 0;
+        }
+        let unscheduled =
+            old.data.pointer("/spec/nodeName").and_then(|n| n.as_str()).is_none_or(str::is_empty);
+        let finished = matches!(
+            old.data.pointer("/status/phase").and_then(|p| p.as_str()),
+            Some("Succeeded" | "Failed")
+        );
+        if unscheduled || finished {
+            return 0;
+        }
+        let from_spec = old.data.pointer("/spec/terminationGracePeriodSeconds").and_then(|g| g.as_i64());
+        params
+            .grace_period_seconds
+            .map(i64::from)
+            .or(from_spec)
+            .unwrap_or(self.config.pod_grace_period_seconds_default)
+            .max(0)
+    }
+
+    /// DELETE a collection: every selected object, deleted one by one (one revision each).
+    pub(crate) fn delete_collection(
+        &mut self,
+        t: &Target,
+        list: &ListParams,
+        params: &DeleteParams,
+        ctx: &mut Context<'_>,
+    ) -> Result<ListResponse, Status> {
+        let filter = ObjectFilter::parse(list.label_selector.as_deref(), list.field_selector.as_deref())?;
+        let namespace = t.namespace_filter();
+        let targets: Vec<(Arc<str>, Arc<str>)> = self
+            .store
+            .current()
+            .iter_resource(&t.resource, namespace)
+            .filter(|(k, o)| filter.matches(k, o))
+            .take(DELETE_COLLECTION_ITEMS_MAX)
+            .map(|(k, _)| (k.namespace.clone(), k.name.clone()))
+            .collect();
+        let mut items = Vec::with_capacity(targets.len());
+        for (ns, name) in targets {
+            let target = Target { namespace: ns, ..t.clone() };
+            match self.delete(&target, &name, params, ctx)? {
+                Response::Object(o) | Response::Deleted { object: o, .. } => items.push(o),
+                Response::List(_) | Response::Watch(_) => {}
+            }
+        }
+        Ok(ListResponse {
+            items,
+            resource_version: self.store.revision().to_string(),
+            continue_token: None,
+            remaining_item_count: None,
+        })
+    }
+
+    /// Remove the `kubernetes` finalizer from a Namespace's `spec.finalizers`, as the
+    /// namespace controller does through the `/finalize` subresource once the namespace is
+    /// empty; a terminating namespace with no finalizers left is then removed.
+    pub fn finalize_namespace(&mut self, name: &str, ctx: &mut Context<'_>) -> Result<Response, Status> {
+        let ns_type = self.types.get("", "v1", "namespaces").expect("namespaces are built in").clone();
+        let t = Target { resource: ns_type.storage_key(), ty: ns_type, namespace: Arc::from(""), user: None };
+        let old = self.current_object(&t, name)?;
+        let mut new = DynamicObject::clone(&old);
+        if let Some(f) = new.data.pointer_mut("/spec/finalizers").and_then(|f| f.as_array_mut()) {
+            f.retain(|f| f != NAMESPACE_FINALIZER);
+        }
+        if metadata::is_noop(&old, &new) {
+            return Ok(Response::Object(old));
+        }
+        let gone = should_delete_during_update(&new);
+        let kind = if gone { StoredEventType::Deleted } else { StoredEventType::Modified };
+        let stored = self.commit(kind, &t, name, new);
+        if gone {
+            self.after_delete(&t, &stored, ctx);
+        }
+        Ok(Response::Object(stored))
+    }
+}
+
+fn is_namespace(t: &Target) -> bool {
+    !t.ty.custom && t.ty.api.group.is_empty() && t.ty.api.kind == "Namespace"
+}
+
+/// The answer of a delete: a Success Status when the object is gone, the object otherwise.
+fn deleted_or_kept(t: &Target, name: &str, gone: bool, object: Arc<DynamicObject>) -> Response {
+    if gone {
+        let uid = object.metadata.uid.clone().unwrap_or_default();
+        Response::Deleted { status: errors::deleted(&t.ty.api.group, &t.ty.api.plural, name, &uid), object }
+    } else {
+        Response::Object(object)
+    }
+}
+
+/// uid and resourceVersion preconditions: 409 Conflict with the real server's message.
+fn check_preconditions(
+    t: &Target,
+    name: &str,
+    old: &DynamicObject,
+    params: &DeleteParams,
+) -> Result<(), Status> {
+    let Some(pre) = &params.preconditions else { return Ok(()) };
+    let conflict = |why: String| errors::conflict_with(&t.ty.api.group, &t.ty.api.plural, name, &why);
+    let uid = old.metadata.uid.as_deref().unwrap_or_default();
+    if let Some(want) = pre.uid.as_deref().filter(|u| *u != uid) {
+        return Err(conflict(format!(
+            "Precondition failed: UID in precondition: {want}, UID in object meta: {uid}"
+        )));
+    }
+    let rv = old.metadata.resource_version.as_deref().unwrap_or_default();
+    if let Some(want) = pre.resource_version.as_deref().filter(|r| *r != rv) {
+        return Err(conflict(format!(
+            "Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {rv}"
+        )));
+    }
+    Ok(())
+}
+
+/// Foreground and orphan propagation are carried out by the garbage collector through a
+/// finalizer; background needs none.
+fn add_propagation_finalizer(object: &mut DynamicObject, policy: Option<&PropagationPolicy>) {
+    let finalizer = match policy {
+        Some(PropagationPolicy::Foreground) => FOREGROUND_FINALIZER,
+        Some(PropagationPolicy::Orphan) => ORPHAN_FINALIZER,
+        Some(PropagationPolicy::Background) | None => return,
+    };
+    let finalizers = object.metadata.finalizers.get_or_insert_with(Vec::new);
+    if !finalizers.iter().any(|f| f == finalizer) {
+        finalizers.push(finalizer.to_owned());
+    }
+}

@@ -1,0 +1,499 @@
+//! create, update and patch (main resource and `/status`): the write pipeline that every
+//! object-changing verb shares. In order: server-owned metadata, kind-specific preparation,
+//! custom-resource defaulting and pruning, mutating admission, validation, validating
+//! admission, generation, no-op detection, then one commit.
+
+use std::sync::Arc;
+
+use kube_core::{
+    DynamicObject, ObjectMeta, Status,
+    params::{Patch, PatchParams, PostParams},
+};
+
+use crate::{
+    admission::AdmissionRequest,
+    context::Context,
+    errors, metadata, patch,
+    request::{Response, Subresource},
+    server::{ApiServer, Target, resource_not_found},
+    store::StoredEventType,
+};
+
+/// The finalizer the namespace lifecycle puts in a Namespace's `spec.finalizers`.
+pub(crate) const NAMESPACE_FINALIZER: &str = "kubernetes";
+
+/// How an update's resourceVersion precondition is checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RvCheck {
+    /// PUT: the body's resourceVersion must match; an empty one is unconditional for
+    /// built-ins and 422 for custom resources.
+    Update,
+    /// PATCH: the patched object keeps the stored resourceVersion unless the patch set one,
+    /// which then must match.
+    Patch,
+}
+
+impl ApiServer {
+    /// POST an object.
+    pub(crate) fn create(
+        &mut self,
+        t: &Target,
+        mut object: DynamicObject,
+        params: &PostParams,
+        ctx: &mut Context<'_>,
+    ) -> Result<Response, Status> {
+        check_body_namespace(t, &object.metadata)?;
+        let given = object.metadata.name.clone().filter(|n| !n.is_empty());
+        let prefix = object.metadata.generate_name.clone().filter(|n| !n.is_empty());
+        let name = match (given, prefix) {
+            (Some(name), _) => name,
+            (None, Some(prefix)) => self.generated_name(t, &prefix, ctx)?,
+            (None, None) => {
+                return Err(self.invalid(
+                    t,
+                    "",
+                    vec![metadata::required("metadata.name", "name or generateName is required")],
+                ));
+            }
+        };
+        self.check_namespace_accepts(t, &name)?;
+        let meta = &mut object.metadata;
+        meta.name = Some(name.clone());
+        meta.namespace = t.meta_namespace();
+        meta.uid = Some(metadata::new_uid(ctx.ids));
+        meta.creation_timestamp = Some(metadata::timestamp(ctx.now));
+        meta.deletion_timestamp = None;
+        meta.deletion_grace_period_seconds = None;
+        meta.generation = t.ty.tracks_generation.then_some(1);
+        meta.resource_version = None;
+        meta.self_link = None;
+        object.types = Some(t.type_meta());
+        prepare_for_create(t, &mut object);
+        let object = self.admit(t, "create", None, None, object)?;
+        let key = t.key(&name);
+        if self.store.current().get(&key).is_some() {
+            return Err(errors::already_exists(&t.ty.api.group, &t.ty.api.plural, &name));
+        }
+        if params.dry_run {
+            return Ok(Response::Object(Arc::new(object)));
+        }
+        let created = self.commit(StoredEventType::Added, t, &name, object);
+        self.after_commit(t, &created, ctx);
+        Ok(Response::Object(t.present(&created)))
+    }
+
+    /// A free name for `generateName`: up to [`metadata::GENERATE_NAME_ATTEMPTS_MAX`] tries,
+    /// then 409 AlreadyExists for the last one tried, as kube-apiserver with RetryGenerateName
+    /// answers when all its attempts collide.
+    fn generated_name(&self, t: &Target, prefix: &str, ctx: &mut Context<'_>) -> Result<String, Status> {
+        let mut name = String::new();
+        for _ in 0..metadata::GENERATE_NAME_ATTEMPTS_MAX {
+            name = metadata::generate_name(prefix, ctx.ids);
+            if self.store.current().get(&t.key(&name)).is_none() {
+                return Ok(name);
+            }
+        }
+        Err(errors::already_exists(&t.ty.api.group, &t.ty.api.plural, &name))
+    }
+
+    /// Namespaced objects need an existing namespace that is not terminating (the
+    /// NamespaceLifecycle admission plugin).
+    fn check_namespace_accepts(&self, t: &Target, name: &str) -> Result<(), Status> {
+        if !t.ty.namespaced {
+            return Ok(());
+        }
+        let key = self.namespace_key(&t.namespace);
+        let ns = self
+            .store
+            .current()
+            .get(&key)
+            .ok_or_else(|| errors::not_found("", "namespaces", &t.namespace))?;
+        if ns.metadata.deletion_timestamp.is_some() {
+            let why = format!(
+                "unable to create new content in namespace {} because it is being terminated",
+                t.namespace
+            );
+            return Err(errors::forbidden(&t.ty.api.group, &t.ty.api.plural, name, &why));
+        }
+        Ok(())
+    }
+
+    /// PUT an object or its `/status` (or `/scale`).
+    pub(crate) fn update(
+        &mut self,
+        t: &Target,
+        name: &str,
+        mut object: DynamicObject,
+        params: &PostParams,
+        subresource: Option<Subresource>,
+        ctx: &mut Context<'_>,
+    ) -> Result<Response, Status> {
+        self.check_subresource(t, subresource)?;
+        if subresource == Some(Subresource::Scale) {
+            return self.update_scale(t, name, object, params.dry_run, ctx);
+        }
+        let old = self.current_object(t, name)?;
+        check_body_name(name, &object.metadata)?;
+        check_body_namespace(t, &object.metadata)?;
+        self.check_resource_version(
+            t,
+            name,
+            &old,
+            object.metadata.resource_version.as_deref(),
+            RvCheck::Update,
+        )?;
+        object.metadata.name = Some(name.to_owned());
+        self.write_update(t, &old, object, subresource, params.dry_run, ctx)
+    }
+
+    /// PATCH an object or its `/status` (or `/scale`).
+    pub(crate) fn patch(
+        &mut self,
+        t: &Target,
+        name: &str,
+        patch: &Patch<serde_json::Value>,
+        params: &PatchParams,
+        subresource: Option<Subresource>,
+        ctx: &mut Context<'_>,
+    ) -> Result<Response, Status> {
+        self.check_subresource(t, subresource)?;
+        if subresource == Some(Subresource::Scale) {
+            return self.patch_scale(t, name, patch, params.dry_run, ctx);
+        }
+        let old = self.current_object(t, name)?;
+        let object = patch::apply_to_object(&t.ty, &old, patch)?;
+        check_body_name(name, &object.metadata)?;
+        check_body_namespace(t, &object.metadata)?;
+        self.check_resource_version(
+            t,
+            name,
+            &old,
+            object.metadata.resource_version.as_deref(),
+            RvCheck::Patch,
+        )?;
+        self.write_update(t, &old, object, subresource, params.dry_run, ctx)
+    }
+
+    /// 404 for a subresource the type does not serve.
+    pub(crate) fn check_subresource(
+        &self,
+        t: &Target,
+        subresource: Option<Subresource>,
+    ) -> Result<(), Status> {
+        match subresource {
+            Some(Subresource::Status) if !t.ty.status_subresource => Err(resource_not_found()),
+            Some(Subresource::Scale) if t.ty.scale.is_none() => Err(resource_not_found()),
+            _ => Ok(()),
+        }
+    }
+
+    /// The stored object, or 404.
+    pub(crate) fn current_object(&self, t: &Target, name: &str) -> Result<Arc<DynamicObject>, Status> {
+        self.store.current().get(&t.key(name)).cloned().ok_or_else(|| t.not_found(name))
+    }
+
+    /// The optimistic-concurrency check of an update.
+    fn check_resource_version(
+        &self,
+        t: &Target,
+        name: &str,
+        old: &DynamicObject,
+        rv: Option<&str>,
+        check: RvCheck,
+    ) -> Result<(), Status> {
+        match rv.filter(|rv| !rv.is_empty()) {
+            None if check == RvCheck::Update && t.ty.custom => Err(self.invalid(
+                t,
+                name,
+                vec![errors::cause(
+                    "FieldValueInvalid",
+                    "metadata.resourceVersion",
+                    "Invalid value: 0x0: must be specified for an update",
+                )],
+            )),
+            None => Ok(()),
+            Some(rv) if Some(rv) == old.metadata.resource_version.as_deref() => Ok(()),
+            Some(_) => Err(errors::conflict(&t.ty.api.group, &t.ty.api.plural, name)),
+        }
+    }
+
+    /// The shared tail of update, patch and their `/status` forms: `new` is the client's
+    /// intended object (name and preconditions already checked).
+    pub(crate) fn write_update(
+        &mut self,
+        t: &Target,
+        old: &Arc<DynamicObject>,
+        mut new: DynamicObject,
+        subresource: Option<Subresource>,
+        dry_run: bool,
+        ctx: &mut Context<'_>,
+    ) -> Result<Response, Status> {
+        let name = old.metadata.name.clone().unwrap_or_default();
+        if subresource == Some(Subresource::Status) {
+            // `/status` takes only `.status`; everything else, metadata included, stays.
+            let status = status_of(&new);
+            new = DynamicObject::clone(old);
+            set_status(&mut new, status);
+        } else {
+            self.preserve_server_fields(t, old, &mut new)?;
+            prepare_for_update(t, old, &mut new);
+        }
+        let sub_name = subresource.map(|s| match s {
+            Subresource::Status => "status",
+            Subresource::Scale => "scale",
+        });
+        let mut new = self.admit(t, "update", sub_name, Some(old), new)?;
+        if t.ty.tracks_generation && metadata::spec_changed(old, &new, t.ty.status_subresource) {
+            new.metadata.generation = Some(old.metadata.generation.unwrap_or(0) + 1);
+        }
+        if metadata::is_noop(old, &new) {
+            return Ok(Response::Object(t.present(old)));
+        }
+        if dry_run {
+            return Ok(Response::Object(Arc::new(new)));
+        }
+        let kind = if should_delete_during_update(&new) {
+            StoredEventType::Deleted
+        } else {
+            StoredEventType::Modified
+        };
+        let stored = self.commit(kind, t, &name, new);
+        if kind == StoredEventType::Deleted {
+            self.after_delete(t, &stored, ctx);
+        } else if subresource.is_none() {
+            self.after_commit(t, &stored, ctx);
+        }
+        Ok(Response::Object(t.present(&stored)))
+    }
+
+    /// Fields the client cannot change through an update: they keep the stored values.
+    fn preserve_server_fields(
+        &self,
+        t: &Target,
+        old: &DynamicObject,
+        new: &mut DynamicObject,
+    ) -> Result<(), Status> {
+        let (o, n) = (&old.metadata, &mut new.metadata);
+        match n.uid.as_deref().filter(|u| !u.is_empty()) {
+            Some(uid) if Some(uid) != o.uid.as_deref() => {
+                let name = o.name.clone().unwrap_or_default();
+                return Err(self.invalid(
+                    t,
+                    &name,
+                    vec![metadata::invalid_value("metadata.uid", uid, "field is immutable")],
+                ));
+            }
+            _ => n.uid = o.uid.clone(),
+        }
+        n.namespace = o.namespace.clone();
+        n.creation_timestamp = o.creation_timestamp.clone();
+        n.deletion_timestamp = o.deletion_timestamp.clone();
+        n.deletion_grace_period_seconds = o.deletion_grace_period_seconds;
+        n.generation = o.generation;
+        n.generate_name = n.generate_name.take().or_else(|| o.generate_name.clone());
+        n.self_link = None;
+        n.resource_version = o.resource_version.clone();
+        new.types = Some(t.type_meta());
+        Ok(())
+    }
+
+    /// Mutating admission, validation, then validating admission. Custom resources are
+    /// defaulted and pruned first, as the real server does while decoding the request.
+    pub(crate) fn admit(
+        &self,
+        t: &Target,
+        operation: &'static str,
+        subresource: Option<&'static str>,
+        old: Option<&DynamicObject>,
+        mut object: DynamicObject,
+    ) -> Result<DynamicObject, Status> {
+        self.default_and_prune(t, &mut object);
+        let request =
+            AdmissionRequest { operation, resource: &t.ty, subresource, old, user: t.user.as_deref() };
+        for hook in &self.mutating {
+            hook(&request, &mut object)?;
+        }
+        let causes = self.validate(t, old, &object);
+        if !causes.is_empty() {
+            let name = object.metadata.name.clone().unwrap_or_default();
+            return Err(self.invalid(t, &name, causes));
+        }
+        for hook in &self.validating {
+            hook(&request, &mut object)?;
+        }
+        Ok(object)
+    }
+
+    /// Every field error of `object` (empty when valid).
+    fn validate(
+        &self,
+        t: &Target,
+        old: Option<&DynamicObject>,
+        object: &DynamicObject,
+    ) -> Vec<kube_core::response::StatusCause> {
+        let mut causes = Vec::new();
+        if old.is_none() {
+            let name = object.metadata.name.as_deref().unwrap_or_default();
+            causes.extend(metadata::validate_name(t.ty.name_rule, "metadata.name", name));
+        }
+        causes.extend(metadata::validate_owner_references(&object.metadata));
+        if let Some(old) = old {
+            causes.extend(metadata::validate_no_new_finalizers(&old.metadata, &object.metadata));
+        }
+        causes.extend(self.validate_custom(t, object));
+        causes
+    }
+
+    /// 422 Invalid for `name` of this type.
+    pub(crate) fn invalid(
+        &self,
+        t: &Target,
+        name: &str,
+        causes: Vec<kube_core::response::StatusCause>,
+    ) -> Status {
+        errors::invalid(&t.ty.api.group, &t.ty.api.kind, name, causes)
+    }
+
+    /// Store `object` as a new revision (its resourceVersion set to that revision) and return
+    /// the stored Arc.
+    pub(crate) fn commit(
+        &mut self,
+        kind: StoredEventType,
+        t: &Target,
+        name: &str,
+        mut object: DynamicObject,
+    ) -> Arc<DynamicObject> {
+        object.metadata.resource_version = Some(self.store.next_revision().to_string());
+        let object = Arc::new(object);
+        self.store.commit(kind, t.key(name), object.clone());
+        object
+    }
+
+    /// The key of namespace `name`.
+    pub(crate) fn namespace_key(&self, name: &str) -> crate::store::ObjectKey {
+        crate::store::ObjectKey {
+            resource: Arc::from("namespaces"),
+            namespace: Arc::from(""),
+            name: Arc::from(name),
+        }
+    }
+}
+
+/// The body may repeat the request's namespace but not contradict it.
+fn check_body_namespace(t: &Target, meta: &ObjectMeta) -> Result<(), Status> {
+    match meta.namespace.as_deref().filter(|ns| !ns.is_empty()) {
+        Some(ns) if ns != &*t.namespace => Err(errors::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The body may repeat the URL's name but not contradict it.
+fn check_body_name(name: &str, meta: &ObjectMeta) -> Result<(), Status> {
+    match meta.name.as_deref().filter(|n| !n.is_empty()) {
+        Some(n) if n != name => Err(errors::bad_request(&format!(
+            "the name of the object ({n}) does not match the name on the URL ({name})"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The object's `.status`, if any.
+pub(crate) fn status_of(object: &DynamicObject) -> Option<serde_json::Value> {
+    object.data.get("status").cloned()
+}
+
+/// Replace (or remove, with `None`) the object's `.status`.
+pub(crate) fn set_status(object: &mut DynamicObject, status: Option<serde_json::Value>) {
+    if !object.data.is_object() {
+        object.data = serde_json::Value::Object(Default::default());
+    }
+    if let Some(map) = object.data.as_object_mut() {
+        match status {
+            Some(s) => {
+                map.insert("status".to_owned(), s);
+            }
+            None => {
+                map.remove("status");
+            }
+        }
+    }
+}
+
+/// Kind-specific preparation of a new object, as the real strategies' PrepareForCreate: the
+/// status of a type with a status subresource starts empty (Pods start Pending, Namespaces
+/// Active with the `kubernetes` finalizer).
+fn prepare_for_create(t: &Target, object: &mut DynamicObject) {
+    // The one built-in default the model applies: workload controllers and `/scale` rely on
+    // `spec.replicas`, which the real server defaults to 1.
+    if !t.ty.custom
+        && t.ty.api.group == "apps"
+        && let Some(spec) = object.data.get_mut("spec").and_then(|s| s.as_object_mut())
+    {
+        spec.entry("replicas").or_insert(serde_json::json!(1));
+    }
+    if !t.ty.status_subresource {
+        return;
+    }
+    let status = match (t.ty.custom, t.ty.api.group.as_str(), t.ty.api.kind.as_str()) {
+        (false, "", "Pod") => Some(serde_json::json!({"phase": "Pending"})),
+        (false, "", "Namespace") => Some(serde_json::json!({"phase": "Active"})),
+        _ => None,
+    };
+    set_status(object, status);
+    if !t.ty.custom && t.ty.api.group.is_empty() && t.ty.api.kind == "Namespace" {
+        ensure_namespace_finalizer(object);
+    }
+}
+
+/// A Namespace always starts with `spec.finalizers: ["kubernetes"]`.
+fn ensure_namespace_finalizer(object: &mut DynamicObject) {
+    let Some(map) = object.data.as_object_mut() else { return };
+    let spec = map.entry("spec").or_insert_with(|| serde_json::json!({}));
+    if !spec.is_object() {
+        *spec = serde_json::json!({});
+    }
+    let finalizers =
+        spec.as_object_mut().expect("spec is an object").entry("finalizers").or_insert(serde_json::json!([]));
+    if !finalizers.is_array() {
+        *finalizers = serde_json::json!([]);
+    }
+    let list = finalizers.as_array_mut().expect("finalizers is an array");
+    if !list.iter().any(|f| f == NAMESPACE_FINALIZER) {
+        list.push(serde_json::json!(NAMESPACE_FINALIZER));
+    }
+}
+
+/// Kind-specific preparation of an update of the main resource: with a status subresource the
+/// main resource ignores `.status`; a Namespace's `spec.finalizers` change only through
+/// finalize (see [`ApiServer::finalize_namespace`]).
+fn prepare_for_update(t: &Target, old: &DynamicObject, new: &mut DynamicObject) {
+    if t.ty.status_subresource {
+        set_status(new, status_of(old));
+    }
+    if !t.ty.custom && t.ty.api.group.is_empty() && t.ty.api.kind == "Namespace" {
+        let finalizers = old.data.pointer("/spec/finalizers").cloned();
+        if let Some(map) = new.data.as_object_mut() {
+            let spec = map.entry("spec").or_insert_with(|| serde_json::json!({}));
+            if let (Some(spec), Some(f)) = (spec.as_object_mut(), finalizers) {
+                spec.insert("finalizers".to_owned(), f);
+            } else if let Some(spec) = spec.as_object_mut() {
+                spec.remove("finalizers");
+            }
+        }
+    }
+}
+
+/// An update that leaves a deleting object without finalizers (and with no grace period
+/// pending) removes it, as the real store's ShouldDeleteDuringUpdate.
+pub(crate) fn should_delete_during_update(object: &DynamicObject) -> bool {
+    let meta = &object.metadata;
+    let namespace_finalizers_left =
+        object.data.pointer("/spec/finalizers").and_then(|f| f.as_array()).is_some_and(|f| !f.is_empty())
+            && object.types.as_ref().is_some_and(|t| t.kind == "Namespace" && t.api_version == "v1");
+    meta.deletion_timestamp.is_some()
+        && meta.finalizers.as_deref().unwrap_or_default().is_empty()
+        && meta.deletion_grace_period_seconds.unwrap_or(0) == 0
+        && !namespace_finalizers_left
+}
