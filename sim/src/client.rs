@@ -1,0 +1,367 @@
+//! The controller-facing client, mirroring kube-rs: [`Client`] and [`Api<K>`].
+//!
+//! A ported kube-rs controller changes its `use` lines, not its logic: the verbs have kube-rs's
+//! names and parameters (the `kube_core::params` types), and errors are [`Error::Api`] carrying the
+//! server's `kube_core::Status`, so `Err(Error::Api(e)) if e.code == 404` keeps working.
+//!
+//! Every call goes through the [transport](crate::transport): it waits a simulated latency, and is
+//! a point where faults act. Typed objects travel as `DynamicObject`s, converted through
+//! `serde_json::Value`.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use kube_core::{
+    ApiResource, DynamicObject, ObjectList, Resource, Status,
+    params::{DeleteParams, GetParams, ListParams, Patch, PatchParams, PostParams},
+};
+use serde::{Serialize, de::DeserializeOwned};
+
+use model_apiserver::{Request, Response, Subresource};
+
+use crate::transport;
+use crate::world::World;
+
+/// An error from an API call, shaped as kube-rs's `kube::Error` for the variants a controller
+/// matches on.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The server answered with a failure `Status` (404 NotFound, 409 Conflict, 422 Invalid...).
+    #[error("ApiError: {} ({}): {}", .0.reason, .0.code, .0.message)]
+    Api(Box<Status>),
+    /// An object did not convert between its type and JSON (a type that does not match the
+    /// served schema).
+    #[error("SerdeError: {0}")]
+    SerdeError(#[source] serde_json::Error),
+}
+
+impl Error {
+    /// The server's `Status`, for API errors.
+    pub fn status(&self) -> Option<&Status> {
+        match self {
+            Error::Api(status) => Some(status),
+            Error::SerdeError(_) => None,
+        }
+    }
+}
+
+impl From<Status> for Error {
+    fn from(status: Status) -> Self {
+        Error::Api(Box::new(status))
+    }
+}
+
+/// kube-rs's result alias.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// One of two answers, as kube-rs's `either::Either` on `delete`: `Left` is the object (deletion
+/// started, finalizers pending), `Right` the server's `Status` (deleted at once).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Either<L, R> {
+    /// The first kind of answer.
+    Left(L),
+    /// The second kind of answer.
+    Right(R),
+}
+
+impl<L, R> Either<L, R> {
+    /// Map the left value, as `either::Either::map_left`.
+    pub fn map_left<M>(self, f: impl FnOnce(L) -> M) -> Either<M, R> {
+        match self {
+            Either::Left(l) => Either::Left(f(l)),
+            Either::Right(r) => Either::Right(r),
+        }
+    }
+    /// Whether this is `Left`.
+    pub fn is_left(&self) -> bool {
+        matches!(self, Either::Left(_))
+    }
+}
+
+/// A client bound to one cluster, for one node. Cheap to clone.
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) world: World,
+    pub(crate) cluster: Arc<str>,
+    pub(crate) node: Arc<str>,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client").field("cluster", &self.cluster).field("node", &self.node).finish()
+    }
+}
+
+impl Client {
+    pub(crate) fn new(world: World, cluster: Arc<str>, node: Arc<str>) -> Self {
+        Client { world, cluster, node }
+    }
+    /// The cluster this client talks to.
+    pub fn cluster(&self) -> &str {
+        &self.cluster
+    }
+    /// The node this client belongs to.
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+    /// The namespace `Api::default_namespaced` uses, as a kubeconfig's default.
+    pub fn default_namespace(&self) -> &str {
+        "default"
+    }
+    /// Send a raw request through the transport.
+    pub async fn request(&self, request: Request) -> Result<Response, Status> {
+        transport::call(self, request).await
+    }
+}
+
+/// Serialize any object to a `DynamicObject`.
+pub(crate) fn to_dynamic<T: Serialize>(object: &T) -> serde_json::Result<DynamicObject> {
+    serde_json::from_value(serde_json::to_value(object)?)
+}
+
+/// Deserialize a `DynamicObject` into a typed object.
+pub(crate) fn from_dynamic<K: DeserializeOwned>(object: &DynamicObject) -> serde_json::Result<K> {
+    serde_json::from_value(serde_json::to_value(object)?)
+}
+
+/// The API of one resource type, in all namespaces or in one, as kube-rs's `Api<K>`.
+pub struct Api<K: Resource> {
+    pub(crate) client: Client,
+    pub(crate) resource: Arc<ApiResource>,
+    pub(crate) namespace: Option<String>,
+    kind: PhantomData<fn() -> K>,
+}
+
+impl<K: Resource> Clone for Api<K> {
+    fn clone(&self) -> Self {
+        Api {
+            client: self.client.clone(),
+            resource: self.resource.clone(),
+            namespace: self.namespace.clone(),
+            kind: PhantomData,
+        }
+    }
+}
+
+impl<K: Resource> fmt::Debug for Api<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Api")
+            .field("resource", &self.resource.plural)
+            .field("namespace", &self.namespace)
+            .field("client", &self.client)
+            .finish()
+    }
+}
+
+impl<K> Api<K>
+where
+    K: Resource,
+    K::DynamicType: Default,
+{
+    /// All objects of `K`, cluster-wide (list and watch) or cluster-scoped.
+    pub fn all(client: Client) -> Self {
+        Self::all_with(client, &K::DynamicType::default())
+    }
+    /// The objects of `K` in namespace `ns`.
+    pub fn namespaced(client: Client, ns: &str) -> Self {
+        Self::namespaced_with(client, ns, &K::DynamicType::default())
+    }
+    /// The objects of `K` in the client's default namespace.
+    pub fn default_namespaced(client: Client) -> Self {
+        Self::default_namespaced_with(client, &K::DynamicType::default())
+    }
+}
+
+impl<K: Resource> Api<K> {
+    /// All objects, for a type known at run time (`DynamicObject` with an `ApiResource`).
+    pub fn all_with(client: Client, dyntype: &K::DynamicType) -> Self {
+        Api {
+            client,
+            resource: Arc::new(ApiResource::erase::<K>(dyntype)),
+            namespace: None,
+            kind: PhantomData,
+        }
+    }
+    /// The objects in namespace `ns`, for a type known at run time.
+    pub fn namespaced_with(client: Client, ns: &str, dyntype: &K::DynamicType) -> Self {
+        Api {
+            client,
+            resource: Arc::new(ApiResource::erase::<K>(dyntype)),
+            namespace: Some(ns.to_owned()),
+            kind: PhantomData,
+        }
+    }
+    /// The objects in the client's default namespace, for a type known at run time.
+    pub fn default_namespaced_with(client: Client, dyntype: &K::DynamicType) -> Self {
+        let ns = client.default_namespace().to_owned();
+        Self::namespaced_with(client, &ns, dyntype)
+    }
+    /// The client behind this API.
+    pub fn into_client(self) -> Client {
+        self.client
+    }
+    /// The namespace, if namespaced.
+    pub fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
+    }
+    /// The resource this API addresses.
+    pub fn resource(&self) -> &ApiResource {
+        &self.resource
+    }
+    /// The same API in namespace `ns` (used by controllers to reach an object's namespace).
+    pub(crate) fn in_namespace(&self, ns: Option<&str>) -> Self {
+        Api {
+            client: self.client.clone(),
+            resource: self.resource.clone(),
+            namespace: ns.map(str::to_owned),
+            kind: PhantomData,
+        }
+    }
+}
+
+impl<K> Api<K>
+where
+    K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug,
+{
+    async fn send(&self, request: Request) -> Result<Response> {
+        Ok(transport::call(&self.client, request).await?)
+    }
+
+    fn ns(&self) -> Option<&str> {
+        self.namespace.as_deref()
+    }
+
+    fn object(response: Response) -> Result<K> {
+        match response.object() {
+            Some(object) => from_dynamic(object).map_err(Error::SerdeError),
+            None => Err(unexpected_answer()),
+        }
+    }
+
+    fn list_of(response: Response) -> Result<ObjectList<K>> {
+        let Response::List(list) = response else { return Err(unexpected_answer()) };
+        let items = list.items.iter().map(|o| from_dynamic(o)).collect::<serde_json::Result<Vec<K>>>();
+        Ok(ObjectList {
+            types: kube_core::TypeMeta { api_version: "v1".to_owned(), kind: "List".to_owned() },
+            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta {
+                resource_version: Some(list.resource_version),
+                continue_: list.continue_token,
+                remaining_item_count: list.remaining_item_count,
+                self_link: None,
+                shard_info: None,
+            },
+            items: items.map_err(Error::SerdeError)?,
+        })
+    }
+
+    /// GET one object: 404 NotFound if it does not exist.
+    pub async fn get(&self, name: &str) -> Result<K> {
+        let request = Request::get(&self.resource, self.ns(), name, GetParams::default());
+        Self::object(self.send(request).await?)
+    }
+    /// GET one object, `None` on 404.
+    pub async fn get_opt(&self, name: &str) -> Result<Option<K>> {
+        match self.get(name).await {
+            Ok(object) => Ok(Some(object)),
+            Err(Error::Api(status)) if status.code == 404 => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+    /// GET one object with explicit params (`GetParams::any()` may read a stale cache).
+    pub async fn get_with(&self, name: &str, params: &GetParams) -> Result<K> {
+        let request = Request::get(&self.resource, self.ns(), name, params.clone());
+        Self::object(self.send(request).await?)
+    }
+    /// GET `/status`.
+    pub async fn get_status(&self, name: &str) -> Result<K> {
+        let request = Request::get(&self.resource, self.ns(), name, GetParams::default())
+            .with_subresource(Subresource::Status);
+        Self::object(self.send(request).await?)
+    }
+    /// LIST.
+    pub async fn list(&self, params: &ListParams) -> Result<ObjectList<K>> {
+        let request = Request::list(&self.resource, self.ns(), params.clone());
+        Self::list_of(self.send(request).await?)
+    }
+    /// CREATE.
+    pub async fn create(&self, params: &PostParams, data: &K) -> Result<K> {
+        let object = to_dynamic(data).map_err(Error::SerdeError)?;
+        let request = Request::create(&self.resource, self.ns(), object, params.clone());
+        Self::object(self.send(request).await?)
+    }
+    /// REPLACE (PUT): 409 Conflict if `data`'s resourceVersion is stale.
+    pub async fn replace(&self, name: &str, params: &PostParams, data: &K) -> Result<K> {
+        let object = to_dynamic(data).map_err(Error::SerdeError)?;
+        let request = Request::update(&self.resource, self.ns(), name, object, params.clone());
+        Self::object(self.send(request).await?)
+    }
+    /// REPLACE `/status`, with the object as JSON bytes (as kube-rs takes it).
+    pub async fn replace_status(&self, name: &str, params: &PostParams, data: Vec<u8>) -> Result<K> {
+        let object: DynamicObject = serde_json::from_slice(&data).map_err(Error::SerdeError)?;
+        let request = Request::update(&self.resource, self.ns(), name, object, params.clone())
+            .with_subresource(Subresource::Status);
+        Self::object(self.send(request).await?)
+    }
+    /// PATCH (merge, JSON, strategic or apply).
+    pub async fn patch<P: Serialize + fmt::Debug>(
+        &self,
+        name: &str,
+        params: &PatchParams,
+        patch: &Patch<P>,
+    ) -> Result<K> {
+        let request = Request::patch(&self.resource, self.ns(), name, to_value_patch(patch)?, params.clone());
+        Self::object(self.send(request).await?)
+    }
+    /// PATCH `/status`.
+    pub async fn patch_status<P: Serialize + fmt::Debug>(
+        &self,
+        name: &str,
+        params: &PatchParams,
+        patch: &Patch<P>,
+    ) -> Result<K> {
+        let request = Request::patch(&self.resource, self.ns(), name, to_value_patch(patch)?, params.clone())
+            .with_subresource(Subresource::Status);
+        Self::object(self.send(request).await?)
+    }
+    /// DELETE: `Left(object)` if deletion started (finalizers pending), `Right(status)` if the
+    /// object is gone.
+    pub async fn delete(&self, name: &str, params: &DeleteParams) -> Result<Either<K, Status>> {
+        let request = Request::delete(&self.resource, self.ns(), name, params.clone());
+        match self.send(request).await? {
+            Response::Deleted { status, .. } => Ok(Either::Right(status)),
+            other => Self::object(other).map(Either::Left),
+        }
+    }
+    /// DELETE a collection: the objects whose deletion started or finished.
+    pub async fn delete_collection(
+        &self,
+        params: &DeleteParams,
+        list: &ListParams,
+    ) -> Result<Either<ObjectList<K>, Status>> {
+        let request = Request::delete_collection(&self.resource, self.ns(), list.clone(), params.clone());
+        Self::list_of(self.send(request).await?).map(Either::Left)
+    }
+}
+
+/// A `Patch<P>` with its payload as JSON, as the model server takes it.
+fn to_value_patch<P: Serialize>(patch: &Patch<P>) -> Result<Patch<serde_json::Value>> {
+    let value = |p: &P| serde_json::to_value(p).map_err(Error::SerdeError);
+    Ok(match patch {
+        Patch::Apply(p) => Patch::Apply(value(p)?),
+        Patch::Merge(p) => Patch::Merge(value(p)?),
+        Patch::Strategic(p) => Patch::Strategic(value(p)?),
+        Patch::Json(p) => Patch::Json(p.clone()),
+        _ => {
+            return Err(Error::from(model_apiserver::errors::unsupported_media_type(
+                "unsupported patch type",
+            )));
+        }
+    })
+}
+
+/// The server answered with a shape the verb never yields: a bug of the model, reported as the
+/// real server reports its own bugs.
+fn unexpected_answer() -> Error {
+    Error::from(model_apiserver::errors::internal_error("unexpected response shape for this verb"))
+}

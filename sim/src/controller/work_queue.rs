@@ -1,0 +1,159 @@
+//! The work queue of a controller: kube-runtime's scheduler and runner rules, over plain data.
+//!
+//! - A request is deduplicated by object reference: scheduling an object that is already queued
+//!   keeps the EARLIER of the two due times (kube-runtime's `scheduler_dedupe_should_keep_earlier_item`).
+//! - At most one reconcile per object runs at a time: a request that falls due while its object is
+//!   in flight stays queued until the reconcile finishes, then runs.
+//! - The queue is bounded by `len_max`; a request beyond it is refused and reported.
+//!
+//! Time is a type parameter so the rules are testable without a runtime.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+/// What [`WorkQueue::schedule`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scheduled {
+    /// The object was not queued; now it is.
+    Added,
+    /// The object was queued for later; it is now due at the earlier time.
+    MovedEarlier,
+    /// The object was already queued for the same time or earlier; nothing changed.
+    Kept,
+    /// The queue is full (`len_max` objects): the request was dropped.
+    Full,
+}
+
+/// Requests keyed by object, each with a due time, plus the set of objects in flight.
+#[derive(Clone, Debug)]
+pub struct WorkQueue<T: Ord + Clone, Tm: Ord + Copy> {
+    due: BTreeMap<T, Tm>,
+    /// The same requests ordered by (due time, object): ties break by object, deterministically.
+    order: BTreeSet<(Tm, T)>,
+    in_flight: BTreeSet<T>,
+    len_max: usize,
+}
+
+impl<T: Ord + Clone, Tm: Ord + Copy> WorkQueue<T, Tm> {
+    /// An empty queue holding at most `len_max` queued objects.
+    pub fn new(len_max: usize) -> Self {
+        WorkQueue { due: BTreeMap::new(), order: BTreeSet::new(), in_flight: BTreeSet::new(), len_max }
+    }
+
+    /// Ask for `item` to be reconciled at `at`; an earlier request for it wins.
+    pub fn schedule(&mut self, item: T, at: Tm) -> Scheduled {
+        match self.due.get(&item) {
+            Some(&queued) if queued <= at => Scheduled::Kept,
+            Some(&queued) => {
+                self.order.remove(&(queued, item.clone()));
+                self.order.insert((at, item.clone()));
+                self.due.insert(item, at);
+                Scheduled::MovedEarlier
+            }
+            None if self.due.len() >= self.len_max => Scheduled::Full,
+            None => {
+                self.order.insert((at, item.clone()));
+                self.due.insert(item, at);
+                Scheduled::Added
+            }
+        }
+    }
+
+    /// Take the earliest request due at `now` whose object is not in flight, and mark the object
+    /// in flight.
+    pub fn pop_due(&mut self, now: Tm) -> Option<T> {
+        let (at, item) = self
+            .order
+            .iter()
+            .take_while(|(at, _)| *at <= now)
+            .find(|(_, item)| !self.in_flight.contains(item))
+            .cloned()?;
+        self.order.remove(&(at, item.clone()));
+        self.due.remove(&item);
+        self.in_flight.insert(item.clone());
+        Some(item)
+    }
+
+    /// The reconcile of `item` finished: a request that fell due meanwhile may now run.
+    pub fn finish(&mut self, item: &T) {
+        self.in_flight.remove(item);
+    }
+
+    /// The earliest due time among requests whose object is not in flight.
+    pub fn next_due(&self) -> Option<Tm> {
+        self.order.iter().find(|(_, item)| !self.in_flight.contains(item)).map(|(at, _)| *at)
+    }
+
+    /// How many reconciles are in flight.
+    pub fn running(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    /// Whether `item` is being reconciled.
+    pub fn is_running(&self, item: &T) -> bool {
+        self.in_flight.contains(item)
+    }
+
+    /// How many objects are queued (not counting those only in flight).
+    pub fn len(&self) -> usize {
+        self.due.len()
+    }
+
+    /// Whether nothing is queued.
+    pub fn is_empty(&self) -> bool {
+        self.due.is_empty()
+    }
+
+    /// When `item` is due, if queued.
+    pub fn due_at(&self, item: &T) -> Option<Tm> {
+        self.due.get(item).copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scheduling_an_object_twice_keeps_the_earlier_due_time() {
+        let mut q: WorkQueue<&str, u64> = WorkQueue::new(10);
+        assert_eq!(q.schedule("a", 50), Scheduled::Added);
+        assert_eq!(q.schedule("a", 80), Scheduled::Kept);
+        assert_eq!(q.due_at(&"a"), Some(50));
+        assert_eq!(q.schedule("a", 20), Scheduled::MovedEarlier);
+        assert_eq!(q.due_at(&"a"), Some(20));
+        assert_eq!(q.len(), 1);
+    }
+
+    #[test]
+    fn a_request_due_while_its_object_is_in_flight_waits_for_the_finish() {
+        let mut q: WorkQueue<&str, u64> = WorkQueue::new(10);
+        q.schedule("a", 0);
+        assert_eq!(q.pop_due(0), Some("a"));
+        q.schedule("a", 1);
+        assert_eq!(q.pop_due(5), None);
+        assert_eq!(q.next_due(), None);
+        q.finish(&"a");
+        assert_eq!(q.next_due(), Some(1));
+        assert_eq!(q.pop_due(5), Some("a"));
+    }
+
+    #[test]
+    fn a_full_queue_refuses_new_objects_but_accepts_known_ones() {
+        let mut q: WorkQueue<&str, u64> = WorkQueue::new(1);
+        assert_eq!(q.schedule("a", 5), Scheduled::Added);
+        assert_eq!(q.schedule("b", 5), Scheduled::Full);
+        assert_eq!(q.schedule("a", 1), Scheduled::MovedEarlier);
+    }
+
+    #[test]
+    fn due_requests_pop_in_due_time_order_then_by_object() {
+        let mut q: WorkQueue<&str, u64> = WorkQueue::new(10);
+        q.schedule("c", 2);
+        q.schedule("b", 1);
+        q.schedule("a", 2);
+        assert_eq!(q.pop_due(10), Some("b"));
+        assert_eq!(q.pop_due(10), Some("a"));
+        assert_eq!(q.pop_due(10), Some("c"));
+        assert_eq!(q.pop_due(10), None);
+    }
+}

@@ -1,0 +1,434 @@
+//! Informers: a watcher that lists, then watches from the list's resourceVersion, and the cache it
+//! fills, read through a [`Store`] as kube-runtime's reflector gives.
+//!
+//! The watcher is a small state machine ([`State`]): `Empty` lists and goes to `Watching`;
+//! `Watching` waits for its cluster's revision to move, pulls the events since the revision it has
+//! seen, and applies them one at a time, each after a delay drawn from the decision stream
+//! `watch`. Events of one watch therefore arrive in order, while two informers (two tasks) drift
+//! apart. A 410 Expired answer (a compacted revision) goes back to `Empty`: a relist, which
+//! replaces the cache and touches every object.
+//!
+//! Everything runs on the node that created the informer: killing the node loses the cache.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::FutureExt;
+use futures::future::Shared;
+use kube_core::{
+    DynamicObject, Resource, WatchEvent,
+    params::{ListParams, WatchParams},
+};
+use serde::{Serialize, de::DeserializeOwned};
+
+use model_apiserver::{Request, Response, Revision};
+
+use crate::client::{Api, from_dynamic};
+use crate::trace::TraceEvent;
+use crate::transport::{self, RETRY_BACKOFF, RevisionAbove};
+use crate::world::{Progress, Registration};
+
+/// The bounds of the delay before one watch event reaches the informer, in milliseconds (stream
+/// `watch`).
+pub const WATCH_DELAY_MS_MIN: u64 = 1;
+/// See [`WATCH_DELAY_MS_MIN`].
+pub const WATCH_DELAY_MS_MAX: u64 = 5;
+
+/// What to watch, as kube-runtime's `watcher::Config`: label and field selectors.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Config {
+    /// A label selector (`app=web,tier!=db`).
+    pub label_selector: Option<String>,
+    /// A field selector (`metadata.name=foo`).
+    pub field_selector: Option<String>,
+}
+
+impl Config {
+    /// Only objects matching a label selector.
+    pub fn labels(mut self, selector: &str) -> Self {
+        self.label_selector = Some(selector.to_owned());
+        self
+    }
+    /// Only objects matching a field selector.
+    pub fn fields(mut self, selector: &str) -> Self {
+        self.field_selector = Some(selector.to_owned());
+        self
+    }
+    /// Accepted for kube-runtime compatibility; the model's lists are always consistent.
+    pub fn any_semantic(self) -> Self {
+        self
+    }
+    fn list_params(&self) -> ListParams {
+        ListParams {
+            label_selector: self.label_selector.clone(),
+            field_selector: self.field_selector.clone(),
+            ..ListParams::default()
+        }
+    }
+    fn watch_params(&self) -> WatchParams {
+        WatchParams {
+            label_selector: self.label_selector.clone(),
+            field_selector: self.field_selector.clone(),
+            ..WatchParams::default()
+        }
+    }
+}
+
+/// A reference to an object of `K` by namespace and name, as kube-runtime's `ObjectRef`.
+pub struct ObjectRef<K> {
+    /// The name.
+    pub name: String,
+    /// The namespace, `None` for cluster-scoped objects.
+    pub namespace: Option<String>,
+    kind: PhantomData<fn() -> K>,
+}
+
+impl<K> ObjectRef<K> {
+    /// A reference to the cluster-scoped object `name` (add a namespace with [`ObjectRef::within`]).
+    pub fn new(name: &str) -> Self {
+        ObjectRef { name: name.to_owned(), namespace: None, kind: PhantomData }
+    }
+    /// A reference for a type known at run time (the type is not part of the reference here).
+    pub fn new_with<D>(name: &str, _dyntype: D) -> Self {
+        Self::new(name)
+    }
+    /// The same reference in namespace `ns`.
+    pub fn within(mut self, ns: &str) -> Self {
+        self.namespace = Some(ns.to_owned());
+        self
+    }
+    /// `namespace/name`, or `name` for cluster-scoped objects.
+    pub fn key(&self) -> String {
+        match &self.namespace {
+            Some(ns) => format!("{ns}/{}", self.name),
+            None => self.name.clone(),
+        }
+    }
+    /// The same reference, for another type.
+    pub fn erase<L>(&self) -> ObjectRef<L> {
+        ObjectRef { name: self.name.clone(), namespace: self.namespace.clone(), kind: PhantomData }
+    }
+}
+
+impl<K: Resource> ObjectRef<K> {
+    /// The reference to `object`.
+    pub fn from_obj(object: &K) -> Self {
+        let meta = object.meta();
+        ObjectRef {
+            name: meta.name.clone().unwrap_or_default(),
+            namespace: meta.namespace.clone(),
+            kind: PhantomData,
+        }
+    }
+}
+
+impl<K> Clone for ObjectRef<K> {
+    fn clone(&self) -> Self {
+        ObjectRef { name: self.name.clone(), namespace: self.namespace.clone(), kind: PhantomData }
+    }
+}
+impl<K> PartialEq for ObjectRef<K> {
+    fn eq(&self, other: &Self) -> bool {
+        self.namespace == other.namespace && self.name == other.name
+    }
+}
+impl<K> Eq for ObjectRef<K> {}
+impl<K> PartialOrd for ObjectRef<K> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<K> Ord for ObjectRef<K> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (&self.namespace, &self.name).cmp(&(&other.namespace, &other.name))
+    }
+}
+impl<K> std::hash::Hash for ObjectRef<K> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.namespace.hash(state);
+        self.name.hash(state);
+    }
+}
+impl<K> fmt::Debug for ObjectRef<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ObjectRef({})", self.key())
+    }
+}
+impl<K> fmt::Display for ObjectRef<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.key())
+    }
+}
+
+/// Why waiting for a store failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The informer filling the store stopped before its first list.
+    #[error("the informer stopped before its initial list")]
+    WriterDropped,
+}
+
+type ObjectKey = (String, String);
+
+/// A read handle on an informer's cache. Cheap to clone; reads may be stale, as in production.
+pub struct Store<K> {
+    objects: Arc<Mutex<BTreeMap<ObjectKey, Arc<K>>>>,
+    ready: Shared<futures::channel::oneshot::Receiver<()>>,
+}
+
+impl<K> Clone for Store<K> {
+    fn clone(&self) -> Self {
+        Store { objects: self.objects.clone(), ready: self.ready.clone() }
+    }
+}
+
+impl<K> fmt::Debug for Store<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Store").field("len", &self.len()).finish()
+    }
+}
+
+fn key_of(namespace: Option<&str>, name: &str) -> ObjectKey {
+    (namespace.unwrap_or("").to_owned(), name.to_owned())
+}
+
+impl<K> Store<K> {
+    /// A new, empty store and the handle that signals its first list.
+    pub(crate) fn new() -> (Self, futures::channel::oneshot::Sender<()>) {
+        let (tx, rx) = futures::channel::oneshot::channel();
+        (Store { objects: Arc::default(), ready: rx.shared() }, tx)
+    }
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<ObjectKey, Arc<K>>> {
+        self.objects.lock().unwrap_or_else(|e| e.into_inner())
+    }
+    /// The cached object, if any.
+    pub fn get(&self, key: &ObjectRef<K>) -> Option<Arc<K>> {
+        self.lock().get(&key_of(key.namespace.as_deref(), &key.name)).cloned()
+    }
+    /// Every cached object, in namespace/name order.
+    pub fn state(&self) -> Vec<Arc<K>> {
+        self.lock().values().cloned().collect()
+    }
+    /// The first cached object (in namespace/name order) matching `predicate`.
+    pub fn find(&self, predicate: impl Fn(&K) -> bool) -> Option<Arc<K>> {
+        self.lock().values().find(|o| predicate(o)).cloned()
+    }
+    /// How many objects are cached.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+    /// Whether the cache is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Whether the initial list has been applied.
+    pub fn is_ready(&self) -> bool {
+        matches!(self.ready.peek(), Some(Ok(())))
+    }
+    /// Wait until the initial list has been applied.
+    pub async fn wait_until_ready(&self) -> Result<(), StoreError> {
+        self.ready.clone().await.map_err(|_| StoreError::WriterDropped)
+    }
+    fn replace(&self, objects: Vec<(ObjectKey, Arc<K>)>) {
+        *self.lock() = objects.into_iter().collect();
+    }
+    fn apply(&self, key: ObjectKey, object: Arc<K>) {
+        self.lock().insert(key, object);
+    }
+    fn remove(&self, key: &ObjectKey) {
+        self.lock().remove(key);
+    }
+}
+
+/// Start an informer for `api` on the current node and return its cache.
+pub fn reflector<K>(api: Api<K>, config: Config) -> Store<K>
+where
+    K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + 'static,
+{
+    spawn(api, config, |_| {})
+}
+
+/// Start an informer; `on_touch` is called with every object an event or a relist touches.
+pub(crate) fn spawn<K>(api: Api<K>, config: Config, on_touch: impl Fn(&Arc<K>) + 'static) -> Store<K>
+where
+    K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + 'static,
+{
+    let (store, ready) = Store::new();
+    let informer =
+        Informer { api, config, store: store.clone(), ready: Some(ready), on_touch: Box::new(on_touch) };
+    madsim::task::spawn_local(informer.run());
+    store
+}
+
+/// The watcher's state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Nothing cached yet, or the watch expired: list.
+    Empty,
+    /// Watching from `revision` (everything up to it is applied).
+    Watching { revision: Revision },
+}
+
+/// Called with every object an event or a relist touches.
+type OnTouch<K> = Box<dyn Fn(&Arc<K>)>;
+
+struct Informer<K: Resource> {
+    api: Api<K>,
+    config: Config,
+    store: Store<K>,
+    ready: Option<futures::channel::oneshot::Sender<()>>,
+    on_touch: OnTouch<K>,
+}
+
+/// The name an informer has in traces: `cluster/resource[/namespace]`.
+fn informer_name<K: Resource>(api: &Api<K>) -> Arc<str> {
+    let mut name = format!("{}/{}", api.client.cluster, api.resource.plural);
+    if let Some(ns) = &api.namespace {
+        name.push('/');
+        name.push_str(ns);
+    }
+    Arc::from(name)
+}
+
+impl<K> Informer<K>
+where
+    K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + 'static,
+{
+    /// Runs for the node's lifetime; each round awaits (a call, a delivery or a revision move).
+    async fn run(mut self) {
+        let name = informer_name(&self.api);
+        let cluster = self.api.client.cluster.clone();
+        let registration = Registration::new(
+            &self.api.client.world,
+            Progress::Informer { cluster: cluster.clone(), name: name.clone(), seen: None },
+        );
+        let mut state = State::Empty;
+        loop {
+            state = match state {
+                State::Empty => self.relist(&name).await,
+                State::Watching { revision } => self.watch(&name, revision).await,
+            };
+            if let State::Watching { revision } = state {
+                let seen = Some(revision);
+                registration.update(Progress::Informer {
+                    cluster: cluster.clone(),
+                    name: name.clone(),
+                    seen,
+                });
+            }
+        }
+    }
+
+    async fn relist(&mut self, name: &Arc<str>) -> State {
+        let api = &self.api;
+        let request = Request::list(&api.resource, api.namespace.as_deref(), self.config.list_params());
+        let list = match transport::call(&api.client, request).await {
+            Ok(Response::List(list)) => list,
+            _ => {
+                madsim::time::sleep(RETRY_BACKOFF).await;
+                return State::Empty;
+            }
+        };
+        let Ok(revision) = list.resource_version.parse::<Revision>() else {
+            madsim::time::sleep(RETRY_BACKOFF).await;
+            return State::Empty;
+        };
+        let mut objects = Vec::with_capacity(list.items.len());
+        for item in &list.items {
+            let Ok(typed) = from_dynamic::<K>(item) else { continue };
+            objects.push((key_of(item.metadata.namespace.as_deref(), &name_of(item)), Arc::new(typed)));
+        }
+        let touched: Vec<Arc<K>> = objects.iter().map(|(_, o)| o.clone()).collect();
+        self.store.replace(objects);
+        api.client.world.with(|w| {
+            let event = TraceEvent::Relist {
+                watch: name.to_string(),
+                resource_version: list.resource_version.clone(),
+                items: touched.len(),
+            };
+            w.trace(&api.client.node, event);
+        });
+        if let Some(ready) = self.ready.take() {
+            let _ = ready.send(());
+        }
+        for object in &touched {
+            (self.on_touch)(object);
+        }
+        State::Watching { revision }
+    }
+
+    async fn watch(&mut self, name: &Arc<str>, revision: Revision) -> State {
+        let client = self.api.client.clone();
+        RevisionAbove { world: client.world.clone(), cluster: client.cluster.clone(), revision }.await;
+        let request = Request::watch(
+            &self.api.resource,
+            self.api.namespace.as_deref(),
+            &revision.to_string(),
+            self.config.watch_params(),
+        );
+        let (answer, polled_at) = transport::poll_watch(&client, request);
+        let events = match answer {
+            Ok(Response::Watch(events)) => events,
+            Err(status) if status.code == 410 => return State::Empty,
+            _ => {
+                madsim::time::sleep(RETRY_BACKOFF).await;
+                return State::Watching { revision };
+            }
+        };
+        for event in events {
+            let delay = client
+                .world
+                .with(|w| w.decisions.stream("watch").duration_ms(WATCH_DELAY_MS_MIN, WATCH_DELAY_MS_MAX));
+            madsim::time::sleep(delay).await;
+            if !self.deliver(name, event) {
+                return State::Empty;
+            }
+        }
+        State::Watching { revision: polled_at.max(revision) }
+    }
+
+    /// Apply one event to the cache. `false` if the watch expired and a relist is due.
+    fn deliver(&mut self, name: &Arc<str>, event: WatchEvent<Arc<DynamicObject>>) -> bool {
+        let (kind, object) = match event {
+            WatchEvent::Added(o) => ("ADDED", o),
+            WatchEvent::Modified(o) => ("MODIFIED", o),
+            WatchEvent::Deleted(o) => ("DELETED", o),
+            WatchEvent::Bookmark(_) => return true,
+            WatchEvent::Error(status) => {
+                self.trace_delivery(name, "ERROR", String::new(), status.code.to_string());
+                return status.code != 410;
+            }
+        };
+        let key = key_of(object.metadata.namespace.as_deref(), &name_of(&object));
+        let rv = object.metadata.resource_version.clone().unwrap_or_default();
+        self.trace_delivery(name, kind, format!("{}/{}", key.0, key.1), rv);
+        let Ok(typed) = from_dynamic::<K>(&object) else { return true };
+        let typed = Arc::new(typed);
+        if kind == "DELETED" {
+            self.store.remove(&key);
+        } else {
+            self.store.apply(key, typed.clone());
+        }
+        (self.on_touch)(&typed);
+        true
+    }
+
+    fn trace_delivery(&self, name: &Arc<str>, kind: &'static str, object: String, resource_version: String) {
+        let client = &self.api.client;
+        client.world.with(|w| {
+            w.stats.watch_deliveries += 1;
+            let event = TraceEvent::WatchDelivery { watch: name.to_string(), kind, object, resource_version };
+            w.trace(&client.node, event);
+        });
+    }
+}
+
+fn name_of(object: &DynamicObject) -> String {
+    object.metadata.name.clone().unwrap_or_default()
+}
+
+/// A pause used by callers that poll a store (tests, the workload): long enough to let events in.
+pub const STORE_POLL: Duration = Duration::from_millis(10);

@@ -1,0 +1,222 @@
+//! The transport between clients and the model API servers: the one place every API call passes.
+//!
+//! A call draws a latency from the decision stream `latency`, waits it in virtual time, then
+//! applies the request to its cluster's server at the virtual now, records request and answer in
+//! the trace, wakes the cluster's watchers if the revision moved, and checks the safety
+//! properties after a write.
+//!
+//! Faults act here: a [`FaultHook`] is consulted before the request reaches the server (it may
+//! answer in its place) and after (it may replace the answer, as a lost response does). The hook
+//! installed now does nothing.
+//!
+//! Watches are pulled: an informer waits (without a timer) for its cluster's revision to move, then
+//! asks for every event since the revision it has seen ([`poll_watch`]).
+
+// The answers keep the model server's own `Result<Response, Status>` shape throughout; boxing the
+// Status here would only move the allocation.
+#![allow(clippy::result_large_err)]
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context as TaskContext, Poll};
+use std::time::Duration;
+
+use kube_core::Status;
+use model_apiserver::{IdSource, Request, Response, Revision};
+
+use crate::client::Client;
+use crate::decision::Stream;
+use crate::trace::TraceEvent;
+use crate::world::{World, WorldState};
+
+/// The bounds of the latency of one API call, in milliseconds (stream `latency`).
+pub const LATENCY_MS_MIN: u64 = 1;
+/// See [`LATENCY_MS_MIN`].
+pub const LATENCY_MS_MAX: u64 = 10;
+
+/// What a fault hook sees of a call.
+#[derive(Debug)]
+pub struct CallInfo<'a> {
+    /// The call's number in this run.
+    pub call: u64,
+    /// The calling node.
+    pub node: &'a str,
+    /// The cluster called.
+    pub cluster: &'a str,
+    /// The request.
+    pub request: &'a Request,
+}
+
+/// Where faults act on API calls. Both methods default to doing nothing.
+pub trait FaultHook: Send {
+    /// Before the request reaches the server: `Some(status)` answers in the server's place, and the
+    /// request is not applied.
+    fn before_call(&mut self, call: &CallInfo<'_>) -> Option<Status> {
+        let _ = call;
+        None
+    }
+    /// After the server answered: may replace the answer (an ambiguous write: applied, but the
+    /// client sees an error).
+    fn after_call(&mut self, call: &CallInfo<'_>, result: &mut Result<Response, Status>) {
+        let _ = (call, result);
+    }
+}
+
+/// The hook of a fault-free run.
+#[derive(Debug, Default)]
+pub struct NoFaults;
+
+impl FaultHook for NoFaults {}
+
+/// Uids and generated names drawn from a decision stream.
+pub(crate) struct StreamIds<'a>(pub(crate) &'a mut Stream);
+
+impl IdSource for StreamIds<'_> {
+    fn next_u64(&mut self) -> u64 {
+        self.0.next_u64()
+    }
+}
+
+/// `resource[/namespace][/name]`, as the trace names a request's target.
+fn target(request: &Request) -> String {
+    use model_apiserver::Verb;
+    let mut target = request.resource.plural.clone();
+    if let Some(ns) = &request.namespace {
+        target.push('/');
+        target.push_str(ns);
+    }
+    let name = match &request.verb {
+        Verb::Get { name, .. }
+        | Verb::Update { name, .. }
+        | Verb::Patch { name, .. }
+        | Verb::Delete { name, .. } => Some(name.as_str()),
+        Verb::Create { object, .. } => object.metadata.name.as_deref(),
+        Verb::List { .. } | Verb::DeleteCollection { .. } | Verb::Watch { .. } => None,
+    };
+    if let Some(name) = name {
+        target.push('/');
+        target.push_str(name);
+    }
+    target
+}
+
+/// The resourceVersion an answer carries, for the trace.
+fn answer_version(response: &Response) -> String {
+    match response {
+        Response::Object(o) | Response::Deleted { object: o, .. } => {
+            o.metadata.resource_version.clone().unwrap_or_default()
+        }
+        Response::List(list) => list.resource_version.clone(),
+        Response::Watch(events) => events.len().to_string(),
+    }
+}
+
+/// Send `request` from `client` to its cluster, and wait for the answer.
+pub(crate) async fn call(client: &Client, request: Request) -> Result<Response, Status> {
+    let request = request.with_user(client.node.clone());
+    let (call, latency) = client.world.with(|w| {
+        w.next_call += 1;
+        let call = w.next_call;
+        w.stats.api_calls += 1;
+        let event = TraceEvent::ApiRequest { call, verb: request.verb_name(), target: target(&request) };
+        w.trace(&client.node, event);
+        let latency = w.decisions.stream("latency").duration_ms(LATENCY_MS_MIN, LATENCY_MS_MAX);
+        (call, latency)
+    });
+    madsim::time::sleep(latency).await;
+    client.world.with(|w| apply(w, &client.cluster, &client.node, call, request))
+}
+
+/// Apply one request to its server, under the world lock.
+fn apply(
+    w: &mut WorldState,
+    cluster: &Arc<str>,
+    node: &Arc<str>,
+    call: u64,
+    request: Request,
+) -> Result<Response, Status> {
+    let info = CallInfo { call, node, cluster, request: &request };
+    let injected = w.faults.before_call(&info);
+    let mut result = match injected {
+        Some(status) => Err(status),
+        None => handle_on_server(w, cluster, request.clone()),
+    };
+    let info = CallInfo { call, node, cluster, request: &request };
+    w.faults.after_call(&info, &mut result);
+    let traced = match &result {
+        Ok(response) => Ok(answer_version(response)),
+        Err(status) => Err((status.code, status.reason.clone())),
+    };
+    w.trace(node, TraceEvent::ApiResponse { call, result: traced });
+    result
+}
+
+/// Hand a request to the cluster's server at the virtual now; wake watchers and check safety
+/// properties if it changed the state.
+fn handle_on_server(w: &mut WorldState, cluster: &Arc<str>, request: Request) -> Result<Response, Status> {
+    let now = w.now();
+    let WorldState { clusters, decisions, .. } = w;
+    let Some(state) = clusters.get_mut(cluster) else {
+        return Err(model_apiserver::errors::internal_error(&format!("no cluster named {cluster}")));
+    };
+    let before = state.server.revision();
+    let mut ids = StreamIds(decisions.stream("ids"));
+    let mut ctx = model_apiserver::Context::new(now, &mut ids);
+    let result = state.server.handle(request, &mut ctx);
+    if state.server.revision() != before {
+        // Wake in registration order: deterministic, and each informer registered at most once.
+        for waker in state.watchers.drain(..) {
+            waker.wake();
+        }
+        w.last_write = w.elapsed();
+        w.check_step(cluster);
+    }
+    result
+}
+
+/// Ask `client`'s cluster, without latency, for the watch events after `request`'s revision.
+/// Returns the answer and the server's revision at that moment: a watcher that received everything
+/// may continue from there (a bookmark, in effect).
+pub(crate) fn poll_watch(client: &Client, request: Request) -> (Result<Response, Status>, Revision) {
+    client.world.with(|w| {
+        let now = w.now();
+        let WorldState { clusters, decisions, .. } = w;
+        let Some(state) = clusters.get_mut(&client.cluster) else {
+            let status =
+                model_apiserver::errors::internal_error(&format!("no cluster named {}", client.cluster));
+            return (Err(status), 0);
+        };
+        let mut ids = StreamIds(decisions.stream("ids"));
+        let mut ctx = model_apiserver::Context::new(now, &mut ids);
+        let revision = state.server.revision();
+        (state.server.handle(request, &mut ctx), revision)
+    })
+}
+
+/// Resolves once `cluster`'s revision is above `revision`. Parks without a timer, so that a
+/// world where nothing can happen is a deadlock madsim detects.
+pub(crate) struct RevisionAbove {
+    pub(crate) world: World,
+    pub(crate) cluster: Arc<str>,
+    pub(crate) revision: Revision,
+}
+
+impl Future for RevisionAbove {
+    type Output = ();
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<()> {
+        self.world.with(|w| {
+            let Some(state) = w.clusters.get_mut(&self.cluster) else { return Poll::Ready(()) };
+            if state.server.revision() > self.revision {
+                return Poll::Ready(());
+            }
+            if !state.watchers.iter().any(|waker| waker.will_wake(cx.waker())) {
+                state.watchers.push(cx.waker().clone());
+            }
+            Poll::Pending
+        })
+    }
+}
+
+/// A pause between retries of a failed list or watch.
+pub(crate) const RETRY_BACKOFF: Duration = Duration::from_millis(500);
