@@ -1,6 +1,10 @@
 //! Typed verdicts and the report of one run.
 //!
-//! INTERFACE STUB: filled by the sim-infrastructure work. Signatures are the contract.
+//! A [`Verdict`] displays as one line that starts with its [`Verdict::kind`], e.g.
+//! `correctness: property "owned" failed at 1.234s: ...`; sweeps print it next to the seed and
+//! the replay command.
+
+use std::fmt;
 
 use crate::trace::Trace;
 
@@ -47,6 +51,40 @@ impl Verdict {
     pub fn is_pass(&self) -> bool {
         matches!(self, Verdict::Pass)
     }
+
+    /// The verdict's kind: `pass`, `crash`, `liveness`, `correctness` or `nondeterminism`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Verdict::Pass => "pass",
+            Verdict::Crash { .. } => "crash",
+            Verdict::Liveness { .. } => "liveness",
+            Verdict::Correctness { .. } => "correctness",
+            Verdict::Nondeterminism { .. } => "nondeterminism",
+        }
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = self.kind();
+        match self {
+            Verdict::Pass => f.write_str(kind),
+            Verdict::Crash { node, object: Some(object), message } => {
+                write!(f, "{kind}: node \"{node}\" panicked reconciling {object}: {message}")
+            }
+            Verdict::Crash { node, object: None, message } => {
+                write!(f, "{kind}: node \"{node}\" panicked: {message}")
+            }
+            Verdict::Liveness { reason } => write!(f, "{kind}: {reason}"),
+            Verdict::Correctness { property, message, at_millis } => {
+                let (seconds, millis) = (at_millis / 1000, at_millis % 1000);
+                write!(f, "{kind}: property \"{property}\" failed at {seconds}.{millis:03}s: {message}")
+            }
+            Verdict::Nondeterminism { first, second } => {
+                write!(f, "{kind}: the same seed gave trace digests {first} and {second}")
+            }
+        }
+    }
 }
 
 /// Counters of one run.
@@ -77,4 +115,65 @@ pub struct RunReport {
     pub trace: Trace,
     /// Counters.
     pub stats: RunStats,
+}
+
+impl fmt::Display for RunReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "scenario \"{}\" seed {}: {}", self.scenario, self.seed, self.verdict)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_verdict_displays_as_one_line_starting_with_its_kind() {
+        let cases = [
+            (Verdict::Pass, "pass"),
+            (
+                Verdict::Crash {
+                    node: "ctrl".into(),
+                    object: Some("ConfigMap default/a".into()),
+                    message: "boom".into(),
+                },
+                "crash: node \"ctrl\" panicked reconciling ConfigMap default/a: boom",
+            ),
+            (
+                Verdict::Crash { node: "ctrl".into(), object: None, message: "boom".into() },
+                "crash: node \"ctrl\" panicked: boom",
+            ),
+            (Verdict::Liveness { reason: "no events: deadlock".into() }, "liveness: no events: deadlock"),
+            (
+                Verdict::Correctness {
+                    property: "owned".into(),
+                    message: "a missing".into(),
+                    at_millis: 1234,
+                },
+                "correctness: property \"owned\" failed at 1.234s: a missing",
+            ),
+            (
+                Verdict::Nondeterminism { first: "ab".into(), second: "cd".into() },
+                "nondeterminism: the same seed gave trace digests ab and cd",
+            ),
+        ];
+        for (verdict, line) in cases {
+            assert_eq!(verdict.to_string(), line);
+            assert!(line.starts_with(verdict.kind()));
+            assert_eq!(verdict.is_pass(), verdict.kind() == "pass");
+        }
+    }
+
+    #[test]
+    fn a_report_displays_scenario_seed_and_verdict() {
+        let report = RunReport {
+            scenario: "cmgen".into(),
+            seed: 7,
+            verdict: Verdict::Liveness { reason: "time limit 60s passed".into() },
+            digest: String::new(),
+            trace: Trace::new(false),
+            stats: RunStats::default(),
+        };
+        assert_eq!(report.to_string(), "scenario \"cmgen\" seed 7: liveness: time limit 60s passed");
+    }
 }
