@@ -91,4 +91,4 @@ pub use error::Error;
 pub use esr::{Sample, eventually_stable};
 pub use mask::{Mask, MaskRule, Origin, Target};
 pub use path::{Path, PathPattern, Segment, Step};
-pub use violation::{VALUE_DISPLAY_CHARS_MAX, Violation, describe_key, describe_value};
+pub use violation::{VALUE_DISPLAY_CHARS_MAX, Violation, describe_key, describe_value, summarize};

@@ -67,3 +67,22 @@ pub fn describe_value(value: Option<&serde_json::Value>) -> String {
     cut.push('…');
     cut
 }
+
+/// The one line a pass/fail hook (such as the engine's `Property::check_end`, which carries the
+/// property name itself) reports for a list of violations: `Ok` when there are none, else the
+/// first one's object and message, with how many more there are.
+pub fn summarize(violations: &[Violation]) -> Result<(), String> {
+    let Some(first) = violations.first() else {
+        return Ok(());
+    };
+    let mut line = match &first.object {
+        Some(object) => format!("{object}: {}", first.message),
+        None => first.message.clone(),
+    };
+    match violations.len() - 1 {
+        0 => {}
+        1 => line.push_str(" (and 1 more violation)"),
+        more => line.push_str(&format!(" (and {more} more violations)")),
+    }
+    Err(line)
+}
