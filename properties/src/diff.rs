@@ -165,7 +165,8 @@ pub fn counts_from_events<'a>(events: impl IntoIterator<Item = &'a StoredEvent>)
 }
 
 /// Compare per-object counts. Entries with the same key are summed; a key absent on one side
-/// counts zero there. Objects the mask masks whole are skipped.
+/// counts zero there. Resources the mask masks whole are skipped (by storage key or `*`: counts
+/// carry no kind, so a whole-object rule naming a kind does not apply here).
 pub fn diff_counts(expected: &[ObjectCount], found: &[ObjectCount], mask: &Mask) -> Vec<Difference> {
     let sum = |list: &[ObjectCount]| {
         let mut map: BTreeMap<ObjectKey, Counts> = BTreeMap::new();
