@@ -21,8 +21,7 @@ pub(crate) fn apply_to_object(
         .map_err(|e| errors::internal_error(&format!("encoding the stored object: {e}")))?;
     match patch {
         Patch::Merge(p) => json_patch::merge(&mut doc, p),
-        Patch::Json(p) => json_patch::patch(&mut doc, p)
-            .map_err(|e| Status::failure(&e.to_string(), "Invalid").with_code(422))?,
+        Patch::Json(p) => apply_json_patch(&mut doc, p)?,
         Patch::Strategic(_) if ty.custom => return Err(unsupported(CUSTOM_MEDIA_TYPES)),
         Patch::Strategic(_) => {
             return Err(errors::unsupported_media_type(
@@ -38,6 +37,25 @@ pub(crate) fn apply_to_object(
     }
     serde_json::from_value(doc)
         .map_err(|e| errors::bad_request(&format!("the patched object is not valid: {e}")))
+}
+
+/// RFC 6902, with one difference that the real server has: a `test` for `null` holds when the
+/// path is absent (Go's json-patch treats a missing value as null). kube-rs's finalizer helper
+/// relies on it, testing `/metadata/finalizers` for null before adding the first finalizer.
+///
+/// Applies to a scratch copy: on error the caller drops `doc`.
+fn apply_json_patch(doc: &mut serde_json::Value, patch: &json_patch::Patch) -> Result<(), Status> {
+    for op in &patch.0 {
+        if let json_patch::PatchOperation::Test(test) = op
+            && test.value.is_null()
+            && doc.pointer(test.path.as_str()).is_none()
+        {
+            continue;
+        }
+        json_patch::patch_unsafe(doc, std::slice::from_ref(op))
+            .map_err(|e| Status::failure(&e.to_string(), "Invalid").with_code(422))?;
+    }
+    Ok(())
 }
 
 /// The patch types the real server accepts for custom resources.
