@@ -1,0 +1,146 @@
+//! Swarm selection: each seed turns on a random subset of fault kinds with random intensities
+//! (Groce et al., "Swarm Testing"), so that a sweep covers both single-kind and mixed plans
+//! instead of always the same thin mix of everything.
+
+use crate::decision::DecisionSource;
+use crate::faults::plan::{CallSide, Fault, FaultKind, FaultPlan, InjectedError, PlannedFault, Trigger};
+
+/// The name of the decision stream plans are drawn from. Plan drawing has its own stream so that
+/// a plan does not shift latency or delivery choices, and vice versa.
+pub const PLAN_STREAM: &str = "faults.plan";
+
+/// What swarm selection may draw from.
+#[derive(Clone, Debug)]
+pub struct SwarmConfig {
+    /// The controllers faults may act on (by node name). Empty: only `Compact` can be drawn.
+    pub controllers: Vec<String>,
+    /// The kinds that may be turned on. Defaults to every kind except `PauseLeader`, which needs a
+    /// controller running with leader election.
+    pub kinds: Vec<FaultKind>,
+    /// At most this many faults in one plan.
+    pub faults_max: usize,
+    /// `NthWrite` triggers pick `n` in `1..=writes_max`.
+    pub writes_max: u32,
+    /// `AtTime` triggers pick a time in `0..=time_max_ms`.
+    pub time_max_ms: u64,
+    /// Restart and pause durations are drawn in `1..=duration_max_ms`.
+    pub duration_max_ms: u64,
+}
+
+impl Default for SwarmConfig {
+    fn default() -> Self {
+        SwarmConfig {
+            controllers: Vec::new(),
+            kinds: FaultKind::ALL.into_iter().filter(|k| *k != FaultKind::PauseLeader).collect(),
+            faults_max: 4,
+            writes_max: 20,
+            time_max_ms: 10_000,
+            duration_max_ms: 5_000,
+        }
+    }
+}
+
+/// Draw a plan for one seed: each allowed kind is on with probability 1/2, then between one fault
+/// and `faults_max` faults are drawn from the kinds that are on.
+pub fn swarm_plan(source: &mut DecisionSource, config: &SwarmConfig) -> FaultPlan {
+    let stream = source.stream(PLAN_STREAM);
+    let usable: Vec<FaultKind> = config
+        .kinds
+        .iter()
+        .copied()
+        .filter(|k| *k == FaultKind::Compact || !config.controllers.is_empty())
+        .collect();
+    let on: Vec<FaultKind> = usable.into_iter().filter(|_| stream.chance(0.5)).collect();
+    if on.is_empty() || config.faults_max == 0 {
+        return FaultPlan::none();
+    }
+    let count = 1 + stream.below(config.faults_max as u64) as usize;
+    let mut faults = Vec::with_capacity(count);
+    for _ in 0..count {
+        let kind = on[stream.below(on.len() as u64) as usize];
+        let controller = if config.controllers.is_empty() {
+            String::new()
+        } else {
+            config.controllers[stream.below(config.controllers.len() as u64) as usize].clone()
+        };
+        let duration = 1 + stream.below(config.duration_max_ms.max(1));
+        let fault = match kind {
+            FaultKind::Crash => Fault::Crash {
+                controller: controller.clone(),
+                side: if stream.chance(0.5) { CallSide::Before } else { CallSide::After },
+                restart_after_ms: duration,
+            },
+            FaultKind::StaleReplica => Fault::StaleReplica {
+                controller: controller.clone(),
+                lag_revisions: 1 + stream.below(20),
+                restart_after_ms: duration,
+            },
+            FaultKind::PauseReconciles => {
+                Fault::PauseReconciles { controller: controller.clone(), duration_ms: duration }
+            }
+            FaultKind::SkipByRelist => {
+                Fault::SkipByRelist { controller: controller.clone(), duration_ms: duration }
+            }
+            FaultKind::DelayWatch => Fault::DelayWatch {
+                controller: controller.clone(),
+                // Empty resource: every informer of the controller; the engine picks per watch.
+                resource: String::new(),
+                extra_ms: duration,
+            },
+            FaultKind::ApiError => {
+                let errors = [
+                    InjectedError::Conflict,
+                    InjectedError::TooManyRequests,
+                    InjectedError::InternalError,
+                    InjectedError::Timeout,
+                ];
+                Fault::ApiError {
+                    controller: controller.clone(),
+                    error: errors[stream.below(errors.len() as u64) as usize],
+                }
+            }
+            FaultKind::Ambiguous => Fault::Ambiguous { controller: controller.clone() },
+            FaultKind::WatchDisconnect => Fault::WatchDisconnect { controller: controller.clone() },
+            FaultKind::Compact => Fault::Compact,
+            FaultKind::Partition => {
+                Fault::Partition { controller: controller.clone(), duration_ms: duration }
+            }
+            FaultKind::PauseLeader => {
+                Fault::PauseLeader { controller: controller.clone(), duration_ms: duration }
+            }
+        };
+        let trigger = draw_trigger(stream, config, &fault, &controller);
+        faults.push(PlannedFault { trigger, fault });
+    }
+    FaultPlan { faults }
+}
+
+/// Faults that act on one API call (fail it, make it ambiguous, crash around it) need a call
+/// trigger; the rest may also fire at a time.
+fn draw_trigger(
+    stream: &mut crate::decision::Stream,
+    config: &SwarmConfig,
+    fault: &Fault,
+    controller: &str,
+) -> Trigger {
+    let call_bound = matches!(fault, Fault::ApiError { .. } | Fault::Ambiguous { .. } | Fault::Crash { .. });
+    let nth_write = |stream: &mut crate::decision::Stream| Trigger::NthWrite {
+        controller: controller.to_owned(),
+        n: 1 + stream.below(u64::from(config.writes_max.max(1))) as u32,
+        kind: None,
+        verb: None,
+    };
+    if controller.is_empty() {
+        return Trigger::AtTime { at_ms: stream.below(config.time_max_ms + 1) };
+    }
+    match (call_bound, stream.below(3)) {
+        (true, 0) if !matches!(fault, Fault::Crash { .. }) => Trigger::Rate {
+            controller: controller.to_owned(),
+            per_mille: 10 + stream.below(190) as u32,
+            max: 1 + stream.below(3) as u32,
+        },
+        (true, _) => nth_write(stream),
+        (false, 0) => nth_write(stream),
+        (false, _) => Trigger::AtTime { at_ms: stream.below(config.time_max_ms + 1) },
+    }
+}
