@@ -54,6 +54,7 @@ pub mod schema;
 pub mod selector;
 pub mod server;
 pub mod store;
+pub mod strategic;
 mod watch;
 mod write;
 
