@@ -33,14 +33,13 @@ fn as_crd(object: &DynamicObject) -> Result<CustomResourceDefinition, serde_json
 }
 
 impl ApiServer {
-    /// Custom-resource defaulting and pruning (on the object's content; `apiVersion`, `kind`
-    /// and `metadata` are never pruned).
+    /// Custom-resource defaulting and pruning, on the object's content: `apiVersion`, `kind`
+    /// and `metadata` live outside `data`, so they are never pruned (`schema::prune` itself
+    /// honours `x-kubernetes-preserve-unknown-fields`).
     pub(crate) fn default_and_prune(&self, t: &Target, object: &mut DynamicObject) {
         let Some(schema) = t.ty.schema.as_deref().filter(|_| t.ty.custom) else { return };
         schema::apply_defaults(schema, &mut object.data);
-        if schema.x_kubernetes_preserve_unknown_fields != Some(true) {
-            schema::prune(schema, &mut object.data);
-        }
+        schema::prune(schema, &mut object.data);
     }
 
     /// Type-specific validation: structural schemas for custom resources, and the CRD rules
