@@ -52,6 +52,7 @@ pub mod informer;
 pub mod logging;
 mod panic_quiet;
 pub mod property;
+pub mod regression;
 pub mod sweep;
 pub mod trace;
 pub mod transport;

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use futures::future::LocalBoxFuture;
 use kube_core::DynamicObject;
-use model_apiserver::{ApiServer, Revision, Snapshot};
+use model_apiserver::{ApiServer, Revision, ServerConfig, Snapshot};
 
 use crate::client::Client;
 use crate::decision::DecisionSource;
@@ -110,6 +110,7 @@ pub struct SimBuilder {
     liveness_wait: Duration,
     quiet_period: Duration,
     keep_trace: bool,
+    server_config: ServerConfig,
 }
 
 impl Default for SimBuilder {
@@ -137,6 +138,7 @@ impl SimBuilder {
             liveness_wait: LIVENESS_WAIT_DEFAULT,
             quiet_period: QUIET_PERIOD_DEFAULT,
             keep_trace: false,
+            server_config: ServerConfig::default(),
         }
     }
 
@@ -242,6 +244,12 @@ impl SimBuilder {
         self
     }
 
+    /// The bounds of every cluster's model server (a short history makes watches expire: 410).
+    pub fn server_config(mut self, config: ServerConfig) -> Self {
+        self.server_config = config;
+        self
+    }
+
     /// Keep every trace entry in the report (single-seed runs and replays), and let controller
     /// panics print as usual. A sweep keeps only the digest and stays quiet.
     pub fn keep_trace(mut self, keep: bool) -> Self {
@@ -341,7 +349,7 @@ async fn run_phases(
 
     let failure = world.with(|w| {
         w.start = Instant::now();
-        w.install_clusters(&specs);
+        w.install_clusters(&specs, &builder.server_config);
         w.failure_signal.take()
     });
     let failure = failure.expect("the failure signal is taken once per run");
@@ -653,7 +661,7 @@ impl WorldState {
     }
 
     /// Create every cluster's server with its namespaces and CRDs.
-    fn install_clusters(&mut self, specs: &[ClusterSpec]) {
+    fn install_clusters(&mut self, specs: &[ClusterSpec], config: &ServerConfig) {
         let now = self.now();
         let crd_resource = kube_core::ApiResource {
             group: "apiextensions.k8s.io".to_owned(),
@@ -665,7 +673,7 @@ impl WorldState {
         for spec in specs {
             let mut ids = crate::transport::StreamIds(self.decisions.stream("ids"));
             let mut ctx = model_apiserver::Context::new(now, &mut ids);
-            let mut server = ApiServer::new().with_default_namespaces(&mut ctx);
+            let mut server = ApiServer::with_config(config.clone()).with_default_namespaces(&mut ctx);
             for crd in &spec.crds {
                 let request = model_apiserver::Request::create(
                     &crd_resource,
@@ -754,8 +762,9 @@ impl WorldState {
                     if *running > 0 {
                         return Some(format!("controller {name} reconciling"));
                     }
-                    if next_due.is_some_and(|due| due <= now) {
-                        return Some(format!("controller {name} has due requests"));
+                    // A request due within the coming quiet period may still write: wait for it.
+                    if next_due.is_some_and(|due| due <= now + quiet) {
+                        return Some(format!("controller {name} has a request due"));
                     }
                 }
             }

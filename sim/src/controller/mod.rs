@@ -70,6 +70,9 @@ impl fmt::Display for Action {
 /// The default bound of a controller's queue.
 pub const QUEUE_LEN_MAX_DEFAULT: usize = 10_000;
 
+/// At most this many waiting messages are taken in at once before reconciles start again.
+const INBOX_DRAIN_MAX: usize = 10_000;
+
 /// Tuning, as kube-runtime's `controller::Config`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
@@ -309,16 +312,31 @@ where
                 },
                 None => inbox.next().await,
             };
-            match message {
-                Some(Msg::Trigger(object)) => self.schedule(object, Instant::now() + self.config.debounce),
-                Some(Msg::Done(done)) => self.finish(done, &handlers),
-                None => return,
+            let Some(message) = message else { return };
+            self.receive(message, &handlers);
+            // Take in everything already waiting before starting reconciles, as kube-runtime's
+            // scheduler drains its request stream first: simultaneous triggers merge.
+            for _ in 0..INBOX_DRAIN_MAX {
+                match inbox.next().now_or_never() {
+                    Some(Some(message)) => self.receive(message, &handlers),
+                    _ => break,
+                }
             }
         }
     }
 
+    fn receive(&mut self, message: Msg<K, E>, handlers: &Handlers<K, E>) {
+        match message {
+            Msg::Trigger(object) => self.schedule(object, Instant::now()),
+            Msg::Done(done) => self.finish(done, handlers),
+        }
+    }
+
+    /// Queue a request made now for `at` (plus the debounce, which applies to every request, as
+    /// in kube-runtime's scheduler).
     fn schedule(&mut self, object: ObjectRef<K>, at: Instant) {
-        if self.queue.schedule(object.clone(), at) == Scheduled::Full {
+        let due = at + self.config.debounce;
+        if self.queue.schedule_debounced(object.clone(), at, due) == Scheduled::Full {
             self.world.with(|w| w.queue_overflows += 1);
             let _ = self.out.unbounded_send(Err(Error::QueueFull(self.queue.len(), object.erase())));
         }

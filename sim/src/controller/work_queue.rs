@@ -2,6 +2,8 @@
 //!
 //! - A request is deduplicated by object reference: scheduling an object that is already queued
 //!   keeps the EARLIER of the two due times (kube-runtime's `scheduler_dedupe_should_keep_earlier_item`).
+//!   With a debounce, a request made before the queued one falls due resets it to the new request's
+//!   time plus the debounce, as kube-runtime's scheduler does: bursts merge into one reconcile.
 //! - At most one reconcile per object runs at a time: a request that falls due while its object is
 //!   in flight stays queued until the reconcile finishes, then runs.
 //! - The queue is bounded by `len_max`; a request beyond it is refused and reported.
@@ -15,8 +17,9 @@ use std::collections::{BTreeMap, BTreeSet};
 pub enum Scheduled {
     /// The object was not queued; now it is.
     Added,
-    /// The object was queued for later; it is now due at the earlier time.
-    MovedEarlier,
+    /// The object was queued, and the new request replaced its due time (earlier, or later by
+    /// the debounce).
+    Replaced,
     /// The object was already queued for the same time or earlier; nothing changed.
     Kept,
     /// The queue is full (`len_max` objects): the request was dropped.
@@ -41,18 +44,25 @@ impl<T: Ord + Clone, Tm: Ord + Copy> WorkQueue<T, Tm> {
 
     /// Ask for `item` to be reconciled at `at`; an earlier request for it wins.
     pub fn schedule(&mut self, item: T, at: Tm) -> Scheduled {
+        self.schedule_debounced(item, at, at)
+    }
+
+    /// A request made at `requested` for a reconcile at `due` (`requested` plus the debounce). If
+    /// the object is queued for `requested` or later, the new request replaces the queued one;
+    /// if it is queued earlier, the queued one stays.
+    pub fn schedule_debounced(&mut self, item: T, requested: Tm, due: Tm) -> Scheduled {
         match self.due.get(&item) {
-            Some(&queued) if queued <= at => Scheduled::Kept,
+            Some(&queued) if queued < requested || queued == due => Scheduled::Kept,
             Some(&queued) => {
                 self.order.remove(&(queued, item.clone()));
-                self.order.insert((at, item.clone()));
-                self.due.insert(item, at);
-                Scheduled::MovedEarlier
+                self.order.insert((due, item.clone()));
+                self.due.insert(item, due);
+                Scheduled::Replaced
             }
             None if self.due.len() >= self.len_max => Scheduled::Full,
             None => {
-                self.order.insert((at, item.clone()));
-                self.due.insert(item, at);
+                self.order.insert((due, item.clone()));
+                self.due.insert(item, due);
                 Scheduled::Added
             }
         }
@@ -119,7 +129,7 @@ mod tests {
         assert_eq!(q.schedule("a", 50), Scheduled::Added);
         assert_eq!(q.schedule("a", 80), Scheduled::Kept);
         assert_eq!(q.due_at(&"a"), Some(50));
-        assert_eq!(q.schedule("a", 20), Scheduled::MovedEarlier);
+        assert_eq!(q.schedule("a", 20), Scheduled::Replaced);
         assert_eq!(q.due_at(&"a"), Some(20));
         assert_eq!(q.len(), 1);
     }
@@ -142,7 +152,17 @@ mod tests {
         let mut q: WorkQueue<&str, u64> = WorkQueue::new(1);
         assert_eq!(q.schedule("a", 5), Scheduled::Added);
         assert_eq!(q.schedule("b", 5), Scheduled::Full);
-        assert_eq!(q.schedule("a", 1), Scheduled::MovedEarlier);
+        assert_eq!(q.schedule("a", 1), Scheduled::Replaced);
+    }
+
+    #[test]
+    fn a_debounced_request_before_the_queued_one_falls_due_postpones_it() {
+        let mut q: WorkQueue<&str, u64> = WorkQueue::new(10);
+        assert_eq!(q.schedule_debounced("a", 0, 10), Scheduled::Added);
+        assert_eq!(q.schedule_debounced("a", 4, 14), Scheduled::Replaced);
+        assert_eq!(q.due_at(&"a"), Some(14));
+        assert_eq!(q.schedule_debounced("a", 15, 25), Scheduled::Kept);
+        assert_eq!(q.due_at(&"a"), Some(14));
     }
 
     #[test]
