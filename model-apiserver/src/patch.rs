@@ -1,6 +1,6 @@
 //! Patch application: JSON merge patch (RFC 7386) and JSON patch (RFC 6902, with `test`).
-//! Strategic merge patch and server-side apply live in their own modules once built; until then
-//! they answer 415 UnsupportedMediaType.
+//! Strategic merge patch for the built-in kinds is in [`crate::strategic`]; custom resources get
+//! 415 for it, as on a real server. Server-side apply is not modelled yet and gets 415.
 
 use kube_core::{DynamicObject, Status, params::Patch};
 
@@ -10,27 +10,24 @@ use crate::{errors, resources::ResourceType};
 ///
 /// JSON merge patch follows RFC 7386. JSON patch follows RFC 6902; a failed operation (a `test`
 /// that does not hold, a path that does not exist) gets 422 Invalid with the patch library's
-/// message, as the real server answers. Strategic merge patch and server-side apply are not
-/// modelled yet and get 415 UnsupportedMediaType.
+/// message, as the real server answers. Strategic merge patch applies to built-in kinds only
+/// (custom resources get 415, as on a real server); server-side apply is not modelled yet and
+/// gets 415 UnsupportedMediaType.
 pub(crate) fn apply_to_object(
     ty: &ResourceType,
     old: &DynamicObject,
     patch: &Patch<serde_json::Value>,
 ) -> Result<DynamicObject, Status> {
-    let mut doc = serde_json::to_value(old)
+    let mut doc: serde_json::Value = serde_json::to_value(old)
         .map_err(|e| errors::internal_error(&format!("encoding the stored object: {e}")))?;
     match patch {
         Patch::Merge(p) => json_patch::merge(&mut doc, p),
         Patch::Json(p) => apply_json_patch(&mut doc, p)?,
         Patch::Strategic(_) if ty.custom => return Err(unsupported(CUSTOM_MEDIA_TYPES)),
-        Patch::Strategic(_) => {
-            return Err(errors::unsupported_media_type(
-                "strategic merge patch is not supported by the model API server yet - accepted media types include: application/json-patch+json, application/merge-patch+json",
-            ));
-        }
+        Patch::Strategic(p) => doc = crate::strategic::strategic_merge(&doc, p, &ty.api)?,
         Patch::Apply(_) => {
             return Err(errors::unsupported_media_type(
-                "server-side apply is not supported by the model API server yet - accepted media types include: application/json-patch+json, application/merge-patch+json",
+                "server-side apply is not supported by the model API server yet - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json",
             ));
         }
         _ => return Err(unsupported(CUSTOM_MEDIA_TYPES)),

@@ -109,14 +109,32 @@ fn a_patch_that_renames_the_object_gets_400_bad_request() {
 }
 
 #[test]
-fn strategic_merge_and_apply_patches_get_415_unsupported_media_type() {
+fn a_strategic_merge_patch_of_a_built_in_kind_merges_lists_by_their_merge_key() {
+    let mut w = World::new();
+    let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [
+        {"name": "a", "image": "a:1"}, {"name": "b", "image": "b:1"}
+    ]}});
+    w.create(&pods(), Some("default"), pod);
+    let patch = Patch::Strategic(json!({"spec": {"containers": [{"name": "b", "image": "b:2"}]}}));
+    let r = w.handle(Request::patch(&pods(), Some("default"), "p", patch, PatchParams::default())).unwrap();
+    assert_eq!(
+        object(r).data["spec"]["containers"],
+        json!([{"name": "a", "image": "a:1"}, {"name": "b", "image": "b:2"}])
+    );
+}
+
+#[test]
+fn an_apply_patch_gets_415_unsupported_media_type() {
     let mut w = World::new();
     w.create(&cm(), Some("default"), config_map("a", json!({})));
-    for patch in [Patch::Strategic(json!({"data": {"k": "v"}})), Patch::Apply(json!({"data": {"k": "v"}}))] {
-        let err =
-            w.handle(Request::patch(&cm(), Some("default"), "a", patch, PatchParams::default())).unwrap_err();
-        assert_eq!(code_reason(&err), (415, "UnsupportedMediaType"));
-    }
+    let patch = Patch::Apply(json!({"data": {"k": "v"}}));
+    let err =
+        w.handle(Request::patch(&cm(), Some("default"), "a", patch, PatchParams::default())).unwrap_err();
+    assert_eq!(code_reason(&err), (415, "UnsupportedMediaType"));
+    assert_eq!(
+        err.message,
+        "server-side apply is not supported by the model API server yet - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json"
+    );
 }
 
 #[test]
