@@ -66,9 +66,19 @@ impl ResourceType {
 }
 
 /// The table of served types, keyed by (group, version, plural). Iteration order is the key order.
+///
+/// Nested maps, so that a lookup by `&str` parts allocates nothing; each entry also holds its
+/// type's storage key, shared by every [`crate::ObjectKey`] of the type.
 #[derive(Clone, Debug, Default)]
 pub struct ResourceTypes {
-    by_gvr: BTreeMap<(String, String, String), Arc<ResourceType>>,
+    by_gvr: BTreeMap<String, BTreeMap<String, BTreeMap<String, Served>>>,
+}
+
+/// One served type and its storage key.
+#[derive(Clone, Debug)]
+struct Served {
+    ty: Arc<ResourceType>,
+    storage_key: Arc<str>,
 }
 
 impl ResourceTypes {
@@ -89,24 +99,52 @@ impl ResourceTypes {
     }
     /// Serve `ty` (replacing an earlier type of the same group, version and plural).
     pub fn insert(&mut self, ty: ResourceType) {
-        let key = (ty.api.group.clone(), ty.api.version.clone(), ty.api.plural.clone());
-        self.by_gvr.insert(key, Arc::new(ty));
+        let storage_key = ty.storage_key();
+        let (group, version, plural) = (ty.api.group.clone(), ty.api.version.clone(), ty.api.plural.clone());
+        let served = Served { ty: Arc::new(ty), storage_key };
+        self.by_gvr.entry(group).or_default().entry(version).or_default().insert(plural, served);
     }
     /// Stop serving (group, version, plural).
     pub fn remove(&mut self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceType>> {
-        self.by_gvr.remove(&(group.to_owned(), version.to_owned(), plural.to_owned()))
+        let versions = self.by_gvr.get_mut(group)?;
+        let plurals = versions.get_mut(version)?;
+        let removed = plurals.remove(plural)?;
+        // Drop emptied levels so that iteration and lookups stay proportional to what is served.
+        if plurals.is_empty() {
+            versions.remove(version);
+        }
+        if versions.is_empty() {
+            self.by_gvr.remove(group);
+        }
+        Some(removed.ty)
     }
     /// The type served at (group, version, plural).
     pub fn get(&self, group: &str, version: &str, plural: &str) -> Option<&Arc<ResourceType>> {
-        self.by_gvr.get(&(group.to_owned(), version.to_owned(), plural.to_owned()))
+        self.served(group, version, plural).map(|s| &s.ty)
+    }
+    /// The type served at (group, version, plural) and its shared storage key.
+    pub(crate) fn get_with_storage_key(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Option<(&Arc<ResourceType>, &Arc<str>)> {
+        self.served(group, version, plural).map(|s| (&s.ty, &s.storage_key))
+    }
+    fn served(&self, group: &str, version: &str, plural: &str) -> Option<&Served> {
+        self.by_gvr.get(group)?.get(version)?.get(plural)
     }
     /// The type with this apiVersion and kind.
     pub fn by_kind(&self, api_version: &str, kind: &str) -> Option<&Arc<ResourceType>> {
-        self.by_gvr.values().find(|t| t.api.api_version == api_version && t.api.kind == kind)
+        self.iter().find(|t| t.api.api_version == api_version && t.api.kind == kind)
     }
     /// Every served type, in (group, version, plural) order.
     pub fn iter(&self) -> impl Iterator<Item = &Arc<ResourceType>> {
-        self.by_gvr.values()
+        self.by_gvr
+            .values()
+            .flat_map(|versions| versions.values())
+            .flat_map(|plurals| plurals.values())
+            .map(|s| &s.ty)
     }
 }
 

@@ -158,7 +158,9 @@ impl ApiServer {
     /// server does not serve. Both get 404, as the real router answers.
     fn resolve(&self, request: &Request) -> Result<Target, Status> {
         let ApiResource { group, version, plural, .. } = &request.resource;
-        let ty = self.types.get(group, version, plural).ok_or_else(resource_not_found)?.clone();
+        let (ty, resource) =
+            self.types.get_with_storage_key(group, version, plural).ok_or_else(resource_not_found)?;
+        let (ty, resource) = (ty.clone(), resource.clone());
         let requested = request.namespace.as_deref().filter(|ns| !ns.is_empty());
         let namespace = match (ty.namespaced, requested, &request.verb) {
             (true, Some(ns), _) => ns,
