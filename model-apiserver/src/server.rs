@@ -174,12 +174,7 @@ impl ApiServer {
             (true, None, _) | (false, Some(_), _) => return Err(resource_not_found()),
             (false, None, _) => "",
         };
-        Ok(Target {
-            resource: ty.storage_key(),
-            ty,
-            namespace: Arc::from(namespace),
-            user: request.user.clone(),
-        })
+        Ok(Target { resource, ty, namespace: Arc::from(namespace), user: request.user.clone() })
     }
 
     /// The current revision.
