@@ -214,3 +214,39 @@ fn deleting_a_crd_stops_serving_it_and_deletes_its_objects() {
     assert!(events.iter().all(|e| !matches!(e, WatchEvent::Added(_))));
     assert!(events.is_empty());
 }
+
+#[test]
+fn every_served_version_of_a_crd_shares_one_storage() {
+    let mut w = World::new();
+    let mut crd = widget_crd();
+    let mut v2 = crd["spec"]["versions"][0].clone();
+    v2["name"] = json!("v2");
+    v2["storage"] = json!(false);
+    crd["spec"]["versions"].as_array_mut().unwrap().push(v2);
+    w.create(&crds(), None, crd);
+    w.create(&widgets(), Some("default"), widget("a", json!({})));
+    let v2_api = ApiResource { version: "v2".into(), api_version: "example.com/v2".into(), ..widgets() };
+    let seen = w.get(&v2_api, Some("default"), "a");
+    assert_eq!(seen.types.as_ref().unwrap().api_version, "example.com/v2");
+    assert_eq!(seen.data["spec"], json!({"replicas": 1}));
+    let stored = w.get(&widgets(), Some("default"), "a");
+    assert_eq!(stored.types.as_ref().unwrap().api_version, "example.com/v1");
+}
+
+#[test]
+fn updating_a_crd_to_serve_a_new_version_serves_it() {
+    let mut w = world();
+    let v2_api = ApiResource { version: "v2".into(), api_version: "example.com/v2".into(), ..widgets() };
+    assert_eq!(code_reason(&w.try_get(&v2_api, Some("default"), "a").unwrap_err()), (404, "NotFound"));
+    let crd = w.get(&crds(), None, "widgets.example.com");
+    let mut v2 = crd.data["spec"]["versions"][0].clone();
+    v2["name"] = json!("v2");
+    v2["storage"] = json!(false);
+    let mut versions = crd.data["spec"]["versions"].as_array().unwrap().clone();
+    versions.push(v2);
+    let updated =
+        w.try_merge(&crds(), None, "widgets.example.com", json!({"spec": {"versions": versions}})).unwrap();
+    assert_eq!(updated.metadata.generation, Some(2));
+    w.create(&widgets(), Some("default"), widget("a", json!({})));
+    assert!(w.try_get(&v2_api, Some("default"), "a").is_ok());
+}

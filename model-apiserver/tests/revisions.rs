@@ -306,3 +306,33 @@ fn create_with_dry_run_changes_nothing() {
     assert_eq!(w.server.revision(), 4);
     assert_eq!(code_reason(&w.try_get(&cm(), Some("default"), "a").unwrap_err()), (404, "NotFound"));
 }
+
+#[test]
+fn an_update_with_dry_run_validates_but_changes_nothing() {
+    let mut w = World::new();
+    let a = w.create(&cm(), Some("default"), config_map("a", json!({"k": "1"})));
+    let params = PostParams { dry_run: true, ..Default::default() };
+    let body = obj(config_map("a", json!({"k": "2"})));
+    let would = object(w.handle(Request::update(&cm(), Some("default"), "a", body, params.clone())).unwrap());
+    assert_eq!(would.data["data"]["k"], json!("2"));
+    assert_eq!(w.get(&cm(), Some("default"), "a"), a);
+    let mut stale = (*a).clone();
+    stale.metadata.resource_version = Some("1".into());
+    let err = w.handle(Request::update(&cm(), Some("default"), "a", stale, params)).unwrap_err();
+    assert_eq!(code_reason(&err), (409, "Conflict"));
+    assert_eq!(w.server.revision(), 5);
+}
+
+#[test]
+fn list_not_older_than_a_past_revision_serves_the_latest_state() {
+    let mut w = World::new();
+    w.create(&cm(), Some("default"), config_map("a", json!({})));
+    w.create(&cm(), Some("default"), config_map("b", json!({})));
+    let params = ListParams {
+        resource_version: Some("5".into()),
+        version_match: Some(VersionMatch::NotOlderThan),
+        ..Default::default()
+    };
+    let list = w.list(&cm(), None, params);
+    assert_eq!((list.resource_version.as_str(), list.items.len()), ("6", 2));
+}

@@ -100,3 +100,13 @@ fn watch_with_a_non_numeric_resource_version_gets_400_bad_request() {
     let err = w.handle(model_apiserver::Request::watch(&cm(), None, "x", plain())).unwrap_err();
     assert_eq!(code_reason(&err), (400, "BadRequest"));
 }
+
+#[test]
+fn watch_with_a_field_selector_on_the_name_sees_only_that_object() {
+    let mut w = World::new();
+    w.create(&cm(), Some("default"), config_map("a", json!({})));
+    w.create(&cm(), Some("default"), config_map("b", json!({})));
+    w.try_delete(&cm(), Some("default"), "a").unwrap();
+    let events = w.watch(&cm(), None, "4", plain().fields("metadata.name=a"));
+    assert_eq!(describe(&events), [s("ADDED", "a", "5"), s("DELETED", "a", "7")]);
+}
