@@ -379,8 +379,12 @@ impl ApiServer {
     }
 }
 
-/// The body may repeat the request's namespace but not contradict it.
+/// The body may repeat the request's namespace but not contradict it. A cluster-scoped object's
+/// namespace is cleared instead, as the real server's EnsureObjectNamespaceMatchesRequestNamespace.
 fn check_body_namespace(t: &Target, meta: &ObjectMeta) -> Result<(), Status> {
+    if !t.ty.namespaced {
+        return Ok(());
+    }
     match meta.namespace.as_deref().filter(|ns| !ns.is_empty()) {
         Some(ns) if ns != &*t.namespace => Err(errors::bad_request(
             "the namespace of the provided object does not match the namespace sent on the request",

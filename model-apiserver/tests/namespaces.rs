@@ -129,3 +129,12 @@ fn a_cluster_scoped_create_with_a_request_namespace_gets_404_not_found() {
     let r = Request::create(&namespaces(), Some("default"), obj(namespace("x")), PostParams::default());
     assert_eq!(code_reason(&w.handle(r).unwrap_err()), (404, "NotFound"));
 }
+
+#[test]
+fn a_namespace_in_the_body_of_a_cluster_scoped_object_is_cleared() {
+    let mut w = World::new();
+    let mut body = namespace("team");
+    body["metadata"]["namespace"] = json!("default");
+    let ns = w.create(&namespaces(), None, body);
+    assert_eq!(ns.metadata.namespace, None);
+}
