@@ -38,6 +38,7 @@
 #![allow(clippy::result_large_err)]
 
 pub mod admission;
+pub mod apply;
 pub mod context;
 pub mod crd;
 mod crd_serving;

@@ -1,0 +1,680 @@
+//! A server-side apply subset, and the managedFields bookkeeping of ordinary writes.
+//!
+//! Each field manager owns a set of fields, recorded in `metadata.managedFields` in the real
+//! FieldsV1 format (`{"f:spec":{"f:replicas":{}}}`, list items as `k:{"name":"app"}` or
+//! `v:"value"`, `"."` for an item that is owned along with its fields). What is modelled:
+//!
+//! - ownership of leaf fields; lists are atomic (one leaf) unless their Go type declares a merge
+//!   key ([`crate::strategic::FIELDS`]), in which case they are associative and each item is
+//!   owned by key; merged lists of scalars are sets (`v:`);
+//! - [`apply`]: the applied configuration is merged into the live object; changing a field that
+//!   another manager owns is a 409 Conflict with one `FieldManagerConflict` cause per field,
+//!   unless `force`, which takes the field over; fields the manager applied before and no longer
+//!   applies are removed from the object when no other manager owns them; applying to an
+//!   absent object creates it;
+//! - [`update_managed_fields`]: a non-apply write (create, update, patch) makes its manager own
+//!   every field it changed, in an `Update` entry, and takes those fields from everyone else, as
+//!   the real server does (an update never conflicts).
+//!
+//! Not modelled: custom resources' `x-kubernetes-list-type` (their lists are atomic),
+//! multi-key list items (`ports` is keyed by `containerPort` alone), version conversion of
+//! field sets, and `managedFields` sent by the client to reset ownership.
+
+use std::collections::BTreeSet;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry, Time};
+use kube_core::{ApiResource, Status, response::StatusDetails};
+use serde_json::{Map, Value};
+
+use crate::{
+    errors,
+    strategic::{Strategy, TypeRef},
+};
+
+/// One step of a field path.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PathElement {
+    /// A map key or struct field: `f:name`.
+    Field(String),
+    /// An item of an associative list, by its merge key: `k:{"name":"app"}`. `value` is JSON.
+    Key {
+        /// The merge key's field name.
+        name: String,
+        /// The merge key's value, as JSON text.
+        value: String,
+    },
+    /// An item of a set of scalars: `v:"value"`, the value as JSON text.
+    Value(String),
+}
+
+/// A path from the object's root to a field.
+pub type FieldPath = Vec<PathElement>;
+
+/// A set of owned fields.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FieldSet(pub BTreeSet<FieldPath>);
+
+impl FieldSet {
+    /// The fields of `obj` (a whole object, or the part of it that `scope` owns), with the
+    /// server-owned identity fields left out.
+    pub fn of_object(obj: &Value, resource: &ApiResource) -> FieldSet {
+        let mut set = BTreeSet::new();
+        let ownable = ownable(obj);
+        collect(&ownable, TypeRef::root(resource), &mut Vec::new(), &mut set);
+        FieldSet(set)
+    }
+
+    /// Parse a FieldsV1 document; unknown prefixes are ignored, as they cannot be owned here.
+    pub fn from_fields_v1(doc: &Value) -> FieldSet {
+        let mut set = BTreeSet::new();
+        parse_fields_v1(doc, &mut Vec::new(), &mut set, FIELDS_V1_DEPTH_MAX);
+        FieldSet(set)
+    }
+
+    /// The FieldsV1 document: every member is `{}`, or holds `"."` when fields below it are
+    /// members too.
+    pub fn to_fields_v1(&self) -> Value {
+        let mut root = Map::new();
+        for path in &self.0 {
+            let mut node = &mut root;
+            for element in path {
+                let entry = node.entry(encode_element(element)).or_insert_with(|| Value::Object(Map::new()));
+                let Value::Object(child) = entry else { unreachable!("FieldsV1 nodes are objects") };
+                node = child;
+            }
+            if !node.is_empty() {
+                node.insert(".".to_owned(), Value::Object(Map::new()));
+            }
+        }
+        mark_owned_parents(&mut root, &self.0, &mut Vec::new());
+        Value::Object(root)
+    }
+
+    /// Whether `path`, or a field below it, is a member.
+    fn owns_at_or_below(&self, path: &[PathElement]) -> bool {
+        self.0.range(path.to_vec()..).next().is_some_and(|p| p.starts_with(path))
+    }
+
+    /// The members with no member below them (the leaves whose values can conflict).
+    fn leaves(&self) -> impl Iterator<Item = &FieldPath> {
+        let mut iter = self.0.iter().peekable();
+        std::iter::from_fn(move || {
+            loop {
+                let path = iter.next()?;
+                let has_child =
+                    iter.peek().is_some_and(|next| next.len() > path.len() && next.starts_with(path));
+                if !has_child {
+                    return Some(path);
+                }
+            }
+        })
+    }
+}
+
+/// A bound on FieldsV1 nesting, so that a hostile managedFields document cannot recurse deeply.
+const FIELDS_V1_DEPTH_MAX: usize = 64;
+
+/// Members that are also parents of members get `"."`: a second pass, because a parent may be
+/// inserted after its children in `to_fields_v1`'s walk only when it is a member itself.
+fn mark_owned_parents(node: &mut Map<String, Value>, members: &BTreeSet<FieldPath>, at: &mut FieldPath) {
+    let keys: Vec<String> = node.keys().filter(|k| k.as_str() != ".").cloned().collect();
+    for key in keys {
+        let Some(element) = decode_element(&key) else { continue };
+        at.push(element);
+        if let Some(Value::Object(child)) = node.get_mut(&key) {
+            if !child.is_empty() && members.contains(at) {
+                child.insert(".".to_owned(), Value::Object(Map::new()));
+            }
+            mark_owned_parents(child, members, at);
+        }
+        at.pop();
+    }
+}
+
+fn encode_element(e: &PathElement) -> String {
+    match e {
+        PathElement::Field(f) => format!("f:{f}"),
+        PathElement::Key { name, value } => {
+            format!("k:{{{}:{value}}}", Value::String(name.clone()))
+        }
+        PathElement::Value(v) => format!("v:{v}"),
+    }
+}
+
+fn decode_element(s: &str) -> Option<PathElement> {
+    if let Some(f) = s.strip_prefix("f:") {
+        return Some(PathElement::Field(f.to_owned()));
+    }
+    if let Some(v) = s.strip_prefix("v:") {
+        let value: Value = serde_json::from_str(v).ok()?;
+        return Some(PathElement::Value(value.to_string()));
+    }
+    let key = s.strip_prefix("k:")?;
+    let Value::Object(m) = serde_json::from_str::<Value>(key).ok()? else { return None };
+    // The model keys items by one field; a multi-field key names the first (sorted) field.
+    let (name, value) = m.into_iter().next()?;
+    Some(PathElement::Key { name, value: value.to_string() })
+}
+
+fn parse_fields_v1(doc: &Value, at: &mut FieldPath, out: &mut BTreeSet<FieldPath>, depth_left: usize) {
+    let Value::Object(m) = doc else { return };
+    if depth_left == 0 {
+        return;
+    }
+    if (m.is_empty() || m.contains_key(".")) && !at.is_empty() {
+        out.insert(at.clone());
+    }
+    for (key, child) in m {
+        let Some(element) = decode_element(key) else { continue };
+        at.push(element);
+        parse_fields_v1(child, at, out, depth_left - 1);
+        at.pop();
+    }
+}
+
+/// `obj` without the fields nobody owns: apiVersion, kind, and metadata set by the server.
+fn ownable(obj: &Value) -> Value {
+    let mut obj = obj.clone();
+    if let Value::Object(m) = &mut obj {
+        m.remove("apiVersion");
+        m.remove("kind");
+        if let Some(Value::Object(meta)) = m.get_mut("metadata") {
+            for server_owned in SERVER_OWNED_METADATA {
+                meta.remove(*server_owned);
+            }
+            if meta.is_empty() {
+                m.remove("metadata");
+            }
+        }
+    }
+    obj
+}
+
+/// Metadata that the server sets or that identifies the object: never in a field set.
+const SERVER_OWNED_METADATA: &[&str] = &[
+    "name",
+    "namespace",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "managedFields",
+    "selfLink",
+    "generateName",
+];
+
+/// Add the fields of `v` (of Go type `ty`) at `at` to `out`.
+fn collect(v: &Value, ty: TypeRef, at: &mut FieldPath, out: &mut BTreeSet<FieldPath>) {
+    match v {
+        Value::Object(m) if !m.is_empty() => {
+            for (key, child) in m {
+                if child.is_null() {
+                    continue;
+                }
+                let (child_ty, strategy) = ty.field(key);
+                at.push(PathElement::Field(key.clone()));
+                collect_field(child, child_ty, strategy, at, out);
+                at.pop();
+            }
+        }
+        _ if !at.is_empty() => {
+            out.insert(at.clone());
+        }
+        _ => {}
+    }
+}
+
+fn collect_field(
+    v: &Value,
+    ty: TypeRef,
+    strategy: Strategy,
+    at: &mut FieldPath,
+    out: &mut BTreeSet<FieldPath>,
+) {
+    let Value::Array(items) = v else { return collect(v, ty, at, out) };
+    match list_kind(items, strategy) {
+        ListKind::Set if !items.is_empty() => {
+            for item in items {
+                at.push(PathElement::Value(item.to_string()));
+                out.insert(at.clone());
+                at.pop();
+            }
+        }
+        ListKind::Map(key) if !items.is_empty() => {
+            for item in items {
+                at.push(item_element(key, item));
+                out.insert(at.clone());
+                collect(item, ty, at, out);
+                at.pop();
+            }
+        }
+        _ => {
+            out.insert(at.clone());
+        }
+    }
+}
+
+/// How a list is owned.
+enum ListKind {
+    /// One leaf.
+    Atomic,
+    /// Items by value.
+    Set,
+    /// Items by this merge key.
+    Map(&'static str),
+}
+
+fn list_kind(items: &[Value], strategy: Strategy) -> ListKind {
+    match strategy.merge_key() {
+        Some("") if items.iter().all(|i| !i.is_object() && !i.is_array()) => ListKind::Set,
+        Some(key) if !key.is_empty() && items.iter().all(|i| i.get(key).is_some()) => ListKind::Map(key),
+        _ => ListKind::Atomic,
+    }
+}
+
+fn item_element(key: &str, item: &Value) -> PathElement {
+    PathElement::Key {
+        name: key.to_owned(),
+        value: item.get(key).map_or("null".to_owned(), Value::to_string),
+    }
+}
+
+/// The value at `path` in `v`.
+fn get_path<'a>(v: &'a Value, path: &[PathElement]) -> Option<&'a Value> {
+    let Some((first, rest)) = path.split_first() else { return Some(v) };
+    let child = match (first, v) {
+        (PathElement::Field(f), Value::Object(m)) => m.get(f)?,
+        (PathElement::Key { .. } | PathElement::Value(_), Value::Array(items)) => {
+            items.iter().find(|i| item_matches(first, i))?
+        }
+        _ => return None,
+    };
+    get_path(child, rest)
+}
+
+fn item_matches(element: &PathElement, item: &Value) -> bool {
+    match element {
+        PathElement::Key { name, value } => item.get(name).is_some_and(|v| is_json_text(v, value)),
+        PathElement::Value(value) => is_json_text(item, value),
+        PathElement::Field(_) => false,
+    }
+}
+
+/// Whether `text` is the JSON text of `v` (path elements hold values as JSON text).
+fn is_json_text(v: &Value, text: &str) -> bool {
+    serde_json::from_str::<Value>(text).is_ok_and(|t| t == *v)
+}
+
+/// Remove the value at `path` from `v` (a list item, for a path ending in an item).
+fn remove_path(v: &mut Value, path: &[PathElement]) {
+    let Some((first, rest)) = path.split_first() else { return };
+    match (first, v) {
+        (PathElement::Field(f), Value::Object(m)) if rest.is_empty() => {
+            m.remove(f);
+        }
+        (PathElement::Field(f), Value::Object(m)) => {
+            if let Some(child) = m.get_mut(f) {
+                remove_path(child, rest);
+            }
+        }
+        (element, Value::Array(items)) if rest.is_empty() => items.retain(|i| !item_matches(element, i)),
+        (element, Value::Array(items)) => {
+            if let Some(child) = items.iter_mut().find(|i| item_matches(element, i)) {
+                remove_path(child, rest);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Merge the applied configuration `applied` into `live`: maps key by key, associative lists
+/// item by item, sets by union; everything else (scalars, atomic lists) is replaced.
+fn merge_applied(live: &mut Value, applied: &Value, ty: TypeRef) {
+    let (Value::Object(live_map), Value::Object(applied_map)) = (&mut *live, applied) else {
+        *live = applied.clone();
+        return;
+    };
+    for (key, value) in applied_map {
+        if value.is_null() {
+            continue;
+        }
+        let (child_ty, strategy) = ty.field(key);
+        let Some(existing) = live_map.get_mut(key) else {
+            live_map.insert(key.clone(), value.clone());
+            continue;
+        };
+        match (existing, value) {
+            (Value::Array(live_items), Value::Array(applied_items)) => {
+                match list_kind(applied_items, strategy) {
+                    ListKind::Set => {
+                        for item in applied_items {
+                            if !live_items.contains(item) {
+                                live_items.push(item.clone());
+                            }
+                        }
+                    }
+                    ListKind::Map(k) if live_items.iter().all(|i| i.get(k).is_some()) => {
+                        for item in applied_items {
+                            let element = item_element(k, item);
+                            match live_items.iter_mut().find(|i| item_matches(&element, i)) {
+                                Some(live_item) => merge_applied(live_item, item, child_ty),
+                                None => live_items.push(item.clone()),
+                            }
+                        }
+                    }
+                    _ => *live_items = applied_items.clone(),
+                }
+            }
+            (existing @ Value::Object(_), Value::Object(_)) => merge_applied(existing, value, child_ty),
+            (existing, value) => *existing = value.clone(),
+        }
+    }
+}
+
+/// Who an apply or update is from, and when.
+#[derive(Clone, Debug)]
+pub struct Manager<'a> {
+    /// The field manager (`fieldManager`).
+    pub name: &'a str,
+    /// The apiVersion the request used.
+    pub api_version: &'a str,
+    /// `Some("status")` for a write to `/status`.
+    pub subresource: Option<&'a str>,
+    /// The request's time (managedFields' `time`).
+    pub now: jiff::Timestamp,
+}
+
+/// The managedFields operation of an apply.
+pub const OPERATION_APPLY: &str = "Apply";
+/// The managedFields operation of every other write.
+pub const OPERATION_UPDATE: &str = "Update";
+
+/// One managedFields entry with its parsed field set.
+#[derive(Clone, Debug)]
+struct Entry {
+    meta: ManagedFieldsEntry,
+    fields: FieldSet,
+}
+
+impl Entry {
+    fn is(&self, manager: &Manager<'_>, operation: &str) -> bool {
+        self.meta.manager.as_deref() == Some(manager.name)
+            && self.meta.operation.as_deref() == Some(operation)
+            && self.meta.subresource.as_deref().filter(|s| !s.is_empty()) == manager.subresource
+    }
+    fn new(manager: &Manager<'_>, operation: &str) -> Entry {
+        Entry {
+            meta: ManagedFieldsEntry {
+                manager: Some(manager.name.to_owned()),
+                operation: Some(operation.to_owned()),
+                api_version: Some(manager.api_version.to_owned()),
+                subresource: manager.subresource.map(str::to_owned),
+                ..Default::default()
+            },
+            fields: FieldSet::default(),
+        }
+    }
+    /// How apimachinery names the manager in a conflict: `"m"`, or `"m" using apps/v1` for an
+    /// Update entry (with ` at <time>` when it has one).
+    fn describe(&self) -> String {
+        let mut s = format!("{:?}", self.meta.manager.as_deref().unwrap_or(""));
+        if let Some(sub) = self.meta.subresource.as_deref().filter(|s| !s.is_empty()) {
+            s.push_str(&format!(" with subresource {sub:?}"));
+        }
+        if self.meta.operation.as_deref() == Some(OPERATION_UPDATE) {
+            s.push_str(&format!(" using {}", self.meta.api_version.as_deref().unwrap_or("")));
+            if let Some(Time(t)) = &self.meta.time {
+                s.push_str(&format!(" at {}", t.strftime("%Y-%m-%dT%H:%M:%SZ")));
+            }
+        }
+        s
+    }
+}
+
+fn read_entries(obj: &Value) -> Vec<Entry> {
+    let Some(list) = obj.pointer("/metadata/managedFields") else { return Vec::new() };
+    let entries: Vec<ManagedFieldsEntry> = serde_json::from_value(list.clone()).unwrap_or_default();
+    entries
+        .into_iter()
+        .map(|meta| {
+            let fields = meta
+                .fields_v1
+                .as_ref()
+                .map(|FieldsV1(doc)| FieldSet::from_fields_v1(doc))
+                .unwrap_or_default();
+            Entry { meta, fields }
+        })
+        .collect()
+}
+
+fn write_entries(obj: &mut Value, entries: Vec<Entry>) {
+    let list: Vec<Value> = entries
+        .into_iter()
+        .filter(|e| !e.fields.0.is_empty())
+        .map(|mut e| {
+            e.meta.fields_type = Some("FieldsV1".to_owned());
+            e.meta.fields_v1 = Some(FieldsV1(e.fields.to_fields_v1()));
+            serde_json::to_value(e.meta).unwrap_or(Value::Null)
+        })
+        .collect();
+    let Value::Object(m) = obj else { return };
+    let meta = m.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
+    let Value::Object(meta) = meta else { return };
+    if list.is_empty() {
+        meta.remove("managedFields");
+    } else {
+        meta.insert("managedFields".to_owned(), Value::Array(list));
+    }
+}
+
+/// `.spec.containers[name="app"].image`, as structured-merge-diff prints a path.
+pub fn path_string(path: &[PathElement]) -> String {
+    path.iter()
+        .map(|e| match e {
+            PathElement::Field(f) => format!(".{f}"),
+            PathElement::Key { name, value } => format!("[{name}={value}]"),
+            PathElement::Value(v) => format!("[={v}]"),
+        })
+        .collect()
+}
+
+/// Server-side apply of `applied` (the request body of an `application/apply-patch+yaml` PATCH)
+/// by `manager` to `live` (`None`: the object does not exist and the apply creates it).
+///
+/// `status_subresource`: the kind has a `/status` subresource, so an apply to the main resource
+/// ignores `.status` (and one to `/status` owns only `.status`). The answer is the new object
+/// with its managedFields; the caller runs it through the usual write pipeline.
+///
+/// A body that is not an object, or lacks apiVersion or kind, gets 400 BadRequest; changing a
+/// field another manager owns gets 409 Conflict with `FieldManagerConflict` causes unless
+/// `force`.
+pub fn apply(
+    live: Option<&Value>,
+    applied: &Value,
+    resource: &ApiResource,
+    manager: &Manager<'_>,
+    force: bool,
+    status_subresource: bool,
+) -> Result<Value, Status> {
+    let Value::Object(body) = applied else {
+        return Err(errors::bad_request("error decoding patch: the body of an apply must be an object"));
+    };
+    for required in ["apiVersion", "kind"] {
+        if !body.get(required).is_some_and(Value::is_string) {
+            let missing = if required == "kind" { "Kind" } else { "APIVersion" };
+            return Err(errors::bad_request(&format!(
+                "error decoding patch: Object '{missing}' is missing in '{applied}'"
+            )));
+        }
+    }
+    let mut applied = applied.clone();
+    let scoped = scope(&applied, manager.subresource, status_subresource);
+    if let Value::Object(m) = &mut applied
+        && status_subresource
+        && manager.subresource.is_none()
+    {
+        m.remove("status");
+    }
+    if let Some(Value::Object(meta)) = applied.get_mut("metadata") {
+        meta.remove("managedFields");
+    }
+    let live = live.cloned().unwrap_or_else(|| Value::Object(Map::new()));
+    let mut entries = read_entries(&live);
+    let new_set = FieldSet::of_object(&scoped, resource);
+    let own = entries.iter().position(|e| e.is(manager, OPERATION_APPLY));
+    let old_set = own.map(|i| entries[i].fields.clone()).unwrap_or_default();
+
+    let mut merged = live.clone();
+    merge_applied(&mut merged, &applied, TypeRef::root(resource));
+
+    let mut conflicts: Vec<(usize, FieldPath)> = Vec::new();
+    for path in new_set.leaves() {
+        if get_path(&live, path) == get_path(&merged, path) {
+            continue;
+        }
+        for (i, entry) in entries.iter().enumerate() {
+            if Some(i) != own && entry.fields.0.contains(path) {
+                conflicts.push((i, path.clone()));
+            }
+        }
+    }
+    if !conflicts.is_empty() && !force {
+        return Err(conflict_error(&entries, &conflicts, resource, body));
+    }
+    for (i, path) in &conflicts {
+        entries[*i].fields.0.remove(path);
+    }
+    for path in old_set.0.difference(&new_set.0) {
+        let owned_elsewhere =
+            entries.iter().enumerate().any(|(i, e)| Some(i) != own && e.fields.owns_at_or_below(path));
+        if !owned_elsewhere && !new_set.owns_at_or_below(path) {
+            remove_path(&mut merged, path);
+        }
+    }
+    let mut entry = match own {
+        Some(i) => entries.remove(i),
+        None => Entry::new(manager, OPERATION_APPLY),
+    };
+    entry.meta.api_version = Some(manager.api_version.to_owned());
+    entry.meta.time = Some(Time(manager.now));
+    entry.fields = new_set;
+    entries.push(entry);
+    write_entries(&mut merged, entries);
+    Ok(merged)
+}
+
+/// The part of `obj` a write to `subresource` owns: `.status` alone for `/status`, everything
+/// but `.status` for the main resource of a kind with a status subresource.
+fn scope(obj: &Value, subresource: Option<&str>, status_subresource: bool) -> Value {
+    let Value::Object(m) = obj else { return obj.clone() };
+    let keep = |k: &str| match subresource {
+        Some("status") => k == "status",
+        _ => !(status_subresource && k == "status"),
+    };
+    Value::Object(m.iter().filter(|(k, _)| keep(k)).map(|(k, v)| (k.clone(), v.clone())).collect())
+}
+
+/// 409 Conflict as apimachinery's `NewApplyConflict` words it.
+fn conflict_error(
+    entries: &[Entry],
+    conflicts: &[(usize, FieldPath)],
+    resource: &ApiResource,
+    body: &Map<String, Value>,
+) -> Status {
+    let causes = conflicts
+        .iter()
+        .map(|(i, path)| {
+            errors::cause(
+                "FieldManagerConflict",
+                &path_string(path),
+                format!("conflict with {}", entries[*i].describe()),
+            )
+        })
+        .collect::<Vec<_>>();
+    let message = match conflicts {
+        [(i, path)] => format!(
+            "Apply failed with 1 conflict: conflict with {}: {}",
+            entries[*i].describe(),
+            path_string(path)
+        ),
+        many => {
+            let mut lines = Vec::new();
+            let mut managers: Vec<usize> = many.iter().map(|(i, _)| *i).collect();
+            managers.sort_unstable();
+            managers.dedup();
+            for m in managers {
+                lines.push(format!("conflicts with {}:", entries[m].describe()));
+                lines.extend(
+                    many.iter().filter(|(i, _)| *i == m).map(|(_, p)| format!("- {}", path_string(p))),
+                );
+            }
+            format!("Apply failed with {} conflicts: {}", many.len(), lines.join("\n"))
+        }
+    };
+    let name = body.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("");
+    Status::failure(&message, "Conflict").with_code(409).with_details(StatusDetails {
+        name: name.to_owned(),
+        group: resource.group.clone(),
+        kind: resource.plural.clone(),
+        uid: String::new(),
+        causes,
+        retry_after_seconds: 0,
+    })
+}
+
+/// Record a non-apply write (create, update, patch) by `manager` in `new`'s managedFields.
+///
+/// `old` is the stored object before the write (`None` for create). The manager's `Update` entry
+/// gains every field whose value the write set or changed; those fields, and the fields the
+/// write removed, leave every other entry. A write that changes no owned field leaves
+/// managedFields as they were, so a no-op stays a no-op. managedFields come from `old` (or from
+/// `new` on create), so a client that echoes stale managedFields back cannot rewrite ownership.
+pub fn update_managed_fields(
+    old: Option<&Value>,
+    new: &mut Value,
+    resource: &ApiResource,
+    manager: &Manager<'_>,
+    status_subresource: bool,
+) {
+    let empty = Value::Object(Map::new());
+    let old_obj = old.unwrap_or(&empty);
+    let old_scoped = scope(old_obj, manager.subresource, status_subresource);
+    let new_scoped = scope(new, manager.subresource, status_subresource);
+    let old_set = FieldSet::of_object(&old_scoped, resource);
+    let new_set = FieldSet::of_object(&new_scoped, resource);
+    // A field is changed when it is new, or a leaf whose value differs: an item of an
+    // associative list does not change hands because a field inside it did.
+    let leaves: BTreeSet<&FieldPath> = new_set.leaves().collect();
+    let changed: BTreeSet<FieldPath> = new_set
+        .0
+        .iter()
+        .filter(|p| {
+            !old_set.0.contains(*p) || (leaves.contains(p) && get_path(old_obj, p) != get_path(new, p))
+        })
+        .cloned()
+        .collect();
+    let removed: BTreeSet<FieldPath> = old_set.0.difference(&new_set.0).cloned().collect();
+    let mut entries = match old {
+        Some(o) => read_entries(o),
+        None => read_entries(new),
+    };
+    if changed.is_empty() && removed.is_empty() {
+        write_entries(new, entries);
+        return;
+    }
+    for entry in &mut entries {
+        entry.fields.0.retain(|p| !changed.contains(p) && !removed.contains(p));
+    }
+    let own = entries.iter().position(|e| e.is(manager, OPERATION_UPDATE));
+    let mut entry = match own {
+        Some(i) => entries.remove(i),
+        None => Entry::new(manager, OPERATION_UPDATE),
+    };
+    entry.meta.api_version = Some(manager.api_version.to_owned());
+    entry.meta.time = Some(Time(manager.now));
+    entry.fields.0.extend(changed);
+    entries.push(entry);
+    write_entries(new, entries);
+}
