@@ -53,6 +53,7 @@ pub mod logging;
 mod panic_quiet;
 pub mod property;
 pub mod regression;
+pub mod shrink;
 pub mod sweep;
 pub mod trace;
 pub mod transport;
