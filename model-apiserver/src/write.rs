@@ -473,7 +473,8 @@ fn ensure_namespace_finalizer(object: &mut DynamicObject) {
 /// main resource ignores `.status`; a Namespace's `spec.finalizers` change only through
 /// finalize (see [`ApiServer::finalize_namespace`]).
 fn prepare_for_update(t: &Target, old: &DynamicObject, new: &mut DynamicObject) {
-    if t.ty.status_subresource {
+    // Compare before copying: most updates leave the status alone, and a status can be large.
+    if t.ty.status_subresource && new.data.get("status") != old.data.get("status") {
         set_status(new, status_of(old));
     }
     if !t.ty.custom && t.ty.api.group.is_empty() && t.ty.api.kind == "Namespace" {
