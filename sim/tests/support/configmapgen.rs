@@ -1,3 +1,5 @@
+#![allow(dead_code)] // Each includer (tests, benchmark) uses a different part of the scenario.
+
 //! The ConfigMap-generator scenario, in the spirit of kube-rs's `configmapgen_controller`
 //! example: a `ConfigMapGenerator` custom resource, and a controller that keeps one owned
 //! ConfigMap per generator holding the generator's content.

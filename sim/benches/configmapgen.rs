@@ -1,0 +1,266 @@
+//! Benchmark of the ConfigMap-generator scenario: seeds per second (one core, all cores) and the
+//! engine's overhead over applying the same API operations straight to `model-apiserver`.
+//!
+//! Run: `cargo bench -p sim --bench configmapgen` (release). `BENCH_SEEDS=N` sets the seeds per
+//! sweep (default 2000) and `BENCH_DIRECT_ROUNDS=N` the rounds of the direct baseline (default
+//! 2000). It prints a table, with the process's RSS before and after the sweeps (it should not
+//! grow with the number of seeds); it asserts nothing about time.
+//!
+//! The baseline: one run of seed 0 is traced, and its API requests (verb and target, in order)
+//! and watch deliveries are rebuilt as model requests: the same gets, lists, creates, patches and
+//! updates with the scenario's bodies, plus one watch request per delivered event, after the same
+//! setup (default namespaces and the CRD). Each round applies them to a fresh `ApiServer` on the
+//! calling thread. The engine's informers actually poll the watch on every revision move, so the
+//! baseline does no more work than the engine and the ratio errs on the engine's side.
+
+#[path = "../tests/support/configmapgen.rs"]
+mod configmapgen;
+
+use std::collections::BTreeMap;
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::Instant;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube_core::params::{GetParams, ListParams, Patch, PatchParams, PostParams, WatchParams};
+use kube_core::{ApiResource, DynamicObject, Resource};
+use model_apiserver::{ApiServer, Context, Request, Response, SeqIds};
+use sim::{SweepConfig, TraceEvent, Verdict, sweep};
+
+/// Generators the workload creates (as in the test).
+const GENERATORS: usize = 3;
+const SEEDS_DEFAULT: u64 = 2_000;
+const DIRECT_ROUNDS_DEFAULT: u64 = 2_000;
+
+fn env_count(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.trim().parse().ok()).unwrap_or(default)
+}
+
+/// One rebuilt operation of the traced run.
+#[derive(Clone, Debug)]
+enum Op {
+    Get { resource: ApiResource, namespace: String, name: String },
+    List { resource: ApiResource },
+    CreateGenerator { name: String, content: String },
+    CreateConfigMap { name: String },
+    UpdateConfigMap { name: String },
+    PatchGenerator { name: String, patch: serde_json::Value },
+    Watch { resource: ApiResource, after_revision: u64 },
+}
+
+fn generators() -> ApiResource {
+    ApiResource::erase::<configmapgen::ConfigMapGenerator>(&())
+}
+
+fn configmaps() -> ApiResource {
+    ApiResource::erase::<ConfigMap>(&())
+}
+
+fn resource_of(plural: &str) -> ApiResource {
+    match plural {
+        "configmapgenerators" => generators(),
+        "configmaps" => configmaps(),
+        other => panic!("the scenario does not touch {other}"),
+    }
+}
+
+/// The operations of one traced run of seed 0.
+fn record() -> (Vec<Op>, u64) {
+    let report = configmapgen::world(GENERATORS).keep_trace(true).run(0);
+    assert_eq!(report.verdict, Verdict::Pass, "seed 0 must pass to be a baseline");
+    let mut ops = Vec::new();
+    let mut created = 0usize;
+    for entry in report.trace.entries() {
+        match &entry.event {
+            TraceEvent::ApiRequest { verb, target, .. } => {
+                let parts: Vec<&str> = target.split('/').collect();
+                let op = match (*verb, parts.as_slice()) {
+                    ("get", [plural, namespace, name]) => Op::Get {
+                        resource: resource_of(plural),
+                        namespace: (*namespace).to_owned(),
+                        name: (*name).to_owned(),
+                    },
+                    ("list", [plural, ..]) => Op::List { resource: resource_of(plural) },
+                    ("create", ["configmapgenerators", _, name]) => {
+                        created += 1;
+                        Op::CreateGenerator {
+                            name: (*name).to_owned(),
+                            content: format!("content {}", created - 1),
+                        }
+                    }
+                    ("create", ["configmaps", _, name]) => Op::CreateConfigMap { name: (*name).to_owned() },
+                    ("update", ["configmaps", _, name]) => Op::UpdateConfigMap { name: (*name).to_owned() },
+                    ("patch", ["configmapgenerators", _, name]) => Op::PatchGenerator {
+                        name: (*name).to_owned(),
+                        patch: serde_json::json!({ "spec": { "content": "edited" } }),
+                    },
+                    (verb, _) => panic!("the baseline does not rebuild {verb} {target}"),
+                };
+                ops.push(op);
+            }
+            TraceEvent::WatchDelivery { watch, resource_version, .. } => {
+                let plural = watch.rsplit('/').next().expect("cluster/plural");
+                let revision: u64 = resource_version.parse().expect("a numeric resourceVersion");
+                ops.push(Op::Watch { resource: resource_of(plural), after_revision: revision - 1 });
+            }
+            _ => {}
+        }
+    }
+    (ops, report.stats.api_calls)
+}
+
+/// Applies the rebuilt operations to a fresh server, as the scenario's controller and workload
+/// would; returns the final revision.
+fn apply_directly(ops: &[Op], crd: &DynamicObject, crd_resource: &ApiResource) -> u64 {
+    let mut ids = SeqIds::default();
+    let now = jiff::Timestamp::from_second(1_767_225_600).expect("valid");
+    let mut ctx = Context::new(now, &mut ids);
+    let mut server = ApiServer::new().with_default_namespaces(&mut ctx);
+    let created =
+        server.handle(Request::create(crd_resource, None, crd.clone(), PostParams::default()), &mut ctx);
+    assert!(created.is_ok(), "the CRD installs");
+    let mut contents: BTreeMap<&str, String> = BTreeMap::new();
+    let mut uids: BTreeMap<&str, String> = BTreeMap::new();
+    let mut last_seen: BTreeMap<&str, Arc<DynamicObject>> = BTreeMap::new();
+    for op in ops {
+        let request = match op {
+            Op::Get { resource, namespace, name } => {
+                Request::get(resource, Some(namespace), name, GetParams::default())
+            }
+            Op::List { resource } => Request::list(resource, None, ListParams::default()),
+            Op::CreateGenerator { name, content } => {
+                contents.insert(name, content.clone());
+                let object = configmapgen::generator(name, content);
+                Request::create(&generators(), Some("default"), to_dynamic(&object), PostParams::default())
+            }
+            Op::PatchGenerator { name, patch } => {
+                contents.insert(name, "edited".to_owned());
+                let patch = Patch::Merge(patch.clone());
+                Request::patch(&generators(), Some("default"), name, patch, PatchParams::default())
+            }
+            Op::CreateConfigMap { name } => {
+                let object = configmap(name, &contents, &uids, None);
+                Request::create(&configmaps(), Some("default"), object, PostParams::default())
+            }
+            Op::UpdateConfigMap { name } => {
+                let rv = last_seen.get(name.as_str()).and_then(|o| o.metadata.resource_version.clone());
+                let object = configmap(name, &contents, &uids, rv);
+                Request::update(&configmaps(), Some("default"), name, object, PostParams::default())
+            }
+            Op::Watch { resource, after_revision } => {
+                Request::watch(resource, None, &after_revision.to_string(), WatchParams::default())
+            }
+        };
+        let is_generator_create = matches!(op, Op::CreateGenerator { .. });
+        if let Ok(Response::Object(object)) = server.handle(request, &mut ctx) {
+            let name = match op {
+                Op::Get { name, .. } | Op::CreateGenerator { name, .. } | Op::CreateConfigMap { name } => {
+                    name
+                }
+                _ => continue,
+            };
+            if is_generator_create {
+                uids.insert(name, object.metadata.uid.clone().unwrap_or_default());
+            } else {
+                last_seen.insert(name, object);
+            }
+        }
+    }
+    server.revision()
+}
+
+fn configmap(
+    name: &str,
+    contents: &BTreeMap<&str, String>,
+    uids: &BTreeMap<&str, String>,
+    resource_version: Option<String>,
+) -> DynamicObject {
+    let mut generator = configmapgen::generator(name, contents.get(name).map_or("", String::as_str));
+    generator.metadata.uid = uids.get(name).cloned();
+    let owner = generator.controller_owner_ref(&()).expect("named, with a uid");
+    let mut cm = ConfigMap::default();
+    cm.metadata.name = Some(name.to_owned());
+    cm.metadata.namespace = Some("default".to_owned());
+    cm.metadata.owner_references = Some(vec![owner]);
+    cm.metadata.resource_version = resource_version;
+    cm.data = Some(BTreeMap::from([("content".to_owned(), generator.spec.content.clone())]));
+    to_dynamic(&cm)
+}
+
+fn to_dynamic<K: serde::Serialize>(object: &K) -> DynamicObject {
+    serde_json::from_value(serde_json::to_value(object).expect("serializes")).expect("an object")
+}
+
+fn crd_object() -> (DynamicObject, ApiResource) {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let crd: CustomResourceDefinition = serde_yaml_ng::from_str(&configmapgen::crd_yaml()).expect("a CRD");
+    (to_dynamic(&crd), ApiResource::erase::<CustomResourceDefinition>(&()))
+}
+
+/// Runs a sweep of `seeds` seeds on `jobs` workers (0: every core), without the self-check.
+fn seeds_per_second(seeds: u64, jobs: usize) -> (f64, f64) {
+    let world = configmapgen::world(GENERATORS);
+    let config = SweepConfig::new(configmapgen::SCENARIO).seeds(seeds).jobs(jobs).self_check_every(0);
+    let report = sweep(&config, |seed| world.run(seed));
+    report.assert_all_passed();
+    (report.seeds_per_second(), report.wall_seconds)
+}
+
+/// The resident set size in KiB (Linux; `None` elsewhere).
+fn rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn rss_text() -> String {
+    rss_kib().map_or_else(|| "n/a".to_owned(), |kib| format!("{} MiB", kib / 1024))
+}
+
+fn main() {
+    let seeds = env_count("BENCH_SEEDS", SEEDS_DEFAULT);
+    let rounds = env_count("BENCH_DIRECT_ROUNDS", DIRECT_ROUNDS_DEFAULT);
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let profile =
+        if cfg!(debug_assertions) { "debug (numbers mean little: use cargo bench)" } else { "release" };
+    println!("ConfigMap-generator scenario ({GENERATORS} generators), {profile} build, {cores} cores");
+
+    // Warm up (page in code, grow the allocator's pools) so that RSS compares like with like.
+    seeds_per_second(seeds.min(200), 0);
+    let rss_before = rss_text();
+    let (one_core, one_core_wall) = seeds_per_second(seeds, 1);
+    let (all_cores, all_cores_wall) = seeds_per_second(seeds, 0);
+    let rss_after = rss_text();
+
+    let (ops, api_calls) = record();
+    let (crd, crd_resource) = crd_object();
+    let started = Instant::now();
+    for _ in 0..rounds {
+        black_box(apply_directly(black_box(&ops), &crd, &crd_resource));
+    }
+    let direct_wall = started.elapsed().as_secs_f64();
+    let direct_per_round_us = direct_wall / rounds as f64 * 1e6;
+    let sim_per_seed_us = one_core_wall / seeds as f64 * 1e6;
+
+    println!();
+    println!("| measure                                   | value        |");
+    println!("|-------------------------------------------|--------------|");
+    println!("| seeds/s, 1 worker (fresh thread per seed) | {one_core:>12.0} |");
+    println!("| seeds/s, {cores} workers                         | {all_cores:>12.0} |");
+    println!("| wall time per seed, 1 worker (us)         | {sim_per_seed_us:>12.1} |");
+    println!(
+        "| API calls per seed (seed 0) + deliveries  | {:>12} |",
+        format!("{api_calls} + {}", ops.len() as u64 - api_calls)
+    );
+    println!("| direct model ops per round (us)           | {direct_per_round_us:>12.1} |");
+    println!(
+        "| engine overhead (seed / direct)           | {:>11.2}x |",
+        sim_per_seed_us / direct_per_round_us
+    );
+    println!("| RSS before / after the two sweeps         | {:>12} |", format!("{rss_before} / {rss_after}"));
+    println!();
+    println!(
+        "({seeds} seeds per sweep: {one_core_wall:.2}s on 1 worker, {all_cores_wall:.2}s on {cores}; \
+         {rounds} direct rounds: {direct_wall:.2}s)"
+    );
+}
