@@ -258,3 +258,36 @@ fn delete_collection_deletes_every_object_in_the_namespace_one_revision_each() {
     assert_eq!(list.resource_version, "9");
     assert_eq!(w.list(&cm(), None, ListParams::default()).items.len(), 1);
 }
+
+#[test]
+fn a_graceful_pod_with_a_finalizer_stays_until_both_grace_zero_and_the_finalizer_are_done() {
+    let mut w = World::new();
+    let mut pod = scheduled_pod("p", None);
+    pod["metadata"]["finalizers"] = json!(["x"]);
+    w.create(&pods(), Some("default"), pod);
+    w.try_delete(&pods(), Some("default"), "p").unwrap();
+    // The finalizer goes while the grace period is pending: the pod stays (the kubelet has not
+    // confirmed termination yet).
+    let p = w.try_merge(&pods(), Some("default"), "p", json!({"metadata": {"finalizers": null}})).unwrap();
+    assert_eq!(p.metadata.deletion_grace_period_seconds, Some(30));
+    assert!(w.try_get(&pods(), Some("default"), "p").is_ok());
+    let params = DeleteParams { grace_period_seconds: Some(0), ..Default::default() };
+    let gone = w.handle(Request::delete(&pods(), Some("default"), "p", params)).unwrap();
+    assert!(matches!(gone, Response::Deleted { .. }), "{gone:?}");
+}
+
+#[test]
+fn kubes_finalizer_helper_removal_patch_deletes_a_deleting_object() {
+    let mut w = World::new();
+    w.create(&cm(), Some("default"), with_finalizers("a", &["example.com/cleanup"]));
+    w.try_delete(&cm(), Some("default"), "a").unwrap();
+    let ops: json_patch::Patch = serde_json::from_value(json!([
+        {"op": "test", "path": "/metadata/finalizers/0", "value": "example.com/cleanup"},
+        {"op": "remove", "path": "/metadata/finalizers/0"},
+    ]))
+    .unwrap();
+    let patch = kube_core::params::Patch::Json(ops);
+    let r = w.handle(Request::patch(&cm(), Some("default"), "a", patch, Default::default())).unwrap();
+    assert_eq!(object(r).metadata.finalizers, Some(vec![]));
+    assert_eq!(code_reason(&w.try_get(&cm(), Some("default"), "a").unwrap_err()), (404, "NotFound"));
+}
