@@ -54,6 +54,7 @@ mod scale;
 pub mod schema;
 pub mod selector;
 pub mod server;
+mod server_apply;
 pub mod store;
 pub mod strategic;
 mod watch;

@@ -1,6 +1,6 @@
 //! Patch application: JSON merge patch (RFC 7386) and JSON patch (RFC 6902, with `test`).
 //! Strategic merge patch for the built-in kinds is in [`crate::strategic`]; custom resources get
-//! 415 for it, as on a real server. Server-side apply is not modelled yet and gets 415.
+//! 415 for it, as on a real server. Server-side apply is handled by `server_apply`.
 
 use kube_core::{DynamicObject, Status, params::Patch};
 
@@ -11,8 +11,8 @@ use crate::{errors, resources::ResourceType};
 /// JSON merge patch follows RFC 7386. JSON patch follows RFC 6902; a failed operation (a `test`
 /// that does not hold, a path that does not exist) gets 422 Invalid with the patch library's
 /// message, as the real server answers. Strategic merge patch applies to built-in kinds only
-/// (custom resources get 415, as on a real server); server-side apply is not modelled yet and
-/// gets 415 UnsupportedMediaType.
+/// (custom resources get 415, as on a real server). Server-side apply does not come here but for
+/// `/scale`, where it gets 415 UnsupportedMediaType.
 pub(crate) fn apply_to_object(
     ty: &ResourceType,
     old: &DynamicObject,
@@ -25,9 +25,11 @@ pub(crate) fn apply_to_object(
         Patch::Json(p) => apply_json_patch(&mut doc, p)?,
         Patch::Strategic(_) if ty.custom => return Err(unsupported(CUSTOM_MEDIA_TYPES)),
         Patch::Strategic(p) => doc = crate::strategic::strategic_merge(&doc, p, &ty.api)?,
+        // Applies go through `server_apply`; only `/scale` gets here, whose Scale view has no
+        // field ownership in the model.
         Patch::Apply(_) => {
             return Err(errors::unsupported_media_type(
-                "server-side apply is not supported by the model API server yet - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json",
+                "server-side apply to /scale is not supported by the model API server - accepted media types include: application/json-patch+json, application/merge-patch+json",
             ));
         }
         _ => return Err(unsupported(CUSTOM_MEDIA_TYPES)),

@@ -33,13 +33,46 @@ enum RvCheck {
     Patch,
 }
 
+/// The options of one write that the pipeline needs beyond the object.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct WriteOpts<'a> {
+    /// `dryRun=All`: validate fully, change nothing.
+    pub(crate) dry_run: bool,
+    /// The request's `fieldManager`.
+    pub(crate) field_manager: Option<&'a str>,
+    /// The object comes out of a server-side apply, which already set its managedFields.
+    pub(crate) applied: bool,
+}
+
+impl<'a> WriteOpts<'a> {
+    /// The options of a POST or PUT.
+    pub(crate) fn post(params: &'a PostParams) -> Self {
+        WriteOpts { dry_run: params.dry_run, field_manager: params.field_manager.as_deref(), applied: false }
+    }
+    /// The options of a PATCH.
+    pub(crate) fn patch(params: &'a PatchParams, applied: bool) -> Self {
+        WriteOpts { dry_run: params.dry_run, field_manager: params.field_manager.as_deref(), applied }
+    }
+}
+
 impl ApiServer {
     /// POST an object.
     pub(crate) fn create(
         &mut self,
         t: &Target,
-        mut object: DynamicObject,
+        object: DynamicObject,
         params: &PostParams,
+        ctx: &mut Context<'_>,
+    ) -> Result<Response, Status> {
+        self.create_with(t, object, WriteOpts::post(params), ctx)
+    }
+
+    /// POST an object, or create it through a server-side apply.
+    pub(crate) fn create_with(
+        &mut self,
+        t: &Target,
+        mut object: DynamicObject,
+        opts: WriteOpts<'_>,
         ctx: &mut Context<'_>,
     ) -> Result<Response, Status> {
         check_body_namespace(t, &object.metadata)?;
@@ -69,12 +102,15 @@ impl ApiServer {
         meta.self_link = None;
         object.types = Some(t.type_meta());
         prepare_for_create(t, &mut object);
-        let object = self.admit(t, "create", None, None, object)?;
+        let mut object = self.admit(t, "create", None, None, object)?;
         let key = t.key(&name);
         if self.store.current().get(&key).is_some() {
             return Err(errors::already_exists(&t.ty.api.group, &t.ty.api.plural, &name));
         }
-        if params.dry_run {
+        if !opts.applied {
+            self.track_managed_fields(t, None, &mut object, None, opts.field_manager, ctx);
+        }
+        if opts.dry_run {
             return Ok(Response::Object(Arc::new(object)));
         }
         let created = self.commit(StoredEventType::Added, t, &name, object);
@@ -143,7 +179,7 @@ impl ApiServer {
             RvCheck::Update,
         )?;
         object.metadata.name = Some(name.to_owned());
-        self.write_update(t, &old, object, subresource, params.dry_run, ctx)
+        self.write_update(t, &old, object, subresource, WriteOpts::post(params), ctx)
     }
 
     /// PATCH an object or its `/status` (or `/scale`).
@@ -160,18 +196,44 @@ impl ApiServer {
         if subresource == Some(Subresource::Scale) {
             return self.patch_scale(t, name, patch, params.dry_run, ctx);
         }
+        if params.force && !matches!(patch, Patch::Apply(_)) {
+            return Err(errors::invalid(
+                "meta.k8s.io",
+                "PatchOptions",
+                "",
+                vec![metadata::forbidden("force", "may not be specified for non-apply patch")],
+            ));
+        }
+        if let Patch::Apply(body) = patch {
+            return self.apply_patch(t, name, body, params, subresource, ctx);
+        }
         let old = self.current_object(t, name)?;
         let object = patch::apply_to_object(&t.ty, &old, patch)?;
+        self.write_patched(t, name, &old, object, subresource, WriteOpts::patch(params, false), ctx)
+    }
+
+    /// The tail of every patch: `object` is the patched stored object.
+    #[allow(clippy::too_many_arguments)] // one request's parts, all needed
+    pub(crate) fn write_patched(
+        &mut self,
+        t: &Target,
+        name: &str,
+        old: &Arc<DynamicObject>,
+        object: DynamicObject,
+        subresource: Option<Subresource>,
+        opts: WriteOpts<'_>,
+        ctx: &mut Context<'_>,
+    ) -> Result<Response, Status> {
         check_body_name(name, &object.metadata)?;
         check_body_namespace(t, &object.metadata)?;
         self.check_resource_version(
             t,
             name,
-            &old,
+            old,
             object.metadata.resource_version.as_deref(),
             RvCheck::Patch,
         )?;
-        self.write_update(t, &old, object, subresource, params.dry_run, ctx)
+        self.write_update(t, old, object, subresource, opts, ctx)
     }
 
     /// 404 for a subresource the type does not serve.
@@ -225,17 +287,22 @@ impl ApiServer {
         old: &Arc<DynamicObject>,
         mut new: DynamicObject,
         subresource: Option<Subresource>,
-        dry_run: bool,
+        opts: WriteOpts<'_>,
         ctx: &mut Context<'_>,
     ) -> Result<Response, Status> {
         let name = old.metadata.name.clone().unwrap_or_default();
         if subresource == Some(Subresource::Status) {
-            // `/status` takes only `.status`; everything else, metadata included, stays.
+            // `/status` takes only `.status`; everything else, metadata included, stays (but
+            // for the managedFields an apply computed).
             let status = status_of(&new);
+            let applied_fields = new.metadata.managed_fields.take().filter(|_| opts.applied);
             new = DynamicObject::clone(old);
             set_status(&mut new, status);
+            if applied_fields.is_some() {
+                new.metadata.managed_fields = applied_fields;
+            }
         } else {
-            self.preserve_server_fields(t, old, &mut new)?;
+            self.preserve_server_fields(t, old, &mut new, opts.applied)?;
             prepare_for_update(t, old, &mut new);
         }
         let sub_name = subresource.map(|s| match s {
@@ -249,7 +316,10 @@ impl ApiServer {
         if metadata::is_noop(old, &new) {
             return Ok(Response::Object(t.present(old)));
         }
-        if dry_run {
+        if !opts.applied {
+            self.track_managed_fields(t, Some(old), &mut new, sub_name, opts.field_manager, ctx);
+        }
+        if opts.dry_run {
             return Ok(Response::Object(Arc::new(new)));
         }
         let kind = if should_delete_during_update(&new) {
@@ -272,6 +342,7 @@ impl ApiServer {
         t: &Target,
         old: &DynamicObject,
         new: &mut DynamicObject,
+        applied: bool,
     ) -> Result<(), Status> {
         let (o, n) = (&old.metadata, &mut new.metadata);
         match n.uid.as_deref().filter(|u| !u.is_empty()) {
@@ -293,8 +364,54 @@ impl ApiServer {
         n.generate_name = n.generate_name.take().or_else(|| o.generate_name.clone());
         n.self_link = None;
         n.resource_version = o.resource_version.clone();
+        // Ownership changes only through the server's bookkeeping (or an apply's result), not
+        // through managedFields a client echoes back.
+        if !applied {
+            n.managed_fields = o.managed_fields.clone();
+        }
         new.types = Some(t.type_meta());
         Ok(())
+    }
+
+    /// Record a non-apply write in managedFields ([`crate::apply::update_managed_fields`]).
+    ///
+    /// Field ownership costs two JSON conversions per write, so the model keeps it only where it
+    /// can matter: for writes that name a field manager, and for objects that already carry
+    /// managedFields (some manager applied or named itself before). Without a named manager the
+    /// requesting user is the manager, else `unknown`.
+    fn track_managed_fields(
+        &self,
+        t: &Target,
+        old: Option<&DynamicObject>,
+        new: &mut DynamicObject,
+        subresource: Option<&'static str>,
+        field_manager: Option<&str>,
+        ctx: &Context<'_>,
+    ) {
+        let old_tracked =
+            old.is_some_and(|o| o.metadata.managed_fields.as_ref().is_some_and(|m| !m.is_empty()));
+        if field_manager.is_none() && !old_tracked {
+            return;
+        }
+        let name = field_manager.or(t.user.as_deref()).unwrap_or("unknown");
+        let manager =
+            crate::apply::Manager { name, api_version: &t.ty.api.api_version, subresource, now: ctx.now };
+        let (Ok(old_value), Ok(mut new_value)) =
+            (old.map(serde_json::to_value).transpose(), serde_json::to_value(&*new))
+        else {
+            return;
+        };
+        crate::apply::update_managed_fields(
+            old_value.as_ref(),
+            &mut new_value,
+            &t.ty.api,
+            &manager,
+            t.ty.status_subresource,
+        );
+        let entries = new_value.pointer("/metadata/managedFields").cloned().map(serde_json::from_value);
+        if let Some(Ok(entries)) = entries {
+            new.metadata.managed_fields = Some(entries);
+        }
     }
 
     /// Mutating admission, validation, then validating admission. Custom resources are

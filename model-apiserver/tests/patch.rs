@@ -124,20 +124,6 @@ fn a_strategic_merge_patch_of_a_built_in_kind_merges_lists_by_their_merge_key() 
 }
 
 #[test]
-fn an_apply_patch_gets_415_unsupported_media_type() {
-    let mut w = World::new();
-    w.create(&cm(), Some("default"), config_map("a", json!({})));
-    let patch = Patch::Apply(json!({"data": {"k": "v"}}));
-    let err =
-        w.handle(Request::patch(&cm(), Some("default"), "a", patch, PatchParams::default())).unwrap_err();
-    assert_eq!(code_reason(&err), (415, "UnsupportedMediaType"));
-    assert_eq!(
-        err.message,
-        "server-side apply is not supported by the model API server yet - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json"
-    );
-}
-
-#[test]
 fn a_patch_with_dry_run_returns_the_result_and_changes_nothing() {
     let mut w = World::new();
     w.create(&cm(), Some("default"), config_map("a", json!({"k": "1"})));
