@@ -436,7 +436,7 @@ fn validate_structural(
         && let Err(e) = regex::Regex::new(pattern)
     {
         let why =
-            format!("must be a valid regular expression, but isn't: {}", e.to_string().replace('\n', " "));
+            format!("must be a valid regular expression, but isn't: {}", crate::schema::regex_error_line(&e));
         causes.push(invalid(&format!("{path}.pattern"), pattern, &why));
     }
     for (key, prop) in s.properties.iter().flatten() {

@@ -31,22 +31,34 @@ const DEPTH_MAX: usize = 512;
 const PATTERN_CACHE_MAX: usize = 256;
 
 thread_local! {
-    static PATTERNS: RefCell<BTreeMap<String, Option<Regex>>> = const { RefCell::new(BTreeMap::new()) };
+    static PATTERNS: RefCell<BTreeMap<String, Result<Regex, String>>> = const { RefCell::new(BTreeMap::new()) };
 }
 
-/// Whether `value` matches `pattern`; `None` when the pattern does not compile (the CRD's
-/// validation rejects such schemas, so a value is never blamed for it).
-fn pattern_matches(pattern: &str, value: &str) -> Option<bool> {
+/// Whether `value` matches `pattern`; the compile error (on one line) when the pattern is not a
+/// valid regular expression.
+fn pattern_matches(pattern: &str, value: &str) -> Result<bool, String> {
     PATTERNS.with(|cache| {
         let mut cache = cache.borrow_mut();
         if !cache.contains_key(pattern) {
             if cache.len() >= PATTERN_CACHE_MAX {
                 cache.clear();
             }
-            cache.insert(pattern.to_owned(), Regex::new(pattern).ok());
+            let compiled = Regex::new(pattern).map_err(|e| regex_error_line(&e));
+            cache.insert(pattern.to_owned(), compiled);
         }
-        cache.get(pattern).and_then(|re| re.as_ref()).map(|re| re.is_match(value))
+        match cache.get(pattern) {
+            Some(Ok(re)) => Ok(re.is_match(value)),
+            Some(Err(e)) => Err(e.clone()),
+            None => Ok(true),
+        }
     })
+}
+
+/// The regex crate's multi-line error message (pattern, caret, message) as its last line, the
+/// message itself.
+pub(crate) fn regex_error_line(e: &regex::Error) -> String {
+    let text = e.to_string();
+    text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default().trim().to_owned()
 }
 
 /// The keys of a resource's root (and of an embedded resource) that its schema does not govern.
@@ -168,9 +180,9 @@ impl Validator {
             self.invalid(path, &Value::Null, format!("nesting is deeper than {DEPTH_MAX} levels"));
             return;
         }
-        if !self.check_type(schema, value, path) {
-            return;
-        }
+        // kube-openapi runs the enum check even on a value of the wrong type (both causes are
+        // reported); the other keywords apply only to values of their own type.
+        let type_ok = self.check_type(schema, value, path);
         if let Some(allowed) = &schema.enum_
             && !value.is_null()
             && !allowed.iter().any(|a| json_eq(&a.0, value))
@@ -188,6 +200,9 @@ impl Validator {
                 supported.join(", ")
             );
             self.causes.push(errors::cause("FieldValueNotSupported", path, message));
+        }
+        if !type_ok {
+            return;
         }
         match value {
             Value::Number(n) => self.check_number(schema, value, n.as_f64().unwrap_or_default(), path),
@@ -277,10 +292,18 @@ impl Validator {
         {
             self.invalid(path, value, format!("{path} in body should be at least {min} chars long"));
         }
-        if let Some(pattern) = &schema.pattern
-            && pattern_matches(pattern, s) == Some(false)
-        {
-            self.invalid(path, value, format!("{path} in body should match '{pattern}'"));
+        if let Some(pattern) = &schema.pattern {
+            match pattern_matches(pattern, s) {
+                Ok(true) => {}
+                Ok(false) => self.invalid(path, value, format!("{path} in body should match '{pattern}'")),
+                // A v1 CRD with such a pattern is rejected, but one stored before that check, or
+                // an older schema, still gets kube-openapi's answer: the value fails.
+                Err(e) => self.invalid(
+                    path,
+                    value,
+                    format!("{path} in body should match '{pattern}, but pattern is invalid: {e}'"),
+                ),
+            }
         }
     }
 

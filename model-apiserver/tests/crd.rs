@@ -231,6 +231,20 @@ fn schema_field_without_type_is_required() {
 }
 
 #[test]
+fn schema_pattern_that_does_not_compile_is_invalid() {
+    let yaml = crd_yaml("widgets", "Widget").replace("                  default: 1\n", "                  default: 1\n                x:\n                  type: string\n                  pattern: \"(\"\n");
+    assert_eq!(
+        cause_list(&yaml),
+        vec![(
+            "FieldValueInvalid".to_owned(),
+            "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[x].pattern".to_owned(),
+            "Invalid value: \"(\": must be a valid regular expression, but isn't: error: unclosed group"
+                .to_owned()
+        )]
+    );
+}
+
+#[test]
 fn scale_path_outside_spec_is_invalid() {
     let yaml = crd_yaml("widgets", "Widget")
         .replace("specReplicasPath: .spec.replicas", "specReplicasPath: .status.x");

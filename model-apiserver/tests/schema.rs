@@ -156,6 +156,50 @@ fn integer_enum_lists_its_values_quoted() {
 }
 
 #[test]
+fn value_of_wrong_type_outside_enum_reports_both_causes() {
+    let s = json!({"type": "object", "properties": {
+        "n": {"type": "integer", "enum": [1, 2]}, "s": {"type": "string", "enum": ["a", "b"]}}});
+    assert_eq!(
+        causes(s, json!({"n": "x", "s": true})),
+        vec![
+            (
+                "FieldValueTypeInvalid".to_owned(),
+                "spec.n".to_owned(),
+                "Invalid value: \"string\": spec.n in body must be of type integer: \"string\"".to_owned()
+            ),
+            (
+                "FieldValueNotSupported".to_owned(),
+                "spec.n".to_owned(),
+                "Unsupported value: \"x\": supported values: \"1\", \"2\"".to_owned()
+            ),
+            (
+                "FieldValueTypeInvalid".to_owned(),
+                "spec.s".to_owned(),
+                "Invalid value: \"boolean\": spec.s in body must be of type string: \"boolean\"".to_owned()
+            ),
+            (
+                "FieldValueNotSupported".to_owned(),
+                "spec.s".to_owned(),
+                "Unsupported value: true: supported values: \"a\", \"b\"".to_owned()
+            ),
+        ]
+    );
+}
+
+#[test]
+fn invalid_pattern_fails_every_value_saying_the_pattern_is_invalid() {
+    let s = json!({"type": "object", "properties": {"f": {"type": "string", "pattern": "+"}}});
+    assert_eq!(
+        causes(s, json!({"f": "foo"})),
+        one(
+            "FieldValueInvalid",
+            "spec.f",
+            "Invalid value: \"foo\": spec.f in body should match '+, but pattern is invalid: error: repetition operator missing expression'"
+        )
+    );
+}
+
+#[test]
 fn maximum_and_minimum_are_inclusive() {
     let s = replicas_schema(json!({"minimum": 1, "maximum": 10}));
     assert_eq!(causes(s.clone(), json!({"replicas": 10})), vec![]);
