@@ -1,1 +1,10 @@
-//! Built-in controllers, example operators and scenarios for kube-sim.
+//! # controllers: what a real cluster runs, and operators to test
+//!
+//! - [`builtins`]: the built-in Kubernetes controllers that envtest lacks (garbage collector,
+//!   namespace lifecycle, Deployment, ReplicaSet, StatefulSet, Job) and a kubelet-lite, each a
+//!   simulated controller on its own node. `builtins::all(Sim::builder())` adds them all.
+//!
+//! Everything here uses only `sim`'s public API, as a user's controller would.
+
+pub mod builtins;
+pub mod serve;

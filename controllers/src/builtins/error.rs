@@ -1,0 +1,45 @@
+//! The one error type of the built-in controllers' reconciles.
+
+/// Why a built-in controller's reconcile failed. Every variant is retried by the error policy
+/// after [`super::ERROR_REQUEUE`]: the next attempt reads fresh state.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An API call failed (409 from a stale read, 404 for an object deleted meanwhile, a fault).
+    #[error("API call failed: {0}")]
+    Api(#[from] sim::Error),
+    /// The object is namespaced but came without a namespace (the server always sets one, so
+    /// only a broken cache entry gets here).
+    #[error("{kind} {name} has no namespace")]
+    MissingNamespace {
+        /// The object's kind.
+        kind: &'static str,
+        /// The object's name.
+        name: String,
+    },
+    /// The object's spec cannot be acted on (a selector that selects nothing, a template whose
+    /// labels its own selector does not match): the real controllers reject these in validation.
+    #[error("{kind} {name}: {reason}")]
+    InvalidSpec {
+        /// The object's kind.
+        kind: &'static str,
+        /// The object's name.
+        name: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// An object did not convert to or from JSON.
+    #[error("serializing an object: {0}")]
+    Serde(#[from] serde_json::Error),
+}
+
+impl Error {
+    /// Whether the server answered `code`.
+    pub fn is_status(&self, code: u16) -> bool {
+        matches!(self, Error::Api(sim::Error::Api(status)) if status.code == code)
+    }
+}
+
+/// Whether a `sim` call failed with HTTP status `code`.
+pub(crate) fn has_code(error: &sim::Error, code: u16) -> bool {
+    error.status().is_some_and(|status| status.code == code)
+}

@@ -1,0 +1,294 @@
+//! kubelet-lite: the one simulated node's kubelet, with a scheduler-lite in front of it.
+//!
+//! Every Pod is handled, whatever its `spec.nodeName` (the simulated cluster has one node):
+//! - an unscheduled Pod is bound to [`NODE_NAME`] (a merge patch of `spec.nodeName`, standing in
+//!   for the scheduler's `pods/binding`), which also makes the API server delete it gracefully
+//!   from then on;
+//! - a Pending Pod starts after a delay drawn from its uid in
+//!   [`START_DELAY_MS_MIN`]..=[`START_DELAY_MS_MAX`]: it becomes Running and Ready, or, if it
+//!   carries [`FAIL_ANNOTATION`]` = "true"`, its container fails: phase Failed for
+//!   `restartPolicy: Never`, otherwise Running with the container waiting in `CrashLoopBackOff`
+//!   and the Pod not Ready;
+//! - a Running Pod controlled by a Job runs to completion (phase Succeeded, exit code 0) after a
+//!   delay drawn from its uid in [`RUN_DELAY_MS_MIN`]..=[`RUN_DELAY_MS_MAX`]; other Pods run
+//!   until deleted;
+//! - a Pod being deleted is removed after its grace period (`deletionGracePeriodSeconds`,
+//!   counted from when the kubelet sees the deletion, as the real kubelet counts it), by a
+//!   delete with grace period 0 and the Pod's uid as precondition.
+//!
+//! The delays are waited inside the reconcile, so the world counts as busy while a container
+//! starts or stops: the liveness phase waits for them, as it would for real containers.
+//!
+//! Delays come from the Pod's uid (itself drawn from the run's seed) through FNV-1a.
+// NEEDS(sim): a public deterministic draw for controllers (e.g. `Clients::draw_ms(stream, lo,
+// hi)` on the run's DecisionSource), so that the delays are recorded choices a shrinker can move;
+// until then they are derived from the uid, which is deterministic per seed.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{
+    ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting, ContainerStatus,
+    Pod, PodCondition, PodStatus,
+};
+use sim::api::{Api, DeleteParams, Patch, PatchParams, Preconditions, ResourceExt};
+use sim::runtime::controller::Action;
+use sim::runtime::{Controller, watcher};
+use sim::{Clients, SimBuilder};
+
+use super::error::{Error, has_code};
+use super::{hashing, owners, pod_state};
+
+/// The kubelet-lite's node in the simulation.
+pub const NODE: &str = "kubelet";
+/// The name of the one simulated Kubernetes node, which every Pod is bound to.
+pub const NODE_NAME: &str = "node-1";
+/// The node's IP, as `status.hostIP`.
+pub const HOST_IP: &str = "10.0.0.1";
+/// Set to `"true"` on a Pod to make its containers fail.
+pub const FAIL_ANNOTATION: &str = "kube-sim.io/fail";
+/// The bounds of a container's start delay, in milliseconds. The upper bound stays below the
+/// world's default quiet period (2 s) so that every start is part of the same busy stretch.
+pub const START_DELAY_MS_MIN: u64 = 100;
+/// See [`START_DELAY_MS_MIN`].
+pub const START_DELAY_MS_MAX: u64 = 1_000;
+/// The bounds of how long a Job's Pod runs before it succeeds, in milliseconds.
+pub const RUN_DELAY_MS_MIN: u64 = 200;
+/// See [`RUN_DELAY_MS_MIN`].
+pub const RUN_DELAY_MS_MAX: u64 = 1_500;
+/// The exit code of a failing container.
+pub const FAILED_EXIT_CODE: i32 = 1;
+
+/// Add the kubelet-lite to a world, on node [`NODE`].
+pub fn kubelet(builder: SimBuilder) -> SimBuilder {
+    builder.controller(NODE, run)
+}
+
+/// The kubelet-lite's main future.
+pub async fn run(clients: Clients) {
+    let client = clients.default_cluster();
+    let pods: Api<Pod> = Api::all(client.clone());
+    Controller::new(pods, watcher::Config::default())
+        .run(reconcile, super::retry_soon, Arc::new(Context { client }))
+        .for_each(|_| futures::future::ready(()))
+        .await;
+}
+
+/// What every reconcile gets.
+pub struct Context {
+    client: sim::Client,
+}
+
+/// Move one Pod along its lifecycle by one step.
+pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let name = pod.name_any();
+    let namespace = pod.namespace().ok_or(Error::MissingNamespace { kind: "Pod", name: name.clone() })?;
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
+    if pod_state::is_terminating(&pod) {
+        return terminate(&api, &pod).await;
+    }
+    if pod_state::is_finished(&pod) {
+        return Ok(Action::await_change());
+    }
+    let scheduled = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty());
+    if !scheduled {
+        let bind = serde_json::json!({ "spec": { "nodeName": NODE_NAME }, "metadata": { "uid": pod.uid() } });
+        api.patch(&name, &PatchParams::default(), &Patch::Merge(&bind)).await?;
+        return Ok(Action::await_change());
+    }
+    match pod_state::phase(&pod) {
+        pod_state::PHASE_PENDING => {
+            let delay = hashing::delay_ms(&uid_of(&pod), "start", START_DELAY_MS_MIN, START_DELAY_MS_MAX);
+            madsim::time::sleep(delay).await;
+            transition(&api, &pod, pod_state::PHASE_PENDING, started_status).await
+        }
+        pod_state::PHASE_RUNNING if runs_to_completion(&pod) && !fails(&pod) => {
+            let delay = hashing::delay_ms(&uid_of(&pod), "run", RUN_DELAY_MS_MIN, RUN_DELAY_MS_MAX);
+            madsim::time::sleep(delay).await;
+            transition(&api, &pod, pod_state::PHASE_RUNNING, |pod| succeeded_status(pod)).await
+        }
+        _ => Ok(Action::await_change()),
+    }
+}
+
+fn uid_of(pod: &Pod) -> String {
+    pod.uid().unwrap_or_default()
+}
+
+/// After a delay: re-read the Pod and, if it is still the same Pod in phase `from` and not being
+/// deleted, write the status `next` makes for it.
+async fn transition(
+    api: &Api<Pod>,
+    pod: &Pod,
+    from: &str,
+    next: impl Fn(&Pod) -> PodStatus,
+) -> Result<Action, Error> {
+    let name = pod.name_any();
+    let Some(current) = api.get_opt(&name).await? else { return Ok(Action::await_change()) };
+    if current.uid() != pod.uid() || pod_state::is_terminating(&current) || pod_state::phase(&current) != from
+    {
+        return Ok(Action::await_change());
+    }
+    let patch = serde_json::json!({ "status": next(&current) });
+    api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
+    Ok(Action::await_change())
+}
+
+/// Wait out the grace period, then remove the Pod (grace 0, uid precondition).
+async fn terminate(api: &Api<Pod>, pod: &Pod) -> Result<Action, Error> {
+    let grace_seconds = pod.metadata.deletion_grace_period_seconds.unwrap_or(0);
+    if grace_seconds <= 0 {
+        // Grace 0 with finalizers pending: the server removes the Pod once they are gone.
+        return Ok(Action::await_change());
+    }
+    madsim::time::sleep(Duration::from_secs(grace_seconds.unsigned_abs())).await;
+    let params = DeleteParams {
+        grace_period_seconds: Some(0),
+        preconditions: Some(Preconditions { uid: pod.uid(), resource_version: None }),
+        ..DeleteParams::default()
+    };
+    match api.delete(&pod.name_any(), &params).await {
+        Ok(_) => Ok(Action::await_change()),
+        // Gone already, or the name now holds a new Pod (uid precondition): nothing to do.
+        Err(e) if has_code(&e, 404) || has_code(&e, 409) => Ok(Action::await_change()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Whether the Pod's containers are configured to fail.
+pub fn fails(pod: &Pod) -> bool {
+    pod.annotations().get(FAIL_ANNOTATION).is_some_and(|v| v == "true")
+}
+
+/// Whether the Pod's workload finishes on its own: Pods controlled by a Job do.
+fn runs_to_completion(pod: &Pod) -> bool {
+    owners::controller_of(&pod.metadata).is_some_and(|r| r.kind == "Job" && r.api_version == "batch/v1")
+}
+
+fn restart_policy(pod: &Pod) -> &str {
+    pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref()).unwrap_or("Always")
+}
+
+fn condition(type_: &str, status: bool, reason: Option<&str>) -> PodCondition {
+    PodCondition {
+        type_: type_.to_owned(),
+        status: if status { "True" } else { "False" }.to_owned(),
+        reason: reason.map(str::to_owned),
+        ..PodCondition::default()
+    }
+}
+
+fn conditions(ready: bool, reason: Option<&str>) -> Vec<PodCondition> {
+    vec![
+        condition("PodScheduled", true, None),
+        condition("Initialized", true, None),
+        condition("ContainersReady", ready, reason),
+        condition("Ready", ready, reason),
+    ]
+}
+
+/// One status per container of the spec, built by `state`.
+fn container_statuses(pod: &Pod, state: impl Fn(&str, &str) -> ContainerStatus) -> Vec<ContainerStatus> {
+    pod.spec
+        .iter()
+        .flat_map(|s| s.containers.iter())
+        .map(|c| state(&c.name, c.image.as_deref().unwrap_or_default()))
+        .collect()
+}
+
+fn container_status(
+    name: &str,
+    image: &str,
+    ready: bool,
+    restarts: i32,
+    state: ContainerState,
+) -> ContainerStatus {
+    ContainerStatus {
+        name: name.to_owned(),
+        image: image.to_owned(),
+        image_id: String::new(),
+        ready,
+        restart_count: restarts,
+        started: Some(state.running.is_some()),
+        state: Some(state),
+        ..ContainerStatus::default()
+    }
+}
+
+fn terminated(exit_code: i32, reason: &str) -> ContainerState {
+    ContainerState {
+        terminated: Some(ContainerStateTerminated {
+            exit_code,
+            reason: Some(reason.to_owned()),
+            ..ContainerStateTerminated::default()
+        }),
+        ..ContainerState::default()
+    }
+}
+
+/// A Pod IP in 10.244.0.0/16, from the uid.
+fn pod_ip(pod: &Pod) -> String {
+    let hash = hashing::fnv64(uid_of(pod).as_bytes());
+    format!("10.244.{}.{}", (hash >> 8) % 256, hash % 254 + 1)
+}
+
+/// The status of a Pod whose containers just started (or failed to).
+fn started_status(pod: &Pod) -> PodStatus {
+    let base =
+        PodStatus { host_ip: Some(HOST_IP.to_owned()), pod_ip: Some(pod_ip(pod)), ..PodStatus::default() };
+    if !fails(pod) {
+        let running =
+            ContainerState { running: Some(ContainerStateRunning::default()), ..ContainerState::default() };
+        return PodStatus {
+            phase: Some(pod_state::PHASE_RUNNING.to_owned()),
+            conditions: Some(conditions(true, None)),
+            container_statuses: Some(container_statuses(pod, |n, i| {
+                container_status(n, i, true, 0, running.clone())
+            })),
+            ..base
+        };
+    }
+    if restart_policy(pod) == "Never" {
+        let failed = terminated(FAILED_EXIT_CODE, "Error");
+        return PodStatus {
+            phase: Some(pod_state::PHASE_FAILED.to_owned()),
+            conditions: Some(conditions(false, Some("PodFailed"))),
+            container_statuses: Some(container_statuses(pod, |n, i| {
+                container_status(n, i, false, 0, failed.clone())
+            })),
+            ..base
+        };
+    }
+    // Restarted once and now backing off: what `kubectl get pods` shows as CrashLoopBackOff.
+    let waiting = ContainerState {
+        waiting: Some(ContainerStateWaiting {
+            reason: Some("CrashLoopBackOff".to_owned()),
+            message: Some("back-off 10s restarting failed container".to_owned()),
+        }),
+        ..ContainerState::default()
+    };
+    let statuses = container_statuses(pod, |n, i| ContainerStatus {
+        last_state: Some(terminated(FAILED_EXIT_CODE, "Error")),
+        ..container_status(n, i, false, 1, waiting.clone())
+    });
+    PodStatus {
+        phase: Some(pod_state::PHASE_RUNNING.to_owned()),
+        conditions: Some(conditions(false, Some("ContainersNotReady"))),
+        container_statuses: Some(statuses),
+        ..base
+    }
+}
+
+/// The status of a Pod whose containers all exited 0.
+fn succeeded_status(pod: &Pod) -> PodStatus {
+    let done = terminated(0, "Completed");
+    PodStatus {
+        phase: Some(pod_state::PHASE_SUCCEEDED.to_owned()),
+        conditions: Some(conditions(false, Some("PodCompleted"))),
+        container_statuses: Some(container_statuses(pod, |n, i| {
+            container_status(n, i, false, 0, done.clone())
+        })),
+        ..PodStatus::default()
+    }
+}

@@ -1,0 +1,230 @@
+//! The ReplicaSet controller: keeps `spec.replicas` active Pods matching the selector.
+//!
+//! As kube-controller-manager's `ReplicaSetController`:
+//! - Pods are claimed by controller reference: owned ones are kept, matching orphans adopted
+//!   (never by a ReplicaSet being deleted), owned ones that stopped matching released;
+//! - missing Pods are created from the template with `generateName: <rs>-` and a controller
+//!   reference (`controller: true`, `blockOwnerDeletion: true`), at most [`BURST_REPLICAS`] per
+//!   sync; surplus Pods are deleted in [`pod_state::deletion_order`], with their uid as
+//!   precondition;
+//! - Pods are read with a live list at each sync, not from a cache: a cache fed by another watch
+//!   than the one that triggered the sync may not show the change that triggered it yet, and the
+//!   real controller's expectations would then be needed to avoid creating twice (see
+//!   `NEEDS(sim)` below);
+//! - status: `replicas`, `fullyLabeledReplicas`, `readyReplicas`, `availableReplicas` and
+//!   `observedGeneration`, computed from the Pods claimed before this sync's writes.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetStatus};
+use k8s_openapi::api::core::v1::Pod;
+use sim::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions, ResourceExt};
+use sim::runtime::controller::Action;
+use sim::runtime::reflector::{ObjectRef, Store};
+use sim::runtime::{Controller, watcher};
+use sim::{Clients, SimBuilder};
+
+use super::error::{Error, has_code};
+use super::owners::{self, Claim};
+use super::templates::{PodName, pod_from_template};
+use super::{labels, pod_state};
+
+/// The ReplicaSet controller's node.
+pub const NODE: &str = "replicaset-controller";
+/// At most this many Pods are created or deleted in one sync (the real `BurstReplicas`).
+pub const BURST_REPLICAS: usize = 500;
+
+/// Add the ReplicaSet controller to a world, on node [`NODE`].
+pub fn replicaset_controller(builder: SimBuilder) -> SimBuilder {
+    builder.controller(NODE, run)
+}
+
+/// What every reconcile gets.
+pub struct Context {
+    client: sim::Client,
+}
+
+/// The ReplicaSet controller's main future.
+pub async fn run(clients: Clients) {
+    let client = clients.default_cluster();
+    // NEEDS(sim): access to the store of a `watches`/`owns` informer (kube-runtime's
+    // `Controller::for_stream` with a shared reflector), so that a sync can read the very cache
+    // whose event triggered it; a second reflector lags behind it independently.
+    let controller = Controller::new(Api::<ReplicaSet>::all(client.clone()), watcher::Config::default());
+    let sets = controller.store();
+    let ctx = Arc::new(Context { client: client.clone() });
+    controller
+        .watches(Api::<Pod>::all(client), watcher::Config::default(), move |pod: Pod| {
+            owners_of_pod(&pod, &sets)
+        })
+        .run(reconcile, super::retry_soon, ctx)
+        .for_each(|_| futures::future::ready(()))
+        .await;
+}
+
+/// The ReplicaSets a changed Pod concerns: its controller if that is a ReplicaSet, otherwise
+/// (an orphan) every ReplicaSet in its namespace whose selector matches it.
+fn owners_of_pod(pod: &Pod, sets: &Store<ReplicaSet>) -> Vec<ObjectRef<ReplicaSet>> {
+    let namespace = pod.namespace().unwrap_or_default();
+    match owners::controller_of(&pod.metadata) {
+        Some(r) if r.kind == "ReplicaSet" && r.api_version == "apps/v1" => {
+            vec![ObjectRef::new(&r.name).within(&namespace)]
+        }
+        Some(_) => Vec::new(),
+        None => sets
+            .state()
+            .iter()
+            .filter(|rs| rs.namespace().as_deref() == Some(namespace.as_str()))
+            .filter(|rs| labels::matches(&rs.spec.selector, pod.metadata.labels.as_ref()))
+            .map(|rs| ObjectRef::from_obj(&**rs))
+            .collect(),
+    }
+}
+
+/// Sync one ReplicaSet.
+pub async fn reconcile(rs: Arc<ReplicaSet>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let name = rs.name_any();
+    let namespace =
+        rs.namespace().ok_or(Error::MissingNamespace { kind: "ReplicaSet", name: name.clone() })?;
+    if rs.metadata.deletion_timestamp.is_some() {
+        // Its Pods are the garbage collector's now.
+        return Ok(Action::await_change());
+    }
+    let spec = rs.spec.clone();
+    if labels::is_empty(&spec.selector) {
+        let reason = "empty selector is invalid for replicaset".to_owned();
+        return Err(Error::InvalidSpec { kind: "ReplicaSet", name, reason });
+    }
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
+    let claimed = claim_pods(&rs, &spec.selector, &pods).await?;
+    let replicas = usize::try_from(spec.replicas.unwrap_or(1)).unwrap_or(0);
+    let managed = if claimed.len() < replicas {
+        create_pods(&rs, &spec, replicas - claimed.len(), &pods).await
+    } else if claimed.len() > replicas {
+        delete_pods(&claimed, claimed.len() - replicas, &pods).await
+    } else {
+        Ok(())
+    };
+    update_status(&rs, &spec, &claimed, &ctx.client, &namespace).await?;
+    managed.map(|()| Action::await_change())
+}
+
+/// Claim the active Pods in the ReplicaSet's namespace: keep owned ones, adopt matching orphans,
+/// release owned ones that stopped matching. Returns the Pods the ReplicaSet now controls.
+async fn claim_pods(
+    rs: &ReplicaSet,
+    selector: &k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+    api: &Api<Pod>,
+) -> Result<Vec<Arc<Pod>>, Error> {
+    let uid = rs.uid().unwrap_or_default();
+    let mut claimed = Vec::new();
+    for pod in api.list(&ListParams::default()).await?.items.into_iter().map(Arc::new) {
+        if !pod_state::is_active(&pod) {
+            continue;
+        }
+        let selected = labels::matches(selector, pod.metadata.labels.as_ref());
+        match owners::claim(&pod.metadata, &uid, selected) {
+            Claim::Owned => claimed.push(pod),
+            Claim::Adopt => {
+                let patch = owners::adopt_patch(&pod.metadata, owners::controller_ref(rs));
+                match api.patch(&pod.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await {
+                    Ok(adopted) => claimed.push(Arc::new(adopted)),
+                    // Gone or replaced meanwhile: not ours to count.
+                    Err(e) if has_code(&e, 404) || has_code(&e, 409) || has_code(&e, 422) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Claim::Release => {
+                let patch = owners::release_patch(&pod.metadata, &uid);
+                match api.patch(&pod.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await {
+                    Ok(_) => {}
+                    Err(e) if has_code(&e, 404) || has_code(&e, 409) || has_code(&e, 422) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            Claim::Ignore => {}
+        }
+    }
+    Ok(claimed)
+}
+
+async fn create_pods(
+    rs: &ReplicaSet,
+    spec: &k8s_openapi::api::apps::v1::ReplicaSetSpec,
+    missing: usize,
+    api: &Api<Pod>,
+) -> Result<(), Error> {
+    let namespace = api.namespace().unwrap_or_default().to_owned();
+    let template = spec.template.clone().unwrap_or_default();
+    for _ in 0..missing.min(BURST_REPLICAS) {
+        let name = PodName::Generate(format!("{}-", rs.name_any()));
+        let pod = pod_from_template(&template, name, &namespace, owners::controller_ref(rs));
+        api.create(&PostParams::default(), &pod).await?;
+    }
+    Ok(())
+}
+
+async fn delete_pods(claimed: &[Arc<Pod>], surplus: usize, api: &Api<Pod>) -> Result<(), Error> {
+    let mut ranked: Vec<&Arc<Pod>> = claimed.iter().collect();
+    ranked.sort_by(|a, b| pod_state::deletion_order(a, b));
+    for pod in ranked.into_iter().take(surplus.min(BURST_REPLICAS)) {
+        let params = DeleteParams {
+            preconditions: Some(Preconditions { uid: pod.uid(), resource_version: None }),
+            ..DeleteParams::default()
+        };
+        match api.delete(&pod.name_any(), &params).await {
+            Ok(_) => {}
+            Err(e) if has_code(&e, 404) || has_code(&e, 409) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+/// The status the claimed Pods give.
+fn status_of(
+    rs: &ReplicaSet,
+    spec: &k8s_openapi::api::apps::v1::ReplicaSetSpec,
+    claimed: &[Arc<Pod>],
+) -> ReplicaSetStatus {
+    let template_labels =
+        spec.template.as_ref().and_then(|t| t.metadata.as_ref()).and_then(|m| m.labels.clone());
+    let fully_labeled = claimed
+        .iter()
+        .filter(|p| {
+            let labels = p.metadata.labels.clone().unwrap_or_default();
+            template_labels.iter().flatten().all(|(k, v)| labels.get(k) == Some(v))
+        })
+        .count();
+    let count = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
+    ReplicaSetStatus {
+        replicas: count(claimed.len()),
+        fully_labeled_replicas: Some(count(fully_labeled)),
+        ready_replicas: Some(count(claimed.iter().filter(|p| pod_state::is_ready(p)).count())),
+        available_replicas: Some(count(claimed.iter().filter(|p| pod_state::is_available(p)).count())),
+        observed_generation: rs.metadata.generation,
+        conditions: rs.status.as_ref().and_then(|s| s.conditions.clone()),
+        terminating_replicas: rs.status.as_ref().and_then(|s| s.terminating_replicas),
+    }
+}
+
+async fn update_status(
+    rs: &ReplicaSet,
+    spec: &k8s_openapi::api::apps::v1::ReplicaSetSpec,
+    claimed: &[Arc<Pod>],
+    client: &sim::Client,
+    namespace: &str,
+) -> Result<(), Error> {
+    let status = status_of(rs, spec, claimed);
+    if rs.status.as_ref() == Some(&status) {
+        return Ok(());
+    }
+    let api: Api<ReplicaSet> = Api::namespaced(client.clone(), namespace);
+    let patch = serde_json::json!({ "status": status });
+    match api.patch_status(&rs.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await {
+        Ok(_) => Ok(()),
+        Err(e) if has_code(&e, 404) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}

@@ -1,0 +1,153 @@
+//! The ReplicaSet controller with the kubelet-lite: Pods are created to match `replicas`, become
+//! Running and Ready, and are deleted when the ReplicaSet scales down.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use controllers::builtins::{self, owners, pod_state, snapshot};
+use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetSpec};
+use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, PodTemplateSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use sim::api::{Api, ObjectMeta, Patch};
+use sim::{FnProperty, Sim, SimBuilder, SweepConfig, sweep};
+
+const SEEDS: u64 = 30;
+const WAIT: Duration = Duration::from_secs(60);
+
+fn labels() -> BTreeMap<String, String> {
+    BTreeMap::from([("app".to_owned(), "web".to_owned())])
+}
+
+fn replica_set(replicas: i32) -> ReplicaSet {
+    ReplicaSet {
+        metadata: ObjectMeta {
+            name: Some("web".to_owned()),
+            namespace: Some("default".to_owned()),
+            ..ObjectMeta::default()
+        },
+        spec: ReplicaSetSpec {
+            replicas: Some(replicas),
+            selector: LabelSelector { match_labels: Some(labels()), ..LabelSelector::default() },
+            template: Some(PodTemplateSpec {
+                metadata: Some(ObjectMeta { labels: Some(labels()), ..ObjectMeta::default() }),
+                spec: Some(PodSpec {
+                    containers: vec![Container {
+                        name: "web".to_owned(),
+                        image: Some("nginx:1".to_owned()),
+                        ..Container::default()
+                    }],
+                    termination_grace_period_seconds: Some(1),
+                    ..PodSpec::default()
+                }),
+            }),
+            ..ReplicaSetSpec::default()
+        },
+        status: None,
+    }
+}
+
+/// The active Pods controlled by the ReplicaSet `web` in a snapshot.
+fn active_pods(snap: &model_apiserver::Snapshot) -> Vec<Pod> {
+    let Some(rs) = snapshot::object::<ReplicaSet>(snap, Some("default"), "web") else { return Vec::new() };
+    let uid = rs.metadata.uid.unwrap_or_default();
+    snapshot::objects::<Pod>(snap, Some("default"))
+        .into_iter()
+        .filter(|p| owners::is_controlled_by(&p.metadata, &uid) && pod_state::is_active(p))
+        .collect()
+}
+
+fn ready_replicas(rs: Option<&ReplicaSet>, want: i32) -> bool {
+    rs.and_then(|rs| rs.status.as_ref()).is_some_and(|s| s.ready_replicas == Some(want) && s.replicas == want)
+}
+
+/// Scale 3, wait until 3 are ready, scale to 1, wait until 1 is.
+fn scaling_world() -> SimBuilder {
+    let world = Sim::builder().scenario("builtins-replicaset-scaling");
+    let world = builtins::kubelet(builtins::replicaset_controller(world));
+    world
+        .workload(|w| async move {
+            let sets: Api<ReplicaSet> = Api::namespaced(w.client(), "default");
+            w.apply(&sets, &replica_set(3)).await?;
+            w.wait_for(&sets, "web", |rs| ready_replicas(rs, 3), WAIT).await?;
+            w.patch(&sets, "web", &Patch::Merge(serde_json::json!({ "spec": { "replicas": 1 } }))).await?;
+            w.wait_for(&sets, "web", |rs| ready_replicas(rs, 1), WAIT).await
+        })
+        .property(FnProperty::always("never more than 3 active pods", |view| {
+            let pods = active_pods(view.cluster("default").ok_or("no cluster")?);
+            if pods.len() <= 3 { Ok(()) } else { Err(format!("{} active pods", pods.len())) }
+        }))
+        .property(FnProperty::at_end("one running and ready pod remains", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let pods = active_pods(snap);
+            let all = snapshot::objects::<Pod>(snap, Some("default"));
+            let ready = pods.iter().filter(|p| pod_state::is_running_and_ready(p)).count();
+            if pods.len() == 1 && ready == 1 && all.len() == 1 {
+                Ok(())
+            } else {
+                Err(format!("{} active, {ready} ready, {} pods in total", pods.len(), all.len()))
+            }
+        }))
+}
+
+#[test]
+fn replicaset_scales_up_to_three_ready_pods_and_down_to_one() {
+    let world = scaling_world();
+    let report = sweep(&SweepConfig::new("builtins-replicaset-scaling").seeds(SEEDS), |seed| world.run(seed));
+    report.assert_all_passed();
+}
+
+#[test]
+fn replicaset_pods_get_generated_names_and_a_blocking_controller_reference() {
+    let world = scaling_world().property(FnProperty::at_end("pod metadata", |view| {
+        let snap = view.cluster("default").ok_or("no cluster")?;
+        let rs = snapshot::object::<ReplicaSet>(snap, Some("default"), "web").ok_or("no rs")?;
+        for pod in active_pods(snap) {
+            let name = pod.metadata.name.clone().unwrap_or_default();
+            let owner = owners::controller_of(&pod.metadata).ok_or("no controller")?;
+            let expected = (
+                pod.metadata.generate_name.as_deref(),
+                name.len(),
+                owner.kind.as_str(),
+                owner.block_owner_deletion,
+                Some(owner.uid.as_str()),
+            );
+            let want = (Some("web-"), "web-".len() + 5, "ReplicaSet", Some(true), rs.metadata.uid.as_deref());
+            if expected != want {
+                return Err(format!("pod {name}: {expected:?}, want {want:?}"));
+            }
+        }
+        Ok(())
+    }));
+    let report = world.run(3);
+    assert!(report.verdict.is_pass(), "{}", report.verdict);
+}
+
+#[test]
+fn replicaset_adopts_a_matching_orphan_pod_instead_of_creating_one() {
+    let world = builtins::kubelet(builtins::replicaset_controller(Sim::builder()))
+        .workload(|w| async move {
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            let template = replica_set(1).spec.template.unwrap_or_default();
+            let orphan = Pod {
+                metadata: ObjectMeta {
+                    name: Some("orphan".to_owned()),
+                    labels: Some(labels()),
+                    ..ObjectMeta::default()
+                },
+                spec: template.spec,
+                status: None,
+            };
+            w.apply(&pods, &orphan).await?;
+            let sets: Api<ReplicaSet> = Api::namespaced(w.client(), "default");
+            w.apply(&sets, &replica_set(1)).await?;
+            w.wait_for(&sets, "web", |rs| ready_replicas(rs, 1), WAIT).await
+        })
+        .property(FnProperty::at_end("the orphan was adopted", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let names: Vec<String> = active_pods(snap).into_iter().filter_map(|p| p.metadata.name).collect();
+            if names == ["orphan"] { Ok(()) } else { Err(format!("controlled pods: {names:?}")) }
+        }));
+    let report =
+        sweep(&SweepConfig::new("builtins-replicaset-adoption").seeds(SEEDS), |seed| world.run(seed));
+    report.assert_all_passed();
+}
