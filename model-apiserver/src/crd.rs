@@ -432,6 +432,7 @@ fn validate_structural(
     if flag(s.x_kubernetes_int_or_string) && !ty.is_empty() {
         causes.push(invalid(&type_path, ty, "must be empty if x-kubernetes-int-or-string is true"));
     }
+    validate_structural_extras(s, path, level, causes);
     if let Some(pattern) = &s.pattern
         && let Err(e) = regex::Regex::new(pattern)
     {
@@ -457,6 +458,96 @@ fn validate_structural(
     }
     if let Some(JSONSchemaPropsOrBool::Schema(add)) = &s.additional_properties {
         validate_structural(add, &format!("{path}.additionalProperties"), Level::Field, depth + 1, causes);
+    }
+}
+
+fn forbidden(field: &str, detail: &str) -> StatusCause {
+    errors::cause("FieldValueForbidden", field, format!("Forbidden: {detail}"))
+}
+
+/// The other structural rules: arrays have items, no additionalProperties at the root or beside
+/// properties, metadata at the root restricts only name and generateName, the vendor extensions
+/// are consistent, and defaults are pruned and valid against their own schema.
+fn validate_structural_extras(s: &JSONSchemaProps, path: &str, level: Level, causes: &mut Vec<StatusCause>) {
+    let flag = |f: Option<bool>| f == Some(true);
+    if s.type_.as_deref() == Some("array") && s.items.is_none() {
+        causes.push(required(&format!("{path}.items"), "must be specified"));
+    }
+    let additional = format!("{path}.additionalProperties");
+    if s.additional_properties.is_some() && level == Level::Root {
+        causes.push(forbidden(&additional, "must not be used at the root"));
+    }
+    if let Some(JSONSchemaPropsOrBool::Schema(_)) = &s.additional_properties
+        && s.properties.as_ref().is_some_and(|p| !p.is_empty())
+    {
+        causes.push(forbidden(&additional, "additionalProperties and properties are mutual exclusive"));
+    }
+    if flag(s.x_kubernetes_embedded_resource) && s.additional_properties.is_some() {
+        causes.push(forbidden(&additional, "must not be used if x-kubernetes-embedded-resource is set"));
+    }
+    if flag(s.x_kubernetes_embedded_resource)
+        && !flag(s.x_kubernetes_preserve_unknown_fields)
+        && s.properties.as_ref().is_none_or(|p| p.is_empty())
+    {
+        causes.push(required(
+            &format!("{path}.properties"),
+            "must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields",
+        ));
+    }
+    if flag(s.x_kubernetes_int_or_string) && flag(s.x_kubernetes_preserve_unknown_fields) {
+        let message = "Invalid value: true: must be false if x-kubernetes-int-or-string is true";
+        causes.push(errors::cause(
+            "FieldValueInvalid",
+            &format!("{path}.x-kubernetes-preserve-unknown-fields"),
+            message,
+        ));
+    }
+    if flag(s.unique_items) {
+        causes.push(forbidden(
+            &format!("{path}.uniqueItems"),
+            "uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
+        ));
+    }
+    if level == Level::Root
+        && let Some(metadata) = s.properties.as_ref().and_then(|p| p.get("metadata"))
+    {
+        let keys: Vec<&str> = metadata.properties.iter().flatten().map(|(k, _)| k.as_str()).collect();
+        if keys.iter().any(|k| *k != "name" && *k != "generateName") {
+            causes.push(forbidden(
+                &format!("{path}.properties[metadata]"),
+                "must not specify anything other than name and generateName, but metadata is implicitly specified",
+            ));
+        }
+    }
+    if let Some(default) = s.default.as_ref().map(|d| &d.0)
+        && level != Level::Root
+    {
+        validate_default(s, default, &format!("{path}.default"), causes);
+    }
+}
+
+/// apiextensions' `ValidateDefaults` for one node: the default must survive pruning unchanged
+/// and validate against the node's schema. Causes are placed under the `default` path.
+fn validate_default(
+    s: &JSONSchemaProps,
+    default: &serde_json::Value,
+    path: &str,
+    causes: &mut Vec<StatusCause>,
+) {
+    let mut pruned = default.clone();
+    crate::schema::prune_node(s, &mut pruned);
+    if pruned != *default {
+        let message = format!("Invalid value: {}: must not have unknown fields", default);
+        causes.push(errors::cause("FieldValueInvalid", path, message));
+        return;
+    }
+    for mut cause in crate::schema::validate_node(s, default) {
+        cause.field = match cause.field.as_str() {
+            "" => path.to_owned(),
+            f if f.starts_with('[') => format!("{path}{f}"),
+            f => format!("{path}.{f}"),
+        };
+        causes.push(cause);
     }
 }
 

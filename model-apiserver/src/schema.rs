@@ -391,6 +391,19 @@ pub fn validate(schema: &JSONSchemaProps, value: &Value) -> Vec<StatusCause> {
     v.causes
 }
 
+/// Validate a value against one node of a schema (not a resource root), with field paths
+/// relative to that node: how a CRD's `default` values are checked.
+pub fn validate_node(schema: &JSONSchemaProps, value: &Value) -> Vec<StatusCause> {
+    let mut v = Validator { causes: Vec::new() };
+    v.check(schema, value, "", false, 0);
+    v.causes
+}
+
+/// [`prune`] for a value at one node of a schema (not a resource root).
+pub fn prune_node(schema: &JSONSchemaProps, value: &mut Value) {
+    prune_value(Some(schema), value, false, 0);
+}
+
 /// Drop fields the schema does not know, as the apiserver prunes a custom resource before
 /// storing it. Unknown fields under `x-kubernetes-preserve-unknown-fields` are kept (known ones
 /// below them are still pruned); `apiVersion`, `kind` and `metadata` at the root and in embedded

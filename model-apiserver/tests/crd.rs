@@ -245,6 +245,68 @@ fn schema_pattern_that_does_not_compile_is_invalid() {
 }
 
 #[test]
+fn default_of_the_wrong_type_is_invalid_under_the_default_path() {
+    let yaml = crd_yaml("widgets", "Widget").replace("default: 1", "default: one");
+    assert_eq!(
+        cause_list(&yaml),
+        vec![(
+            "FieldValueTypeInvalid".to_owned(),
+            "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[replicas].default"
+                .to_owned(),
+            "Invalid value: \"string\":  in body must be of type integer: \"string\"".to_owned()
+        )]
+    );
+}
+
+#[test]
+fn default_with_unknown_fields_is_invalid() {
+    let yaml = crd_yaml("widgets", "Widget").replace(
+        "            spec:\n              type: object\n",
+        "            spec:\n              type: object\n              default: {replicas: 2, colour: red}\n",
+    );
+    assert_eq!(
+        cause_list(&yaml),
+        vec![(
+            "FieldValueInvalid".to_owned(),
+            "spec.versions[0].schema.openAPIV3Schema.properties[spec].default".to_owned(),
+            "Invalid value: {\"colour\":\"red\",\"replicas\":2}: must not have unknown fields".to_owned()
+        )]
+    );
+}
+
+#[test]
+fn array_without_items_is_required() {
+    let yaml = crd_yaml("widgets", "Widget").replace(
+        "                  default: 1\n",
+        "                  default: 1\n                tags:\n                  type: array\n",
+    );
+    assert_eq!(
+        cause_list(&yaml),
+        vec![(
+            "FieldValueRequired".to_owned(),
+            "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[tags].items".to_owned(),
+            "Required value: must be specified".to_owned()
+        )]
+    );
+}
+
+#[test]
+fn metadata_schema_beyond_name_and_generate_name_is_forbidden() {
+    let yaml = crd_yaml("widgets", "Widget").replace(
+        "          properties:\n            spec:\n",
+        "          properties:\n            metadata:\n              type: object\n              properties:\n                labels:\n                  type: object\n            spec:\n",
+    );
+    let fields: Vec<String> = cause_list(&yaml).into_iter().map(|(_, f, m)| format!("{f}: {m}")).collect();
+    assert_eq!(
+        fields,
+        vec![
+            "spec.versions[0].schema.openAPIV3Schema.properties[metadata]: Forbidden: must not specify anything \
+              other than name and generateName, but metadata is implicitly specified"
+        ]
+    );
+}
+
+#[test]
 fn scale_path_outside_spec_is_invalid() {
     let yaml = crd_yaml("widgets", "Widget")
         .replace("specReplicasPath: .spec.replicas", "specReplicasPath: .status.x");
