@@ -12,6 +12,7 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use k8s_openapi::api::autoscaling::v1::Scale;
 use kube_core::{
     ApiResource, DynamicObject, ObjectList, Resource, Status,
     params::{DeleteParams, GetParams, ListParams, Patch, PatchParams, PostParams},
@@ -125,6 +126,18 @@ pub(crate) fn from_dynamic<K: DeserializeOwned>(object: &DynamicObject) -> serde
     serde_json::from_value(serde_json::to_value(object)?)
 }
 
+/// A shared typed view of a stored object: free (a pointer copy) when `K` is `DynamicObject`,
+/// a conversion otherwise.
+pub(crate) fn typed<K: DeserializeOwned + Send + Sync + 'static>(
+    object: &Arc<DynamicObject>,
+) -> serde_json::Result<Arc<K>> {
+    let any: Arc<dyn std::any::Any + Send + Sync> = object.clone();
+    match any.downcast::<K>() {
+        Ok(same) => Ok(same),
+        Err(_) => from_dynamic(object).map(Arc::new),
+    }
+}
+
 /// The API of one resource type, in all namespaces or in one, as kube-rs's `Api<K>`.
 pub struct Api<K: Resource> {
     pub(crate) client: Client,
@@ -222,7 +235,7 @@ impl<K: Resource> Api<K> {
 
 impl<K> Api<K>
 where
-    K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug,
+    K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + Sync + 'static,
 {
     async fn send(&self, request: Request) -> Result<Response> {
         Ok(transport::call(&self.client, request).await?)
@@ -234,14 +247,18 @@ where
 
     fn object(response: Response) -> Result<K> {
         match response.object() {
-            Some(object) => from_dynamic(object).map_err(Error::SerdeError),
+            Some(object) => typed(object).map(Arc::unwrap_or_clone).map_err(Error::SerdeError),
             None => Err(unexpected_answer()),
         }
     }
 
     fn list_of(response: Response) -> Result<ObjectList<K>> {
         let Response::List(list) = response else { return Err(unexpected_answer()) };
-        let items = list.items.iter().map(|o| from_dynamic(o)).collect::<serde_json::Result<Vec<K>>>();
+        let items = list
+            .items
+            .iter()
+            .map(|o| typed(o).map(Arc::unwrap_or_clone))
+            .collect::<serde_json::Result<Vec<K>>>();
         Ok(ObjectList {
             types: kube_core::TypeMeta { api_version: "v1".to_owned(), kind: "List".to_owned() },
             metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta {
@@ -341,6 +358,42 @@ where
     ) -> Result<Either<ObjectList<K>, Status>> {
         let request = Request::delete_collection(&self.resource, self.ns(), list.clone(), params.clone());
         Self::list_of(self.send(request).await?).map(Either::Left)
+    }
+}
+
+impl<K> Api<K>
+where
+    K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + Sync + 'static,
+{
+    fn scale_of(response: Response) -> Result<Scale> {
+        match response.object() {
+            Some(object) => from_dynamic(object).map_err(Error::SerdeError),
+            None => Err(unexpected_answer()),
+        }
+    }
+    /// GET `/scale`.
+    pub async fn get_scale(&self, name: &str) -> Result<Scale> {
+        let request = Request::get(&self.resource, self.ns(), name, GetParams::default())
+            .with_subresource(Subresource::Scale);
+        Self::scale_of(self.send(request).await?)
+    }
+    /// PATCH `/scale`.
+    pub async fn patch_scale<P: Serialize + fmt::Debug>(
+        &self,
+        name: &str,
+        params: &PatchParams,
+        patch: &Patch<P>,
+    ) -> Result<Scale> {
+        let request = Request::patch(&self.resource, self.ns(), name, to_value_patch(patch)?, params.clone())
+            .with_subresource(Subresource::Scale);
+        Self::scale_of(self.send(request).await?)
+    }
+    /// REPLACE `/scale`, with the `Scale` as JSON bytes (as kube-rs takes it).
+    pub async fn replace_scale(&self, name: &str, params: &PostParams, data: Vec<u8>) -> Result<Scale> {
+        let object: DynamicObject = serde_json::from_slice(&data).map_err(Error::SerdeError)?;
+        let request = Request::update(&self.resource, self.ns(), name, object, params.clone())
+            .with_subresource(Subresource::Scale);
+        Self::scale_of(self.send(request).await?)
     }
 }
 

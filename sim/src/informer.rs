@@ -26,7 +26,7 @@ use serde::{Serialize, de::DeserializeOwned};
 
 use model_apiserver::{Request, Response, Revision};
 
-use crate::client::{Api, from_dynamic};
+use crate::client::{Api, typed};
 use crate::trace::TraceEvent;
 use crate::transport::{self, RETRY_BACKOFF, RevisionAbove};
 use crate::world::{Progress, Registration};
@@ -246,7 +246,7 @@ impl<K> Store<K> {
 /// Start an informer for `api` on the current node and return its cache.
 pub fn reflector<K>(api: Api<K>, config: Config) -> Store<K>
 where
-    K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + 'static,
+    K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + Sync + 'static,
 {
     spawn(api, config, |_| {})
 }
@@ -254,7 +254,7 @@ where
 /// Start an informer; `on_touch` is called with every object an event or a relist touches.
 pub(crate) fn spawn<K>(api: Api<K>, config: Config, on_touch: impl Fn(&Arc<K>) + 'static) -> Store<K>
 where
-    K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + 'static,
+    K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + Sync + 'static,
 {
     let (store, ready) = Store::new();
     let informer =
@@ -295,7 +295,7 @@ fn informer_name<K: Resource>(api: &Api<K>) -> Arc<str> {
 
 impl<K> Informer<K>
 where
-    K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + 'static,
+    K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + Sync + 'static,
 {
     /// Runs for the node's lifetime; each round awaits (a call, a delivery or a revision move).
     async fn run(mut self) {
@@ -338,8 +338,8 @@ where
         };
         let mut objects = Vec::with_capacity(list.items.len());
         for item in &list.items {
-            let Ok(typed) = from_dynamic::<K>(item) else { continue };
-            objects.push((key_of(item.metadata.namespace.as_deref(), &name_of(item)), Arc::new(typed)));
+            let Ok(typed) = typed::<K>(item) else { continue };
+            objects.push((key_of(item.metadata.namespace.as_deref(), &name_of(item)), typed));
         }
         let touched: Vec<Arc<K>> = objects.iter().map(|(_, o)| o.clone()).collect();
         self.store.replace(objects);
@@ -405,8 +405,7 @@ where
         let key = key_of(object.metadata.namespace.as_deref(), &name_of(&object));
         let rv = object.metadata.resource_version.clone().unwrap_or_default();
         self.trace_delivery(name, kind, format!("{}/{}", key.0, key.1), rv);
-        let Ok(typed) = from_dynamic::<K>(&object) else { return true };
-        let typed = Arc::new(typed);
+        let Ok(typed) = typed::<K>(&object) else { return true };
         if kind == "DELETED" {
             self.store.remove(&key);
         } else {

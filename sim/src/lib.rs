@@ -6,19 +6,34 @@
 //!
 //! ## A world in one screen
 //!
-//! ```ignore
-//! use sim::{Sim, Clients, api::{Api, PostParams}, runtime::{Controller, controller::Action, watcher}};
+//! ```no_run
+//! use std::sync::Arc;
+//! use futures::StreamExt;
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//! use sim::api::{Api, ObjectMeta};
+//! use sim::runtime::{Controller, controller::Action, watcher};
+//! use sim::{Clients, Sim};
+//!
+//! #[derive(Debug, thiserror::Error)]
+//! #[error("never")]
+//! struct Never;
 //!
 //! let world = Sim::builder()
-//!     .controller("cmgen", |clients: Clients| async move {
-//!         let api: Api<MyKind> = Api::all(clients.default_cluster());
+//!     .controller("labeller", |clients: Clients| async move {
+//!         let api: Api<ConfigMap> = Api::namespaced(clients.default_cluster(), "default");
 //!         Controller::new(api, watcher::Config::default())
-//!             .run(reconcile, error_policy, Arc::new(()))
+//!             .run(
+//!                 |_cm, _ctx| async { Ok::<_, Never>(Action::await_change()) },
+//!                 |_cm, _error, _ctx| Action::await_change(),
+//!                 Arc::new(()),
+//!             )
 //!             .for_each(|_| async {})
 //!             .await;
 //!     })
 //!     .workload(|w| async move {
-//!         w.apply(&Api::<MyKind>::namespaced(w.client(), "default"), &my_object).await?;
+//!         let api: Api<ConfigMap> = Api::namespaced(w.client(), "default");
+//!         let metadata = ObjectMeta { name: Some("a".into()), ..ObjectMeta::default() };
+//!         w.apply(&api, &ConfigMap { metadata, ..ConfigMap::default() }).await?;
 //!         Ok(())
 //!     });
 //! let report = world.run(42);

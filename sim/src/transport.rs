@@ -36,7 +36,7 @@ pub const LATENCY_MS_MIN: u64 = 1;
 pub const LATENCY_MS_MAX: u64 = 10;
 
 /// What a fault hook sees of a call.
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct CallInfo<'a> {
     /// The call's number in this run.
     pub call: u64,
@@ -44,16 +44,20 @@ pub struct CallInfo<'a> {
     pub node: &'a str,
     /// The cluster called.
     pub cluster: &'a str,
-    /// The request.
-    pub request: &'a Request,
+    /// The verb, as audit logs spell it (`create`, `patch`, ...).
+    pub verb: &'static str,
+    /// Whether the call can change state.
+    pub is_write: bool,
+    /// `resource[/namespace][/name]`.
+    pub target: &'a str,
 }
 
 /// Where faults act on API calls. Both methods default to doing nothing.
 pub trait FaultHook: Send {
     /// Before the request reaches the server: `Some(status)` answers in the server's place, and the
     /// request is not applied.
-    fn before_call(&mut self, call: &CallInfo<'_>) -> Option<Status> {
-        let _ = call;
+    fn before_call(&mut self, call: &CallInfo<'_>, request: &Request) -> Option<Status> {
+        let _ = (call, request);
         None
     }
     /// After the server answered: may replace the answer (an ambiguous write: applied, but the
@@ -115,40 +119,53 @@ fn answer_version(response: &Response) -> String {
 /// Send `request` from `client` to its cluster, and wait for the answer.
 pub(crate) async fn call(client: &Client, request: Request) -> Result<Response, Status> {
     let request = request.with_user(client.node.clone());
+    let target = target(&request);
     let (call, latency) = client.world.with(|w| {
         w.next_call += 1;
         let call = w.next_call;
         w.stats.api_calls += 1;
-        let event = TraceEvent::ApiRequest { call, verb: request.verb_name(), target: target(&request) };
+        let event = TraceEvent::ApiRequest { call, verb: request.verb_name(), target: target.clone() };
         w.trace(&client.node, event);
         let latency = w.decisions.stream("latency").duration_ms(LATENCY_MS_MIN, LATENCY_MS_MAX);
         (call, latency)
     });
+    tracing::trace!(call, verb = request.verb_name(), %target, "api request");
     madsim::time::sleep(latency).await;
-    client.world.with(|w| apply(w, &client.cluster, &client.node, call, request))
+    let result = client.world.with(|w| {
+        let info = CallInfo {
+            call,
+            node: &client.node,
+            cluster: &client.cluster,
+            verb: request.verb_name(),
+            is_write: request.is_write(),
+            target: &target,
+        };
+        apply(w, &client.cluster, &client.node, &info, request)
+    });
+    if let Err(status) = &result {
+        tracing::debug!(call, code = status.code, reason = %status.reason, %target, "api error");
+    }
+    result
 }
 
-/// Apply one request to its server, under the world lock.
+/// Apply one request to its server, under the world lock, with the fault hook around it.
 fn apply(
     w: &mut WorldState,
     cluster: &Arc<str>,
     node: &Arc<str>,
-    call: u64,
+    info: &CallInfo<'_>,
     request: Request,
 ) -> Result<Response, Status> {
-    let info = CallInfo { call, node, cluster, request: &request };
-    let injected = w.faults.before_call(&info);
-    let mut result = match injected {
+    let mut result = match w.faults.before_call(info, &request) {
         Some(status) => Err(status),
-        None => handle_on_server(w, cluster, request.clone()),
+        None => handle_on_server(w, cluster, request),
     };
-    let info = CallInfo { call, node, cluster, request: &request };
-    w.faults.after_call(&info, &mut result);
+    w.faults.after_call(info, &mut result);
     let traced = match &result {
         Ok(response) => Ok(answer_version(response)),
         Err(status) => Err((status.code, status.reason.clone())),
     };
-    w.trace(node, TraceEvent::ApiResponse { call, result: traced });
+    w.trace(node, TraceEvent::ApiResponse { call: info.call, result: traced });
     result
 }
 

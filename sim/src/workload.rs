@@ -109,7 +109,7 @@ impl Workload {
     /// on 409 up to [`APPLY_CONFLICT_RETRIES_MAX`] times), as `kubectl apply` would.
     pub async fn apply<K>(&self, api: &Api<K>, object: &K) -> Result<K, WorkloadError>
     where
-        K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug,
+        K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + Sync + 'static,
     {
         let name = object.name_any();
         let api = match (api.namespace(), object.namespace()) {
@@ -185,7 +185,7 @@ impl Workload {
     /// Patch `name`.
     pub async fn patch<K, P>(&self, api: &Api<K>, name: &str, patch: &Patch<P>) -> Result<K, WorkloadError>
     where
-        K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug,
+        K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + Sync + 'static,
         P: Serialize + fmt::Debug,
     {
         let action = format!("patch {} {}", api.resource().kind, object_name(api.namespace(), name));
@@ -200,7 +200,7 @@ impl Workload {
     /// Delete `name` (404 fails the step, as `kubectl delete` does).
     pub async fn delete<K>(&self, api: &Api<K>, name: &str) -> Result<(), WorkloadError>
     where
-        K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug,
+        K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + Sync + 'static,
     {
         let action = format!("delete {} {}", api.resource().kind, object_name(api.namespace(), name));
         let step = self.step(&action);
@@ -221,7 +221,7 @@ impl Workload {
         timeout: Duration,
     ) -> Result<(), WorkloadError>
     where
-        K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug,
+        K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + Sync + 'static,
     {
         let action = format!("wait for {} {}", api.resource().kind, object_name(api.namespace(), name));
         let step = self.step(&action);

@@ -577,6 +577,9 @@ impl World {
             let virtual_time = w.end_elapsed.unwrap_or(w.last_seen);
             w.stats.virtual_millis = u64::try_from(virtual_time.as_millis()).unwrap_or(u64::MAX);
             let trace = std::mem::take(&mut w.trace);
+            // Drop the servers and the parked wakers now, so nothing of the run outlives it.
+            w.clusters.clear();
+            w.progress.clear();
             RunReport { scenario, seed, verdict, digest: trace.digest(), trace, stats: w.stats.clone() }
         })
     }

@@ -472,11 +472,12 @@ fn a_failed_workload_step_fails_the_run_naming_the_step() {
         panic!("expected a correctness verdict, got {:?}", report.verdict);
     };
     assert_eq!(property, "workload");
-    assert!(
-        message.starts_with(
-            "step 2: apply ConfigMap default/Bad_Name: 422 Invalid: ConfigMap \"Bad_Name\" is invalid"
-        ),
-        "{message}"
+    assert_eq!(
+        message,
+        "step 2: apply ConfigMap default/Bad_Name: 422 Invalid: ConfigMap \"Bad_Name\" is invalid: metadata.name: \
+         Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric \
+         characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex \
+         used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
     );
 }
 

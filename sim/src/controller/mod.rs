@@ -1,6 +1,6 @@
 //! The controller runtime, mirroring kube-runtime's `Controller`.
 //!
-//! ```ignore
+//! ```text
 //! Controller::new(api, watcher::Config::default())
 //!     .owns(children, watcher::Config::default())
 //!     .run(reconcile, error_policy, ctx)
@@ -153,7 +153,7 @@ pub struct Controller<K: Resource> {
 
 impl<K> Controller<K>
 where
-    K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + 'static,
+    K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + Sync + 'static,
 {
     /// A controller for the objects of `api` matching `config`; starts its main informer.
     pub fn new(api: Api<K>, config: informer::Config) -> Self {
@@ -180,7 +180,7 @@ where
     /// apiVersion are the main kind's.
     pub fn owns<Child>(self, api: Api<Child>, config: informer::Config) -> Self
     where
-        Child: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + 'static,
+        Child: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + Sync + 'static,
     {
         let kind = self.api.resource.kind.clone();
         let api_version = self.api.resource.api_version.clone();
@@ -209,7 +209,7 @@ where
         mapper: impl Fn(Other) -> I + 'static,
     ) -> Self
     where
-        Other: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + 'static,
+        Other: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + Sync + 'static,
         I: IntoIterator<Item = ObjectRef<K>>,
     {
         let tx = self.triggers.clone();
@@ -269,7 +269,7 @@ struct Driver<K: Resource, E: std::error::Error + 'static> {
 
 impl<K, E> Driver<K, E>
 where
-    K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + 'static,
+    K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + Sync + 'static,
     E: std::error::Error + 'static,
 {
     /// `Kind namespace/name`, as traces and verdicts name a reconciled object.

@@ -1,0 +1,135 @@
+//! `Api<K>` through the simulated transport: kube-rs's verbs, answers and errors.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
+use k8s_openapi::api::autoscaling::v1::Scale;
+use k8s_openapi::api::core::v1::{ConfigMap, PodTemplateSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use kube_core::{ApiResource, DynamicObject, ObjectMeta};
+use sim::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use sim::{Either, Error, Sim, Verdict, Workload, WorkloadError};
+
+fn cm(name: &str, finalizers: Option<Vec<String>>) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta { name: Some(name.to_owned()), finalizers, ..ObjectMeta::default() },
+        data: Some(BTreeMap::from([("k".to_owned(), "v".to_owned())])),
+        ..ConfigMap::default()
+    }
+}
+
+/// Run `script` as the workload of an empty world and return its verdict.
+fn run_script<F, Fut>(script: F) -> Verdict
+where
+    F: Fn(Workload) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<(), WorkloadError>> + 'static,
+{
+    Sim::builder().workload(script).run(1).verdict
+}
+
+#[test]
+fn get_opt_answers_none_for_a_missing_object_and_get_answers_404_not_found() {
+    let verdict = run_script(|w| async move {
+        let api: Api<ConfigMap> = Api::default_namespaced(w.client());
+        assert!(api.get_opt("missing").await.expect("get_opt").is_none());
+        match api.get("missing").await {
+            Err(Error::Api(status)) => {
+                assert_eq!((status.code, status.reason.as_str()), (404, "NotFound"));
+                assert_eq!(status.message, "configmaps \"missing\" not found");
+            }
+            other => panic!("expected 404, got {other:?}"),
+        }
+        Ok(())
+    });
+    assert_eq!(verdict, Verdict::Pass);
+}
+
+#[test]
+fn replace_with_a_stale_resource_version_gets_409_conflict() {
+    let verdict = run_script(|w| async move {
+        let api: Api<ConfigMap> = Api::default_namespaced(w.client());
+        let created = api.create(&PostParams::default(), &cm("a", None)).await.expect("create");
+        let mut newer = created.clone();
+        newer.data = Some(BTreeMap::from([("k".to_owned(), "w".to_owned())]));
+        api.replace("a", &PostParams::default(), &newer).await.expect("first replace");
+        match api.replace("a", &PostParams::default(), &created).await {
+            Err(Error::Api(status)) => assert_eq!((status.code, status.reason.as_str()), (409, "Conflict")),
+            other => panic!("expected 409, got {other:?}"),
+        }
+        Ok(())
+    });
+    assert_eq!(verdict, Verdict::Pass);
+}
+
+#[test]
+fn delete_answers_right_when_gone_and_left_when_finalizers_hold_the_object() {
+    let verdict = run_script(|w| async move {
+        let api: Api<ConfigMap> = Api::default_namespaced(w.client());
+        api.create(&PostParams::default(), &cm("plain", None)).await.expect("create");
+        api.create(&PostParams::default(), &cm("held", Some(vec!["example.com/hold".to_owned()])))
+            .await
+            .expect("create");
+        let gone = api.delete("plain", &DeleteParams::default()).await.expect("delete");
+        assert!(matches!(gone, Either::Right(_)), "{gone:?}");
+        let held = api.delete("held", &DeleteParams::default()).await.expect("delete");
+        match held {
+            Either::Left(object) => assert!(object.metadata.deletion_timestamp.is_some()),
+            Either::Right(status) => panic!("expected the object, got {status:?}"),
+        }
+        let names: Vec<String> = api
+            .list(&ListParams::default())
+            .await
+            .expect("list")
+            .items
+            .into_iter()
+            .filter_map(|o| o.metadata.name)
+            .collect();
+        assert_eq!(names, ["held"]);
+        Ok(())
+    });
+    assert_eq!(verdict, Verdict::Pass);
+}
+
+#[test]
+fn a_dynamic_object_api_reads_what_a_typed_api_wrote() {
+    let verdict = run_script(|w| async move {
+        let typed: Api<ConfigMap> = Api::default_namespaced(w.client());
+        typed.create(&PostParams::default(), &cm("a", None)).await.expect("create");
+        let resource = ApiResource::erase::<ConfigMap>(&());
+        let dynamic: Api<DynamicObject> = Api::namespaced_with(w.client(), "default", &resource);
+        let object = dynamic.get("a").await.expect("get");
+        assert_eq!(object.data["data"]["k"], "v");
+        Ok(())
+    });
+    assert_eq!(verdict, Verdict::Pass);
+}
+
+#[test]
+fn get_scale_and_patch_scale_read_and_set_a_deployments_replicas() {
+    let verdict = run_script(|w| async move {
+        let api: Api<Deployment> = Api::default_namespaced(w.client());
+        let labels = BTreeMap::from([("app".to_owned(), "web".to_owned())]);
+        let deployment = Deployment {
+            metadata: ObjectMeta { name: Some("web".to_owned()), ..ObjectMeta::default() },
+            spec: DeploymentSpec {
+                replicas: Some(2),
+                selector: LabelSelector { match_labels: Some(labels.clone()), ..LabelSelector::default() },
+                template: PodTemplateSpec {
+                    metadata: Some(ObjectMeta { labels: Some(labels), ..ObjectMeta::default() }),
+                    spec: Some(Default::default()),
+                },
+                ..DeploymentSpec::default()
+            },
+            ..Deployment::default()
+        };
+        api.create(&PostParams::default(), &deployment).await.expect("create");
+        let scale: Scale = api.get_scale("web").await.expect("get_scale");
+        assert_eq!(scale.spec.and_then(|s| s.replicas), Some(2));
+        let patch = Patch::Merge(serde_json::json!({ "spec": { "replicas": 5 } }));
+        api.patch_scale("web", &PatchParams::default(), &patch).await.expect("patch_scale");
+        let replicas = api.get("web").await.expect("get").spec.replicas;
+        assert_eq!(replicas, Some(5));
+        Ok(())
+    });
+    assert_eq!(verdict, Verdict::Pass);
+}
