@@ -67,8 +67,8 @@ impl ContinueToken {
 
 impl ApiServer {
     /// The snapshot a read at `version` is served from (not-older-than semantics).
-    fn snapshot_not_older_than(&self, version: ReadVersion) -> Result<&Snapshot, Status> {
-        let current = self.store.current();
+    fn snapshot_not_older_than(&self, version: ReadVersion) -> Result<Snapshot, Status> {
+        let current = self.store.current().clone();
         match version {
             ReadVersion::At(n) if n > current.revision => {
                 Err(errors::too_large_resource_version(n, current.revision))
@@ -78,7 +78,7 @@ impl ApiServer {
     }
 
     /// The snapshot at exactly `n`: 410 Expired when compacted, 504 when in the future.
-    fn snapshot_exact(&self, n: Revision) -> Result<&Snapshot, Status> {
+    fn snapshot_exact(&self, n: Revision) -> Result<Snapshot, Status> {
         if n > self.store.revision() {
             return Err(errors::too_large_resource_version(n, self.store.revision()));
         }
@@ -129,7 +129,7 @@ impl ApiServer {
             None => (self.list_snapshot(rv, params.version_match.as_ref())?, None),
         };
         let limit = params.limit.filter(|l| *l > 0).map(|l| l as usize);
-        Ok(page(t, snapshot, start, &filter, limit))
+        Ok(page(t, &snapshot, start, &filter, limit))
     }
 
     /// The snapshot a list without a continue token reads.
@@ -137,7 +137,7 @@ impl ApiServer {
         &self,
         rv: Option<&str>,
         version_match: Option<&VersionMatch>,
-    ) -> Result<&Snapshot, Status> {
+    ) -> Result<Snapshot, Status> {
         let version = parse_read_version(rv)?;
         match (version_match, version) {
             (Some(VersionMatch::Exact), ReadVersion::At(n)) => self.snapshot_exact(n),

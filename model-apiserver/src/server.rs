@@ -191,7 +191,7 @@ impl ApiServer {
     }
     /// The state at a retained revision; `None` if compacted or in the future.
     pub fn snapshot_at(&self, revision: Revision) -> Option<Snapshot> {
-        self.store.at(revision).cloned()
+        self.store.at(revision)
     }
     /// The stored changes after `revision`, in order; 410 Expired if compacted.
     pub fn events_after(&self, revision: Revision) -> Result<Vec<StoredEvent>, Status> {

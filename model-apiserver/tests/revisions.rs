@@ -336,3 +336,37 @@ fn list_not_older_than_a_past_revision_serves_the_latest_state() {
     let list = w.list(&cm(), None, params);
     assert_eq!((list.resource_version.as_str(), list.items.len()), ("6", 2));
 }
+
+#[test]
+fn every_retained_revision_reads_back_exactly_the_state_it_had() {
+    let mut w = World::with_config(ServerConfig { history_revisions_max: 20, ..Default::default() });
+    let mut states = std::collections::BTreeMap::new();
+    for i in 0..100u32 {
+        let name = format!("c{}", i % 7);
+        let body = config_map(&name, json!({"i": i.to_string()}));
+        match i % 3 {
+            0 | 1 => {
+                if w.try_create(&cm(), Some("default"), body.clone()).is_err() {
+                    w.try_update(&cm(), Some("default"), obj(body)).unwrap();
+                }
+            }
+            _ => {
+                let _ = w.try_delete(&cm(), Some("default"), &name);
+            }
+        }
+        let now = w.server.snapshot();
+        states.insert(now.revision, now.objects);
+        if i == 60 {
+            w.server.compact(w.server.revision() - 5);
+        }
+    }
+    let (oldest, newest) = (w.server.oldest_revision(), w.server.revision());
+    assert_eq!(newest - oldest + 1, 20);
+    for revision in oldest..=newest {
+        let got = w.server.snapshot_at(revision).unwrap();
+        assert_eq!(got.revision, revision);
+        assert_eq!(got.objects, states[&revision], "revision {revision}");
+    }
+    assert!(w.server.snapshot_at(oldest - 1).is_none());
+    assert!(w.server.snapshot_at(newest + 1).is_none());
+}
