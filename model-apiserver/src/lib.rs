@@ -8,9 +8,40 @@
 //! There is no async, no clock and no randomness inside: the same requests with the same context
 //! give byte-identical responses.
 //!
-//! Storage is one persistent [`imbl::OrdMap`] per revision, kept in a bounded history, so that a
-//! read at any retained revision (stale reads, time travel) costs O(log n) and a write costs one
-//! path copy.
+//! Storage is a persistent [`imbl::OrdMap`] per state with a bounded history of revisions
+//! (`ServerConfig::history_revisions_max`): the event of every retained revision is kept, and
+//! a checkpoint of the whole state every few revisions, so that a read at any retained revision
+//! (stale reads, time travel) costs O(log n) plus a short replay, and a write costs one path
+//! copy. Objects are stored once, as `Arc`s shared by snapshots, events and answers.
+//!
+//! ## What is modelled
+//!
+//! - **Revisions.** One global resourceVersion, starting at 1 for the empty store; every
+//!   write is one revision; a write that changes nothing (apart from resourceVersion and
+//!   managedFields) bumps nothing. Update with a stale resourceVersion: 409 Conflict; with
+//!   none: unconditional for built-ins, 422 for custom resources. Reads: unset = latest, `"0"` =
+//!   any (the model serves the latest), N = not older than N (504 if N is in the future),
+//!   `resourceVersionMatch=Exact` reads the past state (410 once compacted). Lists page with
+//!   `limit`/`continue` through one consistent revision.
+//! - **Metadata.** uid (a v4 UUID from the [`IdSource`]), creationTimestamp (second
+//!   precision), generation (kinds with a spec; bumped by spec changes and deletion),
+//!   `generateName` (8 tries, then 409 AlreadyExists), name rules, owner references.
+//! - **Status and scale.** `/status` writes only `.status` and the main resource ignores it;
+//!   `/scale` is an `autoscaling/v1` Scale view.
+//! - **Deletion.** Finalizers, graceful pod deletion, preconditions, propagation policies (as
+//!   finalizers for the garbage collector in `controllers`), namespaces that terminate until
+//!   [`ApiServer::finalize_namespace`] (the namespace controller's `/finalize`).
+//! - **Watch.** Pull-based: each [`Verb::Watch`] answers the events after a revision, with
+//!   selector transitions (leaving = DELETED, entering = ADDED), bookmarks, and 410 Expired.
+//! - **Patches.** JSON merge patch, JSON patch, strategic merge patch for built-ins
+//!   ([`strategic`]) and a server-side apply subset ([`apply`]).
+//! - **CRDs.** Served from creation (status Established at once), structural-schema
+//!   defaulting, pruning and validation ([`schema`]), subresources; deleting a CRD deletes its
+//!   objects at once.
+//! - **Admission.** Mutating hooks, validation, then validating hooks ([`AdmissionHook`]).
+//!
+//! Not modelled: RBAC, built-in defaulting beyond `spec.replicas` of the apps kinds, built-in
+//! validation beyond metadata, version conversion, and apply to `/scale`.
 //!
 //! ```
 //! use model_apiserver::{ApiServer, Context, Request, Response, SeqIds};

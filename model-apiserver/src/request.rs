@@ -55,8 +55,10 @@ pub enum Verb {
 pub struct Request {
     /// Which resource: group, version and plural are used; kind is informative.
     pub resource: ApiResource,
-    /// The namespace for namespaced resources; `None` means all namespaces for list/watch and is
-    /// an error (400 BadRequest... as the real server's path would 404) for a single object.
+    /// The namespace for namespaced resources; `None` means all namespaces for list, watch and
+    /// deletecollection, and is 404 NotFound for a single object (as the real server's path
+    /// would be), except for create, which then takes the body's `metadata.namespace`. A
+    /// namespace on a cluster-scoped resource is 404 NotFound too.
     pub namespace: Option<String>,
     /// The verb and its arguments.
     pub verb: Verb,
