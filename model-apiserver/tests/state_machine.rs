@@ -9,7 +9,7 @@ use kube_core::{
     ApiResource, DynamicObject, Status, WatchEvent,
     params::{DeleteParams, GetParams, ListParams, PostParams, Preconditions, VersionMatch, WatchParams},
 };
-use model_apiserver::{ApiServer, Context, Request, ResourceTypes, Response, SeqIds};
+use model_apiserver::{ApiServer, Context, Request, ResourceTypes, Response, SeqIds, ServerConfig};
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -17,6 +17,10 @@ use serde_json::json;
 const OPS_MAX: usize = 40;
 /// Generated sequences in the default run.
 const CASES: u32 = 1_000;
+/// A history that keeps every revision of a sequence.
+const HISTORY_LONG: usize = 10_000;
+/// Short histories (1 up to this, exclusive) compact during a sequence.
+const HISTORY_SHORT_MAX: usize = 16;
 
 /// Namespaces the requests address: two exist, the third does not (creates there get 404).
 const NAMESPACES: [&str; 3] = ["default", "kube-system", "missing"];
@@ -110,6 +114,32 @@ struct Change {
     value: u8,
 }
 
+/// A change with the object's value before it (`None` when it did not exist), to work out what a
+/// watch with a label selector sees.
+#[derive(Clone, Debug)]
+struct Logged {
+    change: Change,
+    before: Option<u8>,
+}
+
+/// The label selector of the selective watches: objects carry `v=<value>`.
+const SELECTOR: &str = "v=1";
+const SELECTED_VALUE: u8 = 1;
+
+/// What a watch with [`SELECTOR`] reports for a change: an object entering the selection is
+/// ADDED, one leaving it DELETED, one outside it nothing.
+fn selected(l: &Logged) -> Option<Change> {
+    let now = l.change.value == SELECTED_VALUE;
+    let before = l.before == Some(SELECTED_VALUE);
+    let kind = match (l.change.kind, before, now) {
+        ("ADDED", _, true) | ("MODIFIED", false, true) => "ADDED",
+        ("MODIFIED", true, true) => "MODIFIED",
+        ("MODIFIED", true, false) | ("DELETED", _, true) => "DELETED",
+        _ => return None,
+    };
+    Some(Change { kind, ..l.change.clone() })
+}
+
 fn config_maps() -> ApiResource {
     let types = ResourceTypes::builtin();
     types
@@ -122,7 +152,8 @@ fn config_maps() -> ApiResource {
 
 fn body(ns: &str, name: &str, value: u8, rv: Option<String>) -> DynamicObject {
     let mut v = json!({"apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": ns}, "data": {"v": value.to_string()}});
+        "metadata": {"name": name, "namespace": ns, "labels": {"v": value.to_string()}},
+        "data": {"v": value.to_string()}});
     if let Some(rv) = rv {
         v["metadata"]["resourceVersion"] = json!(rv);
     }
@@ -155,7 +186,7 @@ struct Run {
     /// The model's state at every revision the run reached.
     history: BTreeMap<u64, State>,
     /// Every change, in revision order.
-    changes: Vec<Change>,
+    changes: Vec<Logged>,
     /// The revision before the first request of the sequence.
     start: u64,
     /// The Debug form of every response, for the determinism check.
@@ -163,10 +194,11 @@ struct Run {
 }
 
 impl Run {
-    fn new() -> Run {
+    fn new(history_revisions_max: usize) -> Run {
         let mut ids = SeqIds::default();
         let now = jiff::Timestamp::from_second(1_767_225_600).expect("valid time");
-        let server = ApiServer::new().with_default_namespaces(&mut Context::new(now, &mut ids));
+        let config = ServerConfig { history_revisions_max, ..ServerConfig::default() };
+        let server = ApiServer::with_config(config).with_default_namespaces(&mut Context::new(now, &mut ids));
         let start = server.revision();
         let history = BTreeMap::from([(start, State::new())]);
         Run {
@@ -222,6 +254,7 @@ impl Run {
         assert_eq!(rv, self.server.revision(), "the write's resourceVersion is the server's revision");
         assert_eq!(key_of(&object), key);
         assert_eq!(value_of(&object), expect_value);
+        let before_value = self.model.get(&key).map(|s| s.value);
         if kind == "DELETED" {
             let gone = self.model.remove(&key).expect("deleted object was in the model");
             assert_eq!(object.metadata.uid.as_deref(), Some(gone.uid.as_str()));
@@ -232,7 +265,8 @@ impl Run {
             }
             self.model.insert(key.clone(), Stored { value: expect_value, rv, uid });
         }
-        self.changes.push(Change { kind, key, rv, value: expect_value });
+        self.changes
+            .push(Logged { change: Change { kind, key, rv, value: expect_value }, before: before_value });
         self.history.insert(rv, self.model.clone());
     }
 
@@ -356,13 +390,17 @@ impl Run {
         self.written("MODIFIED", key, &r, value);
     }
 
-    /// The checks over the whole run: lists at past revisions, watch replay and watches from
-    /// every revision.
+    /// The checks over the whole run, at every revision it reached: a list at a retained
+    /// revision equals the model then and the replay of a watch up to it; a watch from it yields
+    /// exactly the later changes (with a label selector, the selection's entries and exits); a
+    /// compacted revision gets 410 Expired from both.
     fn check_history(&mut self) {
-        let everything = self.watch_from(self.start);
-        let expected: Vec<Change> = self.changes.clone();
-        assert_eq!(everything, expected, "a watch from the start yields every change in order");
+        let oldest = self.server.oldest_revision();
         let revisions: Vec<u64> = self.history.keys().copied().collect();
+        let base =
+            revisions.iter().copied().find(|r| *r >= oldest).expect("the current revision is retained");
+        let base_state = self.history[&base].clone();
+        let replayable = self.watch_from(base, None);
         for &r in &revisions {
             let params = ListParams {
                 resource_version: Some(r.to_string()),
@@ -370,19 +408,49 @@ impl Run {
                 ..ListParams::default()
             };
             let response = self.handle(Request::list(&self.cm, None, params));
+            if r < oldest {
+                assert_eq!(
+                    err_of(&response),
+                    Some((410, "Expired")),
+                    "list at compacted {r} (oldest {oldest})"
+                );
+                let watch =
+                    self.handle(Request::watch(&self.cm, None, &r.to_string(), WatchParams::default()));
+                let Ok(Response::Watch(events)) = watch else {
+                    panic!("watch from compacted {r}: {watch:?}")
+                };
+                assert!(
+                    matches!(events.as_slice(), [WatchEvent::Error(e)] if e.code == 410 && e.reason == "Expired"),
+                    "a watch from compacted {r} is one 410 ERROR event: {events:?}"
+                );
+                continue;
+            }
             let Ok(Response::List(list)) = response else { panic!("list at {r}: {response:?}") };
             assert_eq!(list.resource_version, r.to_string());
             let listed = listed_state(&list.items);
             assert_eq!(listed, self.history[&r], "list at revision {r} equals the model then");
-            let replayed = replay(everything.iter().filter(|c| c.rv <= r));
+            let replayed = replay(&base_state, replayable.iter().filter(|c| c.rv <= r));
             assert_eq!(versions(&listed), versions(&replayed), "list at {r} equals the replayed watch");
-            let after: Vec<Change> = self.changes.iter().filter(|c| c.rv > r).cloned().collect();
-            assert_eq!(self.watch_from(r), after, "a watch from {r} yields exactly the changes after it");
+            let after: Vec<Change> =
+                self.changes.iter().filter(|l| l.change.rv > r).map(|l| l.change.clone()).collect();
+            assert_eq!(
+                self.watch_from(r, None),
+                after,
+                "a watch from {r} yields exactly the changes after it"
+            );
+            let selected_after: Vec<Change> =
+                self.changes.iter().filter(|l| l.change.rv > r).filter_map(selected).collect();
+            assert_eq!(
+                self.watch_from(r, Some(SELECTOR)),
+                selected_after,
+                "a watch from {r} with {SELECTOR} yields the selection's changes"
+            );
         }
     }
 
-    fn watch_from(&mut self, rv: u64) -> Vec<Change> {
-        let response = self.handle(Request::watch(&self.cm, None, &rv.to_string(), WatchParams::default()));
+    fn watch_from(&mut self, rv: u64, labels: Option<&str>) -> Vec<Change> {
+        let params = WatchParams { label_selector: labels.map(str::to_owned), ..WatchParams::default() };
+        let response = self.handle(Request::watch(&self.cm, None, &rv.to_string(), params));
         let Ok(Response::Watch(events)) = response else { panic!("watch from {rv}: {response:?}") };
         events
             .iter()
@@ -412,10 +480,10 @@ fn listed_state(items: &[Arc<DynamicObject>]) -> State {
     state
 }
 
-/// The state that a sequence of changes leaves from empty (watch changes carry no uids here, so
-/// they stay empty; compare through [`versions`]).
-fn replay<'a>(changes: impl Iterator<Item = &'a Change>) -> State {
-    let mut state = State::new();
+/// The state that a sequence of changes leaves from `base` (watch changes carry no uids here, so
+/// new entries have none; compare through [`versions`]).
+fn replay<'a>(base: &State, changes: impl Iterator<Item = &'a Change>) -> State {
+    let mut state = base.clone();
     for c in changes {
         if c.kind == "DELETED" {
             state.remove(&c.key);
@@ -432,8 +500,8 @@ fn versions(state: &State) -> BTreeMap<Key, (u8, u64)> {
 }
 
 /// Run a sequence with every per-request check; returns the transcript.
-fn run(ops: &[Op]) -> String {
-    let mut run = Run::new();
+fn run(ops: &[Op], history_revisions_max: usize) -> String {
+    let mut run = Run::new(history_revisions_max);
     for op in ops {
         run.apply(op);
     }
@@ -446,10 +514,12 @@ proptest! {
 
     #[test]
     fn random_request_sequences_match_the_reference_model_and_replay_byte_identically(
-        ops in prop::collection::vec(arb_op(), 1..OPS_MAX)
+        ops in prop::collection::vec(arb_op(), 1..OPS_MAX),
+        // Mostly a history longer than any sequence; sometimes one short enough to compact.
+        history in prop_oneof![3 => Just(HISTORY_LONG), 1 => 1..HISTORY_SHORT_MAX],
     ) {
-        let first = run(&ops);
-        let second = run(&ops);
+        let first = run(&ops, history);
+        let second = run(&ops, history);
         prop_assert!(first == second, "the same sequence gave different responses");
     }
 }
