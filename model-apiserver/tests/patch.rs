@@ -72,6 +72,7 @@ fn a_json_patch_whose_test_fails_gets_422_invalid_and_changes_nothing() {
     ]));
     let err = w.handle(Request::patch(&cm(), Some("default"), "a", ops, PatchParams::default())).unwrap_err();
     assert_eq!(code_reason(&err), (422, "Invalid"));
+    assert_eq!(err.message, "operation '/0' failed at path '/data/k': value did not match");
     assert_eq!(w.get(&cm(), Some("default"), "a").data["data"], json!({"k": "1"}));
     assert_eq!(w.server.revision(), 5);
 }
@@ -138,4 +139,18 @@ fn a_patch_with_dry_run_returns_the_result_and_changes_nothing() {
     assert_eq!(object(r.unwrap()).data["data"], json!({"k": "2"}));
     assert_eq!(w.get(&cm(), Some("default"), "a").data["data"], json!({"k": "1"}));
     assert_eq!(w.server.revision(), 5);
+}
+
+#[test]
+fn a_json_patch_error_names_the_failing_operation_of_the_whole_patch() {
+    let mut w = World::new();
+    w.create(&cm(), Some("default"), config_map("a", json!({"k": "1"})));
+    let ops = json_patch(json!([
+        {"op": "replace", "path": "/data/k", "value": "2"},
+        {"op": "remove", "path": "/data/missing"},
+    ]));
+    let err = w.handle(Request::patch(&cm(), Some("default"), "a", ops, PatchParams::default())).unwrap_err();
+    assert_eq!(code_reason(&err), (422, "Invalid"));
+    assert_eq!(err.message, "operation '/1' failed at path '/data/missing': path is invalid");
+    assert_eq!(w.get(&cm(), Some("default"), "a").data["data"], json!({"k": "1"}));
 }
