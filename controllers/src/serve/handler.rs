@@ -1,0 +1,335 @@
+//! One HTTP request in, one reply out: routing, decoding, the model call, encoding.
+//!
+//! Every failure is a `Status` reply with the real code; nothing a client sends panics here
+//! (the model's own panics are caught in [`Live::handle`]).
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Limited};
+use hyper::{
+    Method,
+    body::Incoming,
+    header::{ACCEPT, CONTENT_TYPE, HeaderMap, USER_AGENT},
+};
+use kube_core::{DynamicObject, Status, params::Patch};
+use model_apiserver::{Request, ResourceType, Response, Subresource, errors};
+use serde_json::{Value, json};
+
+use super::{
+    discovery,
+    http::{self, Reply},
+    live::{Live, Model},
+    openapi,
+    query::Query,
+    route::{self, ResourcePath, Route},
+    table, watch,
+};
+
+/// The first bytes of a Kubernetes protobuf body (`k8s\0`).
+const PROTOBUF_MAGIC: &[u8] = b"k8s\x00";
+
+/// The largest request body accepted (kube-apiserver's limit is 3 MiB).
+pub const BODY_BYTES_MAX: usize = 3 * 1024 * 1024;
+
+/// Serve one request.
+pub async fn serve(live: Live, server_address: Arc<str>, request: hyper::Request<Incoming>) -> Reply {
+    let (parts, body) = request.into_parts();
+    let body = match Limited::new(body, BODY_BYTES_MAX).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) => {
+            return http::status(
+                &Status::failure(&format!("reading the request body: {e}"), "RequestEntityTooLarge")
+                    .with_code(413),
+            );
+        }
+    };
+    let query = Query::parse(parts.uri.query());
+    match route::parse(parts.uri.path()) {
+        Route::Version => http::json(200, &discovery::version()),
+        Route::Health => http::with_type(200, http::full("ok"), "text/plain"),
+        Route::CoreVersions => http::json(200, &discovery::core_versions(&server_address)),
+        Route::Groups => http::json(200, &discovery::group_list(live.lock().server.types())),
+        Route::Group(g) => found(discovery::group(live.lock().server.types(), &g)),
+        Route::Resources { group, version } => {
+            found(discovery::resource_list(live.lock().server.types(), &group, &version))
+        }
+        Route::OpenApiV2 => openapi::v2(&parts.headers),
+        Route::OpenApiV3Index => http::json(200, &openapi::v3_index(live.lock().server.types())),
+        Route::OpenApiV3 { group, version } => {
+            found(openapi::v3_group_version(live.lock().server.types(), &group, &version))
+        }
+        Route::Resource(path) => {
+            let call = Call { live, method: parts.method, headers: parts.headers, query, body };
+            call.resource(path).await
+        }
+        Route::Unknown => http::status(&not_found()),
+    }
+}
+
+/// 200 with the document, or 404.
+fn found(doc: Option<impl serde::Serialize>) -> Reply {
+    match doc {
+        Some(doc) => http::json(200, &doc),
+        None => http::status(&not_found()),
+    }
+}
+
+/// 404 for a path nothing is served at, as kube-apiserver words it.
+fn not_found() -> Status {
+    Status::failure("the server could not find the requested resource", "NotFound").with_code(404)
+}
+
+/// A request to a resource path, decoded.
+struct Call {
+    live: Live,
+    method: Method,
+    headers: HeaderMap,
+    query: Query,
+    body: Bytes,
+}
+
+impl Call {
+    async fn resource(self, path: ResourcePath) -> Reply {
+        let ty = self.live.lock().server.types().get(&path.group, &path.version, &path.plural).cloned();
+        let Some(ty) = ty else { return http::status(&not_found()) };
+        let subresource = match path.subresource.as_deref() {
+            None => None,
+            Some("status") => Some(Subresource::Status),
+            Some("scale") => Some(Subresource::Scale),
+            Some(_) => return http::status(&not_found()),
+        };
+        let target = Target { ty, namespace: path.namespace, subresource };
+        let answer = match (&self.method, path.name) {
+            (&Method::GET, None) if subresource.is_none() => match self.query.is_watch() {
+                Ok(true) => return self.watch(&target),
+                Ok(false) => self.list(&target),
+                Err(e) => Err(e),
+            },
+            (&Method::GET, Some(name)) => self.get(&target, &name),
+            (&Method::POST, None) if subresource.is_none() => self.create(&target),
+            (&Method::PUT, Some(name)) => self.update(&target, &name),
+            (&Method::PATCH, Some(name)) => self.patch(&target, &name),
+            (&Method::DELETE, Some(name)) if subresource.is_none() => self.delete(&target, &name),
+            (&Method::DELETE, None) if subresource.is_none() => self.delete_collection(&target),
+            _ => Err(errors::method_not_allowed(
+                "the server does not allow this method on the requested resource",
+            )),
+        };
+        match answer {
+            Ok(reply) => reply,
+            Err(status) => http::status(&status),
+        }
+    }
+
+    fn get(&self, t: &Target, name: &str) -> Result<Reply, Status> {
+        let request = t.with_sub(Request::get(&t.ty.api, t.ns(), name, self.query.get_params()));
+        let answer = self.live.handle(request)?;
+        Ok(self.object_reply(t, 200, &answer))
+    }
+
+    fn list(&self, t: &Target) -> Result<Reply, Status> {
+        let params = self.query.list_params()?;
+        let answer = self.live.handle(Request::list(&t.ty.api, t.ns(), params))?;
+        let Response::List(list) = answer else { return Err(unexpected()) };
+        let mut metadata = json!({"resourceVersion": list.resource_version});
+        if let Some(token) = &list.continue_token {
+            metadata["continue"] = json!(token);
+        }
+        if let Some(remaining) = list.remaining_item_count {
+            metadata["remainingItemCount"] = json!(remaining);
+        }
+        if table::wanted(&self.headers) {
+            return Ok(http::json(200, &table::table(&t.ty, &list.items, metadata)));
+        }
+        let items: Vec<&DynamicObject> = list.items.iter().map(|o| &**o).collect();
+        Ok(http::json(
+            200,
+            &json!({
+                "apiVersion": t.ty.api.api_version,
+                "kind": format!("{}List", t.ty.api.kind),
+                "metadata": metadata,
+                "items": items,
+            }),
+        ))
+    }
+
+    fn watch(&self, t: &Target) -> Reply {
+        let params = match self.query.watch_params() {
+            Ok(params) => params,
+            Err(e) => return http::status(&e),
+        };
+        let rv = self.query.get("resourceVersion").unwrap_or("").to_owned();
+        watch::start(self.live.clone(), t.ty.api.clone(), t.namespace.clone(), rv, params)
+    }
+
+    fn create(&self, t: &Target) -> Result<Reply, Status> {
+        let mut params = self.query.post_params()?;
+        params.field_manager = Some(self.manager(params.field_manager.as_deref()));
+        let object = decode_object(&self.body)?;
+        let answer = self.live.handle(Request::create(&t.ty.api, t.ns(), object, params))?;
+        Ok(self.object_reply(t, 201, &answer))
+    }
+
+    fn update(&self, t: &Target, name: &str) -> Result<Reply, Status> {
+        let mut params = self.query.post_params()?;
+        params.field_manager = Some(self.manager(params.field_manager.as_deref()));
+        let object = decode_object(&self.body)?;
+        let answer =
+            self.live.handle(t.with_sub(Request::update(&t.ty.api, t.ns(), name, object, params)))?;
+        Ok(self.object_reply(t, 200, &answer))
+    }
+
+    /// PATCH, by content type. Strategic merge patch and server-side apply are the model's own
+    /// (`model_apiserver::strategic`, `model_apiserver::apply`).
+    fn patch(&self, t: &Target, name: &str) -> Result<Reply, Status> {
+        let mut params = self.query.patch_params()?;
+        let content_type = self.headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+        let media = content_type.split(';').next().unwrap_or("").trim();
+        let patch = match media {
+            "application/json-patch+json" => Patch::Json(
+                serde_json::from_slice(&self.body)
+                    .map_err(|e| errors::bad_request(&format!("error decoding patch: {e}")))?,
+            ),
+            "application/merge-patch+json" => Patch::Merge(decode_json(&self.body)?),
+            "application/strategic-merge-patch+json" => Patch::Strategic(decode_json(&self.body)?),
+            "application/apply-patch+yaml" => Patch::Apply(
+                serde_yaml_ng::from_slice(&self.body)
+                    .map_err(|e| errors::bad_request(&format!("error decoding YAML: {e}")))?,
+            ),
+            _ => {
+                return Err(errors::unsupported_media_type(&format!(
+                    "the body of the request was in an unknown format - accepted media types include: {}",
+                    accepted_patch_types(&t.ty)
+                )));
+            }
+        };
+        let is_apply = matches!(patch, Patch::Apply(_));
+        if !is_apply {
+            params.field_manager = Some(self.manager(params.field_manager.as_deref()));
+        }
+        let request = t.with_sub(Request::patch(&t.ty.api, t.ns(), name, patch, params));
+        // An apply to an absent object creates it: 201, as kube-apiserver answers.
+        let (existed, answer) = self.live.with_model(|m| {
+            let existed = !is_apply || current(m, t, name).is_ok_and(|o| o.is_some());
+            (existed, m.handle(request))
+        });
+        Ok(self.object_reply(t, if existed { 200 } else { 201 }, &answer?))
+    }
+
+    fn delete(&self, t: &Target, name: &str) -> Result<Reply, Status> {
+        let params = self.query.delete_params(&self.body)?;
+        let answer = self.live.handle(Request::delete(&t.ty.api, t.ns(), name, params))?;
+        match answer {
+            Response::Deleted { status, .. } => Ok(http::status(&status)),
+            other => Ok(self.object_reply(t, 200, &other)),
+        }
+    }
+
+    fn delete_collection(&self, t: &Target) -> Result<Reply, Status> {
+        let params = self.query.delete_params(&self.body)?;
+        let list = self.query.list_params()?;
+        let answer = self.live.handle(Request::delete_collection(&t.ty.api, t.ns(), list, params))?;
+        let Response::List(list) = answer else { return Err(unexpected()) };
+        let items: Vec<&DynamicObject> = list.items.iter().map(|o| &**o).collect();
+        Ok(http::json(
+            200,
+            &json!({
+                "apiVersion": t.ty.api.api_version,
+                "kind": format!("{}List", t.ty.api.kind),
+                "metadata": {"resourceVersion": list.resource_version},
+                "items": items,
+            }),
+        ))
+    }
+
+    /// An object answer; `/scale` answers are already `autoscaling/v1` Scale objects.
+    fn object_reply(&self, _t: &Target, code: u16, answer: &Response) -> Reply {
+        match answer.object() {
+            Some(object) => http::json(code, &**object),
+            None => http::status(&unexpected()),
+        }
+    }
+
+    /// The field manager of a non-apply write: the `fieldManager` parameter, or the user
+    /// agent's product name, as kube-apiserver derives it.
+    fn manager(&self, field_manager: Option<&str>) -> String {
+        if let Some(m) = field_manager {
+            return m.to_owned();
+        }
+        let agent = self.headers.get(USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("unknown");
+        agent.split('/').next().unwrap_or("unknown").to_owned()
+    }
+}
+
+/// The resolved type, namespace and subresource of a request.
+struct Target {
+    ty: Arc<ResourceType>,
+    namespace: Option<String>,
+    subresource: Option<Subresource>,
+}
+
+impl Target {
+    fn ns(&self) -> Option<&str> {
+        self.namespace.as_deref()
+    }
+    fn with_sub(&self, request: Request) -> Request {
+        match self.subresource {
+            Some(sub) => request.with_subresource(sub),
+            None => request,
+        }
+    }
+}
+
+/// The stored object, `None` if absent.
+fn current(m: &mut Model, t: &Target, name: &str) -> Result<Option<Arc<DynamicObject>>, Status> {
+    match m.handle(Request::get(&t.ty.api, t.ns(), name, Default::default())) {
+        Ok(answer) => Ok(answer.object().cloned()),
+        Err(status) if status.code == 404 => Ok(None),
+        Err(status) => Err(status),
+    }
+}
+
+/// A JSON document body.
+fn decode_json(body: &[u8]) -> Result<Value, Status> {
+    serde_json::from_slice(body).map_err(|e| errors::bad_request(&format!("error decoding patch: {e}")))
+}
+
+/// An object body (JSON, or YAML, which is a superset). Protobuf and CBOR are not served: they
+/// get 415, and client-go retries in JSON.
+fn decode_object(body: &[u8]) -> Result<DynamicObject, Status> {
+    if body.starts_with(PROTOBUF_MAGIC) {
+        return Err(errors::unsupported_media_type(
+            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml",
+        ));
+    }
+    let value: Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(_) => serde_yaml_ng::from_slice(body)
+            .map_err(|e| errors::bad_request(&format!("the object provided is unrecognized: {e}")))?,
+    };
+    if !value.is_object() {
+        return Err(errors::bad_request("the object provided is unrecognized: not a JSON object"));
+    }
+    serde_json::from_value(value)
+        .map_err(|e| errors::bad_request(&format!("the object provided is unrecognized: {e}")))
+}
+
+/// The patch media types a type accepts.
+fn accepted_patch_types(ty: &ResourceType) -> &'static str {
+    if ty.custom {
+        "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+    } else {
+        "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml"
+    }
+}
+
+/// The model answered with a shape this verb never has: a bug of ours, reported as a 500.
+fn unexpected() -> Status {
+    errors::internal_error("the model API server answered with an unexpected response type")
+}
+
+/// The `Accept` header, for table negotiation.
+pub(crate) fn accept(headers: &HeaderMap) -> &str {
+    headers.get(ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("")
+}

@@ -1,0 +1,140 @@
+//! Request paths, as kube-apiserver's router splits them.
+
+/// What a path addresses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// `/version`.
+    Version,
+    /// `/healthz`, `/livez`, `/readyz`.
+    Health,
+    /// `/api`: the core group's versions.
+    CoreVersions,
+    /// `/apis`: every group.
+    Groups,
+    /// `/apis/{group}`.
+    Group(String),
+    /// `/api/v1` or `/apis/{group}/{version}`: the resources of one group version.
+    Resources { group: String, version: String },
+    /// `/openapi/v2`.
+    OpenApiV2,
+    /// `/openapi/v3`: the index of group versions.
+    OpenApiV3Index,
+    /// `/openapi/v3/api/v1` or `/openapi/v3/apis/{group}/{version}`.
+    OpenApiV3 { group: String, version: String },
+    /// A resource path.
+    Resource(ResourcePath),
+    /// Anything else.
+    Unknown,
+}
+
+/// `/api/v1[/namespaces/{ns}]/{plural}[/{name}[/{subresource}]]` or the same under
+/// `/apis/{group}/{version}`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResourcePath {
+    /// API group (`""` for core).
+    pub group: String,
+    /// API version.
+    pub version: String,
+    /// The namespace segment, if any.
+    pub namespace: Option<String>,
+    /// The resource's plural name.
+    pub plural: String,
+    /// The object's name, if any.
+    pub name: Option<String>,
+    /// `status`, `scale`, ... if any.
+    pub subresource: Option<String>,
+}
+
+/// Split a request path into a [`Route`]; never fails (unknown paths are [`Route::Unknown`]).
+pub fn parse(path: &str) -> Route {
+    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    match segments.as_slice() {
+        ["version"] => Route::Version,
+        ["healthz" | "livez" | "readyz", ..] => Route::Health,
+        ["api"] => Route::CoreVersions,
+        ["apis"] => Route::Groups,
+        ["apis", group] => Route::Group((*group).to_owned()),
+        ["api", version] => Route::Resources { group: String::new(), version: (*version).to_owned() },
+        ["apis", group, version] => {
+            Route::Resources { group: (*group).to_owned(), version: (*version).to_owned() }
+        }
+        ["openapi", "v2"] => Route::OpenApiV2,
+        ["openapi", "v3"] => Route::OpenApiV3Index,
+        ["openapi", "v3", "api", version] => {
+            Route::OpenApiV3 { group: String::new(), version: (*version).to_owned() }
+        }
+        ["openapi", "v3", "apis", group, version] => {
+            Route::OpenApiV3 { group: (*group).to_owned(), version: (*version).to_owned() }
+        }
+        ["api", version, rest @ ..] => resource("", version, rest),
+        ["apis", group, version, rest @ ..] => resource(group, version, rest),
+        _ => Route::Unknown,
+    }
+}
+
+fn resource(group: &str, version: &str, rest: &[&str]) -> Route {
+    let (namespace, rest) = match rest {
+        // `/namespaces/{name}[/status|/finalize]` is the Namespace itself; with a further plural
+        // segment it is a namespaced collection.
+        ["namespaces", ns, plural, tail @ ..] if !matches!(*plural, "status" | "finalize") => {
+            (Some((*ns).to_owned()), [&[*plural][..], tail].concat())
+        }
+        other => (None, other.to_vec()),
+    };
+    let owned = |s: &&str| (*s).to_owned();
+    let (plural, name, subresource) = match rest.as_slice() {
+        [plural] => (owned(plural), None, None),
+        [plural, name] => (owned(plural), Some(owned(name)), None),
+        [plural, name, sub] => (owned(plural), Some(owned(name)), Some(owned(sub))),
+        _ => return Route::Unknown,
+    };
+    Route::Resource(ResourcePath {
+        group: group.to_owned(),
+        version: version.to_owned(),
+        namespace,
+        plural,
+        name,
+        subresource,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rp(ns: Option<&str>, plural: &str, name: Option<&str>, sub: Option<&str>) -> Route {
+        Route::Resource(ResourcePath {
+            group: "apps".into(),
+            version: "v1".into(),
+            namespace: ns.map(Into::into),
+            plural: plural.into(),
+            name: name.map(Into::into),
+            subresource: sub.map(Into::into),
+        })
+    }
+
+    #[test]
+    fn namespaced_paths_with_name_and_subresource_are_split_into_their_parts() {
+        assert_eq!(
+            parse("/apis/apps/v1/namespaces/default/deployments/web/scale"),
+            rp(Some("default"), "deployments", Some("web"), Some("scale"))
+        );
+        assert_eq!(parse("/apis/apps/v1/deployments"), rp(None, "deployments", None, None));
+    }
+
+    #[test]
+    fn a_namespace_and_its_status_are_cluster_scoped_paths() {
+        let status = parse("/api/v1/namespaces/kube-system/status");
+        let Route::Resource(p) = status else { panic!("not a resource path: {status:?}") };
+        assert_eq!(
+            (p.namespace, p.plural.as_str(), p.name.as_deref(), p.subresource.as_deref()),
+            (None, "namespaces", Some("kube-system"), Some("status"))
+        );
+    }
+
+    #[test]
+    fn paths_with_too_many_segments_are_unknown() {
+        assert_eq!(parse("/api/v1/namespaces/a/pods/b/status/extra"), Route::Unknown);
+        assert_eq!(parse("/nothing"), Route::Unknown);
+    }
+}

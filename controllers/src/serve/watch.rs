@@ -1,0 +1,176 @@
+//! Watch over HTTP: newline-delimited JSON events, streamed as the model produces them.
+//!
+//! The model's watch is pull-based (the events after a revision). A stream polls it after every
+//! write (a [`tokio::sync::Notify`] from [`Live`]) and at least every [`POLL_INTERVAL`], and
+//! resumes from the revision it last read. A compacted revision is an ERROR event carrying
+//! 410 Expired in a 200 answer, after which the stream closes, as kube-apiserver does.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use kube_core::{ApiResource, DynamicObject, Status, WatchEvent, params::WatchParams};
+use model_apiserver::{Request, Response};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+use super::{
+    http::{self, Reply},
+    live::Live,
+};
+
+/// How often a stream polls when no write woke it (writes from outside `serve` do not notify).
+pub const POLL_INTERVAL: Duration = Duration::from_millis(500);
+/// A stream without `timeoutSeconds` closes after this long (kube-apiserver picks 30 to 60 min).
+pub const WATCH_TIMEOUT_DEFAULT: Duration = Duration::from_secs(1800);
+/// Events buffered for a slow client before the stream waits for it.
+pub const WATCH_BUFFER_EVENTS_MAX: usize = 1024;
+/// With `allowWatchBookmarks`, a quiet stream gets a BOOKMARK this often.
+pub const BOOKMARK_INTERVAL: Duration = Duration::from_secs(10);
+
+/// The annotation of the bookmark that ends the initial events of `sendInitialEvents`.
+const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
+
+/// One poll: the events, and the revision to resume from.
+struct Poll {
+    events: Vec<WatchEvent<Arc<DynamicObject>>>,
+    revision: u64,
+}
+
+/// Start a watch; a bad request (selector, resourceVersion) is an error reply, not a stream.
+pub fn start(
+    live: Live,
+    api: ApiResource,
+    namespace: Option<String>,
+    rv: String,
+    params: WatchParams,
+) -> Reply {
+    let first = match poll(&live, &api, namespace.as_deref(), &rv, &params) {
+        Ok(first) => first,
+        Err(status) => return http::status(&status),
+    };
+    let (tx, rx) = tokio::sync::mpsc::channel(WATCH_BUFFER_EVENTS_MAX);
+    let timeout = params.timeout.map_or(WATCH_TIMEOUT_DEFAULT, |s| Duration::from_secs(u64::from(s)));
+    let initial_end = params.send_initial_events && matches!(rv.as_str(), "" | "0");
+    tokio::spawn(async move {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let stream = Stream { live, api, namespace, params, tx };
+        stream.run(first, initial_end, deadline).await;
+    });
+    http::with_type(200, http::streamed(rx), "application/json")
+}
+
+struct Stream {
+    live: Live,
+    api: ApiResource,
+    namespace: Option<String>,
+    params: WatchParams,
+    tx: tokio::sync::mpsc::Sender<Bytes>,
+}
+
+impl Stream {
+    async fn run(self, first: Poll, initial_end: bool, deadline: tokio::time::Instant) {
+        let mut revision = first.revision;
+        if !self.send(first.events).await {
+            return;
+        }
+        if initial_end && !self.send_bookmark(revision, true).await {
+            return;
+        }
+        let mut last_sent = tokio::time::Instant::now();
+        loop {
+            let written = self.live.written.notified();
+            tokio::select! {
+                biased;
+                _ = tokio::time::sleep_until(deadline) => return,
+                _ = written => {}
+                _ = tokio::time::sleep(POLL_INTERVAL) => {}
+            }
+            if self.tx.is_closed() {
+                return;
+            }
+            let next = match poll(
+                &self.live,
+                &self.api,
+                self.namespace.as_deref(),
+                &revision.to_string(),
+                &self.params,
+            ) {
+                Ok(next) => next,
+                Err(status) => {
+                    let _ = self.tx.send(line("ERROR", http::status_json(&status))).await;
+                    return;
+                }
+            };
+            revision = next.revision;
+            let quiet = next.events.is_empty();
+            if !self.send(next.events).await {
+                return;
+            }
+            if quiet && self.params.bookmarks && last_sent.elapsed() >= BOOKMARK_INTERVAL {
+                if !self.send_bookmark(revision, false).await {
+                    return;
+                }
+                last_sent = tokio::time::Instant::now();
+            } else if !quiet {
+                last_sent = tokio::time::Instant::now();
+            }
+        }
+    }
+
+    /// Send events; false when the client is gone or an ERROR ended the stream.
+    async fn send(&self, events: Vec<WatchEvent<Arc<DynamicObject>>>) -> bool {
+        for event in events {
+            let (kind, object, last) = match event {
+                WatchEvent::Added(o) => ("ADDED", to_value(&o), false),
+                WatchEvent::Modified(o) => ("MODIFIED", to_value(&o), false),
+                WatchEvent::Deleted(o) => ("DELETED", to_value(&o), false),
+                // Bookmarks are sent by the stream itself, at its own pace.
+                WatchEvent::Bookmark(_) => continue,
+                WatchEvent::Error(status) => ("ERROR", http::status_json(&status), true),
+            };
+            if self.tx.send(line(kind, object)).await.is_err() || last {
+                return false;
+            }
+        }
+        true
+    }
+
+    async fn send_bookmark(&self, revision: u64, initial_end: bool) -> bool {
+        let mut metadata = json!({"resourceVersion": revision.to_string()});
+        if initial_end {
+            metadata["annotations"] = json!({INITIAL_EVENTS_END: "true"});
+        }
+        let object = json!({"apiVersion": self.api.api_version, "kind": self.api.kind, "metadata": metadata});
+        self.tx.send(line("BOOKMARK", object)).await.is_ok()
+    }
+}
+
+/// The model's answer from `rv`, and the revision it reached (read under the same lock).
+fn poll(
+    live: &Live,
+    api: &ApiResource,
+    namespace: Option<&str>,
+    rv: &str,
+    params: &WatchParams,
+) -> Result<Poll, Status> {
+    let params = WatchParams { bookmarks: false, ..params.clone() };
+    let mut model = live.lock();
+    let answer = model.handle(Request::watch(api, namespace, rv, params))?;
+    let revision = model.server.revision();
+    let Response::Watch(events) = answer else {
+        return Err(model_apiserver::errors::internal_error(
+            "the model answered a watch with something else",
+        ));
+    };
+    Ok(Poll { events, revision })
+}
+
+fn to_value(object: &DynamicObject) -> Value {
+    serde_json::to_value(object).unwrap_or(Value::Null)
+}
+
+fn line(kind: &str, object: Value) -> Bytes {
+    let mut bytes = serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap_or_default();
+    bytes.push(b'\n');
+    Bytes::from(bytes)
+}
