@@ -364,3 +364,46 @@ fn field_selector_escaped_comma_is_part_of_the_value() {
     let e = FieldSelector::parse("metadata.name=a=b").unwrap_err();
     assert_eq!(e.message, "invalid field selector: unescaped character in value: =");
 }
+
+mod round_trip {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn arb_requirement() -> impl Strategy<Value = String> {
+        let key = prop_oneof![Just("app"), Just("tier"), Just("example.com/role"), Just("in")];
+        let value = prop_oneof![Just("web"), Just("db"), Just("a.b-c_d"), Just("")];
+        let values = prop::collection::btree_set(prop_oneof![Just("web"), Just("db"), Just("x")], 1..3)
+            .prop_map(|s| s.into_iter().collect::<Vec<_>>().join(", "));
+        (key, value, values, 0..6u8).prop_map(|(k, v, vs, op)| match op {
+            0 => format!("{k}={v}"),
+            1 => format!("{k} != {v}"),
+            2 => format!("{k} in ({vs})"),
+            3 => format!("{k} notin ({vs})"),
+            4 => k.to_string(),
+            _ => format!("!{k}"),
+        })
+    }
+
+    fn arb_labels() -> impl Strategy<Value = BTreeMap<String, String>> {
+        prop::collection::btree_map(
+            prop_oneof![Just("app".to_string()), Just("tier".to_string()), Just("in".to_string())],
+            prop_oneof![Just("web".to_string()), Just("db".to_string()), Just(String::new())],
+            0..3,
+        )
+    }
+
+    proptest! {
+        #[test]
+        fn printed_selector_parses_back_to_the_same_selector(
+            reqs in prop::collection::vec(arb_requirement(), 0..4),
+            labels in prop::collection::vec(arb_labels(), 4),
+        ) {
+            let parsed = sel(&reqs.join(","));
+            let reparsed = sel(&parsed.to_string());
+            prop_assert_eq!(&reparsed, &parsed);
+            for l in &labels {
+                prop_assert_eq!(reparsed.matches(l), parsed.matches(l));
+            }
+        }
+    }
+}
