@@ -88,6 +88,7 @@ pub mod server;
 mod server_apply;
 pub mod store;
 pub mod strategic;
+mod validation;
 mod watch;
 mod write;
 

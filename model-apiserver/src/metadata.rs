@@ -80,6 +80,11 @@ pub(crate) fn validate_name(rule: NameRule, field: &str, name: &str) -> Vec<Stat
     causes
 }
 
+/// A lowercase RFC 1123 subdomain, without the length limit.
+pub(crate) fn is_dns1123_subdomain(s: &str) -> bool {
+    s.split('.').all(is_dns1123_label)
+}
+
 /// A lowercase RFC 1123 label, without the length limit (checked separately).
 fn is_dns1123_label(s: &str) -> bool {
     let bytes = s.as_bytes();

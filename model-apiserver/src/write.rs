@@ -17,6 +17,7 @@ use crate::{
     request::{Response, Subresource},
     server::{ApiServer, Target, resource_not_found},
     store::StoredEventType,
+    validation,
 };
 
 /// The finalizer the namespace lifecycle puts in a Namespace's `spec.finalizers`.
@@ -454,8 +455,10 @@ impl ApiServer {
             causes.extend(metadata::validate_name(t.ty.name_rule, "metadata.name", name));
         }
         causes.extend(metadata::validate_owner_references(&object.metadata));
+        causes.extend(validation::validate_labels_and_annotations(&object.metadata));
         if let Some(old) = old {
             causes.extend(metadata::validate_no_new_finalizers(&old.metadata, &object.metadata));
+            causes.extend(validation::validate_builtin_update(&t.ty, old, object));
         }
         causes.extend(self.validate_custom(t, object));
         causes
@@ -546,6 +549,7 @@ pub(crate) fn set_status(object: &mut DynamicObject, status: Option<serde_json::
 /// status of a type with a status subresource starts empty (Pods start Pending, Namespaces
 /// Active with the `kubernetes` finalizer).
 fn prepare_for_create(t: &Target, object: &mut DynamicObject) {
+    merge_string_data(t, object);
     // The one built-in default the model applies: workload controllers and `/scale` rely on
     // `spec.replicas`, which the real server defaults to 1.
     if !t.ty.custom
@@ -590,6 +594,7 @@ fn ensure_namespace_finalizer(object: &mut DynamicObject) {
 /// main resource ignores `.status`; a Namespace's `spec.finalizers` change only through
 /// finalize (see [`ApiServer::finalize_namespace`]).
 fn prepare_for_update(t: &Target, old: &DynamicObject, new: &mut DynamicObject) {
+    merge_string_data(t, new);
     // Compare before copying: most updates leave the status alone, and a status can be large.
     if t.ty.status_subresource && new.data.get("status") != old.data.get("status") {
         set_status(new, status_of(old));
@@ -618,4 +623,28 @@ pub(crate) fn should_delete_during_update(object: &DynamicObject) -> bool {
         && meta.finalizers.as_deref().unwrap_or_default().is_empty()
         && meta.deletion_grace_period_seconds.unwrap_or(0) == 0
         && !namespace_finalizers_left
+}
+
+/// A Secret's `stringData` is write-only: its entries are base64-encoded into `data` (winning
+/// over `data`'s entries of the same key) and it is never stored, as the real Secret strategy.
+fn merge_string_data(t: &Target, object: &mut DynamicObject) {
+    if t.ty.custom || !t.ty.api.group.is_empty() || t.ty.api.kind != "Secret" {
+        return;
+    }
+    let Some(map) = object.data.as_object_mut() else { return };
+    let Some(string_data) = map.remove("stringData") else { return };
+    let Some(entries) = string_data.as_object() else { return };
+    let data = map.entry("data").or_insert_with(|| serde_json::json!({}));
+    if !data.is_object() {
+        *data = serde_json::json!({});
+    }
+    let data = data.as_object_mut().expect("just made an object");
+    for (key, value) in entries {
+        let bytes = value.as_str().unwrap_or_default().as_bytes().to_vec();
+        // ByteString serializes as base64, as `data` holds it: no base64 crate needed.
+        let encoded = k8s_openapi::ByteString(bytes);
+        if let Ok(encoded) = serde_json::to_value(encoded) {
+            data.insert(key.clone(), encoded);
+        }
+    }
 }

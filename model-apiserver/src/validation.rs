@@ -1,0 +1,233 @@
+//! Validation of built-in kinds beyond names: label and annotation syntax, and the
+//! immutability rules of the real strategies that controllers most often run into (pod spec,
+//! workload selectors, Job templates, StatefulSet spec, immutable ConfigMaps and Secrets).
+
+use kube_core::{DynamicObject, ObjectMeta, response::StatusCause};
+use serde_json::Value;
+
+use crate::{errors, metadata, resources::ResourceType};
+
+/// Longest label value and name part of a qualified name.
+const LABEL_VALUE_LEN_MAX: usize = 63;
+/// Longest prefix of a qualified name (a DNS-1123 subdomain).
+const QUALIFIED_NAME_PREFIX_LEN_MAX: usize = 253;
+/// Total size of all annotations, keys and values.
+const ANNOTATIONS_BYTES_MAX: usize = 256 * 1024;
+
+const QUALIFIED_NAME_ERR: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+const LABEL_VALUE_ERR: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+const PREFIX_ERR: &str = "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+const POD_UPDATE_ERR: &str = "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)";
+const STATEFULSET_UPDATE_ERR: &str = "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden";
+const IMMUTABLE_SET_ERR: &str = "field is immutable when `immutable` is set";
+
+/// `[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?`, without the length limit.
+fn is_label_token(s: &str) -> bool {
+    let b = s.as_bytes();
+    match (b.first(), b.last()) {
+        (Some(f), Some(l)) => {
+            f.is_ascii_alphanumeric()
+                && l.is_ascii_alphanumeric()
+                && b.iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+        }
+        _ => false,
+    }
+}
+
+/// The errors of a qualified name (`prefix/name` or `name`), as apimachinery's
+/// IsQualifiedName words them.
+fn qualified_name_errors(key: &str) -> Vec<String> {
+    let (prefix, name) = match key.split_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, key),
+    };
+    let mut errs = Vec::new();
+    if let Some(p) = prefix {
+        if p.is_empty() {
+            errs.push("prefix part must be non-empty".to_owned());
+        } else {
+            if p.len() > QUALIFIED_NAME_PREFIX_LEN_MAX {
+                errs.push(format!(
+                    "prefix part must be no more than {QUALIFIED_NAME_PREFIX_LEN_MAX} characters"
+                ));
+            }
+            if !metadata::is_dns1123_subdomain(p) {
+                errs.push(PREFIX_ERR.to_owned());
+            }
+        }
+    }
+    if name.is_empty() {
+        errs.push("name part must be non-empty".to_owned());
+    } else {
+        if name.len() > LABEL_VALUE_LEN_MAX {
+            errs.push(format!("name part must be no more than {LABEL_VALUE_LEN_MAX} characters"));
+        }
+        if !is_label_token(name) {
+            errs.push(QUALIFIED_NAME_ERR.to_owned());
+        }
+    }
+    errs
+}
+
+/// Label keys and values, annotation keys and their total size.
+pub(crate) fn validate_labels_and_annotations(meta: &ObjectMeta) -> Vec<StatusCause> {
+    let mut causes = Vec::new();
+    for (key, value) in meta.labels.iter().flatten() {
+        for err in qualified_name_errors(key) {
+            causes.push(metadata::invalid_value("metadata.labels", key, &err));
+        }
+        if value.len() > LABEL_VALUE_LEN_MAX {
+            let why = format!("must be no more than {LABEL_VALUE_LEN_MAX} characters");
+            causes.push(metadata::invalid_value("metadata.labels", value, &why));
+        }
+        if !value.is_empty() && !is_label_token(value) {
+            causes.push(metadata::invalid_value("metadata.labels", value, LABEL_VALUE_ERR));
+        }
+    }
+    let mut total = 0usize;
+    for (key, value) in meta.annotations.iter().flatten() {
+        for err in qualified_name_errors(key) {
+            causes.push(metadata::invalid_value("metadata.annotations", key, &err));
+        }
+        total = total.saturating_add(key.len()).saturating_add(value.len());
+    }
+    if total > ANNOTATIONS_BYTES_MAX {
+        causes.push(errors::cause(
+            "FieldValueTooLong",
+            "metadata.annotations",
+            format!("Too long: may not be more than {ANNOTATIONS_BYTES_MAX} bytes"),
+        ));
+    }
+    causes
+}
+
+/// The immutability rules of built-in kinds on an update of the main resource.
+pub(crate) fn validate_builtin_update(
+    ty: &ResourceType,
+    old: &DynamicObject,
+    new: &DynamicObject,
+) -> Vec<StatusCause> {
+    if ty.custom {
+        return Vec::new();
+    }
+    match (ty.api.group.as_str(), ty.api.kind.as_str()) {
+        ("", "Pod") => pod_update(old, new),
+        ("apps", "Deployment" | "ReplicaSet") => immutable(old, new, &["spec", "selector"]),
+        ("apps", "StatefulSet") => {
+            let mut causes = immutable(old, new, &["spec", "selector"]);
+            if causes.is_empty() {
+                causes.extend(statefulset_update(old, new));
+            }
+            causes
+        }
+        ("batch", "Job") => {
+            let mut causes = immutable(old, new, &["spec", "selector"]);
+            causes.extend(immutable(old, new, &["spec", "template"]));
+            causes
+        }
+        ("", "ConfigMap" | "Secret") => immutable_data(old, new),
+        _ => Vec::new(),
+    }
+}
+
+fn at<'v>(v: &'v Value, path: &[&str]) -> Option<&'v Value> {
+    path.iter().try_fold(v, |v, k| v.get(k))
+}
+
+/// `path` may not change once set.
+fn immutable(old: &DynamicObject, new: &DynamicObject, path: &[&str]) -> Vec<StatusCause> {
+    let (before, after) = (at(&old.data, path), at(&new.data, path));
+    if before.is_none() || before == after {
+        return Vec::new();
+    }
+    let shown = after.map_or_else(|| "null".to_owned(), Value::to_string);
+    vec![errors::cause(
+        "FieldValueInvalid",
+        &path.join("."),
+        format!("Invalid value: {shown}: field is immutable"),
+    )]
+}
+
+/// A pod's spec may change only in container images, activeDeadlineSeconds, added
+/// tolerations and terminationGracePeriodSeconds. Setting `spec.nodeName` on an unscheduled
+/// pod is allowed too: it stands in for the `pods/binding` subresource that the model lacks.
+fn pod_update(old: &DynamicObject, new: &DynamicObject) -> Vec<StatusCause> {
+    let (Some(old_spec), Some(new_spec)) = (old.data.get("spec"), new.data.get("spec")) else {
+        return Vec::new();
+    };
+    let mut mutable = new_spec.clone();
+    let Some(m) = mutable.as_object_mut() else { return Vec::new() };
+    for list in ["containers", "initContainers"] {
+        let old_images: Vec<Option<&Value>> = old_spec
+            .get(list)
+            .and_then(Value::as_array)
+            .map(|cs| cs.iter().map(|c| c.get("image")).collect())
+            .unwrap_or_default();
+        if let Some(cs) = m.get_mut(list).and_then(Value::as_array_mut) {
+            for (c, image) in cs.iter_mut().zip(old_images) {
+                if let (Some(c), Some(image)) = (c.as_object_mut(), image) {
+                    c.insert("image".to_owned(), image.clone());
+                }
+            }
+        }
+    }
+    for field in ["activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds"] {
+        match old_spec.get(field) {
+            Some(v) => m.insert(field.to_owned(), v.clone()),
+            None => m.remove(field),
+        };
+    }
+    let unscheduled = old_spec.get("nodeName").and_then(Value::as_str).is_none_or(str::is_empty);
+    if unscheduled {
+        match old_spec.get("nodeName") {
+            Some(v) => m.insert("nodeName".to_owned(), v.clone()),
+            None => m.remove("nodeName"),
+        };
+    }
+    if &mutable == old_spec {
+        return Vec::new();
+    }
+    vec![metadata::forbidden("spec", POD_UPDATE_ERR)]
+}
+
+/// A StatefulSet's spec may change only in the fields its strategy allows.
+fn statefulset_update(old: &DynamicObject, new: &DynamicObject) -> Vec<StatusCause> {
+    const MUTABLE: [&str; 6] = [
+        "replicas",
+        "ordinals",
+        "template",
+        "updateStrategy",
+        "persistentVolumeClaimRetentionPolicy",
+        "minReadySeconds",
+    ];
+    let strip = |spec: Option<&Value>| -> Value {
+        let mut spec = spec.cloned().unwrap_or(Value::Null);
+        if let Some(m) = spec.as_object_mut() {
+            for f in MUTABLE {
+                m.remove(f);
+            }
+        }
+        spec
+    };
+    if strip(old.data.get("spec")) == strip(new.data.get("spec")) {
+        return Vec::new();
+    }
+    vec![metadata::forbidden("spec", STATEFULSET_UPDATE_ERR)]
+}
+
+/// A ConfigMap or Secret marked `immutable: true` keeps its data and the mark.
+fn immutable_data(old: &DynamicObject, new: &DynamicObject) -> Vec<StatusCause> {
+    if old.data.get("immutable") != Some(&Value::Bool(true)) {
+        return Vec::new();
+    }
+    let mut causes = Vec::new();
+    if new.data.get("immutable") != Some(&Value::Bool(true)) {
+        causes.push(metadata::forbidden("immutable", IMMUTABLE_SET_ERR));
+    }
+    for field in ["data", "binaryData"] {
+        if old.data.get(field) != new.data.get(field) {
+            causes.push(metadata::forbidden(field, IMMUTABLE_SET_ERR));
+        }
+    }
+    causes
+}
