@@ -68,6 +68,7 @@ pub mod logging;
 mod panic_quiet;
 pub mod property;
 pub mod regression;
+pub mod scenario;
 pub mod shrink;
 pub mod sweep;
 pub mod trace;
