@@ -15,6 +15,7 @@ use kube_core::ObjectMeta;
 use model_apiserver::ServerConfig;
 use sim::api::{Api, Patch, PatchParams, PostParams};
 use sim::runtime::controller::{Action, Config};
+use sim::runtime::reflector::ObjectRef;
 use sim::runtime::{Controller, watcher};
 use sim::{Clients, FnProperty, Sim, Verdict};
 
@@ -607,4 +608,132 @@ fn a_safety_property_fails_the_run_at_the_write_that_breaks_it() {
         .filter(|e| matches!(&e.event, sim::TraceEvent::ApiRequest { verb: "create", .. }))
         .count();
     assert_eq!(creates, 2, "the run stops at the breaking write");
+}
+
+#[test]
+fn watches_maps_each_changed_object_through_the_mapper() {
+    // Secrets named `for-<parent>` map to the parent ConfigMap of that name.
+    let report = Sim::builder()
+        .controller("mapper", |clients: Clients| async move {
+            let client = clients.default_cluster();
+            let parents: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+            let secrets: Api<Secret> = Api::namespaced(client, "default");
+            Controller::new(parents, watcher::Config::default().labels("role=parent"))
+                .watches(secrets, watcher::Config::default(), |secret: Secret| {
+                    let name = secret.metadata.name.unwrap_or_default();
+                    name.strip_prefix("for-").map(|parent| ObjectRef::new(parent).within("default"))
+                })
+                .run(
+                    |_, _| async { Ok::<_, Never>(Action::await_change()) },
+                    |_, _, _| Action::await_change(),
+                    Arc::new(()),
+                )
+                .for_each(|_| async {})
+                .await;
+        })
+        .workload(|w| async move {
+            for name in ["p1", "p2"] {
+                w.apply(&cms(&w), &parent(name)).await?;
+            }
+            w.sleep(Duration::from_secs(3)).await;
+            let secrets: Api<Secret> = Api::namespaced(w.client(), "default");
+            w.apply(&secrets, &child("for-p2", vec![])).await?;
+            w.apply(&secrets, &child("unrelated", vec![])).await?;
+            Ok(())
+        })
+        .keep_trace(true)
+        .run(6);
+    assert_eq!(report.verdict, Verdict::Pass);
+    let after: Vec<String> = reconcile_starts(&report)
+        .into_iter()
+        .filter(|(at, _)| *at > Duration::from_secs(3))
+        .map(|(_, object)| object)
+        .collect();
+    assert_eq!(after, ["ConfigMap default/p2"]);
+}
+
+#[test]
+fn a_concurrency_limit_of_one_runs_reconciles_one_after_another() {
+    let report = Sim::builder()
+        .controller("serial", |clients: Clients| {
+            run_cm_controller(clients, Config::default().concurrency(1), |_, _| async move {
+                madsim::time::sleep(Duration::from_millis(100)).await;
+                Ok(Action::await_change())
+            })
+        })
+        .workload(|w| async move {
+            for name in ["a", "b", "c"] {
+                w.apply(&cms(&w), &config_map(name, "1")).await?;
+            }
+            Ok(())
+        })
+        .keep_trace(true)
+        .run(8);
+    assert_eq!(report.verdict, Verdict::Pass);
+    let starts = reconcile_starts(&report);
+    let ends = reconcile_ends(&report);
+    assert_eq!(starts.len(), 3, "{starts:?}");
+    for i in 1..3 {
+        assert!(starts[i].0 >= ends[i - 1].0, "reconcile {i} started before the previous one ended");
+    }
+}
+
+#[test]
+fn a_field_selector_limits_what_the_controller_sees() {
+    let report = Sim::builder()
+        .controller("one", |clients: Clients| async move {
+            let api: Api<ConfigMap> = Api::namespaced(clients.default_cluster(), "default");
+            Controller::new(api, watcher::Config::default().fields("metadata.name=chosen"))
+                .run(
+                    |_, _| async { Ok::<_, Never>(Action::await_change()) },
+                    |_, _, _| Action::await_change(),
+                    Arc::new(()),
+                )
+                .for_each(|_| async {})
+                .await;
+        })
+        .workload(|w| async move {
+            for name in ["other", "chosen", "another"] {
+                w.apply(&cms(&w), &config_map(name, "1")).await?;
+            }
+            Ok(())
+        })
+        .keep_trace(true)
+        .run(2);
+    assert_eq!(report.verdict, Verdict::Pass);
+    let objects: Vec<String> = reconcile_starts(&report).into_iter().map(|(_, o)| o).collect();
+    assert_eq!(objects, ["ConfigMap default/chosen"]);
+}
+
+#[test]
+fn a_full_queue_drops_the_request_and_says_so_in_the_trace() {
+    let config = Config { queue_len_max: 1, ..Config::default().concurrency(1) };
+    let report = Sim::builder()
+        .controller("small", move |clients: Clients| {
+            run_cm_controller(clients, config.clone(), |_, _| async move {
+                madsim::time::sleep(Duration::from_secs(1)).await;
+                Ok(Action::await_change())
+            })
+        })
+        .workload(|w| async move {
+            w.apply(&cms(&w), &config_map("a", "1")).await?;
+            w.sleep(Duration::from_millis(100)).await;
+            for name in ["b", "c"] {
+                w.apply(&cms(&w), &config_map(name, "1")).await?;
+            }
+            Ok(())
+        })
+        .keep_trace(true)
+        .run(4);
+    assert_eq!(report.verdict, Verdict::Pass);
+    let notes: Vec<&str> = entries(&report)
+        .iter()
+        .filter_map(|e| match &e.event {
+            sim::TraceEvent::Note { text } if text.starts_with("queue full") => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(notes, ["queue full (1 objects): request for ConfigMap default/c dropped"]);
+    let objects: Vec<String> = reconcile_starts(&report).into_iter().map(|(_, o)| o).collect();
+    assert_eq!(objects, ["ConfigMap default/a", "ConfigMap default/b"]);
 }

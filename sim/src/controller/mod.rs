@@ -337,7 +337,15 @@ where
     fn schedule(&mut self, object: ObjectRef<K>, at: Instant) {
         let due = at + self.config.debounce;
         if self.queue.schedule_debounced(object.clone(), at, due) == Scheduled::Full {
-            self.world.with(|w| w.queue_overflows += 1);
+            let text = format!(
+                "queue full ({} objects): request for {} dropped",
+                self.queue.len(),
+                self.describe(&object)
+            );
+            self.world.with(|w| {
+                w.queue_overflows += 1;
+                w.trace(&self.node, TraceEvent::Note { text });
+            });
             let _ = self.out.unbounded_send(Err(Error::QueueFull(self.queue.len(), object.erase())));
         }
     }
