@@ -6,9 +6,25 @@
 //! such operations here, so kubectl leaves validation to the server. Client-side `kubectl apply`
 //! computes its strategic merge patch from the types compiled into kubectl when the document has
 //! no schema for the kind. `/openapi/v2` is not served: kubectl 1.27+ uses v3.
+//!
+//! Schemas: the built-in kinds' come from k8s-openapi's generated JSON schemas (the real
+//! descriptions, names like `io.k8s.api.apps.v1.Deployment`), with the patch tags of
+//! [`model_apiserver::strategic::FIELDS`] added as `x-kubernetes-patch-strategy` and
+//! `x-kubernetes-patch-merge-key`, which kubectl's client-side apply reads. Custom resources get
+//! their CRD's `openAPIV3Schema`.
+
+use std::sync::OnceLock;
 
 use hyper::header::HeaderMap;
-use model_apiserver::{ResourceType, ResourceTypes};
+use k8s_openapi::{
+    api::{apps, batch, coordination, core, events},
+    apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+};
+use model_apiserver::{
+    ResourceType, ResourceTypes,
+    strategic::{FIELDS, Strategy},
+};
+use schemars::{JsonSchema, generate::SchemaSettings};
 use serde_json::{Map, Value, json};
 
 use super::{
@@ -63,7 +79,9 @@ pub fn v3_group_version(types: &ResourceTypes, group: &str, version: &str) -> Op
         return None;
     }
     let mut paths = Map::new();
+    let mut schemas = Map::new();
     for ty in served {
+        add_schemas(ty, &mut schemas);
         let prefix = format!("/{}", gv_path(group, version));
         let collection = if ty.namespaced {
             format!("{prefix}/namespaces/{{namespace}}/{}", ty.api.plural)
@@ -90,7 +108,7 @@ pub fn v3_group_version(types: &ResourceTypes, group: &str, version: &str) -> Op
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": format!("v{major}.{minor}.0")},
         "paths": paths,
-        "components": {"schemas": {}},
+        "components": {"schemas": schemas},
     }))
 }
 
@@ -100,11 +118,169 @@ fn operation(action: &str, ty: &ResourceType, gvk: &Value, params: &[&str]) -> V
         .iter()
         .map(|name| json!({"name": name, "in": "query", "schema": {"type": "string", "uniqueItems": true}}))
         .collect();
-    json!({
+    let mut op = json!({
         "operationId": format!("{action}{}", ty.api.kind),
         "parameters": parameters,
         "responses": {"200": {"description": "OK"}},
         "x-kubernetes-action": action,
         "x-kubernetes-group-version-kind": gvk,
+    });
+    if action == "patch" {
+        // kubectl's client-side apply sends a strategic merge patch only when the operation
+        // lists its media type.
+        let mut content = Map::new();
+        let types: &[&str] = if ty.custom { &PATCH_TYPES[..3] } else { PATCH_TYPES };
+        for media in types {
+            content.insert((*media).to_owned(), json!({"schema": {"type": "object"}}));
+        }
+        op["requestBody"] = json!({"content": content, "required": true});
+    }
+    op
+}
+
+/// The patch media types; strategic merge patch (the last) is for built-in kinds only.
+const PATCH_TYPES: &[&str] = &[
+    "application/apply-patch+yaml",
+    "application/json-patch+json",
+    "application/merge-patch+json",
+    "application/strategic-merge-patch+json",
+];
+
+/// The kind's schema (and everything it refers to) into `schemas`, tagged with its
+/// group/version/kind.
+fn add_schemas(ty: &ResourceType, schemas: &mut Map<String, Value>) {
+    let gvk = json!([{"group": ty.api.group, "version": ty.api.version, "kind": ty.api.kind}]);
+    if ty.custom {
+        let Some(schema) = ty.schema.as_deref() else { return };
+        let Ok(mut schema) = serde_json::to_value(schema) else { return };
+        schema["x-kubernetes-group-version-kind"] = gvk;
+        let reversed: Vec<&str> = ty.api.group.split('.').rev().collect();
+        schemas.insert(format!("{}.{}.{}", reversed.join("."), ty.api.version, ty.api.kind), schema);
+        return;
+    }
+    let builtin = builtin_schemas();
+    let Some(name) = builtin_schema_name(&ty.api.group, &ty.api.kind) else { return };
+    let Some(root) = builtin.get(name) else { return };
+    let mut root = root.clone();
+    root["x-kubernetes-group-version-kind"] = gvk;
+    let mut pending = vec![root.clone()];
+    schemas.insert(name.to_owned(), root);
+    // Copy what the root refers to, transitively; bounded by the number of definitions.
+    let mut budget = builtin.len();
+    while let Some(schema) = pending.pop() {
+        for referenced in refs(&schema) {
+            if budget == 0 || schemas.contains_key(&referenced) {
+                continue;
+            }
+            budget -= 1;
+            if let Some(def) = builtin.get(&referenced) {
+                pending.push(def.clone());
+                schemas.insert(referenced, def.clone());
+            }
+        }
+    }
+}
+
+/// The definitions a schema refers to (`$ref: "#/components/schemas/NAME"`).
+fn refs(schema: &Value) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![schema];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::Object(m) => {
+                if let Some(Value::String(r)) = m.get("$ref")
+                    && let Some(name) = r.strip_prefix("#/components/schemas/")
+                {
+                    found.push(name.to_owned());
+                }
+                stack.extend(m.values());
+            }
+            Value::Array(a) => stack.extend(a),
+            _ => {}
+        }
+    }
+    found
+}
+
+/// The OpenAPI definition name of a built-in kind.
+fn builtin_schema_name(group: &str, kind: &str) -> Option<&'static str> {
+    Some(match (group, kind) {
+        ("", "Namespace") => "io.k8s.api.core.v1.Namespace",
+        ("", "Pod") => "io.k8s.api.core.v1.Pod",
+        ("", "ConfigMap") => "io.k8s.api.core.v1.ConfigMap",
+        ("", "Secret") => "io.k8s.api.core.v1.Secret",
+        ("", "Service") => "io.k8s.api.core.v1.Service",
+        ("", "ServiceAccount") => "io.k8s.api.core.v1.ServiceAccount",
+        ("", "PersistentVolumeClaim") => "io.k8s.api.core.v1.PersistentVolumeClaim",
+        ("apps", "Deployment") => "io.k8s.api.apps.v1.Deployment",
+        ("apps", "ReplicaSet") => "io.k8s.api.apps.v1.ReplicaSet",
+        ("apps", "StatefulSet") => "io.k8s.api.apps.v1.StatefulSet",
+        ("batch", "Job") => "io.k8s.api.batch.v1.Job",
+        ("coordination.k8s.io", "Lease") => "io.k8s.api.coordination.v1.Lease",
+        ("events.k8s.io", "Event") => "io.k8s.api.events.v1.Event",
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+            "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition"
+        }
+        _ => return None,
     })
+}
+
+/// Every definition reachable from the built-in kinds, generated once (the schemas are
+/// constants of the k8s-openapi version, not state).
+fn builtin_schemas() -> &'static Map<String, Value> {
+    static SCHEMAS: OnceLock<Map<String, Value>> = OnceLock::new();
+    SCHEMAS.get_or_init(|| {
+        let mut generator = SchemaSettings::openapi3().into_generator();
+        fn add<T: JsonSchema>(g: &mut schemars::SchemaGenerator) {
+            let _ = g.subschema_for::<T>();
+        }
+        add::<core::v1::Namespace>(&mut generator);
+        add::<core::v1::Pod>(&mut generator);
+        add::<core::v1::ConfigMap>(&mut generator);
+        add::<core::v1::Secret>(&mut generator);
+        add::<core::v1::Service>(&mut generator);
+        add::<core::v1::ServiceAccount>(&mut generator);
+        add::<core::v1::PersistentVolumeClaim>(&mut generator);
+        add::<apps::v1::Deployment>(&mut generator);
+        add::<apps::v1::ReplicaSet>(&mut generator);
+        add::<apps::v1::StatefulSet>(&mut generator);
+        add::<batch::v1::Job>(&mut generator);
+        add::<coordination::v1::Lease>(&mut generator);
+        add::<events::v1::Event>(&mut generator);
+        add::<CustomResourceDefinition>(&mut generator);
+        let mut definitions = generator.take_definitions(true);
+        for (name, schema) in definitions.iter_mut() {
+            tag_patch_strategies(name, schema);
+        }
+        definitions
+    })
+}
+
+/// Add `x-kubernetes-patch-strategy` and `x-kubernetes-patch-merge-key` to the properties the
+/// strategic merge table tags. The table names Go types by their short names (and groups the
+/// workload statuses as `WorkloadStatus`).
+fn tag_patch_strategies(definition: &str, schema: &mut Value) {
+    let short = definition.rsplit('.').next().unwrap_or("");
+    let aliases: &[&str] = match short {
+        "DeploymentStatus" | "ReplicaSetStatus" | "StatefulSetStatus" | "JobStatus" => &["WorkloadStatus"],
+        "EphemeralContainer" => &["Container"],
+        other => std::slice::from_ref(match FIELDS.iter().find(|f| f.parent == other) {
+            Some(f) => &f.parent,
+            None => return,
+        }),
+    };
+    let Some(Value::Object(properties)) = schema.get_mut("properties") else { return };
+    for meta in FIELDS.iter().filter(|f| aliases.contains(&f.parent)) {
+        let Some(Value::Object(property)) = properties.get_mut(meta.field) else { continue };
+        let (strategy, key) = match meta.strategy {
+            Strategy::Default => continue,
+            Strategy::Merge(key) => ("merge", key),
+            Strategy::RetainKeys => ("retainKeys", ""),
+            Strategy::MergeRetainKeys(key) => ("merge,retainKeys", key),
+        };
+        property.insert("x-kubernetes-patch-strategy".to_owned(), json!(strategy));
+        if !key.is_empty() {
+            property.insert("x-kubernetes-patch-merge-key".to_owned(), json!(key));
+        }
+    }
 }
