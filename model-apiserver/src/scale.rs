@@ -123,7 +123,7 @@ impl ApiServer {
         }
         let mut new = DynamicObject::clone(old);
         set_pointer(&mut new.data, &pointer(&paths.spec_replicas), serde_json::json!(replicas));
-        let opts = crate::write::WriteOpts { dry_run, ..Default::default() };
+        let opts = crate::write::WriteOpts { dry_run, via_scale: true, ..Default::default() };
         let response = self.write_update(t, old, new, None, opts, ctx)?;
         let object = response.object().cloned().unwrap_or_else(|| old.clone());
         Ok(Response::Object(Arc::new(scale_of(&paths, &object))))

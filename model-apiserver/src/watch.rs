@@ -17,6 +17,9 @@ use crate::{
     store::{ObjectKey, StoredEventType},
 };
 
+/// The annotation of the bookmark that ends a watch's initial events.
+const INITIAL_EVENTS_END_ANNOTATION: &str = "k8s.io/initial-events-end";
+
 /// A watch answer.
 type Events = Vec<WatchEvent<Arc<DynamicObject>>>;
 
@@ -27,7 +30,8 @@ impl ApiServer {
     /// A number N yields every matching change after N; N in the future yields nothing yet (the
     /// real server would wait); N compacted yields one ERROR event with 410 Expired. With
     /// `bookmarks`, a BOOKMARK at the current revision ends the answer, so that the client can
-    /// resume from there.
+    /// resume from there; with `send_initial_events` from `""`/`"0"`, that bookmark is always
+    /// sent and carries `k8s.io/initial-events-end: "true"`.
     pub(crate) fn watch(
         &self,
         t: &Target,
@@ -69,13 +73,17 @@ impl ApiServer {
                 }));
             }
         }
-        if params.bookmarks {
+        let initial = matches!(resource_version, "" | "0");
+        if params.bookmarks || (initial && params.send_initial_events) {
+            // With sendInitialEvents (kube-rs's streaming-list watcher), the bookmark after the
+            // initial state carries the annotation that ends the initial list.
+            let mut annotations = std::collections::BTreeMap::new();
+            if initial && params.send_initial_events {
+                annotations.insert(INITIAL_EVENTS_END_ANNOTATION.to_owned(), "true".to_owned());
+            }
             events.push(WatchEvent::Bookmark(Bookmark {
                 types: t.type_meta(),
-                metadata: BookmarkMeta {
-                    resource_version: self.store.revision().to_string(),
-                    annotations: Default::default(),
-                },
+                metadata: BookmarkMeta { resource_version: self.store.revision().to_string(), annotations },
             }));
         }
         Ok(events)

@@ -43,16 +43,28 @@ pub(crate) struct WriteOpts<'a> {
     pub(crate) field_manager: Option<&'a str>,
     /// The object comes out of a server-side apply, which already set its managedFields.
     pub(crate) applied: bool,
+    /// The write came through `/scale`.
+    pub(crate) via_scale: bool,
 }
 
 impl<'a> WriteOpts<'a> {
     /// The options of a POST or PUT.
     pub(crate) fn post(params: &'a PostParams) -> Self {
-        WriteOpts { dry_run: params.dry_run, field_manager: params.field_manager.as_deref(), applied: false }
+        WriteOpts {
+            dry_run: params.dry_run,
+            field_manager: params.field_manager.as_deref(),
+            applied: false,
+            via_scale: false,
+        }
     }
     /// The options of a PATCH.
     pub(crate) fn patch(params: &'a PatchParams, applied: bool) -> Self {
-        WriteOpts { dry_run: params.dry_run, field_manager: params.field_manager.as_deref(), applied }
+        WriteOpts {
+            dry_run: params.dry_run,
+            field_manager: params.field_manager.as_deref(),
+            applied,
+            via_scale: false,
+        }
     }
 }
 
@@ -310,7 +322,10 @@ impl ApiServer {
             Subresource::Status => "status",
             Subresource::Scale => "scale",
         });
-        let mut new = self.admit(t, "update", sub_name, Some(old), new)?;
+        // A `/scale` write arrives here as a main-resource update of `.spec.replicas`; hooks
+        // still see which subresource was written.
+        let hook_sub_name = if opts.via_scale { Some("scale") } else { sub_name };
+        let mut new = self.admit(t, "update", hook_sub_name, Some(old), new)?;
         if t.ty.tracks_generation && metadata::spec_changed(old, &new, t.ty.status_subresource) {
             new.metadata.generation = Some(old.metadata.generation.unwrap_or(0) + 1);
         }

@@ -111,3 +111,21 @@ fn hooks_see_the_operation_the_old_object_and_the_user() {
         ["create ConfigMap old= user=-", "update ConfigMap old=5 user=ctrl", "delete ConfigMap old=6 user=-"]
     );
 }
+
+#[test]
+fn a_scale_write_shows_hooks_the_scale_subresource() {
+    let mut w = World::new();
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let log = seen.clone();
+    w.server.add_validating_hook(Arc::new(move |req, _obj| {
+        log.lock().unwrap().push(format!("{} {:?}", req.operation, req.subresource));
+        Ok(())
+    }));
+    let body = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": {}});
+    w.create(&deployments(), Some("default"), body);
+    let patch = kube_core::params::Patch::Merge(json!({"spec": {"replicas": 4}}));
+    let r = model_apiserver::Request::patch(&deployments(), Some("default"), "d", patch, Default::default())
+        .with_subresource(model_apiserver::Subresource::Scale);
+    w.handle(r).unwrap();
+    assert_eq!(*seen.lock().unwrap(), ["create None", "update Some(\"scale\")"]);
+}

@@ -110,3 +110,14 @@ fn watch_with_a_field_selector_on_the_name_sees_only_that_object() {
     let events = w.watch(&cm(), None, "4", plain().fields("metadata.name=a"));
     assert_eq!(describe(&events), [s("ADDED", "a", "5"), s("DELETED", "a", "7")]);
 }
+
+#[test]
+fn send_initial_events_ends_the_initial_state_with_an_annotated_bookmark() {
+    let mut w = World::new();
+    w.create(&cm(), Some("default"), config_map("a", json!({})));
+    let params = WatchParams { send_initial_events: true, ..plain() };
+    let events = w.watch(&cm(), None, "", params);
+    assert_eq!(describe(&events), [s("ADDED", "a", "5"), s("BOOKMARK", "", "5")]);
+    let WatchEvent::Bookmark(b) = &events[1] else { panic!() };
+    assert_eq!(b.metadata.annotations.get("k8s.io/initial-events-end").map(String::as_str), Some("true"));
+}
