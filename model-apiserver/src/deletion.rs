@@ -179,9 +179,16 @@ fn is_namespace(t: &Target) -> bool {
     !t.ty.custom && t.ty.api.group.is_empty() && t.ty.api.kind == "Namespace"
 }
 
-/// The answer of a delete: a Success Status when the object is gone, the object otherwise.
+/// Kinds whose real storage answers a completed delete with the deleted object rather than a
+/// Status (`ReturnDeletedObject: true` in their registries): Pods and ServiceAccounts.
+fn returns_deleted_object(t: &Target) -> bool {
+    !t.ty.custom && t.ty.api.group.is_empty() && matches!(t.ty.api.kind.as_str(), "Pod" | "ServiceAccount")
+}
+
+/// The answer of a delete: a Success Status when the object is gone (but for the kinds that
+/// answer the deleted object), the object otherwise.
 fn deleted_or_kept(t: &Target, name: &str, gone: bool, object: Arc<DynamicObject>) -> Response {
-    if gone {
+    if gone && !returns_deleted_object(t) {
         let uid = object.metadata.uid.clone().unwrap_or_default();
         Response::Deleted { status: errors::deleted(&t.ty.api.group, &t.ty.api.plural, name, &uid), object }
     } else {

@@ -196,7 +196,8 @@ pub enum Response {
     /// (finalizers pending or graceful deletion), as kube-rs's `Either::Left`.
     Object(Arc<DynamicObject>),
     /// delete when the object was removed at once (kube-rs's `Either::Right`): a `Success`
-    /// Status with details naming the object. The removed object is in `object`.
+    /// Status with details naming the object. The removed object is in `object`. Pods and
+    /// ServiceAccounts answer `Object` instead, as their real storage returns the deleted object.
     Deleted { status: Status, object: Arc<DynamicObject> },
     /// list and deletecollection (the deleted items).
     List(ListResponse),

@@ -161,7 +161,8 @@ fn a_graceful_pod_goes_when_deleted_again_with_grace_zero() {
     w.try_delete(&pods(), Some("default"), "p").unwrap();
     let params = DeleteParams { grace_period_seconds: Some(0), ..Default::default() };
     let gone = w.handle(Request::delete(&pods(), Some("default"), "p", params)).unwrap();
-    assert!(matches!(gone, Response::Deleted { .. }), "{gone:?}");
+    // Pods answer the deleted object, not a Status.
+    assert!(matches!(gone, Response::Object(_)), "{gone:?}");
     assert_eq!(code_reason(&w.try_get(&pods(), Some("default"), "p").unwrap_err()), (404, "NotFound"));
 }
 
@@ -169,8 +170,9 @@ fn a_graceful_pod_goes_when_deleted_again_with_grace_zero() {
 fn an_unscheduled_pod_is_deleted_at_once() {
     let mut w = World::new();
     w.create(&pods(), Some("default"), json!({"metadata": {"name": "p"}, "spec": {"containers": []}}));
-    let gone = w.try_delete(&pods(), Some("default"), "p").unwrap();
-    assert!(matches!(gone, Response::Deleted { .. }), "{gone:?}");
+    let gone = object(w.try_delete(&pods(), Some("default"), "p").unwrap());
+    assert_eq!(gone.metadata.deletion_timestamp, None);
+    assert_eq!(code_reason(&w.try_get(&pods(), Some("default"), "p").unwrap_err()), (404, "NotFound"));
 }
 
 #[test]
@@ -272,8 +274,8 @@ fn a_graceful_pod_with_a_finalizer_stays_until_both_grace_zero_and_the_finalizer
     assert_eq!(p.metadata.deletion_grace_period_seconds, Some(30));
     assert!(w.try_get(&pods(), Some("default"), "p").is_ok());
     let params = DeleteParams { grace_period_seconds: Some(0), ..Default::default() };
-    let gone = w.handle(Request::delete(&pods(), Some("default"), "p", params)).unwrap();
-    assert!(matches!(gone, Response::Deleted { .. }), "{gone:?}");
+    w.handle(Request::delete(&pods(), Some("default"), "p", params)).unwrap();
+    assert_eq!(code_reason(&w.try_get(&pods(), Some("default"), "p").unwrap_err()), (404, "NotFound"));
 }
 
 #[test]
@@ -290,4 +292,17 @@ fn kubes_finalizer_helper_removal_patch_deletes_a_deleting_object() {
     let r = w.handle(Request::patch(&cm(), Some("default"), "a", patch, Default::default())).unwrap();
     assert_eq!(object(r).metadata.finalizers, Some(vec![]));
     assert_eq!(code_reason(&w.try_get(&cm(), Some("default"), "a").unwrap_err()), (404, "NotFound"));
+}
+
+#[test]
+fn a_completed_pod_or_service_account_delete_answers_the_object_not_a_status() {
+    let mut w = World::new();
+    w.create(&pods(), Some("default"), json!({"metadata": {"name": "p"}, "spec": {"containers": []}}));
+    let sa = builtin("", "serviceaccounts");
+    w.create(&sa, Some("default"), json!({"metadata": {"name": "s"}}));
+    for (ar, name) in [(pods(), "p"), (sa, "s")] {
+        let r = w.try_delete(&ar, Some("default"), name).unwrap();
+        let Response::Object(o) = r else { panic!("{r:?}") };
+        assert_eq!(o.metadata.name.as_deref(), Some(name));
+    }
 }
