@@ -14,7 +14,6 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use futures::FutureExt;
 use futures::future::Shared;
@@ -28,7 +27,7 @@ use model_apiserver::{Request, Response, Revision};
 
 use crate::client::{Api, typed};
 use crate::trace::TraceEvent;
-use crate::transport::{self, RETRY_BACKOFF, RevisionAbove};
+use crate::transport::{self, Delivery, DeliveryInfo, RETRY_BACKOFF, RevisionAbove};
 use crate::world::{Progress, Registration};
 
 /// The bounds of the delay before one watch event reaches the informer, in milliseconds (stream
@@ -379,11 +378,35 @@ where
             }
         };
         for event in events {
-            let delay = client
-                .world
-                .with(|w| w.decisions.stream("watch").duration_ms(WATCH_DELAY_MS_MIN, WATCH_DELAY_MS_MAX));
+            let Some((kind, object, resource_version)) = summarize(&event) else { continue };
+            let (delay, fault) = client.world.with(|w| {
+                let delay = w.decisions.stream("watch").duration_ms(WATCH_DELAY_MS_MIN, WATCH_DELAY_MS_MAX);
+                let info = DeliveryInfo {
+                    node: &client.node,
+                    cluster: &client.cluster,
+                    watch: name,
+                    kind,
+                    object: &object,
+                    resource_version: &resource_version,
+                };
+                (delay, w.faults.on_delivery(&info))
+            });
+            let delay = match fault {
+                Delivery::Deliver => delay,
+                Delivery::Delay(extra) => {
+                    let description =
+                        format!("watch {name}: {kind} {object} delayed {}ms", extra.as_millis());
+                    client.world.with(|w| w.trace(&client.node, TraceEvent::Fault { description }));
+                    delay + extra
+                }
+                Delivery::Expire => {
+                    let description = format!("watch {name} expired before {kind} {object}");
+                    client.world.with(|w| w.trace(&client.node, TraceEvent::Fault { description }));
+                    return State::Empty;
+                }
+            };
             madsim::time::sleep(delay).await;
-            if !self.deliver(name, event) {
+            if !self.deliver(name, event, kind, object, resource_version) {
                 return State::Empty;
             }
         }
@@ -391,20 +414,21 @@ where
     }
 
     /// Apply one event to the cache. `false` if the watch expired and a relist is due.
-    fn deliver(&mut self, name: &Arc<str>, event: WatchEvent<Arc<DynamicObject>>) -> bool {
-        let (kind, object) = match event {
-            WatchEvent::Added(o) => ("ADDED", o),
-            WatchEvent::Modified(o) => ("MODIFIED", o),
-            WatchEvent::Deleted(o) => ("DELETED", o),
+    fn deliver(
+        &mut self,
+        name: &Arc<str>,
+        event: WatchEvent<Arc<DynamicObject>>,
+        kind: &'static str,
+        object_name: String,
+        resource_version: String,
+    ) -> bool {
+        self.trace_delivery(name, kind, object_name, resource_version);
+        let object = match event {
+            WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) => o,
             WatchEvent::Bookmark(_) => return true,
-            WatchEvent::Error(status) => {
-                self.trace_delivery(name, "ERROR", String::new(), status.code.to_string());
-                return status.code != 410;
-            }
+            WatchEvent::Error(status) => return status.code != 410,
         };
         let key = key_of(object.metadata.namespace.as_deref(), &name_of(&object));
-        let rv = object.metadata.resource_version.clone().unwrap_or_default();
-        self.trace_delivery(name, kind, format!("{}/{}", key.0, key.1), rv);
         let Ok(typed) = typed::<K>(&object) else { return true };
         if kind == "DELETED" {
             self.store.remove(&key);
@@ -429,5 +453,16 @@ fn name_of(object: &DynamicObject) -> String {
     object.metadata.name.clone().unwrap_or_default()
 }
 
-/// A pause used by callers that poll a store (tests, the workload): long enough to let events in.
-pub const STORE_POLL: Duration = Duration::from_millis(10);
+/// The kind, `namespace/name` and resourceVersion of an event, as traces show it; `None` for a
+/// bookmark (it carries no object and changes nothing).
+fn summarize(event: &WatchEvent<Arc<DynamicObject>>) -> Option<(&'static str, String, String)> {
+    let (kind, object) = match event {
+        WatchEvent::Added(o) => ("ADDED", o),
+        WatchEvent::Modified(o) => ("MODIFIED", o),
+        WatchEvent::Deleted(o) => ("DELETED", o),
+        WatchEvent::Bookmark(_) => return None,
+        WatchEvent::Error(status) => return Some(("ERROR", String::new(), status.code.to_string())),
+    };
+    let name = format!("{}/{}", object.metadata.namespace.as_deref().unwrap_or(""), name_of(object));
+    Some((kind, name, object.metadata.resource_version.clone().unwrap_or_default()))
+}

@@ -52,7 +52,36 @@ pub struct CallInfo<'a> {
     pub target: &'a str,
 }
 
-/// Where faults act on API calls. Both methods default to doing nothing.
+/// What a fault hook sees of a watch event about to reach an informer.
+#[derive(Clone, Copy, Debug)]
+pub struct DeliveryInfo<'a> {
+    /// The informer's node.
+    pub node: &'a str,
+    /// The watched cluster.
+    pub cluster: &'a str,
+    /// The informer, as traces name it (`cluster/resource[/namespace]`).
+    pub watch: &'a str,
+    /// `ADDED`, `MODIFIED`, `DELETED` or `ERROR`.
+    pub kind: &'static str,
+    /// `namespace/name` of the object.
+    pub object: &'a str,
+    /// The event's resourceVersion.
+    pub resource_version: &'a str,
+}
+
+/// What happens to a watch event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Delivery {
+    /// It arrives after the drawn delay.
+    Deliver,
+    /// It arrives this much later than drawn (and so does everything after it on this watch).
+    Delay(Duration),
+    /// The watch breaks with 410 Expired before it: the event is lost and the informer relists.
+    Expire,
+}
+
+/// Where faults act: on API calls and on watch deliveries. Every method defaults to doing
+/// nothing.
 pub trait FaultHook: Send {
     /// Before the request reaches the server: `Some(status)` answers in the server's place, and the
     /// request is not applied.
@@ -64,6 +93,11 @@ pub trait FaultHook: Send {
     /// client sees an error).
     fn after_call(&mut self, call: &CallInfo<'_>, result: &mut Result<Response, Status>) {
         let _ = (call, result);
+    }
+    /// Before a watch event reaches its informer.
+    fn on_delivery(&mut self, delivery: &DeliveryInfo<'_>) -> Delivery {
+        let _ = delivery;
+        Delivery::Deliver
     }
 }
 
@@ -157,7 +191,14 @@ fn apply(
     request: Request,
 ) -> Result<Response, Status> {
     let mut result = match w.faults.before_call(info, &request) {
-        Some(status) => Err(status),
+        Some(status) => {
+            let description = format!(
+                "call {} {} {}: answered {} {}",
+                info.call, info.verb, info.target, status.code, status.reason
+            );
+            w.trace(node, TraceEvent::Fault { description });
+            Err(status)
+        }
         None => handle_on_server(w, cluster, request),
     };
     w.faults.after_call(info, &mut result);

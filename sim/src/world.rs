@@ -80,6 +80,7 @@ impl Sim {
 }
 
 type ControllerFactory = Arc<dyn Fn(Clients) -> LocalBoxFuture<'static, ()> + Send + Sync>;
+type FaultHookFactory = Arc<dyn Fn(u64) -> Box<dyn FaultHook> + Send + Sync>;
 type WorkloadFactory =
     Arc<dyn Fn(Workload) -> LocalBoxFuture<'static, Result<(), WorkloadError>> + Send + Sync>;
 
@@ -111,6 +112,7 @@ pub struct SimBuilder {
     quiet_period: Duration,
     keep_trace: bool,
     server_config: ServerConfig,
+    fault_hook: Option<FaultHookFactory>,
 }
 
 impl Default for SimBuilder {
@@ -139,6 +141,7 @@ impl SimBuilder {
             quiet_period: QUIET_PERIOD_DEFAULT,
             keep_trace: false,
             server_config: ServerConfig::default(),
+            fault_hook: None,
         }
     }
 
@@ -250,6 +253,15 @@ impl SimBuilder {
         self
     }
 
+    /// Where faults act: `hook(seed)` makes a fresh [`FaultHook`] for each run.
+    pub fn fault_hook<H: FaultHook + 'static>(
+        mut self,
+        hook: impl Fn(u64) -> H + Send + Sync + 'static,
+    ) -> Self {
+        self.fault_hook = Some(Arc::new(move |seed| Box::new(hook(seed))));
+        self
+    }
+
     /// Keep every trace entry in the report (single-seed runs and replays), and let controller
     /// panics print as usual. A sweep keeps only the digest and stays quiet.
     pub fn keep_trace(mut self, keep: bool) -> Self {
@@ -295,6 +307,9 @@ impl SimBuilder {
         runtime.set_time_limit(self.time_limit);
         let specs = self.cluster_specs();
         let world = World::new(seed, keep_trace, self.properties.clone().into());
+        if let Some(hook) = &self.fault_hook {
+            world.with(|w| w.faults = hook(seed));
+        }
         let nodes: Arc<Mutex<Vec<madsim::task::NodeId>>> = Arc::default();
         let main = run_phases(self.clone(), specs, world.clone(), nodes.clone());
         let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| runtime.block_on(main)));
