@@ -63,6 +63,7 @@ pub mod client;
 pub mod controller;
 pub mod decision;
 pub mod faults;
+pub mod generate;
 pub mod informer;
 pub mod logging;
 mod panic_quiet;
