@@ -1,26 +1,31 @@
 //! Serving custom resources: a CustomResourceDefinition's served versions become resource
 //! types when it is created (its status gets the NamesAccepted and Established conditions at
-//! once, where the real server's controllers take a moment), and stop being served when it is
-//! deleted, which also deletes their objects. Custom resources are defaulted, pruned and
-//! validated against their version's structural schema.
+//! once, where the real server's controllers take a moment) and the
+//! `customresourcecleanup.apiextensions.k8s.io` finalizer. Deleting a CRD makes it Terminating:
+//! creates of its objects get 405, every object is deleted through the normal deletion (so
+//! their finalizers hold them), and once the last is gone the CRD goes and its versions stop
+//! being served. Custom resources are defaulted, pruned and validated against their version's
+//! structural schema.
 
 use std::sync::Arc;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube_core::{DynamicObject, response::StatusCause};
+use kube_core::{DynamicObject, Status, params::DeleteParams, response::StatusCause};
 
 use crate::{
     context::Context,
     crd, errors, metadata, schema,
     server::{ApiServer, Target},
     store::{ObjectKey, StoredEventType},
-    write::{set_status, status_of},
+    write::{set_status, should_delete_during_update, status_of},
 };
 
 /// The group of CustomResourceDefinitions.
 const APIEXTENSIONS_GROUP: &str = "apiextensions.k8s.io";
 /// How many custom resources deleting one CRD removes at most (one revision each).
 const CRD_CLEANUP_ITEMS_MAX: usize = 1_000_000;
+/// The finalizer that holds a CRD until its objects are gone.
+const CRD_CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
 
 /// Whether `t` is the built-in CustomResourceDefinition type.
 fn is_crd_type(t: &Target) -> bool {
@@ -57,9 +62,15 @@ impl ApiServer {
         Vec::new()
     }
 
-    /// Side effects of a committed create or update: a CRD's versions become served.
+    /// Side effects of a committed create, update or deletion start: a CRD's versions become
+    /// served (and it gets its status and cleanup finalizer); a CRD whose deletion started
+    /// deletes its objects.
     pub(crate) fn after_commit(&mut self, t: &Target, stored: &Arc<DynamicObject>, ctx: &mut Context<'_>) {
-        if !is_crd_type(t) || stored.metadata.deletion_timestamp.is_some() {
+        if !is_crd_type(t) {
+            return;
+        }
+        if stored.metadata.deletion_timestamp.is_some() {
+            self.clean_up_crd(t, stored, ctx);
             return;
         }
         let Ok(crd) = as_crd(stored) else { return };
@@ -68,17 +79,122 @@ impl ApiServer {
             self.types.insert(ty);
         }
         let established = established_status(&crd, stored, ctx);
-        if status_of(stored).as_ref() != Some(&established) {
+        let has_finalizer = stored.metadata.finalizers.iter().flatten().any(|f| f == CRD_CLEANUP_FINALIZER);
+        if status_of(stored).as_ref() != Some(&established) || !has_finalizer {
             let mut new = DynamicObject::clone(stored);
             set_status(&mut new, Some(established));
+            if !has_finalizer {
+                new.metadata.finalizers.get_or_insert_with(Vec::new).push(CRD_CLEANUP_FINALIZER.to_owned());
+            }
             let name = stored.metadata.name.clone().unwrap_or_default();
             self.commit(StoredEventType::Modified, t, &name, new);
         }
     }
 
-    /// Side effects of a removal: a deleted CRD stops being served and its objects are deleted.
+    /// A terminating CRD: mark it Terminating, delete every custom resource through the normal
+    /// deletion (so their finalizers hold them), and finish once none is left.
+    fn clean_up_crd(&mut self, t: &Target, stored: &Arc<DynamicObject>, ctx: &mut Context<'_>) {
+        let Ok(crd) = as_crd(stored) else { return };
+        let (group, plural) = (crd.spec.group.clone(), crd.spec.names.plural.clone());
+        let name = stored.metadata.name.clone().unwrap_or_default();
+        let mut new = DynamicObject::clone(stored);
+        mark_terminating(&mut new, ctx);
+        if new.data != stored.data {
+            self.commit(StoredEventType::Modified, t, &name, new);
+        }
+        let Some(cr_type) = self.served_custom_type(&group, &plural) else {
+            self.finish_crd_cleanup(&group, &plural, ctx);
+            return;
+        };
+        let resource = cr_type.storage_key();
+        let live: Vec<ObjectKey> = self
+            .store
+            .current()
+            .iter_resource(&resource, None)
+            .filter(|(_, o)| o.metadata.deletion_timestamp.is_none())
+            .take(CRD_CLEANUP_ITEMS_MAX)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in live {
+            let target = Target {
+                ty: cr_type.clone(),
+                resource: resource.clone(),
+                namespace: key.namespace,
+                user: None,
+            };
+            // A failure (say, a validating hook refusing) leaves the object, as the real
+            // finalizer controller would retry later; the CRD then stays terminating.
+            let _ = self.delete(&target, &key.name, &DeleteParams::default(), ctx);
+        }
+        self.finish_crd_cleanup(&group, &plural, ctx);
+    }
+
+    /// Once a terminating CRD has no objects left, drop its cleanup finalizer (removing it
+    /// unless other finalizers remain).
+    fn finish_crd_cleanup(&mut self, group: &str, plural: &str, ctx: &mut Context<'_>) {
+        let crd_key = ObjectKey {
+            resource: Arc::from(format!("{APIEXTENSIONS_GROUP}/customresourcedefinitions")),
+            namespace: Arc::from(""),
+            name: Arc::from(format!("{plural}.{group}")),
+        };
+        let Some(crd) = self.store.current().get(&crd_key).cloned() else { return };
+        if crd.metadata.deletion_timestamp.is_none() {
+            return;
+        }
+        let resource = format!("{group}/{plural}");
+        if self.store.current().iter_resource(&resource, None).next().is_some() {
+            return;
+        }
+        let mut new = DynamicObject::clone(&crd);
+        if let Some(f) = new.metadata.finalizers.as_mut() {
+            f.retain(|f| f != CRD_CLEANUP_FINALIZER);
+        }
+        if new.metadata.finalizers == crd.metadata.finalizers {
+            return;
+        }
+        let Some(crd_type) = self.types.get(APIEXTENSIONS_GROUP, "v1", "customresourcedefinitions").cloned()
+        else {
+            return;
+        };
+        let t =
+            Target { resource: crd_key.resource.clone(), ty: crd_type, namespace: Arc::from(""), user: None };
+        let gone = should_delete_during_update(&new);
+        let kind = if gone { StoredEventType::Deleted } else { StoredEventType::Modified };
+        let stored = self.commit(kind, &t, &crd_key.name, new);
+        if gone {
+            self.after_delete(&t, &stored, ctx);
+        }
+    }
+
+    /// 405 for a create of a custom resource whose CRD is terminating, as the real server.
+    pub(crate) fn check_crd_accepts_creates(&self, t: &Target) -> Result<(), Status> {
+        if !t.ty.custom {
+            return Ok(());
+        }
+        let crd_key = ObjectKey {
+            resource: Arc::from(format!("{APIEXTENSIONS_GROUP}/customresourcedefinitions")),
+            namespace: Arc::from(""),
+            name: Arc::from(format!("{}.{}", t.ty.api.plural, t.ty.api.group)),
+        };
+        match self.store.current().get(&crd_key) {
+            Some(crd) if crd.metadata.deletion_timestamp.is_some() => {
+                Err(errors::method_not_allowed(&format!(
+                    "create is not supported on resources of kind \"{}\"",
+                    errors::group_resource(&t.ty.api.group, &t.ty.api.plural)
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Side effects of a removal: a removed CRD stops being served (any object it still has is
+    /// removed with it); the last custom resource of a terminating CRD lets the CRD go.
     pub(crate) fn after_delete(&mut self, t: &Target, stored: &Arc<DynamicObject>, ctx: &mut Context<'_>) {
-        let _ = ctx;
+        if t.ty.custom {
+            let (group, plural) = (t.ty.api.group.clone(), t.ty.api.plural.clone());
+            self.finish_crd_cleanup(&group, &plural, ctx);
+            return;
+        }
         if !is_crd_type(t) {
             return;
         }
@@ -98,6 +214,11 @@ impl ApiServer {
             last.metadata.resource_version = Some(self.store.next_revision().to_string());
             self.store.commit(StoredEventType::Deleted, key, Arc::new(last));
         }
+    }
+
+    /// Any served version of a custom resource type.
+    fn served_custom_type(&self, group: &str, plural: &str) -> Option<Arc<crate::resources::ResourceType>> {
+        self.types.iter().find(|ty| ty.custom && ty.api.group == group && ty.api.plural == plural).cloned()
     }
 
     /// Stop serving every version of group/plural; returns one of the removed types.
@@ -162,4 +283,21 @@ fn established_status(
         ],
         "storedVersions": stored_versions,
     })
+}
+
+/// Add the Terminating condition a deleting CRD shows while its objects go.
+fn mark_terminating(crd: &mut DynamicObject, ctx: &Context<'_>) {
+    let Some(status) = crd.data.get_mut("status").and_then(|s| s.as_object_mut()) else { return };
+    let conditions = status.entry("conditions").or_insert_with(|| serde_json::json!([]));
+    let Some(list) = conditions.as_array_mut() else { return };
+    if list.iter().any(|c| c["type"] == "Terminating") {
+        return;
+    }
+    list.push(serde_json::json!({
+        "type": "Terminating",
+        "status": "True",
+        "reason": "InstanceDeletionInProgress",
+        "message": "CustomResource deletion is in progress",
+        "lastTransitionTime": serde_json::to_value(metadata::timestamp(ctx.now)).unwrap_or_default(),
+    }));
 }

@@ -88,6 +88,8 @@ impl ApiServer {
         let stored = self.commit(kind, t, name, new);
         if gone {
             self.after_delete(t, &stored, ctx);
+        } else {
+            self.after_commit(t, &stored, ctx);
         }
         Ok(deleted_or_kept(t, name, gone, t.present(&stored)))
     }

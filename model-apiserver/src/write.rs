@@ -89,6 +89,7 @@ impl ApiServer {
         ctx: &mut Context<'_>,
     ) -> Result<Response, Status> {
         check_body_namespace(t, &object.metadata)?;
+        self.check_crd_accepts_creates(t)?;
         let given = object.metadata.name.clone().filter(|n| !n.is_empty());
         let prefix = object.metadata.generate_name.clone().filter(|n| !n.is_empty());
         let name = match (given, prefix) {

@@ -200,14 +200,19 @@ fn deleting_a_crd_stops_serving_it_and_deletes_its_objects() {
         .iter()
         .map(|e| format!("{:?} {}/{}", e.kind, e.key.resource, e.key.name))
         .collect();
+    // Deletion starts (deletionTimestamp), the CRD turns Terminating, its objects go one by
+    // one, and the cleanup finalizer's removal lets the CRD go.
     assert_eq!(
         deleted,
         [
-            "Deleted apiextensions.k8s.io/customresourcedefinitions/widgets.example.com",
+            "Modified apiextensions.k8s.io/customresourcedefinitions/widgets.example.com",
+            "Modified apiextensions.k8s.io/customresourcedefinitions/widgets.example.com",
             "Deleted example.com/widgets/a",
-            "Deleted example.com/widgets/b"
+            "Deleted example.com/widgets/b",
+            "Deleted apiextensions.k8s.io/customresourcedefinitions/widgets.example.com",
         ]
     );
+    assert_eq!(code_reason(&w.try_get(&crds(), None, "widgets.example.com").unwrap_err()), (404, "NotFound"));
     // Recreating the CRD serves an empty collection.
     w.create(&crds(), None, widget_crd());
     let events = w.watch(&widgets(), None, "0", WatchParams { bookmarks: false, ..Default::default() });
@@ -249,4 +254,35 @@ fn updating_a_crd_to_serve_a_new_version_serves_it() {
     assert_eq!(updated.metadata.generation, Some(2));
     w.create(&widgets(), Some("default"), widget("a", json!({})));
     assert!(w.try_get(&v2_api, Some("default"), "a").is_ok());
+}
+
+#[test]
+fn an_established_crd_carries_the_cleanup_finalizer() {
+    let mut w = world();
+    let crd = w.get(&crds(), None, "widgets.example.com");
+    assert_eq!(crd.metadata.finalizers, Some(vec!["customresourcecleanup.apiextensions.k8s.io".to_owned()]));
+}
+
+#[test]
+fn a_custom_resource_finalizer_holds_a_terminating_crd_until_it_is_removed() {
+    let mut w = world();
+    let mut held = widget("a", json!({}));
+    held["metadata"]["finalizers"] = json!(["example.com/cleanup"]);
+    w.create(&widgets(), Some("default"), held);
+    w.create(&widgets(), Some("default"), widget("b", json!({})));
+    w.try_delete(&crds(), None, "widgets.example.com").unwrap();
+    let crd = w.get(&crds(), None, "widgets.example.com");
+    let terminating =
+        crd.data["status"]["conditions"].as_array().unwrap().iter().any(|c| c["type"] == "Terminating");
+    assert!(terminating, "{}", crd.data["status"]);
+    let a = w.get(&widgets(), Some("default"), "a");
+    assert!(a.metadata.deletion_timestamp.is_some());
+    assert_eq!(code_reason(&w.try_get(&widgets(), Some("default"), "b").unwrap_err()), (404, "NotFound"));
+    let err = w.try_create(&widgets(), Some("default"), widget("c", json!({}))).unwrap_err();
+    assert_eq!(code_reason(&err), (405, "MethodNotAllowed"));
+    assert_eq!(err.message, "create is not supported on resources of kind \"widgets.example.com\"");
+    // The operator removes its finalizer: the object goes, and with it the CRD.
+    w.try_merge(&widgets(), Some("default"), "a", json!({"metadata": {"finalizers": null}})).unwrap();
+    assert_eq!(code_reason(&w.try_get(&crds(), None, "widgets.example.com").unwrap_err()), (404, "NotFound"));
+    assert!(w.server.types().get("example.com", "v1", "widgets").is_none());
 }
