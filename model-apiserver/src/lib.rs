@@ -36,12 +36,17 @@
 //! - **Patches.** JSON merge patch, JSON patch, strategic merge patch for built-ins
 //!   ([`strategic`]) and a server-side apply subset ([`apply`]).
 //! - **CRDs.** Served from creation (status Established at once), structural-schema
-//!   defaulting, pruning and validation ([`schema`]), subresources; deleting a CRD deletes its
-//!   objects at once.
+//!   defaulting, pruning and validation ([`schema`]), subresources; a deleted CRD terminates
+//!   until its objects (deleted through normal deletion, finalizers honoured) are gone.
+//! - **Validation of built-ins.** Names, labels, annotations, owner references, finalizers on
+//!   deleting objects, and the immutability rules controllers most often meet (pod spec,
+//!   workload selectors, Job templates, StatefulSet spec, immutable ConfigMaps and Secrets).
 //! - **Admission.** Mutating hooks, validation, then validating hooks ([`AdmissionHook`]).
 //!
-//! Not modelled: RBAC, built-in defaulting beyond `spec.replicas` of the apps kinds, built-in
-//! validation beyond metadata, version conversion, and apply to `/scale`.
+//! Not modelled: RBAC, built-in defaulting beyond `spec.replicas` of the apps kinds (and a
+//! Secret's `stringData`), the rest of built-in spec validation, version conversion, the
+//! `pods/binding` subresource (setting `spec.nodeName` on an unscheduled pod stands in for it),
+//! and apply to `/scale`.
 //!
 //! ```
 //! use model_apiserver::{ApiServer, Context, Request, Response, SeqIds};
