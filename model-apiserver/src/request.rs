@@ -24,30 +24,73 @@ pub enum Subresource {
 #[derive(Clone, Debug)]
 pub enum Verb {
     /// GET one object.
-    Get { name: String, params: GetParams, subresource: Option<Subresource> },
+    Get {
+        /// The object's name.
+        name: String,
+        /// resourceVersion semantics of the read.
+        params: GetParams,
+        /// `/status` (the whole object) or `/scale` (a Scale view).
+        subresource: Option<Subresource>,
+    },
     /// GET a collection.
-    List { params: ListParams },
+    List {
+        /// Selectors, resourceVersion semantics, `limit` and `continue`.
+        params: ListParams,
+    },
     /// POST an object.
-    Create { object: DynamicObject, params: PostParams },
+    Create {
+        /// The new object (`name` or `generateName` set).
+        object: DynamicObject,
+        /// `dryRun` and `fieldManager`.
+        params: PostParams,
+    },
     /// PUT an object (or its `/status` or `/scale`).
-    Update { name: String, object: DynamicObject, params: PostParams, subresource: Option<Subresource> },
+    Update {
+        /// The object's name (the URL's; the body may repeat it but not contradict it).
+        name: String,
+        /// The replacement (a Scale for `/scale`).
+        object: DynamicObject,
+        /// `dryRun` and `fieldManager`.
+        params: PostParams,
+        /// `/status` or `/scale`.
+        subresource: Option<Subresource>,
+    },
     /// PATCH an object (or its `/status` or `/scale`).
     Patch {
+        /// The object's name.
         name: String,
+        /// Merge, JSON, strategic merge or apply patch.
         patch: Patch<serde_json::Value>,
+        /// `dryRun`, `fieldManager` and `force` (apply only).
         params: PatchParams,
+        /// `/status` or `/scale`.
         subresource: Option<Subresource>,
     },
     /// DELETE one object.
-    Delete { name: String, params: DeleteParams },
+    Delete {
+        /// The object's name.
+        name: String,
+        /// Grace period, propagation policy, preconditions and `dryRun`.
+        params: DeleteParams,
+    },
     /// DELETE a collection.
-    DeleteCollection { list: ListParams, params: DeleteParams },
+    DeleteCollection {
+        /// Which objects: the selectors.
+        list: ListParams,
+        /// How each is deleted.
+        params: DeleteParams,
+    },
     /// WATCH a collection from `resource_version` (exclusive).
     ///
     /// The model is pull-based: the answer holds every matching event after
     /// `resource_version` up to the current revision. A client keeps watching by asking again
     /// from the revision of the last event it received (or of a bookmark).
-    Watch { resource_version: String, params: WatchParams },
+    Watch {
+        /// `""` or `"0"`: the current state first; a number: the changes after it.
+        resource_version: String,
+        /// Selectors, bookmarks and `sendInitialEvents`.
+        params: WatchParams,
+    },
 }
 
 /// One request to the model API server.
