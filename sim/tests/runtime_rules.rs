@@ -737,3 +737,40 @@ fn a_full_queue_drops_the_request_and_says_so_in_the_trace() {
     let objects: Vec<String> = reconcile_starts(&report).into_iter().map(|(_, o)| o).collect();
     assert_eq!(objects, ["ConfigMap default/a", "ConfigMap default/b"]);
 }
+
+#[test]
+fn a_controller_that_panics_outside_a_reconcile_gets_a_crash_verdict_without_object() {
+    let report = Sim::builder()
+        .controller("broken", |_clients: Clients| async move {
+            madsim::time::sleep(Duration::from_millis(5)).await;
+            panic!("bad configuration");
+        })
+        .workload(|w| async move {
+            w.sleep(Duration::from_secs(1)).await;
+            Ok(())
+        })
+        .run(12);
+    assert_eq!(
+        report.verdict,
+        Verdict::Crash { node: "broken".to_owned(), object: None, message: "bad configuration".to_owned() }
+    );
+}
+
+#[test]
+fn a_panicking_workload_gets_a_crash_verdict_naming_the_workload_node() {
+    let report = Sim::builder()
+        .workload(|_w| async move {
+            let parsed: Result<u32, _> = "not a number".parse();
+            parsed.expect("a number");
+            Ok(())
+        })
+        .run(12);
+    assert_eq!(
+        report.verdict,
+        Verdict::Crash {
+            node: "workload".to_owned(),
+            object: None,
+            message: "a number: ParseIntError { kind: InvalidDigit }".to_owned(),
+        }
+    );
+}
