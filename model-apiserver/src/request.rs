@@ -241,7 +241,12 @@ pub enum Response {
     /// delete when the object was removed at once (kube-rs's `Either::Right`): a `Success`
     /// Status with details naming the object. The removed object is in `object`. Pods and
     /// ServiceAccounts answer `Object` instead, as their real storage returns the deleted object.
-    Deleted { status: Status, object: Arc<DynamicObject> },
+    Deleted {
+        /// The `Success` Status, details naming the object and its uid.
+        status: Status,
+        /// The object as it was when removed (resourceVersion = the deletion's revision).
+        object: Arc<DynamicObject>,
+    },
     /// list and deletecollection (the deleted items).
     List(ListResponse),
     /// watch: the events after the requested revision, in order. A compacted revision yields a
