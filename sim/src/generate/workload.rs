@@ -109,22 +109,25 @@ fn stored(schema: &JSONSchemaProps, mut body: Value) -> Value {
     body
 }
 
-/// ChaCha seed bytes for a u64 seed (little-endian, zero-padded).
-fn seed_bytes(seed: u64) -> [u8; 32] {
+/// ChaCha seed bytes for a step of a seed's workload (both little-endian, zero-padded).
+fn seed_bytes(seed: u64, step: usize) -> [u8; 32] {
     let mut bytes = [0u8; 32];
     bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    bytes[8..16].copy_from_slice(&(step as u64).to_le_bytes());
     bytes
 }
 
-/// Draws values from strategies with a runner seeded once: the same seed draws the same values.
+/// Draws the values of one step from a runner seeded by the seed and the step: the same seed
+/// draws the same values. A runner per step, because proptest counts rejected values over a
+/// runner's whole life, and [`LOCAL_REJECTS_MAX`] is meant per step.
 struct Drawer {
     runner: TestRunner,
 }
 
 impl Drawer {
-    fn new(seed: u64) -> Self {
+    fn new(seed: u64, step: usize) -> Self {
         let config = Config { max_local_rejects: LOCAL_REJECTS_MAX, ..Config::default() };
-        let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes(seed));
+        let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &seed_bytes(seed, step));
         Drawer { runner: TestRunner::new_with_rng(config, rng) }
     }
 
@@ -151,13 +154,13 @@ impl GeneratedWorkload {
         seed: u64,
         steps_max: usize,
     ) -> Result<Self, GenerateError> {
-        let mut drawer = Drawer::new(seed);
         let bodies = body_strategy(schema);
         let choice = (0..STEP_WEIGHTS_TOTAL).boxed();
         let mut current: Option<Value> = None;
         let mut steps = Vec::with_capacity(steps_max);
         for index in 0..steps_max {
             let number = index + 1;
+            let mut drawer = Drawer::new(seed, number);
             let Some(body) = &current else {
                 let body = drawer.draw(&bodies, number)?;
                 current = Some(stored(schema, body.clone()));
