@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use kube_core::{
     DynamicObject, Status,
-    params::{DeleteParams, ListParams, PropagationPolicy},
+    params::{DeleteParams, ListParams, PostParams, PropagationPolicy},
 };
 
 use crate::{
@@ -17,7 +17,9 @@ use crate::{
     request::{ListResponse, Response},
     server::{ApiServer, Target},
     store::StoredEventType,
-    write::{NAMESPACE_FINALIZER, should_delete_during_update},
+    write::{
+        NAMESPACE_FINALIZER, RvCheck, check_body_name, check_body_namespace, should_delete_during_update,
+    },
 };
 
 /// The finalizer the foreground propagation policy adds (the garbage collector removes it).
@@ -155,7 +157,8 @@ impl ApiServer {
 
     /// Remove the `kubernetes` finalizer from a Namespace's `spec.finalizers`, as the
     /// namespace controller does through the `/finalize` subresource once the namespace is
-    /// empty; a terminating namespace with no finalizers left is then removed.
+    /// empty; a terminating namespace with no finalizers left is then removed. The same as a
+    /// [`crate::Subresource::Finalize`] update without a resourceVersion.
     pub fn finalize_namespace(&mut self, name: &str, ctx: &mut Context<'_>) -> Result<Response, Status> {
         let ns_type = self.types.get("", "v1", "namespaces").expect("namespaces are built in").clone();
         let t = Target { resource: ns_type.storage_key(), ty: ns_type, namespace: Arc::from(""), user: None };
@@ -164,14 +167,67 @@ impl ApiServer {
         if let Some(f) = new.data.pointer_mut("/spec/finalizers").and_then(|f| f.as_array_mut()) {
             f.retain(|f| f != NAMESPACE_FINALIZER);
         }
-        if metadata::is_noop(&old, &new) {
-            return Ok(Response::Object(old));
+        self.write_finalize(&t, name, &old, new, false, ctx)
+    }
+
+    /// PUT `/finalize`: the body's `spec.finalizers` replace the Namespace's; nothing else
+    /// changes.
+    pub(crate) fn update_finalize(
+        &mut self,
+        t: &Target,
+        name: &str,
+        body: DynamicObject,
+        params: &PostParams,
+        ctx: &mut Context<'_>,
+    ) -> Result<Response, Status> {
+        let old = self.current_object(t, name)?;
+        check_body_name(name, &body.metadata)?;
+        check_body_namespace(t, &body.metadata)?;
+        self.check_resource_version(
+            t,
+            name,
+            &old,
+            body.metadata.resource_version.as_deref(),
+            RvCheck::Patch,
+        )?;
+        let mut new = DynamicObject::clone(&old);
+        let finalizers = body.data.pointer("/spec/finalizers").cloned();
+        if let Some(map) = new.data.as_object_mut() {
+            let spec = map.entry("spec").or_insert_with(|| serde_json::json!({}));
+            match (spec.as_object_mut(), finalizers) {
+                (Some(spec), Some(f)) => {
+                    spec.insert("finalizers".to_owned(), f);
+                }
+                (Some(spec), None) => {
+                    spec.remove("finalizers");
+                }
+                (None, _) => {}
+            }
+        }
+        self.write_finalize(t, name, &old, new, params.dry_run, ctx)
+    }
+
+    /// Store a finalize: no-op, removal (terminating and no finalizers left) or update.
+    fn write_finalize(
+        &mut self,
+        t: &Target,
+        name: &str,
+        old: &Arc<DynamicObject>,
+        new: DynamicObject,
+        dry_run: bool,
+        ctx: &mut Context<'_>,
+    ) -> Result<Response, Status> {
+        if metadata::is_noop(old, &new) {
+            return Ok(Response::Object(old.clone()));
+        }
+        if dry_run {
+            return Ok(Response::Object(Arc::new(new)));
         }
         let gone = should_delete_during_update(&new);
         let kind = if gone { StoredEventType::Deleted } else { StoredEventType::Modified };
-        let stored = self.commit(kind, &t, name, new);
+        let stored = self.commit(kind, t, name, new);
         if gone {
-            self.after_delete(&t, &stored, ctx);
+            self.after_delete(t, &stored, ctx);
         }
         Ok(Response::Object(stored))
     }

@@ -14,7 +14,7 @@ use crate::{
     filter::ObjectFilter,
     metadata,
     request::{ListResponse, Response, Subresource},
-    server::{ApiServer, Target, resource_not_found},
+    server::{ApiServer, Target, is_namespace_type, method_not_allowed, resource_not_found},
     store::{ObjectKey, Revision, Snapshot},
 };
 
@@ -102,6 +102,7 @@ impl ApiServer {
             Some(Subresource::Scale) if t.ty.scale.is_some() => {
                 self.scale_view(t, object).map(|s| Response::Object(Arc::new(s)))
             }
+            Some(Subresource::Finalize) if is_namespace_type(&t.ty) => Err(method_not_allowed()),
             Some(_) => Err(resource_not_found()),
         }
     }

@@ -18,6 +18,9 @@ pub enum Subresource {
     Status,
     /// `/scale`: an `autoscaling/v1` `Scale` view of the object.
     Scale,
+    /// `/finalize` of a Namespace (update only): writes only `spec.finalizers`, as the namespace
+    /// controller does once the namespace is empty.
+    Finalize,
 }
 
 /// The verb of a request and its verb-specific arguments.
@@ -181,7 +184,7 @@ impl Request {
     ) -> Self {
         Self::new(resource, namespace, Verb::Watch { resource_version: resource_version.to_owned(), params })
     }
-    /// Address a subresource (`/status` or `/scale`) for get, update and patch.
+    /// Address a subresource (`/status`, `/scale` or `/finalize`) for get, update and patch.
     pub fn with_subresource(mut self, sub: Subresource) -> Self {
         match &mut self.verb {
             Verb::Get { subresource, .. }

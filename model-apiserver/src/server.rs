@@ -91,6 +91,16 @@ impl Target {
     }
 }
 
+/// 405 MethodNotAllowed for a verb a served path does not take (GET or PATCH `/finalize`).
+pub(crate) fn method_not_allowed() -> Status {
+    errors::method_not_allowed("the server does not allow this method on the requested resource")
+}
+
+/// Whether `ty` is the built-in Namespace type.
+pub(crate) fn is_namespace_type(ty: &ResourceType) -> bool {
+    !ty.custom && ty.api.group.is_empty() && ty.api.kind == "Namespace"
+}
+
 /// 404 NotFound for a path the server does not serve.
 pub(crate) fn resource_not_found() -> Status {
     Status::failure("the server could not find the requested resource", "NotFound").with_code(404)

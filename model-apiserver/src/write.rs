@@ -15,7 +15,7 @@ use crate::{
     context::Context,
     errors, metadata, patch,
     request::{Response, Subresource},
-    server::{ApiServer, Target, resource_not_found},
+    server::{ApiServer, Target, is_namespace_type, method_not_allowed, resource_not_found},
     store::StoredEventType,
     validation,
 };
@@ -25,7 +25,7 @@ pub(crate) const NAMESPACE_FINALIZER: &str = "kubernetes";
 
 /// How an update's resourceVersion precondition is checked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum RvCheck {
+pub(crate) enum RvCheck {
     /// PUT: the body's resourceVersion must match; an empty one is unconditional for
     /// built-ins and 422 for custom resources.
     Update,
@@ -182,6 +182,9 @@ impl ApiServer {
         if subresource == Some(Subresource::Scale) {
             return self.update_scale(t, name, object, params.dry_run, ctx);
         }
+        if subresource == Some(Subresource::Finalize) {
+            return self.update_finalize(t, name, object, params, ctx);
+        }
         let old = self.current_object(t, name)?;
         check_body_name(name, &object.metadata)?;
         check_body_namespace(t, &object.metadata)?;
@@ -209,6 +212,9 @@ impl ApiServer {
         self.check_subresource(t, subresource)?;
         if subresource == Some(Subresource::Scale) {
             return self.patch_scale(t, name, patch, params.dry_run, ctx);
+        }
+        if subresource == Some(Subresource::Finalize) {
+            return Err(method_not_allowed());
         }
         if params.force && !matches!(patch, Patch::Apply(_)) {
             return Err(errors::invalid(
@@ -259,6 +265,7 @@ impl ApiServer {
         match subresource {
             Some(Subresource::Status) if !t.ty.status_subresource => Err(resource_not_found()),
             Some(Subresource::Scale) if t.ty.scale.is_none() => Err(resource_not_found()),
+            Some(Subresource::Finalize) if !is_namespace_type(&t.ty) => Err(resource_not_found()),
             _ => Ok(()),
         }
     }
@@ -269,7 +276,7 @@ impl ApiServer {
     }
 
     /// The optimistic-concurrency check of an update.
-    fn check_resource_version(
+    pub(crate) fn check_resource_version(
         &self,
         t: &Target,
         name: &str,
@@ -322,6 +329,7 @@ impl ApiServer {
         let sub_name = subresource.map(|s| match s {
             Subresource::Status => "status",
             Subresource::Scale => "scale",
+            Subresource::Finalize => "finalize",
         });
         // A `/scale` write arrives here as a main-resource update of `.spec.replicas`; hooks
         // still see which subresource was written.
@@ -517,7 +525,7 @@ impl ApiServer {
 
 /// The body may repeat the request's namespace but not contradict it. A cluster-scoped object's
 /// namespace is cleared instead, as the real server's EnsureObjectNamespaceMatchesRequestNamespace.
-fn check_body_namespace(t: &Target, meta: &ObjectMeta) -> Result<(), Status> {
+pub(crate) fn check_body_namespace(t: &Target, meta: &ObjectMeta) -> Result<(), Status> {
     if !t.ty.namespaced {
         return Ok(());
     }
@@ -530,7 +538,7 @@ fn check_body_namespace(t: &Target, meta: &ObjectMeta) -> Result<(), Status> {
 }
 
 /// The body may repeat the URL's name but not contradict it.
-fn check_body_name(name: &str, meta: &ObjectMeta) -> Result<(), Status> {
+pub(crate) fn check_body_name(name: &str, meta: &ObjectMeta) -> Result<(), Status> {
     match meta.name.as_deref().filter(|n| !n.is_empty()) {
         Some(n) if n != name => Err(errors::bad_request(&format!(
             "the name of the object ({n}) does not match the name on the URL ({name})"

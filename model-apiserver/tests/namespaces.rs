@@ -138,3 +138,37 @@ fn a_namespace_in_the_body_of_a_cluster_scoped_object_is_cleared() {
     let ns = w.create(&namespaces(), None, body);
     assert_eq!(ns.metadata.namespace, None);
 }
+
+#[test]
+fn a_finalize_update_writes_only_spec_finalizers_and_removes_a_terminating_namespace() {
+    let mut w = World::new();
+    w.create(&namespaces(), None, namespace("team"));
+    let deleting = object(w.try_delete(&namespaces(), None, "team").unwrap());
+    let mut body = (*deleting).clone();
+    body.data["spec"]["finalizers"] = json!([]);
+    body.metadata.labels = Some([("ignored".to_owned(), "yes".to_owned())].into());
+    let r = Request::update(&namespaces(), None, "team", body, PostParams::default())
+        .with_subresource(model_apiserver::Subresource::Finalize);
+    let last = object(w.handle(r).unwrap());
+    assert_eq!(last.data["spec"], json!({"finalizers": []}));
+    assert_eq!(last.metadata.labels, None);
+    assert_eq!(code_reason(&w.try_get(&namespaces(), None, "team").unwrap_err()), (404, "NotFound"));
+}
+
+#[test]
+fn finalize_with_a_stale_resource_version_gets_409_and_is_only_for_namespaces() {
+    let mut w = World::new();
+    w.create(&namespaces(), None, namespace("team"));
+    let mut body = obj(namespace("team"));
+    body.metadata.resource_version = Some("2".into());
+    let r = Request::update(&namespaces(), None, "team", body, PostParams::default())
+        .with_subresource(model_apiserver::Subresource::Finalize);
+    assert_eq!(code_reason(&w.handle(r).unwrap_err()), (409, "Conflict"));
+    let r =
+        Request::update(&cm(), Some("default"), "a", obj(config_map("a", json!({}))), PostParams::default())
+            .with_subresource(model_apiserver::Subresource::Finalize);
+    assert_eq!(code_reason(&w.handle(r).unwrap_err()), (404, "NotFound"));
+    let r = Request::get(&namespaces(), None, "team", Default::default())
+        .with_subresource(model_apiserver::Subresource::Finalize);
+    assert_eq!(code_reason(&w.handle(r).unwrap_err()), (405, "MethodNotAllowed"));
+}
