@@ -217,3 +217,21 @@ fn generated_workloads_pass_on_fifty_seeds_so_the_server_accepts_valid_steps_and
     assert_eq!(report.seeds_run, SEEDS);
     report.assert_all_passed();
 }
+
+#[test]
+fn an_invalid_step_labelled_valid_fails_the_run_with_the_servers_answer() {
+    let mut shape = persisted();
+    shape["steps"][1]["value"] = json!(11);
+    let workload: GeneratedWorkload = serde_json::from_value(shape).expect("the shape parses");
+    let report = world(workload).run(1);
+    let Verdict::Correctness { property, message, .. } = &report.verdict else {
+        panic!("expected a correctness verdict, got {}", report.verdict);
+    };
+    assert_eq!(property, "workload");
+    assert_eq!(
+        message,
+        "step 2: mutate Widget default/generated: setValue /spec/replicas = 11 (valid): the server \
+         rejected a valid step: 422 Invalid: Widget \"generated\" is invalid: spec.replicas: Invalid \
+         value: 11: spec.replicas in body should be less than or equal to 10"
+    );
+}

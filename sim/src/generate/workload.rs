@@ -4,8 +4,8 @@
 //! The workload is persisted decoded (its JSON is the steps themselves, camelCase), so a
 //! regression file replays the same steps after the generators change. Run as a script, it is an
 //! oracle for the server's validation: every valid step must be accepted and every invalid one
-//! rejected with 422 Invalid naming the labelled field; anything else fails the run with a
-//! message naming the step.
+//! rejected with 422 Invalid naming the labelled field, and an accepted scalar must be what the
+//! server stores at its pointer; anything else fails the run with a message naming the step.
 //!
 //! Generation tracks the body the server should hold (pruned and defaulted with the model's own
 //! functions, which are not what this oracle checks) to draw each next mutation from it. A
@@ -267,7 +267,9 @@ impl GeneratedWorkload {
             Step::Mutate(mutation) => {
                 let patch = mutation.merge_patch();
                 let result = api.patch(&self.name, &PatchParams::default(), &Patch::Merge(&patch)).await;
-                check_answer(&mutation.expect, result.map(|_| ()))
+                let stored = result.as_ref().ok().and_then(|o| serde_json::to_value(o).ok());
+                check_answer(&mutation.expect, result.map(|_| ()))?;
+                check_stored(mutation, stored.as_ref())
             }
             Step::Delete => self.delete(w, api).await,
             Step::Recreate { body } => {
@@ -380,6 +382,30 @@ fn describe(error: &Error) -> String {
     match error {
         Error::Api(status) => format!("{} {}: {}", status.code, status.reason, status.message),
         Error::SerdeError(e) => format!("serialization: {e}"),
+    }
+}
+
+/// Whether an accepted mutation that set a scalar shows in the object the server returned (an
+/// array or object value may have gained defaults, and a removed field may come back as its
+/// default: those are not checked).
+fn check_stored(mutation: &Mutation, stored: Option<&Value>) -> Result<(), String> {
+    let Some(sent) = mutation.value.as_ref().filter(|v| !v.is_array() && !v.is_object()) else {
+        return Ok(());
+    };
+    let Some(stored) = stored else {
+        return Ok(()); // rejected as expected
+    };
+    let found = stored.pointer(&mutation.path);
+    let same = match (found, sent) {
+        (Some(Value::Number(a)), Value::Number(b)) => a.as_f64() == b.as_f64(),
+        (Some(found), sent) => found == sent,
+        (None, _) => false,
+    };
+    if same {
+        Ok(())
+    } else {
+        let found = found.map_or_else(|| "nothing".to_owned(), Value::to_string);
+        Err(format!("the server accepted the step but stored {found} at {}, not {sent}", mutation.path))
     }
 }
 
