@@ -154,3 +154,29 @@ fn a_json_patch_error_names_the_failing_operation_of_the_whole_patch() {
     assert_eq!(err.message, "operation '/1' failed at path '/data/missing': path is invalid");
     assert_eq!(w.get(&cm(), Some("default"), "a").data["data"], json!({"k": "1"}));
 }
+
+#[test]
+fn a_patch_that_turns_the_object_into_a_non_object_gets_400_and_changes_nothing() {
+    let mut w = World::new();
+    w.create(&cm(), Some("default"), config_map("a", json!({"k": "1"})));
+    for patch in [
+        Patch::Merge(json!("not an object")),
+        Patch::Merge(serde_json::Value::Null),
+        json_patch(json!([{"op": "replace", "path": "", "value": 7}])),
+    ] {
+        let err =
+            w.handle(Request::patch(&cm(), Some("default"), "a", patch, PatchParams::default())).unwrap_err();
+        assert_eq!(code_reason(&err), (400, "BadRequest"));
+    }
+    assert_eq!(w.server.revision(), 5);
+}
+
+#[test]
+fn an_object_built_without_content_is_created_and_patched() {
+    let mut w = World::new();
+    let bare = kube_core::DynamicObject::new("a", &cm());
+    let r = w.handle(Request::create(&cm(), Some("default"), bare, Default::default())).unwrap();
+    assert_eq!(rv(&object(r)), 5);
+    let patched = w.try_merge(&cm(), Some("default"), "a", json!({"data": {"k": "v"}})).unwrap();
+    assert_eq!(patched.data["data"], json!({"k": "v"}));
+}
