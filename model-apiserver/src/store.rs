@@ -181,8 +181,9 @@ impl Store {
     /// A revision in the future yields no events.
     pub(crate) fn events_after(&self, revision: Revision) -> Option<impl Iterator<Item = &StoredEvent>> {
         let offset = revision.checked_sub(self.oldest())?;
-        let skip = usize::try_from(offset).unwrap_or(usize::MAX).saturating_add(1);
-        Some(self.history.iter().skip(skip).filter_map(|e| e.event.as_ref()))
+        // A range, not `skip`: a watch that is caught up must not walk the whole history.
+        let first = usize::try_from(offset).unwrap_or(usize::MAX).saturating_add(1).min(self.history.len());
+        Some(self.history.range(first..).filter_map(|e| e.event.as_ref()))
     }
 
     /// Apply one change as a new revision and return it. `object` must already carry the new
