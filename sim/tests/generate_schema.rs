@@ -252,3 +252,18 @@ fn a_mutation_is_sent_as_its_value_nested_under_the_pointer() {
         "missingRequired /spec/replicas = removed (invalid: expect 422 Invalid, FieldValueRequired at spec.replicas)"
     );
 }
+
+#[test]
+fn mutations_draws_both_valid_and_invalid_ones_and_labels_each_by_its_kind() {
+    let schema = schema(NESTED);
+    let body = json!({ "spec": { "replicas": 3, "template": { "image": "nginx", "pullPolicy": "Always" } } });
+    let strategy = sim::generate::mutations(&schema, &body).expect("the body has fields to change");
+    let mut runner = runner();
+    let mut outcomes = BTreeSet::new();
+    for _ in 0..CASES {
+        let mutation = strategy.new_tree(&mut runner).expect("a case is drawn").current();
+        assert_eq!(mutation.is_valid(), mutation.kind.cause_reason().is_none(), "{mutation}");
+        outcomes.insert(mutation.is_valid());
+    }
+    assert_eq!(outcomes, BTreeSet::from([false, true]));
+}

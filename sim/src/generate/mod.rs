@@ -29,7 +29,7 @@ pub mod mutation;
 pub mod schema;
 pub mod workload;
 
-pub use mutation::{Expectation, Mutation, MutationKind, invalid_mutations, valid_mutations};
+pub use mutation::{Expectation, Mutation, MutationKind, invalid_mutations, mutations, valid_mutations};
 pub use schema::{body_strategy, value_strategy};
 pub use workload::{GeneratedWorkload, Step, crd_schema};
 

@@ -282,6 +282,15 @@ pub fn invalid_mutations(schema: &JSONSchemaProps, body: &Value) -> Option<Boxed
     (!choices.is_empty()).then(|| Union::new(choices).boxed())
 }
 
+/// Both: valid mutations of `body`, and invalid ones about a third of the time (when there are
+/// both); `None` when there is neither.
+pub fn mutations(schema: &JSONSchemaProps, body: &Value) -> Option<BoxedStrategy<Mutation>> {
+    match (valid_mutations(schema, body), invalid_mutations(schema, body)) {
+        (Some(valid), Some(invalid)) => Some(prop_oneof![2 => valid, 1 => invalid].boxed()),
+        (valid, invalid) => valid.or(invalid),
+    }
+}
+
 fn depth_of(segments: &[String]) -> usize {
     segments.len()
 }
