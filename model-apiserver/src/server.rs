@@ -31,6 +31,10 @@ impl Default for ServerConfig {
 }
 
 /// The model API server.
+///
+/// Cloning is cheap (persistent maps and `Arc`s) and gives an independent server with the same
+/// state, history and hooks: a fork for what-if runs.
+#[derive(Clone)]
 pub struct ApiServer {
     pub(crate) config: ServerConfig,
     pub(crate) types: ResourceTypes,

@@ -370,3 +370,13 @@ fn every_retained_revision_reads_back_exactly_the_state_it_had() {
     assert!(w.server.snapshot_at(oldest - 1).is_none());
     assert!(w.server.snapshot_at(newest + 1).is_none());
 }
+
+#[test]
+fn a_cloned_server_is_an_independent_fork() {
+    let mut w = World::new();
+    w.create(&cm(), Some("default"), config_map("a", json!({})));
+    let mut fork = World { server: w.server.clone(), ids: w.ids.clone(), now: w.now };
+    fork.create(&cm(), Some("default"), config_map("b", json!({})));
+    assert_eq!((w.server.revision(), fork.server.revision()), (5, 6));
+    assert_eq!(code_reason(&w.try_get(&cm(), Some("default"), "b").unwrap_err()), (404, "NotFound"));
+}
