@@ -255,6 +255,32 @@ mod tests {
         assert_eq!(quiet.lines().count(), 1, "{quiet}");
     }
 
+    /// The iteration order of a std HashMap filled inside a madsim runtime of seed 7, on a fresh
+    /// thread that first installs the single-seed log subscriber.
+    #[allow(clippy::disallowed_types)] // The point: std's hash order must come from madsim's seed.
+    fn hash_order_after_single_seed_logging() -> Vec<u32> {
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    let _logs = init_for_run(true);
+                    let runtime = madsim::runtime::Runtime::with_seed_and_config(7, madsim::Config::default());
+                    runtime.block_on(async {
+                        let map: std::collections::HashMap<u32, ()> = (0..64).map(|i| (i, ())).collect();
+                        map.into_keys().collect()
+                    })
+                })
+                .join()
+        })
+        .expect("the run finishes")
+    }
+
+    #[test]
+    fn a_single_seed_log_subscriber_leaves_std_hash_order_to_madsims_seed() {
+        // Building the filter on the run's own thread would seed its std hash keys from the OS
+        // before madsim could, and the order would differ between the two runs.
+        assert_eq!(hash_order_after_single_seed_logging(), hash_order_after_single_seed_logging());
+    }
+
     #[test]
     fn a_sweep_run_is_quiet() {
         let _guard = init_for_run(false);
