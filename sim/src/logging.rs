@@ -263,7 +263,8 @@ mod tests {
             scope
                 .spawn(|| {
                     let _logs = init_for_run(true);
-                    let runtime = madsim::runtime::Runtime::with_seed_and_config(7, madsim::Config::default());
+                    let runtime =
+                        madsim::runtime::Runtime::with_seed_and_config(7, madsim::Config::default());
                     runtime.block_on(async {
                         let map: std::collections::HashMap<u32, ()> = (0..64).map(|i| (i, ())).collect();
                         map.into_keys().collect()
