@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use sim::api::Api;
-use sim::generate::{GeneratedWorkload, Step};
+use sim::generate::{GenerateError, GeneratedWorkload, Step};
 use sim::runtime::controller::Action;
 use sim::runtime::{Controller, watcher};
 use sim::{Clients, Sim, SweepConfig, Verdict, sweep};
@@ -234,4 +234,22 @@ fn an_invalid_step_labelled_valid_fails_the_run_with_the_servers_answer() {
          rejected a valid step: 422 Invalid: Widget \"generated\" is invalid: spec.replicas: Invalid \
          value: 11: spec.replicas in body should be less than or equal to 10"
     );
+}
+
+#[test]
+fn a_pattern_no_string_of_the_allowed_length_matches_is_reported_as_unsatisfiable_at_its_step() {
+    let schema: k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps =
+        serde_json::from_value(json!({
+            "type": "object",
+            "required": ["spec"],
+            "properties": { "spec": { "type": "object", "required": ["code"], "properties": {
+                "code": { "type": "string", "pattern": "^[a-z]{1,3}$", "minLength": 5 },
+            } } },
+        }))
+        .expect("the schema parses");
+    let resource = sim::api::ApiResource::erase::<Widget>(&());
+    let error =
+        GeneratedWorkload::generate(&resource, &schema, 0, 3).expect_err("no value satisfies the schema");
+    assert_eq!(error, GenerateError::Unsatisfiable { step: 1, reason: "Too many local rejects".to_owned() });
+    assert_eq!(error.to_string(), "step 1: no value could be generated: Too many local rejects");
 }
