@@ -201,6 +201,7 @@ fn invalid_mutations_cover_every_constraint_the_schemas_declare() {
         "tooManyItems",
         "tooFewItems",
         "missingRequired",
+        "wrongItemType",
     ]
     .iter()
     .map(|k| format!("{k:?}"))

@@ -8,10 +8,10 @@
 //! Valid mutations change a scalar or an array to another valid value, grow or shrink an array
 //! within its bounds, add or remove an optional field, and add a map entry. Invalid ones are
 //! each labelled with the rejection the server must answer (422 Invalid, the field path and the
-//! cause's reason): a wrong type, a number out of range, a value not in the enum, a string too
-//! long or too short or not matching its pattern, too many or too few items, and a required
-//! field removed. Boundary values come first, as in Acto: the first integer past `maximum`, a
-//! string one character longer than `maxLength`.
+//! cause's reason): a wrong type (of the field, or of an array's first item), a number out of
+//! range, a value not in the enum, a string too long or too short or not matching its pattern,
+//! too many or too few items, and a required field removed. Boundary values come first, as in
+//! Acto: the first integer past `maximum`, a string one character longer than `maxLength`.
 
 use std::fmt;
 
@@ -78,6 +78,8 @@ pub enum MutationKind {
     TooFewItems,
     /// A required field (without a default) removed.
     MissingRequired,
+    /// An array whose first item has another JSON type than its items' schema allows.
+    WrongItemType,
 }
 
 impl MutationKind {
@@ -90,7 +92,7 @@ impl MutationKind {
             | MutationKind::AddKey
             | MutationKind::GrowArray
             | MutationKind::ShrinkArray => return None,
-            MutationKind::WrongType => "FieldValueTypeInvalid",
+            MutationKind::WrongType | MutationKind::WrongItemType => "FieldValueTypeInvalid",
             MutationKind::NotInEnum => "FieldValueNotSupported",
             MutationKind::TooLong => "FieldValueTooLong",
             MutationKind::TooManyItems => "FieldValueTooMany",
@@ -121,9 +123,14 @@ pub enum Expectation {
 
 impl Mutation {
     fn new(segments: &[String], value: Option<Value>, kind: MutationKind) -> Self {
+        let field = match kind {
+            // The cause names the item: `spec.tags[0]`.
+            MutationKind::WrongItemType => format!("{}[0]", segments.join(".")),
+            _ => segments.join("."),
+        };
         let expect = match kind.cause_reason() {
             None => Expectation::Accept,
-            Some(cause) => Expectation::Reject { field: segments.join("."), cause: cause.to_owned() },
+            Some(cause) => Expectation::Reject { field, cause: cause.to_owned() },
         };
         Mutation { path: pointer(segments), value, kind, expect }
     }
@@ -414,6 +421,21 @@ fn invalid_at(site: &Site<'_>, out: &mut Vec<BoxedStrategy<Mutation>>) {
     }
     if schema.type_.as_deref() == Some("array") {
         items_out_of_bounds(schema, &segments, out);
+        if let Some(bad) = items_schema(schema).and_then(wrong_type) {
+            // The current items after a bad first one, so that only the item's type is wrong.
+            let mut items = match site.state {
+                SiteState::Present { value: Value::Array(items), .. } => items.clone(),
+                _ => Vec::new(),
+            };
+            match items.first_mut() {
+                Some(first) => *first = bad,
+                None => items.push(bad),
+            }
+            out.push(
+                Just(Mutation::new(&segments, Some(Value::Array(items)), MutationKind::WrongItemType))
+                    .boxed(),
+            );
+        }
     }
     if let SiteState::Present { required: true, .. } = site.state
         && schema.default.is_none()
