@@ -1,8 +1,193 @@
-//! (being written)
+//! The Job controller (basic): runs Pods until `completions` of them succeed, at most
+//! `parallelism` at a time, and gives up after more than `backoffLimit` failed Pods, as
+//! kube-controller-manager's `JobController` in NonIndexed mode.
+//!
+//! - Pods are read with a live list at each sync and belong to the Job by controller reference;
+//!   they get `generateName: <job>-` and the labels a real API server adds to a Job's template
+//!   (`batch.kubernetes.io/controller-uid`, `batch.kubernetes.io/job-name` and their legacy
+//!   forms).
+//! - Without `completions`, the Job is complete once one Pod succeeded and none is active (the
+//!   work-queue pattern); `parallelism` defaults to 1 and `backoffLimit` to 6.
+//! - On completion the Job gets the `Complete` condition, on giving up the `Failed` condition
+//!   (`BackoffLimitExceeded`), and its remaining active Pods are deleted.
+//! - Status: `active`, `ready`, `succeeded`, `failed`, `conditions` (no `startTime` or
+//!   `completionTime`: `sim` has no virtual wall clock for controllers yet). Not modelled: Pod
+//!   tracking finalizers, Indexed completion, `suspend`, `activeDeadlineSeconds`, Pod failure
+//!   and success policies.
 
-use sim::SimBuilder;
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
-/// Add the controller to a world.
+use futures::StreamExt;
+use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
+use k8s_openapi::api::core::v1::Pod;
+use sim::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions, ResourceExt};
+use sim::runtime::controller::Action;
+use sim::runtime::{Controller, watcher};
+use sim::{Clients, SimBuilder};
+
+use super::error::{Error, has_code};
+use super::templates::{PodName, pod_from_template};
+use super::{owners, pod_state};
+
+/// The Job controller's node.
+pub const NODE: &str = "job-controller";
+/// `backoffLimit` when unset.
+pub const BACKOFF_LIMIT_DEFAULT: i32 = 6;
+/// At most this many Pods are created or deleted in one sync (the real `MaxPodCreateDeletePerSync`).
+pub const POD_WRITES_PER_SYNC_MAX: usize = 500;
+
+/// Add the Job controller to a world, on node [`NODE`].
 pub fn job_controller(builder: SimBuilder) -> SimBuilder {
-    builder
+    builder.controller(NODE, run)
+}
+
+/// What every reconcile gets.
+pub struct Context {
+    client: sim::Client,
+}
+
+/// The Job controller's main future.
+pub async fn run(clients: Clients) {
+    let client = clients.default_cluster();
+    Controller::new(Api::<Job>::all(client.clone()), watcher::Config::default())
+        .owns(Api::<Pod>::all(client.clone()), watcher::Config::default())
+        .run(reconcile, super::retry_soon, Arc::new(Context { client }))
+        .for_each(|_| futures::future::ready(()))
+        .await;
+}
+
+/// Whether the Job has a `Complete` or `Failed` condition that is `True`.
+pub fn is_finished(job: &Job) -> bool {
+    job.status.as_ref().and_then(|s| s.conditions.as_ref()).is_some_and(|conditions| {
+        conditions.iter().any(|c| (c.type_ == "Complete" || c.type_ == "Failed") && c.status == "True")
+    })
+}
+
+fn condition(type_: &str, reason: &str, message: &str) -> JobCondition {
+    JobCondition {
+        type_: type_.to_owned(),
+        status: "True".to_owned(),
+        reason: Some(reason.to_owned()),
+        message: Some(message.to_owned()),
+        ..JobCondition::default()
+    }
+}
+
+/// Sync one Job.
+pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let name = job.name_any();
+    let namespace = job.namespace().ok_or(Error::MissingNamespace { kind: "Job", name: name.clone() })?;
+    if job.metadata.deletion_timestamp.is_some() || is_finished(&job) {
+        return Ok(Action::await_change());
+    }
+    let spec = job.spec.clone().unwrap_or_default();
+    let uid = job.uid().unwrap_or_default();
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
+    let pods: Vec<Pod> = api
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|p| owners::is_controlled_by(&p.metadata, &uid))
+        .collect();
+    let count = |f: fn(&Pod) -> bool| i32::try_from(pods.iter().filter(|p| f(p)).count()).unwrap_or(i32::MAX);
+    let succeeded = count(|p| pod_state::phase(p) == pod_state::PHASE_SUCCEEDED);
+    let failed = count(|p| pod_state::phase(p) == pod_state::PHASE_FAILED);
+    let mut active: Vec<&Pod> = pods.iter().filter(|p| pod_state::is_active(p)).collect();
+    let parallelism = spec.parallelism.unwrap_or(1).max(0);
+    let complete = match spec.completions {
+        Some(completions) => succeeded >= completions,
+        None => succeeded >= 1 && active.is_empty(),
+    };
+    let gave_up = failed > spec.backoff_limit.unwrap_or(BACKOFF_LIMIT_DEFAULT);
+    let wanted = if complete || gave_up {
+        0
+    } else {
+        match spec.completions {
+            Some(completions) => parallelism.min(completions - succeeded).max(0),
+            None if succeeded > 0 => 0,
+            None => parallelism,
+        }
+    };
+    let wanted = usize::try_from(wanted).unwrap_or(0);
+    let mut created = 0;
+    if active.len() < wanted {
+        for _ in 0..(wanted - active.len()).min(POD_WRITES_PER_SYNC_MAX) {
+            api.create(&PostParams::default(), &job_pod(&job, &namespace)).await?;
+            created += 1;
+        }
+    } else if active.len() > wanted {
+        active.sort_by(|a, b| pod_state::deletion_order(a, b));
+        let surplus = active.len() - wanted;
+        for pod in active.drain(..surplus.min(POD_WRITES_PER_SYNC_MAX)) {
+            delete_pod(pod, &api).await?;
+        }
+    }
+    let mut conditions = job.status.as_ref().and_then(|s| s.conditions.clone()).unwrap_or_default();
+    if complete {
+        conditions.push(condition(
+            "Complete",
+            "CompletionsReached",
+            "Reached expected number of succeeded pods",
+        ));
+    } else if gave_up {
+        conditions.push(condition(
+            "Failed",
+            "BackoffLimitExceeded",
+            "Job has reached the specified backoff limit",
+        ));
+    }
+    let status = JobStatus {
+        active: Some(i32::try_from(active.len() + created).unwrap_or(i32::MAX)),
+        ready: Some(
+            i32::try_from(active.iter().filter(|p| pod_state::is_ready(p)).count()).unwrap_or(i32::MAX),
+        ),
+        succeeded: Some(succeeded),
+        failed: Some(failed),
+        terminating: Some(count(|p| pod_state::is_terminating(p) && !pod_state::is_finished(p))),
+        conditions: (!conditions.is_empty()).then_some(conditions),
+        ..job.status.clone().unwrap_or_default()
+    };
+    if job.status.as_ref() != Some(&status) {
+        let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &namespace);
+        let patch = serde_json::json!({ "status": status });
+        jobs.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
+    }
+    Ok(Action::await_change())
+}
+
+/// A new Pod of `job`, with the labels a real API server puts on a Job's template.
+fn job_pod(job: &Job, namespace: &str) -> Pod {
+    let template = job.spec.as_ref().map(|s| s.template.clone()).unwrap_or_default();
+    let mut pod = pod_from_template(
+        &template,
+        PodName::Generate(format!("{}-", job.name_any())),
+        namespace,
+        owners::controller_ref(job),
+    );
+    let uid = job.uid().unwrap_or_default();
+    let name = job.name_any();
+    let labels = pod.metadata.labels.get_or_insert_with(BTreeMap::new);
+    for (key, value) in [
+        ("batch.kubernetes.io/controller-uid", &uid),
+        ("batch.kubernetes.io/job-name", &name),
+        ("controller-uid", &uid),
+        ("job-name", &name),
+    ] {
+        labels.insert(key.to_owned(), value.clone());
+    }
+    pod
+}
+
+async fn delete_pod(pod: &Pod, api: &Api<Pod>) -> Result<(), Error> {
+    let params = DeleteParams {
+        preconditions: Some(Preconditions { uid: pod.uid(), resource_version: None }),
+        ..DeleteParams::default()
+    };
+    match api.delete(&pod.name_any(), &params).await {
+        Ok(_) => Ok(()),
+        Err(e) if has_code(&e, 404) || has_code(&e, 409) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
 }

@@ -21,6 +21,18 @@
 //! let world = controllers::builtins::all(Sim::builder()).workload(|w| async move { ... });
 //! ```
 //!
+//! For properties over their objects, [`snapshot`] reads typed objects from a cluster snapshot
+//! and [`checks::garbage_collected`] checks `no_orphans` and `no_stuck_deletions` at the end.
+//!
+//! ## How they read the world
+//!
+//! The workload controllers (Deployment, ReplicaSet, StatefulSet, Job) and the namespace
+//! controller read what they manage with a live list at each sync: `sim` offers no access to the
+//! cache of an `owns`/`watches` informer, and a second cache lags independently of the one that
+//! triggered the sync, which is how the real controllers' expectations came to be. The garbage
+//! collector reads informer caches and re-reads from the server before it acts; the kubelet-lite
+//! acts on the Pod that triggered it and re-reads it after each delay.
+//!
 //! ## Where they differ from the real ones
 //!
 //! - `minReadySeconds` is not supported (ready is available); there are no `startTime`,
@@ -28,11 +40,16 @@
 //!   wall clock yet (see `NEEDS(sim)` in the modules).
 //! - The Deployment controller implements the RollingUpdate and Recreate strategies, without
 //!   `paused`, `progressDeadlineSeconds` or rollback; the StatefulSet controller implements
-//!   `OrderedReady` creation and deletion without rolling template updates; the Job controller
-//!   implements `completions`, `parallelism` and `backoffLimit` (non-indexed, no pod finalizers).
-//! - The garbage collector rebuilds its graph from informer caches every [`garbage_collector::SCAN_INTERVAL`]
-//!   instead of from a dynamic event stream (see `NEEDS(sim)` there).
+//!   `OrderedReady` and `Parallel` creation and deletion without rolling template updates; the
+//!   Job controller implements `completions`, `parallelism` and `backoffLimit` (NonIndexed, no
+//!   Pod tracking finalizers).
+//! - The garbage collector rebuilds its graph from informer caches every
+//!   [`garbage_collector::SCAN_INTERVAL`] instead of from a dynamic event stream (see
+//!   `NEEDS(sim)` there).
+//! - The kubelet-lite draws its delays from each Pod's uid rather than from the run's decision
+//!   source (see `NEEDS(sim)` there).
 
+pub mod checks;
 pub mod deployment;
 pub mod error;
 pub mod garbage_collector;

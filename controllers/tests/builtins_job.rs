@@ -1,0 +1,134 @@
+//! The Job controller with the kubelet-lite: a Job with completions 3 and parallelism 2 runs
+//! three Pods to success, never more than two at once, and is Complete; a Job whose Pods fail
+//! gives up after backoffLimit.
+
+use std::time::Duration;
+
+use controllers::builtins::{self, kubelet, owners, pod_state, snapshot};
+use k8s_openapi::api::batch::v1::{Job, JobSpec};
+use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, PodTemplateSpec};
+use model_apiserver::Snapshot;
+use sim::api::{Api, ObjectMeta};
+use sim::{FnProperty, Sim, SimBuilder, SweepConfig, sweep};
+
+const SEEDS: u64 = 30;
+const WAIT: Duration = Duration::from_secs(60);
+
+fn job(completions: i32, parallelism: i32, backoff_limit: Option<i32>, fail: bool) -> Job {
+    let annotations = fail.then(|| [(kubelet::FAIL_ANNOTATION.to_owned(), "true".to_owned())].into());
+    Job {
+        metadata: ObjectMeta {
+            name: Some("pi".to_owned()),
+            namespace: Some("default".to_owned()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(JobSpec {
+            completions: Some(completions),
+            parallelism: Some(parallelism),
+            backoff_limit,
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta { annotations, ..ObjectMeta::default() }),
+                spec: Some(PodSpec {
+                    containers: vec![Container {
+                        name: "pi".to_owned(),
+                        image: Some("perl:5".to_owned()),
+                        ..Container::default()
+                    }],
+                    restart_policy: Some("Never".to_owned()),
+                    ..PodSpec::default()
+                }),
+            },
+            ..JobSpec::default()
+        }),
+        status: None,
+    }
+}
+
+fn job_pods(snap: &Snapshot) -> Vec<Pod> {
+    let Some(job) = snapshot::object::<Job>(snap, Some("default"), "pi") else { return Vec::new() };
+    let uid = job.metadata.uid.unwrap_or_default();
+    snapshot::objects::<Pod>(snap, Some("default"))
+        .into_iter()
+        .filter(|p| owners::is_controlled_by(&p.metadata, &uid))
+        .collect()
+}
+
+fn finished(job: Option<&Job>) -> bool {
+    job.is_some_and(builtins::job::is_finished)
+}
+
+fn world(job: Job) -> SimBuilder {
+    builtins::kubelet(builtins::job_controller(Sim::builder().scenario("builtins-job"))).workload(move |w| {
+        let job = job.clone();
+        async move {
+            let jobs: Api<Job> = Api::namespaced(w.client(), "default");
+            w.apply(&jobs, &job).await?;
+            w.wait_for(&jobs, "pi", finished, WAIT).await
+        }
+    })
+}
+
+/// (type, status, reason) of the Job's conditions and its (active, succeeded, failed) counts.
+fn outcome(
+    snap: &Snapshot,
+) -> Option<(Vec<(String, String, String)>, (Option<i32>, Option<i32>, Option<i32>))> {
+    let status = snapshot::object::<Job>(snap, Some("default"), "pi")?.status?;
+    let conditions = status
+        .conditions
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| (c.type_, c.status, c.reason.unwrap_or_default()))
+        .collect();
+    Some((conditions, (status.active, status.succeeded, status.failed)))
+}
+
+#[test]
+fn job_with_completions_3_and_parallelism_2_completes_with_three_succeeded_pods() {
+    let world = world(job(3, 2, None, false))
+        .property(FnProperty::always("at most two active pods", |view| {
+            let active = job_pods(view.cluster("default").ok_or("no cluster")?)
+                .iter()
+                .filter(|p| pod_state::is_active(p))
+                .count();
+            if active <= 2 { Ok(()) } else { Err(format!("{active} active pods")) }
+        }))
+        .property(FnProperty::at_end("complete with three succeeded pods", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let phases: Vec<String> = job_pods(snap).iter().map(|p| pod_state::phase(p).to_owned()).collect();
+            let found = outcome(snap);
+            let want = Some((
+                vec![("Complete".to_owned(), "True".to_owned(), "CompletionsReached".to_owned())],
+                (Some(0), Some(3), Some(0)),
+            ));
+            if found == want && phases == ["Succeeded"; 3] {
+                Ok(())
+            } else {
+                Err(format!("{found:?}, pods {phases:?}"))
+            }
+        }));
+    let report = sweep(&SweepConfig::new("builtins-job").seeds(SEEDS), |seed| world.run(seed));
+    report.assert_all_passed();
+}
+
+#[test]
+fn job_whose_pods_fail_gives_up_after_backoff_limit_failures() {
+    let world = world(job(1, 1, Some(1), true)).property(FnProperty::at_end(
+        "failed after two failed pods",
+        |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let phases: Vec<String> = job_pods(snap).iter().map(|p| pod_state::phase(p).to_owned()).collect();
+            let found = outcome(snap);
+            let want = Some((
+                vec![("Failed".to_owned(), "True".to_owned(), "BackoffLimitExceeded".to_owned())],
+                (Some(0), Some(0), Some(2)),
+            ));
+            if found == want && phases == ["Failed"; 2] {
+                Ok(())
+            } else {
+                Err(format!("{found:?}, pods {phases:?}"))
+            }
+        },
+    ));
+    let report = sweep(&SweepConfig::new("builtins-job-backoff").seeds(SEEDS), |seed| world.run(seed));
+    report.assert_all_passed();
+}

@@ -1,0 +1,174 @@
+//! The kubelet-lite: a Pod is bound to the node, starts after a delay and becomes Running and
+//! Ready; failing containers give a Failed Pod (restartPolicy Never) or CrashLoopBackOff; a
+//! deleted Pod is removed only after its grace period.
+
+use std::time::Duration;
+
+use controllers::builtins::{self, kubelet, pod_state, snapshot};
+use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
+use sim::api::{Api, ObjectMeta};
+use sim::{FnProperty, Sim, SweepConfig, TraceEvent, sweep};
+
+const SEEDS: u64 = 30;
+const WAIT: Duration = Duration::from_secs(30);
+
+fn pod(name: &str, restart_policy: &str, fail: bool, grace_seconds: i64) -> Pod {
+    let annotations = fail.then(|| [(kubelet::FAIL_ANNOTATION.to_owned(), "true".to_owned())].into());
+    Pod {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            namespace: Some("default".to_owned()),
+            annotations,
+            ..ObjectMeta::default()
+        },
+        spec: Some(PodSpec {
+            containers: vec![Container {
+                name: "app".to_owned(),
+                image: Some("app:1".to_owned()),
+                ..Container::default()
+            }],
+            restart_policy: Some(restart_policy.to_owned()),
+            termination_grace_period_seconds: Some(grace_seconds),
+            ..PodSpec::default()
+        }),
+        status: None,
+    }
+}
+
+fn phase_is(want: &'static str) -> impl Fn(Option<&Pod>) -> bool {
+    move |pod| pod.is_some_and(|p| pod_state::phase(p) == want)
+}
+
+#[test]
+fn a_pod_is_bound_to_the_node_and_becomes_running_and_ready() {
+    let world = builtins::kubelet(Sim::builder())
+        .workload(|w| async move {
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            w.apply(&pods, &pod("app", "Always", false, 1)).await?;
+            w.wait_for(&pods, "app", |p| p.is_some_and(pod_state::is_running_and_ready), WAIT).await
+        })
+        .property(FnProperty::at_end("bound, running, ready, with an IP", |view| {
+            let p =
+                snapshot::object::<Pod>(view.cluster("default").ok_or("no cluster")?, Some("default"), "app")
+                    .ok_or("gone")?;
+            let node = p.spec.as_ref().and_then(|s| s.node_name.clone());
+            let status = p.status.clone().unwrap_or_default();
+            let container_ready =
+                status.container_statuses.unwrap_or_default().iter().map(|c| c.ready).collect::<Vec<_>>();
+            let found =
+                (node.as_deref(), status.host_ip.as_deref(), status.pod_ip.is_some(), container_ready);
+            let want = (Some(kubelet::NODE_NAME), Some(kubelet::HOST_IP), true, vec![true]);
+            if found == want { Ok(()) } else { Err(format!("{found:?}, want {want:?}")) }
+        }));
+    let report = sweep(&SweepConfig::new("builtins-kubelet-start").seeds(SEEDS), |seed| world.run(seed));
+    report.assert_all_passed();
+}
+
+#[test]
+fn a_failing_container_with_restart_policy_never_gives_a_failed_pod() {
+    let world = builtins::kubelet(Sim::builder())
+        .workload(|w| async move {
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            w.apply(&pods, &pod("app", "Never", true, 1)).await?;
+            w.wait_for(&pods, "app", phase_is(pod_state::PHASE_FAILED), WAIT).await
+        })
+        .property(FnProperty::at_end("failed with exit code 1", |view| {
+            let p =
+                snapshot::object::<Pod>(view.cluster("default").ok_or("no cluster")?, Some("default"), "app")
+                    .ok_or("gone")?;
+            let exit_codes: Vec<Option<i32>> = p
+                .status
+                .clone()
+                .unwrap_or_default()
+                .container_statuses
+                .unwrap_or_default()
+                .iter()
+                .map(|c| c.state.as_ref().and_then(|s| s.terminated.as_ref()).map(|t| t.exit_code))
+                .collect();
+            let found = (pod_state::phase(&p).to_owned(), pod_state::is_ready(&p), exit_codes);
+            let want = ("Failed".to_owned(), false, vec![Some(kubelet::FAILED_EXIT_CODE)]);
+            if found == want { Ok(()) } else { Err(format!("{found:?}, want {want:?}")) }
+        }));
+    let report = sweep(&SweepConfig::new("builtins-kubelet-fail").seeds(SEEDS), |seed| world.run(seed));
+    report.assert_all_passed();
+}
+
+#[test]
+fn a_failing_container_with_restart_policy_always_is_in_crash_loop_back_off_and_not_ready() {
+    let world = builtins::kubelet(Sim::builder())
+        .workload(|w| async move {
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            w.apply(&pods, &pod("app", "Always", true, 1)).await?;
+            w.wait_for(&pods, "app", phase_is(pod_state::PHASE_RUNNING), WAIT).await
+        })
+        .property(FnProperty::at_end("crash loop", |view| {
+            let p =
+                snapshot::object::<Pod>(view.cluster("default").ok_or("no cluster")?, Some("default"), "app")
+                    .ok_or("gone")?;
+            let waiting: Vec<(Option<String>, i32)> = p
+                .status
+                .clone()
+                .unwrap_or_default()
+                .container_statuses
+                .unwrap_or_default()
+                .iter()
+                .map(|c| {
+                    (
+                        c.state.as_ref().and_then(|s| s.waiting.as_ref()).and_then(|w| w.reason.clone()),
+                        c.restart_count,
+                    )
+                })
+                .collect();
+            let found = (pod_state::is_ready(&p), waiting);
+            let want = (false, vec![(Some("CrashLoopBackOff".to_owned()), 1)]);
+            if found == want { Ok(()) } else { Err(format!("{found:?}, want {want:?}")) }
+        }));
+    let report = sweep(&SweepConfig::new("builtins-kubelet-crashloop").seeds(SEEDS), |seed| world.run(seed));
+    report.assert_all_passed();
+}
+
+/// The virtual times of the workload's delete of `app` and of the kubelet's final delete.
+fn delete_times(report: &sim::RunReport) -> (Option<u64>, Option<u64>) {
+    let mut first = None;
+    let mut last = None;
+    for entry in report.trace.entries() {
+        if let TraceEvent::ApiRequest { verb: "delete", target, .. } = &entry.event
+            && target.ends_with("pods/default/app")
+        {
+            if &*entry.node == sim::world::WORKLOAD_NODE {
+                first = Some(entry.at_nanos);
+            } else if &*entry.node == kubelet::NODE {
+                last = Some(entry.at_nanos);
+            }
+        }
+    }
+    (first, last)
+}
+
+#[test]
+fn a_deleted_pod_is_removed_by_the_kubelet_after_its_grace_period() {
+    const GRACE_SECONDS: i64 = 5;
+    let world = builtins::kubelet(Sim::builder())
+        .workload(|w| async move {
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            w.apply(&pods, &pod("app", "Always", false, GRACE_SECONDS)).await?;
+            w.wait_for(&pods, "app", |p| p.is_some_and(pod_state::is_running_and_ready), WAIT).await?;
+            w.delete(&pods, "app").await?;
+            w.wait_for(&pods, "app", |p| p.is_none(), WAIT).await
+        })
+        .keep_trace(true);
+    for seed in 0..5 {
+        let report = world.run(seed);
+        assert!(report.verdict.is_pass(), "seed {seed}: {}", report.verdict);
+        let (Some(deleted), Some(removed)) = delete_times(&report) else {
+            panic!("seed {seed}: no deletes in\n{}", report.trace.render())
+        };
+        let waited = Duration::from_nanos(removed - deleted);
+        assert!(waited >= Duration::from_secs(5), "seed {seed}: removed after {waited:?}");
+        // Within one watch delivery and one API latency of the grace period.
+        assert!(
+            waited < Duration::from_secs(5) + Duration::from_millis(50),
+            "seed {seed}: removed after {waited:?}"
+        );
+    }
+}
