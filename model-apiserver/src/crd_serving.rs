@@ -17,7 +17,8 @@ use crate::{
     crd, errors, metadata, schema,
     server::{ApiServer, Target},
     store::{ObjectKey, StoredEventType},
-    write::{set_status, should_delete_during_update, status_of},
+    strategy::{set_status, status_of},
+    write::should_delete_during_update,
 };
 
 /// The group of CustomResourceDefinitions.

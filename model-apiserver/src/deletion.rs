@@ -17,9 +17,8 @@ use crate::{
     request::{ListResponse, Response},
     server::{ApiServer, Target},
     store::StoredEventType,
-    write::{
-        NAMESPACE_FINALIZER, RvCheck, check_body_name, check_body_namespace, should_delete_during_update,
-    },
+    strategy::NAMESPACE_FINALIZER,
+    write::{RvCheck, check_body_name, check_body_namespace, should_delete_during_update},
 };
 
 /// The finalizer the foreground propagation policy adds (the garbage collector removes it).
@@ -71,7 +70,7 @@ impl ApiServer {
                 new.metadata.generation = Some(g + 1);
             }
             if is_namespace(t) {
-                crate::write::set_status(&mut new, Some(serde_json::json!({"phase": "Terminating"})));
+                crate::strategy::set_status(&mut new, Some(serde_json::json!({"phase": "Terminating"})));
             }
         }
         let gone = should_delete_during_update(&new);

@@ -22,11 +22,19 @@ pub struct ServerConfig {
     pub history_revisions_max: usize,
     /// The grace period a Pod gets when neither the request nor the pod spec sets one.
     pub pod_grace_period_seconds_default: i64,
+    /// Whether built-in kinds get the real server's defaults (pod spec, workload, Service and
+    /// claim fields; see the `defaults` module). On by default, as in a cluster: a controller
+    /// that compares its desired spec with the stored one must cope with them.
+    pub builtin_defaults: bool,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        ServerConfig { history_revisions_max: 10_000, pod_grace_period_seconds_default: 30 }
+        ServerConfig {
+            history_revisions_max: 10_000,
+            pod_grace_period_seconds_default: 30,
+            builtin_defaults: true,
+        }
     }
 }
 

@@ -126,6 +126,7 @@ pub(crate) fn validate_builtin_update(
             causes
         }
         ("", "ConfigMap" | "Secret") => immutable_data(old, new),
+        ("", "Service") => service_cluster_ip(old, new),
         _ => Vec::new(),
     }
 }
@@ -230,4 +231,16 @@ fn immutable_data(old: &DynamicObject, new: &DynamicObject) -> Vec<StatusCause> 
         }
     }
     causes
+}
+
+/// A Service's allocated cluster IP may not change (an update that leaves it empty keeps it).
+fn service_cluster_ip(old: &DynamicObject, new: &DynamicObject) -> Vec<StatusCause> {
+    let before = old.data.pointer("/spec/clusterIP").and_then(Value::as_str).filter(|ip| !ip.is_empty());
+    let after = new.data.pointer("/spec/clusterIP").and_then(Value::as_str).unwrap_or_default();
+    match before {
+        Some(ip) if ip != after => {
+            vec![metadata::invalid_value("spec.clusterIPs[0]", after, "may not change once set")]
+        }
+        _ => Vec::new(),
+    }
 }

@@ -17,11 +17,9 @@ use crate::{
     request::{Response, Subresource},
     server::{ApiServer, Target, is_namespace_type, method_not_allowed, resource_not_found},
     store::StoredEventType,
+    strategy::{self, set_status, status_of},
     validation,
 };
-
-/// The finalizer the namespace lifecycle puts in a Namespace's `spec.finalizers`.
-pub(crate) const NAMESPACE_FINALIZER: &str = "kubernetes";
 
 /// How an update's resourceVersion precondition is checked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,7 +113,7 @@ impl ApiServer {
         meta.resource_version = None;
         meta.self_link = None;
         object.types = Some(t.type_meta());
-        prepare_for_create(t, &mut object);
+        strategy::prepare_for_create(t, &mut object, self.config.builtin_defaults, ctx.ids);
         let mut object = self.admit(t, "create", None, None, object)?;
         let key = t.key(&name);
         if self.store.current().get(&key).is_some() {
@@ -324,7 +322,7 @@ impl ApiServer {
             }
         } else {
             self.preserve_server_fields(t, old, &mut new, opts.applied)?;
-            prepare_for_update(t, old, &mut new);
+            strategy::prepare_for_update(t, old, &mut new, self.config.builtin_defaults);
         }
         let sub_name = subresource.map(|s| match s {
             Subresource::Status => "status",
@@ -547,95 +545,6 @@ pub(crate) fn check_body_name(name: &str, meta: &ObjectMeta) -> Result<(), Statu
     }
 }
 
-/// The object's `.status`, if any.
-pub(crate) fn status_of(object: &DynamicObject) -> Option<serde_json::Value> {
-    object.data.get("status").cloned()
-}
-
-/// Replace (or remove, with `None`) the object's `.status`.
-pub(crate) fn set_status(object: &mut DynamicObject, status: Option<serde_json::Value>) {
-    if !object.data.is_object() {
-        object.data = serde_json::Value::Object(Default::default());
-    }
-    if let Some(map) = object.data.as_object_mut() {
-        match status {
-            Some(s) => {
-                map.insert("status".to_owned(), s);
-            }
-            None => {
-                map.remove("status");
-            }
-        }
-    }
-}
-
-/// Kind-specific preparation of a new object, as the real strategies' PrepareForCreate: the
-/// status of a type with a status subresource starts empty (Pods start Pending, Namespaces
-/// Active with the `kubernetes` finalizer).
-fn prepare_for_create(t: &Target, object: &mut DynamicObject) {
-    merge_string_data(t, object);
-    // The one built-in default the model applies: workload controllers and `/scale` rely on
-    // `spec.replicas`, which the real server defaults to 1.
-    if !t.ty.custom
-        && t.ty.api.group == "apps"
-        && let Some(spec) = object.data.get_mut("spec").and_then(|s| s.as_object_mut())
-    {
-        spec.entry("replicas").or_insert(serde_json::json!(1));
-    }
-    if !t.ty.status_subresource {
-        return;
-    }
-    let status = match (t.ty.custom, t.ty.api.group.as_str(), t.ty.api.kind.as_str()) {
-        (false, "", "Pod") => Some(serde_json::json!({"phase": "Pending"})),
-        (false, "", "Namespace") => Some(serde_json::json!({"phase": "Active"})),
-        _ => None,
-    };
-    set_status(object, status);
-    if !t.ty.custom && t.ty.api.group.is_empty() && t.ty.api.kind == "Namespace" {
-        ensure_namespace_finalizer(object);
-    }
-}
-
-/// A Namespace always starts with `spec.finalizers: ["kubernetes"]`.
-fn ensure_namespace_finalizer(object: &mut DynamicObject) {
-    let Some(map) = object.data.as_object_mut() else { return };
-    let spec = map.entry("spec").or_insert_with(|| serde_json::json!({}));
-    if !spec.is_object() {
-        *spec = serde_json::json!({});
-    }
-    let finalizers =
-        spec.as_object_mut().expect("spec is an object").entry("finalizers").or_insert(serde_json::json!([]));
-    if !finalizers.is_array() {
-        *finalizers = serde_json::json!([]);
-    }
-    let list = finalizers.as_array_mut().expect("finalizers is an array");
-    if !list.iter().any(|f| f == NAMESPACE_FINALIZER) {
-        list.push(serde_json::json!(NAMESPACE_FINALIZER));
-    }
-}
-
-/// Kind-specific preparation of an update of the main resource: with a status subresource the
-/// main resource ignores `.status`; a Namespace's `spec.finalizers` change only through
-/// finalize (see [`ApiServer::finalize_namespace`]).
-fn prepare_for_update(t: &Target, old: &DynamicObject, new: &mut DynamicObject) {
-    merge_string_data(t, new);
-    // Compare before copying: most updates leave the status alone, and a status can be large.
-    if t.ty.status_subresource && new.data.get("status") != old.data.get("status") {
-        set_status(new, status_of(old));
-    }
-    if !t.ty.custom && t.ty.api.group.is_empty() && t.ty.api.kind == "Namespace" {
-        let finalizers = old.data.pointer("/spec/finalizers").cloned();
-        if let Some(map) = new.data.as_object_mut() {
-            let spec = map.entry("spec").or_insert_with(|| serde_json::json!({}));
-            if let (Some(spec), Some(f)) = (spec.as_object_mut(), finalizers) {
-                spec.insert("finalizers".to_owned(), f);
-            } else if let Some(spec) = spec.as_object_mut() {
-                spec.remove("finalizers");
-            }
-        }
-    }
-}
-
 /// An update that leaves a deleting object without finalizers (and with no grace period
 /// pending) removes it, as the real store's ShouldDeleteDuringUpdate.
 pub(crate) fn should_delete_during_update(object: &DynamicObject) -> bool {
@@ -647,28 +556,4 @@ pub(crate) fn should_delete_during_update(object: &DynamicObject) -> bool {
         && meta.finalizers.as_deref().unwrap_or_default().is_empty()
         && meta.deletion_grace_period_seconds.unwrap_or(0) == 0
         && !namespace_finalizers_left
-}
-
-/// A Secret's `stringData` is write-only: its entries are base64-encoded into `data` (winning
-/// over `data`'s entries of the same key) and it is never stored, as the real Secret strategy.
-fn merge_string_data(t: &Target, object: &mut DynamicObject) {
-    if t.ty.custom || !t.ty.api.group.is_empty() || t.ty.api.kind != "Secret" {
-        return;
-    }
-    let Some(map) = object.data.as_object_mut() else { return };
-    let Some(string_data) = map.remove("stringData") else { return };
-    let Some(entries) = string_data.as_object() else { return };
-    let data = map.entry("data").or_insert_with(|| serde_json::json!({}));
-    if !data.is_object() {
-        *data = serde_json::json!({});
-    }
-    let data = data.as_object_mut().expect("just made an object");
-    for (key, value) in entries {
-        let bytes = value.as_str().unwrap_or_default().as_bytes().to_vec();
-        // ByteString serializes as base64, as `data` holds it: no base64 crate needed.
-        let encoded = k8s_openapi::ByteString(bytes);
-        if let Ok(encoded) = serde_json::to_value(encoded) {
-            data.insert(key.clone(), encoded);
-        }
-    }
 }

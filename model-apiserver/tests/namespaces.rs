@@ -151,7 +151,8 @@ fn a_finalize_update_writes_only_spec_finalizers_and_removes_a_terminating_names
         .with_subresource(model_apiserver::Subresource::Finalize);
     let last = object(w.handle(r).unwrap());
     assert_eq!(last.data["spec"], json!({"finalizers": []}));
-    assert_eq!(last.metadata.labels, None);
+    let labels = last.metadata.labels.clone().unwrap();
+    assert_eq!(labels.keys().collect::<Vec<_>>(), ["kubernetes.io/metadata.name"]);
     assert_eq!(code_reason(&w.try_get(&namespaces(), None, "team").unwrap_err()), (404, "NotFound"));
 }
 

@@ -29,7 +29,7 @@ fn a_new_pod_is_pending() {
     let mut w = World::new();
     let p =
         w.create(&pods(), Some("default"), json!({"metadata": {"name": "p"}, "spec": {"containers": []}}));
-    assert_eq!(p.data["status"], json!({"phase": "Pending"}));
+    assert_eq!(p.data["status"], json!({"phase": "Pending", "qosClass": "BestEffort"}));
     assert_eq!(p.metadata.generation, Some(1));
 }
 

@@ -1,0 +1,166 @@
+//! Defaulting of built-in kinds: the fields the real server fills in when it decodes an object
+//! (`pkg/apis/*/v1/defaults.go`), on create and on every update, so that a controller that
+//! compares its desired spec with the stored one meets the same defaulted fields it would meet
+//! in a cluster.
+//!
+//! Covered: Pod specs (also inside workload templates) and their containers, Deployment,
+//! ReplicaSet, StatefulSet, Job, Service, PersistentVolumeClaim, Secret and the Namespace name
+//! label. Admission plugins' additions (service account token volumes, default tolerations,
+//! priority) are not modelled.
+
+use serde_json::{Map, Value, json};
+
+use crate::resources::ResourceType;
+
+/// Apply the defaults of `ty` to an object's content (everything but `metadata`).
+pub(crate) fn apply(ty: &ResourceType, data: &mut Value) {
+    if ty.custom {
+        return;
+    }
+    let Some(obj) = data.as_object_mut() else { return };
+    match (ty.api.group.as_str(), ty.api.kind.as_str()) {
+        ("", "Pod") => {
+            let spec = object_at(obj, "spec");
+            pod_spec(spec);
+            spec.entry("enableServiceLinks").or_insert(json!(true));
+        }
+        ("apps", "Deployment") => {
+            let spec = object_at(obj, "spec");
+            spec.entry("replicas").or_insert(json!(1));
+            spec.entry("revisionHistoryLimit").or_insert(json!(10));
+            spec.entry("progressDeadlineSeconds").or_insert(json!(600));
+            let strategy = object_at(spec, "strategy");
+            strategy.entry("type").or_insert(json!("RollingUpdate"));
+            if strategy.get("type") == Some(&json!("RollingUpdate")) {
+                let rolling = object_at(strategy, "rollingUpdate");
+                rolling.entry("maxUnavailable").or_insert(json!("25%"));
+                rolling.entry("maxSurge").or_insert(json!("25%"));
+            }
+            template(spec);
+        }
+        ("apps", "ReplicaSet") => {
+            let spec = object_at(obj, "spec");
+            spec.entry("replicas").or_insert(json!(1));
+            template(spec);
+        }
+        ("apps", "StatefulSet") => {
+            let spec = object_at(obj, "spec");
+            spec.entry("replicas").or_insert(json!(1));
+            spec.entry("podManagementPolicy").or_insert(json!("OrderedReady"));
+            spec.entry("revisionHistoryLimit").or_insert(json!(10));
+            let strategy = object_at(spec, "updateStrategy");
+            strategy.entry("type").or_insert(json!("RollingUpdate"));
+            if strategy.get("type") == Some(&json!("RollingUpdate")) {
+                object_at(strategy, "rollingUpdate").entry("partition").or_insert(json!(0));
+            }
+            let retention = object_at(spec, "persistentVolumeClaimRetentionPolicy");
+            retention.entry("whenDeleted").or_insert(json!("Retain"));
+            retention.entry("whenScaled").or_insert(json!("Retain"));
+            if let Some(claims) = spec.get_mut("volumeClaimTemplates").and_then(Value::as_array_mut) {
+                for claim in claims.iter_mut().filter_map(Value::as_object_mut) {
+                    object_at(claim, "spec").entry("volumeMode").or_insert(json!("Filesystem"));
+                }
+            }
+            template(spec);
+        }
+        ("batch", "Job") => {
+            let spec = object_at(obj, "spec");
+            if spec.get("completions").is_none() && spec.get("parallelism").is_none() {
+                spec.insert("completions".to_owned(), json!(1));
+            }
+            spec.entry("parallelism").or_insert(json!(1));
+            spec.entry("backoffLimit").or_insert(json!(6));
+            spec.entry("completionMode").or_insert(json!("NonIndexed"));
+            spec.entry("suspend").or_insert(json!(false));
+            spec.entry("podReplacementPolicy").or_insert(json!("TerminatingOrFailed"));
+            template(spec);
+        }
+        ("", "Service") => service(object_at(obj, "spec")),
+        ("", "PersistentVolumeClaim") => {
+            object_at(obj, "spec").entry("volumeMode").or_insert(json!("Filesystem"));
+        }
+        ("", "Secret") => {
+            obj.entry("type").or_insert(json!("Opaque"));
+        }
+        _ => {}
+    }
+}
+
+/// The object at `key` of `map`, created (or replacing a non-object) as needed.
+fn object_at<'m>(map: &'m mut Map<String, Value>, key: &str) -> &'m mut Map<String, Value> {
+    let value = map.entry(key).or_insert_with(|| json!({}));
+    if !value.is_object() {
+        *value = json!({});
+    }
+    value.as_object_mut().expect("just made an object")
+}
+
+/// A workload's `spec.template.spec` gets the pod-spec defaults.
+fn template(spec: &mut Map<String, Value>) {
+    pod_spec(object_at(object_at(spec, "template"), "spec"));
+}
+
+/// SetDefaults_PodSpec and SetDefaults_Container.
+fn pod_spec(spec: &mut Map<String, Value>) {
+    spec.entry("restartPolicy").or_insert(json!("Always"));
+    spec.entry("terminationGracePeriodSeconds").or_insert(json!(30));
+    spec.entry("dnsPolicy").or_insert(json!("ClusterFirst"));
+    spec.entry("securityContext").or_insert(json!({}));
+    spec.entry("schedulerName").or_insert(json!("default-scheduler"));
+    for list in ["containers", "initContainers"] {
+        if let Some(containers) = spec.get_mut(list).and_then(Value::as_array_mut) {
+            for c in containers.iter_mut().filter_map(Value::as_object_mut) {
+                container(c);
+            }
+        }
+    }
+}
+
+fn container(c: &mut Map<String, Value>) {
+    let pull = image_pull_policy(c.get("image").and_then(Value::as_str).unwrap_or_default());
+    c.entry("imagePullPolicy").or_insert(json!(pull));
+    c.entry("terminationMessagePath").or_insert(json!("/dev/termination-log"));
+    c.entry("terminationMessagePolicy").or_insert(json!("File"));
+    c.entry("resources").or_insert(json!({}));
+    if let Some(ports) = c.get_mut("ports").and_then(Value::as_array_mut) {
+        for p in ports.iter_mut().filter_map(Value::as_object_mut) {
+            p.entry("protocol").or_insert(json!("TCP"));
+        }
+    }
+}
+
+/// `Always` for an image without a tag (or tagged `latest`), `IfNotPresent` otherwise; a digest
+/// counts as a tag.
+fn image_pull_policy(image: &str) -> &'static str {
+    if image.contains('@') {
+        return "IfNotPresent";
+    }
+    // The tag follows the last ':' after the last '/' (a registry port is not a tag).
+    let last_part = image.rsplit('/').next().unwrap_or(image);
+    match last_part.rsplit_once(':') {
+        Some((_, tag)) if tag != "latest" => "IfNotPresent",
+        _ => "Always",
+    }
+}
+
+/// SetDefaults_Service (clusterIP allocation is the strategy's, with the id source).
+fn service(spec: &mut Map<String, Value>) {
+    spec.entry("type").or_insert(json!("ClusterIP"));
+    spec.entry("sessionAffinity").or_insert(json!("None"));
+    let kind = spec.get("type").and_then(Value::as_str).unwrap_or("ClusterIP").to_owned();
+    if kind != "ExternalName" {
+        spec.entry("internalTrafficPolicy").or_insert(json!("Cluster"));
+    }
+    if kind == "NodePort" || kind == "LoadBalancer" {
+        spec.entry("externalTrafficPolicy").or_insert(json!("Cluster"));
+    }
+    if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
+        for p in ports.iter_mut().filter_map(Value::as_object_mut) {
+            p.entry("protocol").or_insert(json!("TCP"));
+            if p.get("targetPort").is_none_or(|t| t == &json!(0)) {
+                let port = p.get("port").cloned().unwrap_or(json!(0));
+                p.insert("targetPort".to_owned(), port);
+            }
+        }
+    }
+}

@@ -1,0 +1,230 @@
+//! Kind-specific preparation of written objects, as the real registries' strategies
+//! (PrepareForCreate, PrepareForUpdate) and decoding defaults do it: status reset on create,
+//! status kept on main-resource updates, Namespace finalizer and name label, Secret
+//! `stringData`, Service cluster IPs, Pod QoS class, and [`crate::defaults`].
+
+use kube_core::DynamicObject;
+use serde_json::{Value, json};
+
+use crate::{context::IdSource, defaults, resources::ResourceType, server::Target};
+
+/// The finalizer the namespace lifecycle puts in a Namespace's `spec.finalizers`.
+pub(crate) const NAMESPACE_FINALIZER: &str = "kubernetes";
+/// The label every Namespace carries with its own name.
+const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+/// The object's `.status`, if any.
+pub(crate) fn status_of(object: &DynamicObject) -> Option<Value> {
+    object.data.get("status").cloned()
+}
+
+/// Replace (or remove, with `None`) the object's `.status`.
+pub(crate) fn set_status(object: &mut DynamicObject, status: Option<Value>) {
+    if !object.data.is_object() {
+        object.data = Value::Object(Default::default());
+    }
+    if let Some(map) = object.data.as_object_mut() {
+        match status {
+            Some(s) => {
+                map.insert("status".to_owned(), s);
+            }
+            None => {
+                map.remove("status");
+            }
+        }
+    }
+}
+
+/// Whether `ty` is the built-in core/v1 `kind`.
+fn is_core(ty: &ResourceType, kind: &str) -> bool {
+    !ty.custom && ty.api.group.is_empty() && ty.api.kind == kind
+}
+
+/// Prepare a new object: defaults (when `builtin_defaults`), then the status a type with a
+/// status subresource starts with (empty; Pods Pending with their QoS class, Namespaces
+/// Active, PersistentVolumeClaims Pending), the Namespace finalizer and label, Secret
+/// `stringData`, and a Service's cluster IP.
+pub(crate) fn prepare_for_create(
+    t: &Target,
+    object: &mut DynamicObject,
+    builtin_defaults: bool,
+    ids: &mut dyn IdSource,
+) {
+    merge_string_data(t, object);
+    if builtin_defaults {
+        defaults::apply(&t.ty, &mut object.data);
+    } else if !t.ty.custom
+        && t.ty.api.group == "apps"
+        && let Some(spec) = object.data.get_mut("spec").and_then(|s| s.as_object_mut())
+    {
+        // Even without defaulting, workload controllers and `/scale` rely on `spec.replicas`.
+        spec.entry("replicas").or_insert(json!(1));
+    }
+    if is_core(&t.ty, "Service") {
+        allocate_cluster_ip(object, ids);
+    }
+    if is_core(&t.ty, "Namespace") {
+        ensure_namespace_finalizer(object);
+        ensure_namespace_label(object);
+    }
+    if !t.ty.status_subresource {
+        return;
+    }
+    let status = if t.ty.custom {
+        None
+    } else {
+        match (t.ty.api.group.as_str(), t.ty.api.kind.as_str()) {
+            ("", "Pod") => Some(json!({"phase": "Pending", "qosClass": qos_class(&object.data)})),
+            ("", "Namespace") => Some(json!({"phase": "Active"})),
+            ("", "PersistentVolumeClaim") => Some(json!({"phase": "Pending"})),
+            _ => None,
+        }
+    };
+    set_status(object, status);
+}
+
+/// Prepare an update of the main resource: defaults; with a status subresource the main
+/// resource ignores `.status`; a Namespace's `spec.finalizers` change only through finalize
+/// and its name label stays; a Service keeps its allocated cluster IP when the update leaves
+/// it empty.
+pub(crate) fn prepare_for_update(
+    t: &Target,
+    old: &DynamicObject,
+    new: &mut DynamicObject,
+    builtin_defaults: bool,
+) {
+    merge_string_data(t, new);
+    if builtin_defaults {
+        defaults::apply(&t.ty, &mut new.data);
+    }
+    // Compare before copying: most updates leave the status alone, and a status can be large.
+    if t.ty.status_subresource && new.data.get("status") != old.data.get("status") {
+        set_status(new, status_of(old));
+    }
+    if is_core(&t.ty, "Namespace") {
+        let finalizers = old.data.pointer("/spec/finalizers").cloned();
+        if let Some(map) = new.data.as_object_mut() {
+            let spec = map.entry("spec").or_insert_with(|| json!({}));
+            if let (Some(spec), Some(f)) = (spec.as_object_mut(), finalizers) {
+                spec.insert("finalizers".to_owned(), f);
+            } else if let Some(spec) = spec.as_object_mut() {
+                spec.remove("finalizers");
+            }
+        }
+        ensure_namespace_label(new);
+    }
+    if is_core(&t.ty, "Service") {
+        keep_cluster_ip(old, new);
+    }
+}
+
+/// A Namespace always starts with `spec.finalizers: ["kubernetes"]`.
+fn ensure_namespace_finalizer(object: &mut DynamicObject) {
+    let Some(map) = object.data.as_object_mut() else { return };
+    let spec = map.entry("spec").or_insert_with(|| json!({}));
+    if !spec.is_object() {
+        *spec = json!({});
+    }
+    let finalizers =
+        spec.as_object_mut().expect("spec is an object").entry("finalizers").or_insert(json!([]));
+    if !finalizers.is_array() {
+        *finalizers = json!([]);
+    }
+    let list = finalizers.as_array_mut().expect("finalizers is an array");
+    if !list.iter().any(|f| f == NAMESPACE_FINALIZER) {
+        list.push(json!(NAMESPACE_FINALIZER));
+    }
+}
+
+/// A Namespace is labelled with its name (`kubernetes.io/metadata.name`), always.
+fn ensure_namespace_label(object: &mut DynamicObject) {
+    let Some(name) = object.metadata.name.clone() else { return };
+    object.metadata.labels.get_or_insert_with(Default::default).insert(NAMESPACE_NAME_LABEL.to_owned(), name);
+}
+
+/// A Service that needs a cluster IP and names none gets one from the service range
+/// 10.96.0.0/16 (drawn from the id source; the model does not track collisions), as the real
+/// allocator assigns on create. `None` (headless) and ExternalName services get none.
+fn allocate_cluster_ip(object: &mut DynamicObject, ids: &mut dyn IdSource) {
+    let Some(spec) = object.data.get_mut("spec").and_then(Value::as_object_mut) else { return };
+    if spec.get("type").and_then(Value::as_str) == Some("ExternalName") {
+        return;
+    }
+    let ip = match spec.get("clusterIP").and_then(Value::as_str).filter(|ip| !ip.is_empty()) {
+        Some(ip) => ip.to_owned(),
+        None => {
+            // Host part 1..=65534 of the /16.
+            let host = ids.next_u64() % 65_534 + 1;
+            format!("10.96.{}.{}", host >> 8, host & 0xFF)
+        }
+    };
+    spec.insert("clusterIP".to_owned(), json!(ip));
+    spec.entry("clusterIPs").or_insert_with(|| json!([ip]));
+    if ip != "None" {
+        spec.entry("ipFamilies").or_insert(json!(["IPv4"]));
+    }
+    spec.entry("ipFamilyPolicy").or_insert(json!("SingleStack"));
+}
+
+/// An update that leaves a Service's cluster IP fields empty keeps the allocated ones, as the
+/// real Service REST does (a changed IP is refused by validation).
+fn keep_cluster_ip(old: &DynamicObject, new: &mut DynamicObject) {
+    let Some(old_spec) = old.data.get("spec").and_then(Value::as_object) else { return };
+    let Some(spec) = new.data.get_mut("spec").and_then(Value::as_object_mut) else { return };
+    for field in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
+        let empty = spec.get(field).is_none_or(|v| v == &json!("") || v == &json!([]) || v.is_null());
+        if let (true, Some(v)) = (empty, old_spec.get(field)) {
+            spec.insert(field.to_owned(), v.clone());
+        }
+    }
+}
+
+/// A Pod's QoS class from its containers' cpu and memory requests and limits: BestEffort with
+/// none, Guaranteed when every container limits both and requests (if given) equal the limits,
+/// Burstable otherwise.
+fn qos_class(data: &Value) -> &'static str {
+    let containers: Vec<&Value> = ["containers", "initContainers"]
+        .iter()
+        .filter_map(|l| data.pointer(&format!("/spec/{l}")).and_then(Value::as_array))
+        .flatten()
+        .collect();
+    let resource =
+        |c: &Value, kind: &str, name: &str| c.pointer(&format!("/resources/{kind}/{name}")).cloned();
+    let any = containers.iter().any(|c| {
+        ["requests", "limits"].iter().any(|k| ["cpu", "memory"].iter().any(|r| resource(c, k, r).is_some()))
+    });
+    if !any {
+        return "BestEffort";
+    }
+    let guaranteed = containers.iter().all(|c| {
+        ["cpu", "memory"].iter().all(|r| {
+            let limit = resource(c, "limits", r);
+            let request = resource(c, "requests", r);
+            limit.is_some() && (request.is_none() || request == limit)
+        })
+    });
+    if guaranteed { "Guaranteed" } else { "Burstable" }
+}
+
+/// A Secret's `stringData` is write-only: its entries are base64-encoded into `data` (winning
+/// over `data`'s entries of the same key) and it is never stored, as the real Secret strategy.
+fn merge_string_data(t: &Target, object: &mut DynamicObject) {
+    if !is_core(&t.ty, "Secret") {
+        return;
+    }
+    let Some(map) = object.data.as_object_mut() else { return };
+    let Some(string_data) = map.remove("stringData") else { return };
+    let Some(entries) = string_data.as_object() else { return };
+    let data = map.entry("data").or_insert_with(|| json!({}));
+    if !data.is_object() {
+        *data = json!({});
+    }
+    let data = data.as_object_mut().expect("just made an object");
+    for (key, value) in entries {
+        let bytes = value.as_str().unwrap_or_default().as_bytes().to_vec();
+        // ByteString serializes as base64, as `data` holds it: no base64 crate needed.
+        if let Ok(encoded) = serde_json::to_value(k8s_openapi::ByteString(bytes)) {
+            data.insert(key.clone(), encoded);
+        }
+    }
+}
