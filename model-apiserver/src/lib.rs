@@ -41,10 +41,14 @@
 //! - **Validation of built-ins.** Names, labels, annotations, owner references, finalizers on
 //!   deleting objects, and the immutability rules controllers most often meet (pod spec,
 //!   workload selectors, Job templates, StatefulSet spec, immutable ConfigMaps and Secrets).
+//! - **Defaulting of built-ins.** The fields the real server fills in on create and update
+//!   (pod specs and containers, workloads and their templates, Jobs, Services with an allocated
+//!   cluster IP, claims, Secrets), so that a controller fighting defaults loops here as it
+//!   would in a cluster; `ServerConfig::builtin_defaults` turns it off.
 //! - **Admission.** Mutating hooks, validation, then validating hooks ([`AdmissionHook`]).
 //!
-//! Not modelled: RBAC, built-in defaulting beyond `spec.replicas` of the apps kinds (and a
-//! Secret's `stringData`), the rest of built-in spec validation, version conversion, the
+//! Not modelled: RBAC, admission plugins' additions (service-account token volumes, default
+//! tolerations, priority), the rest of built-in spec validation, version conversion, the
 //! `pods/binding` subresource (setting `spec.nodeName` on an unscheduled pod stands in for it),
 //! and apply to `/scale`.
 //!
