@@ -63,6 +63,9 @@ pub(crate) fn prepare_for_create(
     if is_core(&t.ty, "Service") {
         allocate_cluster_ip(object, ids);
     }
+    if !t.ty.custom && t.ty.api.group == "batch" && t.ty.api.kind == "Job" {
+        generate_job_selector(object);
+    }
     if is_core(&t.ty, "Namespace") {
         ensure_namespace_finalizer(object);
         ensure_namespace_label(object);
@@ -115,6 +118,54 @@ pub(crate) fn prepare_for_update(
     }
     if is_core(&t.ty, "Service") {
         keep_cluster_ip(old, new);
+    }
+}
+
+/// A Job without `manualSelector: true` selects its pods by its own uid: the template gets
+/// the job-name and controller-uid labels (legacy and `batch.kubernetes.io/` forms) and the
+/// selector matches `batch.kubernetes.io/controller-uid`, as the real Job strategy generates.
+fn generate_job_selector(object: &mut DynamicObject) {
+    let (Some(name), Some(uid)) = (object.metadata.name.clone(), object.metadata.uid.clone()) else { return };
+    let Some(spec) = object.data.get_mut("spec").and_then(Value::as_object_mut) else { return };
+    if spec.get("manualSelector") == Some(&json!(true)) {
+        return;
+    }
+    let labels = [
+        ("job-name", &name),
+        ("batch.kubernetes.io/job-name", &name),
+        ("controller-uid", &uid),
+        ("batch.kubernetes.io/controller-uid", &uid),
+    ];
+    let template = spec.entry("template").or_insert_with(|| json!({}));
+    if !template.is_object() {
+        *template = json!({});
+    }
+    let template_meta =
+        template.as_object_mut().expect("just made an object").entry("metadata").or_insert_with(|| json!({}));
+    if !template_meta.is_object() {
+        *template_meta = json!({});
+    }
+    let template_labels = template_meta
+        .as_object_mut()
+        .expect("just made an object")
+        .entry("labels")
+        .or_insert_with(|| json!({}));
+    if let Some(template_labels) = template_labels.as_object_mut() {
+        for (key, value) in labels {
+            template_labels.entry(key).or_insert_with(|| json!(value));
+        }
+    }
+    let selector = spec.entry("selector").or_insert_with(|| json!({}));
+    if !selector.is_object() {
+        *selector = json!({});
+    }
+    let match_labels = selector
+        .as_object_mut()
+        .expect("just made an object")
+        .entry("matchLabels")
+        .or_insert_with(|| json!({}));
+    if let Some(match_labels) = match_labels.as_object_mut() {
+        match_labels.entry("batch.kubernetes.io/controller-uid").or_insert_with(|| json!(uid));
     }
 }
 

@@ -213,3 +213,21 @@ fn builtin_defaults_can_be_turned_off() {
     let p = w.create(&pods(), Some("default"), pod(json!([{"name": "c", "image": "i"}])));
     assert_eq!(p.data["spec"], json!({"containers": [{"name": "c", "image": "i"}]}));
 }
+
+#[test]
+fn a_job_selects_its_pods_by_a_generated_controller_uid_selector() {
+    let mut w = World::new();
+    let jobs = builtin("batch", "jobs");
+    let body = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": []}}}});
+    let j = w.create(&jobs, Some("default"), body);
+    let uid = j.metadata.uid.clone().unwrap();
+    assert_eq!(
+        j.data["spec"]["selector"],
+        json!({"matchLabels": {"batch.kubernetes.io/controller-uid": uid}})
+    );
+    assert_eq!(
+        j.data["spec"]["template"]["metadata"]["labels"],
+        json!({"job-name": "j", "batch.kubernetes.io/job-name": "j", "controller-uid": uid, "batch.kubernetes.io/controller-uid": uid})
+    );
+}
