@@ -3,8 +3,10 @@
 //!
 //! Run: `cargo bench -p sim --bench configmapgen` (release). `BENCH_SEEDS=N` sets the seeds per
 //! sweep (default 2000) and `BENCH_DIRECT_ROUNDS=N` the rounds of the direct baseline (default
-//! 2000). Each measure is the best of 3 (the machines are shared and noisy). It prints a table, with the process's RSS before and after the sweeps (it should not
-//! grow with the number of seeds); it asserts nothing about time.
+//! 2000). Each measure is the best of 3 (the machines are shared and noisy). It prints a table,
+//! with the process's RSS before and after the sweeps (it should not grow with the number of
+//! seeds); it asserts nothing about time. `BENCH_RSS_SEEDS=100000` instead runs one long sweep and
+//! prints the RSS as it goes.
 //!
 //! The baseline: one run of seed 0 is traced, and its API requests (verb and target, in order)
 //! and watch deliveries are rebuilt as model requests: the same gets, lists, creates, patches and
@@ -239,7 +241,28 @@ fn empty_report(seed: u64) -> RunReport {
     }
 }
 
+/// The long-sweep mode (`BENCH_RSS_SEEDS=N`): N seeds in ten chunks on every core, printing the
+/// RSS after each chunk. It should stay flat: nothing of a passing seed outlives its thread.
+fn rss_over_a_long_sweep(total: u64) {
+    let world = configmapgen::world(GENERATORS);
+    let chunk = (total / 10).max(1);
+    println!("| seeds run | RSS      | seeds/s |");
+    println!("|-----------|----------|---------|");
+    for i in 0..total.div_ceil(chunk) {
+        let seeds = chunk.min(total - i * chunk);
+        let config =
+            SweepConfig { first_seed: i * chunk, ..SweepConfig::new(configmapgen::SCENARIO).seeds(seeds) };
+        let report = sweep(&config, |seed| world.run(seed));
+        report.assert_all_passed();
+        println!("| {:>9} | {:>8} | {:>7.0} |", i * chunk + seeds, rss_text(), report.seeds_per_second());
+    }
+}
+
 fn main() {
+    if let Some(total) = std::env::var("BENCH_RSS_SEEDS").ok().and_then(|v| v.trim().parse().ok()) {
+        rss_over_a_long_sweep(total);
+        return;
+    }
     let seeds = env_count("BENCH_SEEDS", SEEDS_DEFAULT);
     let rounds = env_count("BENCH_DIRECT_ROUNDS", DIRECT_ROUNDS_DEFAULT);
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
