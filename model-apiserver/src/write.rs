@@ -186,6 +186,7 @@ impl ApiServer {
         let old = self.current_object(t, name)?;
         check_body_name(name, &object.metadata)?;
         check_body_namespace(t, &object.metadata)?;
+        check_uid_precondition(t, name, &old, &object)?;
         self.check_resource_version(
             t,
             name,
@@ -530,6 +531,26 @@ pub(crate) fn check_body_namespace(t: &Target, meta: &ObjectMeta) -> Result<(), 
     match meta.namespace.as_deref().filter(|ns| !ns.is_empty()) {
         Some(ns) if ns != &*t.namespace => Err(errors::bad_request(
             "the namespace of the provided object does not match the namespace sent on the request",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// A PUT body's uid is a precondition, as the real store takes it (defaultUpdatedObjectInfo):
+/// replacing an object that was deleted and recreated under the same name is 409 Conflict.
+fn check_uid_precondition(
+    t: &Target,
+    name: &str,
+    old: &DynamicObject,
+    body: &DynamicObject,
+) -> Result<(), Status> {
+    let stored = old.metadata.uid.as_deref().unwrap_or_default();
+    match body.metadata.uid.as_deref().filter(|u| !u.is_empty()) {
+        Some(uid) if uid != stored => Err(errors::conflict_with(
+            &t.ty.api.group,
+            &t.ty.api.plural,
+            name,
+            &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {stored}"),
         )),
         _ => Ok(()),
     }

@@ -131,12 +131,31 @@ fn one_controller_owner_reference_is_accepted() {
 }
 
 #[test]
-fn an_update_that_changes_the_uid_gets_422_immutable() {
+fn an_update_carrying_the_uid_of_a_deleted_incarnation_gets_409_precondition_failed() {
     let mut w = World::new();
-    let a = w.create(&cm(), Some("default"), config_map("a", json!({})));
-    let mut body = (*a).clone();
-    body.metadata.uid = Some("other".into());
-    let err = w.try_update(&cm(), Some("default"), body).unwrap_err();
+    let first = w.create(&cm(), Some("default"), config_map("a", json!({})));
+    w.try_delete(&cm(), Some("default"), "a").unwrap();
+    let second = w.create(&cm(), Some("default"), config_map("a", json!({})));
+    let mut stale = (*first).clone();
+    stale.metadata.resource_version = None;
+    stale.data["data"] = json!({"k": "v"});
+    let err = w.try_update(&cm(), Some("default"), stale).unwrap_err();
+    assert_eq!(code_reason(&err), (409, "Conflict"));
+    assert_eq!(
+        err.message,
+        format!(
+            "Operation cannot be fulfilled on configmaps \"a\": Precondition failed: UID in precondition: {}, UID in object meta: {}",
+            first.metadata.uid.as_deref().unwrap(),
+            second.metadata.uid.as_deref().unwrap()
+        )
+    );
+}
+
+#[test]
+fn a_patch_that_changes_the_uid_gets_422_immutable() {
+    let mut w = World::new();
+    w.create(&cm(), Some("default"), config_map("a", json!({})));
+    let err = w.try_merge(&cm(), Some("default"), "a", json!({"metadata": {"uid": "other"}})).unwrap_err();
     assert_eq!(code_reason(&err), (422, "Invalid"));
     assert_eq!(
         err.message,
