@@ -146,23 +146,27 @@ pub fn initial_model(config: &ServeConfig) -> Result<Live, ServeError> {
 }
 
 /// Bind `config.addr` and serve on a new thread; the server stops when the answer is dropped.
+///
+/// Binding happens here, synchronously, so that the address is known (and a bind error
+/// reported) before this returns; it may be called from inside another tokio runtime.
 pub fn spawn(config: ServeConfig) -> Result<Served, ServeError> {
     let live = initial_model(&config)?;
+    let bind_error = |source| ServeError::Bind { addr: config.addr, source };
+    let listener = std::net::TcpListener::bind(config.addr).map_err(bind_error)?;
+    listener.set_nonblocking(true).map_err(bind_error)?;
+    let addr = listener.local_addr().map_err(bind_error)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(ServeError::Runtime)?;
-    let listener = runtime
-        .block_on(tokio::net::TcpListener::bind(config.addr))
-        .map_err(|source| ServeError::Bind { addr: config.addr, source })?;
-    let addr = listener.local_addr().map_err(|source| ServeError::Bind { addr: config.addr, source })?;
     let (tx, rx) = tokio::sync::oneshot::channel();
     let served_live = live.clone();
     let thread = std::thread::Builder::new()
         .name("kube-sim-serve".to_owned())
         .spawn(move || {
             runtime.block_on(async move {
+                let Ok(listener) = tokio::net::TcpListener::from_std(listener) else { return };
                 tokio::select! {
                     biased;
                     _ = rx => {}

@@ -1,0 +1,356 @@
+//! The real kubectl against `kube-sim serve`, as a user would run it.
+//!
+//! Each test starts its own server in-process (127.0.0.1, a free port, a tokio runtime on its
+//! own thread) and writes a kubeconfig for it into a temporary directory. kubectl must be
+//! installed: CI installs it with `.ci/install-kubectl`; these tests fail (never skip) without it.
+
+use std::{
+    io::{BufRead, BufReader},
+    path::PathBuf,
+    process::{Child, Command, Output, Stdio},
+    sync::mpsc,
+    time::Duration,
+};
+
+use controllers::serve::{ServeConfig, Served, spawn};
+
+/// A served model and a kubectl configured for it.
+struct Kubectl {
+    _served: Served,
+    dir: tempfile::TempDir,
+    kubeconfig: PathBuf,
+}
+
+impl Kubectl {
+    fn start() -> Kubectl {
+        let served = spawn(ServeConfig::default()).expect("the server starts");
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let kubeconfig = dir.path().join("kubeconfig");
+        let config = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: sim\n  cluster: {{server: '{}'}}\n\
+             users:\n- name: sim\n  user: {{}}\ncontexts:\n- name: sim\n  context: {{cluster: sim, user: sim, namespace: default}}\n\
+             current-context: sim\n",
+            served.url()
+        );
+        std::fs::write(&kubeconfig, config).expect("writing the kubeconfig");
+        Kubectl { _served: served, dir, kubeconfig }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new("kubectl");
+        command
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(self.dir.path().join("cache"))
+            .args(args);
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        match self.command(args).output() {
+            Ok(output) => output,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!(
+                "kubectl is not installed: these tests run the real kubectl. Install it with \
+                 `.ci/install-kubectl` (Debian's kubernetes-client package: \
+                 `apt-get install -y kubernetes-client`)"
+            ),
+            Err(e) => panic!("running kubectl {args:?}: {e}"),
+        }
+    }
+
+    /// Run kubectl, which must succeed; its stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let output = self.run(args);
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "kubectl {args:?} failed: {stderr}\n{stdout}");
+        stdout
+    }
+
+    /// Run kubectl, which must fail; its stderr.
+    fn fails(&self, args: &[&str]) -> String {
+        let output = self.run(args);
+        assert!(
+            !output.status.success(),
+            "kubectl {args:?} succeeded: {}",
+            String::from_utf8_lossy(&output.stdout)
+        );
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    }
+
+    /// Write `yaml` to a file in the temporary directory and return its path.
+    fn file(&self, name: &str, yaml: &str) -> String {
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, yaml).expect("writing a manifest");
+        path.to_string_lossy().into_owned()
+    }
+}
+
+const CONFIGMAP: &str = "apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: app
+  labels: {tier: web}
+data:
+  a: \"1\"
+";
+
+fn deployment(image: &str) -> String {
+    format!(
+        "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 2
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      containers:
+      - name: app
+        image: {image}
+        env: [{{name: A, value: \"1\"}}]
+"
+    )
+}
+
+const CRD: &str = "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer}
+";
+
+#[test]
+fn create_then_apply_then_apply_again_with_a_change_updates_the_object() {
+    let k = Kubectl::start();
+    assert_eq!(k.ok(&["create", "-f", &k.file("cm.yaml", CONFIGMAP)]), "configmap/app created\n");
+    let v1 = k.file("deploy-v1.yaml", &deployment("nginx:1"));
+    assert_eq!(k.ok(&["apply", "-f", &v1]), "deployment.apps/web created\n");
+    assert_eq!(k.ok(&["apply", "-f", &v1]), "deployment.apps/web unchanged\n");
+    let v2 = k.file("deploy-v2.yaml", &deployment("nginx:2"));
+    assert_eq!(k.ok(&["apply", "-f", &v2]), "deployment.apps/web configured\n");
+    let jsonpath = "-o=jsonpath={.spec.template.spec.containers[0].image} {.metadata.generation}";
+    assert_eq!(k.ok(&["get", "deployment", "web", jsonpath]), "nginx:2 2");
+}
+
+#[test]
+fn client_side_apply_keeps_a_container_added_by_someone_else() {
+    let k = Kubectl::start();
+    k.ok(&["apply", "-f", &k.file("v1.yaml", &deployment("nginx:1"))]);
+    let sidecar = r#"{"spec":{"template":{"spec":{"containers":[{"name":"side","image":"envoy"}]}}}}"#;
+    k.ok(&["patch", "deployment", "web", "--type=strategic", "-p", sidecar]);
+    k.ok(&["apply", "-f", &k.file("v2.yaml", &deployment("nginx:2"))]);
+    let images = k.ok(&["get", "deployment", "web", "-o=jsonpath={.spec.template.spec.containers[*].image}"]);
+    assert_eq!(images, "nginx:2 envoy");
+}
+
+#[test]
+fn get_as_json_and_with_a_label_selector() {
+    let k = Kubectl::start();
+    k.ok(&["create", "-f", &k.file("cm.yaml", CONFIGMAP)]);
+    let other = CONFIGMAP.replace("name: app", "name: other").replace("tier: web", "tier: db");
+    k.ok(&["create", "-f", &k.file("other.yaml", &other)]);
+    assert_eq!(k.ok(&["get", "configmaps", "-l", "tier=web", "-o", "name"]), "configmap/app\n");
+    assert_eq!(k.ok(&["get", "configmaps", "-l", "tier!=web", "-o", "name"]), "configmap/other\n");
+    let json: serde_json::Value =
+        serde_json::from_str(&k.ok(&["get", "configmap", "app", "-o", "json"])).unwrap();
+    assert_eq!(
+        (&json["kind"], &json["metadata"]["namespace"], &json["data"]),
+        (&serde_json::json!("ConfigMap"), &serde_json::json!("default"), &serde_json::json!({"a": "1"}))
+    );
+    let table = k.ok(&["get", "configmaps"]);
+    assert_eq!(table.lines().next(), Some("NAME    AGE"));
+    assert_eq!(table.lines().count(), 3);
+}
+
+#[test]
+fn patch_with_merge_json_and_strategic_patches() {
+    let k = Kubectl::start();
+    k.ok(&["create", "-f", &k.file("cm.yaml", CONFIGMAP)]);
+    k.ok(&["apply", "-f", &k.file("deploy.yaml", &deployment("nginx:1"))]);
+    assert_eq!(
+        k.ok(&["patch", "cm", "app", "--type=merge", "-p", r#"{"data":{"b":"2"}}"#]),
+        "configmap/app patched\n"
+    );
+    let json_patch =
+        r#"[{"op":"test","path":"/data/b","value":"2"},{"op":"add","path":"/data/c","value":"3"}]"#;
+    k.ok(&["patch", "cm", "app", "--type=json", "-p", json_patch]);
+    assert_eq!(k.ok(&["get", "cm", "app", "-o=jsonpath={.data}"]), r#"{"a":"1","b":"2","c":"3"}"#);
+    let env =
+        r#"{"spec":{"template":{"spec":{"containers":[{"name":"app","env":[{"name":"B","value":"2"}]}]}}}}"#;
+    k.ok(&["patch", "deployment", "web", "--type=strategic", "-p", env]);
+    assert_eq!(
+        k.ok(&["get", "deployment", "web", "-o=jsonpath={.spec.template.spec.containers[0].env}"]),
+        r#"[{"name":"A","value":"1"},{"name":"B","value":"2"}]"#
+    );
+    let failed_test = r#"[{"op":"test","path":"/data/b","value":"nope"}]"#;
+    let stderr = k.fails(&["patch", "cm", "app", "--type=json", "-p", failed_test]);
+    assert!(stderr.starts_with("The request is invalid"), "unexpected error: {stderr}");
+}
+
+#[test]
+fn server_side_apply_records_the_manager_and_a_second_manager_conflicts_until_forced() {
+    let k = Kubectl::start();
+    let first = k
+        .file("first.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssa}\ndata: {owner: first}\n");
+    assert_eq!(k.ok(&["apply", "--server-side", "-f", &first]), "configmap/ssa serverside-applied\n");
+    let managers = k.ok(&[
+        "get",
+        "cm",
+        "ssa",
+        "--show-managed-fields",
+        "-o=jsonpath={.metadata.managedFields[*].manager} {.metadata.managedFields[*].operation}",
+    ]);
+    assert_eq!(managers, "kubectl Apply");
+    let second = k.file(
+        "second.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ssa}\ndata: {owner: second}\n",
+    );
+    let stderr = k.fails(&["apply", "--server-side", "--field-manager=other", "-f", &second]);
+    assert!(
+        stderr.starts_with("error: Apply failed with 1 conflict: conflict with \"kubectl\": .data.owner\n"),
+        "unexpected error: {stderr}"
+    );
+    k.ok(&["apply", "--server-side", "--field-manager=other", "--force-conflicts", "-f", &second]);
+    assert_eq!(k.ok(&["get", "cm", "ssa", "-o=jsonpath={.data.owner}"]), "second");
+}
+
+#[test]
+fn delete_of_an_object_with_a_finalizer_waits_for_the_finalizer() {
+    let k = Kubectl::start();
+    k.ok(&["create", "-f", &k.file("cm.yaml", CONFIGMAP)]);
+    k.ok(&[
+        "patch",
+        "cm",
+        "app",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":["example.com/hold"]}}"#,
+    ]);
+    assert_eq!(k.ok(&["delete", "cm", "app", "--wait=false"]), "configmap \"app\" deleted\n");
+    let held =
+        k.ok(&["get", "cm", "app", "-o=jsonpath={.metadata.finalizers} {.metadata.deletionTimestamp}"]);
+    assert!(held.starts_with(r#"["example.com/hold"] 20"#), "not held by its finalizer: {held}");
+    k.ok(&["patch", "cm", "app", "--type=json", "-p", r#"[{"op":"remove","path":"/metadata/finalizers"}]"#]);
+    let stderr = k.fails(&["get", "cm", "app"]);
+    assert_eq!(stderr, "Error from server (NotFound): configmaps \"app\" not found\n");
+}
+
+#[test]
+fn foreground_cascading_delete_leaves_the_object_with_the_foreground_finalizer_as_serve_runs_no_gc() {
+    let k = Kubectl::start();
+    k.ok(&["apply", "-f", &k.file("deploy.yaml", &deployment("nginx:1"))]);
+    k.ok(&["delete", "deployment", "web", "--cascade=foreground", "--wait=false"]);
+    let finalizers = k.ok(&["get", "deployment", "web", "-o=jsonpath={.metadata.finalizers}"]);
+    assert_eq!(finalizers, r#"["foregroundDeletion"]"#);
+}
+
+#[test]
+fn wait_for_condition_returns_once_a_status_patch_sets_the_condition() {
+    let k = Kubectl::start();
+    k.ok(&["apply", "-f", &k.file("deploy.yaml", &deployment("nginx:1"))]);
+    let waiter = k
+        .command(&["wait", "--for=condition=Available", "deployment/web", "--timeout=60s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kubectl wait starts");
+    let condition = r#"{"status":{"conditions":[{"type":"Available","status":"True","reason":"Test"}]}}"#;
+    k.ok(&["patch", "deployment", "web", "--subresource=status", "--type=merge", "-p", condition]);
+    let output = waiter.wait_with_output().expect("kubectl wait ends");
+    assert!(output.status.success(), "kubectl wait failed: {}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "deployment.apps/web condition met\n");
+}
+
+#[test]
+fn explain_describes_a_built_in_field_from_the_served_openapi() {
+    let k = Kubectl::start();
+    let explained = k.ok(&["explain", "deployment.spec.replicas"]);
+    assert!(explained.contains("FIELD: replicas <integer>"), "{explained}");
+    assert!(explained.contains("Number of desired pods."), "{explained}");
+}
+
+#[test]
+fn a_crd_applied_from_yaml_serves_its_custom_resources_and_strategic_patch_gets_415() {
+    let k = Kubectl::start();
+    assert_eq!(
+        k.ok(&["apply", "-f", &k.file("crd.yaml", CRD)]),
+        "customresourcedefinition.apiextensions.k8s.io/widgets.example.com created\n"
+    );
+    let widget = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w1}\nspec: {size: 3}\n";
+    assert_eq!(k.ok(&["apply", "-f", &k.file("w.yaml", widget)]), "widget.example.com/w1 created\n");
+    assert_eq!(
+        k.ok(&["apply", "-f", &k.file("w2.yaml", &widget.replace("3", "4"))]),
+        "widget.example.com/w1 configured\n"
+    );
+    assert_eq!(k.ok(&["get", "widgets", "w1", "-o=jsonpath={.spec.size}"]), "4");
+    let stderr = k.fails(&["patch", "widget", "w1", "--type=strategic", "-p", r#"{"spec":{"size":5}}"#]);
+    assert_eq!(
+        stderr,
+        "error: application/strategic-merge-patch+json is not supported by example.com/v1, Kind=Widget: the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml\n"
+    );
+}
+
+/// Read `child`'s stdout lines on a thread, so that the test can wait for one with a bound.
+fn lines_of(child: &mut Child) -> mpsc::Receiver<String> {
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+/// How long a watch test waits for one line before failing (a bound, not an assertion on time).
+const WATCH_LINE_WAIT_MAX: Duration = Duration::from_secs(30);
+
+#[test]
+fn a_watch_with_get_w_sees_creations_and_changes() {
+    let k = Kubectl::start();
+    k.ok(&["create", "-f", &k.file("cm.yaml", CONFIGMAP)]);
+    let mut watch = k
+        .command(&[
+            "get",
+            "configmaps",
+            "-w",
+            "-o=custom-columns=NAME:.metadata.name,TIER:.metadata.labels.tier",
+            "--request-timeout=60s",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("kubectl get -w starts");
+    let lines = lines_of(&mut watch);
+    let next = || lines.recv_timeout(WATCH_LINE_WAIT_MAX).expect("kubectl printed a line");
+    assert_eq!(next().split_whitespace().collect::<Vec<_>>(), ["NAME", "TIER"]);
+    assert_eq!(next().split_whitespace().collect::<Vec<_>>(), ["app", "web"]);
+    let later = CONFIGMAP.replace("name: app", "name: later").replace("tier: web", "tier: new");
+    k.ok(&["create", "-f", &k.file("later.yaml", &later)]);
+    assert_eq!(next().split_whitespace().collect::<Vec<_>>(), ["later", "new"]);
+    k.ok(&["label", "cm", "app", "tier=changed", "--overwrite"]);
+    assert_eq!(next().split_whitespace().collect::<Vec<_>>(), ["app", "changed"]);
+    watch.kill().expect("stopping kubectl get -w");
+    let _ = watch.wait();
+}
