@@ -198,3 +198,51 @@ fn list_pagination_returns_a_continue_token_and_the_rest() {
         rest["items"].as_array().unwrap().iter().map(|n| n["metadata"]["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["kube-system"]);
 }
+
+#[test]
+fn crds_given_at_start_are_served_with_their_custom_resources() {
+    let dir = tempfile::tempdir().unwrap();
+    let crd = "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+";
+    std::fs::write(dir.path().join("widgets.yaml"), crd).unwrap();
+    let served = spawn(ServeConfig { crds: Some(dir.path().to_owned()), ..ServeConfig::default() }).unwrap();
+    let resources = get(&served, "/apis/example.com/v1").json();
+    let widgets = &resources["resources"][0];
+    assert_eq!(
+        (&widgets["name"], &widgets["kind"], &widgets["namespaced"]),
+        (&json!("widgets"), &json!("Widget"), &json!(true))
+    );
+    let widget =
+        json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "size": 3});
+    let path = "/apis/example.com/v1/namespaces/default/widgets";
+    assert_eq!(request(&served, "POST", path, "application/json", widget.to_string().as_bytes()).code, 201);
+    assert_eq!(get(&served, &format!("{path}/w")).json()["size"], json!(3));
+}
+
+#[test]
+fn a_dry_run_create_answers_the_object_but_stores_nothing() {
+    let served = serve();
+    let path = "/api/v1/namespaces/default/configmaps";
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dry"}});
+    let answer = request(
+        &served,
+        "POST",
+        &format!("{path}?dryRun=All"),
+        "application/json",
+        cm.to_string().as_bytes(),
+    );
+    assert_eq!((answer.code, answer.json()["metadata"]["name"].clone()), (201, json!("dry")));
+    assert_eq!(get(&served, &format!("{path}/dry")).code, 404);
+}
