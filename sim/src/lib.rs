@@ -59,6 +59,7 @@
 //! becomes the factory given to [`SimBuilder::controller`], which receives [`Clients`] instead of
 //! calling `Client::try_default()`.
 
+pub mod cli;
 pub mod client;
 pub mod controller;
 pub mod decision;
