@@ -68,10 +68,13 @@ fn world(job: Job) -> SimBuilder {
     })
 }
 
-/// (type, status, reason) of the Job's conditions and its (active, succeeded, failed) counts.
-fn outcome(
-    snap: &Snapshot,
-) -> Option<(Vec<(String, String, String)>, (Option<i32>, Option<i32>, Option<i32>))> {
+/// (type, status, reason) of each of the Job's conditions.
+type Conditions = Vec<(String, String, String)>;
+/// The Job's (active, succeeded, failed) counts.
+type Counts = (Option<i32>, Option<i32>, Option<i32>);
+
+/// The Job's conditions and counts.
+fn outcome(snap: &Snapshot) -> Option<(Conditions, Counts)> {
     let status = snapshot::object::<Job>(snap, Some("default"), "pi")?.status?;
     let conditions = status
         .conditions

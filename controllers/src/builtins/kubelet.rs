@@ -106,7 +106,7 @@ pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, Error
         pod_state::PHASE_RUNNING if runs_to_completion(&pod) && !fails(&pod) => {
             let delay = hashing::delay_ms(&uid_of(&pod), "run", RUN_DELAY_MS_MIN, RUN_DELAY_MS_MAX);
             madsim::time::sleep(delay).await;
-            transition(&api, &pod, pod_state::PHASE_RUNNING, |pod| succeeded_status(pod)).await
+            transition(&api, &pod, pod_state::PHASE_RUNNING, succeeded_status).await
         }
         _ => Ok(Action::await_change()),
     }
