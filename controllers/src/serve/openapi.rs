@@ -5,7 +5,8 @@
 //! `x-kubernetes-group-version-kind`) with a `fieldValidation` parameter. Each served type gets
 //! such operations here, so kubectl leaves validation to the server. Client-side `kubectl apply`
 //! computes its strategic merge patch from the types compiled into kubectl when the document has
-//! no schema for the kind. `/openapi/v2` is not served: kubectl 1.27+ uses v3.
+//! no schema for the kind. `/openapi/v2` is a valid document without definitions, for older
+//! kubectl (see [`v2`]).
 //!
 //! Schemas: the built-in kinds' come from k8s-openapi's generated JSON schemas (the real
 //! descriptions, names like `io.k8s.api.apps.v1.Deployment`), with the patch tags of
@@ -32,12 +33,37 @@ use super::{
     http::{self, Reply},
 };
 
-/// `/openapi/v2`: not served.
-pub fn v2(_headers: &HeaderMap) -> Reply {
-    http::status(
-        &kube_core::Status::failure("the server could not find the requested resource", "NotFound")
-            .with_code(404),
+/// `/openapi/v2`: a valid document without definitions. kubectl before 1.27 (Debian bookworm's
+/// kubernetes-client is 1.20) fetches it, in protobuf only, before `create -f` and `apply`:
+/// finding no schema for a kind, it skips client-side validation and computes strategic merge
+/// patches from its compiled-in types.
+pub fn v2(headers: &HeaderMap) -> Reply {
+    let (major, minor) = SERVED_VERSION;
+    let version = format!("v{major}.{minor}.0");
+    if super::handler::accept(headers).contains("protobuf") {
+        return http::with_type(200, http::full(v2_protobuf(&version)), OPENAPI_V2_PROTOBUF);
+    }
+    http::json(
+        200,
+        &json!({"swagger": "2.0", "info": {"title": "Kubernetes", "version": version}, "paths": {}, "definitions": {}}),
     )
+}
+
+/// The media type kube-apiserver answers a protobuf OpenAPI v2 document with (the `@` of the
+/// requested type is not valid in a Content-Type; Go clients reject it).
+const OPENAPI_V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+
+/// `Document { swagger: "2.0" (field 1), info: Info { title (1), version (2) } (field 2) }` in
+/// protobuf wire format: each field is a length-delimited string or message.
+fn v2_protobuf(version: &str) -> Vec<u8> {
+    fn field(number: u8, bytes: &[u8]) -> Vec<u8> {
+        // Wire type 2 (length-delimited); every length here is below 128, so one varint byte.
+        let mut out = vec![(number << 3) | 2, u8::try_from(bytes.len()).unwrap_or(0)];
+        out.extend_from_slice(bytes);
+        out
+    }
+    let info = [field(1, b"Kubernetes"), field(2, version.as_bytes())].concat();
+    [field(1, b"2.0"), field(2, &info)].concat()
 }
 
 /// `api/v1` or `apis/{group}/{version}`.
