@@ -63,7 +63,9 @@ pub mod cli;
 pub mod client;
 pub mod controller;
 pub mod decision;
+pub mod events;
 pub mod faults;
+pub mod finalizer;
 pub mod generate;
 pub mod informer;
 pub mod logging;
@@ -115,4 +117,13 @@ pub mod runtime {
     pub mod controller {
         pub use crate::controller::{Action, Config, Controller, Error};
     }
+    /// The finalizer helper, as `kube::runtime::finalizer`.
+    pub mod finalizer {
+        pub use crate::finalizer::{Error, Event, finalizer};
+    }
+    /// Publishing Events, as `kube::runtime::events`.
+    pub mod events {
+        pub use crate::events::{Event, EventType, Recorder, Reporter};
+    }
+    pub use finalizer::finalizer;
 }
