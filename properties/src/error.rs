@@ -14,4 +14,13 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// A fault-free reference run did not pass, so there is no end state to compare against.
+    /// Returned by [`crate::hooks::Reference::compute`].
+    #[error("the fault-free reference run with seed {seed} did not pass: {verdict}")]
+    ReferenceRun {
+        /// The reference run's seed.
+        seed: u64,
+        /// Its verdict, as displayed.
+        verdict: String,
+    },
 }

@@ -73,6 +73,7 @@ mod builtin;
 mod diff;
 mod error;
 mod esr;
+pub mod hooks;
 mod mask;
 mod normalize;
 mod path;

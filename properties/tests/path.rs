@@ -60,6 +60,7 @@ fn generalising_a_path_replaces_every_index_with_any() {
 fn malformed_dotted_paths_are_invalid_path_errors() {
     let reason = |text: &str| match PathPattern::parse(text) {
         Err(Error::InvalidPath { reason, .. }) => reason,
+        Err(other) => panic!("{text}: expected InvalidPath, found {other:?}"),
         Ok(pattern) => panic!("{text} parsed as {pattern}"),
     };
     assert_eq!(reason(".status..phase"), "empty key after '.'");

@@ -1,0 +1,298 @@
+//! The `hooks` module wires the checkers into runs: each hook passes on a small world that keeps
+//! it, and fails with a Correctness verdict naming the property and the object on one that
+//! breaks it.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube_core::{ObjectMeta, ResourceExt};
+use model_apiserver::Snapshot;
+use properties::hooks::{self, Reference};
+use sim::api::{Api, Patch, PatchParams, PostParams};
+use sim::runtime::controller::Action;
+use sim::runtime::finalizer::{self, finalizer};
+use sim::runtime::{Controller, watcher};
+use sim::{Clients, Sim, SimBuilder, Verdict, Workload};
+
+/// The error of reconcilers that fail only through the finalizer helper.
+#[derive(Debug, thiserror::Error)]
+#[error("never")]
+struct Never;
+
+fn config_map(name: &str) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            namespace: Some("default".to_owned()),
+            ..ObjectMeta::default()
+        },
+        data: Some(BTreeMap::from([("v".to_owned(), "1".to_owned())])),
+        ..ConfigMap::default()
+    }
+}
+
+/// A world with one ConfigMap controller over `default` reconciling with `reconcile(api, cm)`
+/// (errors are retried after 1s), and a workload that creates ConfigMap `a`.
+fn world<F, Fut>(reconcile: F) -> SimBuilder
+where
+    F: Fn(Api<ConfigMap>, Arc<ConfigMap>) -> Fut + Copy + Send + Sync + 'static,
+    Fut: Future<Output = Result<Action, finalizer::Error<Never>>> + 'static,
+{
+    Sim::builder()
+        .controller("under-test", move |clients: Clients| async move {
+            let api: Api<ConfigMap> = Api::namespaced(clients.default_cluster(), "default");
+            Controller::new(api.clone(), watcher::Config::default())
+                .run(
+                    move |cm, _: Arc<()>| reconcile(api.clone(), cm),
+                    |_, _, _| Action::requeue(Duration::from_secs(1)),
+                    Arc::new(()),
+                )
+                .for_each(|_| async {})
+                .await;
+        })
+        .workload(|w| async move {
+            w.apply(&cms(&w), &config_map("a")).await?;
+            Ok(())
+        })
+}
+
+fn cms(w: &Workload) -> Api<ConfigMap> {
+    Api::namespaced(w.client(), "default")
+}
+
+/// Reconcile `a` by creating `a-child` owned by (`owner_name`, `owner_uid`), or by `a` itself
+/// when `owner_uid` is `None`.
+async fn create_child(
+    api: Api<ConfigMap>,
+    cm: Arc<ConfigMap>,
+    owner: Option<(&str, &str)>,
+) -> Result<Action, finalizer::Error<Never>> {
+    if cm.name_any() != "a" {
+        return Ok(Action::await_change());
+    }
+    let own_uid = cm.uid().unwrap_or_default();
+    let (name, uid) = owner.unwrap_or(("a", own_uid.as_str()));
+    let mut child = config_map("a-child");
+    child.metadata.owner_references = Some(vec![OwnerReference {
+        api_version: "v1".to_owned(),
+        kind: "ConfigMap".to_owned(),
+        name: name.to_owned(),
+        uid: uid.to_owned(),
+        ..OwnerReference::default()
+    }]);
+    match api.create(&PostParams::default(), &child).await {
+        Ok(_) => {}
+        Err(sim::Error::Api(status)) if status.code == 409 => {}
+        Err(e) => panic!("creating the child: {e}"),
+    }
+    Ok(Action::await_change())
+}
+
+/// The verdict's (property, message), or the whole verdict when it is not a Correctness one.
+fn correctness(verdict: &Verdict) -> (String, String) {
+    match verdict {
+        Verdict::Correctness { property, message, .. } => (property.clone(), message.clone()),
+        other => panic!("expected a Correctness verdict, found {other:?}"),
+    }
+}
+
+#[test]
+fn no_orphans_passes_when_the_child_points_at_its_live_owner() {
+    let world = world(|api, cm| create_child(api, cm, None)).property(hooks::no_orphans());
+    for seed in 0..3 {
+        assert_eq!(world.run(seed).verdict, Verdict::Pass, "seed {seed}");
+    }
+}
+
+#[test]
+fn no_orphans_fails_naming_the_child_whose_owner_uid_exists_nowhere() {
+    let world =
+        world(|api, cm| create_child(api, cm, Some(("ghost", "no-such-uid")))).property(hooks::no_orphans());
+    for seed in 0..3 {
+        assert_eq!(
+            correctness(&world.run(seed).verdict),
+            (
+                "no_orphans".to_owned(),
+                "configmaps default/a-child: owner ConfigMap ghost (uid no-such-uid) is gone: expected configmaps default/ghost, found nothing"
+                    .to_owned()
+            ),
+            "seed {seed}"
+        );
+    }
+}
+
+/// A workload that creates `a`, waits until a controller put a finalizer on it, and deletes it.
+async fn create_then_delete(w: Workload) -> Result<(), sim::WorkloadError> {
+    w.apply(&cms(&w), &config_map("a")).await?;
+    let finalized = |cm: Option<&ConfigMap>| cm.is_some_and(|cm| !cm.finalizers().is_empty());
+    w.wait_for(&cms(&w), "a", finalized, Duration::from_secs(10)).await?;
+    w.delete(&cms(&w), "a").await
+}
+
+#[test]
+fn no_stuck_deletions_passes_when_the_controller_removes_its_finalizer_after_cleanup() {
+    let world = world(|api, cm| async move {
+        finalizer(&api, "kube-sim.test/cleanup", cm, |_| async { Ok::<_, Never>(Action::await_change()) })
+            .await
+    })
+    .workload(create_then_delete)
+    .property(hooks::no_stuck_deletions());
+    for seed in 0..3 {
+        assert_eq!(world.run(seed).verdict, Verdict::Pass, "seed {seed}");
+    }
+}
+
+#[test]
+fn no_stuck_deletions_fails_naming_the_object_a_controller_leaves_its_finalizer_on() {
+    let world = world(|api, cm| async move {
+        if cm.finalizers().is_empty() {
+            let patch = Patch::Merge(serde_json::json!({"metadata": {"finalizers": ["kube-sim.test/keep"]}}));
+            api.patch(&cm.name_any(), &PatchParams::default(), &patch).await.unwrap();
+        }
+        Ok(Action::await_change())
+    })
+    .workload(create_then_delete)
+    .property(hooks::no_stuck_deletions());
+    for seed in 0..3 {
+        let (property, message) = correctness(&world.run(seed).verdict);
+        assert_eq!(property, "no_stuck_deletions", "seed {seed}");
+        // The deletion happens within the first virtual second (timestamps keep whole seconds).
+        assert_eq!(
+            message,
+            "configmaps default/a: deletion requested at 2026-01-01T00:00:00Z: expected gone, found present with finalizers [kube-sim.test/keep]",
+            "seed {seed}"
+        );
+    }
+}
+
+/// How many ConfigMaps `default` holds (the namespace's root CA bundle included, if any).
+fn config_maps(state: &Snapshot) -> usize {
+    state.iter_resource("configmaps", Some("default")).count()
+}
+
+fn at_most(limit: usize) -> impl Fn(&Snapshot) -> Result<(), String> + Send + Sync + 'static {
+    move |state| match config_maps(state) {
+        n if n > limit => Err(format!("expected at most {limit} ConfigMaps in default, found {n}")),
+        _ => Ok(()),
+    }
+}
+
+#[test]
+fn always_passes_while_its_predicate_holds_after_every_write() {
+    let world = world(|api, cm| create_child(api, cm, None)).property(hooks::always("at most 2", at_most(2)));
+    for seed in 0..3 {
+        assert_eq!(world.run(seed).verdict, Verdict::Pass, "seed {seed}");
+    }
+}
+
+#[test]
+fn always_fails_at_the_first_write_that_breaks_it_naming_its_step_and_time() {
+    let world = world(|api, cm| create_child(api, cm, None)).property(hooks::always("at most 1", at_most(1)));
+    for seed in 0..3 {
+        let Verdict::Correctness { property, message, at_millis } = world.run(seed).verdict else {
+            panic!("seed {seed}: expected a Correctness verdict");
+        };
+        assert_eq!(property, "at most 1");
+        // The write that created a-child, the second ConfigMap, breaks it; the step is the
+        // revision that write made, the same in every seed.
+        assert_eq!(
+            message,
+            format!("at step 6 ({at_millis} ms): expected at most 1 ConfigMaps in default, found 2"),
+            "seed {seed}"
+        );
+    }
+}
+
+#[test]
+fn at_end_passes_when_its_predicate_holds_in_the_end_state() {
+    let world =
+        world(|api, cm| create_child(api, cm, None)).property(hooks::at_end(
+            "two",
+            |state| match config_maps(state) {
+                2 => Ok(()),
+                n => Err(format!("expected 2 ConfigMaps, found {n}")),
+            },
+        ));
+    assert_eq!(world.run(0).verdict, Verdict::Pass);
+}
+
+#[test]
+fn eventually_fails_with_the_user_message_when_the_end_state_breaks_it() {
+    let world = world(|api, cm| create_child(api, cm, None)).property(hooks::eventually("three", |state| {
+        match config_maps(state) {
+            3 => Ok(()),
+            n => Err(format!("expected 3 ConfigMaps, found {n}")),
+        }
+    }));
+    assert_eq!(
+        correctness(&world.run(0).verdict),
+        ("three".to_owned(), "expected 3 ConfigMaps, found 2".to_owned())
+    );
+}
+
+/// Stamp `a` with the virtual wall-clock time (which differs between seeds, as a timestamp a
+/// controller writes does) and a mode: `right`, except on seeds from 100 up, standing for a run
+/// where a fault changed what the controller did.
+async fn stamp(api: Api<ConfigMap>, cm: Arc<ConfigMap>) -> Result<Action, finalizer::Error<Never>> {
+    let data = cm.data.clone().unwrap_or_default();
+    if cm.name_any() != "a" || data.contains_key("mode") {
+        return Ok(Action::await_change());
+    }
+    let now = k8s_openapi::jiff::Timestamp::try_from(std::time::SystemTime::now()).unwrap();
+    let mode = if madsim::runtime::Handle::current().seed() >= 100 { "wrong" } else { "right" };
+    let patch = Patch::Merge(serde_json::json!({"data": {"observedAt": now.to_string(), "mode": mode}}));
+    api.patch("a", &PatchParams::default(), &patch).await.unwrap();
+    Ok(Action::await_change())
+}
+
+#[test]
+fn a_run_matches_the_reference_when_the_learned_mask_hides_the_time_the_controller_writes() {
+    let world = world(stamp);
+    let reference = Reference::compute(&world, [1, 2]).unwrap();
+    let learned: Vec<String> = reference.learned().rules().map(ToString::to_string).collect();
+    assert_eq!(learned, ["learned: configmaps /data/observedAt"]);
+    let checked = world.property(hooks::matches_reference(Arc::new(reference)));
+    for seed in 3..6 {
+        assert_eq!(checked.run(seed).verdict, Verdict::Pass, "seed {seed}");
+    }
+}
+
+#[test]
+fn a_run_whose_controller_writes_a_different_value_fails_matches_reference_naming_the_field() {
+    let world = world(stamp);
+    let reference = Arc::new(Reference::compute(&world, [1, 2]).unwrap());
+    let checked = world.property(hooks::matches_reference(reference));
+    assert_eq!(
+        correctness(&checked.run(100).verdict),
+        (
+            "matches_reference".to_owned(),
+            "configmaps default/a: /data/mode: expected \"right\", found \"wrong\"".to_owned()
+        )
+    );
+}
+
+#[test]
+fn a_user_mask_on_the_reference_hides_a_field_the_runs_differ_in() {
+    let world = world(stamp);
+    let reference = Reference::compute(&world, [1, 2]).unwrap().mask_user("ConfigMap", ".data.mode").unwrap();
+    let checked = world.property(hooks::matches_reference(Arc::new(reference)));
+    assert_eq!(checked.run(100).verdict, Verdict::Pass);
+}
+
+#[test]
+fn a_reference_run_that_fails_is_an_error_naming_its_seed() {
+    let world = world(|api, cm| create_child(api, cm, None)).property(hooks::always("at most 1", at_most(1)));
+    let error = Reference::compute(&world, [1, 2]).unwrap_err();
+    let properties::Error::ReferenceRun { seed, verdict } = &error else {
+        panic!("expected ReferenceRun, found {error:?}");
+    };
+    assert_eq!(*seed, 1);
+    assert!(verdict.starts_with("correctness: property \"at most 1\" failed at "), "{verdict}");
+    assert!(verdict.contains(": at step 6 ("), "{verdict}");
+    assert!(verdict.ends_with(" ms): expected at most 1 ConfigMaps in default, found 2"), "{verdict}");
+}
