@@ -238,6 +238,8 @@ fn empty_report(seed: u64) -> RunReport {
         digest: String::new(),
         trace: Trace::new(false),
         stats: RunStats::default(),
+        plan: sim::faults::FaultPlan::none(),
+        unfired: Vec::new(),
     }
 }
 

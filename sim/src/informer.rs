@@ -26,6 +26,7 @@ use serde::{Serialize, de::DeserializeOwned};
 use model_apiserver::{Request, Response, Revision};
 
 use crate::client::{Api, typed};
+use crate::faults::injector::{self, WatchEpochs};
 use crate::trace::TraceEvent;
 use crate::transport::{self, Delivery, DeliveryInfo, RETRY_BACKOFF, RevisionAbove};
 use crate::world::{Progress, Registration};
@@ -36,6 +37,18 @@ pub const WATCH_DELAY_MS_MIN: u64 = 1;
 /// See [`WATCH_DELAY_MS_MIN`].
 pub const WATCH_DELAY_MS_MAX: u64 = 5;
 
+/// How an informer's lists read, as kube-runtime's `watcher::ListSemantic`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ListSemantic {
+    /// A consistent read of the latest state (kube-runtime 5's default): `resourceVersion` unset.
+    #[default]
+    MostRecent,
+    /// Any recent state, served from an API server's watch cache: `resourceVersion="0"`, as
+    /// client-go informers list. After a restart onto a lagging replica it may be older than what
+    /// the controller saw before (time travel, kubernetes#59848).
+    Any,
+}
+
 /// What to watch, as kube-runtime's `watcher::Config`: label and field selectors.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Config {
@@ -43,6 +56,8 @@ pub struct Config {
     pub label_selector: Option<String>,
     /// A field selector (`metadata.name=foo`).
     pub field_selector: Option<String>,
+    /// How relists read.
+    pub list_semantic: ListSemantic,
 }
 
 impl Config {
@@ -56,14 +71,25 @@ impl Config {
         self.field_selector = Some(selector.to_owned());
         self
     }
-    /// Accepted for kube-runtime compatibility; the model's lists are always consistent.
-    pub fn any_semantic(self) -> Self {
+    /// Set how relists read.
+    pub fn list_semantic(mut self, semantic: ListSemantic) -> Self {
+        self.list_semantic = semantic;
         self
     }
+    /// Relist with [`ListSemantic::Any`] (`resourceVersion="0"`, from a watch cache).
+    pub fn any_semantic(self) -> Self {
+        self.list_semantic(ListSemantic::Any)
+    }
     fn list_params(&self) -> ListParams {
+        let (resource_version, version_match) = match self.list_semantic {
+            ListSemantic::Any => (Some("0".to_owned()), Some(kube_core::params::VersionMatch::NotOlderThan)),
+            ListSemantic::MostRecent => (None, None),
+        };
         ListParams {
             label_selector: self.label_selector.clone(),
             field_selector: self.field_selector.clone(),
+            resource_version,
+            version_match,
             ..ListParams::default()
         }
     }
@@ -256,8 +282,15 @@ where
     K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + Sync + 'static,
 {
     let (store, ready) = Store::new();
-    let informer =
-        Informer { api, config, store: store.clone(), ready: Some(ready), on_touch: Box::new(on_touch) };
+    let fault_epochs = WatchEpochs::current(&api.client);
+    let informer = Informer {
+        api,
+        config,
+        store: store.clone(),
+        ready: Some(ready),
+        on_touch: Box::new(on_touch),
+        fault_epochs,
+    };
     madsim::task::spawn_local(informer.run());
     store
 }
@@ -280,6 +313,8 @@ struct Informer<K: Resource> {
     store: Store<K>,
     ready: Option<futures::channel::oneshot::Sender<()>>,
     on_touch: OnTouch<K>,
+    /// What the informer knows of its node's faults (forced relists, cut watches, a lagging replica).
+    fault_epochs: WatchEpochs,
 }
 
 /// The name an informer has in traces: `cluster/resource[/namespace]`.
@@ -323,7 +358,8 @@ where
 
     async fn relist(&mut self, name: &Arc<str>) -> State {
         let api = &self.api;
-        let request = Request::list(&api.resource, api.namespace.as_deref(), self.config.list_params());
+        let (params, replica_until) = injector::replica_list(&api.client, self.config.list_params());
+        let request = Request::list(&api.resource, api.namespace.as_deref(), params);
         let list = match transport::call(&api.client, request).await {
             Ok(Response::List(list)) => list,
             _ => {
@@ -356,12 +392,17 @@ where
         for object in &touched {
             (self.on_touch)(object);
         }
+        self.fault_epochs.listed_from_replica(replica_until);
         State::Watching { revision }
     }
 
     async fn watch(&mut self, name: &Arc<str>, revision: Revision) -> State {
         let client = self.api.client.clone();
         RevisionAbove { world: client.world.clone(), cluster: client.cluster.clone(), revision }.await;
+        let gate = injector::watch_gate(&client, &self.api.resource, name, &mut self.fault_epochs).await;
+        if gate == injector::Gate::Relist {
+            return State::Empty;
+        }
         let request = Request::watch(
             &self.api.resource,
             self.api.namespace.as_deref(),

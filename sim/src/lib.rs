@@ -68,6 +68,7 @@ pub mod faults;
 pub mod finalizer;
 pub mod generate;
 pub mod informer;
+pub mod leader_election;
 pub mod logging;
 mod panic_quiet;
 pub mod property;
@@ -107,7 +108,7 @@ pub mod runtime {
 
     /// Watcher configuration, as `kube::runtime::watcher`.
     pub mod watcher {
-        pub use crate::informer::Config;
+        pub use crate::informer::{Config, ListSemantic};
     }
     /// Caches, as `kube::runtime::reflector`.
     pub mod reflector {

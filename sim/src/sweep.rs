@@ -254,6 +254,8 @@ where
             digest: String::new(),
             trace: Trace::new(false),
             stats: RunStats::default(),
+            plan: crate::faults::FaultPlan::none(),
+            unfired: Vec::new(),
         })
     })
 }
@@ -386,6 +388,8 @@ mod tests {
             digest: digest.into(),
             trace: Trace::new(false),
             stats: RunStats::default(),
+            plan: crate::faults::FaultPlan::none(),
+            unfired: Vec::new(),
         }
     }
 

@@ -152,6 +152,10 @@ fn answer_version(response: &Response) -> String {
 
 /// Send `request` from `client` to its cluster, and wait for the answer.
 pub(crate) async fn call(client: &Client, request: Request) -> Result<Response, Status> {
+    if client.world.with(|w| w.injector.is_dying(&client.node)) {
+        // A crash fired on this node: it is about to be killed, and no new call leaves it.
+        return std::future::pending().await;
+    }
     let request = request.with_user(client.node.clone());
     let target = target(&request);
     let (call, latency) = client.world.with(|w| {
@@ -176,6 +180,10 @@ pub(crate) async fn call(client: &Client, request: Request) -> Result<Response, 
         };
         apply(w, &client.cluster, &client.node, &info, request)
     });
+    if client.world.with(|w| w.injector.is_dying(&client.node)) {
+        // A crash fired on (or during) this call: the caller never sees the answer.
+        return std::future::pending().await;
+    }
     if let Err(status) = &result {
         tracing::debug!(call, code = status.code, reason = %status.reason, %target, "api error");
     }
@@ -190,7 +198,8 @@ fn apply(
     info: &CallInfo<'_>,
     request: Request,
 ) -> Result<Response, Status> {
-    let mut result = match w.faults.before_call(info, &request) {
+    let injected = crate::faults::injector::before_call(w, info, &request);
+    let mut result = match injected.or_else(|| w.faults.before_call(info, &request)) {
         Some(status) => {
             let description = format!(
                 "call {} {} {}: answered {} {}",
@@ -202,6 +211,7 @@ fn apply(
         None => handle_on_server(w, cluster, request),
     };
     w.faults.after_call(info, &mut result);
+    crate::faults::injector::after_call(w, info, &mut result);
     let traced = match &result {
         Ok(response) => Ok(answer_version(response)),
         Err(status) => Err((status.code, status.reason.clone())),
@@ -219,6 +229,8 @@ fn handle_on_server(w: &mut WorldState, cluster: &Arc<str>, request: Request) ->
         return Err(model_apiserver::errors::internal_error(&format!("no cluster named {cluster}")));
     };
     let before = state.server.revision();
+    // Lease renewals (leader election) are a heartbeat, not progress: they never end.
+    let heartbeat = request.resource.group == "coordination.k8s.io";
     let mut ids = StreamIds(decisions.stream("ids"));
     let mut ctx = model_apiserver::Context::new(now, &mut ids);
     let result = state.server.handle(request, &mut ctx);
@@ -227,7 +239,9 @@ fn handle_on_server(w: &mut WorldState, cluster: &Arc<str>, request: Request) ->
         for waker in state.watchers.drain(..) {
             waker.wake();
         }
-        w.last_write = w.elapsed();
+        if !heartbeat {
+            w.last_write = w.elapsed();
+        }
         w.check_step(cluster);
     }
     result

@@ -6,6 +6,7 @@
 
 use std::fmt;
 
+use crate::faults::{FaultPlan, PlannedFault};
 use crate::trace::Trace;
 
 /// How a run ended.
@@ -115,11 +116,24 @@ pub struct RunReport {
     pub trace: Trace,
     /// Counters.
     pub stats: RunStats,
+    /// The fault plan the run used (fixed, or drawn from the seed by swarm selection).
+    pub plan: FaultPlan,
+    /// The planned faults that never fired (never silently dropped: the report's line shows them).
+    pub unfired: Vec<PlannedFault>,
 }
 
 impl fmt::Display for RunReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "scenario \"{}\" seed {}: {}", self.scenario, self.seed, self.verdict)
+        write!(f, "scenario \"{}\" seed {}: {}", self.scenario, self.seed, self.verdict)?;
+        if !self.unfired.is_empty() {
+            write!(f, " ({} of {} planned faults never fired:", self.unfired.len(), self.plan.faults.len())?;
+            for (i, fault) in self.unfired.iter().enumerate() {
+                let sep = if i == 0 { " " } else { "; " };
+                write!(f, "{sep}{fault}")?;
+            }
+            write!(f, ")")?;
+        }
+        Ok(())
     }
 }
 
@@ -173,6 +187,8 @@ mod tests {
             digest: String::new(),
             trace: Trace::new(false),
             stats: RunStats::default(),
+            plan: FaultPlan::none(),
+            unfired: Vec::new(),
         };
         assert_eq!(report.to_string(), "scenario \"cmgen\" seed 7: liveness: time limit 60s passed");
     }

@@ -112,6 +112,9 @@ pub struct SimBuilder {
     quiet_period: Duration,
     keep_trace: bool,
     server_config: ServerConfig,
+    faults: crate::faults::FaultSource,
+    /// Start the fault supervisor even without faults (leader-elected replicas need it).
+    supervised: bool,
     fault_hook: Option<FaultHookFactory>,
 }
 
@@ -141,6 +144,8 @@ impl SimBuilder {
             quiet_period: QUIET_PERIOD_DEFAULT,
             keep_trace: false,
             server_config: ServerConfig::default(),
+            faults: crate::faults::FaultSource::None,
+            supervised: false,
             fault_hook: None,
         }
     }
@@ -262,6 +267,30 @@ impl SimBuilder {
         self
     }
 
+    /// Run every seed with this fixed fault plan (replays and shrinking use it).
+    pub fn faults(mut self, plan: crate::faults::FaultPlan) -> Self {
+        self.faults = crate::faults::FaultSource::Plan(plan);
+        self
+    }
+
+    /// Draw each seed's fault plan from the seed (swarm selection). An empty
+    /// `SwarmConfig::controllers` means every declared controller node.
+    pub fn swarm(mut self, config: crate::faults::SwarmConfig) -> Self {
+        self.faults = crate::faults::FaultSource::Swarm(config);
+        self
+    }
+
+    /// Start the fault supervisor in every run, faults or not.
+    pub(crate) fn supervised(mut self) -> Self {
+        self.supervised = true;
+        self
+    }
+
+    /// The names of the declared controller nodes, in declaration order.
+    pub fn controller_names(&self) -> Vec<String> {
+        self.controllers.iter().map(|c| c.name.to_string()).collect()
+    }
+
     /// Keep every trace entry in the report (single-seed runs and replays), and let controller
     /// panics print as usual. A sweep keeps only the digest and stays quiet.
     pub fn keep_trace(mut self, keep: bool) -> Self {
@@ -370,8 +399,15 @@ async fn run_phases(
     let failure = failure.expect("the failure signal is taken once per run");
     let cluster_names: Arc<[Arc<str>]> = specs.iter().map(|s| s.name.clone()).collect();
     let handle = madsim::runtime::Handle::current();
+    let has_faults = crate::faults::install_plan(&world, &builder.faults, &builder.controller_names());
+    let mut fault_ids = crate::faults::supervisor::NodeIds::default();
     for spec in &builder.controllers {
         let id = start_controller_node(&handle, spec, &world, &cluster_names);
+        nodes.lock().unwrap_or_else(|e| e.into_inner()).push(id);
+        fault_ids.nodes.insert(spec.name.clone(), id);
+    }
+    if has_faults || builder.supervised {
+        let id = crate::faults::supervisor::start(&handle, &world, fault_ids);
         nodes.lock().unwrap_or_else(|e| e.into_inner()).push(id);
     }
     let (workload_id, workload_done) = start_workload_node(&handle, &builder, &world, &cluster_names);
@@ -390,6 +426,8 @@ async fn run_phases(
             // The workload node died: its panic is already recorded as the failure.
             Err(_) => return Verdict::Pass,
         }
+        // Liveness phase: faults stop, crashed nodes restart, partitions heal, pauses end.
+        world.with(|w| w.injector.stop());
         if let Err(reason) = liveness_phase(&world, builder.liveness_wait, builder.quiet_period).await {
             return Verdict::Liveness { reason };
         }
@@ -566,6 +604,7 @@ impl World {
             next_progress: 0,
             node_starts: BTreeMap::new(),
             faults: Box::new(NoFaults),
+            injector: crate::faults::injector::Injector::default(),
             queue_overflows: 0,
         };
         World(Arc::new(Mutex::new(state)))
@@ -595,7 +634,9 @@ impl World {
             // Drop the servers and the parked wakers now, so nothing of the run outlives it.
             w.clusters.clear();
             w.progress.clear();
-            RunReport { scenario, seed, verdict, digest: trace.digest(), trace, stats: w.stats.clone() }
+            let (plan, unfired) = (w.injector.plan(), w.injector.unfired());
+            let digest = trace.digest();
+            RunReport { scenario, seed, verdict, digest, trace, stats: w.stats.clone(), plan, unfired }
         })
     }
 }
@@ -641,6 +682,8 @@ pub(crate) struct WorldState {
     next_progress: u64,
     node_starts: BTreeMap<Arc<str>, u64>,
     pub(crate) faults: Box<dyn FaultHook>,
+    /// The fault plan in force and its state (see `faults::injector`).
+    pub(crate) injector: crate::faults::injector::Injector,
     /// How often a work queue hit its bound.
     pub(crate) queue_overflows: u64,
 }
@@ -765,6 +808,9 @@ impl WorldState {
 
     /// `None` if the world is quiet at `now`; otherwise what keeps it busy.
     fn busy(&mut self, now: Duration, quiet: Duration) -> Option<String> {
+        if let Some(busy) = self.injector.busy() {
+            return Some(busy);
+        }
         if now.saturating_sub(self.last_write) < quiet {
             return Some(format!("last write at {}ms", self.last_write.as_millis()));
         }

@@ -298,6 +298,8 @@ where
         // Both halves stay open (the driver holds `done_tx`), so the inbox never ends.
         let mut inbox = futures::stream::select(triggers.map(Msg::Trigger), done_rx.map(Msg::Done));
         loop {
+            // A PauseReconciles fault holds every start while the caches keep advancing.
+            crate::faults::injector::reconcile_gate(&self.world, &self.node).await;
             let now = Instant::now();
             while self.may_start() {
                 let Some(object) = self.queue.pop_due(now) else { break };

@@ -1,0 +1,772 @@
+//! The injector: the per-run state that applies a [`FaultPlan`] to a running world.
+//!
+//! It is consulted at the points where faults act:
+//! - [`before_call`] and [`after_call`], around every API call in the transport: counts writes for
+//!   `NthWrite` triggers, draws `Rate` triggers, checks `OnObject` triggers after the server
+//!   answered, fails calls (API errors, partitions), marks ambiguous writes and crashing nodes;
+//! - [`watch_gate`], before an informer pulls watch events: holds them (partition, skip-by-relist,
+//!   a lagging replica), adds delay, forces a relist or a re-watch;
+//! - [`replica_list`], when an informer lists: a restarted node on a lagging replica reads the past;
+//! - [`reconcile_gate`], before a controller starts reconciles: pauses them.
+//!
+//! What needs a node of its own (killing and restarting nodes, pausing a leader, faults at a
+//! virtual time) is queued here as a [`NodeAction`] and carried out by the
+//! [supervisor](super::supervisor). Once the liveness phase begins ([`Injector::stop`]) nothing
+//! new fires and every active fault ends.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+use std::task::Waker;
+use std::time::Duration;
+
+use kube_core::{ApiResource, Status, params::ListParams, params::VersionMatch};
+use model_apiserver::{Request, Response, Revision};
+
+use crate::client::Client;
+use crate::faults::plan::{CallSide, Fault, FaultPlan, InjectedError, ObjectChange, PlannedFault, Trigger};
+use crate::trace::TraceEvent;
+use crate::transport::CallInfo;
+use crate::world::{World, WorldState};
+
+/// The decision stream `Rate` triggers draw from.
+pub const RATE_STREAM: &str = "faults.rate";
+/// The decision stream the per-informer extra delay of `DelayWatch` is drawn from.
+pub const DELAY_STREAM: &str = "faults.delay";
+/// The decision stream a lagging replica's catch-up time and a re-watch's delay are drawn from.
+pub const REPLICA_STREAM: &str = "faults.replica";
+
+/// A lagging replica catches up within this long after the restart that connected to it.
+pub const REPLICA_CATCH_UP_MS_MAX: u64 = 2_000;
+/// A cut watch is re-established within this long (client-go's reflector backs off about a
+/// second).
+pub const REWATCH_DELAY_MS_MAX: u64 = 1_000;
+/// The 429 answer asks the client to wait this long.
+pub const RETRY_AFTER_SECONDS: u32 = 1;
+/// At most this many node actions wait for the supervisor; each fault firing queues at most one,
+/// and the supervisor drains them at once, so reaching it means a runaway plan.
+pub const ACTIONS_MAX: usize = 10_000;
+
+/// Something only the supervisor's own node can do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum NodeAction {
+    /// Kill `node` and restart it after `restart_after`.
+    Kill { node: Arc<str>, restart_after: Duration, reason: String },
+    /// Pause the leader of `controller` for `duration`.
+    PauseLeader { controller: Arc<str>, duration: Duration },
+    /// The liveness phase began: restart every node that is down, resume every paused one.
+    StopAll,
+}
+
+/// A lagging API-server replica a restarted node reads from.
+#[derive(Clone, Debug)]
+pub(crate) struct Replica {
+    /// Per cluster, the revision the replica's watch cache holds.
+    pub(crate) revisions: BTreeMap<Arc<str>, Revision>,
+    /// Virtual time (since start) when it has caught up with storage.
+    pub(crate) catch_up_at: Duration,
+}
+
+/// The fault state of one controller node.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct NodeFaults {
+    /// A crash fired: the node's calls pend until the supervisor kills it.
+    pub(crate) dying: bool,
+    /// Killed, waiting for its restart.
+    pub(crate) down: bool,
+    /// Calls fail and watches are held until then.
+    partitioned_until: Option<Duration>,
+    /// No reconcile starts until then.
+    reconciles_paused_until: Option<Duration>,
+    /// Watch deliveries are held until then.
+    watch_held_until: Option<Duration>,
+    /// Bumped by SkipByRelist: every informer of the node relists after the hold.
+    relist_epoch: u64,
+    /// Bumped by WatchDisconnect: every informer re-watches from its last revision.
+    disconnect_epoch: u64,
+    /// DelayWatch faults in force: (resource, or empty for every informer; extra milliseconds).
+    watch_delays: Vec<(String, u64)>,
+    /// Per informer, the extra delay drawn for an empty-resource DelayWatch.
+    drawn_delays: BTreeMap<Arc<str>, u64>,
+    /// The next restart connects to a replica this many revisions behind.
+    stale_lag_next_restart: Option<u64>,
+    /// The replica the node reads from since its last restart, if it lags.
+    pub(crate) replica: Option<Replica>,
+    /// API errors armed for the node's next calls (OnObject/AtTime triggers).
+    armed_errors: VecDeque<InjectedError>,
+    /// Ambiguous answers armed for the node's next writes.
+    armed_ambiguous: u32,
+}
+
+/// What the current call is, as far as `OnObject` triggers care.
+#[derive(Clone, Debug)]
+struct CallObject {
+    kind: String,
+    plural: String,
+    namespace: String,
+    name: Option<String>,
+    verb: &'static str,
+}
+
+/// The per-run fault state. Inert (no plan) by default.
+#[derive(Default)]
+pub(crate) struct Injector {
+    plan: Vec<PlannedFault>,
+    /// Per planned fault, how often it fired.
+    fired: Vec<u32>,
+    /// Per planned fault with an `NthWrite` trigger, the matching writes seen.
+    writes_seen: Vec<u32>,
+    has_on_object: bool,
+    /// The liveness phase began: nothing fires any more.
+    stopped: bool,
+    pub(crate) nodes: BTreeMap<Arc<str>, NodeFaults>,
+    actions: VecDeque<NodeAction>,
+    supervisor: Option<Waker>,
+    /// Calls whose answer becomes 504 Timeout although the server applied them.
+    ambiguous_calls: Vec<u64>,
+    /// The current call's object, captured only when the plan has `OnObject` triggers.
+    call_object: Option<CallObject>,
+    /// Tasks now waiting in a gate (a paused reconcile start, a held watch): the world is not quiet
+    /// while one is, even after the liveness phase ended their faults.
+    gated: u32,
+    /// Per replica group, the node that last became leader.
+    leaders: BTreeMap<Arc<str>, Arc<str>>,
+    /// Per replica node, its group.
+    groups: BTreeMap<Arc<str>, Arc<str>>,
+    /// How many actions were dropped at [`ACTIONS_MAX`] (reported in the trace).
+    pub(crate) actions_dropped: u64,
+}
+
+impl Injector {
+    /// An injector for `plan`.
+    pub(crate) fn new(plan: &FaultPlan) -> Self {
+        let len = plan.faults.len();
+        Injector {
+            plan: plan.faults.clone(),
+            fired: vec![0; len],
+            writes_seen: vec![0; len],
+            has_on_object: plan.faults.iter().any(|f| matches!(f.trigger, Trigger::OnObject { .. })),
+            ..Injector::default()
+        }
+    }
+
+    /// Whether there is anything to inject.
+    pub(crate) fn is_active(&self) -> bool {
+        !self.plan.is_empty() && !self.stopped
+    }
+
+    /// The plan.
+    pub(crate) fn plan(&self) -> FaultPlan {
+        FaultPlan { faults: self.plan.clone() }
+    }
+
+    /// The planned faults that never fired.
+    pub(crate) fn unfired(&self) -> Vec<PlannedFault> {
+        self.plan.iter().zip(&self.fired).filter(|(_, n)| **n == 0).map(|(f, _)| f.clone()).collect()
+    }
+
+    /// The `AtTime` triggers still to fire: (time, planned fault index), earliest first.
+    pub(crate) fn timed(&self) -> Vec<(Duration, usize)> {
+        let mut timed: Vec<(Duration, usize)> = self
+            .plan
+            .iter()
+            .enumerate()
+            .filter_map(|(i, f)| match f.trigger {
+                Trigger::AtTime { at_ms } if self.fired[i] == 0 => Some((Duration::from_millis(at_ms), i)),
+                _ => None,
+            })
+            .collect();
+        timed.sort();
+        timed
+    }
+
+    /// Register the supervisor's waker (woken when an action is queued).
+    pub(crate) fn set_supervisor(&mut self, waker: &Waker) {
+        if !self.supervisor.as_ref().is_some_and(|w| w.will_wake(waker)) {
+            self.supervisor = Some(waker.clone());
+        }
+    }
+
+    /// Whether an action waits for the supervisor.
+    pub(crate) fn has_actions(&self) -> bool {
+        !self.actions.is_empty()
+    }
+
+    /// Whether the liveness phase began.
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.stopped
+    }
+
+    /// Record that `node` now leads `group` (leader election).
+    pub(crate) fn set_leader(&mut self, group: &Arc<str>, node: &Arc<str>) {
+        self.leaders.insert(group.clone(), node.clone());
+        self.groups.insert(node.clone(), group.clone());
+    }
+
+    /// Record that `node` is a replica of `group` (so that faults may name either).
+    pub(crate) fn join_group(&mut self, group: &Arc<str>, node: &Arc<str>) {
+        self.groups.insert(node.clone(), group.clone());
+    }
+
+    /// The node that last became leader of `name` (a replica group, or one of its replicas).
+    pub(crate) fn leader_of(&self, name: &str) -> Option<Arc<str>> {
+        let group = self.groups.get(name).map_or(name, |g| &**g);
+        self.leaders.get(group).cloned()
+    }
+
+    /// Queue an action for the supervisor (leader election uses it to restart a replica that lost
+    /// its lease, as a process that exits is restarted).
+    pub(crate) fn request(&mut self, action: NodeAction) {
+        self.push_action(action);
+    }
+
+    /// The next queued action.
+    pub(crate) fn next_action(&mut self) -> Option<NodeAction> {
+        self.actions.pop_front()
+    }
+
+    fn push_action(&mut self, action: NodeAction) {
+        if self.actions.len() >= ACTIONS_MAX {
+            self.actions_dropped += 1;
+            return;
+        }
+        self.actions.push_back(action);
+        if let Some(waker) = &self.supervisor {
+            waker.wake_by_ref();
+        }
+    }
+
+    /// The liveness phase began: nothing fires any more; partitions heal, pauses and holds end,
+    /// replicas catch up, delays stop, and the supervisor restarts what is down.
+    pub(crate) fn stop(&mut self) {
+        self.stopped = true;
+        for node in self.nodes.values_mut() {
+            node.partitioned_until = None;
+            node.reconciles_paused_until = None;
+            node.watch_held_until = None;
+            node.watch_delays.clear();
+            node.stale_lag_next_restart = None;
+            node.replica = None;
+            node.armed_errors.clear();
+            node.armed_ambiguous = 0;
+        }
+        self.ambiguous_calls.clear();
+        if !self.plan.is_empty() {
+            self.push_action(NodeAction::StopAll);
+        }
+    }
+
+    /// Whether the node's calls should pend (a crash fired; the supervisor is about to kill it).
+    pub(crate) fn is_dying(&self, node: &str) -> bool {
+        self.nodes.get(node).is_some_and(|n| n.dying)
+    }
+
+    /// What keeps the world busy from the faults' side: a node down or about to be killed.
+    pub(crate) fn busy(&self) -> Option<String> {
+        if self.gated > 0 {
+            return Some(format!("{} paused reconcile loops or held watches", self.gated));
+        }
+        self.nodes.iter().find(|(_, n)| n.down || n.dying).map(|(name, _)| format!("node {name} is down"))
+    }
+
+    fn node(&mut self, name: &str) -> &mut NodeFaults {
+        if !self.nodes.contains_key(name) {
+            self.nodes.insert(Arc::from(name), NodeFaults::default());
+        }
+        self.nodes.get_mut(name).expect("inserted above")
+    }
+}
+
+/// Whether `filter` (a trigger's kind or a DelayWatch resource) names `resource`: its kind or its
+/// plural, case-insensitively.
+fn names_resource(filter: &str, kind: &str, plural: &str) -> bool {
+    filter.eq_ignore_ascii_case(kind) || filter.eq_ignore_ascii_case(plural)
+}
+
+/// The 504 a client sees when its request timed out on the way (partition, crash, lost answer).
+fn client_timeout(what: &str) -> Status {
+    model_apiserver::errors::timeout(&format!(
+        "the server was unable to return a response in the time allotted ({what})"
+    ))
+}
+
+/// The answer an injected error gives.
+fn injected_status(error: InjectedError) -> Status {
+    use model_apiserver::errors;
+    match error {
+        InjectedError::Conflict => errors::conflict_with(
+            "",
+            "",
+            "",
+            "the object has been modified; please apply your changes to the latest version and try again",
+        ),
+        InjectedError::TooManyRequests => errors::too_many_requests(RETRY_AFTER_SECONDS),
+        InjectedError::InternalError => errors::internal_error("etcdserver: request timed out"),
+        InjectedError::Timeout => errors::timeout(
+            "Timeout: request did not complete within the allotted timeout (injected; not applied)",
+        ),
+    }
+}
+
+/// Fire planned fault `index`: record it in the trace and put it in force. `call` is the caller's
+/// node when the trigger is an API call of that node (a crash then lands on the call).
+fn fire(w: &mut WorldState, index: usize, call: Option<(&str, u64)>) -> CallEffect {
+    let planned = w.injector.plan[index].clone();
+    let now = w.elapsed();
+    let fault = &planned.fault;
+    let target: Arc<str> = Arc::from(fault.controller().unwrap_or("engine"));
+    let on_caller = call.is_some_and(|(node, _)| Some(node) == fault.controller());
+    if let Some(controller) = fault.controller() {
+        // A node that is down or already dying cannot be faulted further: leave it unfired.
+        if w.injector.nodes.get(controller).is_some_and(|n| n.down || n.dying) {
+            return CallEffect::None;
+        }
+    }
+    w.injector.fired[index] += 1;
+    w.trace(&target, TraceEvent::Fault { description: planned.to_string() });
+    let mut effect = CallEffect::None;
+    match fault {
+        Fault::Crash { controller, side, restart_after_ms } => {
+            w.injector.node(controller).dying = true;
+            let reason = format!("crash fault ({planned})");
+            let restart_after = Duration::from_millis(*restart_after_ms);
+            w.injector.push_action(NodeAction::Kill {
+                node: Arc::from(controller.as_str()),
+                restart_after,
+                reason,
+            });
+            if on_caller {
+                effect = match side {
+                    CallSide::Before => {
+                        CallEffect::Fail(Box::new(client_timeout("the client crashed before sending")))
+                    }
+                    CallSide::After => CallEffect::None,
+                };
+            }
+        }
+        Fault::StaleReplica { controller, lag_revisions, restart_after_ms } => {
+            let node = w.injector.node(controller);
+            node.dying = true;
+            node.stale_lag_next_restart = Some(*lag_revisions);
+            let reason = format!("crash before a stale-replica restart ({planned})");
+            let restart_after = Duration::from_millis(*restart_after_ms);
+            w.injector.push_action(NodeAction::Kill {
+                node: Arc::from(controller.as_str()),
+                restart_after,
+                reason,
+            });
+        }
+        Fault::PauseReconciles { controller, duration_ms } => {
+            let until = now + Duration::from_millis(*duration_ms);
+            let node = w.injector.node(controller);
+            node.reconciles_paused_until = node.reconciles_paused_until.max(Some(until));
+        }
+        Fault::SkipByRelist { controller, duration_ms } => {
+            let until = now + Duration::from_millis(*duration_ms);
+            let node = w.injector.node(controller);
+            node.watch_held_until = node.watch_held_until.max(Some(until));
+            node.relist_epoch += 1;
+        }
+        Fault::DelayWatch { controller, resource, extra_ms } => {
+            w.injector.node(controller).watch_delays.push((resource.clone(), *extra_ms));
+        }
+        Fault::ApiError { controller, error } => {
+            if on_caller {
+                effect = CallEffect::Fail(Box::new(injected_status(*error)));
+            } else {
+                w.injector.node(controller).armed_errors.push_back(*error);
+            }
+        }
+        Fault::Ambiguous { controller } => match call {
+            Some((_, call)) if on_caller => effect = CallEffect::Ambiguous(call),
+            _ => w.injector.node(controller).armed_ambiguous += 1,
+        },
+        Fault::WatchDisconnect { controller } => w.injector.node(controller).disconnect_epoch += 1,
+        Fault::Compact => {
+            for cluster in w.clusters.values_mut() {
+                let revision = cluster.server.revision();
+                cluster.server.compact(revision);
+            }
+        }
+        Fault::Partition { controller, duration_ms } => {
+            let until = now + Duration::from_millis(*duration_ms);
+            let node = w.injector.node(controller);
+            node.partitioned_until = node.partitioned_until.max(Some(until));
+        }
+        Fault::PauseLeader { controller, duration_ms } => {
+            let duration = Duration::from_millis(*duration_ms);
+            w.injector.push_action(NodeAction::PauseLeader {
+                controller: Arc::from(controller.as_str()),
+                duration,
+            });
+        }
+    }
+    effect
+}
+
+/// What a fault firing on a call does to that call.
+enum CallEffect {
+    None,
+    Fail(Box<Status>),
+    Ambiguous(u64),
+}
+
+/// Fire the `AtTime` fault `index` (called by the supervisor at its time).
+pub(crate) fn fire_timed(w: &mut WorldState, index: usize) {
+    if w.injector.stopped || w.injector.fired.get(index).is_none_or(|n| *n > 0) {
+        return;
+    }
+    let _ = fire(w, index, None);
+}
+
+/// Before the request reaches the server: fire call triggers, then answer in the server's place
+/// if a fault says so (`Some`: the request is not applied).
+pub(crate) fn before_call(w: &mut WorldState, info: &CallInfo<'_>, request: &Request) -> Option<Status> {
+    if !w.injector.is_active() {
+        return None;
+    }
+    if w.injector.has_on_object && info.is_write {
+        w.injector.call_object = Some(call_object(request));
+    }
+    let mut answer = None;
+    for index in 0..w.injector.plan.len() {
+        if !call_triggers(w, index, info, request) {
+            continue;
+        }
+        match fire(w, index, Some((info.node, info.call))) {
+            CallEffect::None => {}
+            CallEffect::Fail(status) => answer = answer.or(Some(*status)),
+            CallEffect::Ambiguous(call) => w.injector.ambiguous_calls.push(call),
+        }
+    }
+    let now = w.elapsed();
+    let Some(node) = w.injector.nodes.get_mut(info.node) else { return answer };
+    if node.partitioned_until.is_some_and(|until| now < until) {
+        return Some(client_timeout("network partition between the client and the API server"));
+    }
+    if answer.is_none()
+        && let Some(error) = node.armed_errors.pop_front()
+    {
+        answer = Some(injected_status(error));
+    }
+    if info.is_write && node.armed_ambiguous > 0 && answer.is_none() {
+        node.armed_ambiguous -= 1;
+        w.injector.ambiguous_calls.push(info.call);
+    }
+    answer
+}
+
+/// Whether planned fault `index` fires on this call (counts writes, draws rates).
+fn call_triggers(w: &mut WorldState, index: usize, info: &CallInfo<'_>, request: &Request) -> bool {
+    match &w.injector.plan[index].trigger {
+        Trigger::NthWrite { controller, n, kind, verb } => {
+            if !info.is_write || controller.as_str() != info.node {
+                return false;
+            }
+            let kind_ok = kind
+                .as_deref()
+                .is_none_or(|k| names_resource(k, &request.resource.kind, &request.resource.plural));
+            let verb_ok = verb.as_deref().is_none_or(|v| v.eq_ignore_ascii_case(info.verb));
+            if !(kind_ok && verb_ok) {
+                return false;
+            }
+            let n = *n;
+            w.injector.writes_seen[index] += 1;
+            w.injector.writes_seen[index] == n
+        }
+        Trigger::Rate { controller, per_mille, max } => {
+            if controller.as_str() != info.node || w.injector.fired[index] >= *max {
+                return false;
+            }
+            // Ambiguity and crashes only make sense on writes; API errors on any call.
+            let needs_write = matches!(w.injector.plan[index].fault, Fault::Ambiguous { .. });
+            if needs_write && !info.is_write {
+                return false;
+            }
+            let p = f64::from(*per_mille) / 1000.0;
+            w.decisions.stream(RATE_STREAM).chance(p)
+        }
+        Trigger::OnObject { .. } | Trigger::AtTime { .. } => false,
+    }
+}
+
+fn call_object(request: &Request) -> CallObject {
+    use model_apiserver::Verb;
+    let name = match &request.verb {
+        Verb::Update { name, .. } | Verb::Patch { name, .. } | Verb::Delete { name, .. } => {
+            Some(name.clone())
+        }
+        Verb::Create { object, .. } => object.metadata.name.clone(),
+        _ => None,
+    };
+    CallObject {
+        kind: request.resource.kind.clone(),
+        plural: request.resource.plural.clone(),
+        namespace: request.namespace.clone().unwrap_or_default(),
+        name,
+        verb: request.verb_name(),
+    }
+}
+
+/// After the server answered: make the answer ambiguous if a fault said so, and fire the
+/// `OnObject` triggers the write satisfied.
+pub(crate) fn after_call(w: &mut WorldState, info: &CallInfo<'_>, result: &mut Result<Response, Status>) {
+    if w.injector.plan.is_empty() {
+        return;
+    }
+    if let Some(pos) = w.injector.ambiguous_calls.iter().position(|c| *c == info.call) {
+        w.injector.ambiguous_calls.swap_remove(pos);
+        *result = Err(client_timeout("the answer was lost after the server applied the write"));
+    }
+    let Some(object) = w.injector.call_object.take() else { return };
+    if w.injector.stopped {
+        return;
+    }
+    let Ok(response) = &*result else {
+        // An ambiguous write was applied although the caller sees an error; its object's change
+        // still happened, but we only know the name for writes that named it.
+        return;
+    };
+    let (name, change) = match response {
+        Response::Object(o) => {
+            let change = match object.verb {
+                "create" => ObjectChange::Create,
+                _ if o.metadata.deletion_timestamp.is_some() => ObjectChange::Delete,
+                _ => ObjectChange::Update,
+            };
+            (o.metadata.name.clone().or(object.name.clone()), change)
+        }
+        Response::Deleted { object: o, .. } => (o.metadata.name.clone(), ObjectChange::Delete),
+        Response::List(_) | Response::Watch(_) => (None, ObjectChange::Delete),
+    };
+    let Some(name) = name else { return };
+    for index in 0..w.injector.plan.len() {
+        let matches = match &w.injector.plan[index].trigger {
+            Trigger::OnObject { kind, namespace, name: n, change: c } => {
+                names_resource(kind, &object.kind, &object.plural)
+                    && *namespace == object.namespace
+                    && *n == name
+                    && *c == change
+            }
+            _ => false,
+        };
+        if matches && w.injector.fired[index] == 0 {
+            let _ = fire(w, index, Some((info.node, info.call)));
+        }
+    }
+}
+
+/// What an informer remembers of its node's fault epochs, to notice a forced relist or a cut.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct WatchEpochs {
+    relist: u64,
+    disconnect: u64,
+    /// Listed from a lagging replica: its watch is held until the replica catches up.
+    replica_until: Option<Duration>,
+}
+
+impl WatchEpochs {
+    /// The node's epochs now (a new informer owes nothing to earlier faults).
+    pub(crate) fn current(client: &Client) -> Self {
+        client.world.with(|w| match w.injector.nodes.get(&*client.node) {
+            Some(n) => {
+                WatchEpochs { relist: n.relist_epoch, disconnect: n.disconnect_epoch, replica_until: None }
+            }
+            None => WatchEpochs::default(),
+        })
+    }
+}
+
+impl WatchEpochs {
+    /// The informer just listed; `until` is when the lagging replica it listed from catches up.
+    pub(crate) fn listed_from_replica(&mut self, until: Option<Duration>) {
+        self.replica_until = until;
+    }
+}
+
+/// Counts a task waiting in a gate for as long as it lives (a killed node drops it mid-wait).
+struct Gated(World);
+
+impl Gated {
+    fn enter(world: &World) -> Self {
+        world.with(|w| w.injector.gated += 1);
+        Gated(world.clone())
+    }
+}
+
+impl Drop for Gated {
+    fn drop(&mut self) {
+        self.0.with(|w| w.injector.gated -= 1);
+    }
+}
+
+/// What the informer does after [`watch_gate`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Gate {
+    /// Pull events as usual.
+    Pull,
+    /// The watch expired (410): relist.
+    Relist,
+}
+
+/// At most this many hold rounds per gate: each round sleeps until a hold ends, and holds are
+/// set by fired faults, which are finite.
+const GATE_ROUNDS_MAX: usize = 64;
+
+/// Before an informer pulls watch events: wait out holds (partition, skip-by-relist, a lagging
+/// replica), a cut watch's reconnect and any extra delay; say whether to relist instead.
+pub(crate) async fn watch_gate(
+    client: &Client,
+    resource: &ApiResource,
+    informer: &Arc<str>,
+    epochs: &mut WatchEpochs,
+) -> Gate {
+    for _ in 0..GATE_ROUNDS_MAX {
+        let step = client.world.with(|w| gate_step(w, client, resource, informer, epochs));
+        match step {
+            GateStep::Sleep(d, note) => {
+                if let Some(text) = note {
+                    client.world.with(|w| w.trace(&client.node, TraceEvent::Note { text }));
+                }
+                let _gated = Gated::enter(&client.world);
+                madsim::time::sleep(d).await;
+            }
+            GateStep::Relist => {
+                let text = format!("watch {informer} expired (410) after a held watch: relist");
+                client.world.with(|w| w.trace(&client.node, TraceEvent::Note { text }));
+                return Gate::Relist;
+            }
+            GateStep::Pull => return Gate::Pull,
+        }
+    }
+    Gate::Pull
+}
+
+enum GateStep {
+    Sleep(Duration, Option<String>),
+    Relist,
+    Pull,
+}
+
+fn gate_step(
+    w: &mut WorldState,
+    client: &Client,
+    resource: &ApiResource,
+    informer: &Arc<str>,
+    epochs: &mut WatchEpochs,
+) -> GateStep {
+    let now = w.elapsed();
+    if let Some(until) = epochs.replica_until {
+        if now < until && !w.injector.stopped {
+            return GateStep::Sleep(until - now, None);
+        }
+        epochs.replica_until = None;
+    }
+    let WorldState { injector, decisions, .. } = w;
+    let Some(node) = injector.nodes.get_mut(&*client.node) else { return GateStep::Pull };
+    let held = node.watch_held_until.max(node.partitioned_until);
+    if let Some(until) = held.filter(|until| now < *until) {
+        return GateStep::Sleep(until - now, None);
+    }
+    if node.relist_epoch != epochs.relist {
+        epochs.relist = node.relist_epoch;
+        epochs.disconnect = node.disconnect_epoch;
+        return GateStep::Relist;
+    }
+    if node.disconnect_epoch != epochs.disconnect {
+        epochs.disconnect = node.disconnect_epoch;
+        let delay = decisions.stream(REPLICA_STREAM).duration_ms(1, REWATCH_DELAY_MS_MAX);
+        let text =
+            format!("watch {informer} cut: re-watch from its last revision in {}ms", delay.as_millis());
+        return GateStep::Sleep(delay, Some(text));
+    }
+    let mut extra = 0;
+    for (filter, ms) in &node.watch_delays {
+        let ms = if filter.is_empty() {
+            *node
+                .drawn_delays
+                .entry(informer.clone())
+                .or_insert_with(|| decisions.stream(DELAY_STREAM).below(ms + 1))
+        } else if names_resource(filter, &resource.kind, &resource.plural) {
+            *ms
+        } else {
+            0
+        };
+        extra = extra.max(ms);
+    }
+    if extra > 0 {
+        // Only the pull is delayed: the events of one watch keep their order, while informers
+        // with different delays drift apart.
+        return GateStep::Sleep(Duration::from_millis(extra), None);
+    }
+    GateStep::Pull
+}
+
+/// The list parameters of an informer's relist: a node on a lagging replica, listing with
+/// resourceVersion "0" (served from the watch cache), reads the replica's past revision; the
+/// answer's `Some(time)` holds its watch until the replica has caught up.
+pub(crate) fn replica_list(client: &Client, mut params: ListParams) -> (ListParams, Option<Duration>) {
+    if params.resource_version.as_deref() != Some("0") {
+        return (params, None);
+    }
+    let lagging = client.world.with(|w| {
+        let now = w.elapsed();
+        let replica = w.injector.nodes.get(&*client.node)?.replica.as_ref()?;
+        if now >= replica.catch_up_at {
+            return None;
+        }
+        Some((*replica.revisions.get(&client.cluster)?, replica.catch_up_at))
+    });
+    match lagging {
+        Some((revision, until)) => {
+            params.resource_version = Some(revision.to_string());
+            params.version_match = Some(VersionMatch::Exact);
+            (params, Some(until))
+        }
+        None => (params, None),
+    }
+}
+
+/// Record the lagging replica a restarting node connects to (called by the supervisor).
+pub(crate) fn connect_replica(w: &mut WorldState, node: &str) {
+    let Some(lag) = w.injector.nodes.get_mut(node).and_then(|n| n.stale_lag_next_restart.take()) else {
+        return;
+    };
+    let now = w.elapsed();
+    let catch_up = w.decisions.stream(REPLICA_STREAM).duration_ms(1, REPLICA_CATCH_UP_MS_MAX);
+    let revisions = w
+        .clusters
+        .iter()
+        .map(|(name, c)| {
+            let revision = c.server.revision().saturating_sub(lag).max(c.server.oldest_revision());
+            (name.clone(), revision)
+        })
+        .collect();
+    let text = format!(
+        "{node} connects to a replica {lag} revisions behind, caught up in {}ms",
+        catch_up.as_millis()
+    );
+    w.trace(&Arc::from(node), TraceEvent::Note { text });
+    w.injector.node(node).replica = Some(Replica { revisions, catch_up_at: now + catch_up });
+}
+
+/// At most this many pause rounds: each sleeps until the current pause ends, and pauses are set
+/// by fired faults, which are finite.
+const PAUSE_ROUNDS_MAX: usize = 64;
+
+/// Before a controller starts reconciles: wait while its reconciles are paused.
+pub(crate) async fn reconcile_gate(world: &World, node: &str) {
+    for _ in 0..PAUSE_ROUNDS_MAX {
+        let wait = world.with(|w| {
+            let now = w.elapsed();
+            let until = w.injector.nodes.get(node)?.reconciles_paused_until?;
+            (now < until).then(|| until - now)
+        });
+        match wait {
+            Some(wait) => {
+                let _gated = Gated::enter(world);
+                madsim::time::sleep(wait).await;
+            }
+            None => return,
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! The fault zoo: one small controller per fault kind, each with a bug that only that fault
+//! exposes and a fixed variant. Each bug is caught by a general property (the controller's
+//! contract, not the bug) in a swarm sweep over a stated seed budget, and the failing seed's
+//! trace shows the fault that triggered it; each fixed variant passes 1,000 seeds of the same
+//! swarm. No test knows a failing seed in advance.
+
+#[path = "fault_zoo/ambiguous.rs"]
+mod ambiguous;
+#[path = "fault_zoo/common.rs"]
+mod common;
+#[path = "fault_zoo/leader.rs"]
+mod leader;
+#[path = "fault_zoo/memory.rs"]
+mod memory;
+#[path = "fault_zoo/reorder.rs"]
+mod reorder;
+#[path = "fault_zoo/stale_delete.rs"]
+mod stale_delete;
+#[path = "fault_zoo/unobserved.rs"]
+mod unobserved;
+#[path = "fault_zoo/write_pair.rs"]
+mod write_pair;
+
+use common::{Variant, assert_found_within, assert_passes, swarm_of};
+use sim::faults::FaultKind;
+
+/// Seeds every fixed variant passes in the default run.
+const FIXED_SEEDS: u64 = 1_000;
+
+#[test]
+fn state_kept_only_in_memory_is_found_by_crashes_within_200_seeds() {
+    let swarm = swarm_of(FaultKind::Crash, &["zoo"], 4, 6_000, 3_000);
+    let world = memory::world(Variant::Buggy).swarm(swarm);
+    assert_found_within(&world, memory::SCENARIO, 200, "at most one child per parent", FaultKind::Crash);
+}
+
+#[test]
+fn state_recovered_from_the_server_survives_1000_seeds_of_crashes() {
+    let swarm = swarm_of(FaultKind::Crash, &["zoo"], 4, 6_000, 3_000);
+    assert_passes(&memory::world(Variant::Fixed).swarm(swarm), memory::SCENARIO, FIXED_SEEDS);
+}
+
+/// Crashes at any of the controller's first 9 writes (3 parents, 3 writes each) or in the first 3s.
+fn write_pair_swarm() -> sim::faults::SwarmConfig {
+    swarm_of(FaultKind::Crash, &["zoo"], 9, 3_000, 3_000)
+}
+
+#[test]
+fn a_write_pair_that_is_not_crash_safe_is_found_by_crashes_within_300_seeds() {
+    let world = write_pair::world(Variant::Buggy).swarm(write_pair_swarm());
+    let property = "every parent has exactly its expected children";
+    assert_found_within(&world, write_pair::SCENARIO, 300, property, FaultKind::Crash);
+}
+
+#[test]
+fn marking_a_parent_done_after_both_writes_survives_1000_seeds_of_crashes() {
+    assert_passes(
+        &write_pair::world(Variant::Fixed).swarm(write_pair_swarm()),
+        write_pair::SCENARIO,
+        FIXED_SEEDS,
+    );
+}
+
+/// Restarts onto a replica up to 20 revisions behind, at the janitor's first delete or in the
+/// first 8s.
+fn stale_swarm() -> sim::faults::SwarmConfig {
+    swarm_of(FaultKind::StaleReplica, &["zoo"], 2, 8_000, 3_000)
+}
+
+#[test]
+fn a_delete_by_name_on_a_stale_view_is_found_by_time_travel_within_300_seeds() {
+    let world = stale_delete::world(Variant::Buggy).swarm(stale_swarm());
+    let property = "objects that are not expired survive";
+    assert_found_within(&world, stale_delete::SCENARIO, 300, property, FaultKind::StaleReplica);
+}
+
+#[test]
+fn a_delete_with_a_uid_precondition_survives_1000_seeds_of_time_travel() {
+    assert_passes(
+        &stale_delete::world(Variant::Fixed).swarm(stale_swarm()),
+        stale_delete::SCENARIO,
+        FIXED_SEEDS,
+    );
+}
+
+/// Ambiguous answers to the controller's first 4 writes, or at a random rate.
+fn ambiguous_swarm() -> sim::faults::SwarmConfig {
+    swarm_of(FaultKind::Ambiguous, &["zoo"], 4, 3_000, 3_000)
+}
+
+#[test]
+fn a_non_idempotent_create_is_found_by_ambiguous_writes_within_300_seeds() {
+    let world = ambiguous::world(Variant::Buggy).swarm(ambiguous_swarm());
+    assert_found_within(
+        &world,
+        ambiguous::SCENARIO,
+        300,
+        "at most one child per parent",
+        FaultKind::Ambiguous,
+    );
+}
+
+#[test]
+fn an_idempotent_create_survives_1000_seeds_of_ambiguous_writes() {
+    assert_passes(
+        &ambiguous::world(Variant::Fixed).swarm(ambiguous_swarm()),
+        ambiguous::SCENARIO,
+        FIXED_SEEDS,
+    );
+}
+
+/// Reconcile pauses of up to 3s, starting in the first 3s or at one of the first 4 writes.
+fn pause_swarm() -> sim::faults::SwarmConfig {
+    swarm_of(FaultKind::PauseReconciles, &["zoo"], 4, 3_000, 3_000)
+}
+
+#[test]
+fn a_diff_against_a_missed_intermediate_spec_is_found_by_paused_reconciles_within_300_seeds() {
+    let world = unobserved::world(Variant::Buggy).swarm(pause_swarm());
+    let property = "every parent has exactly its expected children";
+    assert_found_within(&world, unobserved::SCENARIO, 300, property, FaultKind::PauseReconciles);
+}
+
+#[test]
+fn a_level_triggered_cleanup_survives_1000_seeds_of_paused_reconciles() {
+    assert_passes(&unobserved::world(Variant::Fixed).swarm(pause_swarm()), unobserved::SCENARIO, FIXED_SEEDS);
+}
+
+/// Extra watch delays of up to 3s per informer, from the first 300ms.
+fn delay_swarm() -> sim::faults::SwarmConfig {
+    swarm_of(FaultKind::DelayWatch, &["zoo"], 4, 300, 3_000)
+}
+
+#[test]
+fn a_parent_before_child_ordering_assumption_is_found_by_watch_delays_within_300_seeds() {
+    let world = reorder::world(Variant::Buggy).swarm(delay_swarm());
+    assert_found_within(
+        &world,
+        reorder::SCENARIO,
+        300,
+        "every parent has its children",
+        FaultKind::DelayWatch,
+    );
+}
+
+#[test]
+fn asking_the_server_for_the_parent_survives_1000_seeds_of_watch_delays() {
+    assert_passes(&reorder::world(Variant::Fixed).swarm(delay_swarm()), reorder::SCENARIO, FIXED_SEEDS);
+}
+
+/// Leader pauses of up to 5s (the lease lasts 2s), in the first 6s or at one of replica 0's first
+/// 20 writes (its lease renewals count).
+fn leader_swarm() -> sim::faults::SwarmConfig {
+    swarm_of(FaultKind::PauseLeader, &["zoo-0"], 20, 6_000, 5_000)
+}
+
+#[test]
+fn a_double_writer_is_found_by_a_leader_handover_within_300_seeds() {
+    let world = leader::world(Variant::Buggy).swarm(leader_swarm());
+    assert_found_within(
+        &world,
+        leader::SCENARIO,
+        300,
+        "at most one child per parent",
+        FaultKind::PauseLeader,
+    );
+}
+
+#[test]
+fn idempotent_writes_survive_1000_seeds_of_leader_handovers() {
+    assert_passes(&leader::world(Variant::Fixed).swarm(leader_swarm()), leader::SCENARIO, FIXED_SEEDS);
+}
