@@ -26,6 +26,27 @@
 //! [`no_orphans`] (owners matched by uid), [`no_stuck_deletions`] (with the finalizers that hold
 //! the object) and [`no_error_loop`] (reconcile errors bounded after convergence).
 //!
+//! ## In a run: [`hooks`]
+//!
+//! The same checks as `sim::Property` hooks for `SimBuilder::property`:
+//! `hooks::no_orphans()`, `hooks::no_stuck_deletions()`, `hooks::always(name, |state| ..)`,
+//! `hooks::at_end(name, |state| ..)`, and `hooks::matches_reference(reference)` with a
+//! [`hooks::Reference`] computed once per sweep from two fault-free runs of the builder:
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use properties::hooks::{self, Reference};
+//!
+//! let world = sim::Sim::builder(); // controllers, workload, faults ...
+//! let reference = Arc::new(Reference::compute(&world, [1, 2]).expect("the scenario passes without faults"));
+//! let checked = world
+//!     .property(hooks::no_orphans())
+//!     .property(hooks::no_stuck_deletions())
+//!     .property(hooks::matches_reference(reference));
+//! let report = checked.run(7);
+//! assert!(report.verdict.is_pass(), "{}", report.verdict);
+//! ```
+//!
 //! ## Example
 //!
 //! ```

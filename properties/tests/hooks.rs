@@ -296,3 +296,78 @@ fn a_reference_run_that_fails_is_an_error_naming_its_seed() {
     assert!(verdict.contains(": at step 6 ("), "{verdict}");
     assert!(verdict.ends_with(" ms): expected at most 1 ConfigMaps in default, found 2"), "{verdict}");
 }
+
+/// A controller whose end state depends on a fault: it stamps `a` with `mode: first-try`, but
+/// after a failed write it stamps `mode: retried` instead (the kind of bug the oracle is for).
+fn fault_sensitive() -> SimBuilder {
+    Sim::builder()
+        .controller("stamper", |clients: Clients| async move {
+            let api: Api<ConfigMap> = Api::namespaced(clients.default_cluster(), "default");
+            let failed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            Controller::new(api.clone(), watcher::Config::default())
+                .run(
+                    move |cm: Arc<ConfigMap>, _: Arc<()>| {
+                        let (api, failed) = (api.clone(), failed.clone());
+                        async move {
+                            if cm.data.as_ref().is_some_and(|d| d.contains_key("mode")) {
+                                return Ok::<_, Never>(Action::await_change());
+                            }
+                            let mode = if failed.load(std::sync::atomic::Ordering::SeqCst) {
+                                "retried"
+                            } else {
+                                "first-try"
+                            };
+                            let patch = Patch::Merge(serde_json::json!({"data": {"mode": mode}}));
+                            if api.patch(&cm.name_any(), &PatchParams::default(), &patch).await.is_err() {
+                                failed.store(true, std::sync::atomic::Ordering::SeqCst);
+                                return Ok(Action::requeue(Duration::from_secs(1)));
+                            }
+                            Ok(Action::await_change())
+                        }
+                    },
+                    |_, _, _| Action::requeue(Duration::from_secs(1)),
+                    Arc::new(()),
+                )
+                .for_each(|_| async {})
+                .await;
+        })
+        .workload(|w| async move {
+            w.apply(&cms(&w), &config_map("a")).await?;
+            // Faults stop when the workload ends: stay long enough for the stamper's write.
+            w.sleep(Duration::from_secs(5)).await;
+            Ok(())
+        })
+}
+
+/// The stamper's first write fails with 409 Conflict.
+fn first_write_conflicts() -> sim::faults::FaultPlan {
+    use sim::faults::{Fault, FaultPlan, InjectedError, PlannedFault, Trigger};
+    FaultPlan {
+        faults: vec![PlannedFault {
+            trigger: Trigger::NthWrite { controller: "stamper".to_owned(), n: 1, kind: None, verb: None },
+            fault: Fault::ApiError { controller: "stamper".to_owned(), error: InjectedError::Conflict },
+        }],
+    }
+}
+
+#[test]
+fn the_reference_runs_without_the_builders_faults_and_a_run_whose_end_state_a_fault_changed_fails() {
+    let world = fault_sensitive().faults(first_write_conflicts());
+    // The builder's plan would fail the first write; the reference runs ignore it.
+    let reference = Arc::new(Reference::compute(&world, [1, 2]).unwrap());
+    let a = reference.end_state().get("default").and_then(|s| {
+        s.iter_resource("configmaps", Some("default")).find(|(k, _)| &*k.name == "a").map(|(_, o)| o.clone())
+    });
+    assert_eq!(a.and_then(|a| a.data.pointer("/data/mode").cloned()), Some(serde_json::json!("first-try")));
+    let checked = world.property(hooks::matches_reference(reference));
+    for seed in 0..3 {
+        assert_eq!(
+            correctness(&checked.run(seed).verdict),
+            (
+                "matches_reference".to_owned(),
+                "configmaps default/a: /data/mode: expected \"first-try\", found \"retried\"".to_owned()
+            ),
+            "seed {seed}"
+        );
+    }
+}
