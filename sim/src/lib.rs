@@ -47,6 +47,7 @@
 //! - [`client`]: `Client` and `Api<K>`, as kube-rs has them.
 //! - [`informer`]: watchers and their caches (`Store`), as kube-runtime's reflector.
 //! - [`controller`]: the controller runtime and its work queue, with kube-runtime's rules.
+//! - [`finalizer`] and [`events`]: kube-runtime's finalizer helper and events `Recorder`.
 //! - [`workload`]: the kubectl-like script driver.
 //! - [`property`]: the hook where invariants plug in.
 //! - [`decision`], [`trace`], [`verdict`], [`sweep`]: seeds, traces, outcomes and sweeps.
