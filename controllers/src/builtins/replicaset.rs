@@ -12,7 +12,8 @@
 //!   real controller's expectations would then be needed to avoid creating twice (see
 //!   `NEEDS(sim)` below);
 //! - status: `replicas`, `fullyLabeledReplicas`, `readyReplicas`, `availableReplicas` and
-//!   `observedGeneration`, computed from the Pods claimed before this sync's writes.
+//!   `observedGeneration`, computed from the Pods claimed, minus those this sync deleted (the
+//!   real controller counts those until its next sync; see `reconcile`).
 
 use std::sync::Arc;
 
@@ -99,14 +100,20 @@ pub async fn reconcile(rs: Arc<ReplicaSet>, ctx: Arc<Context>) -> Result<Action,
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
     let claimed = claim_pods(&rs, &spec.selector, &pods).await?;
     let replicas = usize::try_from(spec.replicas.unwrap_or(1)).unwrap_or(0);
+    let mut deleted = Vec::new();
     let managed = if claimed.len() < replicas {
         create_pods(&rs, &spec, replicas - claimed.len(), &pods).await
     } else if claimed.len() > replicas {
-        delete_pods(&claimed, claimed.len() - replicas, &pods).await
+        delete_pods(&claimed, claimed.len() - replicas, &pods, &mut deleted).await
     } else {
         Ok(())
     };
-    update_status(&rs, &spec, &claimed, &ctx.client, &namespace).await?;
+    // Pods this sync deleted no longer count: the real controller computes the status from the
+    // Pods it saw before deleting and corrects it one sync later, and a Deployment reading that
+    // status meanwhile counts Pods already going away as available, which can take a rollout
+    // below `replicas - maxUnavailable`.
+    let remaining: Vec<Arc<Pod>> = claimed.into_iter().filter(|p| !deleted.contains(&p.uid())).collect();
+    update_status(&rs, &spec, &remaining, &ctx.client, &namespace).await?;
     managed.map(|()| Action::await_change())
 }
 
@@ -165,7 +172,13 @@ async fn create_pods(
     Ok(())
 }
 
-async fn delete_pods(claimed: &[Arc<Pod>], surplus: usize, api: &Api<Pod>) -> Result<(), Error> {
+/// Delete `surplus` Pods, recording the uid of each one whose deletion started in `deleted`.
+async fn delete_pods(
+    claimed: &[Arc<Pod>],
+    surplus: usize,
+    api: &Api<Pod>,
+    deleted: &mut Vec<Option<String>>,
+) -> Result<(), Error> {
     let mut ranked: Vec<&Arc<Pod>> = claimed.iter().collect();
     ranked.sort_by(|a, b| pod_state::deletion_order(a, b));
     for pod in ranked.into_iter().take(surplus.min(BURST_REPLICAS)) {
@@ -174,8 +187,8 @@ async fn delete_pods(claimed: &[Arc<Pod>], surplus: usize, api: &Api<Pod>) -> Re
             ..DeleteParams::default()
         };
         match api.delete(&pod.name_any(), &params).await {
-            Ok(_) => {}
-            Err(e) if has_code(&e, 404) || has_code(&e, 409) => {}
+            Ok(_) => deleted.push(pod.uid()),
+            Err(e) if has_code(&e, 404) || has_code(&e, 409) => deleted.push(pod.uid()),
             Err(e) => return Err(e.into()),
         }
     }
