@@ -21,10 +21,22 @@ use common::config_map;
 
 const FINALIZER: &str = "kube-sim.test/cleanup";
 
-/// The error type of reconcilers that never fail.
+/// The one failure a test injects into its reconciler.
 #[derive(Debug, thiserror::Error)]
-#[error("never")]
-struct Never;
+#[error("injected cleanup failure")]
+struct Injected;
+
+/// A misfortune the controller meets once per object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Trick {
+    /// None.
+    None,
+    /// Before the helper adds its finalizer, another finalizer is added behind its back (so the
+    /// helper's view is stale).
+    InterfereWithAdd,
+    /// The first Cleanup fails.
+    FailFirstCleanup,
+}
 
 /// What the controller saw, in order: `apply a [finalizers]`, `cleanup a`, `error: ...`.
 type Log = Arc<Mutex<Vec<String>>>;
@@ -35,24 +47,22 @@ fn push(log: &Log, line: String) {
 
 /// A ConfigMap controller over `default` that reconciles every object but `cleaned-*` through
 /// `finalizer`: Apply logs the finalizers it saw, Cleanup creates `cleaned-<name>` as evidence.
-/// When `interfere` is set, the first reconcile of an object without finalizers first adds
-/// another finalizer behind the helper's back (so the helper's view is stale). Errors are logged
-/// and retried after 1s.
-fn world(log: Log, interfere: bool) -> SimBuilder {
+/// `trick` happens once. Errors are logged and retried after 1s.
+fn world(log: Log, trick: Trick) -> SimBuilder {
     Sim::builder().controller("finalizing", move |clients: Clients| {
         let log = log.clone();
         async move {
             let api: Api<ConfigMap> = Api::namespaced(clients.default_cluster(), "default");
-            let interfered = Arc::new(AtomicBool::new(!interfere));
+            let tricked = Arc::new(AtomicBool::new(false));
             let error_log = log.clone();
             Controller::new(api.clone(), watcher::Config::default())
                 .with_config(Config::default())
                 .run(
                     move |cm: Arc<ConfigMap>, _ctx: Arc<()>| {
-                        let (api, log, interfered) = (api.clone(), log.clone(), interfered.clone());
-                        async move { reconcile(api, log, interfered, cm).await }
+                        let (api, log, tricked) = (api.clone(), log.clone(), tricked.clone());
+                        async move { reconcile(api, log, trick, tricked, cm).await }
                     },
-                    move |_, error: &finalizer::Error<Never>, _| {
+                    move |_, error: &finalizer::Error<Injected>, _| {
                         push(&error_log, format!("error: {error}: {:?}", std::error::Error::source(error)));
                         Action::requeue(Duration::from_secs(1))
                     },
@@ -67,13 +77,15 @@ fn world(log: Log, interfere: bool) -> SimBuilder {
 async fn reconcile(
     api: Api<ConfigMap>,
     log: Log,
-    interfered: Arc<AtomicBool>,
+    trick: Trick,
+    tricked: Arc<AtomicBool>,
     cm: Arc<ConfigMap>,
-) -> Result<Action, finalizer::Error<Never>> {
+) -> Result<Action, finalizer::Error<Injected>> {
     if cm.name_any().starts_with("cleaned-") {
         return Ok(Action::await_change());
     }
-    if cm.finalizers().is_empty() && !interfered.swap(true, Ordering::SeqCst) {
+    if trick == Trick::InterfereWithAdd && cm.finalizers().is_empty() && !tricked.swap(true, Ordering::SeqCst)
+    {
         let patch = Patch::Merge(serde_json::json!({"metadata": {"finalizers": ["other.example/keep"]}}));
         api.patch(&cm.name_any(), &PatchParams::default(), &patch).await.unwrap();
     }
@@ -84,6 +96,9 @@ async fn reconcile(
             }
             Event::Cleanup(cm) => {
                 push(&log, format!("cleanup {}", cm.name_any()));
+                if trick == Trick::FailFirstCleanup && !tricked.swap(true, Ordering::SeqCst) {
+                    return Err(Injected);
+                }
                 let evidence = config_map(&format!("cleaned-{}", cm.name_any()), "done");
                 match api.create(&PostParams::default(), &evidence).await {
                     Ok(_) => {}
@@ -93,7 +108,7 @@ async fn reconcile(
                 }
             }
         }
-        Ok::<_, Never>(Action::await_change())
+        Ok(Action::await_change())
     })
     .await
 }
@@ -122,7 +137,7 @@ fn the_finalizer_is_added_before_apply_runs() {
     for seed in 0..4 {
         let log = Log::default();
         let ends = Ends::default();
-        let report = world(log.clone(), false)
+        let report = world(log.clone(), Trick::None)
             .workload(|w| async move {
                 w.apply(&Api::namespaced(w.client(), "default"), &config_map("a", "1")).await?;
                 Ok(())
@@ -145,7 +160,7 @@ fn cleanup_runs_on_deletion_and_then_the_object_disappears() {
     for seed in 0..4 {
         let log = Log::default();
         let ends = Ends::default();
-        let report = world(log.clone(), false)
+        let report = world(log.clone(), Trick::None)
             .workload(|w| async move {
                 let api: Api<ConfigMap> = Api::namespaced(w.client(), "default");
                 w.apply(&api, &config_map("a", "1")).await?;
@@ -170,7 +185,7 @@ fn a_concurrent_finalizer_change_fails_the_add_with_422_and_the_retry_adds_it_af
     for seed in 0..4 {
         let log = Log::default();
         let ends = Ends::default();
-        let report = world(log.clone(), true)
+        let report = world(log.clone(), Trick::InterfereWithAdd)
             .workload(|w| async move {
                 w.apply(&Api::namespaced(w.client(), "default"), &config_map("a", "1")).await?;
                 Ok(())
@@ -202,5 +217,38 @@ fn a_concurrent_finalizer_change_fails_the_add_with_422_and_the_retry_adds_it_af
             [vec![("a".to_owned(), vec!["other.example/keep".to_owned(), FINALIZER.to_owned()])]],
             "seed {seed}"
         );
+    }
+}
+
+#[test]
+fn a_failed_cleanup_keeps_the_finalizer_and_the_retry_cleans_up_and_removes_it() {
+    for seed in 0..4 {
+        let log = Log::default();
+        let ends = Ends::default();
+        let report = world(log.clone(), Trick::FailFirstCleanup)
+            .workload(|w| async move {
+                let api: Api<ConfigMap> = Api::namespaced(w.client(), "default");
+                w.apply(&api, &config_map("a", "1")).await?;
+                let has_finalizer = |cm: Option<&ConfigMap>| cm.is_some_and(|cm| !cm.finalizers().is_empty());
+                w.wait_for(&api, "a", has_finalizer, Duration::from_secs(10)).await?;
+                w.delete(&api, "a").await?;
+                w.wait_for(&api, "a", |cm| cm.is_none(), Duration::from_secs(10)).await?;
+                Ok(())
+            })
+            .property(record_end(&ends))
+            .run(seed);
+        assert_eq!(report.verdict, Verdict::Pass, "seed {seed}");
+        let log = log.lock().unwrap().clone();
+        // Cleanup runs again only because the finalizer stayed after the failure.
+        assert_eq!(
+            log[log.len() - 3..],
+            [
+                "cleanup a",
+                "error: failed to clean up object: injected cleanup failure: Some(Injected)",
+                "cleanup a"
+            ],
+            "seed {seed}: {log:?}"
+        );
+        assert_eq!(*ends.lock().unwrap(), [vec![("cleaned-a".to_owned(), vec![])]], "seed {seed}");
     }
 }
