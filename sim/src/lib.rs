@@ -68,6 +68,7 @@ pub mod events;
 pub mod faults;
 pub mod finalizer;
 pub mod generate;
+pub mod guided;
 pub mod informer;
 pub mod leader_election;
 pub mod logging;

@@ -1,0 +1,669 @@
+//! Injection points: where, in a fault-free reference run, a fault could act, each with the
+//! concrete [`PlannedFault`] that acts there (Sieve's test plans, read off our own trace instead of
+//! a cluster's).
+//!
+//! From the reference trace:
+//! - every controller API write that changed something (the `n`-th write of that verb and
+//!   resource by that node) gives: crash after it, crash before it, make it ambiguous, fail it with
+//!   each [`InjectedError`]; triggered by [`Trigger::NthWrite`];
+//! - every watch delivery to a controller gives: delay that informer, hold the node's watches and
+//!   force a relist; triggered [`Trigger::AtTime`] just before the write that caused the event;
+//! - every reconcile gives: pause the controller's reconciles (and, for a controller that renews a
+//!   Lease, pause its leader), just before the reconcile starts;
+//! - every object transition (a write that changed an object, by anyone) gives, for each
+//!   controller: restart it onto a replica lagging to just before that revision, at the next
+//!   transition (so that the lagging view differs from storage).
+//!
+//! Pruning, as Sieve prunes: writes that changed nothing (an error, or an answer whose
+//! resourceVersion is not newer than every revision seen before: a no-op write does not bump the
+//! revision) give no points, and points that yield the same planned fault are merged (the first,
+//! in trace order, is kept).
+//!
+//! A trigger counts writes as the fault engine does: per node, verb and resource, in the order the
+//! server applied them (the order of the answers in the trace), failed writes included.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use crate::faults::{CallSide, Fault, InjectedError, PlannedFault, Trigger};
+use crate::trace::{TraceEntry, TraceEvent};
+use crate::verdict::RunReport;
+use crate::world::WORKLOAD_NODE;
+
+/// Nodes whose trace entries are the engine's, not a controller's.
+const ENGINE_NODES: [&str; 3] = [WORKLOAD_NODE, "engine", crate::faults::supervisor::SUPERVISOR_NODE];
+
+/// The verbs that can change state (as `Request::is_write` decides).
+const WRITE_VERBS: [&str; 5] = ["create", "update", "patch", "delete", "deletecollection"];
+
+/// The resource of Leases: a controller that writes them runs leader election.
+const LEASES: &str = "leases";
+
+/// The parameters of the faults the points plan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PointConfig {
+    /// A crashed or stale-restarted controller comes back after this long.
+    pub restart_after_ms: u64,
+    /// Reconcile pauses last this long: longer than a workload usually waits between two changes
+    /// of one object, so that a pause hides an intermediate state.
+    pub pause_ms: u64,
+    /// Extra delay of a delayed informer.
+    pub delay_ms: u64,
+    /// How long watches are held before the forced relist.
+    pub hold_ms: u64,
+    /// How long a leader is paused: longer than a usual Lease (its duration plus a renewal).
+    pub leader_pause_ms: u64,
+    /// The errors a write is failed with, one point each, in this order.
+    pub errors: Vec<InjectedError>,
+}
+
+impl Default for PointConfig {
+    fn default() -> Self {
+        PointConfig {
+            restart_after_ms: 500,
+            pause_ms: 1_500,
+            delay_ms: 1_000,
+            hold_ms: 1_000,
+            leader_pause_ms: 5_000,
+            errors: vec![
+                InjectedError::Conflict,
+                InjectedError::TooManyRequests,
+                InjectedError::InternalError,
+                InjectedError::Timeout,
+            ],
+        }
+    }
+}
+
+/// Where in the reference run a point is.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Site {
+    /// The controller's `n`-th write with this verb to this resource (1-based).
+    Write {
+        /// The writing controller node.
+        controller: String,
+        /// Which write of that verb and resource.
+        n: u32,
+        /// The verb (`create`, `patch`, ...).
+        verb: String,
+        /// The resource's plural.
+        resource: String,
+        /// `resource[/namespace][/name]`.
+        target: String,
+        /// The revision the write made.
+        revision: u64,
+    },
+    /// A watch event reaching a controller's informer.
+    Delivery {
+        /// The informer's node.
+        controller: String,
+        /// The informer (`cluster/resource[/namespace]`).
+        watch: String,
+        /// `ADDED`, `MODIFIED` or `DELETED`.
+        event: String,
+        /// `namespace/name`.
+        object: String,
+        /// The event's revision.
+        revision: u64,
+    },
+    /// A reconcile starting.
+    Reconcile {
+        /// The controller node.
+        controller: String,
+        /// `Kind namespace/name`.
+        object: String,
+    },
+    /// A write (by anyone) that changed an object.
+    Transition {
+        /// The writing node.
+        by: String,
+        /// `resource[/namespace][/name]`.
+        target: String,
+        /// The revision it made.
+        revision: u64,
+    },
+}
+
+impl fmt::Display for Site {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Site::Write { controller, n, verb, target, revision, .. } => {
+                write!(f, "{controller}'s {verb} #{n} of {target} (rv {revision})")
+            }
+            Site::Delivery { controller, watch, event, object, revision } => {
+                write!(f, "{event} {object} (rv {revision}) to {controller}'s watch {watch}")
+            }
+            Site::Reconcile { controller, object } => write!(f, "{controller}'s reconcile of {object}"),
+            Site::Transition { by, target, revision } => {
+                write!(f, "{by}'s change of {target} (rv {revision})")
+            }
+        }
+    }
+}
+
+/// One point: a site of the reference run and the fault that acts there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InjectionPoint {
+    /// Where.
+    pub site: Site,
+    /// Virtual nanoseconds of the site in the reference run.
+    pub at_nanos: u64,
+    /// The fault, with a trigger that lands it there.
+    pub fault: PlannedFault,
+    /// The `namespace/name` of the object the site concerns (empty when the site names none, as
+    /// a create with generateName).
+    pub object: String,
+    /// The kind of situation the site is (`zoo create secrets at step 1`, `zoo ADDED on
+    /// configmaps`): exploration tries each class once before it repeats one.
+    pub class: String,
+}
+
+impl InjectionPoint {
+    /// The controller the fault acts on (empty for engine-wide faults).
+    pub fn controller(&self) -> &str {
+        self.fault.fault.controller().unwrap_or("")
+    }
+
+    /// Whether two points may interact (Sieve skips the pairs that cannot): their faults act on
+    /// the same controller, or their sites concern the same object.
+    pub fn related(&self, other: &InjectionPoint) -> bool {
+        self.controller() == other.controller() || (!self.object.is_empty() && self.object == other.object)
+    }
+}
+
+impl fmt::Display for InjectionPoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.site, self.fault)
+    }
+}
+
+/// The points of a reference run, and what pruning removed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PointSet {
+    /// The points, in exploration order: by tier (crashes before writes and injected errors
+    /// last), then round (a class of situation already planned waits a round), then trace time.
+    pub points: Vec<InjectionPoint>,
+    /// The controller nodes seen, in order of first appearance.
+    pub controllers: Vec<String>,
+    /// Controller writes in the reference run.
+    pub writes: usize,
+    /// Controller writes dropped because they changed nothing (errors and no-op writes).
+    pub no_op_writes: usize,
+    /// Points dropped because an earlier point planned the same fault.
+    pub duplicates: usize,
+}
+
+/// The points of a fault-free reference run, with [`PointConfig::default`]. The report must keep
+/// its trace entries (`SimBuilder::keep_trace(true)`); a report without them has no points.
+pub fn injection_points(report: &RunReport) -> Vec<InjectionPoint> {
+    injection_points_with(report.trace.entries(), &PointConfig::default()).points
+}
+
+/// A write as the trace shows it.
+struct TracedWrite {
+    node: String,
+    verb: &'static str,
+    target: String,
+    at_nanos: u64,
+    /// The revision it made, if it changed something.
+    revision: Option<u64>,
+    /// Which write of the node's current reconcile it is (1-based; 0 outside reconciles).
+    position: u32,
+}
+
+/// What the reference trace says, in the forms the points need.
+#[derive(Default)]
+struct Reading {
+    /// Every answered write, in the order the server applied them.
+    writes: Vec<TracedWrite>,
+    /// Deliveries to controller informers: (node, watch, event, object, revision, time).
+    deliveries: Vec<(String, String, &'static str, String, u64, u64)>,
+    /// Reconcile starts: (controller, object, time).
+    reconciles: Vec<(String, String, u64)>,
+    controllers: Vec<String>,
+}
+
+impl Reading {
+    fn note_controller(&mut self, node: &str) {
+        if !ENGINE_NODES.contains(&node) && !self.controllers.iter().any(|c| c == node) {
+            self.controllers.push(node.to_owned());
+        }
+    }
+}
+
+/// At most this many requests wait for their answers while reading a trace: more means a trace
+/// whose answers are missing (a broken trace), and the oldest ones are forgotten.
+const PENDING_REQUESTS_MAX: usize = 100_000;
+
+fn read(entries: &[TraceEntry]) -> Reading {
+    let mut reading = Reading::default();
+    let mut pending: BTreeMap<u64, (String, &'static str, String)> = BTreeMap::new();
+    // The newest revision seen so far: a write that made a change answers a newer one.
+    let mut newest: u64 = 0;
+    // Per controller, the writes since its last reconcile start.
+    let mut since_reconcile: BTreeMap<String, u32> = BTreeMap::new();
+    for entry in entries {
+        let node = &*entry.node;
+        match &entry.event {
+            TraceEvent::ApiRequest { call, verb, target } if *verb != "watch" => {
+                if pending.len() >= PENDING_REQUESTS_MAX {
+                    pending.pop_first();
+                }
+                pending.insert(*call, (node.to_owned(), *verb, target.clone()));
+            }
+            TraceEvent::ApiResponse { call, result } => {
+                let Some((node, verb, target)) = pending.remove(call) else { continue };
+                let rv = result.as_ref().ok().and_then(|rv| rv.parse::<u64>().ok());
+                if WRITE_VERBS.contains(&verb) {
+                    reading.note_controller(&node);
+                    let revision = rv.filter(|rv| *rv > newest);
+                    let position = since_reconcile.get_mut(&node).map_or(0, |n| {
+                        *n += 1;
+                        *n
+                    });
+                    let at_nanos = entry.at_nanos;
+                    reading.writes.push(TracedWrite { node, verb, target, at_nanos, revision, position });
+                }
+                if let Some(rv) = rv {
+                    newest = newest.max(rv);
+                }
+            }
+            TraceEvent::WatchDelivery { watch, kind, object, resource_version } => {
+                let rv = resource_version.parse::<u64>().unwrap_or(0);
+                newest = newest.max(rv);
+                if matches!(*kind, "ADDED" | "MODIFIED" | "DELETED") && !ENGINE_NODES.contains(&node) {
+                    reading.note_controller(node);
+                    let delivery =
+                        (node.to_owned(), watch.clone(), *kind, object.clone(), rv, entry.at_nanos);
+                    reading.deliveries.push(delivery);
+                }
+            }
+            TraceEvent::ReconcileStart { controller, object } => {
+                reading.note_controller(controller);
+                since_reconcile.insert(controller.clone(), 0);
+                reading.reconciles.push((controller.clone(), object.clone(), entry.at_nanos));
+            }
+            _ => {}
+        }
+    }
+    reading
+}
+
+/// The trigger time that lands strictly before `at_nanos` (the supervisor fires at whole
+/// milliseconds; a tie with the site would leave the order to the scheduler).
+fn ms_before(at_nanos: u64) -> u64 {
+    at_nanos.saturating_sub(1) / 1_000_000
+}
+
+/// Resources that are not namespaced, among those controllers commonly write: their targets are
+/// `resource/name`. Traces do not say a resource's scope, and `resource/x` is otherwise
+/// `resource/namespace` (a create with generateName, which names no object yet).
+const CLUSTER_SCOPED: [&str; 6] = [
+    "namespaces",
+    "nodes",
+    "customresourcedefinitions",
+    "persistentvolumes",
+    "clusterroles",
+    "clusterrolebindings",
+];
+
+/// `resource[/namespace][/name]` → (resource, `namespace/name`, `name`, or empty when the target
+/// names no object).
+fn split_target(target: &str) -> (&str, &str) {
+    let (resource, rest) = target.split_once('/').unwrap_or((target, ""));
+    let names_object = rest.contains('/') || (!rest.is_empty() && CLUSTER_SCOPED.contains(&resource));
+    (resource, if names_object { rest } else { "" })
+}
+
+/// The points of a reference run's trace entries, in exploration order (see [`PointSet::points`]).
+pub fn injection_points_with(entries: &[TraceEntry], config: &PointConfig) -> PointSet {
+    let reading = read(entries);
+    let mut candidates: Vec<InjectionPoint> = Vec::new();
+    let mut set = PointSet { controllers: reading.controllers.clone(), ..PointSet::default() };
+    write_points(&reading, config, &mut set, &mut candidates);
+    delivery_points(&reading, config, &mut candidates);
+    reconcile_points(&reading, config, &mut candidates);
+    transition_points(&reading, config, &mut candidates);
+    order(&mut candidates);
+    let mut planned: BTreeSet<PlannedFault> = BTreeSet::new();
+    for point in candidates {
+        if planned.insert(point.fault.clone()) {
+            set.points.push(point);
+        } else {
+            set.duplicates += 1;
+        }
+    }
+    set
+}
+
+/// Exploration order, breadth-first over kinds of situation: a point whose fault and class (the
+/// same kind of write at the same step of a reconcile, the same kind of event, ...) were already
+/// planned at an earlier site waits for a later round, so that one round tries each distinct
+/// situation once before repeating it on the next object. Crashes before a write and injected
+/// errors come after everything else: a crash before a write is mostly a crash after the previous
+/// one, and a failed call is mostly retried.
+fn order(candidates: &mut [InjectionPoint]) {
+    candidates.sort_by_key(|p| p.at_nanos);
+    let mut seen: BTreeMap<(String, String), u32> = BTreeMap::new();
+    let mut keyed: Vec<(u8, u32, u64, usize)> = Vec::with_capacity(candidates.len());
+    for (i, point) in candidates.iter().enumerate() {
+        let family = family(&point.fault.fault);
+        let round = seen.entry((family.to_owned(), point.class.clone())).or_insert(0);
+        keyed.push((tier(&point.fault.fault), *round, point.at_nanos, i));
+        *round += 1;
+    }
+    keyed.sort_unstable();
+    let sorted: Vec<InjectionPoint> = keyed.iter().map(|(_, _, _, i)| candidates[*i].clone()).collect();
+    candidates.clone_from_slice(&sorted);
+}
+
+/// 0 for Sieve's fault families (intermediate, stale and unobserved states, ambiguity, leader
+/// handover), 1 for crashes before a write and injected errors.
+fn tier(fault: &Fault) -> u8 {
+    match fault {
+        Fault::Crash { side: CallSide::Before, .. } | Fault::ApiError { .. } => 1,
+        _ => 0,
+    }
+}
+
+/// The fault's family, for ordering (each injected error is one).
+fn family(fault: &Fault) -> String {
+    match fault {
+        Fault::Crash { side, .. } => format!("crash-{side:?}"),
+        Fault::ApiError { error, .. } => format!("error-{error:?}"),
+        other => format!("{:?}", other.kind()),
+    }
+}
+
+fn write_points(reading: &Reading, config: &PointConfig, set: &mut PointSet, out: &mut Vec<InjectionPoint>) {
+    // Numbered per node, verb and resource, failed ones included (as the engine counts).
+    let mut counts: BTreeMap<(&str, &str, &str), u32> = BTreeMap::new();
+    for write in &reading.writes {
+        if ENGINE_NODES.contains(&write.node.as_str()) {
+            continue;
+        }
+        let (resource, object) = split_target(&write.target);
+        let n = counts.entry((write.node.as_str(), write.verb, resource)).or_insert(0);
+        *n += 1;
+        set.writes += 1;
+        let Some(revision) = write.revision else {
+            set.no_op_writes += 1;
+            continue;
+        };
+        let site = Site::Write {
+            controller: write.node.clone(),
+            n: *n,
+            verb: write.verb.to_owned(),
+            resource: resource.to_owned(),
+            target: write.target.clone(),
+            revision,
+        };
+        let trigger = Trigger::NthWrite {
+            controller: write.node.clone(),
+            n: *n,
+            kind: Some(resource.to_owned()),
+            verb: Some(write.verb.to_owned()),
+        };
+        let class = format!("{} {} {} at step {}", write.node, write.verb, resource, write.position);
+        for fault in write_faults(&write.node, config) {
+            out.push(InjectionPoint {
+                site: site.clone(),
+                at_nanos: write.at_nanos,
+                fault: PlannedFault { trigger: trigger.clone(), fault },
+                object: object.to_owned(),
+                class: class.clone(),
+            });
+        }
+    }
+}
+
+fn delivery_points(reading: &Reading, config: &PointConfig, out: &mut Vec<InjectionPoint>) {
+    let made_at: BTreeMap<u64, u64> =
+        reading.writes.iter().filter_map(|w| w.revision.map(|rv| (rv, w.at_nanos))).collect();
+    for (node, watch, event, object, revision, at_nanos) in &reading.deliveries {
+        // Land the fault just before the write that caused the event, so that the delay or hold
+        // is in force when the informer pulls it.
+        let cause = made_at.get(revision).copied().unwrap_or(*at_nanos);
+        let trigger = Trigger::AtTime { at_ms: ms_before(cause) };
+        let resource = watch.split('/').nth(1).unwrap_or("").to_owned();
+        let site = Site::Delivery {
+            controller: node.clone(),
+            watch: watch.clone(),
+            event: (*event).to_owned(),
+            object: object.clone(),
+            revision: *revision,
+        };
+        let class = format!("{node} {event} on {resource}");
+        let faults = [
+            Fault::DelayWatch { controller: node.clone(), resource, extra_ms: config.delay_ms },
+            Fault::SkipByRelist { controller: node.clone(), duration_ms: config.hold_ms },
+        ];
+        for fault in faults {
+            out.push(InjectionPoint {
+                site: site.clone(),
+                at_nanos: *at_nanos,
+                fault: PlannedFault { trigger: trigger.clone(), fault },
+                object: object.clone(),
+                class: class.clone(),
+            });
+        }
+    }
+}
+
+fn reconcile_points(reading: &Reading, config: &PointConfig, out: &mut Vec<InjectionPoint>) {
+    let lease_writers: BTreeSet<&str> = reading
+        .writes
+        .iter()
+        .filter(|w| split_target(&w.target).0 == LEASES)
+        .map(|w| w.node.as_str())
+        .collect();
+    for (controller, described, at_nanos) in &reading.reconciles {
+        let trigger = Trigger::AtTime { at_ms: ms_before(*at_nanos) };
+        let site = Site::Reconcile { controller: controller.clone(), object: described.clone() };
+        let (kind, object) = described.split_once(' ').unwrap_or(("", described.as_str()));
+        let class = format!("{controller} reconciles {kind}");
+        let mut faults =
+            vec![Fault::PauseReconciles { controller: controller.clone(), duration_ms: config.pause_ms }];
+        if lease_writers.contains(controller.as_str()) {
+            faults.push(Fault::PauseLeader {
+                controller: controller.clone(),
+                duration_ms: config.leader_pause_ms,
+            });
+        }
+        for fault in faults {
+            out.push(InjectionPoint {
+                site: site.clone(),
+                at_nanos: *at_nanos,
+                fault: PlannedFault { trigger: trigger.clone(), fault },
+                object: object.to_owned(),
+                class: class.clone(),
+            });
+        }
+    }
+}
+
+/// Stale-state points, pruned to causally related pairs: a transition of an object that changes
+/// again later, with the controller restarted at that later change onto a replica from just
+/// before the first one (its view then misses both). A transition that nothing changes again is
+/// not planned: a stale view of it differs from storage only in that it is missing, which the
+/// earlier transition's point already shows.
+fn transition_points(reading: &Reading, config: &PointConfig, out: &mut Vec<InjectionPoint>) {
+    let transitions: Vec<(&TracedWrite, u64, &str)> = reading
+        .writes
+        .iter()
+        .filter_map(|w| w.revision.map(|rv| (w, rv, split_target(&w.target).1)))
+        .filter(|(_, _, object)| !object.is_empty())
+        .collect();
+    for (i, (write, revision, object)) in transitions.iter().enumerate() {
+        let resource = split_target(&write.target).0;
+        let later = transitions[i + 1..]
+            .iter()
+            .find(|(w, _, o)| o == object && split_target(&w.target).0 == resource);
+        let Some((next, _, _)) = later else { continue };
+        let at_ms = ms_before(next.at_nanos);
+        let restart_nanos = (at_ms + config.restart_after_ms).saturating_mul(1_000_000);
+        let newest_at_restart = reading
+            .writes
+            .iter()
+            .filter(|w| w.at_nanos <= restart_nanos)
+            .filter_map(|w| w.revision)
+            .max()
+            .unwrap_or(*revision);
+        let lag_revisions = newest_at_restart.saturating_sub(revision - 1).max(1);
+        let site =
+            Site::Transition { by: write.node.clone(), target: write.target.clone(), revision: *revision };
+        for controller in &reading.controllers {
+            let fault = Fault::StaleReplica {
+                controller: controller.clone(),
+                lag_revisions,
+                restart_after_ms: config.restart_after_ms,
+            };
+            out.push(InjectionPoint {
+                site: site.clone(),
+                at_nanos: write.at_nanos,
+                fault: PlannedFault { trigger: Trigger::AtTime { at_ms }, fault },
+                object: (*object).to_owned(),
+                class: format!("{} {} {} then {}", write.node, write.verb, resource, next.verb),
+            });
+        }
+    }
+}
+
+/// The faults of one write, in exploration order: the intermediate-state crash (after the write)
+/// first, as Sieve finds most with it, then the crash before, the ambiguous answer, and the errors.
+fn write_faults(controller: &str, config: &PointConfig) -> Vec<Fault> {
+    let crash = |side| Fault::Crash {
+        controller: controller.to_owned(),
+        side,
+        restart_after_ms: config.restart_after_ms,
+    };
+    let mut faults = vec![
+        crash(CallSide::After),
+        crash(CallSide::Before),
+        Fault::Ambiguous { controller: controller.to_owned() },
+    ];
+    faults.extend(
+        config
+            .errors
+            .iter()
+            .map(|error| Fault::ApiError { controller: controller.to_owned(), error: *error }),
+    );
+    faults
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    /// A controller `ctrl` reconciles `a`, creates secret `s` (rv 5), patches `a` without a change
+    /// (answer rv 5) and with a 409; the workload updates `a` (rv 6, delivered to `ctrl`) and
+    /// deletes it (rv 7).
+    fn entries() -> Vec<TraceEntry> {
+        let ctrl: Arc<str> = Arc::from("ctrl");
+        let workload: Arc<str> = Arc::from(WORKLOAD_NODE);
+        let entry = |at_nanos, node: &Arc<str>, event| TraceEntry { at_nanos, node: node.clone(), event };
+        let request =
+            |call, verb, target: &str| TraceEvent::ApiRequest { call, verb, target: target.to_owned() };
+        let ok = |call, rv: &str| TraceEvent::ApiResponse { call, result: Ok(rv.to_owned()) };
+        vec![
+            entry(
+                10 * MS,
+                &ctrl,
+                TraceEvent::ReconcileStart {
+                    controller: "ctrl".into(),
+                    object: "ConfigMap default/a".into(),
+                },
+            ),
+            entry(11 * MS, &ctrl, request(1, "create", "secrets/default/s")),
+            entry(12 * MS, &ctrl, ok(1, "5")),
+            entry(13 * MS, &ctrl, request(2, "patch", "configmaps/default/a")),
+            entry(14 * MS, &ctrl, ok(2, "5")),
+            entry(15 * MS, &ctrl, request(3, "patch", "configmaps/default/a")),
+            entry(16 * MS, &ctrl, TraceEvent::ApiResponse { call: 3, result: Err((409, "Conflict".into())) }),
+            entry(19 * MS, &workload, request(4, "update", "configmaps/default/a")),
+            entry(20 * MS, &workload, ok(4, "6")),
+            entry(
+                22 * MS,
+                &ctrl,
+                TraceEvent::WatchDelivery {
+                    watch: "default/configmaps/default".into(),
+                    kind: "MODIFIED",
+                    object: "default/a".into(),
+                    resource_version: "6".into(),
+                },
+            ),
+            entry(29 * MS, &workload, request(5, "delete", "configmaps/default/a")),
+            entry(30 * MS, &workload, ok(5, "7")),
+        ]
+    }
+
+    #[test]
+    fn writes_that_change_nothing_are_pruned_and_the_rest_become_points_in_exploration_order() {
+        let set = injection_points_with(&entries(), &PointConfig::default());
+        assert_eq!(set.controllers, vec!["ctrl".to_owned()]);
+        assert_eq!((set.writes, set.no_op_writes, set.duplicates), (3, 2, 0));
+        let faults: Vec<String> = set.points.iter().map(|p| p.fault.to_string()).collect();
+        assert_eq!(
+            faults,
+            vec![
+                "pause ctrl's reconciles for 1500ms, at 9ms",
+                "crash ctrl after the call, restart after 500ms, at write #1 by ctrl (create secrets)",
+                "apply ctrl's write but answer 504 Timeout, at write #1 by ctrl (create secrets)",
+                "restart ctrl after 500ms onto a replica 2 revisions behind, at 29ms",
+                "delay ctrl's configmaps watch by 1000ms, at 19ms",
+                "hold ctrl's watches 1000ms, then force a 410 relist, at 19ms",
+                "crash ctrl before the call, restart after 500ms, at write #1 by ctrl (create secrets)",
+                "fail ctrl's call with 409 Conflict, at write #1 by ctrl (create secrets)",
+                "fail ctrl's call with 429 TooManyRequests, at write #1 by ctrl (create secrets)",
+                "fail ctrl's call with 500 InternalError, at write #1 by ctrl (create secrets)",
+                "fail ctrl's call with 504 Timeout, at write #1 by ctrl (create secrets)",
+            ]
+        );
+        assert_eq!(
+            set.points[1].fault.trigger,
+            Trigger::NthWrite {
+                controller: "ctrl".into(),
+                n: 1,
+                kind: Some("secrets".into()),
+                verb: Some("create".into())
+            }
+        );
+        assert_eq!(set.points[3].site.to_string(), "workload's change of configmaps/default/a (rv 6)");
+    }
+
+    #[test]
+    fn a_reconcile_whose_pause_lands_at_the_same_millisecond_as_an_earlier_one_is_merged_into_it() {
+        let mut entries = entries();
+        let again = TraceEntry {
+            at_nanos: 10 * MS - 500,
+            node: Arc::from("ctrl"),
+            event: TraceEvent::ReconcileStart {
+                controller: "ctrl".into(),
+                object: "ConfigMap default/b".into(),
+            },
+        };
+        entries.insert(0, again);
+        let set = injection_points_with(&entries, &PointConfig::default());
+        assert_eq!((set.points.len(), set.duplicates), (11, 1));
+        assert_eq!(set.points[0].site.to_string(), "ctrl's reconcile of ConfigMap default/b");
+    }
+
+    #[test]
+    fn points_on_the_same_controller_or_object_are_related_and_others_are_not() {
+        let set = injection_points_with(&entries(), &PointConfig::default());
+        let mut other = set.points[0].clone();
+        other.fault.fault = Fault::PauseReconciles { controller: "other".into(), duration_ms: 1 };
+        assert!(set.points[0].related(&set.points[1]));
+        assert!(other.related(&set.points[0]), "same object default/a");
+        assert!(!other.related(&set.points[1]), "other controller, object default/s");
+    }
+
+    #[test]
+    fn a_report_without_kept_entries_has_no_points() {
+        assert_eq!(injection_points_with(&[], &PointConfig::default()), PointSet::default());
+    }
+}
