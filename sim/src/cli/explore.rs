@@ -121,19 +121,29 @@ pub fn explore(args: &ExploreArgs, registry: &Registry) -> Result<u8, CliError> 
     };
     let groups = deduplicate(explored.failures);
     for (index, scenario) in scenarios.iter().enumerate() {
-        let distinct = groups.iter().filter(|(f, _)| f.scenario == index).count() as u64;
         report.scenarios.push(ScenarioSummary {
             name: scenario.name().to_owned(),
             seeds_run: explored.seeds_run[index],
             failing_seeds: explored.failing[index],
-            distinct_failures: distinct,
+            distinct_failures: 0,
         });
     }
     for (failure, occurrences) in &groups {
         let scenario = scenarios[failure.scenario];
-        let summary =
-            shrink_and_write(args, scenario, failure, *occurrences, explored.seeds_run[failure.scenario])?;
+        let seeds_explored = explored.seeds_run[failure.scenario];
+        let (file, mut summary) = shrink_one(args, scenario, failure, *occurrences, seeds_explored);
+        // Two shapes can shrink to one: the second is the same failure, not a new file.
+        if let Some(same) = report.failures.iter_mut().find(|f| f.key() == summary.key()) {
+            same.occurrences += summary.occurrences;
+            continue;
+        }
+        let path = file.write_to(&args.out)?;
+        summary.file = path.display().to_string();
+        summary.replay = replay_command(&path);
         report.failures.push(summary);
+    }
+    for s in &mut report.scenarios {
+        s.distinct_failures = report.failures.iter().filter(|f| f.scenario == s.name).count() as u64;
     }
     print_summary(&report);
     if let Some(path) = &args.report {
@@ -278,14 +288,15 @@ fn deduplicate(mut failures: Vec<Failure>) -> Vec<(Failure, u64)> {
     groups
 }
 
-/// Shrink one distinct failure with the same seed, write its regression file, and summarize it.
-fn shrink_and_write(
+/// Shrink one distinct failure with the same seed; its regression file and its summary (whose
+/// `file` and `replay` the caller fills in once the file is written).
+fn shrink_one(
     args: &ExploreArgs,
     scenario: &Scenario,
     failure: &Failure,
     occurrences: u64,
     seeds_explored: u64,
-) -> Result<FailureSummary, CliError> {
+) -> (RegressionFile, FailureSummary) {
     let recorded = violation_of(&failure.verdict);
     let bounds = ShrinkBounds { replays_max: args.shrink_replays, ..ShrinkBounds::default() };
     let first = replay::run_plan(scenario, failure.seed, &failure.plan, false);
@@ -327,8 +338,7 @@ fn shrink_and_write(
             engine_version: env!("CARGO_PKG_VERSION").to_owned(),
         },
     };
-    let path = file.write_to(&args.out)?;
-    Ok(FailureSummary {
+    let summary = FailureSummary {
         scenario: scenario.name().to_owned(),
         seed: failure.seed,
         kind: violation.kind.clone(),
@@ -339,9 +349,10 @@ fn shrink_and_write(
         faults_before: shrunk.faults_before,
         faults_after: shrunk.faults_after,
         shrink_replays: shrunk.replays,
-        file: path.display().to_string(),
-        replay: replay_command(&path),
-    })
+        file: String::new(),
+        replay: String::new(),
+    };
+    (file, summary)
 }
 
 /// The summary table, then each failure with its replay command.
