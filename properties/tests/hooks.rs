@@ -371,3 +371,31 @@ fn the_reference_runs_without_the_builders_faults_and_a_run_whose_end_state_a_fa
         );
     }
 }
+
+#[test]
+fn in_a_world_of_two_clusters_a_violation_names_its_cluster() {
+    let world = Sim::builder()
+        .cluster("east")
+        .cluster("west")
+        .workload(|w| async move {
+            let mut orphan = config_map("a-child");
+            orphan.metadata.owner_references = Some(vec![OwnerReference {
+                api_version: "v1".to_owned(),
+                kind: "ConfigMap".to_owned(),
+                name: "ghost".to_owned(),
+                uid: "no-such-uid".to_owned(),
+                ..OwnerReference::default()
+            }]);
+            w.apply(&Api::namespaced(w.clients().cluster("west"), "default"), &orphan).await?;
+            Ok(())
+        })
+        .property(hooks::no_orphans());
+    assert_eq!(
+        correctness(&world.run(0).verdict),
+        (
+            "no_orphans".to_owned(),
+            "cluster west: configmaps default/a-child: owner ConfigMap ghost (uid no-such-uid) is gone: expected configmaps default/ghost, found nothing"
+                .to_owned()
+        )
+    );
+}
