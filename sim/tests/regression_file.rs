@@ -116,7 +116,12 @@ fn a_field_of_the_wrong_type_is_named_by_its_path() {
     v["faultPlan"] = serde_json::json!({"faults": [{"trigger": {"type": "atTime", "atMs": -1}, "fault": {"type": "compact"}}]});
     let msg = parse_err(&v.to_string());
     // Internally tagged enums are buffered by serde, so the path stops at the tagged value.
-    assert!(msg.starts_with("regressions/x/x-1.json: field `faultPlan.faults[0].trigger`: invalid value: integer `-1`"), "{msg}");
+    assert!(
+        msg.starts_with(
+            "regressions/x/x-1.json: field `faultPlan.faults[0].trigger`: invalid value: integer `-1`"
+        ),
+        "{msg}"
+    );
 }
 
 #[test]
