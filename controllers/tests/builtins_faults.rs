@@ -1,14 +1,18 @@
 //! The built-ins under faults: with swarm-selected faults on every built-in controller (crashes,
 //! stale reads, paused reconciles, missed and delayed events, API errors, ambiguous writes,
 //! watch disconnects, compaction, partitions), a Deployment still rolls out and its deletion
-//! still leaves no orphans and no stuck deletions.
+//! still leaves no orphans and no stuck deletions; and a namespace holding a StatefulSet, a Job
+//! and their Pods and PVCs still empties and goes away.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use controllers::builtins::{self, checks, snapshot};
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, ReplicaSet};
-use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, PodTemplateSpec};
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, ReplicaSet, StatefulSet, StatefulSetSpec};
+use k8s_openapi::api::batch::v1::{Job, JobSpec};
+use k8s_openapi::api::core::v1::{
+    Container, Namespace, PersistentVolumeClaim, PersistentVolumeClaimSpec, Pod, PodSpec, PodTemplateSpec,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use sim::api::{Api, ObjectMeta, Patch};
 use sim::faults::SwarmConfig;
@@ -90,5 +94,99 @@ fn under_swarm_faults_a_deployment_rolls_out_and_its_deletion_leaves_no_orphans_
             if left == (0, 0) { Ok(()) } else { Err(format!("left (replica sets, pods): {left:?}")) }
         }));
     let report = sweep(&SweepConfig::new("builtins-faults").seeds(SEEDS), |seed| world.run(seed));
+    report.assert_all_passed();
+}
+
+fn pod_template(app: &str, restart_policy: Option<&str>) -> PodTemplateSpec {
+    PodTemplateSpec {
+        metadata: Some(ObjectMeta {
+            labels: Some(BTreeMap::from([("app".to_owned(), app.to_owned())])),
+            ..ObjectMeta::default()
+        }),
+        spec: Some(PodSpec {
+            containers: vec![Container {
+                name: app.to_owned(),
+                image: Some(format!("{app}:1")),
+                ..Container::default()
+            }],
+            restart_policy: restart_policy.map(str::to_owned),
+            termination_grace_period_seconds: Some(1),
+            ..PodSpec::default()
+        }),
+    }
+}
+
+fn in_team(name: &str) -> ObjectMeta {
+    ObjectMeta { name: Some(name.to_owned()), namespace: Some("team".to_owned()), ..ObjectMeta::default() }
+}
+
+#[test]
+fn under_swarm_faults_a_namespace_with_a_statefulset_and_a_job_empties_and_goes_away() {
+    let world = builtins::all(Sim::builder().scenario("builtins-faults-namespace"));
+    let swarm = SwarmConfig { controllers: world.controller_names(), ..SwarmConfig::default() };
+    let world = world
+        .swarm(swarm)
+        .workload(|w| async move {
+            let namespaces: Api<Namespace> = Api::all(w.client());
+            let team = Namespace {
+                metadata: ObjectMeta { name: Some("team".to_owned()), ..ObjectMeta::default() },
+                ..Namespace::default()
+            };
+            w.apply(&namespaces, &team).await?;
+            let sets: Api<StatefulSet> = Api::namespaced(w.client(), "team");
+            let db = StatefulSet {
+                metadata: in_team("db"),
+                spec: StatefulSetSpec {
+                    replicas: Some(2),
+                    selector: LabelSelector {
+                        match_labels: Some(BTreeMap::from([("app".to_owned(), "db".to_owned())])),
+                        ..LabelSelector::default()
+                    },
+                    template: pod_template("db", None),
+                    volume_claim_templates: Some(vec![PersistentVolumeClaim {
+                        metadata: ObjectMeta { name: Some("data".to_owned()), ..ObjectMeta::default() },
+                        spec: Some(PersistentVolumeClaimSpec::default()),
+                        status: None,
+                    }]),
+                    ..StatefulSetSpec::default()
+                },
+                status: None,
+            };
+            w.apply(&sets, &db).await?;
+            let jobs: Api<Job> = Api::namespaced(w.client(), "team");
+            let job = Job {
+                metadata: in_team("batch"),
+                spec: Some(JobSpec {
+                    completions: Some(2),
+                    template: pod_template("batch", Some("Never")),
+                    ..JobSpec::default()
+                }),
+                status: None,
+            };
+            w.apply(&jobs, &job).await?;
+            let ready = |s: Option<&StatefulSet>| {
+                s.and_then(|s| s.status.as_ref()).is_some_and(|s| s.ready_replicas == Some(2))
+            };
+            w.wait_for(&sets, "db", ready, WAIT).await?;
+            w.wait_for(&jobs, "batch", |j| j.is_some_and(builtins::job::is_finished), WAIT).await?;
+            w.delete(&namespaces, "team").await?;
+            w.wait_for(&namespaces, "team", |n| n.is_none(), WAIT).await
+        })
+        .property(checks::garbage_collected())
+        .property(FnProperty::at_end("nothing is left in the namespace", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let left = (
+                snapshot::objects::<Pod>(snap, Some("team")).len(),
+                snapshot::objects::<PersistentVolumeClaim>(snap, Some("team")).len(),
+                snapshot::objects::<StatefulSet>(snap, Some("team")).len(),
+                snapshot::objects::<Job>(snap, Some("team")).len(),
+            );
+            if left == (0, 0, 0, 0) {
+                Ok(())
+            } else {
+                Err(format!("left (pods, pvcs, statefulsets, jobs): {left:?}"))
+            }
+        }));
+    let report = sweep(&SweepConfig::new("builtins-faults-namespace").seeds(SEEDS), |seed| world.run(seed));
     report.assert_all_passed();
 }

@@ -314,11 +314,14 @@ async fn create_new_replica_set(
         Ok(created) => Ok(Some(created)),
         Err(e) if has_code(&e, 409) => {
             // Ours already (created by an earlier sync whose answer was lost): found next sync.
-            let existing = api.get_opt(&name).await?;
-            let ours = existing.as_ref().is_some_and(|rs| {
-                owners::is_controlled_by(&rs.metadata, deployment.uid().as_deref().unwrap_or_default())
-                    && equal_ignore_hash(rs.spec.template.as_ref(), &deployment.spec.template)
-            });
+            let Some(existing) = api.get_opt(&name).await? else {
+                // Nothing of that name after all (the 409 did not come from the server's store):
+                // retry.
+                return Err(e.into());
+            };
+            let ours =
+                owners::is_controlled_by(&existing.metadata, deployment.uid().as_deref().unwrap_or_default())
+                    && equal_ignore_hash(existing.spec.template.as_ref(), &deployment.spec.template);
             if !ours {
                 let count = collision_count.unwrap_or(0).saturating_add(1);
                 let deployments: Api<Deployment> =
@@ -491,7 +494,8 @@ async fn cleanup(deployment: &Deployment, old: &[ReplicaSet], api: &Api<ReplicaS
         };
         match api.delete(&rs.name_any(), &params).await {
             Ok(_) => {}
-            Err(e) if has_code(&e, 404) || has_code(&e, 409) => {}
+            // Gone already. (A 409 is retried: a fault can answer it without a change to see.)
+            Err(e) if has_code(&e, 404) => {}
             Err(e) => return Err(e.into()),
         }
     }

@@ -187,7 +187,9 @@ async fn delete_pod(pod: &Pod, api: &Api<Pod>) -> Result<(), Error> {
     };
     match api.delete(&pod.name_any(), &params).await {
         Ok(_) => Ok(()),
-        Err(e) if has_code(&e, 404) || has_code(&e, 409) => Ok(()),
+        // Gone already. A 409 is retried: after a fault's 409 nothing changes that would trigger
+        // another sync.
+        Err(e) if has_code(&e, 404) => Ok(()),
         Err(e) => Err(e.into()),
     }
 }

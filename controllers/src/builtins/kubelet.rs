@@ -150,8 +150,13 @@ async fn terminate(api: &Api<Pod>, pod: &Pod) -> Result<Action, Error> {
     };
     match api.delete(&pod.name_any(), &params).await {
         Ok(_) => Ok(Action::await_change()),
-        // Gone already, or the name now holds a new Pod (uid precondition): nothing to do.
-        Err(e) if has_code(&e, 404) || has_code(&e, 409) => Ok(Action::await_change()),
+        Err(e) if has_code(&e, 404) => Ok(Action::await_change()),
+        // The uid precondition failed: done if the name now holds another Pod; otherwise (a
+        // fault's 409) retry, since nothing else would trigger another attempt.
+        Err(e) if has_code(&e, 409) => match api.get_opt(&pod.name_any()).await? {
+            Some(current) if current.uid() == pod.uid() => Err(e.into()),
+            _ => Ok(Action::await_change()),
+        },
         Err(e) => Err(e.into()),
     }
 }

@@ -119,8 +119,8 @@ async fn finalize(client: &sim::Client, namespace: &Namespace) -> Result<(), Err
         .with_subresource(Subresource::Finalize);
     match client.request(request).await {
         Ok(_) => Ok(()),
-        // Gone already, or changed since it was read (the next sync sees the change).
-        Err(status) if status.code == 404 || status.code == 409 => Ok(()),
+        // Gone already. A 409 (changed since it was read, or a fault) is retried.
+        Err(status) if status.code == 404 => Ok(()),
         Err(status) => Err(Error::Api(sim::Error::from(status))),
     }
 }

@@ -188,7 +188,7 @@ async fn delete_pods(
         };
         match api.delete(&pod.name_any(), &params).await {
             Ok(_) => deleted.push(pod.uid()),
-            Err(e) if has_code(&e, 404) || has_code(&e, 409) => deleted.push(pod.uid()),
+            Err(e) if has_code(&e, 404) => deleted.push(pod.uid()),
             Err(e) => return Err(e.into()),
         }
     }

@@ -207,7 +207,12 @@ async fn create_claims(
         };
         match api.create(&PostParams::default(), &claim).await {
             Ok(_) => {}
-            Err(e) if has_code(&e, 409) => {}
+            // Made by an earlier sync (or by the user): used as it is, if it is really there.
+            Err(e) if has_code(&e, 409) => {
+                if api.get_opt(&claim.name_any()).await?.is_none() {
+                    return Err(e.into());
+                }
+            }
             Err(e) => return Err(e.into()),
         }
     }
@@ -243,12 +248,10 @@ async fn create_pod(set: &StatefulSet, ordinal: i32, api: &Api<Pod>) -> Result<(
             ..Volume::default()
         });
     }
-    match api.create(&PostParams::default(), &pod).await {
-        Ok(_) => Ok(()),
-        // Created by an earlier sync whose answer was lost, or still terminating: next sync.
-        Err(e) if has_code(&e, 409) => Ok(()),
-        Err(e) => Err(e.into()),
-    }
+    // A 409 (created by an earlier sync whose answer was lost, or a fault) is retried: the next
+    // sync's list shows which.
+    api.create(&PostParams::default(), &pod).await?;
+    Ok(())
 }
 
 async fn delete_pod(pod: &Pod, api: &Api<Pod>) -> Result<(), Error> {
@@ -258,7 +261,8 @@ async fn delete_pod(pod: &Pod, api: &Api<Pod>) -> Result<(), Error> {
     };
     match api.delete(&pod.name_any(), &params).await {
         Ok(_) => Ok(()),
-        Err(e) if has_code(&e, 404) || has_code(&e, 409) => Ok(()),
+        // Gone already; a 409 is retried (a fault's 409 changes nothing that would trigger a sync).
+        Err(e) if has_code(&e, 404) => Ok(()),
         Err(e) => Err(e.into()),
     }
 }
@@ -292,7 +296,7 @@ async fn delete_condemned_claims(
         };
         match api.delete(&claim_name, &params).await {
             Ok(_) => {}
-            Err(e) if has_code(&e, 404) || has_code(&e, 409) => {}
+            Err(e) if has_code(&e, 404) => {}
             Err(e) => return Err(e.into()),
         }
     }
