@@ -8,6 +8,9 @@ use std::time::Duration;
 use controllers::builtins::{self, checks, owners, snapshot};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::{CustomResource, CustomResourceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use sim::api::{Api, DeleteParams, ObjectMeta, Patch, ResourceExt};
 use sim::{FnProperty, Sim, SimBuilder, SweepConfig, Workload, WorkloadError, sweep};
 
@@ -219,4 +222,41 @@ fn an_owner_reference_resolves_only_in_the_dependents_own_namespace() {
             if found == want { Ok(()) } else { Err(format!("{found:?}")) }
         }));
     run_sweep(&world, "builtins-gc-namespaces");
+}
+
+/// A custom resource, to own dependents through a kind the collector discovers from its CRD.
+#[derive(CustomResource, Clone, Debug, Deserialize, Serialize, JsonSchema)]
+#[kube(group = "example.com", version = "v1", kind = "Widget", namespaced)]
+pub struct WidgetSpec {
+    /// Anything.
+    pub size: i32,
+}
+
+#[test]
+fn dependents_of_a_custom_resource_are_collected_after_it_is_deleted() {
+    let crd = serde_json::to_string(&Widget::crd()).expect("the derived CRD serializes");
+    let world = gc_world("builtins-gc-custom-owner")
+        // JSON is YAML: the loader takes the CRD as serialized.
+        .crds_yaml("default", &crd)
+        .expect("the derived CRD installs")
+        .workload(|w| async move {
+            let widgets: Api<Widget> = Api::namespaced(w.client(), "default");
+            let mut widget = Widget::new("w", WidgetSpec { size: 1 });
+            widget.metadata.namespace = Some("default".to_owned());
+            let widget = w.apply(&widgets, &widget).await?;
+            let owner = OwnerReference {
+                block_owner_deletion: Some(true),
+                controller: Some(true),
+                ..owners::controller_ref(&widget)
+            };
+            let maps: Api<ConfigMap> = Api::namespaced(w.client(), "default");
+            w.apply(&maps, &config_map("part", "default", Some(owner), None)).await?;
+            w.delete(&widgets, "w").await?;
+            w.wait_for(&maps, "part", gone, WAIT).await
+        })
+        .property(FnProperty::at_end("no config maps left", |view| {
+            let left = names(&config_maps(view, "default")?);
+            if left.is_empty() { Ok(()) } else { Err(format!("left: {left:?}")) }
+        }));
+    run_sweep(&world, "builtins-gc-custom-owner");
 }
