@@ -630,6 +630,11 @@ pub(crate) async fn watch_gate(
                 let _gated = Gated::enter(&client.world);
                 madsim::time::sleep(d).await;
             }
+            GateStep::Delay(d) => {
+                let _gated = Gated::enter(&client.world);
+                madsim::time::sleep(d).await;
+                return Gate::Pull;
+            }
             GateStep::Relist => {
                 let text = format!("watch {informer} expired (410) after a held watch: relist");
                 client.world.with(|w| w.trace(&client.node, TraceEvent::Note { text }));
@@ -642,7 +647,10 @@ pub(crate) async fn watch_gate(
 }
 
 enum GateStep {
+    /// Wait, then look again (a hold, a reconnect).
     Sleep(Duration, Option<String>),
+    /// Wait, then pull (an extra delay applies once per pull).
+    Delay(Duration),
     Relist,
     Pull,
 }
@@ -696,7 +704,7 @@ fn gate_step(
     if extra > 0 {
         // Only the pull is delayed: the events of one watch keep their order, while informers
         // with different delays drift apart.
-        return GateStep::Sleep(Duration::from_millis(extra), None);
+        return GateStep::Delay(Duration::from_millis(extra));
     }
     GateStep::Pull
 }
