@@ -135,6 +135,35 @@ pub struct Exploration {
     pub stopped_by: Option<&'static str>,
 }
 
+impl fmt::Display for Exploration {
+    /// One line: points and pruning, runs, the finding, coverage.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let p = &self.points;
+        write!(
+            f,
+            "guided exploration of \"{}\" seed {}: {} injection points ({} controller writes, {} changed \
+             nothing, {} duplicate points merged); {} runs ({} single-fault, {} multi-fault plans)",
+            self.reference.scenario,
+            self.reference.seed,
+            p.points.len(),
+            p.writes,
+            p.no_op_writes,
+            p.duplicates,
+            self.runs,
+            self.single_plans,
+            self.multi_plans,
+        )?;
+        match &self.failure {
+            Some(finding) => write!(f, "; run {} failed: {}", finding.run, finding.report.verdict)?,
+            None => write!(f, "; no failure")?,
+        }
+        if let Some(bound) = self.stopped_by {
+            write!(f, "; stopped by {bound}")?;
+        }
+        write!(f, "; {} of {} injection points exercised", self.coverage.exercised, self.coverage.total)
+    }
+}
+
 /// Why an exploration could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum GuidedError {

@@ -663,6 +663,44 @@ mod tests {
     }
 
     #[test]
+    fn the_same_write_at_the_same_reconcile_step_for_a_second_object_waits_for_the_next_round() {
+        let ctrl: Arc<str> = Arc::from("ctrl");
+        let mut entries = Vec::new();
+        for (i, object) in ["a", "b"].into_iter().enumerate() {
+            let at = (i as u64 + 1) * 100 * MS;
+            let call = i as u64 + 1;
+            let start = TraceEvent::ReconcileStart {
+                controller: "ctrl".into(),
+                object: format!("ConfigMap default/{object}"),
+            };
+            entries.push(TraceEntry { at_nanos: at, node: ctrl.clone(), event: start });
+            let target = format!("secrets/default/{object}");
+            let request = TraceEvent::ApiRequest { call, verb: "create", target };
+            entries.push(TraceEntry { at_nanos: at + MS, node: ctrl.clone(), event: request });
+            let answer = TraceEvent::ApiResponse { call, result: Ok((10 + call).to_string()) };
+            entries.push(TraceEntry { at_nanos: at + 2 * MS, node: ctrl.clone(), event: answer });
+        }
+        let config = PointConfig { errors: Vec::new(), ..PointConfig::default() };
+        let set = injection_points_with(&entries, &config);
+        let order: Vec<String> =
+            set.points.iter().map(|p| format!("{} / {}", p.site, p.fault.fault)).collect();
+        assert_eq!(
+            order,
+            vec![
+                "ctrl's reconcile of ConfigMap default/a / pause ctrl's reconciles for 1500ms",
+                "ctrl's create #1 of secrets/default/a (rv 11) / crash ctrl after the call, restart after 500ms",
+                "ctrl's create #1 of secrets/default/a (rv 11) / apply ctrl's write but answer 504 Timeout",
+                "ctrl's reconcile of ConfigMap default/b / pause ctrl's reconciles for 1500ms",
+                "ctrl's create #2 of secrets/default/b (rv 12) / crash ctrl after the call, restart after 500ms",
+                "ctrl's create #2 of secrets/default/b (rv 12) / apply ctrl's write but answer 504 Timeout",
+                "ctrl's create #1 of secrets/default/a (rv 11) / crash ctrl before the call, restart after 500ms",
+                "ctrl's create #2 of secrets/default/b (rv 12) / crash ctrl before the call, restart after 500ms",
+            ]
+        );
+        assert_eq!(set.points[1].class, "ctrl create secrets at step 1");
+    }
+
+    #[test]
     fn a_report_without_kept_entries_has_no_points() {
         assert_eq!(injection_points_with(&[], &PointConfig::default()), PointSet::default());
     }
