@@ -204,3 +204,24 @@ fn multi_fault_plans_combine_related_points_and_the_fixed_controller_survives_th
     let exploration = explorer.explore().expect("the reference passes");
     assert_eq!((exploration.multi_plans, exploration.failures), (20, 0));
 }
+
+/// Sieve's promise for a correct controller: no single-fault plan of its reference breaks it.
+/// Every fixed zoo controller passes every single-fault plan, and every point's fault fires.
+#[test]
+fn every_fixed_fault_zoo_controller_survives_every_single_fault_plan_with_every_point_exercised() {
+    for case in &CASES {
+        let config =
+            GuidedConfig { stop_at_first_failure: false, multi_plans_max: 0, ..GuidedConfig::default() };
+        let exploration =
+            Explorer::new(&(case.world)(Variant::Fixed), config).explore().expect("the reference passes");
+        eprintln!("{}: {exploration}", case.name);
+        let total = exploration.points.points.len();
+        let first = exploration
+            .failure
+            .as_ref()
+            .map(|f| format!("run {}: {} with {:?}", f.run, f.report.verdict, f.plan));
+        assert_eq!((exploration.failures, first), (0, None), "{}", case.name);
+        assert_eq!(exploration.coverage.unexercised, Vec::new(), "{}", case.name);
+        assert_eq!((exploration.runs, exploration.coverage.exercised), (total + 1, total), "{}", case.name);
+    }
+}
