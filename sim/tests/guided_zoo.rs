@@ -126,8 +126,8 @@ fn random_hits(case: &Case) -> u64 {
 /// Guided runs until the bug, against random exploration's: the runs from seed 0 until a swarm
 /// seed fails, and the runs a random sweep needs on average (seeds / failing seeds over
 /// `0..RANDOM_SEEDS_MAX`). Every bug is found; in total guided needs fewer runs than both. Per
-/// bug the counts are printed: for the bugs that a crash at the first writes exposes (memory,
-/// write-pair) random swarms are about as fast, so the assertion is on the totals.
+/// bug the counts are printed: for a bug that a crash at the first write exposes (memory) random
+/// swarms are about as fast, so the assertion is on the totals.
 #[test]
 fn guided_exploration_finds_each_fault_zoo_bug_in_fewer_runs_than_random_exploration_needs() {
     let (mut guided_total, mut first_total, mut average_total) = (0, 0, 0.0);
