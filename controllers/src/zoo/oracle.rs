@@ -1,0 +1,200 @@
+//! The general properties every zoo scenario is checked against, and the scenario constructor
+//! that wires them in.
+//!
+//! None of them knows any operator's bug:
+//! - [`properties::no_orphans`] and [`properties::no_stuck_deletions`], at the end;
+//! - [`properties::matches_reference`] (Sieve's differential oracle): the end state equals that
+//!   of a fault-free run of the same scenario, under the built-in mask;
+//! - the engine's own liveness verdict: the world must quiesce (an error loop never does);
+//! - [`data_volumes_kept`], a safety contract every zoo data store states: a PVC that a live
+//!   cluster lists in `status.dataVolumes` is never deleted.
+
+use std::sync::{Arc, Mutex};
+
+use model_apiserver::{ResourceTypes, Snapshot};
+use properties::{EndState, Mask};
+use sim::faults::SwarmConfig;
+use sim::scenario::Scenario;
+use sim::{FnProperty, SimBuilder};
+
+use super::common::NAMESPACE;
+use crate::zoo::common::INSTANCE;
+
+/// The cluster every zoo world runs in.
+const CLUSTER: &str = sim::world::DEFAULT_CLUSTER;
+/// The seed of the fault-free reference run.
+pub const REFERENCE_SEED: u64 = 0;
+/// How long a zoo world may take to quiesce after its workload: ample for these small worlds, and
+/// short enough that an error loop is reported quickly.
+pub const LIVENESS_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
+/// The name [`data_volumes_kept`] reports under.
+pub const DATA_VOLUMES_KEPT: &str = "data_volumes_kept";
+
+fn cluster(clusters: &std::collections::BTreeMap<Arc<str>, Snapshot>) -> Result<&Snapshot, String> {
+    clusters.get(CLUSTER).ok_or_else(|| format!("no cluster {CLUSTER}"))
+}
+
+/// `no_orphans` at the end, with the custom resources of the snapshot.
+pub fn no_orphans() -> FnProperty {
+    FnProperty::at_end(properties::NO_ORPHANS, |view| {
+        let snapshot = cluster(view.clusters)?;
+        properties::summarize(&properties::no_orphans_with(snapshot, &ResourceTypes::builtin()))
+    })
+}
+
+/// `no_stuck_deletions` at the end.
+pub fn no_stuck_deletions() -> FnProperty {
+    FnProperty::at_end(properties::NO_STUCK_DELETIONS, |view| {
+        properties::summarize(&properties::no_stuck_deletions(cluster(view.clusters)?))
+    })
+}
+
+/// `matches_reference` against `reference`, under the built-in mask.
+pub fn matches_reference(reference: Snapshot) -> FnProperty {
+    let reference = EndState { snapshot: reference, counts: Vec::new() };
+    FnProperty::at_end(properties::MATCHES_REFERENCE, move |view| {
+        let run = EndState { snapshot: cluster(view.clusters)?.clone(), counts: Vec::new() };
+        properties::summarize(&properties::matches_reference(&reference, &run, &Mask::builtin()))
+    })
+}
+
+/// The data-store contract, checked after every write: for every custom resource of `resource`
+/// (its storage key, e.g. `zookeeper.pravega.io/zookeeperclusters`) that is not being deleted,
+/// every PVC named in its `status.dataVolumes` exists and carries the cluster's instance label.
+/// A cluster lists a volume once data is on it, and unlists it before it lets it go.
+pub fn data_volumes_kept(resource: &'static str) -> FnProperty {
+    FnProperty::always(DATA_VOLUMES_KEPT, move |view| {
+        let snapshot = cluster(view.clusters)?;
+        for (key, object) in snapshot.iter_resource(resource, Some(NAMESPACE)) {
+            if object.metadata.deletion_timestamp.is_some() {
+                continue;
+            }
+            let volumes = object.data.pointer("/status/dataVolumes").and_then(|v| v.as_array());
+            for volume in volumes.into_iter().flatten().filter_map(|v| v.as_str()) {
+                let pvc = snapshot
+                    .iter_resource("persistentvolumeclaims", Some(NAMESPACE))
+                    .find(|(k, _)| &*k.name == volume)
+                    .map(|(_, o)| o);
+                let labelled = pvc.and_then(|p| p.metadata.labels.as_ref()?.get(INSTANCE).cloned());
+                if labelled.as_deref() != Some(&*key.name) {
+                    return Err(format!(
+                        "{resource} {}/{}: data volume {volume} of the live cluster was deleted",
+                        key.namespace, key.name
+                    ));
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+/// The end state of a fault-free run of `builder` at [`REFERENCE_SEED`], run on a fresh thread
+/// (as sweeps run seeds).
+///
+/// # Panics
+///
+/// If the fault-free run does not pass: a zoo scenario must work without faults.
+pub fn reference_state(builder: &SimBuilder) -> Snapshot {
+    let captured: Arc<Mutex<Option<Snapshot>>> = Arc::default();
+    let sink = captured.clone();
+    let capture = FnProperty::at_end("capture reference", move |view| {
+        *sink.lock().expect("capture lock") = Some(cluster(view.clusters)?.clone());
+        Ok(())
+    });
+    let report = run_on_fresh_thread(&builder.clone().property(capture), REFERENCE_SEED);
+    assert!(report.verdict.is_pass(), "the fault-free reference run failed: {report}");
+    captured.lock().expect("capture lock").take().expect("the reference run reached its end checks")
+}
+
+/// Run one seed of `builder` on a fresh thread, as sweeps do (madsim's per-thread state starts
+/// clean), from code that is not itself a seed's thread: references, benchmarks, shrinking.
+///
+/// # Panics
+///
+/// If the OS refuses a thread, or the engine itself panics.
+pub fn run_on_fresh_thread(builder: &SimBuilder, seed: u64) -> sim::RunReport {
+    /// As the sweep's seed threads.
+    const STACK_BYTES: usize = 4 << 20;
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name(format!("zoo-seed-{seed}"))
+            .stack_size(STACK_BYTES)
+            .spawn_scoped(scope, || builder.run(seed))
+            .expect("the OS refused a thread")
+            .join()
+            .expect("the engine panicked")
+    })
+}
+
+/// The properties a zoo failure may be reported by: every one is general (none knows a bug).
+pub const GENERAL_PROPERTIES: [&str; 5] = [
+    properties::NO_ORPHANS,
+    properties::NO_STUCK_DELETIONS,
+    properties::MATCHES_REFERENCE,
+    DATA_VOLUMES_KEPT,
+    CHILDREN_WITHIN_SPEC,
+];
+
+/// Whether `verdict` is a correctness verdict from a [`GENERAL_PROPERTIES`] property, or a
+/// liveness verdict (the world did not converge).
+pub fn is_general_failure(verdict: &sim::Verdict) -> bool {
+    match verdict {
+        sim::Verdict::Liveness { .. } => true,
+        sim::Verdict::Correctness { property, .. } => GENERAL_PROPERTIES.contains(&property.as_str()),
+        _ => false,
+    }
+}
+
+/// Whether two verdicts are the same failure: the same kind, and for correctness the same
+/// property (what a shrink must preserve).
+pub fn same_failure(a: &sim::Verdict, b: &sim::Verdict) -> bool {
+    match (a, b) {
+        (sim::Verdict::Correctness { property: p, .. }, sim::Verdict::Correctness { property: q, .. }) => {
+            p == q
+        }
+        _ => a.kind() == b.kind() && !a.is_pass(),
+    }
+}
+
+/// A zoo scenario: `base` with the general properties, a `matches_reference` oracle from its own
+/// fault-free run, and swarm faults drawn from `swarm`.
+pub fn scenario(name: &str, description: &str, base: SimBuilder, swarm: SwarmConfig) -> Scenario {
+    let base = base.liveness_wait(LIVENESS_WAIT).property(no_orphans()).property(no_stuck_deletions());
+    let reference = reference_state(&base);
+    let builder = base.property(matches_reference(reference)).swarm(swarm);
+    Scenario::new(name, description, builder)
+}
+
+/// The name [`children_within_spec`] reports under.
+pub const CHILDREN_WITHIN_SPEC: &str = "children_within_spec";
+
+/// The "never more than N" contract, checked after every write: every custom resource of
+/// `owner_resource` has at most as many objects of `child_resource` owned by it (by uid) as the
+/// number at `spec_pointer` asks for.
+pub fn children_within_spec(
+    owner_resource: &'static str,
+    child_resource: &'static str,
+    spec_pointer: &'static str,
+) -> FnProperty {
+    FnProperty::always(CHILDREN_WITHIN_SPEC, move |view| {
+        let snapshot = cluster(view.clusters)?;
+        for (key, owner) in snapshot.iter_resource(owner_resource, None) {
+            let (Some(uid), Some(wanted)) =
+                (owner.metadata.uid.as_deref(), owner.data.pointer(spec_pointer).and_then(|v| v.as_u64()))
+            else {
+                continue;
+            };
+            let owned = snapshot
+                .iter_resource(child_resource, Some(&key.namespace))
+                .filter(|(_, child)| child.metadata.owner_references.iter().flatten().any(|r| r.uid == uid))
+                .count();
+            if owned as u64 > wanted {
+                return Err(format!(
+                    "{owner_resource} {}/{}: {owned} {child_resource} owned, the spec asks for {wanted}",
+                    key.namespace, key.name
+                ));
+            }
+        }
+        Ok(())
+    })
+}

@@ -1,0 +1,147 @@
+//! The operator zoo under swarm faults: every planted bug is found by a general property within
+//! its seed budget, and every fixed variant passes its sweep.
+//!
+//! Seeds: [`FIXED_SEEDS`] per fixed variant and [`BUG_BUDGET`] per planted bug by default;
+//! `SIM_SEEDS=N` runs N instead (`SIM_SEEDS=20000 cargo test --release -p controllers --test
+//! zoo_sweeps`).
+
+use sim::scenario::Scenario;
+use sim::{SweepConfig, SweepReport, TraceEvent};
+
+use controllers::zoo;
+
+/// Seeds every fixed variant must pass.
+const FIXED_SEEDS: u64 = 500;
+/// Seeds within which each planted bug must be found.
+const BUG_BUDGET: u64 = 500;
+
+fn scenario(name: &str) -> Scenario {
+    zoo::scenarios().into_iter().find(|s| s.name() == name).unwrap_or_else(|| panic!("no scenario {name}"))
+}
+
+fn sweep(scenario: &Scenario, seeds: u64) -> SweepReport {
+    sim::sweep(&SweepConfig::new(scenario.name()).seeds(seeds), |seed| scenario.run(seed))
+}
+
+/// Sweep a fixed variant: every seed passes.
+fn fixed_variant_passes(name: &str) {
+    let scenario = scenario(name);
+    let report = sweep(&scenario, FIXED_SEEDS);
+    report.assert_all_passed();
+    assert!(report.seeds_run >= 1);
+}
+
+/// Sweep a planted bug: some seed fails, by a general property; print that seed's faults.
+fn planted_bug_is_found(name: &str) {
+    let scenario = scenario(name);
+    let report = sweep(&scenario, BUG_BUDGET);
+    let first = report
+        .failures
+        .first()
+        .unwrap_or_else(|| panic!("{name}: no seed of {} failed: the bug went unfound", report.seeds_run));
+    assert!(
+        zoo::oracle::is_general_failure(&first.verdict),
+        "{name}: seed {} failed, but not by a general property: {}",
+        first.seed,
+        first.verdict
+    );
+    let replay = zoo::oracle::run_on_fresh_thread(&scenario.builder().clone().keep_trace(true), first.seed);
+    assert_eq!(replay.verdict, first.verdict, "{name}: replaying seed {} gave another verdict", first.seed);
+    println!(
+        "{name}: {} of {} seeds failed; first: seed {}: {}",
+        report.failures_total, report.seeds_run, first.seed, first.verdict
+    );
+    for entry in replay.trace.entries().iter().filter(|e| matches!(e.event, TraceEvent::Fault { .. })) {
+        println!("  {entry}");
+    }
+}
+
+#[test]
+fn rabbitmq_fixed_passes_its_sweep() {
+    fixed_variant_passes("rabbitmq:fixed");
+}
+
+#[test]
+fn rabbitmq_resize_crash_is_found_by_the_differential_oracle() {
+    planted_bug_is_found("rabbitmq:resize-crash");
+}
+
+#[test]
+fn zookeeper_fixed_passes_its_sweep() {
+    fixed_variant_passes("zookeeper:fixed");
+}
+
+#[test]
+fn zookeeper_stale_delete_is_found_by_the_data_volume_contract() {
+    planted_bug_is_found("zookeeper:stale-delete");
+}
+
+#[test]
+fn cassandra_fixed_passes_its_sweep() {
+    fixed_variant_passes("cassandra:fixed");
+}
+
+#[test]
+fn cassandra_missed_scale_down_is_found_by_the_differential_oracle() {
+    planted_bug_is_found("cassandra:missed-scale-down");
+}
+
+#[test]
+fn casskop_fixed_passes_its_sweep() {
+    fixed_variant_passes("casskop:fixed");
+}
+
+#[test]
+fn casskop_lost_flag_is_found_as_a_world_that_never_converges() {
+    planted_bug_is_found("casskop:lost-flag");
+}
+
+#[test]
+fn mongodb_fixed_passes_its_sweep() {
+    fixed_variant_passes("mongodb:fixed");
+}
+
+#[test]
+fn mongodb_stale_delete_is_found_by_the_data_volume_contract() {
+    planted_bug_is_found("mongodb:stale-delete");
+}
+
+#[test]
+fn mongodb_duplicate_backup_is_found_by_the_children_within_spec_contract() {
+    planted_bug_is_found("mongodb:duplicate-backup");
+}
+
+#[test]
+fn yugabyte_fixed_passes_its_sweep() {
+    fixed_variant_passes("yugabyte:fixed");
+}
+
+#[test]
+fn yugabyte_missed_delete_is_found_by_the_differential_oracle() {
+    planted_bug_is_found("yugabyte:missed-delete");
+}
+
+#[test]
+fn nifikop_fixed_passes_its_sweep() {
+    fixed_variant_passes("nifikop:fixed");
+}
+
+#[test]
+fn nifikop_config_crash_is_found_by_the_differential_oracle() {
+    planted_bug_is_found("nifikop:config-crash");
+}
+
+#[test]
+fn every_zoo_scenario_is_named_operator_colon_variant_and_each_operator_has_a_fixed_variant() {
+    let scenarios = zoo::scenarios();
+    let names: Vec<&str> = scenarios.iter().map(Scenario::name).collect();
+    let registry = sim::scenario::Registry::new(scenarios.clone()).expect("names are unique");
+    assert_eq!(registry.len(), names.len());
+    let operators: std::collections::BTreeSet<&str> =
+        names.iter().map(|n| n.split_once(':').expect("operator:variant").0).collect();
+    assert_eq!(operators.len(), 7, "{operators:?}");
+    for operator in operators {
+        assert!(names.contains(&format!("{operator}:fixed").as_str()), "{operator} has no fixed variant");
+    }
+    assert_eq!(names.len(), 15);
+}
