@@ -124,6 +124,9 @@ async fn run(world: World, ids: NodeIds) {
                     next_seq += 1;
                 }
                 NodeAction::StopAll => {
+                    // Faults ending is activity: the quiet period starts over, so that nodes
+                    // restarted or resumed now get the time to act before the world counts as quiet.
+                    world.with(|w| w.last_write = w.last_write.max(now));
                     // Liveness phase: everything pending happens now; timed faults never fire.
                     let pending: Vec<Timer> = std::mem::take(&mut timers).into_values().collect();
                     for timer in pending {
@@ -145,6 +148,9 @@ async fn run(world: World, ids: NodeIds) {
                 Timer::Restart(node) => {
                     let Some(id) = ids.nodes.get(&node).copied() else { continue };
                     world.with(|w| {
+                        // A restart is activity: a restarted node (a leader candidate, say) may
+                        // write once it has listed.
+                        w.last_write = w.last_write.max(now);
                         if let Some(state) = w.injector.nodes.get_mut(&node) {
                             state.down = false;
                         }
@@ -156,6 +162,7 @@ async fn run(world: World, ids: NodeIds) {
                     let Some(id) = ids.nodes.get(&node).copied() else { continue };
                     if paused.remove(&node).is_some() {
                         world.with(|w| {
+                            w.last_write = w.last_write.max(now);
                             w.trace(&node, TraceEvent::Note { text: format!("{node} resumed") });
                         });
                         handle.resume(id);
