@@ -81,7 +81,7 @@ async fn reconcile(parent: Arc<ConfigMap>, ctx: Arc<Ctx>) -> Result<Action, sim:
         let child = common::child(&parent, Some(&format!("{name}-{c}")));
         match secrets.create(&PostParams::default(), &child).await {
             Ok(_) => {}
-            Err(sim::Error::Api(status)) if status.code == 409 => {}
+            Err(sim::Error::Api(status)) if status.code == 409 && status.reason == "AlreadyExists" => {}
             Err(error) => return Err(error),
         }
     }
