@@ -17,7 +17,9 @@
 //! - `mongodb:duplicate-backup`: backups are created with `generateName`.
 //! - `mongodb:fixed`: the finalizer re-reads the cluster from the server and cleans up only if
 //!   that same object (by uid) is being deleted; backups have deterministic names and an
-//!   `AlreadyExists` answer counts as made.
+//!   `AlreadyExists` answer counts as made. As `zookeeper:fixed`, every reconcile first checks
+//!   that the cached cluster is still the server's, adopts claims, and writes status with the
+//!   resourceVersion it read.
 //!
 //! **Caught by** the data-store contract [`super::oracle::data_volumes_kept`] and the
 //! [`super::oracle::children_within_spec`] contract (never more backups than requested).

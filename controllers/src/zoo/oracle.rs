@@ -8,6 +8,8 @@
 //! - the engine's own liveness verdict: the world must quiesce (an error loop never does);
 //! - [`data_volumes_kept`], a safety contract every zoo data store states: a PVC that a live
 //!   cluster lists in `status.dataVolumes` is never deleted.
+//! - [`children_within_spec`], the "never more than N" contract: a resource never owns more
+//!   children of a kind than its spec asks for.
 
 use std::sync::{Arc, Mutex};
 

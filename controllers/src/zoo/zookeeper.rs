@@ -12,7 +12,12 @@
 //! creates the cluster, deletes it, and creates it again under the same name.
 //! - `zookeeper:stale-delete`: the cleanup deletes `data-<name>-<i>` by name.
 //! - `zookeeper:fixed`: the cleanup deletes only claims whose owner reference carries the
-//!   deleted cluster's uid, with that claim's uid as a precondition.
+//!   deleted cluster's uid, with that claim's uid as a precondition. Beyond that one fix, the
+//!   sweep showed what else a stale view breaks, and the fixed variant guards it too: a reconcile
+//!   first checks by a server read that the cached cluster is still the one under its name (else
+//!   it would create claims owned by the dead cluster, which the garbage collector then deletes
+//!   under the live one), adopts claims owned by another uid, and writes status with the
+//!   resourceVersion it read.
 //!
 //! **Caught by** the data-store contract [`super::oracle::data_volumes_kept`].
 
