@@ -1,4 +1,5 @@
-//! The `kube-sim` command line. Each subcommand is its own function; `serve` is the first.
+//! The `kube-sim` command line: `sim::cli`'s subcommands (list, explore, replay, shrink, explain,
+//! merge) over the zoo's scenarios, plus `serve`.
 
 use std::{net::SocketAddr, path::PathBuf, process::ExitCode};
 
@@ -14,6 +15,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    #[command(flatten)]
+    Sim(sim::cli::Command),
     /// Serve the Kubernetes API of an empty model cluster over HTTP (live, not simulated), for
     /// kubectl, kube-rs or any other client.
     Serve(ServeArgs),
@@ -35,8 +38,15 @@ struct ServeArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Sim(command) => sim::cli::dispatch(command, registry),
         Command::Serve(args) => serve(args),
     }
+}
+
+/// Every scenario this binary knows: the operator zoo's fixed and buggy variants. Built only for
+/// the subcommands that need it (each zoo scenario runs its fault-free reference first).
+fn registry() -> sim::scenario::Registry {
+    sim::scenario::Registry::new(controllers::zoo::scenarios()).expect("zoo scenario names are unique")
 }
 
 fn serve(args: ServeArgs) -> ExitCode {
