@@ -78,13 +78,29 @@ fn explore_of_an_unknown_scenario_exits_2_naming_it() {
 }
 
 #[test]
-fn guided_exploration_says_it_is_not_available_yet_and_exits_2() {
-    let (code, _, stderr) = run(&["explore", "--guided", "--seeds", "1"]);
-    assert_eq!(code, 2);
-    assert_eq!(
-        stderr,
-        "kube-sim explore: guided exploration is not available yet; use --random (the default)\n"
-    );
+fn guided_exploration_finds_the_cassandra_bug_and_writes_a_file_found_by_guided() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let out = dir.path().to_str().expect("utf-8");
+    let args = [
+        "explore",
+        "--guided",
+        "--scenario",
+        "cassandra:missed-scale-down",
+        "--seeds",
+        "200",
+        "--shrink-replays",
+        "10",
+        "--out",
+        out,
+    ];
+    let (code, stdout, stderr) = run(&args);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    assert!(stderr.contains("injection points exercised"), "{stderr}");
+    let files = files_under(dir.path());
+    assert_eq!(files.len(), 1, "{stdout}");
+    let file = RegressionFile::load(&files[0]).expect("a valid file");
+    assert_eq!(file.found.by, "guided");
+    assert_eq!(file.violation.property, "matches_reference");
 }
 
 #[test]

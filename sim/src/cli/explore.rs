@@ -15,8 +15,9 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::cli::report::{ExploreReport, FailureSummary, REPORT_FORMAT, REPORT_KIND, ScenarioSummary};
 use crate::cli::shard::Shard;
-use crate::cli::{CliError, EXIT_FAILURE, EXIT_PASS, EXIT_USAGE, message_shape, replay, replay_command};
+use crate::cli::{CliError, EXIT_FAILURE, EXIT_PASS, message_shape, replay, replay_command};
 use crate::faults::FaultPlan;
+use crate::guided::{Explorer, GuidedConfig};
 use crate::regression::{FORMAT_VERSION, Provenance, RecordedViolation, RegressionFile};
 use crate::scenario::{Registry, Scenario};
 use crate::shrink::{ShrinkBounds, shrink_plan};
@@ -49,7 +50,9 @@ pub struct ExploreArgs {
     /// Where regression files are written, as `DIR/<scenario>/<name>.json`.
     #[arg(long, value_name = "DIR", default_value = "regressions")]
     pub out: PathBuf,
-    /// Guided exploration (injection points of the reference run first).
+    /// Guided exploration: the injection points of each scenario's fault-free run, one fault at a
+    /// time, then several (`--seeds` bounds the runs per scenario; scenario i belongs to shard i
+    /// mod N).
     #[arg(long, conflicts_with = "random")]
     pub guided: bool,
     /// Random swarm exploration (the default).
@@ -102,12 +105,8 @@ struct Explored {
 
 /// `kube-sim explore`.
 pub fn explore(args: &ExploreArgs, registry: &Registry) -> Result<u8, CliError> {
-    if args.guided {
-        eprintln!("kube-sim explore: guided exploration is not available yet; use --random (the default)");
-        return Ok(EXIT_USAGE);
-    }
     let scenarios = select(registry, &args.scenarios)?;
-    let explored = run_seeds(args, &scenarios);
+    let explored = if args.guided { run_guided(args, &scenarios)? } else { run_seeds(args, &scenarios) };
     let mut report = ExploreReport {
         report: REPORT_KIND.to_owned(),
         format: REPORT_FORMAT,
@@ -242,6 +241,44 @@ fn run_seeds(args: &ExploreArgs, scenarios: &[&Scenario]) -> Explored {
     }
 }
 
+/// Guided exploration (`sim::guided`): per scenario of this shard (scenario i belongs to shard
+/// i mod N), the fault-free reference at `--first-seed`, then its single-fault plans, then
+/// multi-fault ones, up to `--seeds` runs, stopping at the first failure; prints the coverage.
+fn run_guided(args: &ExploreArgs, scenarios: &[&Scenario]) -> Result<Explored, CliError> {
+    let started = Instant::now();
+    let mut explored = Explored {
+        seeds_run: vec![0; scenarios.len()],
+        failing: vec![0; scenarios.len()],
+        failures: Vec::new(),
+        wall_seconds: 0.0,
+    };
+    for (index, scenario) in scenarios.iter().enumerate() {
+        if !args.shard.owns(index as u64) {
+            continue;
+        }
+        let mut config = GuidedConfig { seed: args.first_seed, ..GuidedConfig::default() };
+        if let Some(runs) = args.seeds {
+            config.runs_max = usize::try_from(runs).unwrap_or(usize::MAX);
+        }
+        let exploration = Explorer::for_scenario(scenario, config)
+            .explore()
+            .map_err(|e| CliError::Usage(format!("--guided: {e}")))?;
+        eprintln!("kube-sim explore: {}: {exploration}", scenario.name());
+        explored.seeds_run[index] = exploration.runs as u64;
+        explored.failing[index] = exploration.failures as u64;
+        if let Some(finding) = exploration.failure {
+            explored.failures.push(Failure {
+                scenario: index,
+                seed: finding.report.seed,
+                verdict: finding.report.verdict,
+                plan: finding.plan,
+            });
+        }
+    }
+    explored.wall_seconds = started.elapsed().as_secs_f64();
+    Ok(explored)
+}
+
 /// A progress bar on stderr (indicatif draws nothing when stderr is not a terminal).
 fn progress_bar(total: Option<u64>) -> ProgressBar {
     let bar = match total {
@@ -331,7 +368,7 @@ fn shrink_one(
         violation: violation.clone(),
         trace_digest: last.digest.clone(),
         found: Provenance {
-            by: "swarm".to_owned(),
+            by: if args.guided { "guided" } else { "swarm" }.to_owned(),
             seeds_explored: Some(seeds_explored),
             faults_before_shrink: Some(shrunk.faults_before),
             shrink_replays: Some(shrunk.replays),
