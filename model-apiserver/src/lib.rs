@@ -72,6 +72,8 @@
 //! assert!(created.metadata.uid.is_some());
 //! ```
 
+// Every public item is documented: the crate is a library other people read.
+#![warn(missing_docs)]
 // Every verb answers `Result<_, kube_core::Status>`, as kube-apiserver answers a Status: the error
 // is the API's own value, not an operational failure, and boxing it would make every caller
 // unbox what kube-rs hands out unboxed.

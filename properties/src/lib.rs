@@ -89,6 +89,9 @@
 //! assert_eq!(found.to_string(), "replicas_at_most_2: at step 7 (1500 ms): expected at most 2 replicas, found 3");
 //! ```
 
+// Every public item is documented: the crate is a library other people read.
+#![warn(missing_docs)]
+
 mod always;
 mod builtin;
 mod diff;

@@ -60,6 +60,9 @@
 //! becomes the factory given to [`SimBuilder::controller`], which receives [`Clients`] instead of
 //! calling `Client::try_default()`.
 
+// Every public item is documented: the crate is a library other people read.
+#![warn(missing_docs)]
+
 pub mod cli;
 pub mod client;
 pub mod controller;

@@ -16,27 +16,79 @@ use sha2::{Digest, Sha256};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TraceEvent {
     /// A node (controller or workload) started, or restarted after a kill.
-    NodeStart { restart: bool },
+    NodeStart {
+        /// Whether this is a restart after a kill.
+        restart: bool,
+    },
     /// A node was killed (crash fault or end of run).
-    NodeKill { reason: String },
+    NodeKill {
+        /// Why the node was killed.
+        reason: String,
+    },
     /// An API request left a client. `call` numbers calls per run; `target` is
     /// `resource[/namespace][/name]`.
-    ApiRequest { call: u64, verb: &'static str, target: String },
+    ApiRequest {
+        /// The call's number in this run.
+        call: u64,
+        /// The verb, as audit logs spell it.
+        verb: &'static str,
+        /// `resource[/namespace][/name]`.
+        target: String,
+    },
     /// The answer to call `call`: `Ok(resourceVersion)` or `Err((code, reason))`.
-    ApiResponse { call: u64, result: Result<String, (u16, String)> },
+    ApiResponse {
+        /// The call's number in this run.
+        call: u64,
+        /// `Ok(resourceVersion)` or `Err((code, reason))`.
+        result: Result<String, (u16, String)>,
+    },
     /// A watch event reached an informer: `watch` names the informer's resource, `kind` is
     /// `ADDED`/`MODIFIED`/`DELETED`/`BOOKMARK`/`ERROR`, `object` is `namespace/name`.
-    WatchDelivery { watch: String, kind: &'static str, object: String, resource_version: String },
+    WatchDelivery {
+        /// The informer's resource.
+        watch: String,
+        /// `ADDED`, `MODIFIED`, `DELETED`, `BOOKMARK` or `ERROR`.
+        kind: &'static str,
+        /// The object.
+        object: String,
+        /// The resourceVersion.
+        resource_version: String,
+    },
     /// An informer (re)listed: `resource_version` is the list's RV, `items` its size.
-    Relist { watch: String, resource_version: String, items: usize },
+    Relist {
+        /// The informer's resource.
+        watch: String,
+        /// The resourceVersion.
+        resource_version: String,
+        /// How many items the list held.
+        items: usize,
+    },
     /// A reconcile started for `object` (`kind namespace/name`).
-    ReconcileStart { controller: String, object: String },
+    ReconcileStart {
+        /// The controller.
+        controller: String,
+        /// The object.
+        object: String,
+    },
     /// A reconcile ended: `result` is `requeue 5s`, `await change` or `error: ...`.
-    ReconcileEnd { controller: String, object: String, result: String },
+    ReconcileEnd {
+        /// The controller.
+        controller: String,
+        /// The object.
+        object: String,
+        /// The outcome.
+        result: String,
+    },
     /// A fault fired.
-    Fault { description: String },
+    Fault {
+        /// What fired, in one line.
+        description: String,
+    },
     /// A workload step, property check or other engine note.
-    Note { text: String },
+    Note {
+        /// The note.
+        text: String,
+    },
 }
 
 impl fmt::Display for TraceEvent {

@@ -50,41 +50,93 @@ pub enum Fault {
     /// Kill the controller's node (caches, queue and memory lost), restart it after
     /// `restart_after_ms`. With an API-call trigger, `side` says whether the call happened.
     #[serde(rename_all = "camelCase")]
-    Crash { controller: String, side: CallSide, restart_after_ms: u64 },
+    Crash {
+        /// The controller (node name) the fault acts on.
+        controller: String,
+        /// Before or after the triggering call.
+        side: CallSide,
+        /// Virtual milliseconds until the node restarts.
+        restart_after_ms: u64,
+    },
     /// After the controller's next restart its informers list and watch from a lagging API-server
     /// replica, `lag_revisions` behind storage (time travel: kubernetes#59848). Writes still go to
     /// storage with real RV checks.
     #[serde(rename_all = "camelCase")]
-    StaleReplica { controller: String, lag_revisions: u64, restart_after_ms: u64 },
+    StaleReplica {
+        /// The controller (node name) the fault acts on.
+        controller: String,
+        /// How many revisions the replica lags behind storage.
+        lag_revisions: u64,
+        /// Virtual milliseconds until the node restarts.
+        restart_after_ms: u64,
+    },
     /// Reconciles of the controller are held for `duration_ms` while its caches keep advancing,
     /// so intermediate states go unobserved.
     #[serde(rename_all = "camelCase")]
-    PauseReconciles { controller: String, duration_ms: u64 },
+    PauseReconciles {
+        /// The controller (node name) the fault acts on.
+        controller: String,
+        /// Virtual milliseconds the fault lasts.
+        duration_ms: u64,
+    },
     /// Watch deliveries to the controller's informers are held for `duration_ms`, then the watch
     /// expires (410) and the informer relists: the events in between are never seen one by one.
     #[serde(rename_all = "camelCase")]
-    SkipByRelist { controller: String, duration_ms: u64 },
+    SkipByRelist {
+        /// The controller (node name) the fault acts on.
+        controller: String,
+        /// Virtual milliseconds the fault lasts.
+        duration_ms: u64,
+    },
     /// Extra delay on one informer's watch deliveries (reorders across informers).
     #[serde(rename_all = "camelCase")]
-    DelayWatch { controller: String, resource: String, extra_ms: u64 },
+    DelayWatch {
+        /// The controller (node name) the fault acts on.
+        controller: String,
+        /// The informer's resource (plural), or empty for every informer of the node.
+        resource: String,
+        /// Extra virtual milliseconds per delivery.
+        extra_ms: u64,
+    },
     /// The triggering API call fails with `error` without reaching the server.
     #[serde(rename_all = "camelCase")]
-    ApiError { controller: String, error: InjectedError },
+    ApiError {
+        /// The controller (node name) the fault acts on.
+        controller: String,
+        /// The error answered.
+        error: InjectedError,
+    },
     /// The triggering write is applied by the server, but the client sees 504 Timeout.
     #[serde(rename_all = "camelCase")]
-    Ambiguous { controller: String },
+    Ambiguous {
+        /// The controller (node name) the fault acts on.
+        controller: String,
+    },
     /// Every watch of the controller is cut; informers re-watch (and relist on 410).
     #[serde(rename_all = "camelCase")]
-    WatchDisconnect { controller: String },
+    WatchDisconnect {
+        /// The controller (node name) the fault acts on.
+        controller: String,
+    },
     /// The server compacts its history up to the current revision: watches behind it get 410.
     Compact,
     /// Calls between the controller and the API server fail (timeouts) for `duration_ms`.
     #[serde(rename_all = "camelCase")]
-    Partition { controller: String, duration_ms: u64 },
+    Partition {
+        /// The controller (node name) the fault acts on.
+        controller: String,
+        /// Virtual milliseconds the fault lasts.
+        duration_ms: u64,
+    },
     /// The controller's current leader replica is paused for `duration_ms`: its Lease expires, the
     /// other replica takes over, and the old leader wakes still believing it leads.
     #[serde(rename_all = "camelCase")]
-    PauseLeader { controller: String, duration_ms: u64 },
+    PauseLeader {
+        /// The controller (node name) the fault acts on.
+        controller: String,
+        /// Virtual milliseconds the fault lasts.
+        duration_ms: u64,
+    },
 }
 
 impl Fault {
@@ -188,23 +240,46 @@ pub enum Trigger {
     /// and/or verb. Crash faults use `side` to land before or after that call.
     #[serde(rename_all = "camelCase")]
     NthWrite {
+        /// The controller (node name) whose writes are counted.
         controller: String,
+        /// Which write (1-based).
         n: u32,
+        /// Count only writes of this kind.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         kind: Option<String>,
+        /// Count only writes of this verb (`create`, `update`, `patch`, `delete`, `deletecollection`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         verb: Option<String>,
     },
     /// When anyone's write changes object `namespace/name` of `kind` in the given way.
     #[serde(rename_all = "camelCase")]
-    OnObject { kind: String, namespace: String, name: String, change: ObjectChange },
+    OnObject {
+        /// The object's kind.
+        kind: String,
+        /// The object's namespace (empty for cluster-scoped).
+        namespace: String,
+        /// The object's name.
+        name: String,
+        /// The change that fires the trigger.
+        change: ObjectChange,
+    },
     /// At virtual time `at_ms` after the start of the run.
     #[serde(rename_all = "camelCase")]
-    AtTime { at_ms: u64 },
+    AtTime {
+        /// Virtual milliseconds after the start of the run.
+        at_ms: u64,
+    },
     /// On each API call of the controller, with probability `per_mille`/1000 (drawn from the
     /// decision source), at most `max` times.
     #[serde(rename_all = "camelCase")]
-    Rate { controller: String, per_mille: u32, max: u32 },
+    Rate {
+        /// The controller (node name) whose calls may fire it.
+        controller: String,
+        /// The probability per call, in thousandths.
+        per_mille: u32,
+        /// At most this many firings.
+        max: u32,
+    },
 }
 
 /// One planned fault.
