@@ -240,6 +240,7 @@ fn empty_report(seed: u64) -> RunReport {
         stats: RunStats::default(),
         plan: sim::faults::FaultPlan::none(),
         unfired: Vec::new(),
+        choices: None,
     }
 }
 

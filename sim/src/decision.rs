@@ -72,6 +72,65 @@ pub enum DecisionError {
         /// Choices recorded.
         recorded: usize,
     },
+    /// The recording was made with another seed than the run replaying it: madsim's task order
+    /// comes from the seed, so the choices cannot mean the same run.
+    #[error("the recording was made with seed {recorded}, but the run has seed {run}")]
+    SeedMismatch {
+        /// The recording's seed.
+        recorded: u64,
+        /// The run's seed.
+        run: u64,
+    },
+}
+
+impl DecisionError {
+    /// The first divergent choice as (stream, index), when the divergence is at one choice
+    /// (`Unconsumed` and `SeedMismatch` are not).
+    pub fn choice(&self) -> Option<(&str, usize)> {
+        match self {
+            DecisionError::StreamMismatch { index, found, .. } => Some((found, *index)),
+            DecisionError::OutOfRange { index, stream, .. } | DecisionError::Exhausted { index, stream } => {
+                Some((stream, *index))
+            }
+            DecisionError::Unconsumed { .. } | DecisionError::SeedMismatch { .. } => None,
+        }
+    }
+}
+
+/// What a run does with its choices: draw them from the seed (the default), also record them,
+/// or replay a recording (see [`crate::SimBuilder::record_choices`] and
+/// [`crate::SimBuilder::replay_choices`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum ChoiceMode {
+    /// Draw from the seed; record nothing (no cost).
+    #[default]
+    Off,
+    /// Draw from the seed and record every choice.
+    Record,
+    /// Replay these choices; the first divergence is kept.
+    Replay(Arc<Choices>),
+}
+
+impl ChoiceMode {
+    /// The decision source of a run of `seed` in this mode. Replaying a recording of another
+    /// seed starts diverged ([`DecisionError::SeedMismatch`]) and draws from `seed`.
+    pub fn source(&self, seed: u64) -> DecisionSource {
+        match self {
+            ChoiceMode::Off => DecisionSource::new(seed),
+            ChoiceMode::Record => DecisionSource::recording(seed),
+            ChoiceMode::Replay(choices) if choices.seed != seed => {
+                let source = DecisionSource::replaying(Choices { seed, ..(**choices).clone() });
+                if let Some(log) = &source.log {
+                    let mut log = log.lock().unwrap_or_else(|poison| poison.into_inner());
+                    if let Log::Replaying { divergence, .. } = &mut *log {
+                        *divergence = Some(DecisionError::SeedMismatch { recorded: choices.seed, run: seed });
+                    }
+                }
+                source
+            }
+            ChoiceMode::Replay(choices) => DecisionSource::replaying((**choices).clone()),
+        }
+    }
 }
 
 /// One recorded choice: the stream it came from and the value the draw returned (the result of

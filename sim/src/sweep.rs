@@ -10,7 +10,7 @@
 //! stderr with its verdict and the exact command that replays it.
 
 use std::any::Any;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::fmt::Write as _;
 use std::num::NonZeroUsize;
 use std::sync::Mutex;
@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread;
 use std::time::Instant;
 
+use crate::decision::ChoiceMode;
 use crate::logging;
 use crate::trace::Trace;
 use crate::verdict::{RunReport, RunStats, Verdict};
@@ -144,6 +145,17 @@ impl SweepReport {
 thread_local! {
     // Set by the sweep on a seed's own thread (fresh per seed), so it never outlives the run.
     static SINGLE_SEED_RUN: Cell<bool> = const { Cell::new(false) };
+    // Set by the self-check on a seed's own thread, and taken by the first run on it: record the
+    // first run's choices, replay them in the second. The sweep's `run` is a closure over the
+    // user's builder, so this is the only way to reach it; a run on another thread (a reference
+    // run, say) never sees it.
+    static SELF_CHECK_CHOICES: RefCell<Option<ChoiceMode>> = const { RefCell::new(None) };
+}
+
+/// The choice mode the determinism self-check asked of this thread's run, once: the first
+/// [`crate::SimBuilder::run`] on a self-checked seed's thread takes it.
+pub(crate) fn take_self_check_choices() -> Option<ChoiceMode> {
+    SELF_CHECK_CHOICES.with(|cell| cell.borrow_mut().take())
 }
 
 /// Whether the current thread runs the one seed that `SIM_SEED` asked for: the engine then keeps
@@ -228,8 +240,15 @@ fn panic_message(payload: &(dyn Any + Send)) -> String {
         .unwrap_or_else(|| "a panic with a non-string payload".to_owned())
 }
 
-/// Runs `run(seed)` on a fresh thread; a panic that escapes the engine becomes a crash verdict.
-fn run_on_fresh_thread<F>(scenario: &str, seed: u64, single: bool, run: &F) -> RunReport
+/// Runs `run(seed)` on a fresh thread, whose first engine run uses `choices` if given; a panic
+/// that escapes the engine becomes a crash verdict.
+fn run_on_fresh_thread<F>(
+    scenario: &str,
+    seed: u64,
+    single: bool,
+    choices: Option<ChoiceMode>,
+    run: &F,
+) -> RunReport
 where
     F: Fn(u64) -> RunReport + Sync,
 {
@@ -239,6 +258,7 @@ where
             .stack_size(SEED_THREAD_STACK_BYTES)
             .spawn_scoped(scope, || {
                 SINGLE_SEED_RUN.with(|cell| cell.set(single));
+                SELF_CHECK_CHOICES.with(|cell| *cell.borrow_mut() = choices);
                 let _logs = logging::init_for_run(single);
                 run(seed)
             })
@@ -256,21 +276,39 @@ where
             stats: RunStats::default(),
             plan: crate::faults::FaultPlan::none(),
             unfired: Vec::new(),
+            choices: None,
         })
     })
 }
 
 /// Runs one seed, with the self-check when `check`, and returns the failing report, if any.
+///
+/// The self-check records the first run's choices and replays them in the second, so that when
+/// the digests differ the verdict names the first choice at which the runs parted (a divergence
+/// replaced the second run's verdict). When no choice diverged, the nondeterminism is in the task
+/// order or in the controller's own code, and the verdict says only that the digests differ.
 fn run_seed<F>(config: &SweepConfig, seed: u64, single: bool, check: bool, run: &F) -> Option<RunReport>
 where
     F: Fn(u64) -> RunReport + Sync,
 {
-    let first = run_on_fresh_thread(&config.scenario, seed, single, run);
+    let record = check.then_some(ChoiceMode::Record);
+    let mut first = run_on_fresh_thread(&config.scenario, seed, single, record, run);
+    // Kept failures must not hold a whole recording each: the sweep's memory stays flat.
+    let recorded = first.choices.take();
     if check {
-        let second = run_on_fresh_thread(&config.scenario, seed, single, run);
+        let replay = recorded.map(|choices| ChoiceMode::Replay(std::sync::Arc::new(choices)));
+        let second = run_on_fresh_thread(&config.scenario, seed, single, replay, run);
         if second.digest != first.digest || second.verdict != first.verdict {
+            let choice = match second.verdict {
+                Verdict::Nondeterminism { choice, .. } => choice,
+                _ => None,
+            };
             return Some(RunReport {
-                verdict: Verdict::Nondeterminism { first: first.digest.clone(), second: second.digest },
+                verdict: Verdict::Nondeterminism {
+                    first: first.digest.clone(),
+                    second: second.digest,
+                    choice,
+                },
                 ..first
             });
         }
@@ -390,6 +428,7 @@ mod tests {
             stats: RunStats::default(),
             plan: crate::faults::FaultPlan::none(),
             unfired: Vec::new(),
+            choices: None,
         }
     }
 
@@ -469,7 +508,7 @@ mod tests {
         assert_eq!(report.failures[0].seed, 6);
         assert_eq!(
             report.failures[0].verdict,
-            Verdict::Nondeterminism { first: "d1".into(), second: "d2".into() }
+            Verdict::Nondeterminism { first: "d1".into(), second: "d2".into(), choice: None }
         );
     }
 

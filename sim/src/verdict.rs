@@ -6,6 +6,7 @@
 
 use std::fmt;
 
+use crate::decision::{Choices, DecisionError};
 use crate::faults::{FaultPlan, PlannedFault};
 use crate::trace::Trace;
 
@@ -38,12 +39,17 @@ pub enum Verdict {
         /// Virtual milliseconds since start when it was detected.
         at_millis: u64,
     },
-    /// The determinism self-check found two runs of the same seed with different digests.
+    /// The determinism self-check found two runs of the same seed with different digests, or a
+    /// run replaying recorded choices diverged from them.
     Nondeterminism {
-        /// The first run's digest.
+        /// The first run's digest (empty for a replay of recorded choices, whose digest the
+        /// recording does not hold).
         first: String,
-        /// The second run's digest.
+        /// The second run's (or the replay's) digest.
         second: String,
+        /// The first choice at which the second run left the first run's recorded choices, if
+        /// the choices were recorded and one did: where to look for the nondeterminism.
+        choice: Option<DecisionError>,
     },
 }
 
@@ -81,9 +87,16 @@ impl fmt::Display for Verdict {
                 let (seconds, millis) = (at_millis / 1000, at_millis % 1000);
                 write!(f, "{kind}: property \"{property}\" failed at {seconds}.{millis:03}s: {message}")
             }
-            Verdict::Nondeterminism { first, second } => {
+            Verdict::Nondeterminism { first, second, choice: None } => {
                 write!(f, "{kind}: the same seed gave trace digests {first} and {second}")
             }
+            Verdict::Nondeterminism { first, second, choice: Some(choice) } if first.is_empty() => {
+                write!(f, "{kind}: the replay (trace digest {second}) left its recorded choices: {choice}")
+            }
+            Verdict::Nondeterminism { first, second, choice: Some(choice) } => write!(
+                f,
+                "{kind}: the same seed gave trace digests {first} and {second}; first divergent {choice}"
+            ),
         }
     }
 }
@@ -120,6 +133,8 @@ pub struct RunReport {
     pub plan: FaultPlan,
     /// The planned faults that never fired (never silently dropped: the report's line shows them).
     pub unfired: Vec<PlannedFault>,
+    /// The run's choices, when it recorded them ([`crate::SimBuilder::record_choices`]).
+    pub choices: Option<Choices>,
 }
 
 impl fmt::Display for RunReport {
@@ -167,8 +182,30 @@ mod tests {
                 "correctness: property \"owned\" failed at 1.234s: a missing",
             ),
             (
-                Verdict::Nondeterminism { first: "ab".into(), second: "cd".into() },
+                Verdict::Nondeterminism { first: "ab".into(), second: "cd".into(), choice: None },
                 "nondeterminism: the same seed gave trace digests ab and cd",
+            ),
+            (
+                Verdict::Nondeterminism {
+                    first: "ab".into(),
+                    second: "cd".into(),
+                    choice: Some(DecisionError::Exhausted { index: 4, stream: "watch".into() }),
+                },
+                "nondeterminism: the same seed gave trace digests ab and cd; first divergent choice 4 on \
+                 stream \"watch\": the recording holds only 4 choices",
+            ),
+            (
+                Verdict::Nondeterminism {
+                    first: String::new(),
+                    second: "cd".into(),
+                    choice: Some(DecisionError::StreamMismatch {
+                        index: 2,
+                        expected: "latency".into(),
+                        found: "watch".into(),
+                    }),
+                },
+                "nondeterminism: the replay (trace digest cd) left its recorded choices: choice 2: drawn \
+                 from stream \"watch\", but the recording has stream \"latency\"",
             ),
         ];
         for (verdict, line) in cases {
@@ -189,6 +226,7 @@ mod tests {
             stats: RunStats::default(),
             plan: FaultPlan::none(),
             unfired: Vec::new(),
+            choices: None,
         };
         assert_eq!(report.to_string(), "scenario \"cmgen\" seed 7: liveness: time limit 60s passed");
     }

@@ -27,7 +27,8 @@ use kube_core::DynamicObject;
 use model_apiserver::{ApiServer, Revision, ServerConfig, Snapshot};
 
 use crate::client::Client;
-use crate::decision::DecisionSource;
+use crate::decision::{ChoiceMode, Choices, DecisionSource};
+use crate::generate::{GenerateError, GeneratedWorkload, WorkloadSource};
 use crate::property::Property;
 use crate::trace::{Trace, TraceEvent};
 use crate::transport::{FaultHook, NoFaults};
@@ -116,6 +117,10 @@ pub struct SimBuilder {
     /// Start the fault supervisor even without faults (leader-elected replicas need it).
     supervised: bool,
     fault_hook: Option<FaultHookFactory>,
+    /// Whether runs record their choices or replay a recording.
+    choices: ChoiceMode,
+    /// The generated workload, when the workload is one (the shrinker shortens it).
+    generated: Option<WorkloadSource>,
 }
 
 impl Default for SimBuilder {
@@ -147,6 +152,8 @@ impl SimBuilder {
             faults: crate::faults::FaultSource::None,
             supervised: false,
             fault_hook: None,
+            choices: ChoiceMode::Off,
+            generated: None,
         }
     }
 
@@ -225,6 +232,54 @@ impl SimBuilder {
         Fut: Future<Output = Result<(), WorkloadError>> + 'static,
     {
         self.workload = Some(Arc::new(move |w| Box::pin(script(w))));
+        self.generated = None;
+        self
+    }
+
+    /// Declare a generated workload as the workload, the same steps for every seed. Unlike
+    /// `.workload(workload.into_script())`, the builder knows the steps, so a shrinker can shorten
+    /// them and a regression file can hold them (see [`SimBuilder::generated_workload_for`]).
+    pub fn generated_workload(self, workload: GeneratedWorkload) -> Self {
+        self.workload_source(WorkloadSource::Fixed(Arc::new(workload)))
+    }
+
+    /// Declare a workload generated from `crd`'s schema with `steps_max` steps, a different one
+    /// for each seed (generated from the run's seed, as [`GeneratedWorkload::for_crd`] does).
+    /// A schema nothing can be generated from fails the run's first workload step.
+    pub fn generate_workload(
+        self,
+        crd: &k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+        steps_max: usize,
+    ) -> Result<Self, GenerateError> {
+        let (resource, schema) = crate::generate::crd_schema(crd)?;
+        Ok(self.workload_source(WorkloadSource::PerSeed { resource, schema: Arc::new(schema), steps_max }))
+    }
+
+    /// Declare the workload as a generated one from `source`.
+    pub fn workload_source(mut self, source: WorkloadSource) -> Self {
+        self.workload = Some(source.script());
+        self.generated = Some(source);
+        self
+    }
+
+    /// The generated workload a run of `seed` runs: `None` if the workload is not a generated one
+    /// (a script), `Some(Err)` if it cannot be generated.
+    pub fn generated_workload_for(&self, seed: u64) -> Option<Result<GeneratedWorkload, GenerateError>> {
+        self.generated.as_ref().map(|source| source.for_seed(seed))
+    }
+
+    /// Record every choice of each run; [`RunReport::choices`] then holds them, for
+    /// [`SimBuilder::replay_choices`] or a regression file.
+    pub fn record_choices(mut self, record: bool) -> Self {
+        self.choices = if record { ChoiceMode::Record } else { ChoiceMode::Off };
+        self
+    }
+
+    /// Replay recorded choices instead of drawing them from the seed (run the recording's seed).
+    /// A run that asks for another choice than recorded ends with a nondeterminism verdict naming
+    /// the first divergent choice (its stream and index).
+    pub fn replay_choices(mut self, choices: Choices) -> Self {
+        self.choices = ChoiceMode::Replay(Arc::new(choices));
         self
     }
 
@@ -315,6 +370,16 @@ impl SimBuilder {
         }
     }
 
+    /// The builder a run of `seed` uses: with the seed's generated workload, if generated per seed.
+    #[cfg(madsim)]
+    fn for_seed(&self, seed: u64) -> SimBuilder {
+        let mut builder = self.clone();
+        if let Some(source @ WorkloadSource::PerSeed { .. }) = &self.generated {
+            builder.workload = Some(source.script_for_seed(seed));
+        }
+        builder
+    }
+
     /// The declared clusters, or the implicit `default` one.
     fn cluster_specs(&self) -> Vec<ClusterSpec> {
         if self.clusters.is_empty() {
@@ -335,12 +400,14 @@ impl SimBuilder {
         let mut runtime = madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
         runtime.set_time_limit(self.time_limit);
         let specs = self.cluster_specs();
-        let world = World::new(seed, keep_trace, self.properties.clone().into());
+        // A sweep's self-check may ask this thread's run to record or replay its choices.
+        let choices = crate::sweep::take_self_check_choices().unwrap_or_else(|| self.choices.clone());
+        let world = World::new(choices.source(seed), keep_trace, self.properties.clone().into());
         if let Some(hook) = &self.fault_hook {
             world.with(|w| w.faults = hook(seed));
         }
         let nodes: Arc<Mutex<Vec<madsim::task::NodeId>>> = Arc::default();
-        let main = run_phases(self.clone(), specs, world.clone(), nodes.clone());
+        let main = run_phases(self.for_seed(seed), specs, world.clone(), nodes.clone());
         let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| runtime.block_on(main)));
         // Kill every node, then let the executor drop the killed tasks' futures once more, so
         // nothing parked on a timer outlives the run.
@@ -584,11 +651,11 @@ impl Clients {
 pub(crate) struct World(Arc<Mutex<WorldState>>);
 
 impl World {
-    fn new(seed: u64, keep_trace: bool, properties: Arc<[Arc<dyn Property>]>) -> Self {
+    fn new(decisions: DecisionSource, keep_trace: bool, properties: Arc<[Arc<dyn Property>]>) -> Self {
         let (failure_tx, failure_rx) = futures::channel::oneshot::channel();
         let state = WorldState {
             clusters: BTreeMap::new(),
-            decisions: DecisionSource::new(seed),
+            decisions,
             trace: Trace::new(keep_trace),
             stats: RunStats::default(),
             next_call: 0,
@@ -636,7 +703,19 @@ impl World {
             w.progress.clear();
             let (plan, unfired) = (w.injector.plan(), w.injector.unfired());
             let digest = trace.digest();
-            RunReport { scenario, seed, verdict, digest, trace, stats: w.stats.clone(), plan, unfired }
+            // A replay that left its recording is not the recorded run: its verdict means nothing
+            // about the scenario, and the divergence is what the user must see.
+            let verdict = match w.decisions.finish_replay() {
+                Err(choice) => Verdict::Nondeterminism {
+                    first: String::new(),
+                    second: digest.clone(),
+                    choice: Some(choice),
+                },
+                Ok(()) => verdict,
+            };
+            let choices = w.decisions.choices();
+            let stats = w.stats.clone();
+            RunReport { scenario, seed, verdict, digest, trace, stats, plan, unfired, choices }
         })
     }
 }

@@ -385,6 +385,7 @@ mod tests {
             stats: RunStats::default(),
             plan: FaultPlan::none(),
             unfired: Vec::new(),
+            choices: None,
         };
         assert_eq!(
             story(&report),

@@ -166,6 +166,7 @@ mod tests {
             stats: RunStats::default(),
             plan: FaultPlan::none(),
             unfired: Vec::new(),
+            choices: None,
         };
         let doc = trace_events(&report);
         let events = doc["traceEvents"].as_array().expect("an array");

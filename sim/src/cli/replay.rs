@@ -69,6 +69,7 @@ fn engine_crash(scenario: &Scenario, seed: u64, plan: &FaultPlan, message: Strin
         stats: RunStats::default(),
         plan: plan.clone(),
         unfired: Vec::new(),
+        choices: None,
     }
 }
 

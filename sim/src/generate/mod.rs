@@ -27,10 +27,12 @@
 
 pub mod mutation;
 pub mod schema;
+pub mod source;
 pub mod workload;
 
 pub use mutation::{Expectation, Mutation, MutationKind, invalid_mutations, mutations, valid_mutations};
 pub use schema::{body_strategy, value_strategy};
+pub use source::WorkloadSource;
 pub use workload::{GeneratedWorkload, Step, crd_schema};
 
 /// Why a workload could not be generated.

@@ -31,7 +31,7 @@ use super::schema::{
 pub const SITES_MAX: usize = 256;
 
 /// A change to one field of a custom resource's body.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Mutation {
     /// A JSON pointer from the object's root through objects only: `/spec/replicas`.

@@ -51,7 +51,7 @@ const STEP_WEIGHTS: [u32; 4] = [10, 6, 1, 1];
 const STEP_WEIGHTS_TOTAL: u32 = 18;
 
 /// One step of a generated workload.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "camelCase")]
 pub enum Step {
     /// Create the object with this body (its fields besides apiVersion, kind and metadata).
@@ -83,7 +83,7 @@ impl Step {
 }
 
 /// A sequence of steps on one custom resource, generated from its schema.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GeneratedWorkload {
     /// The resource's apiVersion: `example.com/v1`.
@@ -238,7 +238,7 @@ impl GeneratedWorkload {
     }
 
     /// Run every step against the world.
-    async fn run(&self, w: &Workload) -> Result<(), WorkloadError> {
+    pub(crate) async fn run(&self, w: &Workload) -> Result<(), WorkloadError> {
         let api: Api<DynamicObject> = Api::namespaced_with(w.client(), &self.namespace, &self.api_resource());
         for (index, step) in self.steps.iter().enumerate() {
             let number = index as u64 + 1;
