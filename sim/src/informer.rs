@@ -13,6 +13,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures::FutureExt;
@@ -201,12 +202,15 @@ type ObjectKey = (String, String);
 /// A read handle on an informer's cache. Cheap to clone; reads may be stale, as in production.
 pub struct Store<K> {
     objects: Arc<Mutex<BTreeMap<ObjectKey, Arc<K>>>>,
+    /// Set when the first list is applied, so that [`Store::is_ready`] needs nobody to poll
+    /// `ready` (a shared future only knows its value once someone polled it).
+    listed: Arc<AtomicBool>,
     ready: Shared<futures::channel::oneshot::Receiver<()>>,
 }
 
 impl<K> Clone for Store<K> {
     fn clone(&self) -> Self {
-        Store { objects: self.objects.clone(), ready: self.ready.clone() }
+        Store { objects: self.objects.clone(), listed: self.listed.clone(), ready: self.ready.clone() }
     }
 }
 
@@ -224,7 +228,7 @@ impl<K> Store<K> {
     /// A new, empty store and the handle that signals its first list.
     pub(crate) fn new() -> (Self, futures::channel::oneshot::Sender<()>) {
         let (tx, rx) = futures::channel::oneshot::channel();
-        (Store { objects: Arc::default(), ready: rx.shared() }, tx)
+        (Store { objects: Arc::default(), listed: Arc::default(), ready: rx.shared() }, tx)
     }
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<ObjectKey, Arc<K>>> {
         self.objects.lock().unwrap_or_else(|e| e.into_inner())
@@ -249,16 +253,19 @@ impl<K> Store<K> {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    /// Whether the initial list has been applied.
+    /// Whether the initial list has been applied, as kube-runtime's `Store::is_ready`: true from
+    /// the moment the informer's first list is in the cache, whether or not anything waited for it.
     pub fn is_ready(&self) -> bool {
-        matches!(self.ready.peek(), Some(Ok(())))
+        self.listed.load(Ordering::Relaxed)
     }
     /// Wait until the initial list has been applied.
     pub async fn wait_until_ready(&self) -> Result<(), StoreError> {
         self.ready.clone().await.map_err(|_| StoreError::WriterDropped)
     }
+    /// Replace the cache with a list's objects; the first list makes the store ready.
     fn replace(&self, objects: Vec<(ObjectKey, Arc<K>)>) {
         *self.lock() = objects.into_iter().collect();
+        self.listed.store(true, Ordering::Relaxed);
     }
     fn apply(&self, key: ObjectKey, object: Arc<K>) {
         self.lock().insert(key, object);

@@ -192,7 +192,9 @@ fn fault_numbers(fault: &Fault) -> Vec<Number> {
         | Fault::SkipByRelist { duration_ms, .. }
         | Fault::Partition { duration_ms, .. }
         | Fault::PauseLeader { duration_ms, .. } => vec![Number { value: *duration_ms, min: 1 }],
-        Fault::DelayWatch { extra_ms, .. } => vec![Number { value: *extra_ms, min: 1 }],
+        Fault::DelayWatch { extra_ms, duration_ms, .. } => {
+            vec![Number { value: *extra_ms, min: 1 }, Number { value: *duration_ms, min: 1 }]
+        }
         Fault::ApiError { .. } | Fault::Ambiguous { .. } | Fault::WatchDisconnect { .. } | Fault::Compact => {
             Vec::new()
         }
@@ -236,7 +238,13 @@ fn set_number(planned: &mut PlannedFault, field: usize, value: u64) {
         | Fault::SkipByRelist { duration_ms, .. }
         | Fault::Partition { duration_ms, .. }
         | Fault::PauseLeader { duration_ms, .. } => *duration_ms = value,
-        Fault::DelayWatch { extra_ms, .. } => *extra_ms = value,
+        Fault::DelayWatch { extra_ms, duration_ms, .. } => {
+            if field == 0 {
+                *extra_ms = value
+            } else {
+                *duration_ms = value
+            }
+        }
         Fault::ApiError { .. } | Fault::Ambiguous { .. } | Fault::WatchDisconnect { .. } | Fault::Compact => {
         }
     }

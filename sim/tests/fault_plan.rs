@@ -55,6 +55,11 @@ fn swarm_plans_stay_within_their_bounds() {
                 }
                 Trigger::OnObject { .. } => panic!("swarm never draws object triggers: {planned}"),
             }
+            // Every fault that lasts is bounded: a watch delay ends within the drawn duration.
+            if let Fault::DelayWatch { extra_ms, duration_ms, .. } = &planned.fault {
+                let bounds = 1..=config.duration_max_ms;
+                assert!(bounds.contains(extra_ms) && bounds.contains(duration_ms), "seed {seed}: {planned}");
+            }
             // A call-bound fault must be triggered by a call.
             if matches!(planned.fault, Fault::ApiError { .. } | Fault::Ambiguous { .. } | Fault::Crash { .. })
             {

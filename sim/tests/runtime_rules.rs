@@ -261,6 +261,34 @@ fn the_first_reconcile_waits_for_the_main_cache_initial_list() {
 }
 
 #[test]
+fn a_store_is_ready_once_its_initial_list_is_applied_without_anyone_waiting_for_it() {
+    for seed in 0..5 {
+        // (is_ready, len) just after the reflector starts, then after its list had time to land.
+        let seen: Arc<std::sync::Mutex<Vec<(bool, usize)>>> = Arc::default();
+        let probe = seen.clone();
+        let report = Sim::builder()
+            .controller("reader", move |clients: Clients| {
+                let probe = probe.clone();
+                async move {
+                    let api: Api<ConfigMap> = Api::namespaced(clients.default_cluster(), "default");
+                    let store = sim::runtime::reflector::reflector(api, watcher::Config::default());
+                    probe.lock().unwrap().push((store.is_ready(), store.len()));
+                    // Nobody awaits `wait_until_ready`: readiness must not depend on a poll.
+                    madsim::time::sleep(Duration::from_secs(1)).await;
+                    probe.lock().unwrap().push((store.is_ready(), store.len()));
+                }
+            })
+            .workload(|w| async move {
+                w.apply(&cms(&w), &config_map("a", "1")).await?;
+                Ok(())
+            })
+            .run(seed);
+        assert_eq!(report.verdict, Verdict::Pass, "seed {seed}");
+        assert_eq!(*seen.lock().unwrap(), vec![(false, 0), (true, 1)], "seed {seed}");
+    }
+}
+
+#[test]
 fn owns_maps_every_owner_reference_of_the_main_kind_and_no_other() {
     let world = Sim::builder()
         .controller("parents", |clients: Clients| run_parent_controller(clients, Duration::ZERO))

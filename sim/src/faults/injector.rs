@@ -83,10 +83,8 @@ pub(crate) struct NodeFaults {
     relist_epoch: u64,
     /// Bumped by WatchDisconnect: every informer re-watches from its last revision.
     disconnect_epoch: u64,
-    /// DelayWatch faults in force: (resource, or empty for every informer; extra milliseconds).
-    watch_delays: Vec<(String, u64)>,
-    /// Per informer, the extra delay drawn for an empty-resource DelayWatch.
-    drawn_delays: BTreeMap<Arc<str>, u64>,
+    /// DelayWatch faults in force (each fired fault, until it ends).
+    watch_delays: Vec<WatchDelay>,
     /// The next restart connects to a replica this many revisions behind.
     stale_lag_next_restart: Option<u64>,
     /// The replica the node reads from since its last restart, if it lags.
@@ -95,6 +93,20 @@ pub(crate) struct NodeFaults {
     armed_errors: VecDeque<InjectedError>,
     /// Ambiguous answers armed for the node's next writes.
     armed_ambiguous: u32,
+}
+
+/// One fired DelayWatch fault.
+#[derive(Clone, Debug)]
+struct WatchDelay {
+    /// The informers' resource, or empty for every informer of the node.
+    resource: String,
+    /// Extra milliseconds per pull (the bound of the per-informer draw for an empty resource).
+    extra_ms: u64,
+    /// Virtual time (since start) when it ends: pulls starting from then on are not delayed.
+    until: Duration,
+    /// Per informer, the extra delay drawn for an empty resource (once, so that an informer's
+    /// pulls keep one pace while informers drift apart).
+    drawn: BTreeMap<Arc<str>, u64>,
 }
 
 /// What the current call is, as far as `OnObject` triggers care.
@@ -366,8 +378,14 @@ fn fire(w: &mut WorldState, index: usize, call: Option<(&str, u64)>) -> CallEffe
             node.watch_held_until = node.watch_held_until.max(Some(until));
             node.relist_epoch += 1;
         }
-        Fault::DelayWatch { controller, resource, extra_ms } => {
-            w.injector.node(controller).watch_delays.push((resource.clone(), *extra_ms));
+        Fault::DelayWatch { controller, resource, extra_ms, duration_ms } => {
+            let delay = WatchDelay {
+                resource: resource.clone(),
+                extra_ms: *extra_ms,
+                until: now + Duration::from_millis(*duration_ms),
+                drawn: BTreeMap::new(),
+            };
+            w.injector.node(controller).watch_delays.push(delay);
         }
         Fault::ApiError { controller, error } => {
             if on_caller {
@@ -687,15 +705,18 @@ fn gate_step(
             format!("watch {informer} cut: re-watch from its last revision in {}ms", delay.as_millis());
         return GateStep::Sleep(delay, Some(text));
     }
+    // A delay that ended is gone for good: faults are bounded, so the informers catch up.
+    node.watch_delays.retain(|delay| now < delay.until);
     let mut extra = 0;
-    for (filter, ms) in &node.watch_delays {
-        let ms = if filter.is_empty() {
-            *node
-                .drawn_delays
+    for delay in &mut node.watch_delays {
+        let ms = if delay.resource.is_empty() {
+            let bound = delay.extra_ms;
+            *delay
+                .drawn
                 .entry(informer.clone())
-                .or_insert_with(|| decisions.stream(DELAY_STREAM).below(ms + 1))
-        } else if names_resource(filter, &resource.kind, &resource.plural) {
-            *ms
+                .or_insert_with(|| decisions.stream(DELAY_STREAM).below(bound + 1))
+        } else if names_resource(&delay.resource, &resource.kind, &resource.plural) {
+            delay.extra_ms
         } else {
             0
         };

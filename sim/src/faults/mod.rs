@@ -19,7 +19,10 @@ pub mod plan;
 pub mod supervisor;
 pub mod swarm;
 
-pub use plan::{CallSide, Fault, FaultKind, FaultPlan, InjectedError, ObjectChange, PlannedFault, Trigger};
+pub use plan::{
+    CallSide, DELAY_WATCH_DURATION_MS_DEFAULT, Fault, FaultKind, FaultPlan, InjectedError, ObjectChange,
+    PlannedFault, Trigger,
+};
 pub use swarm::{PLAN_STREAM, SwarmConfig, swarm_plan};
 
 use std::sync::Arc;

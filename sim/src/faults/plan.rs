@@ -88,15 +88,23 @@ pub enum Fault {
         /// Virtual milliseconds the fault lasts.
         duration_ms: u64,
     },
-    /// Extra delay on one informer's watch deliveries (reorders across informers).
+    /// Extra delay on one informer's watch pulls (reorders across informers), for `duration_ms`
+    /// after the fault fires. Bounded, as Sieve's delays are: an open-ended delay on every pull
+    /// of every informer keeps a world from ever catching up before the liveness phase.
     #[serde(rename_all = "camelCase")]
     DelayWatch {
         /// The controller (node name) the fault acts on.
         controller: String,
-        /// The informer's resource (plural), or empty for every informer of the node.
+        /// The informer's resource (plural), or empty for every informer of the node (each
+        /// informer then draws its own delay in `0..=extra_ms`).
         resource: String,
-        /// Extra virtual milliseconds per delivery.
+        /// Extra virtual milliseconds per pull.
         extra_ms: u64,
+        /// Virtual milliseconds the fault stays in force after it fires: a pull that starts
+        /// within them is delayed. Plans written without it get
+        /// [`DELAY_WATCH_DURATION_MS_DEFAULT`].
+        #[serde(default = "delay_watch_duration_ms_default")]
+        duration_ms: u64,
     },
     /// The triggering API call fails with `error` without reaching the server.
     #[serde(rename_all = "camelCase")]
@@ -139,7 +147,25 @@ pub enum Fault {
     },
 }
 
+/// How long a [`Fault::DelayWatch`] stays in force when its plan does not say (plans written
+/// before the field existed, [`Fault::delay_watch`]).
+pub const DELAY_WATCH_DURATION_MS_DEFAULT: u64 = 10_000;
+
+fn delay_watch_duration_ms_default() -> u64 {
+    DELAY_WATCH_DURATION_MS_DEFAULT
+}
+
 impl Fault {
+    /// A [`Fault::DelayWatch`] in force for [`DELAY_WATCH_DURATION_MS_DEFAULT`].
+    pub fn delay_watch(controller: impl Into<String>, resource: impl Into<String>, extra_ms: u64) -> Self {
+        Fault::DelayWatch {
+            controller: controller.into(),
+            resource: resource.into(),
+            extra_ms,
+            duration_ms: DELAY_WATCH_DURATION_MS_DEFAULT,
+        }
+    }
+
     /// The controller the fault acts on, if it acts on one.
     pub fn controller(&self) -> Option<&str> {
         match self {
@@ -356,8 +382,10 @@ impl fmt::Display for Fault {
             Fault::SkipByRelist { controller, duration_ms } => {
                 write!(f, "hold {controller}'s watches {duration_ms}ms, then force a 410 relist")
             }
-            Fault::DelayWatch { controller, resource, extra_ms } => {
-                write!(f, "delay {controller}'s {resource} watch by {extra_ms}ms")
+            Fault::DelayWatch { controller, resource, extra_ms, duration_ms } => {
+                let watches =
+                    if resource.is_empty() { "watches".to_owned() } else { format!("{resource} watch") };
+                write!(f, "delay {controller}'s {watches} by {extra_ms}ms for {duration_ms}ms")
             }
             Fault::ApiError { controller, error } => {
                 write!(f, "fail {controller}'s call with {} {error:?}", error.code())

@@ -23,7 +23,8 @@ pub struct SwarmConfig {
     pub writes_max: u32,
     /// `AtTime` triggers pick a time in `0..=time_max_ms`.
     pub time_max_ms: u64,
-    /// Restart and pause durations are drawn in `1..=duration_max_ms`.
+    /// Restart and pause durations, watch delays and how long a watch delay lasts are drawn in
+    /// `1..=duration_max_ms`.
     pub duration_max_ms: u64,
 }
 
@@ -86,6 +87,8 @@ pub fn swarm_plan(source: &mut DecisionSource, config: &SwarmConfig) -> FaultPla
                 // Empty resource: every informer of the controller; the engine picks per watch.
                 resource: String::new(),
                 extra_ms: duration,
+                // Drawn only for this kind, so that plans of the other kinds stay as they were.
+                duration_ms: 1 + stream.below(config.duration_max_ms.max(1)),
             },
             FaultKind::ApiError => {
                 let errors = [

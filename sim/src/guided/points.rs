@@ -436,7 +436,7 @@ fn delivery_points(reading: &Reading, config: &PointConfig, out: &mut Vec<Inject
         };
         let class = format!("{node} {event} on {resource}");
         let faults = [
-            Fault::DelayWatch { controller: node.clone(), resource, extra_ms: config.delay_ms },
+            Fault::delay_watch(node.clone(), resource, config.delay_ms),
             Fault::SkipByRelist { controller: node.clone(), duration_ms: config.hold_ms },
         ];
         for fault in faults {
