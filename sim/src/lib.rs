@@ -43,6 +43,7 @@
 //! ## Where things live
 //!
 //! - [`world`]: the builder, the phases of a run, and the verdict of each.
+//! - [`random`] and [`time`]: deterministic draws and the virtual wall clock for controller code.
 //! - [`transport`]: the one function every API call passes through (latency, trace, faults).
 //! - [`client`]: `Client` and `Api<K>`, as kube-rs has them.
 //! - [`informer`]: watchers and their caches (`Store`), as kube-runtime's reflector.
@@ -63,6 +64,7 @@
 // Every public item is documented: the crate is a library other people read.
 #![warn(missing_docs)]
 
+mod ambient;
 pub mod cli;
 pub mod client;
 pub mod controller;
@@ -87,6 +89,7 @@ pub mod verdict;
 pub mod workload;
 pub mod world;
 
+pub use ambient::{random, time};
 pub use client::{Api, Client, Either, Error, Result};
 pub use decision::{DecisionSource, Stream};
 pub use property::{EndView, FnProperty, Property, StepView};

@@ -403,6 +403,8 @@ impl SimBuilder {
         // A sweep's self-check may ask this thread's run to record or replay its choices.
         let choices = crate::sweep::take_self_check_choices().unwrap_or_else(|| self.choices.clone());
         let world = World::new(choices.source(seed), keep_trace, self.properties.clone().into());
+        // Controller code finds the run through this (sim::random, sim::time) until the seed ends.
+        let _ambient = crate::ambient::Enter::new(&world);
         if let Some(hook) = &self.fault_hook {
             world.with(|w| w.faults = hook(seed));
         }
