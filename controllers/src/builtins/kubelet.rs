@@ -4,14 +4,13 @@
 //! - an unscheduled Pod is bound to [`NODE_NAME`] (a merge patch of `spec.nodeName`, standing in
 //!   for the scheduler's `pods/binding`), which also makes the API server delete it gracefully
 //!   from then on;
-//! - a Pending Pod starts after a delay drawn from its uid in
-//!   [`START_DELAY_MS_MIN`]..=[`START_DELAY_MS_MAX`]: it becomes Running and Ready, or, if it
+//! - a Pending Pod starts after a delay drawn in [`START_DELAY_MS_MIN`]..=[`START_DELAY_MS_MAX`]:
+//!   it becomes Running and Ready (with `status.startTime`), or, if it
 //!   carries [`FAIL_ANNOTATION`]` = "true"`, its container fails: phase Failed for
 //!   `restartPolicy: Never`, otherwise Running with the container waiting in `CrashLoopBackOff`
 //!   and the Pod not Ready;
 //! - a Running Pod controlled by a Job runs to completion (phase Succeeded, exit code 0) after a
-//!   delay drawn from its uid in [`RUN_DELAY_MS_MIN`]..=[`RUN_DELAY_MS_MAX`]; other Pods run
-//!   until deleted;
+//!   delay drawn in [`RUN_DELAY_MS_MIN`]..=[`RUN_DELAY_MS_MAX`]; other Pods run until deleted;
 //! - a Pod being deleted is removed after its grace period (`deletionGracePeriodSeconds`,
 //!   counted from when the kubelet sees the deletion, as the real kubelet counts it), by a
 //!   delete with grace period 0 and the Pod's uid as precondition.
@@ -19,10 +18,10 @@
 //! The delays are waited inside the reconcile, so the world counts as busy while a container
 //! starts or stops: the liveness phase waits for them, as it would for real containers.
 //!
-//! Delays come from the Pod's uid (itself drawn from the run's seed) through FNV-1a.
-// NEEDS(sim): a public deterministic draw for controllers (e.g. `Clients::draw_ms(stream, lo,
-// hi)` on the run's DecisionSource), so that the delays are recorded choices a shrinker can move;
-// until then they are derived from the uid, which is deterministic per seed.
+//! Delays are drawn from the run's decision stream [`DELAY_STREAM`] (`sim::random`), so they are
+//! recorded choices that a replay repeats; `startTime` and the conditions' `lastTransitionTime`
+//! come from the run's virtual clock (`sim::time`), the same on every replay of a seed. A
+//! condition keeps its `lastTransitionTime` while its status stays the same, as the kubelet's do.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,6 +38,10 @@ use sim::{Clients, SimBuilder};
 
 use super::error::{Error, has_code};
 use super::{hashing, owners, pod_state};
+
+/// The decision stream the kubelet-lite's delays are drawn from (its own, so that other
+/// controllers' draws do not move them).
+pub const DELAY_STREAM: &str = "kubelet.delays";
 
 /// The kubelet-lite's node in the simulation.
 pub const NODE: &str = "kubelet";
@@ -99,17 +102,23 @@ pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, Error
     }
     match pod_state::phase(&pod) {
         pod_state::PHASE_PENDING => {
-            let delay = hashing::delay_ms(&uid_of(&pod), "start", START_DELAY_MS_MIN, START_DELAY_MS_MAX);
+            let delay = delay_between(START_DELAY_MS_MIN, START_DELAY_MS_MAX);
             madsim::time::sleep(delay).await;
             transition(&api, &pod, pod_state::PHASE_PENDING, started_status).await
         }
         pod_state::PHASE_RUNNING if runs_to_completion(&pod) && !fails(&pod) => {
-            let delay = hashing::delay_ms(&uid_of(&pod), "run", RUN_DELAY_MS_MIN, RUN_DELAY_MS_MAX);
+            let delay = delay_between(RUN_DELAY_MS_MIN, RUN_DELAY_MS_MAX);
             madsim::time::sleep(delay).await;
             transition(&api, &pod, pod_state::PHASE_RUNNING, succeeded_status).await
         }
         _ => Ok(Action::await_change()),
     }
+}
+
+/// A delay in `[lo_ms, hi_ms]` milliseconds, drawn from [`DELAY_STREAM`].
+fn delay_between(lo_ms: u64, hi_ms: u64) -> Duration {
+    let ms = sim::random::in_stream(DELAY_STREAM).below(hi_ms.saturating_sub(lo_ms) + 1);
+    Duration::from_millis(lo_ms + ms)
 }
 
 fn uid_of(pod: &Pod) -> String {
@@ -175,21 +184,31 @@ fn restart_policy(pod: &Pod) -> &str {
     pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref()).unwrap_or("Always")
 }
 
-fn condition(type_: &str, status: bool, reason: Option<&str>) -> PodCondition {
+/// Condition `type_` of `pod` now: its `lastTransitionTime` is kept from the Pod's current
+/// condition of that type if the status did not change, and is now otherwise.
+fn condition(pod: &Pod, type_: &str, status: bool, reason: Option<&str>) -> PodCondition {
+    let status = if status { "True" } else { "False" }.to_owned();
+    let previous = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.type_ == type_ && c.status == status))
+        .and_then(|c| c.last_transition_time.clone());
     PodCondition {
         type_: type_.to_owned(),
-        status: if status { "True" } else { "False" }.to_owned(),
+        status,
         reason: reason.map(str::to_owned),
+        last_transition_time: Some(previous.unwrap_or_else(sim::time::now_k8s)),
         ..PodCondition::default()
     }
 }
 
-fn conditions(ready: bool, reason: Option<&str>) -> Vec<PodCondition> {
+fn conditions(pod: &Pod, ready: bool, reason: Option<&str>) -> Vec<PodCondition> {
     vec![
-        condition("PodScheduled", true, None),
-        condition("Initialized", true, None),
-        condition("ContainersReady", ready, reason),
-        condition("Ready", ready, reason),
+        condition(pod, "PodScheduled", true, None),
+        condition(pod, "Initialized", true, None),
+        condition(pod, "ContainersReady", ready, reason),
+        condition(pod, "Ready", ready, reason),
     ]
 }
 
@@ -240,14 +259,21 @@ fn pod_ip(pod: &Pod) -> String {
 
 /// The status of a Pod whose containers just started (or failed to).
 fn started_status(pod: &Pod) -> PodStatus {
-    let base =
-        PodStatus { host_ip: Some(HOST_IP.to_owned()), pod_ip: Some(pod_ip(pod)), ..PodStatus::default() };
+    // The kubelet stamps startTime once, when it takes the Pod on.
+    let start_time =
+        pod.status.as_ref().and_then(|s| s.start_time.clone()).unwrap_or_else(sim::time::now_k8s);
+    let base = PodStatus {
+        host_ip: Some(HOST_IP.to_owned()),
+        pod_ip: Some(pod_ip(pod)),
+        start_time: Some(start_time),
+        ..PodStatus::default()
+    };
     if !fails(pod) {
         let running =
             ContainerState { running: Some(ContainerStateRunning::default()), ..ContainerState::default() };
         return PodStatus {
             phase: Some(pod_state::PHASE_RUNNING.to_owned()),
-            conditions: Some(conditions(true, None)),
+            conditions: Some(conditions(pod, true, None)),
             container_statuses: Some(container_statuses(pod, |n, i| {
                 container_status(n, i, true, 0, running.clone())
             })),
@@ -258,7 +284,7 @@ fn started_status(pod: &Pod) -> PodStatus {
         let failed = terminated(FAILED_EXIT_CODE, "Error");
         return PodStatus {
             phase: Some(pod_state::PHASE_FAILED.to_owned()),
-            conditions: Some(conditions(false, Some("PodFailed"))),
+            conditions: Some(conditions(pod, false, Some("PodFailed"))),
             container_statuses: Some(container_statuses(pod, |n, i| {
                 container_status(n, i, false, 0, failed.clone())
             })),
@@ -279,7 +305,7 @@ fn started_status(pod: &Pod) -> PodStatus {
     });
     PodStatus {
         phase: Some(pod_state::PHASE_RUNNING.to_owned()),
-        conditions: Some(conditions(false, Some("ContainersNotReady"))),
+        conditions: Some(conditions(pod, false, Some("ContainersNotReady"))),
         container_statuses: Some(statuses),
         ..base
     }
@@ -290,7 +316,7 @@ fn succeeded_status(pod: &Pod) -> PodStatus {
     let done = terminated(0, "Completed");
     PodStatus {
         phase: Some(pod_state::PHASE_SUCCEEDED.to_owned()),
-        conditions: Some(conditions(false, Some("PodCompleted"))),
+        conditions: Some(conditions(pod, false, Some("PodCompleted"))),
         container_statuses: Some(container_statuses(pod, |n, i| {
             container_status(n, i, false, 0, done.clone())
         })),

@@ -35,9 +35,9 @@
 //!
 //! ## Where they differ from the real ones
 //!
-//! - `minReadySeconds` is not supported (ready is available); there are no `startTime`,
-//!   `lastTransitionTime` or `completionTime` values, because `sim` gives controllers no virtual
-//!   wall clock yet (see `NEEDS(sim)` in the modules).
+//! - `minReadySeconds` is not supported (ready is available). Only the kubelet-lite stamps times
+//!   (Pod `startTime` and conditions' `lastTransitionTime`, from `sim::time`'s virtual clock); the
+//!   other controllers write no `startTime`, `lastTransitionTime` or `completionTime` yet.
 //! - The Deployment controller implements the RollingUpdate and Recreate strategies, without
 //!   `paused`, `progressDeadlineSeconds` or rollback; the StatefulSet controller implements
 //!   `OrderedReady` and `Parallel` creation and deletion without rolling template updates; the
@@ -46,8 +46,6 @@
 //! - The garbage collector rebuilds its graph from informer caches every
 //!   [`garbage_collector::SCAN_INTERVAL`] instead of from a dynamic event stream (see
 //!   `NEEDS(sim)` there).
-//! - The kubelet-lite draws its delays from each Pod's uid rather than from the run's decision
-//!   source (see `NEEDS(sim)` there).
 
 pub mod checks;
 pub mod deployment;
