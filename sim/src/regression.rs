@@ -15,6 +15,15 @@
 //!   "found": { "by": "swarm", "seedsExplored": 812 }
 //! }
 //! ```
+//!
+//! Two optional fields (format 1 still: a file without them reads as before):
+//! - `workload`: the steps of a scenario's generated workload (shortened by the shrinker), written
+//!   whenever the scenario's workload is a generated one, because the steps, not the seed, are
+//!   what survives a change of the generators. A replay runs these steps.
+//! - `choices`: the run's recorded choices ([`crate::decision::Choices`]), written only on request
+//!   (`kube-sim replay --record-choices`, or [`RegressionFile::choices`] set by code): seed and
+//!   plan already replay a run of the same engine, and a recording is large. A replay with choices
+//!   replays them, and a divergence is a nondeterminism verdict naming the first divergent choice.
 
 use std::fmt;
 use std::io::Write;
@@ -22,7 +31,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::decision::Choices;
 use crate::faults::FaultPlan;
+use crate::generate::GeneratedWorkload;
 
 /// The format version this engine writes and reads.
 pub const FORMAT_VERSION: u32 = 1;
@@ -55,6 +66,10 @@ pub struct Provenance {
     /// Replays the shrinker used, if it was shrunk.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shrink_replays: Option<u64>,
+    /// Steps of the generated workload before shrinking, if it was shrunk (`workload` holds the
+    /// steps after).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload_steps_before_shrink: Option<usize>,
     /// The kube-sim version that wrote the file.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub engine_version: String,
@@ -72,6 +87,10 @@ pub struct RegressionFile {
     pub seed: u64,
     /// The decoded fault plan to apply (the seed still drives latencies and task order).
     pub fault_plan: FaultPlan,
+    /// The generated workload's steps, when the scenario's workload is a generated one; a replay
+    /// runs them instead of generating steps from the seed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<GeneratedWorkload>,
     /// What failed.
     pub violation: RecordedViolation,
     /// The trace digest of the failing run when it was recorded. A replay that fails the same way
@@ -80,6 +99,9 @@ pub struct RegressionFile {
     /// How it was found.
     #[serde(default)]
     pub found: Provenance,
+    /// The run's recorded choices, only where needed (see the module docs); a replay replays them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choices: Option<Choices>,
 }
 
 /// Why a regression file could not be read or written.
@@ -115,6 +137,18 @@ pub enum RegressionError {
         found: u64,
         /// The version this engine reads.
         supported: u32,
+    },
+    /// The file holds a generated workload, but its scenario's workload is a script: the steps
+    /// cannot replace it.
+    #[error(
+        "{path}: field `workload`: scenario \"{scenario}\" has a scripted workload, not a generated one; \
+         remove the field or register the scenario with SimBuilder::generated_workload"
+    )]
+    WorkloadNotGenerated {
+        /// The file.
+        path: PathBuf,
+        /// The scenario it names.
+        scenario: String,
     },
     /// The file names a scenario that is not registered.
     #[error("{path}: field `scenario`: unknown scenario \"{scenario}\"; known scenarios: {known}")]

@@ -1,7 +1,9 @@
-//! Shrinking: keep the seed, reduce the fault plan while the same property keeps failing.
+//! Shrinking: keep the seed, reduce the fault plan, then a generated workload, while the same
+//! property keeps failing.
 //!
-//! The shrinker only sees a plan and an oracle (`still_fails(plan)`, which replays the seed with
-//! that plan), so it is independent of how faults are applied. Passes, repeated to a fixpoint:
+//! [`shrink_plan`] only sees a plan and an oracle (`still_fails(plan)`, which replays the seed
+//! with that plan), so it is independent of how faults are applied. Passes, repeated to a
+//! fixpoint:
 //!
 //! 1. drop faults: halves first, then one at a time (a cheap ddmin);
 //! 2. move triggers earlier: the k-th write becomes an earlier write, a time becomes an earlier
@@ -9,12 +11,23 @@
 //! 3. shorten delays and pauses.
 //!
 //! Each candidate is tried smallest-first (the minimum, then halfway), so a fault whose exact
-//! point does not matter collapses at once. The whole run is bounded in replays and wall time, and
-//! the report says whether a bound cut it short.
+//! point does not matter collapses at once.
+//!
+//! [`shrink_workload`] then drops steps of a generated workload (halved prefixes, then one step
+//! at a time, as [`GeneratedWorkload::shorten`] offers them), keeping the first shortening that
+//! still fails, until none does. [`shrink_run`] does both for a world whose workload is a
+//! generated one ([`SimBuilder::generated_workload_for`]), so a scenario gets workload shrinking
+//! without code of its own.
+//!
+//! Everything is bounded in replays and wall time, and the reports say whether a bound cut a
+//! shrink short.
 
+use std::fmt;
 use std::time::{Duration, Instant};
 
 use crate::faults::{Fault, FaultPlan, PlannedFault, Trigger};
+use crate::generate::GeneratedWorkload;
+use crate::world::SimBuilder;
 
 /// Limits of one shrink.
 #[derive(Clone, Debug)]
@@ -65,6 +78,130 @@ impl Budget<'_> {
             self.stopped_by = Some("wall_time_max");
         }
         self.stopped_by.is_none()
+    }
+}
+
+/// What shortening a generated workload achieved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkloadShrinkReport {
+    /// The shortest failing workload found.
+    pub workload: GeneratedWorkload,
+    /// Steps before.
+    pub steps_before: usize,
+    /// Steps after.
+    pub steps_after: usize,
+    /// Replays used.
+    pub replays: u64,
+    /// The bound that stopped the shrink early, if one did (`replays_max` or `wall_time_max`).
+    pub stopped_by: Option<&'static str>,
+}
+
+/// What [`shrink_run`] achieved: the plan, then the generated workload if the world has one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunShrinkReport {
+    /// The plan's shrink.
+    pub plan: ShrinkReport,
+    /// The workload's shrink (`None` when the workload is a script, not a generated one).
+    pub workload: Option<WorkloadShrinkReport>,
+}
+
+impl RunShrinkReport {
+    /// Replays used in all.
+    pub fn replays(&self) -> u64 {
+        self.plan.replays + self.workload.as_ref().map_or(0, |w| w.replays)
+    }
+
+    /// The bound that stopped the shrink early, if one did.
+    pub fn stopped_by(&self) -> Option<&'static str> {
+        self.plan.stopped_by.or(self.workload.as_ref().and_then(|w| w.stopped_by))
+    }
+
+    /// `world` with the shrunk plan and, if there is one, the shrunk workload.
+    pub fn apply_to(&self, world: &SimBuilder) -> SimBuilder {
+        let world = world.clone().faults(self.plan.plan.clone());
+        match &self.workload {
+            Some(w) => world.generated_workload(w.workload.clone()),
+            None => world,
+        }
+    }
+}
+
+impl fmt::Display for RunShrinkReport {
+    /// `3 -> 1 faults, 10 -> 2 workload steps in 57 replays (stopped by replays_max)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} -> {} faults", self.plan.faults_before, self.plan.faults_after)?;
+        if let Some(w) = &self.workload {
+            write!(f, ", {} -> {} workload steps", w.steps_before, w.steps_after)?;
+        }
+        write!(f, " in {} replays", self.replays())?;
+        if let Some(bound) = self.stopped_by() {
+            write!(f, " (stopped by {bound})")?;
+        }
+        Ok(())
+    }
+}
+
+/// Shrink a failing run of `world` at `seed` with `plan`: the plan first, then, if `world`'s
+/// workload is a generated one, its steps (with the shrunk plan). `still_fails(candidate)` runs
+/// the candidate world at `seed` (on a fresh thread, as sweeps do) and says whether it fails the
+/// same way. Both shrinks share `bounds`.
+pub fn shrink_run(
+    world: &SimBuilder,
+    seed: u64,
+    plan: &FaultPlan,
+    bounds: &ShrinkBounds,
+    mut still_fails: impl FnMut(&SimBuilder) -> bool,
+) -> RunShrinkReport {
+    let started = Instant::now();
+    let plan = shrink_plan(plan, bounds, |candidate| still_fails(&world.clone().faults(candidate.clone())));
+    // A workload that cannot be generated fails its run's first step; there is nothing to shorten.
+    let workload = match world.generated_workload_for(seed) {
+        Some(Ok(workload)) => Some(workload),
+        Some(Err(_)) | None => None,
+    };
+    let workload = workload.map(|workload| {
+        let rest = ShrinkBounds {
+            replays_max: bounds.replays_max.saturating_sub(plan.replays),
+            wall_time_max: bounds.wall_time_max.saturating_sub(started.elapsed()),
+        };
+        let with_plan = world.clone().faults(plan.plan.clone());
+        shrink_workload(&workload, &rest, |candidate| {
+            still_fails(&with_plan.clone().generated_workload(candidate.clone()))
+        })
+    });
+    RunShrinkReport { plan, workload }
+}
+
+/// Shorten `workload`, which fails, to fewer steps that still fail by `still_fails`: take the
+/// first of [`GeneratedWorkload::shorten`]'s candidates that fails, and start again from it,
+/// until none fails or a bound is hit.
+pub fn shrink_workload(
+    workload: &GeneratedWorkload,
+    bounds: &ShrinkBounds,
+    mut still_fails: impl FnMut(&GeneratedWorkload) -> bool,
+) -> WorkloadShrinkReport {
+    let mut budget = Budget { bounds, started: Instant::now(), replays: 0, stopped_by: None };
+    let mut best = workload.clone();
+    // Every accepted candidate has fewer steps, so there are at most as many rounds as steps.
+    'rounds: for _ in 0..workload.steps.len() {
+        for candidate in best.shorten() {
+            if !budget.allows() {
+                break 'rounds;
+            }
+            budget.replays += 1;
+            if still_fails(&candidate) {
+                best = candidate;
+                continue 'rounds;
+            }
+        }
+        break;
+    }
+    WorkloadShrinkReport {
+        steps_before: workload.steps.len(),
+        steps_after: best.steps.len(),
+        workload: best,
+        replays: budget.replays,
+        stopped_by: budget.stopped_by,
     }
 }
 

@@ -269,9 +269,14 @@ impl SimBuilder {
     }
 
     /// Record every choice of each run; [`RunReport::choices`] then holds them, for
-    /// [`SimBuilder::replay_choices`] or a regression file.
+    /// [`SimBuilder::replay_choices`] or a regression file. `false` stops recording (a replay
+    /// set with [`SimBuilder::replay_choices`] stays).
     pub fn record_choices(mut self, record: bool) -> Self {
-        self.choices = if record { ChoiceMode::Record } else { ChoiceMode::Off };
+        if record {
+            self.choices = ChoiceMode::Record;
+        } else if self.choices == ChoiceMode::Record {
+            self.choices = ChoiceMode::Off;
+        }
         self
     }
 

@@ -135,7 +135,7 @@ static RUNS: AtomicU64 = AtomicU64::new(0);
 fn the_sweep_self_check_names_the_first_choice_at_which_a_nondeterministic_world_diverged() {
     // Every other run creates one more generator: more API calls, hence more latency draws.
     let world = configmapgen::world(1).workload(|w| {
-        let count = if RUNS.fetch_add(1, Ordering::Relaxed) % 2 == 0 { 1 } else { 2 };
+        let count = if RUNS.fetch_add(1, Ordering::Relaxed).is_multiple_of(2) { 1 } else { 2 };
         configmapgen::workload(w, count)
     });
     // The divergence the self-check must find: where recordings of the two variants part.

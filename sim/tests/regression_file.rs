@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use sim::DecisionSource;
+use sim::decision::{CHOICES_FORMAT, Choice, Choices};
 use sim::faults::{SwarmConfig, swarm_plan};
 use sim::regression::{FORMAT_VERSION, Provenance, RecordedViolation, RegressionError, RegressionFile};
 
@@ -14,6 +15,7 @@ fn sample(seed: u64) -> RegressionFile {
         scenario: "cassandra:stale-delete".to_owned(),
         seed,
         fault_plan: swarm_plan(&mut DecisionSource::new(seed), &config),
+        workload: None,
         violation: RecordedViolation {
             kind: "correctness".to_owned(),
             property: "no_orphans".to_owned(),
@@ -22,6 +24,7 @@ fn sample(seed: u64) -> RegressionFile {
         },
         trace_digest: "9f2c4e1a0b7d3c5e6f708192a3b4c5d6".to_owned(),
         found: Provenance { by: "swarm".to_owned(), seeds_explored: Some(812), ..Provenance::default() },
+        choices: None,
     }
 }
 
@@ -153,4 +156,93 @@ fn a_missing_file_is_an_io_error_naming_the_path() {
     let err = RegressionFile::load(Path::new("/nonexistent/r.json")).unwrap_err();
     assert!(matches!(err, RegressionError::Io { .. }));
     assert!(err.to_string().starts_with("/nonexistent/r.json: "), "{err}");
+}
+
+/// A file with both optional fields: a two-step generated workload and a few recorded choices.
+fn with_workload_and_choices() -> RegressionFile {
+    let workload = serde_json::json!({
+        "apiVersion": "example.com/v1", "kind": "Widget", "plural": "widgets",
+        "namespace": "default", "name": "generated", "seed": 7,
+        "steps": [
+            { "op": "create", "body": { "spec": { "replicas": 1 } } },
+            { "op": "mutate", "path": "/spec/replicas", "value": 11, "kind": "outOfRange",
+              "expect": { "outcome": "reject", "field": "spec.replicas", "cause": "FieldValueInvalid" } },
+        ],
+    });
+    let choices = Choices {
+        format: CHOICES_FORMAT,
+        seed: 9,
+        choices: vec![
+            Choice { stream: "latency".into(), value: 3 },
+            Choice { stream: "watch".into(), value: 40 },
+        ],
+    };
+    RegressionFile {
+        workload: Some(serde_json::from_value(workload).unwrap()),
+        choices: Some(choices),
+        found: Provenance { workload_steps_before_shrink: Some(10), ..sample(9).found },
+        ..sample(9)
+    }
+}
+
+#[test]
+fn a_file_with_a_workload_and_choices_round_trips_and_a_file_without_them_omits_the_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = with_workload_and_choices();
+    let path = file.write_to(dir.path()).unwrap();
+    assert_eq!(RegressionFile::load(&path).unwrap(), file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains("\"workloadStepsBeforeShrink\": 10"), "{text}");
+    let plain = serde_json::to_value(sample(9)).unwrap();
+    for field in ["workload", "choices"] {
+        assert!(plain.get(field).is_none(), "{field} written though absent");
+    }
+    assert!(plain["found"].get("workloadStepsBeforeShrink").is_none());
+}
+
+#[test]
+fn a_malformed_workload_is_named_by_the_file_and_the_field() {
+    let mut v = serde_json::to_value(with_workload_and_choices()).unwrap();
+    v["workload"]["steps"] = "create it".into();
+    let msg = parse_err(&v.to_string());
+    assert!(
+        msg.starts_with(
+            "regressions/x/x-1.json: field `workload.steps`: invalid type: string \"create it\", expected a \
+             sequence at line 1 column "
+        ),
+        "{msg}"
+    );
+    let mut v = serde_json::to_value(with_workload_and_choices()).unwrap();
+    v["workload"]["steps"][1]["op"] = "explode".into();
+    let msg = parse_err(&v.to_string());
+    assert!(
+        msg.starts_with(
+            "regressions/x/x-1.json: field `workload.steps[1].op`: unknown variant `explode`, expected \
+             one of `create`, `mutate`, `delete`, `recreate`"
+        ),
+        "{msg}"
+    );
+}
+
+#[test]
+fn malformed_choices_are_named_by_the_file_and_the_field() {
+    let mut v = serde_json::to_value(with_workload_and_choices()).unwrap();
+    v["choices"]["choices"][1]["value"] = (-4).into();
+    let msg = parse_err(&v.to_string());
+    assert!(
+        msg.starts_with(
+            "regressions/x/x-1.json: field `choices.choices[1].value`: invalid value: integer `-4`"
+        ),
+        "{msg}"
+    );
+    let mut v = serde_json::to_value(with_workload_and_choices()).unwrap();
+    v["choices"] = "all of them".into();
+    let msg = parse_err(&v.to_string());
+    assert!(
+        msg.starts_with(
+            "regressions/x/x-1.json: field `choices`: invalid type: string \"all of them\", expected struct \
+             Choices"
+        ),
+        "{msg}"
+    );
 }

@@ -18,9 +18,9 @@ use crate::cli::shard::Shard;
 use crate::cli::{CliError, EXIT_FAILURE, EXIT_PASS, message_shape, replay, replay_command};
 use crate::faults::FaultPlan;
 use crate::guided::{Explorer, GuidedConfig};
-use crate::regression::{FORMAT_VERSION, Provenance, RecordedViolation, RegressionFile};
+use crate::regression::{Provenance, RecordedViolation, RegressionFile};
 use crate::scenario::{Registry, Scenario};
-use crate::shrink::{ShrinkBounds, shrink_plan};
+use crate::shrink::ShrinkBounds;
 use crate::verdict::Verdict;
 
 /// Seeds per scenario when neither `--seeds` nor `--duration` is given.
@@ -336,45 +336,15 @@ fn shrink_one(
 ) -> (RegressionFile, FailureSummary) {
     let recorded = violation_of(&failure.verdict);
     let bounds = ShrinkBounds { replays_max: args.shrink_replays, ..ShrinkBounds::default() };
-    let first = replay::run_plan(scenario, failure.seed, &failure.plan, false);
-    // The decoded plan must fail on its own; if the swarm's draw and the fixed plan ever differ,
-    // the file keeps the unshrunk plan and the replay says what happens.
-    let shrunk = if replay::reproduces(&recorded, &first.verdict) {
-        shrink_plan(&failure.plan, &bounds, |plan| {
-            replay::reproduces(&recorded, &replay::run_plan(scenario, failure.seed, plan, false).verdict)
-        })
-    } else {
-        eprintln!(
-            "kube-sim explore: {} seed {}: the decoded fault plan alone gives {}; kept unshrunk",
-            scenario.name(),
-            failure.seed,
-            first.verdict
-        );
-        crate::shrink::ShrinkReport {
-            plan: failure.plan.clone(),
-            faults_before: failure.plan.faults.len(),
-            faults_after: failure.plan.faults.len(),
-            replays: 0,
-            stopped_by: None,
-        }
+    let found = Provenance {
+        by: if args.guided { "guided" } else { "swarm" }.to_owned(),
+        seeds_explored: Some(seeds_explored),
+        ..Provenance::default()
     };
-    let last = replay::run_plan(scenario, failure.seed, &shrunk.plan, false);
-    let violation = replay::recorded_violation(&last.verdict).unwrap_or(recorded);
-    let file = RegressionFile {
-        format: FORMAT_VERSION,
-        scenario: scenario.name().to_owned(),
-        seed: failure.seed,
-        fault_plan: shrunk.plan.clone(),
-        violation: violation.clone(),
-        trace_digest: last.digest.clone(),
-        found: Provenance {
-            by: if args.guided { "guided" } else { "swarm" }.to_owned(),
-            seeds_explored: Some(seeds_explored),
-            faults_before_shrink: Some(shrunk.faults_before),
-            shrink_replays: Some(shrunk.replays),
-            engine_version: env!("CARGO_PKG_VERSION").to_owned(),
-        },
-    };
+    // The plan, then a generated workload (see `shrink::shrink_run`).
+    let (file, shrunk) =
+        crate::cli::shrink::shrink_to_file(scenario, failure.seed, &failure.plan, recorded, &bounds, found);
+    let violation = file.violation.clone();
     let summary = FailureSummary {
         scenario: scenario.name().to_owned(),
         seed: failure.seed,
@@ -383,9 +353,9 @@ fn shrink_one(
         shape: message_shape(&violation.message),
         message: violation.message,
         occurrences,
-        faults_before: shrunk.faults_before,
-        faults_after: shrunk.faults_after,
-        shrink_replays: shrunk.replays,
+        faults_before: shrunk.plan.faults_before,
+        faults_after: shrunk.plan.faults_after,
+        shrink_replays: shrunk.replays(),
         file: String::new(),
         replay: String::new(),
     };

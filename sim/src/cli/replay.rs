@@ -9,9 +9,10 @@ use std::path::{Path, PathBuf};
 
 use crate::cli::{CliError, EXIT_FAILURE, EXIT_PASS, explain};
 use crate::faults::FaultPlan;
-use crate::regression::{RecordedViolation, RegressionFile};
+use crate::regression::{RecordedViolation, RegressionError, RegressionFile};
 use crate::scenario::{Registry, Scenario};
 use crate::verdict::{RunReport, RunStats, Verdict};
+use crate::world::SimBuilder;
 
 /// Arguments of `kube-sim replay`.
 #[derive(Debug, clap::Args)]
@@ -21,6 +22,11 @@ pub struct ReplayArgs {
     /// Print the whole trace too, one line per entry.
     #[arg(long)]
     pub trace: bool,
+    /// Record the replay's choices into the file (rewritten in place) when it still fails as
+    /// recorded, so that it replays choice by choice from then on. A file that holds choices
+    /// already replays them and is left alone.
+    #[arg(long)]
+    pub record_choices: bool,
 }
 
 /// A regression file, replayed.
@@ -34,12 +40,20 @@ pub struct Replayed {
     pub reproduced: bool,
 }
 
-/// Read a regression file and find its scenario: a missing or corrupt file, an unknown format or
-/// an unknown scenario is an error naming the file and the field.
+/// Read a regression file and find its scenario: a missing or corrupt file, an unknown format,
+/// an unknown scenario or a workload the scenario cannot take is an error naming the file and the
+/// field.
 pub fn load<'r>(path: &Path, registry: &'r Registry) -> Result<(RegressionFile, &'r Scenario), CliError> {
     let file = RegressionFile::load(path)?;
     file.check_scenario(path, &registry.names())?;
     let scenario = registry.get(&file.scenario).expect("check_scenario found it");
+    if file.workload.is_some() && scenario.builder().generated_workload_for(file.seed).is_none() {
+        return Err(RegressionError::WorkloadNotGenerated {
+            path: path.to_owned(),
+            scenario: file.scenario.clone(),
+        }
+        .into());
+    }
     Ok((file, scenario))
 }
 
@@ -47,8 +61,32 @@ pub fn load<'r>(path: &Path, registry: &'r Registry) -> Result<(RegressionFile, 
 /// engine is a crash verdict on the `engine` node.
 pub fn run_plan(scenario: &Scenario, seed: u64, plan: &FaultPlan, keep_trace: bool) -> RunReport {
     let builder = scenario.builder().clone().faults(plan.clone()).keep_trace(keep_trace);
-    crate::cli::on_fresh_thread(&format!("sim-seed-{seed}"), || builder.run(seed))
+    run_world(scenario, &builder, seed, plan)
+}
+
+/// Run `world` (a variant of `scenario`'s world, with `plan`) at `seed` on a fresh thread. A
+/// panic that escapes the engine is a crash verdict on the `engine` node.
+pub fn run_world(scenario: &Scenario, world: &SimBuilder, seed: u64, plan: &FaultPlan) -> RunReport {
+    crate::cli::on_fresh_thread(&format!("sim-seed-{seed}"), || world.run(seed))
         .unwrap_or_else(|message| engine_crash(scenario, seed, plan, message))
+}
+
+/// The world a regression file replays: its scenario's, with the file's fault plan, its generated
+/// workload's steps (if it holds them) and its recorded choices (if it holds them).
+pub fn world_of(scenario: &Scenario, file: &RegressionFile) -> SimBuilder {
+    let mut world = scenario.builder().clone().faults(file.fault_plan.clone());
+    if let Some(workload) = &file.workload {
+        world = world.generated_workload(workload.clone());
+    }
+    if let Some(choices) = &file.choices {
+        world = world.replay_choices(choices.clone());
+    }
+    world
+}
+
+/// Run a regression file ([`world_of`]) at its seed, on a fresh thread.
+pub fn run_file(scenario: &Scenario, file: &RegressionFile, keep_trace: bool) -> RunReport {
+    run_world(scenario, &world_of(scenario, file).keep_trace(keep_trace), file.seed, &file.fault_plan)
 }
 
 /// Run `scenario` at `seed` as declared (its own fault source, e.g. swarm), on a fresh thread,
@@ -100,15 +138,47 @@ pub fn recorded_violation(verdict: &Verdict) -> Option<RecordedViolation> {
 
 /// Load and replay one regression file against `registry`.
 pub fn replay_file(path: &Path, registry: &Registry) -> Result<Replayed, CliError> {
+    replay_file_recording(path, registry, false)
+}
+
+/// [`replay_file`], recording the replay's choices into [`RunReport::choices`] when `record` and
+/// the file holds none (a file's own choices are replayed, not recorded again).
+pub fn replay_file_recording(path: &Path, registry: &Registry, record: bool) -> Result<Replayed, CliError> {
     let (file, scenario) = load(path, registry)?;
-    let report = run_plan(scenario, file.seed, &file.fault_plan, true);
+    let record = record && file.choices.is_none();
+    let world = world_of(scenario, &file).keep_trace(true).record_choices(record);
+    let report = run_world(scenario, &world, file.seed, &file.fault_plan);
     let reproduced = reproduces(&file.violation, &report.verdict);
     Ok(Replayed { file, report, reproduced })
 }
 
+/// Write `replayed`'s recorded choices into its file at `path`, atomically. `false` (and nothing
+/// written) when the replay recorded none or did not fail as recorded: a recording of another
+/// run would make the file replay something else.
+pub fn embed_choices(path: &Path, replayed: &Replayed) -> Result<bool, CliError> {
+    let Some(choices) = replayed.report.choices.clone().filter(|_| replayed.reproduced) else {
+        return Ok(false);
+    };
+    let file = RegressionFile { choices: Some(choices), ..replayed.file.clone() };
+    let mut text = serde_json::to_string_pretty(&file).expect("a regression file always serializes");
+    text.push('\n');
+    crate::cli::report::write_atomically(path, &text)?;
+    Ok(true)
+}
+
 /// `kube-sim replay`.
 pub fn replay(args: &ReplayArgs, registry: &Registry) -> Result<u8, CliError> {
-    let replayed = replay_file(&args.file, registry)?;
+    let replayed = replay_file_recording(&args.file, registry, args.record_choices)?;
+    if args.record_choices {
+        if embed_choices(&args.file, &replayed)? {
+            let count = replayed.report.choices.as_ref().map_or(0, |c| c.choices.len());
+            println!("recorded {count} choices into {}", args.file.display());
+        } else if replayed.file.choices.is_some() {
+            println!("{} holds recorded choices already; replayed them", args.file.display());
+        } else {
+            println!("not recording choices: the replay does not fail as recorded");
+        }
+    }
     let Replayed { file, report, reproduced } = &replayed;
     println!("replaying {}", args.file.display());
     print!("{file}");
