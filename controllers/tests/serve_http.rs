@@ -57,6 +57,21 @@ fn dechunk(mut rest: &str) -> String {
     out
 }
 
+/// The media type of Kubernetes protobuf bodies.
+const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+
+/// One length-delimited protobuf field (wire type 2) with a short payload.
+fn pb_field(number: u8, payload: &[u8]) -> Vec<u8> {
+    let length = u8::try_from(payload.len()).ok().filter(|l| *l < 0x80).expect("a short payload");
+    [&[(number << 3) | 2, length][..], payload].concat()
+}
+
+/// A Kubernetes protobuf body: the magic, then `runtime.Unknown{typeMeta, raw}`.
+fn pb_envelope(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
+    let type_meta = [pb_field(1, api_version.as_bytes()), pb_field(2, kind.as_bytes())].concat();
+    [b"k8s\x00".to_vec(), pb_field(1, &type_meta), pb_field(2, raw)].concat()
+}
+
 fn get(served: &Served, path: &str) -> Answer {
     request(served, "GET", path, "application/json", b"")
 }
@@ -122,13 +137,14 @@ fn a_missing_object_gets_404_with_the_real_message() {
 }
 
 #[test]
-fn malformed_bodies_and_parameters_get_400_and_protobuf_gets_415_without_hurting_the_server() {
+fn malformed_bodies_and_parameters_get_400_without_hurting_the_server() {
     let served = serve();
     let path = "/api/v1/namespaces/default/configmaps";
     let garbage = request(&served, "POST", path, "application/json", b"{not json");
     assert_eq!((garbage.code, garbage.json()["reason"].clone()), (400, json!("BadRequest")));
-    let protobuf = request(&served, "POST", path, "application/vnd.kubernetes.protobuf", b"k8s\x00\x0a\x0b");
-    assert_eq!((protobuf.code, protobuf.json()["reason"].clone()), (415, json!("UnsupportedMediaType")));
+    // A protobuf envelope cut off in its first field.
+    let protobuf = request(&served, "POST", path, PROTOBUF, b"k8s\x00\x0a\x0b");
+    assert_eq!((protobuf.code, protobuf.json()["reason"].clone()), (400, json!("BadRequest")));
     let bad_flag = get(&served, &format!("{path}?watch=maybe"));
     assert_eq!(bad_flag.code, 400);
     let bad_limit = get(&served, &format!("{path}?limit=many"));
@@ -245,4 +261,53 @@ fn a_dry_run_create_answers_the_object_but_stores_nothing() {
     );
     assert_eq!((answer.code, answer.json()["metadata"]["name"].clone()), (201, json!("dry")));
     assert_eq!(get(&served, &format!("{path}/dry")).code, 404);
+}
+
+#[test]
+fn a_protobuf_configmap_is_created_with_its_name_labels_and_data() {
+    let served = serve();
+    let label = pb_field(11, &[pb_field(1, b"tier"), pb_field(2, b"web")].concat());
+    let metadata = [pb_field(1, b"app"), label].concat();
+    let entries = [pb_field(2, &[pb_field(1, b"a"), pb_field(2, b"1")].concat())].concat();
+    let configmap = [pb_field(1, &metadata), entries].concat();
+    let body = pb_envelope("v1", "ConfigMap", &configmap);
+    let created = request(&served, "POST", "/api/v1/namespaces/default/configmaps", PROTOBUF, &body);
+    assert_eq!(created.code, 201, "{}", created.body);
+    let stored = get(&served, "/api/v1/namespaces/default/configmaps/app").json();
+    assert_eq!(
+        (&stored["metadata"]["name"], &stored["metadata"]["labels"], &stored["data"]),
+        (&json!("app"), &json!({"tier": "web"}), &json!({"a": "1"}))
+    );
+}
+
+#[test]
+fn a_protobuf_body_of_a_kind_without_protobuf_gets_415_naming_the_kind() {
+    let served = serve();
+    let crd = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let body = pb_envelope("apiextensions.k8s.io/v1", "CustomResourceDefinition", b"");
+    let answer = request(&served, "POST", crd, PROTOBUF, &body);
+    assert_eq!(
+        (answer.code, answer.json()["reason"].clone(), answer.json()["message"].clone()),
+        (
+            415,
+            json!("UnsupportedMediaType"),
+            json!(
+                "kube-sim serve cannot decode CustomResourceDefinition (apiextensions.k8s.io/v1) from \
+                 protobuf; send it as application/json"
+            )
+        )
+    );
+}
+
+#[test]
+fn a_protobuf_object_whose_raw_message_is_corrupt_gets_400_and_the_server_still_answers() {
+    let served = serve();
+    let path = "/api/v1/namespaces/default/configmaps";
+    // Field 1 (metadata) claims 100 bytes and has 2.
+    let body = pb_envelope("v1", "ConfigMap", &[0x0a, 100, 1, 2]);
+    let answer = request(&served, "POST", path, PROTOBUF, &body);
+    assert_eq!((answer.code, answer.json()["reason"].clone()), (400, json!("BadRequest")));
+    let no_magic = request(&served, "POST", path, PROTOBUF, b"\x0a\x02\x0a\x00");
+    assert_eq!((no_magic.code, no_magic.json()["reason"].clone()), (400, json!("BadRequest")));
+    assert_eq!(get(&served, path).code, 200);
 }

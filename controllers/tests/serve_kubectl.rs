@@ -13,6 +13,7 @@ use std::{
 };
 
 use controllers::serve::{ServeConfig, Served, spawn};
+use serde_json::json;
 
 /// A served model and a kubectl configured for it.
 struct Kubectl {
@@ -353,4 +354,122 @@ fn a_watch_with_get_w_sees_creations_and_changes() {
     assert_eq!(next().split_whitespace().collect::<Vec<_>>(), ["app", "changed"]);
     watch.kill().expect("stopping kubectl get -w");
     let _ = watch.wait();
+}
+
+// kubectl's generator commands send their objects as protobuf (`application/vnd.kubernetes.protobuf`).
+
+/// `kubectl get KIND NAME -o json`, parsed.
+fn get_json(k: &Kubectl, kind: &str, name: &str) -> serde_json::Value {
+    serde_json::from_str(&k.ok(&["get", kind, name, "-o", "json"])).expect("kubectl prints JSON")
+}
+
+#[test]
+fn kubectl_create_deployment_in_protobuf_creates_the_exact_deployment() {
+    let k = Kubectl::start();
+    k.ok(&["create", "deployment", "web", "--image=nginx:1.27", "--replicas=3", "--port=80"]);
+    let d = get_json(&k, "deployment", "web");
+    assert_eq!(
+        (&d["metadata"]["labels"], &d["spec"]["replicas"], &d["spec"]["selector"]),
+        (&json!({"app": "web"}), &json!(3), &json!({"matchLabels": {"app": "web"}}))
+    );
+    // The template's zero creationTimestamp is left out, as null is.
+    assert_eq!(d["spec"]["template"]["metadata"], json!({"labels": {"app": "web"}}));
+    let container = &d["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(
+        (&container["name"], &container["image"], &container["ports"]),
+        (&json!("nginx"), &json!("nginx:1.27"), &json!([{"containerPort": 80, "protocol": "TCP"}]))
+    );
+}
+
+#[test]
+fn kubectl_create_deployment_with_zero_replicas_keeps_zero() {
+    let k = Kubectl::start();
+    k.ok(&["create", "deployment", "idle", "--image=nginx", "--replicas=0"]);
+    assert_eq!(get_json(&k, "deployment", "idle")["spec"]["replicas"], json!(0));
+}
+
+#[test]
+fn kubectl_create_configmap_from_literals_creates_exactly_that_data() {
+    let k = Kubectl::start();
+    k.ok(&["create", "configmap", "settings", "--from-literal=a=1", "--from-literal=b=two words"]);
+    let cm = get_json(&k, "configmap", "settings");
+    assert_eq!(
+        (&cm["metadata"]["name"], &cm["metadata"]["namespace"], &cm["data"]),
+        (&json!("settings"), &json!("default"), &json!({"a": "1", "b": "two words"}))
+    );
+    assert_eq!(cm.get("binaryData"), None);
+}
+
+#[test]
+fn kubectl_create_secret_generic_stores_the_bytes_base64_encoded() {
+    let k = Kubectl::start();
+    k.ok(&[
+        "create",
+        "secret",
+        "generic",
+        "login",
+        "--from-literal=user=admin",
+        "--from-literal=pass=s3cr3t",
+    ]);
+    let secret = get_json(&k, "secret", "login");
+    assert_eq!(
+        (&secret["type"], &secret["data"]),
+        (&json!("Opaque"), &json!({"user": "YWRtaW4=", "pass": "czNjcjN0"}))
+    );
+}
+
+#[test]
+fn kubectl_create_namespace_creates_an_active_namespace() {
+    let k = Kubectl::start();
+    k.ok(&["create", "namespace", "team-a"]);
+    let ns = get_json(&k, "namespace", "team-a");
+    assert_eq!((&ns["metadata"]["name"], &ns["status"]["phase"]), (&json!("team-a"), &json!("Active")));
+    k.ok(&["-n", "team-a", "create", "configmap", "inside", "--from-literal=x=y"]);
+    assert_eq!(k.ok(&["-n", "team-a", "get", "configmaps", "-o", "name"]), "configmap/inside\n");
+}
+
+#[test]
+fn kubectl_create_service_clusterip_creates_its_port_and_selector() {
+    let k = Kubectl::start();
+    k.ok(&["create", "service", "clusterip", "web", "--tcp=80:8080"]);
+    let svc = get_json(&k, "service", "web");
+    assert_eq!(
+        (&svc["spec"]["type"], &svc["spec"]["selector"], &svc["spec"]["ports"]),
+        (
+            &json!("ClusterIP"),
+            &json!({"app": "web"}),
+            &json!([{"name": "80-8080", "port": 80, "protocol": "TCP", "targetPort": 8080}])
+        )
+    );
+}
+
+#[test]
+fn kubectl_create_job_creates_its_command_and_restart_policy() {
+    let k = Kubectl::start();
+    k.ok(&["create", "job", "hello", "--image=busybox", "--", "echo", "hi"]);
+    let job = get_json(&k, "job", "hello");
+    let pod = &job["spec"]["template"]["spec"];
+    assert_eq!(
+        (&pod["restartPolicy"], &pod["containers"][0]["image"], &pod["containers"][0]["command"]),
+        (&json!("Never"), &json!("busybox"), &json!(["echo", "hi"]))
+    );
+}
+
+#[test]
+fn kubectl_create_serviceaccount_and_docker_registry_secret_work() {
+    let k = Kubectl::start();
+    k.ok(&["create", "serviceaccount", "robot"]);
+    assert_eq!(get_json(&k, "serviceaccount", "robot")["metadata"]["name"], json!("robot"));
+    k.ok(&[
+        "create",
+        "secret",
+        "docker-registry",
+        "pull",
+        "--docker-server=r.example",
+        "--docker-username=u",
+        "--docker-password=p",
+    ]);
+    let secret = get_json(&k, "secret", "pull");
+    assert_eq!(secret["type"], json!("kubernetes.io/dockerconfigjson"));
+    assert!(secret["data"][".dockerconfigjson"].is_string(), "{secret}");
 }

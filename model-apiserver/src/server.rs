@@ -211,6 +211,32 @@ impl ApiServer {
     pub fn snapshot(&self) -> Snapshot {
         self.store.current().clone()
     }
+    /// A server holding exactly `snapshot` (objects and revision, with no earlier history),
+    /// serving the built-in kinds and the custom kinds of the CRDs stored in it. Objects keep
+    /// their uids, resourceVersions and timestamps: `kube-sim serve --replay` serves a simulated
+    /// run's state at one step this way.
+    pub fn from_snapshot(config: ServerConfig, snapshot: Snapshot) -> Self {
+        let mut server = Self::with_config(config);
+        let crds: Vec<
+            k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+        > = snapshot
+            .objects
+            .values()
+            .filter(|o| {
+                o.types.as_ref().is_some_and(|t| {
+                    t.kind == "CustomResourceDefinition" && t.api_version.starts_with("apiextensions.k8s.io/")
+                })
+            })
+            .filter_map(|o| serde_json::to_value(&**o).and_then(serde_json::from_value).ok())
+            .collect();
+        for crd in &crds {
+            for ty in crate::crd::resource_types(crd) {
+                server.types.insert(ty);
+            }
+        }
+        server.store = Store::from_snapshot(snapshot, server.config.history_revisions_max);
+        server
+    }
     /// The state at a retained revision; `None` if compacted or in the future.
     pub fn snapshot_at(&self, revision: Revision) -> Option<Snapshot> {
         self.store.at(revision)

@@ -142,6 +142,14 @@ impl Store {
         Store { current, history, history_revisions_max: history_revisions_max.max(1) }
     }
 
+    /// A store whose only retained revision is `snapshot`, at its revision: a copy of another
+    /// store's state (a simulated run's at one step, served read-only by `kube-sim serve --replay`).
+    pub(crate) fn from_snapshot(snapshot: Snapshot, history_revisions_max: usize) -> Self {
+        let mut history = std::collections::VecDeque::new();
+        history.push_back(Entry { event: None, checkpoint: Some(snapshot.objects.clone()) });
+        Store { current: snapshot, history, history_revisions_max: history_revisions_max.max(1) }
+    }
+
     /// The current state.
     pub(crate) fn current(&self) -> &Snapshot {
         &self.current

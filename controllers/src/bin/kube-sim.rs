@@ -33,6 +33,16 @@ struct ServeArgs {
     /// Seed of uids and generated names (default: from the clock).
     #[arg(long)]
     seed: Option<u64>,
+    /// Serve, read only, the cluster state of a regression file's run at step `--at` (a step is
+    /// a successful write), instead of an empty model.
+    #[arg(long, requires = "at", conflicts_with = "crds")]
+    replay: Option<PathBuf>,
+    /// The step of `--replay` to serve: 1 is the state after the run's first write.
+    #[arg(long, requires = "replay", value_parser = clap::value_parser!(u64).range(1..))]
+    at: Option<u64>,
+    /// The cluster of `--replay` to serve (default: `default`, or the scenario's only cluster).
+    #[arg(long, requires = "replay")]
+    cluster: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -50,6 +60,12 @@ fn registry() -> sim::scenario::Registry {
 }
 
 fn serve(args: ServeArgs) -> ExitCode {
+    if let (Some(file), Some(at)) = (args.replay.clone(), args.at) {
+        return serve_replay(
+            controllers::serve::replay::ReplayConfig { file, at, cluster: args.cluster },
+            args.addr,
+        );
+    }
     let config = controllers::serve::ServeConfig { addr: args.addr, crds: args.crds, seed: args.seed };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
@@ -61,6 +77,39 @@ fn serve(args: ServeArgs) -> ExitCode {
     let served = runtime.block_on(controllers::serve::run(config, |addr| {
         println!("kube-sim serve: the model API server is listening on http://{addr}");
         println!("  kubectl --server http://{addr} get namespaces");
+    }));
+    match served {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("kube-sim serve: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `serve --replay FILE --at STEP`: rerun the file under madsim (before any tokio runtime
+/// exists), then serve the captured state read only. A file that cannot be replayed, or a step
+/// past the run's end, exits 2.
+fn serve_replay(config: controllers::serve::replay::ReplayConfig, addr: SocketAddr) -> ExitCode {
+    let captured = match controllers::serve::replay::capture(&config, &registry()) {
+        Ok(captured) => captured,
+        Err(e) => {
+            eprintln!("kube-sim serve: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    println!("kube-sim serve: {}", captured.summary());
+    let live = captured.into_live();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("kube-sim serve: cannot start the tokio runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let served = runtime.block_on(controllers::serve::run_live(live, addr, |addr| {
+        println!("kube-sim serve: the replayed state is served read only on http://{addr}");
+        println!("  kubectl --server http://{addr} get all -A");
     }));
     match served {
         Ok(()) => ExitCode::SUCCESS,

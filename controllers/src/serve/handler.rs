@@ -20,14 +20,11 @@ use super::{
     discovery,
     http::{self, Reply},
     live::{Live, Model},
-    openapi,
+    openapi, protobuf,
     query::Query,
     route::{self, ResourcePath, Route},
     table, watch,
 };
-
-/// The first bytes of a Kubernetes protobuf body (`k8s\0`).
-const PROTOBUF_MAGIC: &[u8] = b"k8s\x00";
 
 /// The largest request body accepted (kube-apiserver's limit is 3 MiB).
 pub const BODY_BYTES_MAX: usize = 3 * 1024 * 1024;
@@ -100,6 +97,11 @@ impl Call {
             Some(_) => return http::status(&not_found()),
         };
         let target = Target { ty, namespace: path.namespace, subresource };
+        if let Some(message) = self.live.read_only_message()
+            && self.method != Method::GET
+        {
+            return http::status(&errors::method_not_allowed(message));
+        }
         let answer = match (&self.method, path.name) {
             (&Method::GET, None) if subresource.is_none() => match self.query.is_watch() {
                 Ok(true) => return self.watch(&target),
@@ -166,7 +168,7 @@ impl Call {
     fn create(&self, t: &Target) -> Result<Reply, Status> {
         let mut params = self.query.post_params()?;
         params.field_manager = Some(self.manager(params.field_manager.as_deref()));
-        let object = decode_object(&self.body)?;
+        let object = decode_object(&self.headers, &self.body)?;
         let answer = self.live.handle(Request::create(&t.ty.api, t.ns(), object, params))?;
         Ok(self.object_reply(t, 201, &answer))
     }
@@ -174,7 +176,7 @@ impl Call {
     fn update(&self, t: &Target, name: &str) -> Result<Reply, Status> {
         let mut params = self.query.post_params()?;
         params.field_manager = Some(self.manager(params.field_manager.as_deref()));
-        let object = decode_object(&self.body)?;
+        let object = decode_object(&self.headers, &self.body)?;
         let answer =
             self.live.handle(t.with_sub(Request::update(&t.ty.api, t.ns(), name, object, params)))?;
         Ok(self.object_reply(t, 200, &answer))
@@ -295,18 +297,18 @@ fn decode_json(body: &[u8]) -> Result<Value, Status> {
     serde_json::from_slice(body).map_err(|e| errors::bad_request(&format!("error decoding patch: {e}")))
 }
 
-/// An object body (JSON, or YAML, which is a superset). Protobuf and CBOR are not served: they
-/// get 415, and client-go retries in JSON.
-fn decode_object(body: &[u8]) -> Result<DynamicObject, Status> {
-    if body.starts_with(PROTOBUF_MAGIC) {
-        return Err(errors::unsupported_media_type(
-            "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml",
-        ));
-    }
-    let value: Value = match serde_json::from_slice(body) {
-        Ok(v) => v,
-        Err(_) => serde_yaml_ng::from_slice(body)
-            .map_err(|e| errors::bad_request(&format!("the object provided is unrecognized: {e}")))?,
+/// An object body: JSON, YAML (a superset), or Kubernetes protobuf of a built-in kind (see
+/// [`protobuf`]). CBOR is not served: it gets 415, and client-go retries in JSON.
+fn decode_object(headers: &HeaderMap, body: &[u8]) -> Result<DynamicObject, Status> {
+    let content_type = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let value: Value = if protobuf::is_protobuf(content_type, body) {
+        protobuf::decode(body)?
+    } else {
+        match serde_json::from_slice(body) {
+            Ok(v) => v,
+            Err(_) => serde_yaml_ng::from_slice(body)
+                .map_err(|e| errors::bad_request(&format!("the object provided is unrecognized: {e}")))?,
+        }
     };
     if !value.is_object() {
         return Err(errors::bad_request("the object provided is unrecognized: not a JSON object"));

@@ -42,6 +42,8 @@ pub struct Live {
     model: Arc<Mutex<Model>>,
     /// Woken after every write, so watch streams poll at once rather than at their next tick.
     pub(crate) written: Arc<tokio::sync::Notify>,
+    /// Set when serving a replay: every write gets 405 MethodNotAllowed with this message.
+    read_only: Option<Arc<str>>,
 }
 
 impl Live {
@@ -50,7 +52,19 @@ impl Live {
         Live {
             model: Arc::new(Mutex::new(Model { server, ids: SeededIds::new(seed) })),
             written: Arc::new(tokio::sync::Notify::new()),
+            read_only: None,
         }
+    }
+
+    /// The same model, refusing every write with 405 MethodNotAllowed and `message`.
+    pub fn read_only(mut self, message: impl Into<Arc<str>>) -> Self {
+        self.read_only = Some(message.into());
+        self
+    }
+
+    /// Why writes are refused, when they are.
+    pub fn read_only_message(&self) -> Option<&str> {
+        self.read_only.as_deref()
     }
 
     /// Lock the model. A panic inside the model (a bug of ours) must not wedge the server, so a

@@ -23,7 +23,9 @@ pub mod handler;
 pub mod http;
 pub mod live;
 pub mod openapi;
+pub mod protobuf;
 pub mod query;
+pub mod replay;
 pub mod route;
 pub mod table;
 pub mod watch;
@@ -181,10 +183,20 @@ pub fn spawn(config: ServeConfig) -> Result<Served, ServeError> {
 /// Bind and serve until the process ends (the `kube-sim serve` command).
 pub async fn run(config: ServeConfig, ready: impl FnOnce(SocketAddr)) -> Result<(), ServeError> {
     let live = initial_model(&config)?;
-    let listener = tokio::net::TcpListener::bind(config.addr)
+    run_live(live, config.addr, ready).await
+}
+
+/// Bind and serve `live` until the process ends (`kube-sim serve --replay` builds its own).
+pub async fn run_live(
+    live: Live,
+    addr: SocketAddr,
+    ready: impl FnOnce(SocketAddr),
+) -> Result<(), ServeError> {
+    let asked = addr;
+    let listener = tokio::net::TcpListener::bind(asked)
         .await
-        .map_err(|source| ServeError::Bind { addr: config.addr, source })?;
-    let addr = listener.local_addr().map_err(|source| ServeError::Bind { addr: config.addr, source })?;
+        .map_err(|source| ServeError::Bind { addr: asked, source })?;
+    let addr = listener.local_addr().map_err(|source| ServeError::Bind { addr: asked, source })?;
     ready(addr);
     accept_loop(listener, live, addr).await;
     Ok(())
