@@ -253,3 +253,38 @@ fn shrink_workload_needs_no_simulation_to_find_the_two_steps_an_oracle_wants() {
     assert_eq!(report.workload.steps, vec![all[0].clone(), all[3].clone(), all[7].clone()]);
     assert!(matches!(report.workload.steps[0], Step::Create { .. }));
 }
+
+#[test]
+fn kube_sim_shrink_shortens_a_files_workload_in_place_and_re_records_its_choices() {
+    let scenario = scenario();
+    let found = replay::run_plan(&scenario, SEED, &FaultPlan::none(), false);
+    let unshrunk = RegressionFile {
+        format: sim::regression::FORMAT_VERSION,
+        scenario: scenario.name().to_owned(),
+        seed: SEED,
+        fault_plan: FaultPlan::none(),
+        workload: Some(ten_steps()),
+        violation: replay::recorded_violation(&found.verdict).expect("the ten steps fail"),
+        trace_digest: found.digest.clone(),
+        found: Provenance { by: "manual".to_owned(), ..Provenance::default() },
+        choices: None,
+    };
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let path = unshrunk.write_to(dir.path()).expect("the file is written");
+    let registry = Registry::new([scenario]).expect("one scenario");
+    let recording = replay_file_recording(&path, &registry, true).expect("the file replays");
+    assert!(embed_choices(&path, &recording).expect("the file is rewritten"));
+
+    let args = sim::cli::shrink::ShrinkArgs { file: path.clone(), replays: 1000 };
+    assert_eq!(sim::cli::shrink::shrink(&args, &registry).expect("the file shrinks"), 0);
+    let shrunk = RegressionFile::load(&path).expect("the file reads back");
+    let all = ten_steps().steps;
+    let steps = shrunk.workload.as_ref().map(|w| w.steps.clone());
+    assert_eq!(steps, Some(vec![all[0].clone(), all[3].clone(), all[7].clone()]));
+    assert_eq!(shrunk.found.workload_steps_before_shrink, Some(10));
+    let choices = shrunk.choices.as_ref().expect("a file with choices keeps choices");
+    assert_ne!(Some(choices), recording.report.choices.as_ref(), "the old recording was of ten steps");
+    let replayed = replay_file(&path, &registry).expect("the file replays");
+    assert!(replayed.reproduced, "{}", replayed.report.verdict);
+    assert_eq!(replayed.report.digest, shrunk.trace_digest);
+}
