@@ -69,16 +69,20 @@ impl Replayed {
         Replayed { child, _stdout: lines, summary, dir, url }
     }
 
-    fn kubectl(&self, args: &[&str]) -> Output {
-        Command::new("kubectl")
+    fn kubectl_command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new("kubectl");
+        command
             .arg("--server")
             .arg(&self.url)
             .arg("--cache-dir")
             .arg(self.dir.path().join("cache"))
             .args(["-n", "default"])
-            .args(args)
-            .output()
-            .expect("kubectl is installed (see serve_kubectl.rs)")
+            .args(args);
+        command
+    }
+
+    fn kubectl(&self, args: &[&str]) -> Output {
+        self.kubectl_command(args).output().expect("kubectl is installed (see serve_kubectl.rs)")
     }
 
     fn names(&self, kind: &str) -> Vec<String> {
@@ -148,4 +152,24 @@ fn a_corrupt_regression_file_exits_2_naming_the_file() {
     let (code, stderr) = serve_fails(&["serve", "--replay", path.to_str().unwrap(), "--at", "1"]);
     assert_eq!(code, Some(2));
     assert!(stderr.contains(&format!("cannot replay {}", path.display())), "{stderr}");
+}
+
+#[test]
+fn a_watch_on_a_replay_lists_the_objects_then_stays_open() {
+    let file = regression_file();
+    let replayed = Replayed::start(file.to_str().expect("a UTF-8 path"), 1);
+    let mut watch = replayed
+        .kubectl_command(&["get", "zookeeperclusters", "-w", "-o", "name"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("kubectl is installed");
+    let mut lines = BufReader::new(watch.stdout.take().expect("stdout")).lines();
+    let first = lines.next().expect("a line").expect("UTF-8");
+    assert_eq!(first, "zookeepercluster.zookeeper.pravega.io/zk");
+    // Nothing changes in a replay, so the watch has nothing more to say and must not end.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let still_running = watch.try_wait().expect("kubectl's status").is_none();
+    let _ = watch.kill();
+    let _ = watch.wait();
+    assert!(still_running, "the watch ended on its own");
 }
