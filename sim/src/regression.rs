@@ -299,6 +299,14 @@ impl fmt::Display for RegressionFile {
         for (i, planned) in self.fault_plan.faults.iter().enumerate() {
             writeln!(f, "fault {}: {planned}", i + 1)?;
         }
+        if let Some(workload) = &self.workload {
+            let before = self.found.workload_steps_before_shrink;
+            let shrunk = before.map(|b| format!(" (shrunk from {b})")).unwrap_or_default();
+            writeln!(f, "generated workload: {} steps{shrunk}", workload.steps.len())?;
+        }
+        if let Some(choices) = &self.choices {
+            writeln!(f, "{} recorded choices", choices.choices.len())?;
+        }
         Ok(())
     }
 }

@@ -288,3 +288,13 @@ fn kube_sim_shrink_shortens_a_files_workload_in_place_and_re_records_its_choices
     assert!(replayed.reproduced, "{}", replayed.report.verdict);
     assert_eq!(replayed.report.digest, shrunk.trace_digest);
 }
+
+#[test]
+fn a_files_summary_says_how_many_workload_steps_and_choices_it_holds() {
+    let (file, _) = shrunk_file();
+    let text = file.to_string();
+    assert!(text.ends_with("no faults\ngenerated workload: 3 steps (shrunk from 10)\n"), "{text}");
+    let choices = sim::decision::Choices { format: 1, seed: SEED, choices: Vec::new() };
+    let text = RegressionFile { choices: Some(choices), ..file }.to_string();
+    assert!(text.ends_with("generated workload: 3 steps (shrunk from 10)\n0 recorded choices\n"), "{text}");
+}

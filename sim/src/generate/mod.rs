@@ -15,10 +15,15 @@
 //! let report = Sim::builder()
 //!     .crds_yaml("default", &yaml)
 //!     .expect("the CRD loads")
-//!     .workload(workload.into_script())
+//!     .generated_workload(workload)
 //!     .run(7);
 //! assert!(report.verdict.is_pass(), "{}", report.verdict);
 //! ```
+//!
+//! `generated_workload` (rather than `.workload(workload.into_script())`) lets the builder know
+//! the steps: a shrinker then shortens them and a regression file holds them
+//! ([`crate::shrink::shrink_run`]). `SimBuilder::generate_workload(&crd, steps)` generates a
+//! different workload from each run's seed.
 //!
 //! Values stay small: every recursion, string, array and map has a named bound (the constants in
 //! [`schema`]). Generation is deterministic: a seed drives a ChaCha `TestRng`, and the result is
