@@ -96,11 +96,16 @@ fn guided_exploration_finds_the_cassandra_bug_and_writes_a_file_found_by_guided(
     let (code, stdout, stderr) = run(&args);
     assert_eq!(code, 1, "{stdout}{stderr}");
     assert!(stderr.contains("injection points exercised"), "{stderr}");
+    // Every plan within --seeds runs, so each distinct failure gets its file.
     let files = files_under(dir.path());
-    assert_eq!(files.len(), 1, "{stdout}");
-    let file = RegressionFile::load(&files[0]).expect("a valid file");
-    assert_eq!(file.found.by, "guided");
-    assert_eq!(file.violation.property, "matches_reference");
+    let distinct = stdout.lines().filter(|l| l.starts_with("failure ")).count();
+    assert!(distinct >= 1, "{stdout}");
+    assert_eq!(files.len(), distinct, "{stdout}");
+    for path in &files {
+        let file = RegressionFile::load(path).expect("a valid file");
+        assert_eq!(file.found.by, "guided");
+        assert_eq!(file.violation.property, "matches_reference");
+    }
 }
 
 #[test]
@@ -305,4 +310,152 @@ fn explore_writes_the_same_regression_file_with_one_job_or_two() {
     assert_eq!((code_one, code_two), (1, 1));
     assert_eq!(names(one.path()), names(two.path()));
     assert_eq!(names(one.path()).len(), 1);
+}
+
+/// A report file as JSON.
+fn report_json(report: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(report).expect("a report")).expect("JSON")
+}
+
+/// Each scenario's `coverage` object of a report, checked for consistency: `exercised` is the
+/// number of exercised points, each an index below `total`.
+fn coverage_of(json: &serde_json::Value) -> Vec<(String, u64, u64, Vec<u64>)> {
+    let scenarios = json["scenarios"].as_array().expect("scenarios");
+    scenarios
+        .iter()
+        .map(|s| {
+            let coverage = &s["coverage"];
+            let exercised = coverage["exercised"].as_u64().expect("coverage.exercised");
+            let total = coverage["total"].as_u64().expect("coverage.total");
+            let points: Vec<u64> = coverage["points"]
+                .as_array()
+                .expect("coverage.points")
+                .iter()
+                .map(|p| p.as_u64().expect("a point index"))
+                .collect();
+            assert_eq!(points.len() as u64, exercised, "{s}");
+            assert!(points.iter().all(|p| *p < total), "{s}");
+            assert!(points.windows(2).all(|w| w[0] < w[1]), "ascending, no repeats: {s}");
+            (s["name"].as_str().expect("a name").to_owned(), exercised, total, points)
+        })
+        .collect()
+}
+
+/// Explore `scenarios` with `--guided` and the given extra arguments, writing files and a report
+/// under `dir`; exit code, stdout and the report.
+fn explore_guided(dir: &Path, scenarios: &[&str], extra: &[&str]) -> (i32, String, serde_json::Value) {
+    let report = dir.join("report.json");
+    let mut args = vec!["explore", "--guided", "--shrink-replays", "10"];
+    for scenario in scenarios {
+        args.extend_from_slice(&["--scenario", scenario]);
+    }
+    let (out, report_arg) = (dir.to_str().expect("utf-8"), report.to_str().expect("utf-8"));
+    args.extend_from_slice(&["--out", out, "--report", report_arg]);
+    args.extend_from_slice(extra);
+    let (code, stdout, stderr) = run(&args);
+    assert!(code == 0 || code == 1, "{stdout}{stderr}");
+    (code, stdout, report_json(&report))
+}
+
+/// The regression files under `dir`: (name, contents), sorted by name.
+fn regression_files(dir: &Path) -> Vec<(String, String)> {
+    let mut files: Vec<(String, String)> = files_under(dir)
+        .iter()
+        .map(|p| {
+            let name = p.strip_prefix(dir).expect("under dir").display().to_string();
+            (name, std::fs::read_to_string(p).expect("readable"))
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn guided_exploration_with_one_job_or_two_gives_the_same_report_and_the_same_regression_files() {
+    let (one, two) = (tempfile::tempdir().expect("a dir"), tempfile::tempdir().expect("a dir"));
+    let scenarios = ["cassandra:missed-scale-down", "rabbitmq:resize-crash"];
+    let (code_one, stdout, mut first) =
+        explore_guided(one.path(), &scenarios, &["--seeds", "40", "--jobs", "1"]);
+    let (code_two, _, mut second) = explore_guided(two.path(), &scenarios, &["--seeds", "40", "--jobs", "2"]);
+    assert_eq!((code_one, code_two), (1, 1), "{stdout}");
+    // Wall time is the one field that may differ; file paths differ by their directory only.
+    for (json, dir) in [(&mut first, one.path()), (&mut second, two.path())] {
+        json.as_object_mut().expect("an object").remove("wallSeconds");
+        let text = json.to_string().replace(dir.to_str().expect("utf-8"), "OUT");
+        *json = serde_json::from_str(&text).expect("JSON");
+    }
+    assert_eq!(first, second);
+    let coverage = coverage_of(&first);
+    assert_eq!(coverage.len(), 2);
+    for (name, exercised, total, _) in &coverage {
+        assert!(*total > 0 && *exercised <= *total, "{name}: {exercised}/{total}");
+        assert!(*exercised > 0, "{name}: 39 single-fault plans exercise some point");
+    }
+    assert_eq!(first["seedsRun"], 80, "40 runs per scenario, the reference included");
+    let files = regression_files(one.path());
+    assert!(!files.is_empty(), "{stdout}");
+    assert_eq!(files, regression_files(two.path()));
+    // The table shows each scenario's coverage as exercised/total.
+    let (name, exercised, total, _) = &coverage[0];
+    let row = stdout.lines().find(|l| l.starts_with(name.as_str())).expect("a table row");
+    assert!(row.ends_with(&format!("{exercised}/{total}")), "{row}");
+}
+
+#[test]
+fn random_exploration_reports_injection_point_coverage_of_each_scenario() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let report = dir.path().join("report.json");
+    let args = [
+        "explore",
+        "--scenario",
+        "cassandra:fixed",
+        "--seeds",
+        "12",
+        "--out",
+        dir.path().to_str().expect("utf-8"),
+        "--report",
+        report.to_str().expect("utf-8"),
+    ];
+    let (code, stdout, stderr) = run(&args);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let coverage = coverage_of(&report_json(&report));
+    let (name, exercised, total, _) = &coverage[0];
+    assert_eq!(name, "cassandra:fixed");
+    assert!(*total > 0 && *exercised <= *total, "{exercised}/{total}");
+    assert!(stdout.contains(&format!("; {exercised} of {total} injection points exercised\n")), "{stdout}");
+}
+
+#[test]
+fn guided_shards_split_the_runs_and_their_merge_has_the_unsharded_runs_and_coverage() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let scenario = ["cassandra:fixed"];
+    let whole = dir.path().join("whole");
+    let (_, _, unsharded) = explore_guided(&whole, &scenario, &["--seeds", "30"]);
+    let mut shard_dirs = Vec::new();
+    let mut runs = Vec::new();
+    for shard in ["0/2", "1/2"] {
+        let shard_dir = dir.path().join(format!("shard-{}", &shard[..1]));
+        let (_, stdout, json) = explore_guided(&shard_dir, &scenario, &["--seeds", "30", "--shard", shard]);
+        assert!(stdout.contains(&format!("(shard {shard})")), "{stdout}");
+        runs.push(json["seedsRun"].as_u64().expect("seedsRun"));
+        shard_dirs.push(shard_dir);
+    }
+    // Runs 0 (the reference), 2, .., 28 and 1, 3, .., 29.
+    assert_eq!(runs, vec![15, 15]);
+    let merged = dir.path().join("merged.json");
+    let mut args = vec!["merge"];
+    args.extend(shard_dirs.iter().map(|d| d.to_str().expect("utf-8")));
+    let out = dir.path().join("merged");
+    args.extend_from_slice(&[
+        "--out",
+        out.to_str().expect("utf-8"),
+        "--report",
+        merged.to_str().expect("utf-8"),
+    ]);
+    let (code, stdout, stderr) = run(&args);
+    assert!(code == 0 || code == 1, "{stdout}{stderr}");
+    let merged = report_json(&merged);
+    assert_eq!(merged["seedsRun"], unsharded["seedsRun"]);
+    assert_eq!(merged["failingSeeds"], unsharded["failingSeeds"]);
+    assert_eq!(coverage_of(&merged), coverage_of(&unsharded));
 }

@@ -103,6 +103,7 @@ pub fn merge_reports(reports: &[ExploreReport], written: &BTreeMap<Key, PathBuf>
                 Some(m) => {
                     m.seeds_run += s.seeds_run;
                     m.failing_seeds += s.failing_seeds;
+                    m.coverage = m.coverage.union(&s.coverage);
                 }
                 None => merged.scenarios.push(ScenarioSummary { distinct_failures: 0, ..s.clone() }),
             }

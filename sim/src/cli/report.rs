@@ -49,6 +49,52 @@ pub struct ScenarioSummary {
     pub failing_seeds: u64,
     /// Distinct failures among them.
     pub distinct_failures: u64,
+    /// Which injection points of the scenario's fault-free reference the runs exercised (reports
+    /// written before coverage existed read as none found).
+    #[serde(default)]
+    pub coverage: PointCoverage,
+}
+
+/// Injection-point coverage of one scenario: of the points of its fault-free reference (at the
+/// report's first seed), those whose fault fired in some run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PointCoverage {
+    /// Points exercised (the length of `points`).
+    pub exercised: u64,
+    /// Points found in the reference run.
+    pub total: u64,
+    /// The exercised points, as indices (ascending) into the reference's point list in exploration
+    /// order, so that a merge can take the union of its shards' points.
+    pub points: Vec<u64>,
+}
+
+impl PointCoverage {
+    /// Coverage of `total` points, of which `points` (indices, in any order, repeats allowed) were
+    /// exercised.
+    pub fn new(total: u64, points: impl IntoIterator<Item = u64>) -> Self {
+        let mut points: Vec<u64> = points.into_iter().filter(|p| *p < total).collect();
+        points.sort_unstable();
+        points.dedup();
+        PointCoverage { exercised: points.len() as u64, total, points }
+    }
+
+    /// The union with another shard's coverage of the same reference. Coverages of different
+    /// references (another first seed or engine: their point totals differ) cannot be combined
+    /// point by point: the larger one is kept.
+    pub fn union(&self, other: &PointCoverage) -> PointCoverage {
+        if self.total != other.total {
+            return if other.exercised > self.exercised { other.clone() } else { self.clone() };
+        }
+        PointCoverage::new(self.total, self.points.iter().chain(&other.points).copied())
+    }
+}
+
+impl std::fmt::Display for PointCoverage {
+    /// `37/112`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.exercised, self.total)
+    }
 }
 
 /// One distinct failure.
@@ -140,4 +186,31 @@ pub(crate) fn write_atomically(path: &Path, text: &str) -> Result<(), CliError> 
     tmp.as_file().sync_all().map_err(io)?;
     tmp.persist(path).map_err(|e| io(e.error))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn coverage_of_two_shards_of_one_reference_merges_to_the_union_of_their_points() {
+        let first = PointCoverage::new(10, [4, 1, 4]);
+        assert_eq!(first, PointCoverage { exercised: 2, total: 10, points: vec![1, 4] });
+        let second = PointCoverage::new(10, [9, 1, 12]);
+        assert_eq!(second.points, vec![1, 9], "an index past the total is no point");
+        assert_eq!(first.union(&second), PointCoverage { exercised: 3, total: 10, points: vec![1, 4, 9] });
+        assert_eq!(first.union(&second).to_string(), "3/10");
+        // Another reference's points cannot be matched one by one: the larger coverage is kept.
+        let other = PointCoverage::new(30, [0, 1, 2]);
+        assert_eq!(first.union(&other), other);
+        assert_eq!(other.union(&first), other);
+    }
+
+    #[test]
+    fn a_report_written_before_coverage_existed_reads_with_no_points_found() {
+        let summary: ScenarioSummary =
+            serde_json::from_str(r#"{"name": "a", "seedsRun": 3, "failingSeeds": 0, "distinctFailures": 0}"#)
+                .expect("a summary");
+        assert_eq!(summary.coverage, PointCoverage::default());
+    }
 }

@@ -16,7 +16,7 @@ use std::fmt;
 use std::thread;
 
 use crate::decision::DecisionSource;
-use crate::faults::{FaultPlan, PlannedFault};
+use crate::faults::FaultPlan;
 use crate::guided::points::{InjectionPoint, PointConfig, PointSet, injection_points_with};
 use crate::scenario::Scenario;
 use crate::verdict::{RunReport, Verdict};
@@ -175,8 +175,8 @@ pub enum GuidedError {
         scenario: String,
         /// The seed.
         seed: u64,
-        /// How the reference ended.
-        verdict: Verdict,
+        /// How the reference ended (boxed: a verdict is large, and errors travel by value).
+        verdict: Box<Verdict>,
     },
 }
 
@@ -256,6 +256,21 @@ impl Explorer {
         plans
     }
 
+    /// Every plan of an exploration over `points`, in the order it runs them: each single-fault
+    /// plan in point order, then the multi-fault plans. Run `k` of the exploration (counting the
+    /// reference as run 0) is entry `k - 1`.
+    pub fn planned_runs(&self, points: &[InjectionPoint]) -> Vec<PlannedRun> {
+        let singles = (0..points.len()).map(|i| (Phase::Single, vec![i]));
+        let multis = self.multi_plans(points).into_iter().map(|plan| (Phase::Multi, plan));
+        singles
+            .chain(multis)
+            .map(|(phase, indices)| {
+                let faults = indices.iter().map(|i| points[*i].fault.clone()).collect();
+                PlannedRun { phase, points: indices, plan: FaultPlan { faults } }
+            })
+            .collect()
+    }
+
     /// Explore: the reference, every single-fault plan in point order, then the multi-fault
     /// plans, until the first failure (if so configured) or `runs_max`.
     pub fn explore(&self) -> Result<Exploration, GuidedError> {
@@ -270,7 +285,7 @@ impl Explorer {
             return Err(GuidedError::ReferenceFailed {
                 scenario: reference.scenario.clone(),
                 seed: reference.seed,
-                verdict: reference.verdict.clone(),
+                verdict: Box::new(reference.verdict.clone()),
             });
         }
         let points = injection_points_with(reference.trace.entries(), &self.config.points);
@@ -283,18 +298,14 @@ impl Explorer {
             single_plans: 0,
             multi_plans: 0,
         };
-        let singles = (0..points.points.len()).map(|i| (Phase::Single, vec![i]));
-        let multis = self.multi_plans(&points.points).into_iter().map(|plan| (Phase::Multi, plan));
-        for (phase, indices) in singles.chain(multis) {
+        for planned in self.planned_runs(&points.points) {
             if state.runs >= self.config.runs_max {
                 state.stopped_by = Some("runs_max");
                 break;
             }
-            let faults: Vec<PlannedFault> = indices.iter().map(|i| points.points[*i].fault.clone()).collect();
-            let plan = FaultPlan { faults };
-            let report = self.run_plan(plan.clone());
+            let report = self.run_plan(planned.plan.clone());
             let is_finding = found(&report);
-            state.record(phase, &indices, &points.points, plan, report, is_finding);
+            state.record(planned, &points.points, report, is_finding);
             if state.failure.is_some() && self.config.stop_at_first_failure {
                 break;
             }
@@ -320,6 +331,17 @@ impl Explorer {
     }
 }
 
+/// One plan of an exploration, as [`Explorer::planned_runs`] lists them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedRun {
+    /// Single- or multi-fault.
+    pub phase: Phase,
+    /// The points it plans, as indices into the point list (ascending).
+    pub points: Vec<usize>,
+    /// Their faults, in that order.
+    pub plan: FaultPlan,
+}
+
 /// What an exploration has seen so far.
 struct State {
     fired: Vec<bool>,
@@ -334,20 +356,18 @@ struct State {
 impl State {
     fn record(
         &mut self,
-        phase: Phase,
-        indices: &[usize],
+        planned: PlannedRun,
         points: &[InjectionPoint],
-        plan: FaultPlan,
         report: RunReport,
         is_finding: bool,
     ) {
         self.runs += 1;
-        match phase {
+        match planned.phase {
             Phase::Single => self.single_plans += 1,
             Phase::Multi => self.multi_plans += 1,
             Phase::Reference => {}
         }
-        for i in indices {
+        for i in &planned.points {
             if !report.unfired.contains(&points[*i].fault) {
                 self.fired[*i] = true;
             }
@@ -356,6 +376,7 @@ impl State {
             self.failures += 1;
         }
         if is_finding && self.failure.is_none() {
+            let (phase, plan) = (planned.phase, planned.plan);
             self.failure = Some(Finding { run: self.runs, phase, plan, report });
         }
     }

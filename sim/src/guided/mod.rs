@@ -7,7 +7,9 @@
 //!   (writes that change nothing are dropped, points that yield the same plan are merged);
 //! - [`explorer`]: the [`Explorer`], which runs the reference, then every single-fault plan in a
 //!   fixed order, then random multi-fault plans over causally related points, and reports the
-//!   first failure and the coverage (which points' faults actually fired).
+//!   first failure and the coverage (which points' faults actually fired);
+//! - [`point_map`]: which points a run's fired faults exercised, exactly for guided plans and by
+//!   place and shape for random (swarm) plans, so that random exploration reports coverage too.
 //!
 //! ```no_run
 //! # fn world() -> sim::SimBuilder { unimplemented!() }
@@ -21,7 +23,9 @@
 //! ```
 
 pub mod explorer;
+pub mod point_map;
 pub mod points;
 
-pub use explorer::{Coverage, Exploration, Explorer, Finding, GuidedConfig, GuidedError, Phase};
+pub use explorer::{Coverage, Exploration, Explorer, Finding, GuidedConfig, GuidedError, Phase, PlannedRun};
+pub use point_map::PointMap;
 pub use points::{InjectionPoint, PointConfig, PointSet, Site, injection_points, injection_points_with};

@@ -649,7 +649,7 @@ mod tests {
                 "crash ctrl after the call, restart after 500ms, at write #1 by ctrl (create secrets)",
                 "apply ctrl's write but answer 504 Timeout, at write #1 by ctrl (create secrets)",
                 "restart ctrl after 500ms onto a replica 2 revisions behind, on Delete of configmaps default/a",
-                "delay ctrl's configmaps watch by 1000ms, at 19ms",
+                "delay ctrl's configmaps watch by 1000ms for 10000ms, at 19ms",
                 "hold ctrl's watches 1000ms, then force a 410 relist, at 19ms",
                 "crash ctrl before the call, restart after 500ms, at write #1 by ctrl (create secrets)",
                 "fail ctrl's call with 409 Conflict, at write #1 by ctrl (create secrets)",
