@@ -311,3 +311,19 @@ fn a_protobuf_object_whose_raw_message_is_corrupt_gets_400_and_the_server_still_
     assert_eq!((no_magic.code, no_magic.json()["reason"].clone()), (400, json!("BadRequest")));
     assert_eq!(get(&served, path).code, 200);
 }
+
+#[test]
+fn a_protobuf_delete_options_body_is_read_so_a_wrong_uid_precondition_gets_409() {
+    let served = serve();
+    let path = "/api/v1/namespaces/default/configmaps";
+    let created = request(&served, "POST", path, "application/json", br#"{"metadata":{"name":"app"}}"#);
+    assert_eq!(created.code, 201);
+    let preconditions = pb_field(2, &pb_field(1, b"not-the-uid"));
+    let options = pb_envelope("v1", "DeleteOptions", &preconditions);
+    let refused = request(&served, "DELETE", &format!("{path}/app"), PROTOBUF, &options);
+    assert_eq!((refused.code, refused.json()["reason"].clone()), (409, json!("Conflict")));
+    let background = pb_envelope("v1", "DeleteOptions", &pb_field(4, b"Background"));
+    let deleted = request(&served, "DELETE", &format!("{path}/app"), PROTOBUF, &background);
+    assert_eq!(deleted.code, 200, "{}", deleted.body);
+    assert_eq!(get(&served, &format!("{path}/app")).code, 404);
+}

@@ -473,3 +473,21 @@ fn kubectl_create_serviceaccount_and_docker_registry_secret_work() {
     assert_eq!(secret["type"], json!("kubernetes.io/dockerconfigjson"));
     assert!(secret["data"][".dockerconfigjson"].is_string(), "{secret}");
 }
+
+#[test]
+fn kubectl_scale_label_and_set_image_change_a_deployment_made_by_kubectl_create() {
+    let k = Kubectl::start();
+    k.ok(&["create", "deployment", "web", "--image=nginx:1.27"]);
+    k.ok(&["scale", "deployment", "web", "--replicas=4"]);
+    k.ok(&["label", "deployment", "web", "tier=front"]);
+    k.ok(&["set", "image", "deployment/web", "nginx=nginx:1.28"]);
+    let d = get_json(&k, "deployment", "web");
+    assert_eq!(
+        (
+            &d["spec"]["replicas"],
+            &d["metadata"]["labels"],
+            &d["spec"]["template"]["spec"]["containers"][0]["image"]
+        ),
+        (&json!(4), &json!({"app": "web", "tier": "front"}), &json!("nginx:1.28"))
+    );
+}

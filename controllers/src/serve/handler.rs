@@ -220,7 +220,7 @@ impl Call {
     }
 
     fn delete(&self, t: &Target, name: &str) -> Result<Reply, Status> {
-        let params = self.query.delete_params(&self.body)?;
+        let params = self.query.delete_params(&self.delete_options()?)?;
         let answer = self.live.handle(Request::delete(&t.ty.api, t.ns(), name, params))?;
         match answer {
             Response::Deleted { status, .. } => Ok(http::status(&status)),
@@ -229,7 +229,7 @@ impl Call {
     }
 
     fn delete_collection(&self, t: &Target) -> Result<Reply, Status> {
-        let params = self.query.delete_params(&self.body)?;
+        let params = self.query.delete_params(&self.delete_options()?)?;
         let list = self.query.list_params()?;
         let answer = self.live.handle(Request::delete_collection(&t.ty.api, t.ns(), list, params))?;
         let Response::List(list) = answer else { return Err(unexpected()) };
@@ -243,6 +243,17 @@ impl Call {
                 "items": items,
             }),
         ))
+    }
+
+    /// The DeleteOptions body as JSON: client-go's typed clients send it in protobuf.
+    fn delete_options(&self) -> Result<Bytes, Status> {
+        if !self.body.starts_with(protobuf::MAGIC) {
+            return Ok(self.body.clone());
+        }
+        let options = protobuf::decode(&self.body)?;
+        serde_json::to_vec(&options)
+            .map(Bytes::from)
+            .map_err(|e| errors::internal_error(&format!("encoding DeleteOptions: {e}")))
     }
 
     /// An object answer; `/scale` answers are already `autoscaling/v1` Scale objects.

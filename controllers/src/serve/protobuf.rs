@@ -164,6 +164,11 @@ pub fn decode(body: &[u8]) -> Result<Value, Status> {
 
 /// The message of `kind` in `apiVersion`, if the descriptor set has it.
 fn message_for(pool: &DescriptorPool, api_version: &str, kind: &str) -> Option<MessageDescriptor> {
+    // Every group version carries meta/v1's option kinds (client-go encodes a DeleteOptions
+    // body in the group version of the resource it deletes).
+    if kind == "DeleteOptions" {
+        return pool.get_message_by_name("apimachinery.pkg.apis.meta.v1.DeleteOptions");
+    }
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     let (_, package) = GROUP_PACKAGES.iter().find(|(g, _)| *g == group)?;
     // A kind is a Go identifier; anything else must not be spliced into a message name.
