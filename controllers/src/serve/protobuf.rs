@@ -266,24 +266,26 @@ fn value_json(value: &PbValue, depth: usize) -> Result<Value, Status> {
             .map_err(|e| errors::internal_error(&format!("encoding bytes: {e}")))?,
         PbValue::EnumNumber(n) => Value::from(*n),
         PbValue::Message(m) => to_json(m, depth + 1)?,
-        PbValue::List(items) => Value::Array(
-            items
-                .iter()
-                .map(|item| {
-                    value_json(item, depth + 1).map(|v| if v.is_null() { Value::from("") } else { v })
-                })
-                .collect::<Result<_, _>>()?,
-        ),
+        PbValue::List(items) => {
+            Value::Array(items.iter().map(|item| element_json(item, depth + 1)).collect::<Result<_, _>>()?)
+        }
         PbValue::Map(entries) => {
             // Sorted by key: the decoded map's own order is a hash order.
             let mut sorted = BTreeMap::new();
             for (key, value) in entries {
-                let json = value_json(value, depth + 1)?;
-                sorted.insert(map_key(key), if json.is_null() { Value::from("") } else { json });
+                sorted.insert(map_key(key), element_json(value, depth + 1)?);
             }
             Value::Object(sorted.into_iter().collect())
         }
     })
+}
+
+/// A list item or map value as JSON: an empty string is kept there (a label's empty value).
+fn element_json(value: &PbValue, depth: usize) -> Result<Value, Status> {
+    match value {
+        PbValue::String(s) if s.is_empty() => Ok(Value::String(String::new())),
+        _ => value_json(value, depth),
+    }
 }
 
 /// A map key as the JSON object key Go writes.
@@ -504,6 +506,18 @@ mod tests {
         let raw =
             message(names::RAW_EXTENSION, vec![("raw", PbValue::Bytes(br#"{"a":[1]}"#.to_vec().into()))]);
         assert_eq!(to_json(&unwrap_message(raw), 0).expect("JSON"), serde_json::json!({"a": [1]}));
+    }
+
+    #[test]
+    fn an_empty_label_value_is_kept_and_an_empty_string_field_left_out() {
+        let labels = PbValue::Map([(MapKey::String("canary".to_owned()), string(""))].into_iter().collect());
+        let metadata = message(
+            "apimachinery.pkg.apis.meta.v1.ObjectMeta",
+            vec![("name", string("c")), ("generateName", string("")), ("labels", labels)],
+        );
+        let configmap = message("api.core.v1.ConfigMap", vec![("metadata", metadata)]);
+        let json = decode(&envelope("v1", "ConfigMap", configmap)).expect("a ConfigMap");
+        assert_eq!(json["metadata"], serde_json::json!({"name": "c", "labels": {"canary": ""}}));
     }
 
     fn unwrap_message(value: PbValue) -> DynamicMessage {
