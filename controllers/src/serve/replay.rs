@@ -18,10 +18,11 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-use model_apiserver::{ApiServer, ServerConfig, Snapshot};
+use model_apiserver::{ApiServer, Revision, ServerConfig, Snapshot};
 use sim::{
     property::{Property, StepView},
     scenario::Registry,
+    trace::{TraceEntry, TraceEvent},
 };
 
 use super::Live;
@@ -190,7 +191,9 @@ pub fn capture(config: &ReplayConfig, registry: &Registry) -> Result<Captured, R
         .builder()
         .clone()
         .faults(file.fault_plan.clone())
-        .property(CaptureAt { at: config.at, capture: shared.clone() });
+        .property(CaptureAt { at: config.at, capture: shared.clone() })
+        // The trace names who made the step's write, and with which verb.
+        .keep_trace(true);
     let seed = file.seed;
     // A fresh thread per run, as every replay gets: madsim's runtime and std's HashMap order
     // are deterministic only then.
@@ -200,14 +203,17 @@ pub fn capture(config: &ReplayConfig, registry: &Registry) -> Result<Captured, R
         .spawn(move || builder.run(seed))
         .map_err(|e| ReplayError::Crashed { file: path.to_owned(), message: e.to_string() })?
         .join();
-    if let Err(payload) = run {
-        let message = payload
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "a panic with a non-string payload".to_owned());
-        return Err(ReplayError::Crashed { file: path.to_owned(), message });
-    }
+    let report = match run {
+        Ok(report) => report,
+        Err(payload) => {
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic with a non-string payload".to_owned());
+            return Err(ReplayError::Crashed { file: path.to_owned(), message });
+        }
+    };
     let capture = std::mem::take(&mut *shared.lock().unwrap_or_else(|p| p.into_inner()));
     let steps = capture.steps;
     let Some((clusters, written)) = capture.at else {
@@ -217,7 +223,8 @@ pub fn capture(config: &ReplayConfig, registry: &Registry) -> Result<Captured, R
     let snapshot = clusters[cluster.as_str()].clone();
     let write = (*written == *cluster).then(|| {
         let before = capture.before.as_ref().and_then(|b| b.get(cluster.as_str()));
-        describe_write(before, &snapshot)
+        let call = (clusters.len() == 1).then(|| traced_write(report.trace.entries(), snapshot.revision));
+        call.flatten().unwrap_or_else(|| describe_write(before, &snapshot))
     });
     Ok(Captured {
         file: path.to_owned(),
@@ -241,6 +248,35 @@ fn pick_cluster(file: &Path, clusters: &Clusters, asked: Option<&str>) -> Result
         None if clusters.contains_key("default") => Ok("default".to_owned()),
         None if clusters.len() == 1 => Ok(clusters.keys().next().map(|k| k.to_string()).unwrap_or_default()),
         None => Err(error("the scenario has several clusters: name one with --cluster".to_owned())),
+    }
+}
+
+/// The one write call of the trace answered with resourceVersion `revision`, in words
+/// (`zk-operator create persistentvolumeclaims/default/data-zk-0 (resourceVersion 12)`): who made
+/// it and with which verb. `None` when no call or several match (a deletion answers the
+/// deleted object's older resourceVersion; several clusters count revisions apart).
+fn traced_write(entries: &[TraceEntry], revision: Revision) -> Option<String> {
+    let rv = revision.to_string();
+    let mut requests = BTreeMap::new();
+    let mut matches = Vec::new();
+    for entry in entries {
+        match &entry.event {
+            TraceEvent::ApiRequest { call, verb, target } => {
+                requests.insert(*call, (entry.node.clone(), *verb, target.as_str()));
+            }
+            TraceEvent::ApiResponse { call, result: Ok(answered) } if *answered == rv => {
+                if let Some((node, verb, target)) = requests.get(call)
+                    && !matches!(*verb, "get" | "list" | "watch")
+                {
+                    matches.push(format!("{node} {verb} {target} (resourceVersion {rv})"));
+                }
+            }
+            _ => {}
+        }
+    }
+    match matches.as_slice() {
+        [only] => Some(only.clone()),
+        _ => None,
     }
 }
 
