@@ -491,3 +491,27 @@ fn kubectl_scale_label_and_set_image_change_a_deployment_made_by_kubectl_create(
         (&json!(4), &json!({"app": "web", "tier": "front"}), &json!("nginx:1.28"))
     );
 }
+
+#[test]
+fn kubectl_run_creates_the_pod_and_kubectl_expose_the_service_of_a_deployment() {
+    let k = Kubectl::start();
+    k.ok(&["run", "nginx", "--image=nginx:1.27", "--labels=app=n", "--env=A=1", "--port=80"]);
+    let pod = get_json(&k, "pod", "nginx");
+    let container = &pod["spec"]["containers"][0];
+    assert_eq!(
+        (&pod["metadata"]["labels"], &container["image"], &container["env"], &container["ports"]),
+        (
+            &json!({"app": "n"}),
+            &json!("nginx:1.27"),
+            &json!([{"name": "A", "value": "1"}]),
+            &json!([{"containerPort": 80, "protocol": "TCP"}])
+        )
+    );
+    k.ok(&["create", "deployment", "web", "--image=nginx"]);
+    k.ok(&["expose", "deployment", "web", "--port=80", "--target-port=8080"]);
+    let svc = get_json(&k, "service", "web");
+    assert_eq!(
+        (&svc["spec"]["selector"], &svc["spec"]["ports"]),
+        (&json!({"app": "web"}), &json!([{"port": 80, "protocol": "TCP", "targetPort": 8080}]))
+    );
+}
