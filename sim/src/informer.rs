@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures::FutureExt;
+use futures::channel::mpsc;
 use futures::future::Shared;
 use kube_core::{
     DynamicObject, Resource, WatchEvent,
@@ -206,11 +207,20 @@ pub struct Store<K> {
     /// `ready` (a shared future only knows its value once someone polled it).
     listed: Arc<AtomicBool>,
     ready: Shared<futures::channel::oneshot::Receiver<()>>,
+    /// Where every object the informer touches is sent (see [`Store::subscribe`]). Each channel
+    /// holds at most what one relist touches before its reader runs, since the reader is a task
+    /// of the same node that runs as soon as the informer yields.
+    subscribers: Arc<Mutex<Vec<mpsc::UnboundedSender<Arc<K>>>>>,
 }
 
 impl<K> Clone for Store<K> {
     fn clone(&self) -> Self {
-        Store { objects: self.objects.clone(), listed: self.listed.clone(), ready: self.ready.clone() }
+        Store {
+            objects: self.objects.clone(),
+            listed: self.listed.clone(),
+            ready: self.ready.clone(),
+            subscribers: self.subscribers.clone(),
+        }
     }
 }
 
@@ -228,7 +238,13 @@ impl<K> Store<K> {
     /// A new, empty store and the handle that signals its first list.
     pub(crate) fn new() -> (Self, futures::channel::oneshot::Sender<()>) {
         let (tx, rx) = futures::channel::oneshot::channel();
-        (Store { objects: Arc::default(), listed: Arc::default(), ready: rx.shared() }, tx)
+        let store = Store {
+            objects: Arc::default(),
+            listed: Arc::default(),
+            ready: rx.shared(),
+            subscribers: Arc::default(),
+        };
+        (store, tx)
     }
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<ObjectKey, Arc<K>>> {
         self.objects.lock().unwrap_or_else(|e| e.into_inner())
@@ -258,6 +274,26 @@ impl<K> Store<K> {
     pub fn is_ready(&self) -> bool {
         self.listed.load(Ordering::Relaxed)
     }
+    /// Every object the informer touches from now on (each event's object, every object of each
+    /// relist), as kube-runtime's shared reflector's `subscribe`: what
+    /// [`Controller::owns_stream`](crate::controller::Controller::owns_stream) and
+    /// [`Controller::watches_stream`](crate::controller::Controller::watches_stream) take, so that
+    /// a controller reads the cache of an owned kind it also maps triggers from. Subscribe before
+    /// the node's first `.await`, or the initial list may pass before the subscription.
+    pub fn subscribe(&self) -> mpsc::UnboundedReceiver<Arc<K>> {
+        let (tx, rx) = mpsc::unbounded();
+        self.subscribers.lock().unwrap_or_else(|e| e.into_inner()).push(tx);
+        rx
+    }
+
+    /// Send `object` to every subscriber still listening.
+    fn notify(&self, object: &Arc<K>) {
+        let mut subscribers = self.subscribers.lock().unwrap_or_else(|e| e.into_inner());
+        if !subscribers.is_empty() {
+            subscribers.retain(|tx| tx.unbounded_send(object.clone()).is_ok());
+        }
+    }
+
     /// Wait until the initial list has been applied.
     pub async fn wait_until_ready(&self) -> Result<(), StoreError> {
         self.ready.clone().await.map_err(|_| StoreError::WriterDropped)
@@ -398,6 +434,7 @@ where
         }
         for object in &touched {
             (self.on_touch)(object);
+            self.store.notify(object);
         }
         self.fault_epochs.listed_from_replica(replica_until);
         State::Watching { revision }
@@ -484,6 +521,7 @@ where
             self.store.apply(key, typed.clone());
         }
         (self.on_touch)(&typed);
+        self.store.notify(&typed);
         true
     }
 

@@ -8,7 +8,10 @@
 //! 3. the workload runs on its own node, to completion;
 //! 4. the liveness phase waits, within [`SimBuilder::liveness_wait`], until the world is quiet: no
 //!    server write for the quiet period, every informer caught up with its server, no reconcile
-//!    running or due;
+//!    running or due within the quiet period, and no requeue pending but idle ones: virtual time
+//!    advances until each has run (up to [`LIVENESS_REQUEUES_MAX`], within the time limit). A
+//!    requeue is idle when the reconcile that asked for it was itself started by a requeue and
+//!    changed nothing (see [`crate::controller`]);
 //! 5. the end-state properties are checked;
 //! 6. every node is killed before the runtime is dropped (madsim leaks parked tasks otherwise).
 //!
@@ -502,7 +505,8 @@ async fn run_phases(
         }
         // Liveness phase: faults stop, crashed nodes restart, partitions heal, pauses end.
         world.with(|w| w.injector.stop());
-        if let Err(reason) = liveness_phase(&world, builder.liveness_wait, builder.quiet_period).await {
+        let bounds = (builder.liveness_wait, builder.quiet_period, builder.time_limit);
+        if let Err(reason) = liveness_phase(&world, bounds).await {
             return Verdict::Liveness { reason };
         }
         world.with(|w| w.check_end())
@@ -597,16 +601,47 @@ fn start_workload_node(
 /// world promptly, long enough that the liveness phase costs few wake-ups.
 const LIVENESS_POLL_MIN: Duration = Duration::from_millis(10);
 
-/// Wait until the world is quiet, or `wait` passes. `Err` says why it did not quiesce.
-async fn liveness_phase(world: &World, wait: Duration, quiet: Duration) -> Result<(), String> {
+/// At most this many requeues that are not idle are waited for in one liveness phase: a
+/// controller that changes something on every periodic requeue never settles, and is reported
+/// once it has done so this often.
+pub const LIVENESS_REQUEUES_MAX: u32 = 100;
+
+/// Wait until the world is quiet, or `wait` passes (a fresh `wait` after each awaited requeue
+/// runs). `Err` says why it did not quiesce. `bounds` are (wait, quiet period, time limit).
+async fn liveness_phase(world: &World, bounds: (Duration, Duration, Duration)) -> Result<(), String> {
+    let (wait, quiet, time_limit) = bounds;
     let start = world.elapsed();
-    let deadline = start + wait;
-    // Each round sleeps at least LIVENESS_POLL_MIN, so this bounds the rounds.
-    let rounds_max = wait.as_millis() / LIVENESS_POLL_MIN.as_millis() + 2;
+    let mut deadline = start + wait;
+    let mut requeues = 0;
+    // Each round sleeps at least LIVENESS_POLL_MIN, so this bounds the rounds of each wait.
+    let rounds_max =
+        (wait.as_millis() / LIVENESS_POLL_MIN.as_millis() + 2) * u128::from(LIVENESS_REQUEUES_MAX + 1);
     for _ in 0..rounds_max {
         let now = world.elapsed();
         let busy = world.with(|w| w.busy(now, quiet));
-        let Some(busy) = busy else { return Ok(()) };
+        let Some(busy) = busy else {
+            // Quiet but for requeues due later: one that is not idle may still write, so run it.
+            let Some((due, name)) = world.with(|w| w.awaited_requeue()) else { return Ok(()) };
+            let why = format!(
+                "controller {name} has a requeue due at {}ms that may still write (not a periodic no-op)",
+                due.as_millis()
+            );
+            if requeues >= LIVENESS_REQUEUES_MAX {
+                return Err(format!(
+                    "did not quiesce: {why}, after {requeues} such requeues ran in the liveness phase"
+                ));
+            }
+            if due + quiet >= time_limit {
+                return Err(format!(
+                    "did not quiesce: {why}, beyond the time limit of {}s (SimBuilder::time_limit)",
+                    time_limit.as_secs_f64()
+                ));
+            }
+            requeues = requeues.saturating_add(1);
+            deadline = deadline.max(due + wait);
+            madsim::time::sleep(due.saturating_sub(now).max(Duration::from_nanos(1))).await;
+            continue;
+        };
         if now >= deadline {
             return Err(format!("did not quiesce within {}s: {busy}", wait.as_secs_f64()));
         }
@@ -732,9 +767,15 @@ impl World {
 pub(crate) enum Progress {
     /// An informer of `cluster` that has applied every event up to `seen`.
     Informer { cluster: Arc<str>, name: Arc<str>, seen: Option<Revision> },
-    /// A controller with `running` reconciles in flight and its earliest queued request due at
-    /// `next_due` (virtual time since start).
-    Controller { name: Arc<str>, running: usize, next_due: Option<Duration> },
+    /// A controller with `running` reconciles in flight, its earliest queued request due at
+    /// `next_due` and its earliest awaited one (not an idle requeue) at `next_awaited_due`
+    /// (virtual times since start).
+    Controller {
+        name: Arc<str>,
+        running: usize,
+        next_due: Option<Duration>,
+        next_awaited_due: Option<Duration>,
+    },
 }
 
 /// One cluster: its server, and the wakers of informers waiting for its revision to move.
@@ -892,6 +933,22 @@ impl WorldState {
         self.progress.remove(&id);
     }
 
+    /// The sum of every cluster's revision: it moves whenever any write changes anything.
+    pub(crate) fn revisions(&self) -> u64 {
+        self.clusters.values().map(|c| c.server.revision()).sum()
+    }
+
+    /// The earliest awaited requeue of any controller (a request that is not idle), and whose.
+    fn awaited_requeue(&self) -> Option<(Duration, Arc<str>)> {
+        self.progress
+            .values()
+            .filter_map(|p| match p {
+                Progress::Controller { name, next_awaited_due: Some(due), .. } => Some((*due, name.clone())),
+                _ => None,
+            })
+            .min()
+    }
+
     /// `None` if the world is quiet at `now`; otherwise what keeps it busy.
     fn busy(&mut self, now: Duration, quiet: Duration) -> Option<String> {
         if let Some(busy) = self.injector.busy() {
@@ -908,7 +965,7 @@ impl WorldState {
                         return Some(format!("informer {name} behind revision {revision}"));
                     }
                 }
-                Progress::Controller { name, running, next_due } => {
+                Progress::Controller { name, running, next_due, .. } => {
                     if *running > 0 {
                         return Some(format!("controller {name} reconciling"));
                     }

@@ -177,6 +177,131 @@ fn a_requeue_is_due_at_finish_time_plus_requeue_after() {
     }
 }
 
+#[test]
+fn a_periodic_requeue_that_changes_nothing_runs_once_then_lets_the_world_quiesce() {
+    // Every reconcile reads and asks to run again in five minutes, as controller-rs does. The
+    // liveness phase runs the first requeue (it might write); that one changes nothing, so its
+    // own requeue is a periodic no-op and the world is quiet.
+    let world = Sim::builder()
+        .controller("periodic", |clients: Clients| {
+            run_cm_controller(clients, Config::default(), |_, ctx| async move {
+                ctx.api.get_opt("a").await.unwrap();
+                Ok(Action::requeue(Duration::from_secs(300)))
+            })
+        })
+        .workload(|w| async move {
+            w.apply(&cms(&w), &config_map("a", "1")).await?;
+            Ok(())
+        })
+        .keep_trace(true);
+    for seed in 0..5 {
+        let report = world.run(seed);
+        assert_eq!(report.verdict, Verdict::Pass, "seed {seed}");
+        let starts = reconcile_starts(&report);
+        let ends = reconcile_ends(&report);
+        assert_eq!(starts.len(), 2, "seed {seed}: {starts:?}");
+        let gap = starts[1].0 - ends[0].0;
+        assert!(gap >= Duration::from_secs(300) && gap < Duration::from_millis(300_001), "gap {gap:?}");
+        // The run ends in the quiet period after the second reconcile, not at the third.
+        let end = Duration::from_millis(report.stats.virtual_millis);
+        assert!(end < ends[1].0 + Duration::from_secs(10), "seed {seed}: ended at {end:?}");
+    }
+}
+
+/// A TTL controller: a ConfigMap is marked expired once it is [`TTL`] old. The reconcile that sees
+/// a younger one writes nothing and requeues for the remaining time.
+async fn expire_after_ttl(cm: Arc<ConfigMap>, ctx: Arc<Ctx>) -> Result<Action, Never> {
+    const TTL: Duration = Duration::from_secs(120);
+    if cm.data.as_ref().is_some_and(|d| d.contains_key("expired")) {
+        return Ok(Action::await_change());
+    }
+    let created = cm.metadata.creation_timestamp.as_ref().expect("the server stamps it").0;
+    let age = Duration::try_from(sim::time::now().duration_since(created)).unwrap_or_default();
+    if age < TTL {
+        return Ok(Action::requeue(TTL - age));
+    }
+    let name = cm.metadata.name.clone().unwrap_or_default();
+    let patch = Patch::Merge(serde_json::json!({ "data": { "expired": "true" } }));
+    ctx.api.patch(&name, &PatchParams::default(), &patch).await.unwrap();
+    Ok(Action::await_change())
+}
+
+#[test]
+fn a_write_on_a_delayed_requeue_happens_before_the_end_checks() {
+    let world = Sim::builder()
+        .controller("ttl", |clients: Clients| run_cm_controller(clients, Config::default(), expire_after_ttl))
+        .workload(|w| async move {
+            w.apply(&cms(&w), &config_map("a", "1")).await?;
+            Ok(())
+        })
+        .property(FnProperty::at_end("expired", |view| {
+            let cluster = view.cluster("default").expect("default cluster");
+            let (_, a) = cluster
+                .iter_resource("configmaps", Some("default"))
+                .find(|(key, _)| &*key.name == "a")
+                .ok_or_else(|| "a is gone".to_owned())?;
+            let expired = a.data.get("data").and_then(|d| d.get("expired")).is_some();
+            if expired { Ok(()) } else { Err("a is not expired".to_owned()) }
+        }))
+        .keep_trace(true);
+    for seed in 0..5 {
+        let report = world.run(seed);
+        assert_eq!(report.verdict, Verdict::Pass, "seed {seed}");
+        // The trigger, the requeue at 120 s that writes, and the trigger of that write.
+        assert_eq!(reconcile_starts(&report).len(), 3, "seed {seed}");
+        assert!(report.stats.virtual_millis >= 120_000, "seed {seed}: {}", report.stats.virtual_millis);
+    }
+}
+
+#[test]
+fn a_controller_that_writes_on_every_periodic_requeue_is_reported_after_the_bound() {
+    let report = Sim::builder()
+        .controller("ticker", |clients: Clients| {
+            // Stamps the current ten-second tick: the trigger of its own write finds the same
+            // tick (a no-op patch), each requeue ten seconds later writes a new one.
+            run_cm_controller(clients, Config::default(), |_, ctx| async move {
+                let tick = sim::time::elapsed().unwrap().as_secs() / 10;
+                ctx.api.patch("a", &PatchParams::default(), &set_v(&tick.to_string())).await.unwrap();
+                Ok(Action::requeue(Duration::from_secs(10)))
+            })
+        })
+        .workload(|w| async move {
+            w.apply(&cms(&w), &config_map("a", "start")).await?;
+            Ok(())
+        })
+        .time_limit(Duration::from_secs(100_000))
+        .run(1);
+    let Verdict::Liveness { reason } = &report.verdict else { panic!("{:?}", report.verdict) };
+    assert!(reason.starts_with("did not quiesce: controller ticker has a requeue due at "), "{reason}");
+    assert!(
+        reason.ends_with(&format!(
+            "ms that may still write (not a periodic no-op), after {} such requeues ran in the liveness phase",
+            sim::world::LIVENESS_REQUEUES_MAX
+        )),
+        "{reason}"
+    );
+}
+
+#[test]
+fn a_write_on_a_requeue_due_past_the_time_limit_is_reported_as_such() {
+    let report = Sim::builder()
+        .controller("ttl", |clients: Clients| run_cm_controller(clients, Config::default(), expire_after_ttl))
+        .workload(|w| async move {
+            w.apply(&cms(&w), &config_map("a", "1")).await?;
+            Ok(())
+        })
+        .time_limit(Duration::from_secs(60))
+        .run(1);
+    let Verdict::Liveness { reason } = &report.verdict else { panic!("{:?}", report.verdict) };
+    assert!(reason.starts_with("did not quiesce: controller ttl has a requeue due at "), "{reason}");
+    assert!(
+        reason.ends_with(
+            "ms that may still write (not a periodic no-op), beyond the time limit of 60s (SimBuilder::time_limit)"
+        ),
+        "{reason}"
+    );
+}
+
 fn parent(name: &str) -> ConfigMap {
     let mut cm = config_map(name, "parent");
     cm.metadata.labels = Some([("role".to_owned(), "parent".to_owned())].into());
@@ -321,6 +446,66 @@ fn owns_maps_every_owner_reference_of_the_main_kind_and_no_other() {
         assert_eq!(after, ["ConfigMap default/p1", "ConfigMap default/p3"]);
     }
 }
+
+#[test]
+fn owns_stream_maps_a_shared_informers_children_to_owners_whose_reconciles_read_its_cache() {
+    // What each reconcile of a parent saw in the shared Secret cache: "parent: child names".
+    let seen: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+    let probe = seen.clone();
+    let world = Sim::builder()
+        .controller("parents", move |clients: Clients| {
+            let probe = probe.clone();
+            async move {
+                let client = clients.default_cluster();
+                let parents: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+                let children: Api<Secret> = Api::namespaced(client, "default");
+                let secrets = sim::runtime::reflector::reflector(children, watcher::Config::default());
+                let ctx = Arc::new((secrets.clone(), probe));
+                Controller::new(parents, watcher::Config::default().labels("role=parent"))
+                    .owns_stream(secrets.subscribe())
+                    .run(
+                        |cm: Arc<ConfigMap>, ctx: Arc<(sim::runtime::reflector::Store<Secret>, Seen)>| async move {
+                            let name = cm.metadata.name.clone().unwrap_or_default();
+                            let mut owned: Vec<String> = ctx
+                                .0
+                                .state()
+                                .iter()
+                                .filter(|s| s.metadata.owner_references.iter().flatten().any(|o| o.name == name))
+                                .map(|s| s.metadata.name.clone().unwrap_or_default())
+                                .collect();
+                            owned.sort();
+                            ctx.1.lock().unwrap().push(format!("{name}: {}", owned.join(",")));
+                            Ok::<_, Never>(Action::await_change())
+                        },
+                        |_, _, _| Action::await_change(),
+                        ctx,
+                    )
+                    .for_each(|_| async {})
+                    .await;
+            }
+        })
+        .workload(|w| async move {
+            w.apply(&cms(&w), &parent("p1")).await?;
+            w.apply(&cms(&w), &parent("p2")).await?;
+            w.sleep(Duration::from_secs(3)).await;
+            let secrets: Api<Secret> = Api::namespaced(w.client(), "default");
+            w.apply(&secrets, &child("s", vec![owner("v1", "ConfigMap", "p1"), owner("v1", "Secret", "p2")]))
+                .await?;
+            Ok(())
+        });
+    for seed in 0..5 {
+        seen.lock().unwrap().clear();
+        let report = world.run(seed);
+        assert_eq!(report.verdict, Verdict::Pass, "seed {seed}");
+        let mut lines = seen.lock().unwrap().clone();
+        lines.sort();
+        // Each parent once at the start; then only p1, which owns the child, and sees it cached.
+        assert_eq!(lines, ["p1: ", "p1: s", "p2: "], "seed {seed}");
+    }
+}
+
+/// What a test controller saw, one line per reconcile.
+type Seen = Arc<std::sync::Mutex<Vec<String>>>;
 
 /// A world whose server keeps 3 revisions, and a workload that creates 20 ConfigMaps at once,
 /// so that the informer's watch falls behind the compaction.

@@ -13,6 +13,14 @@
 //! `requeue_after`; nothing is reconciled before the main cache's initial list; `owns` maps every
 //! owner reference of the main kind; a relist touches, and so re-triggers, every object.
 //!
+//! Requeues and quiescence (see [`work_queue`]): the liveness phase advances virtual time until
+//! every requeue has run, so that what a delayed requeue writes (a TTL, a timeout, a periodic
+//! status update) is judged by the end checks. A requeue asked by a reconcile that was itself
+//! started by a requeue and changed nothing in any cluster is idle: a periodic requeue that found
+//! nothing to do, which the liveness phase does not wait for, so a controller that requeues every
+//! five minutes lets the world quiesce after one such round. A write counts if it moved a
+//! revision (no-op patches do not); writes made by tasks a reconcile spawns are not seen.
+//!
 //! Everything (informers, queue, reconciles) runs as tasks of the node that built the controller,
 //! so killing the node loses it all.
 
@@ -117,8 +125,16 @@ pub enum Error<E: std::error::Error + 'static> {
     QueueFull(usize, ObjectRef<DynamicObject>),
 }
 
-/// A finished reconcile: the object reference, the object reconciled, and its result.
-type Done<K, E> = (ObjectRef<K>, Arc<K>, Result<Action, E>);
+/// A finished reconcile.
+struct Done<K, E> {
+    object_ref: ObjectRef<K>,
+    object: Arc<K>,
+    result: Result<Action, E>,
+    /// The reconcile was started by a requeue (no trigger merged with it).
+    by_requeue: bool,
+    /// It changed something in some cluster.
+    wrote: bool,
+}
 
 /// What reaches the controller's driver.
 enum Msg<K, E> {
@@ -177,28 +193,99 @@ where
     }
 
     /// Reconcile the owner of every `Child` that changes: every owner reference whose kind and
-    /// apiVersion are the main kind's.
+    /// apiVersion are the main kind's. The informer is the controller's own; to read its cache
+    /// too, start it with [`informer::reflector`] and use [`Controller::owns_stream`].
     pub fn owns<Child>(self, api: Api<Child>, config: informer::Config) -> Self
     where
         Child: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + Sync + 'static,
     {
-        let kind = self.api.resource.kind.clone();
-        let api_version = self.api.resource.api_version.clone();
+        let owners = self.owner_mapper();
         let tx = self.triggers.clone();
         informer::spawn(api, config, move |child: &Arc<Child>| {
-            let meta = child.meta();
-            for owner in meta.owner_references.iter().flatten() {
-                if owner.kind == kind && owner.api_version == api_version {
-                    let owner_ref = ObjectRef::new(&owner.name);
-                    let owner_ref = match &meta.namespace {
-                        Some(ns) => owner_ref.within(ns),
-                        None => owner_ref,
-                    };
-                    let _ = tx.unbounded_send(owner_ref);
+            for owner_ref in owners(&**child) {
+                let _ = tx.unbounded_send(owner_ref);
+            }
+        });
+        self
+    }
+
+    /// As [`Controller::owns`], from the objects a shared informer touches (kube-runtime's
+    /// `owns_shared_stream`): the caller keeps the informer's [`Store`] to read the owned kind.
+    ///
+    /// ```no_run
+    /// # use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+    /// # use sim::runtime::{Controller, reflector, watcher};
+    /// # fn f(parents: sim::Api<ConfigMap>, children: sim::Api<Secret>) {
+    /// let secrets = reflector::reflector(children, watcher::Config::default());
+    /// let controller = Controller::new(parents, watcher::Config::default()).owns_stream(secrets.subscribe());
+    /// // `secrets.get(..)`, `secrets.state()` read the owned cache, e.g. from the reconcile's context.
+    /// # }
+    /// ```
+    pub fn owns_stream<Child>(self, children: impl Stream<Item = Arc<Child>> + Unpin + 'static) -> Self
+    where
+        Child: Resource + 'static,
+    {
+        let owners = self.owner_mapper();
+        self.trigger_from(children, move |child: Arc<Child>| owners(&*child))
+    }
+
+    /// As [`Controller::watches`], from the objects a shared informer touches (kube-runtime's
+    /// `watches_shared_stream`): the caller keeps the informer's [`Store`] to read that kind.
+    pub fn watches_stream<Other, I>(
+        self,
+        others: impl Stream<Item = Arc<Other>> + Unpin + 'static,
+        mapper: impl Fn(Arc<Other>) -> I + 'static,
+    ) -> Self
+    where
+        Other: 'static,
+        I: IntoIterator<Item = ObjectRef<K>>,
+    {
+        self.trigger_from(others, mapper)
+    }
+
+    /// Map every item of `stream` to triggers, in a task of the current node that ends with the
+    /// stream or with the controller.
+    fn trigger_from<T, I>(
+        self,
+        mut stream: impl Stream<Item = T> + Unpin + 'static,
+        mapper: impl Fn(T) -> I + 'static,
+    ) -> Self
+    where
+        T: 'static,
+        I: IntoIterator<Item = ObjectRef<K>>,
+    {
+        let tx = self.triggers.clone();
+        madsim::task::spawn_local(async move {
+            while let Some(item) = stream.next().await {
+                for target in mapper(item) {
+                    if tx.unbounded_send(target).is_err() {
+                        return;
+                    }
                 }
             }
         });
         self
+    }
+
+    /// Maps a child to its owners of the main kind (by kind and apiVersion).
+    fn owner_mapper<Child: Resource>(&self) -> impl Fn(&Child) -> Vec<ObjectRef<K>> + 'static {
+        let kind = self.api.resource.kind.clone();
+        let api_version = self.api.resource.api_version.clone();
+        move |child: &Child| {
+            let meta = child.meta();
+            meta.owner_references
+                .iter()
+                .flatten()
+                .filter(|owner| owner.kind == kind && owner.api_version == api_version)
+                .map(|owner| {
+                    let owner_ref = ObjectRef::new(&owner.name);
+                    match &meta.namespace {
+                        Some(ns) => owner_ref.within(ns),
+                        None => owner_ref,
+                    }
+                })
+                .collect()
+        }
     }
 
     /// Reconcile whatever `mapper` maps a changed `Other` to.
@@ -283,8 +370,15 @@ where
 
     fn progress(&self) -> Progress {
         let start = self.world.with(|w| w.start);
-        let next_due = self.queue.next_due().map(|at| at.saturating_duration_since(start));
-        Progress::Controller { name: self.node.clone(), running: self.queue.running(), next_due }
+        let since_start = |at: Instant| at.saturating_duration_since(start);
+        let next_due = self.queue.next_due().map(since_start);
+        let next_awaited_due = self.queue.next_awaited_due().map(since_start);
+        Progress::Controller {
+            name: self.node.clone(),
+            running: self.queue.running(),
+            next_due,
+            next_awaited_due,
+        }
     }
 
     /// Runs for the node's lifetime: each round waits for a trigger, a finished reconcile or the
@@ -302,8 +396,9 @@ where
             crate::faults::injector::reconcile_gate(&self.world, &self.node).await;
             let now = Instant::now();
             while self.may_start() {
-                let Some(object) = self.queue.pop_due(now) else { break };
-                self.start(object, &mut handlers, &done_tx);
+                let Some((object, origin)) = self.queue.pop_due_request(now) else { break };
+                let by_requeue = matches!(origin, work_queue::Origin::Requeue { .. });
+                self.start(object, by_requeue, &mut handlers, &done_tx);
             }
             registration.update(self.progress());
             let next_due = self.queue.next_due().filter(|_| self.may_start());
@@ -337,8 +432,17 @@ where
     /// Queue a request made now for `at` (plus the debounce, which applies to every request, as
     /// in kube-runtime's scheduler).
     fn schedule(&mut self, object: ObjectRef<K>, at: Instant) {
+        self.enqueue(object, at, None);
+    }
+
+    /// Queue a trigger (`requeue: None`) or a requeue (`Some(idle)`).
+    fn enqueue(&mut self, object: ObjectRef<K>, at: Instant, requeue: Option<bool>) {
         let due = at + self.config.debounce;
-        if self.queue.schedule_debounced(object.clone(), at, due) == Scheduled::Full {
+        let scheduled = match requeue {
+            Some(idle) => self.queue.schedule_requeue(object.clone(), at, due, idle),
+            None => self.queue.schedule_debounced(object.clone(), at, due),
+        };
+        if scheduled == Scheduled::Full {
             let text = format!(
                 "queue full ({} objects): request for {} dropped",
                 self.queue.len(),
@@ -355,6 +459,7 @@ where
     fn start(
         &mut self,
         object_ref: ObjectRef<K>,
+        by_requeue: bool,
         handlers: &mut Handlers<K, E>,
         done: &mpsc::UnboundedSender<Done<K, E>>,
     ) {
@@ -371,14 +476,14 @@ where
                 TraceEvent::ReconcileStart { controller: self.node.to_string(), object: described.clone() };
             w.trace(&self.node, event);
         });
-        let future = (handlers.reconcile)(object.clone());
+        let future = Writes::watch(self.world.clone(), (handlers.reconcile)(object.clone()));
         let done = done.clone();
         let world = self.world.clone();
         let node = self.node.clone();
         madsim::task::spawn_local(async move {
             match std::panic::AssertUnwindSafe(future).catch_unwind().await {
-                Ok(result) => {
-                    let _ = done.unbounded_send((object_ref, object, result));
+                Ok((result, wrote)) => {
+                    let _ = done.unbounded_send(Done { object_ref, object, result, by_requeue, wrote });
                 }
                 Err(payload) => {
                     let message = panic_message(&*payload);
@@ -389,8 +494,11 @@ where
         });
     }
 
-    fn finish(&mut self, (object_ref, object, result): Done<K, E>, handlers: &Handlers<K, E>) {
+    fn finish(&mut self, done: Done<K, E>, handlers: &Handlers<K, E>) {
+        let Done { object_ref, object, result, by_requeue, wrote } = done;
         self.queue.finish(&object_ref);
+        // A requeue that found nothing to do and asks to be run again is a periodic no-op.
+        let idle = by_requeue && result.is_ok() && !wrote;
         let (action, outcome, summary) = match result {
             Ok(action) => (action, Ok((object_ref.clone(), action)), action.to_string()),
             Err(error) => {
@@ -411,7 +519,38 @@ where
         let _ = self.out.unbounded_send(outcome);
         if let Some(after) = action.requeue_after() {
             // Due at finish time plus requeue_after, as kube-runtime's runner schedules it.
-            self.schedule(object_ref, Instant::now() + after);
+            self.enqueue(object_ref, Instant::now() + after, Some(idle));
         }
+    }
+}
+
+/// A reconcile's future, watched for writes: single-threaded, so whatever moves a cluster's
+/// revision while this future is being polled was written by this reconcile. A write that
+/// changes nothing (a no-op patch) moves no revision and does not count.
+struct Writes<F> {
+    world: World,
+    inner: F,
+    wrote: bool,
+}
+
+impl<F: Future + Unpin> Writes<F> {
+    fn watch(world: World, inner: F) -> Self {
+        Writes { world, inner, wrote: false }
+    }
+}
+
+impl<F: Future + Unpin> Future for Writes<F> {
+    type Output = (F::Output, bool);
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let before = self.world.with(|w| w.revisions());
+        let poll = std::pin::Pin::new(&mut self.inner).poll(cx);
+        if self.world.with(|w| w.revisions()) != before {
+            self.wrote = true;
+        }
+        poll.map(|output| (output, self.wrote))
     }
 }

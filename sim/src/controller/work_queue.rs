@@ -7,6 +7,12 @@
 //! - At most one reconcile per object runs at a time: a request that falls due while its object is
 //!   in flight stays queued until the reconcile finishes, then runs.
 //! - The queue is bounded by `len_max`; a request beyond it is refused and reported.
+//! - A request is a requeue or a trigger, and a requeue is awaited or idle. A request is a
+//!   requeue if it was asked by a finished reconcile ([`WorkQueue::schedule_requeue`]) and no
+//!   trigger merged with it. It is idle if, moreover, the reconcile that asked for it was itself
+//!   started by a requeue and changed nothing: a periodic requeue that found nothing to do last
+//!   time. The liveness phase waits for every request but idle ones (see
+//!   [`WorkQueue::next_awaited_due`]). Merging two requests keeps a flag only if both have it.
 //!
 //! Time is a type parameter so the rules are testable without a runtime.
 
@@ -20,18 +26,48 @@ pub enum Scheduled {
     /// The object was queued, and the new request replaced its due time (earlier, or later by
     /// the debounce).
     Replaced,
-    /// The object was already queued for the same time or earlier; nothing changed.
+    /// The object was already queued for the same time or earlier; its due time stays (its
+    /// origin may merge).
     Kept,
     /// The queue is full (`len_max` objects): the request was dropped.
     Full,
 }
 
+/// Where a request came from (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// A trigger (a watch event, a mapper), or anything a trigger merged with.
+    Trigger,
+    /// A requeue asked by a finished reconcile; `idle` if that reconcile was started by a requeue
+    /// and changed nothing.
+    Requeue {
+        /// Whether the liveness phase may leave it pending.
+        idle: bool,
+    },
+}
+
+impl Origin {
+    /// The origin of two merged requests: a flag survives only if both have it.
+    fn merge(self, other: Origin) -> Origin {
+        match (self, other) {
+            (Origin::Requeue { idle: a }, Origin::Requeue { idle: b }) => Origin::Requeue { idle: a && b },
+            _ => Origin::Trigger,
+        }
+    }
+    fn is_idle(self) -> bool {
+        self == Origin::Requeue { idle: true }
+    }
+}
+
 /// Requests keyed by object, each with a due time, plus the set of objects in flight.
 #[derive(Clone, Debug)]
 pub struct WorkQueue<T: Ord + Clone, Tm: Ord + Copy> {
-    due: BTreeMap<T, Tm>,
+    due: BTreeMap<T, (Tm, Origin)>,
     /// The same requests ordered by (due time, object): ties break by object, deterministically.
     order: BTreeSet<(Tm, T)>,
+    /// The requests that are not idle, ordered as `order`, so that the earliest is found without
+    /// walking past idle ones.
+    awaited: BTreeSet<(Tm, T)>,
     in_flight: BTreeSet<T>,
     len_max: usize,
 }
@@ -39,7 +75,13 @@ pub struct WorkQueue<T: Ord + Clone, Tm: Ord + Copy> {
 impl<T: Ord + Clone, Tm: Ord + Copy> WorkQueue<T, Tm> {
     /// An empty queue holding at most `len_max` queued objects.
     pub fn new(len_max: usize) -> Self {
-        WorkQueue { due: BTreeMap::new(), order: BTreeSet::new(), in_flight: BTreeSet::new(), len_max }
+        WorkQueue {
+            due: BTreeMap::new(),
+            order: BTreeSet::new(),
+            awaited: BTreeSet::new(),
+            in_flight: BTreeSet::new(),
+            len_max,
+        }
     }
 
     /// Ask for `item` to be reconciled at `at`; an earlier request for it wins.
@@ -47,30 +89,52 @@ impl<T: Ord + Clone, Tm: Ord + Copy> WorkQueue<T, Tm> {
         self.schedule_debounced(item, at, at)
     }
 
-    /// A request made at `requested` for a reconcile at `due` (`requested` plus the debounce). If
+    /// A trigger made at `requested` for a reconcile at `due` (`requested` plus the debounce). If
     /// the object is queued for `requested` or later, the new request replaces the queued one;
     /// if it is queued earlier, the queued one stays.
     pub fn schedule_debounced(&mut self, item: T, requested: Tm, due: Tm) -> Scheduled {
-        match self.due.get(&item) {
-            Some(&queued) if queued < requested || queued == due => Scheduled::Kept,
-            Some(&queued) => {
+        self.merge(item, requested, due, Origin::Trigger)
+    }
+
+    /// A requeue asked by a finished reconcile, with the same merging rules as
+    /// [`WorkQueue::schedule_debounced`]; `idle` if that reconcile was started by a requeue and
+    /// changed nothing.
+    pub fn schedule_requeue(&mut self, item: T, requested: Tm, due: Tm, idle: bool) -> Scheduled {
+        self.merge(item, requested, due, Origin::Requeue { idle })
+    }
+
+    /// Queue or merge a request of `origin`.
+    fn merge(&mut self, item: T, requested: Tm, due: Tm, origin: Origin) -> Scheduled {
+        let (scheduled, at, origin) = match self.due.get(&item).copied() {
+            Some((queued, queued_origin)) => {
+                let merged = queued_origin.merge(origin);
                 self.order.remove(&(queued, item.clone()));
-                self.order.insert((due, item.clone()));
-                self.due.insert(item, due);
-                Scheduled::Replaced
+                self.awaited.remove(&(queued, item.clone()));
+                if queued < requested || queued == due {
+                    (Scheduled::Kept, queued, merged)
+                } else {
+                    (Scheduled::Replaced, due, merged)
+                }
             }
-            None if self.due.len() >= self.len_max => Scheduled::Full,
-            None => {
-                self.order.insert((due, item.clone()));
-                self.due.insert(item, due);
-                Scheduled::Added
-            }
+            None if self.due.len() >= self.len_max => return Scheduled::Full,
+            None => (Scheduled::Added, due, origin),
+        };
+        self.order.insert((at, item.clone()));
+        if !origin.is_idle() {
+            self.awaited.insert((at, item.clone()));
         }
+        self.due.insert(item, (at, origin));
+        scheduled
     }
 
     /// Take the earliest request due at `now` whose object is not in flight, and mark the object
     /// in flight.
     pub fn pop_due(&mut self, now: Tm) -> Option<T> {
+        self.pop_due_request(now).map(|(item, _)| item)
+    }
+
+    /// As [`WorkQueue::pop_due`], with the request's origin.
+    pub fn pop_due_request(&mut self, now: Tm) -> Option<(T, Origin)> {
         let (at, item) = self
             .order
             .iter()
@@ -78,9 +142,10 @@ impl<T: Ord + Clone, Tm: Ord + Copy> WorkQueue<T, Tm> {
             .find(|(_, item)| !self.in_flight.contains(item))
             .cloned()?;
         self.order.remove(&(at, item.clone()));
-        self.due.remove(&item);
+        self.awaited.remove(&(at, item.clone()));
+        let (_, origin) = self.due.remove(&item)?;
         self.in_flight.insert(item.clone());
-        Some(item)
+        Some((item, origin))
     }
 
     /// The reconcile of `item` finished: a request that fell due meanwhile may now run.
@@ -91,6 +156,17 @@ impl<T: Ord + Clone, Tm: Ord + Copy> WorkQueue<T, Tm> {
     /// The earliest due time among requests whose object is not in flight.
     pub fn next_due(&self) -> Option<Tm> {
         self.order.iter().find(|(_, item)| !self.in_flight.contains(item)).map(|(at, _)| *at)
+    }
+
+    /// The earliest due time among requests that are not idle and whose object is not in flight:
+    /// what the liveness phase waits for.
+    pub fn next_awaited_due(&self) -> Option<Tm> {
+        self.awaited.iter().find(|(_, item)| !self.in_flight.contains(item)).map(|(at, _)| *at)
+    }
+
+    /// The origin of `item`'s queued request, if queued.
+    pub fn origin(&self, item: &T) -> Option<Origin> {
+        self.due.get(item).map(|(_, origin)| *origin)
     }
 
     /// How many reconciles are in flight.
@@ -115,7 +191,7 @@ impl<T: Ord + Clone, Tm: Ord + Copy> WorkQueue<T, Tm> {
 
     /// When `item` is due, if queued.
     pub fn due_at(&self, item: &T) -> Option<Tm> {
-        self.due.get(item).copied()
+        self.due.get(item).map(|(at, _)| *at)
     }
 }
 
@@ -163,6 +239,38 @@ mod tests {
         assert_eq!(q.due_at(&"a"), Some(14));
         assert_eq!(q.schedule_debounced("a", 15, 25), Scheduled::Kept);
         assert_eq!(q.due_at(&"a"), Some(14));
+    }
+
+    #[test]
+    fn an_idle_requeue_is_not_awaited_until_a_trigger_merges_with_it() {
+        let mut q: WorkQueue<&str, u64> = WorkQueue::new(10);
+        assert_eq!(q.schedule_requeue("a", 300, 300, true), Scheduled::Added);
+        assert_eq!(q.schedule("b", 500), Scheduled::Added);
+        assert_eq!(q.origin(&"a"), Some(Origin::Requeue { idle: true }));
+        assert_eq!(q.next_due(), Some(300));
+        assert_eq!(q.next_awaited_due(), Some(500));
+        // A trigger later than the requeue keeps the earlier due time, but makes it awaited.
+        assert_eq!(q.schedule("a", 400), Scheduled::Kept);
+        assert_eq!(q.origin(&"a"), Some(Origin::Trigger));
+        assert_eq!(q.next_awaited_due(), Some(300));
+        assert_eq!(q.pop_due_request(300), Some(("a", Origin::Trigger)));
+        assert_eq!(q.next_awaited_due(), Some(500));
+    }
+
+    #[test]
+    fn a_requeue_merged_into_a_queued_trigger_is_a_trigger_and_two_requeues_keep_only_shared_flags() {
+        let mut q: WorkQueue<&str, u64> = WorkQueue::new(10);
+        assert_eq!(q.schedule("a", 50), Scheduled::Added);
+        assert_eq!(q.schedule_requeue("a", 10, 10, true), Scheduled::Replaced);
+        assert_eq!(q.origin(&"a"), Some(Origin::Trigger));
+        assert_eq!(q.next_awaited_due(), Some(10));
+        assert_eq!(q.schedule_requeue("b", 70, 70, true), Scheduled::Added);
+        assert_eq!(q.schedule_requeue("b", 60, 60, false), Scheduled::Replaced);
+        assert_eq!(q.origin(&"b"), Some(Origin::Requeue { idle: false }));
+        assert_eq!(q.pop_due_request(100), Some(("a", Origin::Trigger)));
+        assert_eq!(q.next_awaited_due(), Some(60));
+        assert_eq!(q.pop_due_request(100), Some(("b", Origin::Requeue { idle: false })));
+        assert_eq!(q.next_awaited_due(), None);
     }
 
     #[test]
