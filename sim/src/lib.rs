@@ -43,6 +43,8 @@
 //! ## Where things live
 //!
 //! - [`world`]: the builder, the phases of a run, and the verdict of each.
+//! - [`live`]: the same controllers run live, paced to the wall clock, against a shared model
+//!   (`kube-sim serve --with-builtins`).
 //! - [`random`] and [`time`]: deterministic draws and the virtual wall clock for controller code.
 //! - [`transport`]: the one function every API call passes through (latency, trace, faults).
 //! - [`client`]: `Client` and `Api<K>`, as kube-rs has them.
@@ -97,6 +99,7 @@ pub use sweep::{SweepConfig, SweepReport, ensure_simulated, sweep};
 pub use trace::{Trace, TraceEntry, TraceEvent};
 pub use verdict::{RunReport, RunStats, Verdict};
 pub use workload::{Workload, WorkloadError};
+pub use world::live;
 pub use world::{Clients, Sim, SimBuilder, SimError};
 
 /// The kube-core types a controller uses with [`Api`], re-exported as kube's `api` module has them.

@@ -223,6 +223,9 @@ fn apply(
 /// Hand a request to the cluster's server at the virtual now; wake watchers and check safety
 /// properties if it changed the state.
 fn handle_on_server(w: &mut WorldState, cluster: &Arc<str>, request: Request) -> Result<Response, Status> {
+    if crate::world::live::is_live(w, cluster) {
+        return crate::world::live::handle(w, cluster, request);
+    }
     let now = w.now();
     let WorldState { clusters, decisions, .. } = w;
     let Some(state) = clusters.get_mut(cluster) else {
@@ -252,6 +255,9 @@ fn handle_on_server(w: &mut WorldState, cluster: &Arc<str>, request: Request) ->
 /// may continue from there (a bookmark, in effect).
 pub(crate) fn poll_watch(client: &Client, request: Request) -> (Result<Response, Status>, Revision) {
     client.world.with(|w| {
+        if crate::world::live::is_live(w, &client.cluster) {
+            return crate::world::live::poll_watch(w, &client.cluster, request);
+        }
         let now = w.now();
         let WorldState { clusters, decisions, .. } = w;
         let Some(state) = clusters.get_mut(&client.cluster) else {
@@ -278,6 +284,9 @@ impl Future for RevisionAbove {
     type Output = ();
     fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<()> {
         self.world.with(|w| {
+            if crate::world::live::is_live(w, &self.cluster) {
+                return crate::world::live::poll_revision_above(w, &self.cluster, self.revision, cx);
+            }
             let Some(state) = w.clusters.get_mut(&self.cluster) else { return Poll::Ready(()) };
             if state.server.revision() > self.revision {
                 return Poll::Ready(());

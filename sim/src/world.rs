@@ -18,6 +18,8 @@
 //! All per-run state (servers, decision source, trace, counters) lives in one [`World`] made per
 //! run; no static holds per-run state.
 
+pub mod live;
+
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::Path;
@@ -715,6 +717,8 @@ impl World {
             faults: Box::new(NoFaults),
             injector: crate::faults::injector::Injector::default(),
             queue_overflows: 0,
+            live: BTreeMap::new(),
+            epoch: jiff::Timestamp::from_second(EPOCH_UNIX_SECONDS).expect("the epoch is a valid timestamp"),
         };
         World(Arc::new(Mutex::new(state)))
     }
@@ -813,6 +817,11 @@ pub(crate) struct WorldState {
     pub(crate) injector: crate::faults::injector::Injector,
     /// How often a work queue hit its bound.
     pub(crate) queue_overflows: u64,
+    /// The clusters of a live run ([`SimBuilder::run_live`]); empty in a simulated run.
+    pub(crate) live: BTreeMap<Arc<str>, live::LiveCluster>,
+    /// The wall clock at the start of the run: [`EPOCH_UNIX_SECONDS`], or in a live run the real
+    /// clock's reading when it started.
+    pub(crate) epoch: jiff::Timestamp,
 }
 
 impl WorldState {
@@ -826,9 +835,8 @@ impl WorldState {
     /// The virtual wall clock: the fixed epoch plus the virtual time elapsed.
     pub(crate) fn now(&mut self) -> jiff::Timestamp {
         let elapsed = self.elapsed();
-        let epoch = jiff::Timestamp::from_second(EPOCH_UNIX_SECONDS).expect("the epoch is a valid timestamp");
         let span = jiff::SignedDuration::try_from(elapsed).unwrap_or(jiff::SignedDuration::MAX);
-        epoch.checked_add(span).unwrap_or(jiff::Timestamp::MAX)
+        self.epoch.checked_add(span).unwrap_or(jiff::Timestamp::MAX)
     }
 
     /// Append to the trace at the current virtual time.

@@ -33,6 +33,10 @@ struct ServeArgs {
     /// Seed of uids and generated names (default: from the clock).
     #[arg(long)]
     seed: Option<u64>,
+    /// Run the built-in controllers live (garbage collector, namespace, Deployment, ReplicaSet,
+    /// StatefulSet, Job, kubelet-lite): applied Deployments get Pods that become Running.
+    #[arg(long)]
+    with_builtins: bool,
     /// Serve, read only, the cluster state of a regression file's run at step `--at` (a step is
     /// a successful write), instead of an empty model.
     #[arg(long, requires = "at", conflicts_with = "crds")]
@@ -66,7 +70,12 @@ fn serve(args: ServeArgs) -> ExitCode {
             args.addr,
         );
     }
-    let config = controllers::serve::ServeConfig { addr: args.addr, crds: args.crds, seed: args.seed };
+    let config = controllers::serve::ServeConfig {
+        addr: args.addr,
+        crds: args.crds,
+        seed: args.seed,
+        with_builtins: args.with_builtins,
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {

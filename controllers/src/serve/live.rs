@@ -97,8 +97,14 @@ impl Live {
 impl Model {
     /// Handle one request at the current wall-clock time; a panic in the model becomes a 500.
     pub fn handle(&mut self, request: Request) -> Result<Response, Status> {
+        self.handle_at(request, jiff::Timestamp::now())
+    }
+
+    /// Handle one request at `now`; for callers whose own clock is not the wall clock (the
+    /// built-in controllers' runtime, see [`super::builtins`]).
+    pub fn handle_at(&mut self, request: Request, now: jiff::Timestamp) -> Result<Response, Status> {
         let Model { server, ids } = self;
-        let mut ctx = Context::new(jiff::Timestamp::now(), ids);
+        let mut ctx = Context::new(now, ids);
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| server.handle(request, &mut ctx)))
             .unwrap_or_else(|_| Err(errors::internal_error("the model API server panicked on this request")))
     }

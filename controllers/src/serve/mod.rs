@@ -5,7 +5,8 @@
 //! - [`discovery`] and [`openapi`] describe what is served;
 //! - [`handler`] turns one request into one model call (strategic merge patch and server-side
 //!   apply as read-modify-write under the model's lock), [`watch`] streams watch events;
-//! - [`live`] holds the model behind a mutex with wall-clock time.
+//! - [`live`] holds the model behind a mutex with wall-clock time;
+//! - [`builtins`] runs the built-in controllers live against it (`--with-builtins`).
 //!
 //! This runs on real tokio and hyper, outside any madsim runtime: never start it inside one.
 //!
@@ -18,6 +19,7 @@
 // and kube-core's Status is what every caller hands on unboxed.
 #![allow(clippy::result_large_err)]
 
+pub mod builtins;
 pub mod discovery;
 pub mod handler;
 pub mod http;
@@ -76,11 +78,18 @@ pub struct ServeConfig {
     pub crds: Option<PathBuf>,
     /// Seed of uids and generated names (the wall clock when `None`).
     pub seed: Option<u64>,
+    /// Run the built-in controllers live against the model (see [`builtins`]).
+    pub with_builtins: bool,
 }
 
 impl Default for ServeConfig {
     fn default() -> Self {
-        ServeConfig { addr: SocketAddr::from(([127, 0, 0, 1], 0)), crds: None, seed: None }
+        ServeConfig {
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            crds: None,
+            seed: None,
+            with_builtins: false,
+        }
     }
 }
 
@@ -90,6 +99,8 @@ pub struct Served {
     live: Live,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
+    /// Dropped after the server stops (fields drop after `Drop::drop`).
+    _builtins: Option<builtins::Builtins>,
 }
 
 impl Served {
@@ -153,6 +164,7 @@ pub fn initial_model(config: &ServeConfig) -> Result<Live, ServeError> {
 /// reported) before this returns; it may be called from inside another tokio runtime.
 pub fn spawn(config: ServeConfig) -> Result<Served, ServeError> {
     let live = initial_model(&config)?;
+    let builtins = config.with_builtins.then(|| builtins::Builtins::start(&live)).transpose()?;
     let bind_error = |source| ServeError::Bind { addr: config.addr, source };
     let listener = std::net::TcpListener::bind(config.addr).map_err(bind_error)?;
     listener.set_nonblocking(true).map_err(bind_error)?;
@@ -177,12 +189,13 @@ pub fn spawn(config: ServeConfig) -> Result<Served, ServeError> {
             });
         })
         .map_err(ServeError::Runtime)?;
-    Ok(Served { addr, live, shutdown: Some(tx), thread: Some(thread) })
+    Ok(Served { addr, live, shutdown: Some(tx), thread: Some(thread), _builtins: builtins })
 }
 
 /// Bind and serve until the process ends (the `kube-sim serve` command).
 pub async fn run(config: ServeConfig, ready: impl FnOnce(SocketAddr)) -> Result<(), ServeError> {
     let live = initial_model(&config)?;
+    let _builtins = config.with_builtins.then(|| builtins::Builtins::start(&live)).transpose()?;
     run_live(live, config.addr, ready).await
 }
 
