@@ -200,3 +200,15 @@ fn a_swarm_plan_replayed_as_a_fixed_plan_gives_the_same_trace() {
         assert_eq!(replayed.unfired, drawn.unfired, "seed {seed}");
     }
 }
+
+#[test]
+fn a_leader_pause_on_a_controller_without_leader_election_never_fires_and_is_reported() {
+    let pause = PlannedFault {
+        trigger: Trigger::AtTime { at_ms: 100 },
+        fault: Fault::PauseLeader { controller: "zoo".into(), duration_ms: 1_000 },
+    };
+    let report = world().faults(FaultPlan { faults: vec![pause.clone()] }).run(1);
+    assert_eq!(report.verdict, Verdict::Pass);
+    assert_eq!(report.unfired, vec![pause]);
+    assert!(faults_fired(&report).is_empty());
+}

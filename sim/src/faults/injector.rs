@@ -333,6 +333,13 @@ fn fire(w: &mut WorldState, index: usize, call: Option<(&str, u64)>) -> CallEffe
             return CallEffect::None;
         }
     }
+    // Pausing the leader of a controller without leader election (or before any replica leads)
+    // would do nothing: leave it unfired, so that the report says so.
+    if let Fault::PauseLeader { controller, .. } = fault
+        && w.injector.leader_of(controller).is_none()
+    {
+        return CallEffect::None;
+    }
     w.injector.fired[index] += 1;
     w.trace(&target, TraceEvent::Fault { description: planned.to_string() });
     let mut effect = CallEffect::None;
