@@ -6,7 +6,12 @@
 //! number of tries ([`TRIES_MAX`] × [`TRY_PAUSE`], a generous bound, never an assertion on time).
 //! kubectl must be installed (`.ci/install-kubectl`); these tests fail without it.
 
-use std::{path::PathBuf, process::Output, time::Duration};
+use std::{
+    io::{BufRead, BufReader, Lines},
+    path::PathBuf,
+    process::{Child, ChildStdout, Command, Output, Stdio},
+    time::Duration,
+};
 
 use controllers::serve::{ServeConfig, Served, builtins::Builtins, spawn};
 use futures::StreamExt;
@@ -23,9 +28,32 @@ const TRIES_MAX: usize = 240;
 /// The pause between two polls (so the bound is about a minute).
 const TRY_PAUSE: Duration = Duration::from_millis(250);
 
+/// `kube-sim serve` as a child process; killed on drop.
+struct Binary {
+    child: Child,
+    /// The server's stdout, kept open: a closed pipe would kill it at its next line.
+    _stdout: Lines<BufReader<ChildStdout>>,
+}
+
+impl Drop for Binary {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The server a test talks to.
+enum Server {
+    InProcess(Served),
+    /// Held only to be killed on drop.
+    Binary {
+        _process: Binary,
+    },
+}
+
 /// A served model, optionally with the built-ins, and a kubectl configured for it.
 struct Kubectl {
-    served: Served,
+    server: Server,
     dir: tempfile::TempDir,
     kubeconfig: PathBuf,
 }
@@ -34,20 +62,47 @@ impl Kubectl {
     fn start(with_builtins: bool) -> Kubectl {
         let served =
             spawn(ServeConfig { with_builtins, ..ServeConfig::default() }).expect("the server starts");
+        let url = served.url();
+        Kubectl::connect(Server::InProcess(served), &url)
+    }
+
+    /// Run `kube-sim serve --addr 127.0.0.1:0` with `args`, and connect once it prints its address.
+    fn start_binary(args: &[&str]) -> Kubectl {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kube-sim"))
+            .args(["serve", "--addr", "127.0.0.1:0"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("kube-sim runs");
+        let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
+        let first = stdout.next().and_then(Result::ok).unwrap_or_default();
+        let url = first.rsplit(' ').next().unwrap_or_default().to_owned();
+        assert!(url.starts_with("http://127.0.0.1:"), "unexpected first line: {first:?}");
+        Kubectl::connect(Server::Binary { _process: Binary { child, _stdout: stdout } }, &url)
+    }
+
+    fn connect(server: Server, url: &str) -> Kubectl {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let kubeconfig = dir.path().join("kubeconfig");
         let config = format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: sim\n  cluster: {{server: '{}'}}\n\
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: sim\n  cluster: {{server: '{url}'}}\n\
              users:\n- name: sim\n  user: {{}}\ncontexts:\n- name: sim\n  context: {{cluster: sim, user: sim, namespace: default}}\n\
-             current-context: sim\n",
-            served.url()
+             current-context: sim\n"
         );
         std::fs::write(&kubeconfig, config).expect("writing the kubeconfig");
-        Kubectl { served, dir, kubeconfig }
+        Kubectl { server, dir, kubeconfig }
+    }
+
+    /// The in-process server's model.
+    fn live(&self) -> &controllers::serve::Live {
+        match &self.server {
+            Server::InProcess(served) => served.live(),
+            Server::Binary { .. } => panic!("the model of a kube-sim process is out of reach"),
+        }
     }
 
     fn run(&self, args: &[&str]) -> Output {
-        let output = std::process::Command::new("kubectl")
+        let output = Command::new("kubectl")
             .arg("--kubeconfig")
             .arg(&self.kubeconfig)
             .arg("--cache-dir")
@@ -162,6 +217,26 @@ fn a_deployment_applied_with_kubectl_gets_a_replicaset_and_two_pods_that_become_
 }
 
 #[test]
+fn kube_sim_serve_with_builtins_runs_the_pods_of_kubectl_create_deployment() {
+    let k = Kubectl::start_binary(&["--with-builtins"]);
+    let created = k.ok(&["create", "deployment", "web", "--image=nginx:1.27", "--replicas=2"]);
+    assert_eq!(created, "deployment.apps/web created\n");
+    k.eventually(&["get", "pods", "-l", "app=web", PHASES], "Running Running");
+    let waited = k.ok(&["wait", "--for=condition=Available", "deployment/web", "--timeout=60s"]);
+    assert_eq!(waited, "deployment.apps/web condition met\n");
+}
+
+#[test]
+fn kube_sim_serve_without_the_flag_leaves_a_created_deployment_without_pods() {
+    let k = Kubectl::start_binary(&[]);
+    k.ok(&["create", "deployment", "web", "--image=nginx:1.27", "--replicas=2"]);
+    for _ in 0..8 {
+        std::thread::sleep(TRY_PAUSE);
+        assert_eq!(k.ok(&["get", "replicasets,pods", "-o", "name"]), "");
+    }
+}
+
+#[test]
 fn deleting_the_deployment_garbage_collects_its_replicaset_and_pods() {
     let k = Kubectl::start(true);
     k.ok(&["apply", "-f", &k.file("web.yaml", &deployment("default"))]);
@@ -261,7 +336,7 @@ async fn a_statefulset_created_with_kube_rs_gets_its_pods_in_order_each_after_th
 #[test]
 fn builtins_started_on_a_served_model_reconcile_until_stopped_and_then_no_more() {
     let k = Kubectl::start(false);
-    let builtins = Builtins::start(k.served.live()).expect("the built-ins start");
+    let builtins = Builtins::start(k.live()).expect("the built-ins start");
     k.ok(&["apply", "-f", &k.file("web.yaml", &deployment("default"))]);
     k.eventually(&["get", "pods", "-l", "app=web", PHASES], "Running Running");
     assert_eq!(builtins.stop(), Verdict::Pass);
