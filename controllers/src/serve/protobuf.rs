@@ -16,7 +16,7 @@
 //!
 //! Go's protobuf encoder writes every non-pointer field, set or not; Go's JSON leaves out the
 //! empty ones. To give the model what the JSON of the same object holds, empty strings, the
-//! zero `Time` and the zeros of a list of common non-pointer fields ([`NON_POINTER_SCALARS`]:
+//! zero `Time` and the zeros of a list of common non-pointer fields (`NON_POINTER_SCALARS`:
 //! `nodePort`, `stdin`, ...) are left out. Other zero numbers and `false` are kept: a pointer
 //! field (`replicas: 0`, `automountServiceAccountToken: false`) means something there, the wire
 //! does not say which fields are pointers, and for a non-pointer field Kubernetes reads an

@@ -3,7 +3,7 @@
 //!
 //! The regression file is rerun under madsim exactly as `kube-sim replay` reruns it (its
 //! scenario, seed and fault plan), on its own thread and before any tokio runtime starts, with
-//! one more property: [`CaptureAt`], whose `check_step` counts the steps (a step is a successful
+//! one more property: `CaptureAt`, whose `check_step` counts the steps (a step is a successful
 //! write, as [`sim::property::StepView`] sees them) and keeps every cluster's snapshot at step
 //! STEP. That snapshot becomes a [`model_apiserver::ApiServer`] of its own
 //! ([`ApiServer::from_snapshot`]: the objects keep the run's uids, resourceVersions and
