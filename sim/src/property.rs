@@ -13,6 +13,8 @@ use std::time::Duration;
 
 use model_apiserver::Snapshot;
 
+use crate::lifecycles::Lifecycles;
+
 /// What a safety check sees: every cluster's state right after one write.
 #[derive(Debug)]
 pub struct StepView<'a> {
@@ -24,11 +26,15 @@ pub struct StepView<'a> {
     pub at: Duration,
 }
 
-/// What a liveness check sees: every cluster's state after the liveness phase.
+/// What a liveness check sees: every cluster's state after the liveness phase, and how many
+/// times each object was created and deleted on the way.
 #[derive(Debug)]
 pub struct EndView<'a> {
     /// Every cluster's final state, by cluster name.
     pub clusters: &'a BTreeMap<Arc<str>, Snapshot>,
+    /// Every cluster's per-object creation and deletion counts over the whole run, by cluster
+    /// name (the differential oracle compares them with a fault-free run's).
+    pub lifecycles: &'a BTreeMap<Arc<str>, Lifecycles>,
     /// Virtual time since the start of the run (the world quiesced: a world that did not gets a
     /// liveness verdict instead of end checks).
     pub at: Duration,
@@ -45,6 +51,10 @@ impl EndView<'_> {
     /// The state of cluster `name`.
     pub fn cluster(&self, name: &str) -> Option<&Snapshot> {
         self.clusters.get(name)
+    }
+    /// The per-object creation and deletion counts of cluster `name`.
+    pub fn lifecycles(&self, name: &str) -> Option<&Lifecycles> {
+        self.lifecycles.get(name)
     }
 }
 

@@ -220,13 +220,13 @@ fn apply(
     result
 }
 
-/// Hand a request to the cluster's server at the virtual now; wake watchers and check safety
-/// properties if it changed the state.
+/// Hand a request to the cluster's server at the virtual now; if it changed the state, count
+/// creations and deletions, wake watchers and check safety properties.
 fn handle_on_server(w: &mut WorldState, cluster: &Arc<str>, request: Request) -> Result<Response, Status> {
     if crate::world::live::is_live(w, cluster) {
         return crate::world::live::handle(w, cluster, request);
     }
-    let now = w.now();
+    let (now, at) = (w.now(), w.elapsed());
     let WorldState { clusters, decisions, .. } = w;
     let Some(state) = clusters.get_mut(cluster) else {
         return Err(model_apiserver::errors::internal_error(&format!("no cluster named {cluster}")));
@@ -238,6 +238,7 @@ fn handle_on_server(w: &mut WorldState, cluster: &Arc<str>, request: Request) ->
     let mut ctx = model_apiserver::Context::new(now, &mut ids);
     let result = state.server.handle(request, &mut ctx);
     if state.server.revision() != before {
+        state.lifecycles.observe(&state.server, at);
         // Wake in registration order: deterministic, and each informer registered at most once.
         for waker in state.watchers.drain(..) {
             waker.wake();

@@ -34,6 +34,7 @@ use model_apiserver::{ApiServer, Revision, ServerConfig, Snapshot};
 use crate::client::Client;
 use crate::decision::{ChoiceMode, Choices, DecisionSource};
 use crate::generate::{GenerateError, GeneratedWorkload, WorkloadSource};
+use crate::lifecycles::Lifecycles;
 use crate::property::Property;
 use crate::trace::{Trace, TraceEvent};
 use crate::transport::{FaultHook, NoFaults};
@@ -788,6 +789,9 @@ pub(crate) struct ClusterState {
     /// Woken in registration order whenever the revision moves. Bounded: drained at every move,
     /// and a task registers at most once between moves.
     pub(crate) watchers: Vec<Waker>,
+    /// Per-object creation and deletion counts over the whole run (the server's history is
+    /// bounded; these are not).
+    pub(crate) lifecycles: Lifecycles,
 }
 
 /// The per-run state.
@@ -882,7 +886,8 @@ impl WorldState {
                     panic!("installing CRD {name} in cluster {}: {}", spec.name, status.message);
                 }
             }
-            self.clusters.insert(spec.name.clone(), ClusterState { server, watchers: Vec::new() });
+            let lifecycles = Lifecycles::new(&server, Duration::ZERO);
+            self.clusters.insert(spec.name.clone(), ClusterState { server, watchers: Vec::new(), lifecycles });
         }
     }
 
@@ -912,8 +917,9 @@ impl WorldState {
     /// Check the end-state properties.
     fn check_end(&mut self) -> Verdict {
         let clusters = self.snapshots();
+        let lifecycles = self.clusters.iter().map(|(name, c)| (name.clone(), c.lifecycles.clone())).collect();
         let at = self.elapsed();
-        let view = crate::property::EndView { clusters: &clusters, at };
+        let view = crate::property::EndView { clusters: &clusters, lifecycles: &lifecycles, at };
         for property in self.properties.iter() {
             if let Err(message) = property.check_end(&view) {
                 let at_millis = u64::try_from(at.as_millis()).unwrap_or(u64::MAX);
