@@ -181,3 +181,19 @@ fn a_watch_on_a_replay_lists_the_objects_then_stays_open() {
     let _ = watch.wait();
     assert!(still_running, "the watch ended on its own");
 }
+
+#[test]
+fn replay_with_crds_or_with_builtins_is_a_usage_error_that_exits_2() {
+    let file = regression_file();
+    let file = file.to_str().expect("a UTF-8 path");
+    for extra in [["--with-builtins", ""], ["--crds", "."]] {
+        let args: Vec<&str> = ["serve", "--replay", file, "--at", "1"]
+            .into_iter()
+            .chain(extra)
+            .filter(|a| !a.is_empty())
+            .collect();
+        let (code, stderr) = serve_fails(&args);
+        assert_eq!(code, Some(2), "{stderr}");
+        assert!(stderr.contains("cannot be used with"), "{stderr}");
+    }
+}

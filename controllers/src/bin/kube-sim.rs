@@ -39,7 +39,7 @@ struct ServeArgs {
     with_builtins: bool,
     /// Serve, read only, the cluster state of a regression file's run at step `--at` (a step is
     /// a successful write), instead of an empty model.
-    #[arg(long, requires = "at", conflicts_with = "crds")]
+    #[arg(long, requires = "at", conflicts_with_all = ["crds", "with_builtins"])]
     replay: Option<PathBuf>,
     /// The step of `--replay` to serve: 1 is the state after the run's first write.
     #[arg(long, requires = "replay", value_parser = clap::value_parser!(u64).range(1..))]
