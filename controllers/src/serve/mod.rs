@@ -5,6 +5,9 @@
 //! - [`discovery`] and [`openapi`] describe what is served;
 //! - [`handler`] turns one request into one model call (strategic merge patch and server-side
 //!   apply as read-modify-write under the model's lock), [`watch`] streams watch events;
+//! - [`protobuf`] decodes Kubernetes protobuf bodies (what kubectl's generators send) into JSON;
+//! - [`replay`] reruns a regression file and serves its state at one step, read only
+//!   (`--replay FILE --at STEP`);
 //! - [`live`] holds the model behind a mutex with wall-clock time;
 //! - [`builtins`] runs the built-in controllers live against it (`--with-builtins`).
 //!
