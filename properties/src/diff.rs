@@ -10,6 +10,7 @@ use std::sync::Arc;
 use kube_core::DynamicObject;
 use model_apiserver::{ObjectKey, Snapshot, StoredEvent, StoredEventType};
 use serde_json::Value;
+use sim::Lifecycles;
 
 use crate::mask::Mask;
 use crate::normalize::{Normalizer, generated_marker, kind_of};
@@ -31,6 +32,25 @@ pub struct Counts {
     pub deleted: u64,
 }
 
+/// When a run last created or deleted an object: the step (the cluster's revision, as safety
+/// violations name it) and, when known, the virtual time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct LastChange {
+    /// The revision of the write.
+    pub step: u64,
+    /// Virtual milliseconds since the start of the run, if known.
+    pub at_millis: Option<u64>,
+}
+
+impl fmt::Display for LastChange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.at_millis {
+            Some(millis) => write!(f, "step {}, {millis} ms", self.step),
+            None => write!(f, "step {}", self.step),
+        }
+    }
+}
+
 /// The creation and deletion counts of one object, keyed as [`count_key`] keys it.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ObjectCount {
@@ -38,6 +58,8 @@ pub struct ObjectCount {
     pub key: ObjectKey,
     /// Its counts.
     pub counts: Counts,
+    /// The latest creation or deletion, when the source knows it (named in count violations).
+    pub last: Option<LastChange>,
 }
 
 /// One way the run's end state differs from the reference's.
@@ -72,6 +94,8 @@ pub enum Difference {
         expected: Counts,
         /// The run's counts.
         found: Counts,
+        /// The run's latest creation or deletion of the object, if known.
+        last: Option<LastChange>,
     },
 }
 
@@ -100,10 +124,7 @@ impl Difference {
                 describe_value(expected.as_ref()),
                 describe_value(found.as_ref())
             ),
-            Difference::Count { expected, found, .. } => format!(
-                "expected created {} and deleted {} times (as in the reference run), found created {} and deleted {}",
-                expected.created, expected.deleted, found.created, found.deleted
-            ),
+            Difference::Count { expected, found, last, .. } => count_message(*expected, *found, *last),
         }
     }
 
@@ -111,6 +132,32 @@ impl Difference {
     pub fn to_violation(&self, property: &str) -> Violation {
         Violation::on(property, self.key(), self.message())
     }
+}
+
+/// `created 3 times, the fault-free reference created it 2 times`, for each of created and
+/// deleted that differs, then where the run last changed the object.
+fn count_message(expected: Counts, found: Counts, last: Option<LastChange>) -> String {
+    let times = |n: u64| if n == 1 { "1 time".to_owned() } else { format!("{n} times") };
+    let mut parts = Vec::new();
+    if expected.created != found.created {
+        parts.push(format!(
+            "created {}, the fault-free reference created it {}",
+            times(found.created),
+            times(expected.created)
+        ));
+    }
+    if expected.deleted != found.deleted {
+        parts.push(format!(
+            "deleted {}, the fault-free reference deleted it {}",
+            times(found.deleted),
+            times(expected.deleted)
+        ));
+    }
+    let mut message = parts.join("; ");
+    if let Some(last) = last {
+        message.push_str(&format!(" (last created or deleted at {last})"));
+    }
+    message
 }
 
 impl fmt::Display for Difference {
@@ -146,45 +193,74 @@ pub fn count_key(key: &ObjectKey, object: &DynamicObject) -> ObjectKey {
     }
 }
 
-/// Creation and deletion counts from a run's stored events, in key order.
+/// Creation and deletion counts from a run's stored events, in key order. The step of the
+/// latest creation or deletion is the event's revision; its virtual time is unknown.
 pub fn counts_from_events<'a>(events: impl IntoIterator<Item = &'a StoredEvent>) -> Vec<ObjectCount> {
-    let mut counts: BTreeMap<ObjectKey, Counts> = BTreeMap::new();
+    let mut counts: BTreeMap<ObjectKey, (Counts, Option<LastChange>)> = BTreeMap::new();
     for event in events {
-        let entry = counts.entry(count_key(&event.key, &event.object)).or_default();
+        let (entry, last) = counts.entry(count_key(&event.key, &event.object)).or_default();
         match event.kind {
             StoredEventType::Added => entry.created += 1,
             StoredEventType::Deleted => entry.deleted += 1,
-            StoredEventType::Modified => {}
+            StoredEventType::Modified => continue,
         }
+        *last = Some(LastChange { step: event.revision, at_millis: None });
     }
     counts
         .into_iter()
-        .filter(|(_, c)| c.created > 0 || c.deleted > 0)
-        .map(|(key, counts)| ObjectCount { key, counts })
+        .filter(|(_, (c, _))| c.created > 0 || c.deleted > 0)
+        .map(|(key, (counts, last))| ObjectCount { key, counts, last })
         .collect()
 }
 
+/// Creation and deletion counts from the engine's per-object [`Lifecycles`] of one cluster (the
+/// whole run's, unlike the server's bounded event log), keyed by [`count_key`], in key order.
+pub fn counts_from_lifecycles(lifecycles: &Lifecycles) -> Vec<ObjectCount> {
+    let entries = lifecycles.iter().map(|(key, lifecycle)| ObjectCount {
+        key: count_key(key, &lifecycle.object),
+        counts: Counts { created: lifecycle.created, deleted: lifecycle.deleted },
+        last: Some(LastChange {
+            step: lifecycle.last_revision,
+            at_millis: Some(u64::try_from(lifecycle.last_at.as_millis()).unwrap_or(u64::MAX)),
+        }),
+    });
+    sum_counts(entries).into_iter().map(|(key, (counts, last))| ObjectCount { key, counts, last }).collect()
+}
+
+/// Entries summed by key (generated names share one); the latest change is the latest step.
+fn sum_counts(
+    list: impl IntoIterator<Item = ObjectCount>,
+) -> BTreeMap<ObjectKey, (Counts, Option<LastChange>)> {
+    let mut map: BTreeMap<ObjectKey, (Counts, Option<LastChange>)> = BTreeMap::new();
+    for entry in list {
+        let (counts, last) = map.entry(entry.key).or_default();
+        counts.created += entry.counts.created;
+        counts.deleted += entry.counts.deleted;
+        *last = (*last).max(entry.last);
+    }
+    map
+}
+
+/// The count keys whose counts differ between two fault-free runs (what [`Mask::learn_counts`]
+/// masks), in key order.
+pub(crate) fn differing_counts(a: &[ObjectCount], b: &[ObjectCount]) -> Vec<ObjectKey> {
+    diff_counts(a, b, &Mask::none()).into_iter().map(|d| d.key().clone()).collect()
+}
+
 /// Compare per-object counts. Entries with the same key are summed; a key absent on one side
-/// counts zero there. Resources the mask masks whole are skipped (by storage key or `*`: counts
-/// carry no kind, so a whole-object rule naming a kind does not apply here).
+/// counts zero there. Skipped: resources the mask masks whole (by storage key or `*`: counts
+/// carry no kind, so a whole-object rule naming a kind does not apply here), and keys whose
+/// counts the mask masks ([`Mask::masks_counts`]: learned from two fault-free runs).
 pub fn diff_counts(expected: &[ObjectCount], found: &[ObjectCount], mask: &Mask) -> Vec<Difference> {
-    let sum = |list: &[ObjectCount]| {
-        let mut map: BTreeMap<ObjectKey, Counts> = BTreeMap::new();
-        for entry in list {
-            let counts = map.entry(entry.key.clone()).or_default();
-            counts.created += entry.counts.created;
-            counts.deleted += entry.counts.deleted;
-        }
-        map
-    };
-    let (expected, found) = (sum(expected), sum(found));
+    let expected = sum_counts(expected.iter().cloned());
+    let found = sum_counts(found.iter().cloned());
     let keys: BTreeSet<&ObjectKey> = expected.keys().chain(found.keys()).collect();
     keys.into_iter()
-        .filter(|key| !mask.masks_object(&key.resource, None))
+        .filter(|key| !mask.masks_counts(key))
         .filter_map(|key| {
-            let e = expected.get(key).copied().unwrap_or_default();
-            let f = found.get(key).copied().unwrap_or_default();
-            (e != f).then(|| Difference::Count { key: key.clone(), expected: e, found: f })
+            let (e, _) = expected.get(key).copied().unwrap_or_default();
+            let (f, last) = found.get(key).copied().unwrap_or_default();
+            (e != f).then(|| Difference::Count { key: key.clone(), expected: e, found: f, last })
         })
         .collect()
 }

@@ -14,6 +14,15 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// A count mask target is not `*`, a resource, or `resource namespace/name`. Returned by
+    /// [`crate::Mask::user_counts`].
+    #[error("invalid count mask target {target:?}: {reason}")]
+    InvalidCountTarget {
+        /// The target as given.
+        target: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A fault-free reference run did not pass, so there is no end state to compare against.
     /// Returned by [`crate::hooks::Reference::compute`].
     #[error("the fault-free reference run with seed {seed} did not pass: {verdict}")]
@@ -22,5 +31,19 @@ pub enum Error {
         seed: u64,
         /// Its verdict, as displayed.
         verdict: String,
+    },
+    /// A fault-free reference run's history was compacted before the engine counted its
+    /// creations and deletions (a `history_revisions_max` shorter than one write's events), so
+    /// its per-object counts are incomplete. Returned by [`crate::hooks::Reference::compute`].
+    #[error(
+        "the fault-free reference run with seed {seed} lost {missed} revisions of cluster {cluster} to compaction before counting them; raise ServerConfig::history_revisions_max"
+    )]
+    ReferenceCounts {
+        /// The reference run's seed.
+        seed: u64,
+        /// The cluster whose counts are incomplete.
+        cluster: String,
+        /// How many revisions were not counted.
+        missed: u64,
     },
 }

@@ -9,14 +9,15 @@
 //! A broken hook becomes a `Verdict::Correctness` naming the property; its message names the
 //! object (and the cluster, when the world has more than one) and what was expected and found.
 //!
-//! ## Limitation: no per-object creation and deletion counts yet
+//! ## Per-object creation and deletion counts
 //!
-//! Sieve's oracle also compares how many times each object was created and deleted. The engine's
-//! `EndView` carries each cluster's end snapshot but not its event history, so the hooks compare
-//! end states only ([`EndState::counts`] is left empty on both sides). Once the view offers the
-//! stored events, [`crate::counts_from_events`] fills them in without other changes.
+//! [`matches_reference`] also compares how many times each object was created and deleted, as
+//! Sieve's oracle does: the engine counts every creation and deletion of the whole run
+//! ([`sim::Lifecycles`], in [`EndView::lifecycles`]), and [`crate::counts_from_lifecycles`] keys
+//! them for comparison (generated names by their `generateName`). An object deleted and
+//! recreated under the same name ends the same, but counts two creations and one deletion.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
@@ -24,7 +25,7 @@ use model_apiserver::Snapshot;
 use sim::{EndView, Property, SimBuilder, StepView, Verdict};
 
 use crate::always::Always;
-use crate::diff::{EndState, MATCHES_REFERENCE};
+use crate::diff::{EndState, MATCHES_REFERENCE, ObjectCount};
 use crate::error::Error;
 use crate::mask::Mask;
 use crate::violation::{Violation, summarize};
@@ -146,6 +147,8 @@ pub fn eventually(name: impl Into<String>, check: impl StatePredicate) -> impl P
 pub struct Reference {
     /// The first reference run's end state, by cluster.
     end: Clusters,
+    /// The first reference run's per-object creation and deletion counts, by cluster.
+    counts: Counts,
     /// The seeds of the two reference runs.
     seeds: [u64; 2],
     /// Fields that differed between the two reference runs.
@@ -164,54 +167,92 @@ impl fmt::Debug for Reference {
     }
 }
 
-/// A property that keeps each run's end state (the reference runs' capture).
-struct Capture(Arc<Mutex<Option<Clusters>>>);
+/// Per-object creation and deletion counts of a run, by cluster name.
+pub type Counts = BTreeMap<Arc<str>, Vec<ObjectCount>>;
+
+/// A run's end as the oracle compares it: the end states, and the counts (or, for a cluster
+/// whose history was compacted before the engine could count it, how many revisions it missed).
+#[derive(Clone, Default)]
+struct RunEnd {
+    clusters: Clusters,
+    counts: Counts,
+    missed: BTreeMap<Arc<str>, u64>,
+}
+
+impl RunEnd {
+    fn from_view(view: &EndView<'_>) -> Self {
+        let mut end = RunEnd { clusters: view.clusters.clone(), ..RunEnd::default() };
+        for (name, lifecycles) in view.lifecycles {
+            end.counts.insert(name.clone(), crate::counts_from_lifecycles(lifecycles));
+            if lifecycles.missed_revisions() > 0 {
+                end.missed.insert(name.clone(), lifecycles.missed_revisions());
+            }
+        }
+        end
+    }
+}
+
+/// A property that keeps each run's end (the reference runs' capture).
+struct Capture(Arc<Mutex<Option<RunEnd>>>);
 
 impl Property for Capture {
     fn name(&self) -> &str {
         "capture the reference end state"
     }
     fn check_end(&self, view: &EndView<'_>) -> Result<(), String> {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(view.clusters.clone());
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(RunEnd::from_view(view));
         Ok(())
     }
 }
 
 impl Reference {
     /// Run `builder` twice without faults (with each of `seeds`), keep the first run's end
-    /// state, and learn as masks the fields in which the two end states differ.
+    /// state and per-object counts, and learn as masks the fields in which the two end states
+    /// differ and the objects the two runs created or deleted a different number of times.
     ///
     /// Faults are turned off with `faults(FaultPlan::none())`; a builder with a `fault_hook`
-    /// keeps it, so give this a builder without one.
+    /// keeps it, so give this a builder without one. Each run is on a fresh thread, as sweeps
+    /// run seeds.
     ///
     /// # Errors
     ///
     /// [`Error::ReferenceRun`] when a reference run does not pass: a scenario that fails
-    /// without faults has no reference to compare against.
+    /// without faults has no reference to compare against. [`Error::ReferenceCounts`] when a
+    /// reference run's history was compacted before its creations and deletions were counted.
     pub fn compute(builder: &SimBuilder, seeds: [u64; 2]) -> Result<Self, Error> {
         let [a, b] = seeds;
         let end_a = Self::run_fault_free(builder, a)?;
         let end_b = Self::run_fault_free(builder, b)?;
         let mut learned = Mask::none();
-        for (name, snapshot) in &end_a {
-            if let Some(other) = end_b.get(name) {
+        for (name, snapshot) in &end_a.clusters {
+            if let Some(other) = end_b.clusters.get(name) {
                 learned = learned.merge(&Mask::learn(snapshot, other));
             }
         }
+        let no_counts = Vec::new();
+        let names: BTreeSet<&Arc<str>> = end_a.counts.keys().chain(end_b.counts.keys()).collect();
+        for name in names {
+            let count_a = end_a.counts.get(name).unwrap_or(&no_counts);
+            let count_b = end_b.counts.get(name).unwrap_or(&no_counts);
+            learned = learned.merge(&Mask::learn_counts(count_a, count_b));
+        }
         let mask = Mask::builtin().merge(&learned);
-        Ok(Reference { end: end_a, seeds, learned, mask })
+        Ok(Reference { end: end_a.clusters, counts: end_a.counts, seeds, learned, mask })
     }
 
-    fn run_fault_free(builder: &SimBuilder, seed: u64) -> Result<Clusters, Error> {
-        let captured: Arc<Mutex<Option<Clusters>>> = Arc::default();
-        let report = builder
-            .clone()
-            .faults(sim::faults::FaultPlan::none())
-            .property(Capture(captured.clone()))
-            .run(seed);
+    fn run_fault_free(builder: &SimBuilder, seed: u64) -> Result<RunEnd, Error> {
+        let captured: Arc<Mutex<Option<RunEnd>>> = Arc::default();
+        let fault_free =
+            builder.clone().faults(sim::faults::FaultPlan::none()).property(Capture(captured.clone()));
+        let report = run_on_fresh_thread(&fault_free, seed);
         let end = captured.lock().unwrap_or_else(|e| e.into_inner()).take();
         match (report.verdict, end) {
-            (Verdict::Pass, Some(end)) => Ok(end),
+            (Verdict::Pass, Some(end)) => match end.missed.iter().next() {
+                Some((cluster, missed)) => {
+                    Err(Error::ReferenceCounts { seed, cluster: cluster.to_string(), missed: *missed })
+                }
+                None => Ok(end),
+            },
             (verdict, _) => Err(Error::ReferenceRun { seed, verdict: verdict.to_string() }),
         }
     }
@@ -226,6 +267,35 @@ impl Reference {
     pub fn mask_user(mut self, target: &str, path: &str) -> Result<Self, Error> {
         self.mask = self.mask.user(target, path)?;
         Ok(self)
+    }
+
+    /// This reference with a user mask on creation and deletion counts: `target` is `*`, a
+    /// resource storage key, or one object as violations name it (see [`Mask::user_counts`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidCountTarget`] for a malformed target.
+    pub fn mask_counts(mut self, target: &str) -> Result<Self, Error> {
+        self.mask = self.mask.user_counts(target)?;
+        Ok(self)
+    }
+
+    /// This reference without count comparison for the objects the reference run itself deleted.
+    ///
+    /// For worlds with restarts onto a stale replica (time travel, as swarm faults have): a
+    /// controller that reconnects to a lagging API server sees the past, and a correct
+    /// level-triggered one replays the part of its history it sees again. It recreates an
+    /// object that it deleted since (a scaled-down replica's claim, a StatefulSet it replaces)
+    /// and deletes it again once the replica catches up: one more creation and deletion than
+    /// the reference, with the same end state. Objects the reference never deleted keep their
+    /// counts compared, so a delete-and-recreate of a live object is still caught.
+    pub fn mask_counts_of_deleted(mut self) -> Self {
+        let deleted: Vec<_> =
+            self.counts.values().flatten().filter(|c| c.counts.deleted > 0).map(|c| c.key.clone()).collect();
+        for key in deleted {
+            self.mask = self.mask.with_masked_count(key);
+        }
+        self
     }
 
     /// The mask runs are compared under: built-in, learned and user rules.
@@ -243,16 +313,23 @@ impl Reference {
         &self.end
     }
 
+    /// The first reference run's per-object creation and deletion counts, by cluster.
+    pub fn counts(&self) -> &Counts {
+        &self.counts
+    }
+
     /// The seeds of the two reference runs.
     pub fn seeds(&self) -> [u64; 2] {
         self.seeds
     }
 
-    /// Every difference between a run's end state and this reference, under [`Reference::mask`].
-    pub fn violations(&self, run: &Clusters) -> Vec<Violation> {
+    /// Every difference between a run's end state and per-object counts and this reference's,
+    /// under [`Reference::mask`]: per cluster, state differences first, then count differences.
+    pub fn violations(&self, run: &Clusters, run_counts: &Counts) -> Vec<Violation> {
         let mut all = Vec::new();
-        let names: std::collections::BTreeSet<&Arc<str>> = self.end.keys().chain(run.keys()).collect();
+        let names: BTreeSet<&Arc<str>> = self.end.keys().chain(run.keys()).collect();
         let named = names.len() > 1;
+        let no_counts = Vec::new();
         for name in names {
             let (Some(expected), Some(found)) = (self.end.get(name), run.get(name)) else {
                 all.push(Violation {
@@ -264,8 +341,14 @@ impl Reference {
                 });
                 continue;
             };
-            let expected = EndState { snapshot: expected.clone(), counts: Vec::new() };
-            let found = EndState { snapshot: found.clone(), counts: Vec::new() };
+            let expected = EndState {
+                snapshot: expected.clone(),
+                counts: self.counts.get(name).unwrap_or(&no_counts).clone(),
+            };
+            let found = EndState {
+                snapshot: found.clone(),
+                counts: run_counts.get(name).unwrap_or(&no_counts).clone(),
+            };
             for mut violation in crate::matches_reference(&expected, &found, &self.mask) {
                 if named {
                     violation.object = violation.object.map(|object| format!("cluster {name}: {object}"));
@@ -277,6 +360,26 @@ impl Reference {
     }
 }
 
+/// Run one seed on a fresh thread, as sweeps run seeds: madsim's thread-local state and std's
+/// per-thread hash seeds start clean, so a reference run is the run a sweep would make of that
+/// seed, wherever `compute` is called from.
+fn run_on_fresh_thread(builder: &SimBuilder, seed: u64) -> sim::RunReport {
+    /// As the sweep's seed threads (twice libtest's default, for debug builds of deep futures).
+    const STACK_BYTES: usize = 4 << 20;
+    std::thread::scope(|scope| {
+        let thread = std::thread::Builder::new()
+            .name(format!("reference-seed-{seed}"))
+            .stack_size(STACK_BYTES)
+            .spawn_scoped(scope, || builder.run(seed))
+            .expect("the OS refused a thread for a reference run");
+        match thread.join() {
+            Ok(report) => report,
+            // The engine catches controller panics; one that escapes is the engine's own.
+            Err(payload) => std::panic::resume_unwind(payload),
+        }
+    })
+}
+
 /// The hook of [`matches_reference`].
 struct MatchesReference(Arc<Reference>);
 
@@ -285,12 +388,26 @@ impl Property for MatchesReference {
         MATCHES_REFERENCE
     }
     fn check_end(&self, view: &EndView<'_>) -> Result<(), String> {
-        summarize(&self.0.violations(view.clusters))
+        let run = RunEnd::from_view(view);
+        let mut all = Vec::new();
+        for (name, missed) in &run.missed {
+            // Counts with a gap would be compared as if complete: say so instead.
+            all.push(Violation {
+                property: MATCHES_REFERENCE.to_owned(),
+                message: format!(
+                    "{missed} revisions were compacted before their creations and deletions were counted; raise ServerConfig::history_revisions_max"
+                ),
+                object: Some(format!("cluster {name}")),
+            });
+        }
+        all.extend(self.0.violations(&run.clusters, &run.counts));
+        summarize(&all)
     }
 }
 
-/// `matches_reference`: the run's end state equals the reference's under its mask (see
-/// [`crate::matches_reference`]; per-object counts are not compared yet, see the module docs).
+/// `matches_reference`: the run's end state equals the reference's under its mask, and every
+/// object was created and deleted as many times as in the reference (unless the two reference
+/// runs already disagreed on it); see [`crate::matches_reference`].
 pub fn matches_reference(reference: Arc<Reference>) -> impl Property {
     MatchesReference(reference)
 }

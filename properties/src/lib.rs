@@ -15,10 +15,11 @@
 //!
 //! - [`matches_reference`]: Sieve's differential oracle. The run's end state against a
 //!   fault-free reference run's, object by object and field by field, plus per-object creation
-//!   and deletion counts ([`counts_from_events`]). A [`Mask`] says what may differ: the built-in
-//!   mask ([`Mask::builtin`]: uids, resourceVersions, timestamps, generated names, managedFields,
-//!   generation counts, Events), masks learned from two reference runs ([`Mask::learn`]), and
-//!   user masks by kind and path ([`Mask::user`]).
+//!   and deletion counts ([`counts_from_lifecycles`], [`counts_from_events`]). A [`Mask`] says
+//!   what may differ: the built-in mask ([`Mask::builtin`]: uids, resourceVersions, timestamps,
+//!   generated names, managedFields, generation counts, Events), masks learned from two
+//!   reference runs ([`Mask::learn`], and [`Mask::learn_counts`] for counts), and user masks by
+//!   kind and path ([`Mask::user`]).
 //! - [`eventually_stable`]: Anvil's ESR over a sequence of [`Sample`]s.
 //!
 //! ## Built-in end-state checks
@@ -109,8 +110,8 @@ pub use builtin::{
     no_stuck_deletions,
 };
 pub use diff::{
-    Counts, Difference, EndState, MATCHES_REFERENCE, ObjectCount, count_key, counts_from_events, diff,
-    diff_counts, matches_reference,
+    Counts, Difference, EndState, LastChange, MATCHES_REFERENCE, ObjectCount, count_key, counts_from_events,
+    counts_from_lifecycles, diff, diff_counts, matches_reference,
 };
 pub use error::Error;
 pub use esr::{Sample, eventually_stable};

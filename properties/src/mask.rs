@@ -6,17 +6,18 @@
 //!   controller: identities (uid, resourceVersion), timestamps, generated names, managedFields,
 //!   generation counts, and Events;
 //! - **learned** ([`Mask::learn`]): fields that differed between two fault-free runs of the same
-//!   scenario with different seeds, so differ without any fault;
+//!   scenario with different seeds, so differ without any fault; and ([`Mask::learn_counts`])
+//!   objects those two runs created or deleted a different number of times;
 //! - **user** ([`Mask::user`]): fields the author knows to be run-dependent, by kind or resource
 //!   and path.
 
 use std::collections::BTreeSet;
 use std::fmt;
 
-use model_apiserver::Snapshot;
+use model_apiserver::{ObjectKey, Snapshot};
 
 use crate::Error;
-use crate::diff::{Difference, diff};
+use crate::diff::{Difference, ObjectCount, diff, differing_counts};
 use crate::path::{PathPattern, Segment, Step};
 
 /// Where a [`MaskRule`] came from (shown when rules are listed, so a person can tell a rule they
@@ -93,10 +94,18 @@ impl fmt::Display for MaskRule {
 ///   `observedGeneration`) by whether it equals the generation, not by value. Generation is
 ///   meaningful, but its value counts spec writes, and retries after faults legitimately write
 ///   more; what a user relies on is that the controller has observed the latest spec.
+///
+/// Besides fields, a mask can hide an object's creation and deletion counts
+/// ([`Mask::learn_counts`]): an object that two fault-free runs create a different number of
+/// times is legitimately nondeterministic, and no run is faulted for it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Mask {
     rules: BTreeSet<MaskRule>,
     builtin: bool,
+    /// Objects (as `count_key` keys them) whose counts are not compared.
+    counts: BTreeSet<ObjectKey>,
+    /// Resources (storage keys, or `*` for all) whose objects' counts are not compared.
+    count_resources: BTreeSet<String>,
 }
 
 /// The built-in masked paths, for every object.
@@ -115,7 +124,12 @@ const BUILTIN_IGNORED_RESOURCES: &[&str] = &["events.k8s.io/events", "events"];
 impl Mask {
     /// No masking at all: objects are matched by name and every field is compared.
     pub fn none() -> Self {
-        Mask { rules: BTreeSet::new(), builtin: false }
+        Mask {
+            rules: BTreeSet::new(),
+            builtin: false,
+            counts: BTreeSet::new(),
+            count_resources: BTreeSet::new(),
+        }
     }
 
     /// The built-in masks (see [`Mask`] for what they cover).
@@ -132,7 +146,7 @@ impl Mask {
                 path: PathPattern::default(),
             });
         }
-        Mask { rules, builtin: true }
+        Mask { rules, builtin: true, counts: BTreeSet::new(), count_resources: BTreeSet::new() }
     }
 
     /// The fields that differ between two fault-free reference runs of one scenario (different
@@ -151,7 +165,14 @@ impl Mask {
                 });
             }
         }
-        Mask { rules, builtin: false }
+        Mask { rules, builtin: false, counts: BTreeSet::new(), count_resources: BTreeSet::new() }
+    }
+
+    /// The objects whose creation or deletion counts differ between two fault-free reference
+    /// runs (keyed as `count_key` keys them): a run is not faulted for differing there either.
+    pub fn learn_counts(reference_a: &[ObjectCount], reference_b: &[ObjectCount]) -> Self {
+        let counts = differing_counts(reference_a, reference_b).into_iter().collect();
+        Mask { counts, ..Mask::none() }
     }
 
     /// This mask plus a user rule: `target` is a kind (`Deployment`), a resource storage key
@@ -168,12 +189,74 @@ impl Mask {
     pub fn merge(mut self, other: &Mask) -> Self {
         self.rules.extend(other.rules.iter().cloned());
         self.builtin |= other.builtin;
+        self.counts.extend(other.counts.iter().cloned());
+        self.count_resources.extend(other.count_resources.iter().cloned());
         self
     }
 
     /// Every rule, in order (built-in, then learned, then user).
     pub fn rules(&self) -> impl Iterator<Item = &MaskRule> {
         self.rules.iter()
+    }
+
+    /// This mask plus a user rule on creation and deletion counts (as Sieve's per-test
+    /// state-update-summary masks): `target` is `*` (no counts are compared), a resource storage
+    /// key (`persistentvolumeclaims`, `apps/statefulsets`: no object of it), or one object as
+    /// violations name it (`persistentvolumeclaims default/data-0`, `namespaces team-a`, or
+    /// `pods default/web-*` for the objects generated from one prefix).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidCountTarget`] for an empty target or part.
+    pub fn user_counts(mut self, target: &str) -> Result<Self, Error> {
+        let invalid =
+            |reason: &str| Error::InvalidCountTarget { target: target.to_owned(), reason: reason.to_owned() };
+        let target = target.trim();
+        match target.split_once(' ') {
+            None if target.is_empty() => return Err(invalid("it is empty")),
+            None => {
+                self.count_resources.insert(target.to_owned());
+            }
+            Some((resource, object)) => {
+                let (namespace, name) = object.split_once('/').unwrap_or(("", object));
+                if resource.is_empty() || name.is_empty() || name.contains(['/', ' ']) {
+                    return Err(invalid("expected `resource`, `resource namespace/name` or `resource name`"));
+                }
+                self.counts.insert(ObjectKey {
+                    resource: resource.into(),
+                    namespace: namespace.into(),
+                    name: name.into(),
+                });
+            }
+        }
+        Ok(self)
+    }
+
+    /// This mask plus the counts of one object (as `count_key` keys it).
+    pub(crate) fn with_masked_count(mut self, key: ObjectKey) -> Self {
+        self.counts.insert(key);
+        self
+    }
+
+    /// The objects whose creation and deletion counts are not compared (learned, or user rules
+    /// naming one object), in key order.
+    pub fn masked_counts(&self) -> impl Iterator<Item = &ObjectKey> {
+        self.counts.iter()
+    }
+
+    /// The resources (storage keys, `*` for all) whose counts are not compared (user rules).
+    pub fn masked_count_resources(&self) -> impl Iterator<Item = &str> {
+        self.count_resources.iter().map(String::as_str)
+    }
+
+    /// Whether the creation and deletion counts of `key` (as `count_key` keys it) are masked:
+    /// by a learned or user rule on the object or its resource, or by a rule masking the
+    /// resource's objects whole (by storage key or `*`).
+    pub fn masks_counts(&self, key: &ObjectKey) -> bool {
+        self.counts.contains(key)
+            || self.count_resources.contains("*")
+            || self.count_resources.contains(&*key.resource)
+            || self.masks_object(&key.resource, None)
     }
 
     /// Whether the built-in value normalisations are on.

@@ -3,10 +3,10 @@
 mod common;
 
 use common::{key, snapshot};
-use model_apiserver::{StoredEvent, StoredEventType};
+use model_apiserver::{ObjectKey, StoredEvent, StoredEventType};
 use properties::{
-    Counts, Difference, EndState, Error, Mask, MaskRule, ObjectCount, Origin, Path, PathPattern, Segment,
-    Step, Target, counts_from_events, diff, matches_reference,
+    Counts, Difference, EndState, Error, LastChange, Mask, MaskRule, ObjectCount, Origin, Path, PathPattern,
+    Segment, Step, Target, counts_from_events, diff, diff_counts, matches_reference,
 };
 use serde_json::{Value, json};
 
@@ -309,7 +309,11 @@ fn a_string_holding_an_uid_compares_by_the_identity_of_its_object() {
 #[test]
 fn matches_reference_reports_count_mismatches_after_state_differences() {
     let counts = |created, deleted| {
-        vec![ObjectCount { key: key("configmaps", "default", "a"), counts: Counts { created, deleted } }]
+        vec![ObjectCount {
+            key: key("configmaps", "default", "a"),
+            counts: Counts { created, deleted },
+            last: None,
+        }]
     };
     let reference = EndState { snapshot: snapshot(&[configmap("a", "1")]), counts: counts(1, 0) };
     let run = EndState { snapshot: snapshot(&[configmap("a", "2")]), counts: counts(2, 1) };
@@ -319,7 +323,7 @@ fn matches_reference_reports_count_mismatches_after_state_differences() {
         violations,
         vec![
             r#"matches_reference: configmaps default/a: /data/k: expected "1", found "2""#,
-            "matches_reference: configmaps default/a: expected created 1 and deleted 0 times (as in the reference run), found created 2 and deleted 1",
+            "matches_reference: configmaps default/a: created 2 times, the fault-free reference created it 1 time; deleted 1 time, the fault-free reference deleted it 0 times",
         ]
     );
     assert_eq!(matches_reference(&reference, &reference.clone(), &Mask::builtin()), vec![]);
@@ -349,6 +353,82 @@ fn counts_from_events_count_generated_names_under_their_generate_name() {
     ];
     assert_eq!(
         counts_from_events(&events),
-        vec![ObjectCount { key: key("pods", "default", "web-*"), counts: Counts { created: 2, deleted: 1 } }]
+        vec![ObjectCount {
+            key: key("pods", "default", "web-*"),
+            counts: Counts { created: 2, deleted: 1 },
+            last: Some(LastChange { step: 5, at_millis: None }),
+        }]
+    );
+}
+
+fn count(name: &str, created: u64, deleted: u64, last: Option<LastChange>) -> ObjectCount {
+    ObjectCount { key: key("pods", "default", name), counts: Counts { created, deleted }, last }
+}
+
+#[test]
+fn a_count_difference_names_only_what_differs_and_where_the_run_last_changed_the_object() {
+    let last = Some(LastChange { step: 42, at_millis: Some(1500) });
+    let found = [count("web-0", 3, 0, last)];
+    let messages: Vec<String> = diff_counts(&[count("web-0", 2, 0, None)], &found, &Mask::builtin())
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            "pods default/web-0: created 3 times, the fault-free reference created it 2 times (last created or deleted at step 42, 1500 ms)"
+        ]
+    );
+}
+
+#[test]
+fn counts_learned_from_two_fault_free_runs_mask_only_the_objects_they_disagree_on() {
+    let reference_a = [count("web-0", 1, 0, None), count("web-1", 1, 0, None)];
+    let reference_b = [count("web-0", 2, 1, None), count("web-1", 1, 0, None)];
+    let learned = Mask::learn_counts(&reference_a, &reference_b);
+    assert_eq!(learned.masked_counts().collect::<Vec<_>>(), [&key("pods", "default", "web-0")]);
+    let mask = Mask::builtin().merge(&learned);
+    let run = [count("web-0", 5, 4, None), count("web-1", 2, 1, None)];
+    let differences: Vec<ObjectKey> =
+        diff_counts(&reference_a, &run, &mask).iter().map(|d| d.key().clone()).collect();
+    assert_eq!(differences, [key("pods", "default", "web-1")]);
+}
+
+#[test]
+fn an_object_only_one_side_counts_is_counted_zero_times_on_the_other() {
+    let messages: Vec<String> = diff_counts(&[], &[count("web-0", 1, 1, None)], &Mask::builtin())
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            "pods default/web-0: created 1 time, the fault-free reference created it 0 times; deleted 1 time, the fault-free reference deleted it 0 times"
+        ]
+    );
+}
+
+#[test]
+fn user_count_masks_name_everything_a_resource_or_one_object() {
+    let run = [count("web-0", 2, 1, None), count("web-1", 2, 1, None)];
+    let reference = [count("web-0", 1, 0, None), count("web-1", 1, 0, None)];
+    let differing = |mask: Mask| -> Vec<String> {
+        diff_counts(&reference, &run, &mask).iter().map(|d| d.key().name.to_string()).collect()
+    };
+    assert_eq!(differing(Mask::builtin()), ["web-0", "web-1"]);
+    assert_eq!(differing(Mask::builtin().user_counts("pods default/web-0").unwrap()), ["web-1"]);
+    assert_eq!(differing(Mask::builtin().user_counts("pods").unwrap()), Vec::<String>::new());
+    assert_eq!(differing(Mask::builtin().user_counts("configmaps").unwrap()), ["web-0", "web-1"]);
+    assert_eq!(differing(Mask::builtin().user_counts("*").unwrap()), Vec::<String>::new());
+    assert_eq!(
+        Mask::builtin().user_counts("pods default/").unwrap_err(),
+        Error::InvalidCountTarget {
+            target: "pods default/".to_owned(),
+            reason: "expected `resource`, `resource namespace/name` or `resource name`".to_owned()
+        }
+    );
+    assert_eq!(
+        Mask::builtin().user_counts(" ").unwrap_err().to_string(),
+        "invalid count mask target \" \": it is empty"
     );
 }
