@@ -18,7 +18,8 @@ enum Command {
     #[command(flatten)]
     Sim(sim::cli::Command),
     /// Serve the Kubernetes API of an empty model cluster over HTTP (live, not simulated), for
-    /// kubectl, kube-rs or any other client.
+    /// kubectl, kube-rs or any other client; or, with --replay, a failing run's cluster at one step,
+    /// read only.
     Serve(ServeArgs),
 }
 
@@ -39,13 +40,13 @@ struct ServeArgs {
     with_builtins: bool,
     /// Serve, read only, the cluster state of a regression file's run at step `--at` (a step is
     /// a successful write), instead of an empty model.
-    #[arg(long, requires = "at", conflicts_with_all = ["crds", "with_builtins"])]
+    #[arg(long, value_name = "FILE", requires = "at", conflicts_with_all = ["crds", "with_builtins"])]
     replay: Option<PathBuf>,
     /// The step of `--replay` to serve: 1 is the state after the run's first write.
-    #[arg(long, requires = "replay", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "STEP", requires = "replay", value_parser = clap::value_parser!(u64).range(1..))]
     at: Option<u64>,
     /// The cluster of `--replay` to serve (default: `default`, or the scenario's only cluster).
-    #[arg(long, requires = "replay")]
+    #[arg(long, value_name = "NAME", requires = "replay")]
     cluster: Option<String>,
 }
 
