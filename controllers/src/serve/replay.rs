@@ -47,12 +47,14 @@ pub enum ReplayError {
         message: String,
     },
     /// `--at` is past the run's last step.
-    #[error("{file}: the run has {steps} steps; --at {at} is past its end (use 1 to {steps})")]
+    #[error("{file}: the run has {steps} steps; --at {at} is past its end (use 1 to {steps}); {verdict}")]
     PastEnd {
         /// The regression file.
         file: PathBuf,
         /// The step asked for.
         at: u64,
+        /// The run's verdict.
+        verdict: String,
         /// The steps the run had.
         steps: u64,
     },
@@ -98,6 +100,8 @@ pub struct Captured {
     pub snapshot: Snapshot,
     /// The step's write in words (`create ConfigMap default/app`), if it was to this cluster.
     pub write: Option<String>,
+    /// The run's verdict, in words (`the run failed: correctness: property ...`).
+    pub verdict: String,
 }
 
 impl Captured {
@@ -108,13 +112,14 @@ impl Captured {
             None => "the step's write went to another cluster".to_owned(),
         };
         format!(
-            "serving {} (scenario {}, seed {}) at step {} of {} on cluster {}, read only; {write}",
+            "serving {} (scenario {}, seed {}) at step {} of {} on cluster {}, read only; {write}; {}",
             self.file.display(),
             self.scenario,
             self.seed,
             self.step,
             self.steps,
-            self.cluster
+            self.cluster,
+            self.verdict
         )
     }
 
@@ -217,7 +222,8 @@ pub fn capture(config: &ReplayConfig, registry: &Registry) -> Result<Captured, R
     let capture = std::mem::take(&mut *shared.lock().unwrap_or_else(|p| p.into_inner()));
     let steps = capture.steps;
     let Some((clusters, written)) = capture.at else {
-        return Err(ReplayError::PastEnd { file: path.to_owned(), at: config.at, steps });
+        let verdict = run_verdict(&report.verdict);
+        return Err(ReplayError::PastEnd { file: path.to_owned(), at: config.at, steps, verdict });
     };
     let cluster = pick_cluster(path, &clusters, config.cluster.as_deref())?;
     let snapshot = clusters[cluster.as_str()].clone();
@@ -235,7 +241,16 @@ pub fn capture(config: &ReplayConfig, registry: &Registry) -> Result<Captured, R
         cluster,
         snapshot,
         write,
+        verdict: run_verdict(&report.verdict),
     })
+}
+
+/// The run's verdict in words.
+fn run_verdict(verdict: &sim::Verdict) -> String {
+    match verdict {
+        sim::Verdict::Pass => "the run passed".to_owned(),
+        _ => format!("the run failed: {verdict}"),
+    }
 }
 
 /// The cluster to serve: the one asked for, else `default`, else the only one.
