@@ -439,6 +439,7 @@ fn run_seeds(args: &ExploreArgs, scenarios: &[&Scenario]) -> Explored {
     }
 }
 
+/// The sum of per-scenario counters, as the progress bar shows it.
 fn sum(counters: &[AtomicU64]) -> u64 {
     counters.iter().map(|c| c.load(Ordering::Relaxed)).sum()
 }
@@ -472,12 +473,15 @@ fn run_guided(args: &ExploreArgs, scenarios: &[&Scenario]) -> Result<Explored, C
         planned.push(runs);
     }
     // Work item: (scenario, run k >= 1) of this shard; the reference (run 0) is shard 0's count.
-    let items: Vec<(usize, usize)> = planned
+    // Run k of every scenario comes before run k + 1 of any, so that all scenarios advance
+    // together when `--duration` ends the exploration early.
+    let mut items: Vec<(usize, usize)> = planned
         .iter()
         .enumerate()
         .flat_map(|(s, runs)| (1..=runs.len()).map(move |k| (s, k)))
         .filter(|(_, k)| args.shard.owns(*k as u64))
         .collect();
+    items.sort_by_key(|(s, k)| (*k, *s));
     let owns_reference = u64::from(args.shard.owns(0));
     let coverage = LiveCoverage::new(&references);
     let progress = progress_bar(Some(items.len() as u64), "runs", coverage.message(0));
