@@ -36,7 +36,7 @@ pub enum Error {
     /// creations and deletions (a `history_revisions_max` shorter than one write's events), so
     /// its per-object counts are incomplete. Returned by [`crate::hooks::Reference::compute`].
     #[error(
-        "the fault-free reference run with seed {seed} lost {missed} revisions of cluster {cluster} to compaction before counting them; raise ServerConfig::history_revisions_max"
+        "the fault-free reference run with seed {seed} lost {missed} of its revisions of cluster {cluster} to compaction before counting them; raise ServerConfig::history_revisions_max"
     )]
     ReferenceCounts {
         /// The reference run's seed.

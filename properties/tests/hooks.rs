@@ -519,3 +519,19 @@ fn a_user_count_mask_on_the_reference_hides_the_counts_of_that_object() {
     let checked = world.property(hooks::matches_reference(Arc::new(reference)));
     assert_eq!(checked.run(100).verdict, Verdict::Pass);
 }
+
+#[test]
+fn a_reference_whose_history_is_too_short_to_count_its_writes_is_an_error_saying_what_to_raise() {
+    // One retained revision: each write compacts its own event before the engine can count it.
+    let config = model_apiserver::ServerConfig { history_revisions_max: 1, ..Default::default() };
+    let world = recreating(|_| false).server_config(config);
+    let error = Reference::compute(&world, [1, 2]).unwrap_err();
+    assert_eq!(
+        error,
+        properties::Error::ReferenceCounts { seed: 1, cluster: "default".to_owned(), missed: 1 }
+    );
+    assert_eq!(
+        error.to_string(),
+        "the fault-free reference run with seed 1 lost 1 of its revisions of cluster default to compaction before counting them; raise ServerConfig::history_revisions_max"
+    );
+}
