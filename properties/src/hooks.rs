@@ -148,7 +148,7 @@ pub struct Reference {
     /// The first reference run's end state, by cluster.
     end: Clusters,
     /// The first reference run's per-object creation and deletion counts, by cluster.
-    counts: Counts,
+    counts: ClusterCounts,
     /// The seeds of the two reference runs.
     seeds: [u64; 2],
     /// Fields that differed between the two reference runs.
@@ -168,14 +168,14 @@ impl fmt::Debug for Reference {
 }
 
 /// Per-object creation and deletion counts of a run, by cluster name.
-pub type Counts = BTreeMap<Arc<str>, Vec<ObjectCount>>;
+pub type ClusterCounts = BTreeMap<Arc<str>, Vec<ObjectCount>>;
 
 /// A run's end as the oracle compares it: the end states, and the counts (or, for a cluster
 /// whose history was compacted before the engine could count it, how many revisions it missed).
 #[derive(Clone, Default)]
 struct RunEnd {
     clusters: Clusters,
-    counts: Counts,
+    counts: ClusterCounts,
     missed: BTreeMap<Arc<str>, u64>,
 }
 
@@ -314,7 +314,7 @@ impl Reference {
     }
 
     /// The first reference run's per-object creation and deletion counts, by cluster.
-    pub fn counts(&self) -> &Counts {
+    pub fn counts(&self) -> &ClusterCounts {
         &self.counts
     }
 
@@ -325,7 +325,7 @@ impl Reference {
 
     /// Every difference between a run's end state and per-object counts and this reference's,
     /// under [`Reference::mask`]: per cluster, state differences first, then count differences.
-    pub fn violations(&self, run: &Clusters, run_counts: &Counts) -> Vec<Violation> {
+    pub fn violations(&self, run: &Clusters, run_counts: &ClusterCounts) -> Vec<Violation> {
         let mut all = Vec::new();
         let names: BTreeSet<&Arc<str>> = self.end.keys().chain(run.keys()).collect();
         let named = names.len() > 1;
