@@ -887,7 +887,8 @@ impl WorldState {
                 }
             }
             let lifecycles = Lifecycles::new(&server, Duration::ZERO);
-            self.clusters.insert(spec.name.clone(), ClusterState { server, watchers: Vec::new(), lifecycles });
+            self.clusters
+                .insert(spec.name.clone(), ClusterState { server, watchers: Vec::new(), lifecycles });
         }
     }
 
