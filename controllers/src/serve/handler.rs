@@ -127,6 +127,17 @@ impl Call {
     fn get(&self, t: &Target, name: &str) -> Result<Reply, Status> {
         let request = t.with_sub(Request::get(&t.ty.api, t.ns(), name, self.query.get_params()));
         let answer = self.live.handle(request)?;
+        if t.subresource.is_none()
+            && table::wanted(&self.headers)
+            && let Some(object) = answer.object()
+        {
+            // `kubectl get <kind> <name>` asks for a one-row Table too.
+            let metadata = json!({"resourceVersion": object.metadata.resource_version});
+            let crd = self.crd_of(&t.ty);
+            let now = jiff::Timestamp::now();
+            let table = table::table(&t.ty, crd.as_deref(), std::slice::from_ref(object), metadata, now);
+            return Ok(http::json(200, &table));
+        }
         Ok(self.object_reply(t, 200, &answer))
     }
 
@@ -142,7 +153,9 @@ impl Call {
             metadata["remainingItemCount"] = json!(remaining);
         }
         if table::wanted(&self.headers) {
-            return Ok(http::json(200, &table::table(&t.ty, &list.items, metadata)));
+            let crd = self.crd_of(&t.ty);
+            let now = jiff::Timestamp::now();
+            return Ok(http::json(200, &table::table(&t.ty, crd.as_deref(), &list.items, metadata, now)));
         }
         let items: Vec<&DynamicObject> = list.items.iter().map(|o| &**o).collect();
         Ok(http::json(
@@ -154,6 +167,24 @@ impl Call {
                 "items": items,
             }),
         ))
+    }
+
+    /// The CustomResourceDefinition serving a custom resource type, whose printer columns its
+    /// tables show; `None` for a built-in kind or when it is gone.
+    fn crd_of(&self, ty: &ResourceType) -> Option<Arc<DynamicObject>> {
+        if !ty.custom {
+            return None;
+        }
+        let crds = self
+            .live
+            .lock()
+            .server
+            .types()
+            .get("apiextensions.k8s.io", "v1", "customresourcedefinitions")?
+            .api
+            .clone();
+        let name = format!("{}.{}", ty.api.plural, ty.api.group);
+        self.live.handle(Request::get(&crds, None, &name, Default::default())).ok()?.object().cloned()
     }
 
     fn watch(&self, t: &Target) -> Reply {

@@ -1,46 +1,217 @@
-//! `as=Table` answers for `kubectl get`: a `meta.k8s.io/v1` Table with the Name and Age columns
-//! every kind has (kube-apiserver's default table convertor).
+//! `as=Table` answers for `kubectl get`: a `meta.k8s.io/v1` Table whose columns are the ones
+//! kube-apiserver prints.
+//!
+//! - A custom resource gets its CRD's `additionalPrinterColumns` for the served version, after
+//!   Name; a CRD that lists none gets Age, as apiextensions-apiserver serves it.
+//! - The built-in kinds get the columns of kube-apiserver's printers
+//!   (`pkg/printers/internalversion/printers.go`), computed from the stored object.
+//! - Every other kind gets the default convertor's Name and Age.
+//!
+//! Each row keeps `object` as `PartialObjectMetadata`, which `kubectl get -o name` reads.
 
 use std::sync::Arc;
 
 use hyper::header::HeaderMap;
 use kube_core::DynamicObject;
 use model_apiserver::ResourceType;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 /// Whether the client asked for a Table (kubectl's `Accept: application/json;as=Table;...`).
 pub fn wanted(headers: &HeaderMap) -> bool {
     super::handler::accept(headers).split(',').next().is_some_and(|first| first.contains("as=Table"))
 }
 
-/// The Table of `items`.
-pub fn table(_ty: &ResourceType, items: &[Arc<DynamicObject>], metadata: Value) -> Value {
-    let now = jiff::Timestamp::now();
+/// How a column's cell is computed from the object (as JSON).
+enum Source {
+    /// Computed by a built-in printer.
+    Printer(fn(&Value, jiff::Timestamp) -> Value),
+    /// A CRD column's JSONPath, converted by the column's type.
+    Path(String),
+}
+
+/// One column: its definition as sent and how its cells are made.
+struct Column {
+    definition: Value,
+    source: Source,
+}
+
+fn column(
+    name: &str,
+    kind: &str,
+    priority: i64,
+    description: &str,
+    f: fn(&Value, jiff::Timestamp) -> Value,
+) -> Column {
+    let format = if name == "Name" { "name" } else { "" };
+    Column {
+        definition: json!({
+            "name": name, "type": kind, "format": format, "description": description, "priority": priority,
+        }),
+        source: Source::Printer(f),
+    }
+}
+
+const NAME_DESCRIPTION: &str = "Name must be unique within a namespace.";
+const AGE_DESCRIPTION: &str = "CreationTimestamp is the time the object was created.";
+
+fn name_column() -> Column {
+    column("Name", "string", 0, NAME_DESCRIPTION, |o, _| json!(text(o, &["metadata", "name"])))
+}
+
+fn age_column() -> Column {
+    column("Age", "string", 0, AGE_DESCRIPTION, |o, now| json!(creation_age(o, now)))
+}
+
+/// The Table of `items`. `crd` is the CustomResourceDefinition serving `ty` when it is a custom
+/// resource (its columns are read from it); `now` is the wall clock the ages are counted from.
+pub fn table(
+    ty: &ResourceType,
+    crd: Option<&DynamicObject>,
+    items: &[Arc<DynamicObject>],
+    metadata: Value,
+    now: jiff::Timestamp,
+) -> Value {
+    let columns = columns(ty, crd);
     let rows: Vec<Value> = items
         .iter()
         .map(|o| {
-            let age =
-                o.metadata.creation_timestamp.as_ref().map_or("<unknown>".to_owned(), |t| age(now, t.0));
+            let value = serde_json::to_value(&**o).unwrap_or(Value::Null);
+            let cells: Vec<Value> = columns.iter().map(|c| cell(c, &value, now)).collect();
             let mut meta = serde_json::to_value(&o.metadata).unwrap_or(Value::Null);
             if let Value::Object(m) = &mut meta {
                 m.remove("managedFields");
             }
             json!({
-                "cells": [o.metadata.name.clone().unwrap_or_default(), age],
+                "cells": cells,
                 "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta},
             })
         })
         .collect();
+    let definitions: Vec<&Value> = columns.iter().map(|c| &c.definition).collect();
     json!({
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
         "metadata": metadata,
-        "columnDefinitions": [
-            {"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0},
-            {"name": "Age", "type": "string", "format": "", "description": "CreationTimestamp is the time the object was created.", "priority": 0},
-        ],
+        "columnDefinitions": definitions,
         "rows": rows,
     })
+}
+
+fn cell(column: &Column, object: &Value, now: jiff::Timestamp) -> Value {
+    match &column.source {
+        Source::Printer(f) => f(object, now),
+        Source::Path(path) => {
+            let kind = column.definition["type"].as_str().unwrap_or("string");
+            typed_cell(kind, &jsonpath::find(object, path), now)
+        }
+    }
+}
+
+/// The columns of `ty`.
+fn columns(ty: &ResourceType, crd: Option<&DynamicObject>) -> Vec<Column> {
+    if ty.custom {
+        return crd_columns(&ty.api.version, crd);
+    }
+    let mut columns = vec![name_column()];
+    match (ty.api.group.as_str(), ty.api.kind.as_str()) {
+        ("", "Pod") => columns.extend(printers::pod()),
+        ("apps", "Deployment") => columns.extend(printers::deployment()),
+        ("apps", "ReplicaSet") => columns.extend(printers::replica_set()),
+        ("apps", "StatefulSet") => columns.extend(printers::stateful_set()),
+        ("", "Service") => columns.extend(printers::service()),
+        ("", "Namespace") => columns.extend(printers::namespace()),
+        ("", "ConfigMap") => columns.extend(printers::config_map()),
+        ("", "Secret") => columns.extend(printers::secret()),
+        ("batch", "Job") => columns.extend(printers::job()),
+        ("", "PersistentVolumeClaim") => columns.extend(printers::pvc()),
+        _ => columns.push(age_column()),
+    }
+    columns
+}
+
+/// Name, then the served version's `additionalPrinterColumns`; Age alone when it lists none
+/// (apiextensions-apiserver's default columns).
+fn crd_columns(version: &str, crd: Option<&DynamicObject>) -> Vec<Column> {
+    let listed: Vec<Value> = crd
+        .and_then(|crd| crd.data.pointer("/spec/versions"))
+        .and_then(Value::as_array)
+        .and_then(|versions| versions.iter().find(|v| v["name"].as_str() == Some(version)))
+        .and_then(|v| v["additionalPrinterColumns"].as_array())
+        .cloned()
+        .unwrap_or_default();
+    let mut columns = vec![name_column()];
+    if listed.is_empty() {
+        columns.push(Column {
+            definition: json!({"name": "Age", "type": "date", "format": "", "description": AGE_DESCRIPTION, "priority": 0}),
+            source: Source::Path(".metadata.creationTimestamp".to_owned()),
+        });
+    }
+    for c in listed {
+        let Some(path) = c["jsonPath"].as_str() else { continue };
+        let mut definition = Map::new();
+        definition.insert("name".into(), json!(c["name"].as_str().unwrap_or("")));
+        definition.insert("type".into(), json!(c["type"].as_str().unwrap_or("string")));
+        definition.insert("format".into(), json!(c["format"].as_str().unwrap_or("")));
+        definition.insert("description".into(), json!(c["description"].as_str().unwrap_or("")));
+        definition.insert("priority".into(), json!(c["priority"].as_i64().unwrap_or(0)));
+        columns.push(Column { definition: Value::Object(definition), source: Source::Path(path.to_owned()) });
+    }
+    columns
+}
+
+/// A CRD column's cell: nothing found is a null cell (kubectl prints `<none>`); one result is
+/// converted by the column's type; several are joined with commas.
+fn typed_cell(kind: &str, found: &[&Value], now: jiff::Timestamp) -> Value {
+    match found {
+        [] => Value::Null,
+        [one] => match (kind, one) {
+            ("integer", Value::Number(n)) => n.as_i64().map_or(Value::Null, Value::from),
+            ("number", Value::Number(n)) => n.as_f64().map_or(Value::Null, Value::from),
+            ("boolean", Value::Bool(b)) => json!(b),
+            ("date", Value::String(s)) => {
+                json!(s.parse::<jiff::Timestamp>().map_or("<invalid>".to_owned(), |t| age(now, t)))
+            }
+            ("integer" | "number" | "boolean" | "date", _) => Value::Null,
+            (_, Value::String(s)) => json!(s),
+            (_, other) => json!(other.to_string()),
+        },
+        many => json!(many.iter().map(|v| plain(v)).collect::<Vec<_>>().join(",")),
+    }
+}
+
+/// A JSON value as kubectl's JSONPath prints it: strings bare, everything else as JSON.
+fn plain(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// The string at `path`, or "".
+fn text(object: &Value, path: &[&str]) -> String {
+    at(object, path).and_then(Value::as_str).unwrap_or("").to_owned()
+}
+
+/// The value at `path`.
+fn at<'a>(object: &'a Value, path: &[&str]) -> Option<&'a Value> {
+    path.iter().try_fold(object, |v, key| v.get(key))
+}
+
+/// The integer at `path`, or 0 (an unset count).
+fn count(object: &Value, path: &[&str]) -> i64 {
+    at(object, path).and_then(Value::as_i64).unwrap_or(0)
+}
+
+fn creation_age(object: &Value, now: jiff::Timestamp) -> String {
+    since(object, &["metadata", "creationTimestamp"], now)
+}
+
+/// The age of the timestamp at `path`; `<unknown>` when unset, as kubectl prints it.
+fn since(object: &Value, path: &[&str], now: jiff::Timestamp) -> String {
+    at(object, path)
+        .and_then(Value::as_str)
+        .and_then(|s| s.parse::<jiff::Timestamp>().ok())
+        .map_or("<unknown>".to_owned(), |t| age(now, t))
 }
 
 /// kubectl's short age: `5s`, `3m`, `2h`, `4d`.
@@ -51,5 +222,397 @@ fn age(now: jiff::Timestamp, created: jiff::Timestamp) -> String {
         s if s < 7200 => format!("{}m", s / 60),
         s if s < 172_800 => format!("{}h", s / 3600),
         s => format!("{}d", s / 86_400),
+    }
+}
+
+/// The built-in kinds' columns after Name, as kube-apiserver's printers define them.
+mod printers {
+    use serde_json::{Value, json};
+
+    use super::{Column, age_column, at, column, count, text};
+
+    /// Pods: Ready, Status, Restarts, Age; wide: IP, Node.
+    pub(super) fn pod() -> Vec<Column> {
+        vec![
+            column(
+                "Ready",
+                "string",
+                0,
+                "The aggregate readiness state of this pod for accepting traffic.",
+                |o, _| {
+                    let total = at(o, &["spec", "containers"]).and_then(Value::as_array).map_or(0, Vec::len);
+                    let ready = container_statuses(o).filter(|c| c["ready"].as_bool() == Some(true)).count();
+                    json!(format!("{ready}/{total}"))
+                },
+            ),
+            column("Status", "string", 0, "The aggregate status of the containers in this pod.", |o, _| {
+                json!(pod_status(o))
+            }),
+            column(
+                "Restarts",
+                "string",
+                0,
+                "The number of times the containers in this pod have been restarted.",
+                |o, _| {
+                    let restarts: i64 =
+                        container_statuses(o).map(|c| c["restartCount"].as_i64().unwrap_or(0)).sum();
+                    json!(restarts.to_string())
+                },
+            ),
+            age_column(),
+            column("IP", "string", 1, "IP address allocated to the pod.", |o, _| {
+                json!(none_if_empty(text(o, &["status", "podIP"])))
+            }),
+            column("Node", "string", 1, "Name of the Node this pod is assigned to.", |o, _| {
+                json!(none_if_empty(text(o, &["spec", "nodeName"])))
+            }),
+        ]
+    }
+
+    fn container_statuses(o: &Value) -> impl Iterator<Item = &Value> {
+        at(o, &["status", "containerStatuses"]).and_then(Value::as_array).into_iter().flatten()
+    }
+
+    /// The phase (or the pod's reason), overridden by a container's waiting or terminated
+    /// reason, and `Terminating` once deletion started.
+    fn pod_status(o: &Value) -> String {
+        let mut reason = text(o, &["status", "reason"]);
+        if reason.is_empty() {
+            reason = text(o, &["status", "phase"]);
+        }
+        for c in container_statuses(o) {
+            let waiting = c.pointer("/state/waiting/reason").and_then(Value::as_str).unwrap_or("");
+            let terminated = c.pointer("/state/terminated/reason").and_then(Value::as_str).unwrap_or("");
+            if !waiting.is_empty() {
+                reason = waiting.to_owned();
+            } else if !terminated.is_empty() {
+                reason = terminated.to_owned();
+            }
+        }
+        if at(o, &["metadata", "deletionTimestamp"]).is_some_and(|t| !t.is_null()) && reason != "NodeLost" {
+            return "Terminating".to_owned();
+        }
+        reason
+    }
+
+    fn none_if_empty(s: String) -> String {
+        if s.is_empty() { "<none>".to_owned() } else { s }
+    }
+
+    /// Deployments: Ready, Up-to-date, Available, Age.
+    pub(super) fn deployment() -> Vec<Column> {
+        vec![
+            column("Ready", "string", 0, "Number of the pod with ready state", |o, _| {
+                json!(format!(
+                    "{}/{}",
+                    count(o, &["status", "readyReplicas"]),
+                    count(o, &["spec", "replicas"])
+                ))
+            }),
+            column(
+                "Up-to-date",
+                "string",
+                0,
+                "Total number of non-terminated pods targeted by this deployment that have the desired template spec.",
+                |o, _| json!(count(o, &["status", "updatedReplicas"])),
+            ),
+            column(
+                "Available",
+                "string",
+                0,
+                "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.",
+                |o, _| json!(count(o, &["status", "availableReplicas"])),
+            ),
+            age_column(),
+        ]
+    }
+
+    /// ReplicaSets: Desired, Current, Ready, Age.
+    pub(super) fn replica_set() -> Vec<Column> {
+        vec![
+            column("Desired", "integer", 0, "Number of desired pods.", |o, _| {
+                json!(count(o, &["spec", "replicas"]))
+            }),
+            column("Current", "integer", 0, "Number of actual pods.", |o, _| {
+                json!(count(o, &["status", "replicas"]))
+            }),
+            column("Ready", "integer", 0, "Number of ready pods.", |o, _| {
+                json!(count(o, &["status", "readyReplicas"]))
+            }),
+            age_column(),
+        ]
+    }
+
+    /// StatefulSets: Ready, Age.
+    pub(super) fn stateful_set() -> Vec<Column> {
+        vec![
+            column("Ready", "string", 0, "Number of the pod with ready state", |o, _| {
+                json!(format!(
+                    "{}/{}",
+                    count(o, &["status", "readyReplicas"]),
+                    count(o, &["spec", "replicas"])
+                ))
+            }),
+            age_column(),
+        ]
+    }
+
+    /// Services: Type, Cluster-IP, External-IP, Port(s), Age.
+    pub(super) fn service() -> Vec<Column> {
+        vec![
+            column("Type", "string", 0, "The type of the service.", |o, _| json!(text(o, &["spec", "type"]))),
+            column("Cluster-IP", "string", 0, "The cluster IP of the service.", |o, _| {
+                json!(none_if_empty(text(o, &["spec", "clusterIP"])))
+            }),
+            column("External-IP", "string", 0, "The external IP of the service.", |o, _| {
+                json!(external_ip(o))
+            }),
+            column("Port(s)", "string", 0, "The ports of the service.", |o, _| {
+                let ports: Vec<String> = at(o, &["spec", "ports"])
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .map(|p| {
+                        let protocol = p["protocol"].as_str().unwrap_or("TCP");
+                        let port = p["port"].as_i64().unwrap_or(0);
+                        match p["nodePort"].as_i64() {
+                            Some(node) if node != 0 => format!("{port}:{node}/{protocol}"),
+                            _ => format!("{port}/{protocol}"),
+                        }
+                    })
+                    .collect();
+                json!(none_if_empty(ports.join(",")))
+            }),
+            age_column(),
+        ]
+    }
+
+    fn external_ip(o: &Value) -> String {
+        let strings = |path: &[&str]| -> Vec<String> {
+            at(o, path)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        };
+        let external = strings(&["spec", "externalIPs"]);
+        match text(o, &["spec", "type"]).as_str() {
+            "ExternalName" => text(o, &["spec", "externalName"]),
+            "LoadBalancer" => {
+                let mut ips: Vec<String> = at(o, &["status", "loadBalancer", "ingress"])
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|i| i["ip"].as_str().or(i["hostname"].as_str()).map(str::to_owned))
+                    .collect();
+                ips.extend(external);
+                if ips.is_empty() { "<pending>".to_owned() } else { ips.join(",") }
+            }
+            _ if !external.is_empty() => external.join(","),
+            _ => "<none>".to_owned(),
+        }
+    }
+
+    /// Namespaces: Status, Age.
+    pub(super) fn namespace() -> Vec<Column> {
+        vec![
+            column("Status", "string", 0, "The status of the namespace", |o, _| {
+                json!(text(o, &["status", "phase"]))
+            }),
+            age_column(),
+        ]
+    }
+
+    fn entries(o: &Value, key: &str) -> usize {
+        o.get(key).and_then(Value::as_object).map_or(0, serde_json::Map::len)
+    }
+
+    /// ConfigMaps: Data, Age.
+    pub(super) fn config_map() -> Vec<Column> {
+        vec![
+            column("Data", "string", 0, "Data contains the configuration data.", |o, _| {
+                json!(entries(o, "data") + entries(o, "binaryData"))
+            }),
+            age_column(),
+        ]
+    }
+
+    /// Secrets: Type, Data, Age.
+    pub(super) fn secret() -> Vec<Column> {
+        vec![
+            column("Type", "string", 0, "The type of the secret", |o, _| json!(text(o, &["type"]))),
+            column("Data", "string", 0, "The number of entries in the secret", |o, _| {
+                json!(entries(o, "data") + entries(o, "stringData"))
+            }),
+            age_column(),
+        ]
+    }
+
+    /// Jobs: Status, Completions, Duration, Age.
+    pub(super) fn job() -> Vec<Column> {
+        vec![
+            column("Status", "string", 0, "Status of the job.", |o, _| json!(job_status(o))),
+            column("Completions", "string", 0, "The completion status of the job.", |o, _| {
+                let succeeded = count(o, &["status", "succeeded"]);
+                let parallelism = count(o, &["spec", "parallelism"]);
+                match at(o, &["spec", "completions"]).and_then(Value::as_i64) {
+                    Some(completions) => json!(format!("{succeeded}/{completions}")),
+                    None if parallelism > 1 => json!(format!("{succeeded}/1 of {parallelism}")),
+                    None => json!(format!("{succeeded}/1")),
+                }
+            }),
+            column("Duration", "string", 0, "Time required to complete the job.", |o, now| {
+                let Some(start) = at(o, &["status", "startTime"]).and_then(Value::as_str) else {
+                    return json!("");
+                };
+                let end = at(o, &["status", "completionTime"])
+                    .and_then(Value::as_str)
+                    .and_then(|s| s.parse::<jiff::Timestamp>().ok())
+                    .unwrap_or(now);
+                match start.parse::<jiff::Timestamp>() {
+                    Ok(start) => json!(super::age(end, start)),
+                    Err(_) => json!(""),
+                }
+            }),
+            age_column(),
+        ]
+    }
+
+    /// The first true terminal condition, else Suspended, Terminating or Running.
+    fn job_status(o: &Value) -> String {
+        let conditions: Vec<&Value> =
+            at(o, &["status", "conditions"]).and_then(Value::as_array).into_iter().flatten().collect();
+        let holds = |kind: &str| conditions.iter().any(|c| c["type"] == kind && c["status"] == "True");
+        for kind in ["Complete", "Failed", "SuccessCriteriaMet", "FailureTarget", "Suspended"] {
+            if holds(kind) {
+                return kind.to_owned();
+            }
+        }
+        if at(o, &["metadata", "deletionTimestamp"]).is_some_and(|t| !t.is_null()) {
+            "Terminating".to_owned()
+        } else {
+            "Running".to_owned()
+        }
+    }
+
+    /// PersistentVolumeClaims: Status, Volume, Capacity, Access Modes, StorageClass, Age.
+    pub(super) fn pvc() -> Vec<Column> {
+        vec![
+            column("Status", "string", 0, "The phase of the claim", |o, _| {
+                if at(o, &["metadata", "deletionTimestamp"]).is_some_and(|t| !t.is_null()) {
+                    json!("Terminating")
+                } else {
+                    json!(text(o, &["status", "phase"]))
+                }
+            }),
+            column("Volume", "string", 0, "The volume bound to the claim", |o, _| {
+                json!(text(o, &["spec", "volumeName"]))
+            }),
+            column("Capacity", "string", 0, "The capacity of the volume", |o, _| {
+                json!(text(o, &["status", "capacity", "storage"]))
+            }),
+            column("Access Modes", "string", 0, "The access modes of the volume", |o, _| {
+                let modes: Vec<&str> = at(o, &["status", "accessModes"])
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .map(|m| match m {
+                        "ReadWriteOnce" => "RWO",
+                        "ReadOnlyMany" => "ROX",
+                        "ReadWriteMany" => "RWX",
+                        "ReadWriteOncePod" => "RWOP",
+                        other => other,
+                    })
+                    .collect();
+                json!(modes.join(","))
+            }),
+            column("StorageClass", "string", 0, "The storage class of the claim", |o, _| {
+                json!(text(o, &["spec", "storageClassName"]))
+            }),
+            age_column(),
+            column("VolumeMode", "string", 1, "The volume mode of the claim", |o, _| {
+                json!(text(o, &["spec", "volumeMode"]))
+            }),
+        ]
+    }
+}
+
+/// The subset of Kubernetes JSONPath that printer columns use: `.field`, `['field']`, `[n]`
+/// and `[*]`, optionally wrapped in `{...}`.
+mod jsonpath {
+    use serde_json::Value;
+
+    /// The most steps a path may have; a longer one finds nothing.
+    const STEPS_MAX: usize = 64;
+
+    enum Step {
+        Field(String),
+        Index(usize),
+        All,
+    }
+
+    /// The values `path` selects in `object`; none when the path is malformed.
+    pub(super) fn find<'a>(object: &'a Value, path: &str) -> Vec<&'a Value> {
+        let Some(steps) = parse(path) else { return Vec::new() };
+        let mut found = vec![object];
+        for step in &steps {
+            found = found
+                .into_iter()
+                .flat_map(|v| -> Vec<&Value> {
+                    match step {
+                        Step::Field(f) => v.get(f.as_str()).into_iter().collect(),
+                        Step::Index(i) => v.get(*i).into_iter().collect(),
+                        Step::All => match v {
+                            Value::Array(a) => a.iter().collect(),
+                            Value::Object(m) => m.values().collect(),
+                            _ => Vec::new(),
+                        },
+                    }
+                })
+                .collect();
+        }
+        found.retain(|v| !v.is_null());
+        found
+    }
+
+    fn parse(path: &str) -> Option<Vec<Step>> {
+        let mut rest = path.trim();
+        if let Some(inner) = rest.strip_prefix('{').and_then(|r| r.strip_suffix('}')) {
+            rest = inner.trim();
+        }
+        rest = rest.strip_prefix('$').unwrap_or(rest);
+        let mut steps = Vec::new();
+        while !rest.is_empty() {
+            if steps.len() >= STEPS_MAX {
+                return None;
+            }
+            if let Some(r) = rest.strip_prefix('.') {
+                let end = r.find(['.', '[']).unwrap_or(r.len());
+                if end == 0 {
+                    return None;
+                }
+                steps.push(Step::Field(r[..end].to_owned()));
+                rest = &r[end..];
+            } else if let Some(r) = rest.strip_prefix('[') {
+                let end = r.find(']')?;
+                let inside = r[..end].trim();
+                let quoted = inside
+                    .strip_prefix('\'')
+                    .and_then(|s| s.strip_suffix('\''))
+                    .or_else(|| inside.strip_prefix('"').and_then(|s| s.strip_suffix('"')));
+                steps.push(match quoted {
+                    Some(field) => Step::Field(field.to_owned()),
+                    None if inside == "*" => Step::All,
+                    None => Step::Index(inside.parse().ok()?),
+                });
+                rest = &r[end + 1..];
+            } else {
+                return None;
+            }
+        }
+        Some(steps)
     }
 }
