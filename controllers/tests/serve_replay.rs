@@ -120,6 +120,22 @@ fn replay_serves_the_state_of_the_first_and_of_the_last_step_with_different_obje
     assert!(last.summary.contains(&format!("at step {steps} of {steps}")), "{}", last.summary);
     assert_eq!(last.names("zookeeperclusters"), ["zookeepercluster.zookeeper.pravega.io/zk"]);
     assert!(!last.names("persistentvolumeclaims").is_empty(), "the operator made PVCs by the last step");
+    // The capture is the run's first property, so the last step is the write at which
+    // data_volumes_kept fails: the deletion of the live cluster's data volume, gone from the state.
+    assert!(
+        last.summary.contains("delete persistentvolumeclaims/default/data-zk-0"),
+        "the last step is the violating deletion: {}",
+        last.summary
+    );
+    assert!(
+        !last.names("persistentvolumeclaims").contains(&"persistentvolumeclaim/data-zk-0".to_owned()),
+        "data-zk-0 is deleted at the last step"
+    );
+    let before = Replayed::start(file, steps - 1);
+    assert!(
+        before.names("persistentvolumeclaims").contains(&"persistentvolumeclaim/data-zk-0".to_owned()),
+        "data-zk-0 still exists the step before"
+    );
 }
 
 #[test]

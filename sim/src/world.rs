@@ -300,6 +300,17 @@ impl SimBuilder {
         self
     }
 
+    /// Add a property checked before every property added so far.
+    ///
+    /// The first property that fails at a step ends the step checks, so a property added with
+    /// [`property`](Self::property) after a failing one never sees the failing write. An observer
+    /// that must see every step, the failing one included (`kube-sim serve --replay` captures
+    /// the state at a step this way), is added first.
+    pub fn property_first(mut self, property: impl Property + 'static) -> Self {
+        self.properties.insert(0, Arc::new(property));
+        self
+    }
+
     /// The virtual time after which the run is stopped with a liveness verdict.
     pub fn time_limit(mut self, limit: Duration) -> Self {
         self.time_limit = limit;

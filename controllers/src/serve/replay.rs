@@ -9,8 +9,8 @@
 //! ([`ApiServer::from_snapshot`]: the objects keep the run's uids, resourceVersions and
 //! timestamps), and the [`Live`] around it refuses every write with 405 MethodNotAllowed.
 //!
-//! A property that fails at a step stops the checks of the properties after it, so the capture
-//! sees a correctness failure's steps up to the one before the failing write.
+//! The capture is the run's first property ([`sim::SimBuilder::property_first`]), so it also
+//! sees the write at which a safety property fails: that write is the run's last step.
 
 use std::{
     collections::BTreeMap,
@@ -192,11 +192,11 @@ pub fn capture(config: &ReplayConfig, registry: &Registry) -> Result<Captured, R
     };
     let (file, scenario) = sim::cli::replay::load(path, registry).map_err(|e| load_error(e.to_string()))?;
     let shared = Arc::new(Mutex::new(Capture::default()));
-    let builder = scenario
-        .builder()
-        .clone()
-        .faults(file.fault_plan.clone())
-        .property(CaptureAt { at: config.at, capture: shared.clone() })
+    // The file's plan, and its generated workload and recorded choices if it holds them: the
+    // same world `kube-sim replay` runs. The capture goes first, so that it sees the write at
+    // which another property fails.
+    let builder = sim::cli::replay::world_of(scenario, &file)
+        .property_first(CaptureAt { at: config.at, capture: shared.clone() })
         // The trace names who made the step's write, and with which verb.
         .keep_trace(true);
     let seed = file.seed;
