@@ -1,0 +1,310 @@
+//! `kubectl get` tables against `kube-sim serve`: the columns kube-apiserver prints for the
+//! built-in kinds, and a CRD's `additionalPrinterColumns` for its custom resources.
+//!
+//! Each test starts its own server in-process and runs the real kubectl against it (as
+//! serve_kubectl.rs does); kubectl must be installed (`.ci/install-kubectl`).
+
+use std::{
+    path::PathBuf,
+    process::{Command, Output},
+};
+
+use controllers::serve::{ServeConfig, Served, spawn};
+
+/// A served model and a kubectl configured for it.
+struct Kubectl {
+    _served: Served,
+    dir: tempfile::TempDir,
+    kubeconfig: PathBuf,
+}
+
+impl Kubectl {
+    fn start() -> Kubectl {
+        let served = spawn(ServeConfig::default()).expect("the server starts");
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let kubeconfig = dir.path().join("kubeconfig");
+        let config = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: sim\n  cluster: {{server: '{}'}}\n\
+             users:\n- name: sim\n  user: {{}}\ncontexts:\n- name: sim\n  context: {{cluster: sim, user: sim, namespace: default}}\n\
+             current-context: sim\n",
+            served.url()
+        );
+        std::fs::write(&kubeconfig, config).expect("writing the kubeconfig");
+        Kubectl { _served: served, dir, kubeconfig }
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new("kubectl");
+        command
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(self.dir.path().join("cache"))
+            .args(args);
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        match self.command(args).output() {
+            Ok(output) => output,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!(
+                "kubectl is not installed: these tests run the real kubectl. Install it with \
+                 `.ci/install-kubectl` (Debian's kubernetes-client package: \
+                 `apt-get install -y kubernetes-client`)"
+            ),
+            Err(e) => panic!("running kubectl {args:?}: {e}"),
+        }
+    }
+
+    /// Run kubectl, which must succeed; its stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let output = self.run(args);
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "kubectl {args:?} failed: {stderr}\n{stdout}");
+        stdout
+    }
+
+    /// Write `yaml` to a file in the temporary directory and return its path.
+    fn file(&self, name: &str, yaml: &str) -> String {
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, yaml).expect("writing a manifest");
+        path.to_string_lossy().into_owned()
+    }
+}
+
+/// The words of a table line, split on whitespace (kubectl pads columns with spaces).
+fn words(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
+/// The header words and the row words of `kubectl get` output.
+fn table(output: &str) -> (Vec<&str>, Vec<Vec<&str>>) {
+    let mut lines = output.lines();
+    let header = words(lines.next().unwrap_or(""));
+    (header, lines.map(words).collect())
+}
+
+const POD: &str = "apiVersion: v1
+kind: Pod
+metadata: {name: web-0}
+spec:
+  containers:
+  - {name: app, image: nginx}
+";
+
+const DEPLOYMENT: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - {name: app, image: nginx}
+";
+
+const CRD: &str = "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    additionalPrinterColumns:
+    - {name: Replicas, type: integer, jsonPath: .spec.replicas}
+    - {name: Phase, type: string, jsonPath: .status.phase}
+    - {name: Size, type: string, jsonPath: .spec.size, priority: 1}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              replicas: {type: integer}
+              size: {type: string}
+          status:
+            type: object
+            properties:
+              phase: {type: string}
+";
+
+const WIDGET: &str = "apiVersion: example.com/v1
+kind: Widget
+metadata: {name: w1}
+spec: {replicas: 3, size: large}
+";
+
+/// Wait until the CRD's resource is discoverable, as kubectl needs it in discovery.
+fn create_crd(k: &Kubectl, crd: &str) {
+    k.ok(&["create", "-f", &k.file("crd.yaml", crd)]);
+    k.ok(&["wait", "--for=condition=Established", "crd/widgets.example.com"]);
+}
+
+#[test]
+fn get_pods_prints_ready_status_restarts_and_age_and_a_new_pod_is_0_of_1_pending() {
+    let k = Kubectl::start();
+    k.ok(&["create", "-f", &k.file("pod.yaml", POD)]);
+    let output = k.ok(&["get", "pods"]);
+    let (header, rows) = table(&output);
+    assert_eq!(header, ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0][..4], ["web-0", "0/1", "Pending", "0"]);
+}
+
+#[test]
+fn get_pods_wide_adds_ip_and_node_which_are_none_for_an_unscheduled_pod() {
+    let k = Kubectl::start();
+    k.ok(&["create", "-f", &k.file("pod.yaml", POD)]);
+    let output = k.ok(&["get", "pods", "-o", "wide"]);
+    let (header, rows) = table(&output);
+    assert_eq!(header, ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE"]);
+    assert_eq!(rows[0][5..], ["<none>", "<none>"]);
+}
+
+#[test]
+fn get_one_pod_by_name_prints_the_same_columns() {
+    let k = Kubectl::start();
+    k.ok(&["create", "-f", &k.file("pod.yaml", POD)]);
+    let output = k.ok(&["get", "pod", "web-0"]);
+    let (header, rows) = table(&output);
+    assert_eq!(header, ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]);
+    assert_eq!(rows[0][..4], ["web-0", "0/1", "Pending", "0"]);
+}
+
+#[test]
+fn a_pod_being_deleted_shows_terminating() {
+    let k = Kubectl::start();
+    let with_finalizer = POD.replace("{name: web-0}", "{name: web-0, finalizers: [example.com/hold]}");
+    k.ok(&["create", "-f", &k.file("pod.yaml", &with_finalizer)]);
+    k.ok(&["delete", "pod", "web-0", "--wait=false"]);
+    let output = k.ok(&["get", "pods"]);
+    let (_, rows) = table(&output);
+    assert_eq!(rows[0][2], "Terminating");
+}
+
+#[test]
+fn get_deployments_prints_ready_up_to_date_available_and_age() {
+    let k = Kubectl::start();
+    k.ok(&["create", "-f", &k.file("deploy.yaml", DEPLOYMENT)]);
+    let output = k.ok(&["get", "deployments"]);
+    let (header, rows) = table(&output);
+    assert_eq!(header, ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]);
+    assert_eq!(rows[0][..4], ["web", "0/2", "0", "0"]);
+}
+
+#[test]
+fn get_configmaps_and_secrets_count_their_data() {
+    let k = Kubectl::start();
+    k.ok(&["create", "configmap", "app", "--from-literal=a=1", "--from-literal=b=2"]);
+    k.ok(&["create", "secret", "generic", "login", "--from-literal=user=admin"]);
+    let output = k.ok(&["get", "configmaps"]);
+    let (header, rows) = table(&output);
+    assert_eq!((header, &rows[0][..2]), (vec!["NAME", "DATA", "AGE"], &["app", "2"][..]));
+    let output = k.ok(&["get", "secrets"]);
+    let (header, rows) = table(&output);
+    assert_eq!(header, ["NAME", "TYPE", "DATA", "AGE"]);
+    assert_eq!(rows[0][..3], ["login", "Opaque", "1"]);
+}
+
+#[test]
+fn get_services_prints_type_cluster_ip_external_ip_and_ports() {
+    let k = Kubectl::start();
+    k.ok(&["create", "service", "clusterip", "web", "--tcp=80:8080"]);
+    let output = k.ok(&["get", "services"]);
+    let (header, rows) = table(&output);
+    assert_eq!(header, ["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"]);
+    assert_eq!((rows[0][0], rows[0][1], rows[0][3], rows[0][4]), ("web", "ClusterIP", "<none>", "80/TCP"));
+}
+
+#[test]
+fn get_jobs_prints_status_completions_duration_and_age() {
+    let k = Kubectl::start();
+    k.ok(&["create", "job", "once", "--image=busybox"]);
+    let output = k.ok(&["get", "jobs"]);
+    let (header, rows) = table(&output);
+    assert_eq!(header, ["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"]);
+    assert_eq!(rows[0][..3], ["once", "Running", "0/1"]);
+}
+
+#[test]
+fn get_namespaces_prints_their_status() {
+    let k = Kubectl::start();
+    k.ok(&["create", "namespace", "team"]);
+    let output = k.ok(&["get", "namespaces", "team"]);
+    let (header, rows) = table(&output);
+    assert_eq!(header, ["NAME", "STATUS", "AGE"]);
+    assert_eq!(rows[0][..2], ["team", "Active"]);
+}
+
+#[test]
+fn get_custom_resources_prints_the_crd_printer_columns_with_a_blank_cell_for_an_unset_path() {
+    let k = Kubectl::start();
+    create_crd(&k, CRD);
+    k.ok(&["create", "-f", &k.file("w1.yaml", WIDGET)]);
+    let output = k.ok(&["get", "widgets"]);
+    let (header, rows) = table(&output);
+    assert_eq!(header, ["NAME", "REPLICAS", "PHASE"]);
+    // kubectl prints the null cell of an unset path as blank.
+    assert_eq!(rows, [["w1", "3"]]);
+    k.ok(&[
+        "patch",
+        "widget",
+        "w1",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"phase":"Ready"}}"#,
+    ]);
+    let output = k.ok(&["get", "widgets"]);
+    let (_, rows) = table(&output);
+    assert_eq!(rows, [["w1", "3", "Ready"]]);
+}
+
+#[test]
+fn get_custom_resources_wide_adds_the_priority_1_columns() {
+    let k = Kubectl::start();
+    create_crd(&k, CRD);
+    k.ok(&["create", "-f", &k.file("w1.yaml", WIDGET)]);
+    let output = k.ok(&["get", "widgets", "-o", "wide"]);
+    let (header, rows) = table(&output);
+    assert_eq!(header, ["NAME", "REPLICAS", "PHASE", "SIZE"]);
+    // The unset Phase is a blank cell between REPLICAS and SIZE.
+    assert_eq!(rows, [["w1", "3", "large"]]);
+    let line = output.lines().nth(1).unwrap_or("");
+    let phase_at = output.lines().next().unwrap_or("").find("PHASE").unwrap_or(0);
+    assert_eq!(line.get(phase_at..phase_at + 5), Some("     "));
+}
+
+#[test]
+fn a_crd_without_printer_columns_gets_name_and_age() {
+    let k = Kubectl::start();
+    let plain = CRD.lines().filter(|l| !l.contains("jsonPath") && !l.contains("additionalPrinterColumns"));
+    create_crd(&k, &plain.collect::<Vec<_>>().join("\n"));
+    k.ok(&["create", "-f", &k.file("w1.yaml", WIDGET)]);
+    let output = k.ok(&["get", "widgets"]);
+    let (header, rows) = table(&output);
+    assert_eq!(header, ["NAME", "AGE"]);
+    assert_eq!(rows[0][0], "w1");
+    assert!(rows[0][1].ends_with('s'), "a fresh object's age is in seconds: {:?}", rows[0]);
+}
+
+#[test]
+fn a_kind_without_a_printer_keeps_name_and_age_and_o_name_still_works() {
+    let k = Kubectl::start();
+    k.ok(&["create", "serviceaccount", "robot"]);
+    let output = k.ok(&["get", "serviceaccounts", "robot"]);
+    let (header, rows) = table(&output);
+    assert_eq!(header, ["NAME", "AGE"]);
+    assert_eq!(rows[0][0], "robot");
+    assert_eq!(k.ok(&["get", "pods,serviceaccounts", "-o", "name"]), "serviceaccount/robot\n");
+}
