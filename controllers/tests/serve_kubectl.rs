@@ -178,7 +178,7 @@ fn get_as_json_and_with_a_label_selector() {
         (&serde_json::json!("ConfigMap"), &serde_json::json!("default"), &serde_json::json!({"a": "1"}))
     );
     let table = k.ok(&["get", "configmaps"]);
-    assert_eq!(table.lines().next(), Some("NAME    AGE"));
+    assert_eq!(table.lines().next(), Some("NAME    DATA   AGE"));
     assert_eq!(table.lines().count(), 3);
 }
 

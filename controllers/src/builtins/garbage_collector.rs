@@ -46,7 +46,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::FutureExt;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube_core::DynamicObject;
@@ -177,11 +176,7 @@ impl Graph {
     /// The graph from the caches; `None` until every cache has done its initial list (acting
     /// on a partial graph would take present owners for absent ones).
     fn snapshot(&self) -> Option<Snapshot> {
-        // NEEDS(sim): `Store::is_ready` peeks its shared "listed" future, which stays pending
-        // until something polls it; polling it once here (`now_or_never`) is what makes it
-        // report readiness.
-        let ready = |w: &Watched| matches!(w.store.wait_until_ready().now_or_never(), Some(Ok(())));
-        if !self.kinds.values().all(ready) {
+        if !self.kinds.values().all(|w| w.store.is_ready()) {
             return None;
         }
         let mut nodes = Vec::new();

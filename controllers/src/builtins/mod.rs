@@ -30,9 +30,10 @@
 //! ## How they read the world
 //!
 //! The workload controllers (Deployment, ReplicaSet, StatefulSet, Job) and the namespace
-//! controller read what they manage with a live list at each sync: `sim` offers no access to the
-//! cache of an `owns`/`watches` informer, and a second cache lags independently of the one that
-//! triggered the sync, which is how the real controllers' expectations came to be. The garbage
+//! controller read what they manage with a live list at each sync. A cache of the managed kind
+//! (`Store::subscribe` with `Controller::owns_stream`/`watches_stream`) lags independently of the
+//! one that triggered the sync, and reading it safely needs the real controllers' expectations,
+//! which these omit. The garbage
 //! collector reads informer caches and re-reads from the server before it acts; the kubelet-lite
 //! acts on the Pod that triggered it and re-reads it after each delay.
 //!

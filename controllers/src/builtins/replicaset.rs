@@ -9,8 +9,7 @@
 //!   precondition;
 //! - Pods are read with a live list at each sync, not from a cache: a cache fed by another watch
 //!   than the one that triggered the sync may not show the change that triggered it yet, and the
-//!   real controller's expectations would then be needed to avoid creating twice (see
-//!   `NEEDS(sim)` below);
+//!   real controller's expectations would then be needed to avoid creating twice (see `run`);
 //! - status: `replicas`, `fullyLabeledReplicas`, `readyReplicas`, `availableReplicas` and
 //!   `observedGeneration`, computed from the Pods claimed, minus those this sync deleted (the
 //!   real controller counts those until its next sync; see `reconcile`).
@@ -49,9 +48,10 @@ pub struct Context {
 /// The ReplicaSet controller's main future.
 pub async fn run(clients: Clients) {
     let client = clients.default_cluster();
-    // NEEDS(sim): access to the store of a `watches`/`owns` informer (kube-runtime's
-    // `Controller::for_stream` with a shared reflector), so that a sync can read the very cache
-    // whose event triggered it; a second reflector lags behind it independently.
+    // Pods are read with a live list at each sync rather than from the cache of the Pod watch:
+    // `sim` now offers that cache (`Store::subscribe` with `Controller::watches_stream`, as
+    // kube-runtime's shared reflectors), but reading it would need the real controller's
+    // expectations to avoid creating twice while the cache lags, which this controller omits.
     let controller = Controller::new(Api::<ReplicaSet>::all(client.clone()), watcher::Config::default());
     let sets = controller.store();
     let ctx = Arc::new(Context { client: client.clone() });
