@@ -87,7 +87,20 @@ fn discovery_lists_the_core_version_the_groups_and_each_resource_with_its_subres
     let groups = get(&served, "/apis").json();
     let names: Vec<&str> =
         groups["groups"].as_array().unwrap().iter().map(|g| g["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["apiextensions.k8s.io", "apps", "batch", "coordination.k8s.io", "events.k8s.io"]);
+    assert_eq!(
+        names,
+        [
+            "apiextensions.k8s.io",
+            "apps",
+            "batch",
+            "coordination.k8s.io",
+            "events.k8s.io",
+            "networking.k8s.io",
+            "policy",
+            "rbac.authorization.k8s.io",
+            "scheduling.k8s.io"
+        ]
+    );
     let core = get(&served, "/api/v1").json();
     assert_eq!((&core["kind"], &core["groupVersion"]), (&json!("APIResourceList"), &json!("v1")));
     let pods = core["resources"].as_array().unwrap().iter().find(|r| r["name"] == "pods").unwrap();

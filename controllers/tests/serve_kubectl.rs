@@ -515,3 +515,58 @@ fn kubectl_run_creates_the_pod_and_kubectl_expose_the_service_of_a_deployment() 
         (&json!({"app": "web"}), &json!([{"port": 80, "protocol": "TCP", "targetPort": 8080}]))
     );
 }
+
+#[test]
+fn kubectl_create_cronjob_pdb_ingress_priorityclass_and_quota_create_exactly_those_objects() {
+    let k = Kubectl::start();
+    k.ok(&["create", "cronjob", "nightly", "--image=busybox", "--schedule=0 3 * * *"]);
+    let cronjob = get_json(&k, "cronjob", "nightly");
+    assert_eq!(
+        (
+            &cronjob["spec"]["schedule"],
+            &cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["image"]
+        ),
+        (&json!("0 3 * * *"), &json!("busybox"))
+    );
+    k.ok(&["create", "poddisruptionbudget", "web", "--selector=app=web", "--min-available=1"]);
+    let pdb = get_json(&k, "poddisruptionbudget", "web");
+    assert_eq!(
+        (&pdb["spec"]["minAvailable"], &pdb["spec"]["selector"]),
+        (&json!(1), &json!({"matchLabels": {"app": "web"}}))
+    );
+    k.ok(&["create", "ingress", "web", "--rule=example.com/=web:80"]);
+    let ingress = get_json(&k, "ingress", "web");
+    assert_eq!(ingress["spec"]["rules"][0]["host"], json!("example.com"));
+    assert_eq!(
+        ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"],
+        json!({"name": "web", "port": {"number": 80}})
+    );
+    k.ok(&["create", "priorityclass", "high", "--value=1000"]);
+    assert_eq!(get_json(&k, "priorityclass", "high")["value"], json!(1000));
+    k.ok(&["create", "quota", "q", "--hard=pods=10"]);
+    assert_eq!(get_json(&k, "resourcequota", "q")["spec"]["hard"], json!({"pods": "10"}));
+}
+
+#[test]
+fn kubectl_create_role_and_bindings_namespaced_and_cluster_wide() {
+    let k = Kubectl::start();
+    k.ok(&["create", "role", "reader", "--verb=get", "--resource=pods"]);
+    assert_eq!(
+        get_json(&k, "role", "reader")["rules"],
+        json!([{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}])
+    );
+    k.ok(&["create", "rolebinding", "rb", "--role=reader", "--user=alice"]);
+    let binding = get_json(&k, "rolebinding", "rb");
+    assert_eq!(
+        (&binding["roleRef"]["name"], &binding["subjects"][0]["name"]),
+        (&json!("reader"), &json!("alice"))
+    );
+    k.ok(&["create", "clusterrole", "cr", "--verb=list", "--resource=nodes"]);
+    k.ok(&["create", "clusterrolebinding", "crb", "--clusterrole=cr", "--user=bob"]);
+    let binding = get_json(&k, "clusterrolebinding", "crb");
+    assert_eq!(binding["metadata"].get("namespace"), None, "cluster-scoped");
+    assert_eq!(
+        (&binding["roleRef"]["kind"], &binding["subjects"][0]["name"]),
+        (&json!("ClusterRole"), &json!("bob"))
+    );
+}

@@ -242,6 +242,20 @@ fn builtin_schema_name(group: &str, kind: &str) -> Option<&'static str> {
         ("apps", "ReplicaSet") => "io.k8s.api.apps.v1.ReplicaSet",
         ("apps", "StatefulSet") => "io.k8s.api.apps.v1.StatefulSet",
         ("batch", "Job") => "io.k8s.api.batch.v1.Job",
+        ("batch", "CronJob") => "io.k8s.api.batch.v1.CronJob",
+        ("", "Node") => "io.k8s.api.core.v1.Node",
+        ("", "PersistentVolume") => "io.k8s.api.core.v1.PersistentVolume",
+        ("", "Endpoints") => "io.k8s.api.core.v1.Endpoints",
+        ("", "ResourceQuota") => "io.k8s.api.core.v1.ResourceQuota",
+        ("", "LimitRange") => "io.k8s.api.core.v1.LimitRange",
+        ("apps", "DaemonSet") => "io.k8s.api.apps.v1.DaemonSet",
+        ("policy", "PodDisruptionBudget") => "io.k8s.api.policy.v1.PodDisruptionBudget",
+        ("networking.k8s.io", "Ingress") => "io.k8s.api.networking.v1.Ingress",
+        ("scheduling.k8s.io", "PriorityClass") => "io.k8s.api.scheduling.v1.PriorityClass",
+        ("rbac.authorization.k8s.io", "Role") => "io.k8s.api.rbac.v1.Role",
+        ("rbac.authorization.k8s.io", "RoleBinding") => "io.k8s.api.rbac.v1.RoleBinding",
+        ("rbac.authorization.k8s.io", "ClusterRole") => "io.k8s.api.rbac.v1.ClusterRole",
+        ("rbac.authorization.k8s.io", "ClusterRoleBinding") => "io.k8s.api.rbac.v1.ClusterRoleBinding",
         ("coordination.k8s.io", "Lease") => "io.k8s.api.coordination.v1.Lease",
         ("events.k8s.io", "Event") => "io.k8s.api.events.v1.Event",
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
@@ -271,6 +285,20 @@ fn builtin_schemas() -> &'static Map<String, Value> {
         add::<apps::v1::ReplicaSet>(&mut generator);
         add::<apps::v1::StatefulSet>(&mut generator);
         add::<batch::v1::Job>(&mut generator);
+        add::<batch::v1::CronJob>(&mut generator);
+        add::<core::v1::Node>(&mut generator);
+        add::<core::v1::PersistentVolume>(&mut generator);
+        add::<core::v1::Endpoints>(&mut generator);
+        add::<core::v1::ResourceQuota>(&mut generator);
+        add::<core::v1::LimitRange>(&mut generator);
+        add::<apps::v1::DaemonSet>(&mut generator);
+        add::<k8s_openapi::api::policy::v1::PodDisruptionBudget>(&mut generator);
+        add::<k8s_openapi::api::networking::v1::Ingress>(&mut generator);
+        add::<k8s_openapi::api::scheduling::v1::PriorityClass>(&mut generator);
+        add::<k8s_openapi::api::rbac::v1::Role>(&mut generator);
+        add::<k8s_openapi::api::rbac::v1::RoleBinding>(&mut generator);
+        add::<k8s_openapi::api::rbac::v1::ClusterRole>(&mut generator);
+        add::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>(&mut generator);
         add::<coordination::v1::Lease>(&mut generator);
         add::<events::v1::Event>(&mut generator);
         add::<CustomResourceDefinition>(&mut generator);

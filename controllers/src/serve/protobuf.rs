@@ -212,6 +212,25 @@ fn bytes_field(message: &DynamicMessage, name: &str) -> bytes::Bytes {
     }
 }
 
+/// Fields that are Go structs embedded with `json:",inline"`: one protobuf field each, whose
+/// fields are the enclosing object's in JSON (message, field).
+const INLINE_FIELDS: &[(&str, &str)] = &[
+    ("api.core.v1.Volume", "volumeSource"),
+    ("api.core.v1.PersistentVolumeSpec", "persistentVolumeSource"),
+    ("api.core.v1.Probe", "handler"),
+    ("api.core.v1.EphemeralContainer", "ephemeralContainerCommon"),
+    ("api.networking.v1.IngressRule", "ingressRuleValue"),
+    ("api.admissionregistration.v1.RuleWithOperations", "rule"),
+    // `LocalObjectReference` (the `name`) embedded in the ConfigMap and Secret references.
+    ("api.core.v1.ConfigMapVolumeSource", "localObjectReference"),
+    ("api.core.v1.ConfigMapProjection", "localObjectReference"),
+    ("api.core.v1.ConfigMapKeySelector", "localObjectReference"),
+    ("api.core.v1.SecretKeySelector", "localObjectReference"),
+    ("api.core.v1.ConfigMapEnvSource", "localObjectReference"),
+    ("api.core.v1.SecretEnvSource", "localObjectReference"),
+    ("api.core.v1.SecretProjection", "localObjectReference"),
+];
+
 /// A message as JSON; `None` values (`Value::Null`) are fields Go's JSON leaves out.
 fn to_json(message: &DynamicMessage, depth: usize) -> Result<Value, Status> {
     if depth > NESTING_DEPTH_MAX {
@@ -236,8 +255,17 @@ fn to_json(message: &DynamicMessage, depth: usize) -> Result<Value, Status> {
     let mut object = Map::new();
     for (field, value) in message.fields() {
         let json = value_json(value, depth)?;
-        if !json.is_null() {
-            object.insert(field.name().to_owned(), json);
+        if json.is_null() {
+            continue;
+        }
+        let inline = INLINE_FIELDS.iter().any(|(m, f)| *m == name && *f == field.name());
+        match json {
+            // A Go struct embedded with `json:",inline"` is one protobuf field but no JSON key:
+            // its fields belong to the enclosing object.
+            Value::Object(fields) if inline => object.extend(fields),
+            json => {
+                object.insert(field.name().to_owned(), json);
+            }
         }
     }
     if let Some((_, fields)) = NON_POINTER_SCALARS.iter().find(|(message, _)| *message == name) {
@@ -534,6 +562,55 @@ mod tests {
         assert_eq!(go_duration(3_723_500_000_000), "1h2m3.5s");
         assert_eq!(go_duration(-90_000_000_000), "-1m30s");
         assert_eq!(go_duration(999), "999ns");
+    }
+
+    #[test]
+    fn every_inline_field_is_a_message_field_of_the_descriptor_set() {
+        let pool = POOL.as_ref().expect("the descriptor set decodes");
+        for (message, field) in INLINE_FIELDS {
+            let descriptor =
+                pool.get_message_by_name(message).unwrap_or_else(|| panic!("no message {message}"));
+            let field =
+                descriptor.get_field_by_name(field).unwrap_or_else(|| panic!("no field {message}.{field}"));
+            assert!(
+                matches!(field.kind(), prost_reflect::Kind::Message(_)),
+                "{message}.{} embeds a struct",
+                field.name()
+            );
+        }
+    }
+
+    #[test]
+    fn inline_structs_lend_their_fields_to_the_enclosing_object() {
+        let volume = message(
+            "api.core.v1.Volume",
+            vec![
+                ("name", string("config")),
+                (
+                    "volumeSource",
+                    message(
+                        "api.core.v1.VolumeSource",
+                        vec![(
+                            "configMap",
+                            message(
+                                "api.core.v1.ConfigMapVolumeSource",
+                                vec![(
+                                    "localObjectReference",
+                                    message(
+                                        "api.core.v1.LocalObjectReference",
+                                        vec![("name", string("app"))],
+                                    ),
+                                )],
+                            ),
+                        )],
+                    ),
+                ),
+            ],
+        );
+        assert_eq!(
+            to_json(&unwrap_message(volume), 0).expect("decodes"),
+            serde_json::json!({"name": "config", "configMap": {"name": "app"}})
+        );
     }
 
     #[test]
