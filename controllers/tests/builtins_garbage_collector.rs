@@ -260,3 +260,33 @@ fn dependents_of_a_custom_resource_are_collected_after_it_is_deleted() {
         }));
     run_sweep(&world, "builtins-gc-custom-owner");
 }
+
+#[test]
+fn dependents_of_every_served_kind_are_collected_a_role_a_pdb_and_an_ingress_owned_by_a_config_map() {
+    use k8s_openapi::api::networking::v1::Ingress;
+    use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+    use k8s_openapi::api::rbac::v1::Role;
+
+    let world = gc_world("builtins-gc-every-kind").workload(|w| async move {
+        let maps: Api<ConfigMap> = Api::namespaced(w.client(), "default");
+        let owner = w.apply(&maps, &config_map("owner", "default", None, None)).await?;
+        let meta = |name: &str| ObjectMeta {
+            name: Some(name.to_owned()),
+            namespace: Some("default".to_owned()),
+            owner_references: Some(vec![reference(&owner, false)]),
+            ..ObjectMeta::default()
+        };
+        let roles: Api<Role> = Api::namespaced(w.client(), "default");
+        w.apply(&roles, &Role { metadata: meta("reader"), ..Role::default() }).await?;
+        let pdbs: Api<PodDisruptionBudget> = Api::namespaced(w.client(), "default");
+        w.apply(&pdbs, &PodDisruptionBudget { metadata: meta("budget"), ..PodDisruptionBudget::default() })
+            .await?;
+        let ingresses: Api<Ingress> = Api::namespaced(w.client(), "default");
+        w.apply(&ingresses, &Ingress { metadata: meta("entry"), ..Ingress::default() }).await?;
+        w.delete(&maps, "owner").await?;
+        w.wait_for(&roles, "reader", |r: Option<&Role>| r.is_none(), WAIT).await?;
+        w.wait_for(&pdbs, "budget", |p: Option<&PodDisruptionBudget>| p.is_none(), WAIT).await?;
+        w.wait_for(&ingresses, "entry", |i: Option<&Ingress>| i.is_none(), WAIT).await
+    });
+    run_sweep(&world, "builtins-gc-every-kind");
+}

@@ -57,6 +57,20 @@ pub fn builtin_kinds() -> Vec<Kind> {
         kind("apps", "v1", "ReplicaSet", "replicasets", true),
         kind("apps", "v1", "StatefulSet", "statefulsets", true),
         kind("batch", "v1", "Job", "jobs", true),
+        kind("", "v1", "Node", "nodes", false),
+        kind("", "v1", "PersistentVolume", "persistentvolumes", false),
+        kind("", "v1", "Endpoints", "endpoints", true),
+        kind("", "v1", "ResourceQuota", "resourcequotas", true),
+        kind("", "v1", "LimitRange", "limitranges", true),
+        kind("apps", "v1", "DaemonSet", "daemonsets", true),
+        kind("batch", "v1", "CronJob", "cronjobs", true),
+        kind("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", true),
+        kind("networking.k8s.io", "v1", "Ingress", "ingresses", true),
+        kind("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", false),
+        kind("rbac.authorization.k8s.io", "v1", "Role", "roles", true),
+        kind("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", true),
+        kind("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", false),
+        kind("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", false),
         kind("coordination.k8s.io", "v1", "Lease", "leases", true),
         kind("events.k8s.io", "v1", "Event", "events", true),
         kind("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", false),
@@ -75,6 +89,23 @@ pub fn crd_kind(crd: &CustomResourceDefinition) -> Option<Kind> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_builtin_kinds_are_exactly_those_the_model_serves() {
+        let ours: Vec<(String, String, String, bool)> = builtin_kinds()
+            .into_iter()
+            .map(|k| (k.resource.api_version, k.resource.kind, k.resource.plural, k.namespaced))
+            .collect();
+        let served: Vec<(String, String, String, bool)> = model_apiserver::ResourceTypes::builtin()
+            .iter()
+            .map(|t| (t.api.api_version.clone(), t.api.kind.clone(), t.api.plural.clone(), t.namespaced))
+            .collect();
+        let sorted = |mut v: Vec<(String, String, String, bool)>| {
+            v.sort();
+            v
+        };
+        assert_eq!(sorted(ours), sorted(served));
+    }
 
     #[test]
     fn group_of_splits_the_api_version() {
