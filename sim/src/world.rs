@@ -413,7 +413,6 @@ impl SimBuilder {
 
     #[cfg(madsim)]
     fn run_simulated(&self, seed: u64) -> RunReport {
-        use futures::FutureExt;
         use std::panic::AssertUnwindSafe;
 
         // A single-seed run (SIM_SEED) keeps its trace and lets panics print; a sweep stays quiet.
@@ -433,14 +432,7 @@ impl SimBuilder {
         let nodes: Arc<Mutex<Vec<madsim::task::NodeId>>> = Arc::default();
         let main = run_phases(self.for_seed(seed), specs, world.clone(), nodes.clone());
         let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| runtime.block_on(main)));
-        // Kill every node, then let the executor drop the killed tasks' futures once more, so
-        // nothing parked on a timer outlives the run.
-        let handle = runtime.handle().clone();
-        for id in nodes.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-            handle.kill(*id);
-        }
-        let _ = std::panic::catch_unwind(AssertUnwindSafe(|| runtime.block_on(async {}.boxed_local())));
-        drop(runtime);
+        shut_down(runtime, &nodes);
         let verdict = world.with(|w| w.failure.take()).unwrap_or_else(|| match outcome {
             Ok(verdict) => verdict,
             Err(payload) => verdict_from_panic(&panic_message(&*payload), self.time_limit),
@@ -699,6 +691,22 @@ impl Clients {
     pub fn node(&self) -> &str {
         &self.node
     }
+}
+
+/// Kill every node, then let the executor drop the killed tasks' futures once more, so that
+/// nothing parked on a timer outlives the run (madsim leaks pending tasks otherwise), and drop the
+/// runtime. Every run, simulated or live, ends through here.
+#[cfg(madsim)]
+fn shut_down(runtime: madsim::runtime::Runtime, nodes: &Mutex<Vec<madsim::task::NodeId>>) {
+    use futures::FutureExt;
+    use std::panic::AssertUnwindSafe;
+
+    let handle = runtime.handle().clone();
+    for id in nodes.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+        handle.kill(*id);
+    }
+    let _ = std::panic::catch_unwind(AssertUnwindSafe(|| runtime.block_on(async {}.boxed_local())));
+    drop(runtime);
 }
 
 /// The shared, per-run state, behind one lock. Simulated tasks run on one thread, one at a time;

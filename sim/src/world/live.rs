@@ -181,8 +181,6 @@ fn run(builder: &SimBuilder, cluster: Arc<dyn SharedCluster>, stop: &StopHandle)
     use std::panic::AssertUnwindSafe;
     use std::sync::Mutex;
 
-    use futures::FutureExt;
-
     use super::World;
 
     // Read outside the runtime, where the clock is still the real one.
@@ -203,13 +201,7 @@ fn run(builder: &SimBuilder, cluster: Arc<dyn SharedCluster>, stop: &StopHandle)
     let nodes: Arc<Mutex<Vec<madsim::task::NodeId>>> = Arc::default();
     let main = pace(builder.clone(), world.clone(), names, nodes.clone(), stop.clone());
     let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| runtime.block_on(main)));
-    // As in a simulated run: kill every node, then let the executor drop their futures.
-    let handle = runtime.handle().clone();
-    for id in nodes.lock().unwrap_or_else(|e| e.into_inner()).iter() {
-        handle.kill(*id);
-    }
-    let _ = std::panic::catch_unwind(AssertUnwindSafe(|| runtime.block_on(async {}.boxed_local())));
-    drop(runtime);
+    super::shut_down(runtime, &nodes);
     let failure = world.with(|w| {
         w.live.clear();
         w.failure.take()
