@@ -9,5 +9,4 @@
 //! Everything here uses only `sim`'s public API, as a user's controller would.
 
 pub mod builtins;
-pub mod serve;
 pub mod zoo;

@@ -203,6 +203,14 @@ impl Store {
         object: Arc<DynamicObject>,
     ) -> Revision {
         let revision = self.next_revision();
+        // Paired with every reader of resourceVersions: the stored object says the revision that
+        // stored it (a watch event, a list and a get all hand it on), and revisions only grow.
+        debug_assert_eq!(
+            object.metadata.resource_version.as_deref(),
+            Some(revision.to_string().as_str()),
+            "a committed object carries its commit's revision as its resourceVersion"
+        );
+        assert!(revision > self.current.revision, "revisions strictly increase");
         let previous = self.current.objects.get(&key).cloned();
         let event = StoredEvent { revision, kind, key, object, previous };
         replay(&mut self.current.objects, &event);

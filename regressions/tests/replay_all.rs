@@ -1,11 +1,11 @@
 //! Replays every regression file under `regressions/<scenario>/*.json` against the zoo's
 //! scenarios: each must still fail as recorded on its buggy variant, and a zoo bug's plan and seed
 //! must pass on the operator's `<operator>:fixed` variant. `SIM_REPLAY=<file>` replays exactly one
-//! file. The files go through `sim::cli::replay`, the code path of `kube-sim replay`.
+//! file. The files go through `sim::explore::replay`, the code path of `kube-sim replay`.
 
 use std::path::{Path, PathBuf};
 
-use sim::cli::replay;
+use sim::explore::replay;
 use sim::regression::RegressionFile;
 use sim::scenario::Registry;
 
@@ -64,7 +64,7 @@ fn every_regression_file_still_fails_as_recorded_and_passes_on_the_fixed_variant
                 file.violation.kind,
                 file.violation.property,
                 replayed.report.verdict,
-                sim::cli::replay_command(path)
+                kube_sim::replay_command(path)
             ));
         }
         let Some(fixed) = fixed_variant(&file.scenario).and_then(|name| registry.get(&name)) else {

@@ -38,6 +38,7 @@ use crate::world::{Progress, Registration};
 pub const WATCH_DELAY_MS_MIN: u64 = 1;
 /// See [`WATCH_DELAY_MS_MIN`].
 pub const WATCH_DELAY_MS_MAX: u64 = 5;
+const _: () = assert!(WATCH_DELAY_MS_MIN <= WATCH_DELAY_MS_MAX);
 
 /// How an informer's lists read, as kube-runtime's `watcher::ListSemantic`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -384,10 +385,22 @@ where
         );
         let mut state = State::Empty;
         loop {
+            let watched = match state {
+                State::Watching { revision } => Some(revision),
+                State::Empty => None,
+            };
             state = match state {
                 State::Empty => self.relist(&name).await,
                 State::Watching { revision } => self.watch(&name, revision).await,
             };
+            // Within one watch, the revision only moves forward; only a relist may go back (onto
+            // a lagging replica, for one).
+            if let (Some(before), State::Watching { revision }) = (watched, &state) {
+                assert!(
+                    *revision >= before,
+                    "informer {name}: watched revision went back from {before} to {revision}"
+                );
+            }
             if let State::Watching { revision } = state {
                 let seen = Some(revision);
                 registration.update(Progress::Informer {

@@ -54,6 +54,9 @@
 //! - [`workload`]: the kubectl-like script driver.
 //! - [`property`]: the hook where invariants plug in.
 //! - [`decision`], [`trace`], [`verdict`], [`sweep`]: seeds, traces, outcomes and sweeps.
+//! - [`explore`]: exploration as a library (random swarm, guided enumeration and replay
+//!   strategies, deduplication, coverage, shrinking into regression files); [`runner`]: the one
+//!   fresh-thread runner every run goes through.
 //!
 //! ## Porting a kube-rs controller
 //!
@@ -67,11 +70,11 @@
 #![warn(missing_docs)]
 
 mod ambient;
-pub mod cli;
 pub mod client;
 pub mod controller;
 pub mod decision;
 pub mod events;
+pub mod explore;
 pub mod faults;
 pub mod finalizer;
 pub mod generate;
@@ -83,6 +86,7 @@ pub mod logging;
 mod panic_quiet;
 pub mod property;
 pub mod regression;
+pub mod runner;
 pub mod scenario;
 pub mod shrink;
 pub mod sweep;

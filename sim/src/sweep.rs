@@ -9,7 +9,6 @@
 //! with logs printed (filtered by `RUST_LOG`) and the trace kept. Every failure is printed to
 //! stderr with its verdict and the exact command that replays it.
 
-use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::fmt::Write as _;
 use std::num::NonZeroUsize;
@@ -20,6 +19,7 @@ use std::time::Instant;
 
 use crate::decision::ChoiceMode;
 use crate::logging;
+use crate::runner::{each_on_workers, on_fresh_thread};
 use crate::trace::Trace;
 use crate::verdict::{RunReport, RunStats, Verdict};
 
@@ -35,10 +35,6 @@ const FAILURES_KEPT_MAX: usize = 1_000;
 const FAILURES_PRINTED_MAX: u64 = 20;
 /// Failures [`SweepReport::assert_all_passed`] lists in its panic message.
 const FAILURES_SUMMARIZED_MAX: usize = 5;
-/// Stack size of a seed's thread: twice libtest's default, for debug builds of deep futures.
-/// Bigger stacks are not free: 16 MiB ones made a fresh thread cost 100 µs instead of 30 µs (they
-/// overflow glibc's stack cache, so each seed maps and unmaps its own).
-const SEED_THREAD_STACK_BYTES: usize = 4 << 20;
 
 /// How a sweep runs. `SIM_SEEDS=N` overrides `seeds`, `SIM_SEED=S` runs exactly seed S.
 #[derive(Clone, Debug)]
@@ -231,15 +227,6 @@ fn replay_template(config: &SweepConfig) -> String {
     format!("SIM_SEED={{seed}} cargo test{release} -p {package} {target} -- --exact {test_name}")
 }
 
-/// The message of a panic payload.
-fn panic_message(payload: &(dyn Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic with a non-string payload".to_owned())
-}
-
 /// Runs `run(seed)` on a fresh thread, whose first engine run uses `choices` if given; a panic
 /// that escapes the engine becomes a crash verdict.
 fn run_on_fresh_thread<F>(
@@ -252,32 +239,22 @@ fn run_on_fresh_thread<F>(
 where
     F: Fn(u64) -> RunReport + Sync,
 {
-    thread::scope(|scope| {
-        let handle = thread::Builder::new()
-            .name(format!("sim-seed-{seed}"))
-            .stack_size(SEED_THREAD_STACK_BYTES)
-            .spawn_scoped(scope, || {
-                SINGLE_SEED_RUN.with(|cell| cell.set(single));
-                SELF_CHECK_CHOICES.with(|cell| *cell.borrow_mut() = choices);
-                let _logs = logging::init_for_run(single);
-                run(seed)
-            })
-            .expect("the OS refused to start a seed thread");
-        handle.join().unwrap_or_else(|payload| RunReport {
-            scenario: scenario.to_owned(),
-            seed,
-            verdict: Verdict::Crash {
-                node: "engine".to_owned(),
-                object: None,
-                message: panic_message(payload.as_ref()),
-            },
-            digest: String::new(),
-            trace: Trace::new(false),
-            stats: RunStats::default(),
-            plan: crate::faults::FaultPlan::none(),
-            unfired: Vec::new(),
-            choices: None,
-        })
+    on_fresh_thread(&format!("sim-seed-{seed}"), || {
+        SINGLE_SEED_RUN.with(|cell| cell.set(single));
+        SELF_CHECK_CHOICES.with(|cell| *cell.borrow_mut() = choices);
+        let _logs = logging::init_for_run(single);
+        run(seed)
+    })
+    .unwrap_or_else(|message| RunReport {
+        scenario: scenario.to_owned(),
+        seed,
+        verdict: Verdict::Crash { node: "engine".to_owned(), object: None, message },
+        digest: String::new(),
+        trace: Trace::new(false),
+        stats: RunStats::default(),
+        plan: crate::faults::FaultPlan::none(),
+        unfired: Vec::new(),
+        choices: None,
     })
 }
 
@@ -346,39 +323,28 @@ where
     let self_checks = AtomicU64::new(0);
     let failures = Mutex::new(Vec::new());
     let started = Instant::now();
-    thread::scope(|scope| {
-        for worker in 0..jobs {
-            let (next_index, failures_total, self_checks, failures) =
-                (&next_index, &failures_total, &self_checks, &failures);
-            let replay_template = &replay_template;
-            thread::Builder::new()
-                .name(format!("sim-sweep-worker-{worker}"))
-                .spawn_scoped(scope, move || {
-                    loop {
-                        let index = next_index.fetch_add(1, Ordering::Relaxed);
-                        if index >= plan.count {
-                            break;
-                        }
-                        let seed = plan.first.wrapping_add(index);
-                        let check = check_every != 0 && index % check_every == 0;
-                        if check {
-                            self_checks.fetch_add(1, Ordering::Relaxed);
-                        }
-                        let Some(failure) = run_seed(config, seed, plan.single, check, run) else {
-                            continue;
-                        };
-                        let ordinal = failures_total.fetch_add(1, Ordering::Relaxed);
-                        if ordinal < FAILURES_PRINTED_MAX || plan.single {
-                            print_failure(&failure, replay_template);
-                        }
-                        let mut failures = failures.lock().unwrap_or_else(|poison| poison.into_inner());
-                        if failures.len() < FAILURES_KEPT_MAX {
-                            failures.push(failure);
-                        }
-                    }
-                })
-                .expect("the OS refused to start a sweep worker");
+    each_on_workers(jobs, "sim-sweep-worker", |_| {
+        let index = next_index.fetch_add(1, Ordering::Relaxed);
+        if index >= plan.count {
+            return false;
         }
+        let seed = plan.first.wrapping_add(index);
+        let check = check_every != 0 && index.is_multiple_of(check_every);
+        if check {
+            self_checks.fetch_add(1, Ordering::Relaxed);
+        }
+        let Some(failure) = run_seed(config, seed, plan.single, check, run) else {
+            return true;
+        };
+        let ordinal = failures_total.fetch_add(1, Ordering::Relaxed);
+        if ordinal < FAILURES_PRINTED_MAX || plan.single {
+            print_failure(&failure, &replay_template);
+        }
+        let mut failures = failures.lock().unwrap_or_else(|poison| poison.into_inner());
+        if failures.len() < FAILURES_KEPT_MAX {
+            failures.push(failure);
+        }
+        true
     });
     let wall_seconds = started.elapsed().as_secs_f64();
     let mut failures = failures.into_inner().unwrap_or_else(|poison| poison.into_inner());
@@ -417,6 +383,7 @@ fn print_failure(failure: &RunReport, replay_template: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runner::panic_message;
 
     fn report(seed: u64, verdict: Verdict, digest: &str) -> RunReport {
         RunReport {

@@ -34,6 +34,7 @@ use crate::world::{World, WorldState};
 pub const LATENCY_MS_MIN: u64 = 1;
 /// See [`LATENCY_MS_MIN`].
 pub const LATENCY_MS_MAX: u64 = 10;
+const _: () = assert!(LATENCY_MS_MIN <= LATENCY_MS_MAX && LATENCY_MS_MIN > 0);
 
 /// What a fault hook sees of a call.
 #[derive(Clone, Copy, Debug)]

@@ -36,6 +36,7 @@ use crate::decision::{ChoiceMode, Choices, DecisionSource};
 use crate::generate::{GenerateError, GeneratedWorkload, WorkloadSource};
 use crate::lifecycles::Lifecycles;
 use crate::property::Property;
+pub(crate) use crate::runner::panic_message;
 use crate::trace::{Trace, TraceEvent};
 use crate::transport::{FaultHook, NoFaults};
 use crate::verdict::{RunReport, RunStats, Verdict};
@@ -453,17 +454,6 @@ fn verdict_from_panic(message: &str, time_limit: Duration) -> Verdict {
     }
 }
 
-/// The message of a panic payload.
-pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "<non-string panic payload>".to_owned()
-    }
-}
-
 /// The main task: setup, controllers, workload, liveness phase, end checks.
 #[cfg(madsim)]
 async fn run_phases(
@@ -606,11 +596,13 @@ fn start_workload_node(
 /// The shortest and the usual pause between two quiescence checks: short enough to notice a quiet
 /// world promptly, long enough that the liveness phase costs few wake-ups.
 const LIVENESS_POLL_MIN: Duration = Duration::from_millis(10);
+const _: () = assert!(LIVENESS_POLL_MIN.as_millis() > 0, "the liveness rounds bound divides by it");
 
 /// At most this many requeues that are not idle are waited for in one liveness phase: a
 /// controller that changes something on every periodic requeue never settles, and is reported
 /// once it has done so this often.
 pub const LIVENESS_REQUEUES_MAX: u32 = 100;
+const _: () = assert!(LIVENESS_REQUEUES_MAX > 0);
 
 /// Wait until the world is quiet, or `wait` passes (a fresh `wait` after each awaited requeue
 /// runs). `Err` says why it did not quiesce. `bounds` are (wait, quiet period, time limit).

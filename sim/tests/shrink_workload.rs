@@ -10,8 +10,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use sim::api::Api;
-use sim::cli::replay::{self, embed_choices, replay_file, replay_file_recording};
-use sim::cli::shrink::shrink_to_file;
+use sim::explore::replay::{self, embed_choices, replay_file, replay_file_recording};
+use sim::explore::shrink::shrink_to_file;
 use sim::faults::FaultPlan;
 use sim::generate::{GeneratedWorkload, Step};
 use sim::property::FnProperty;
@@ -275,8 +275,8 @@ fn kube_sim_shrink_shortens_a_files_workload_in_place_and_re_records_its_choices
     let recording = replay_file_recording(&path, &registry, true).expect("the file replays");
     assert!(embed_choices(&path, &recording).expect("the file is rewritten"));
 
-    let args = sim::cli::shrink::ShrinkArgs { file: path.clone(), replays: 1000 };
-    assert_eq!(sim::cli::shrink::shrink(&args, &registry).expect("the file shrinks"), 0);
+    let outcome = sim::explore::shrink::shrink_file(&path, &registry, 1000).expect("the file shrinks");
+    assert!(matches!(outcome, sim::explore::shrink::FileShrink::Shrunk { .. }), "{outcome:?}");
     let shrunk = RegressionFile::load(&path).expect("the file reads back");
     let all = ten_steps().steps;
     let steps = shrunk.workload.as_ref().map(|w| w.steps.clone());

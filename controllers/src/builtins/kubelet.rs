@@ -60,6 +60,7 @@ pub const START_DELAY_MS_MAX: u64 = 1_000;
 pub const RUN_DELAY_MS_MIN: u64 = 200;
 /// See [`RUN_DELAY_MS_MIN`].
 pub const RUN_DELAY_MS_MAX: u64 = 1_500;
+const _: () = assert!(START_DELAY_MS_MIN <= START_DELAY_MS_MAX && RUN_DELAY_MS_MIN <= RUN_DELAY_MS_MAX);
 /// The exit code of a failing container.
 pub const FAILED_EXIT_CODE: i32 = 1;
 

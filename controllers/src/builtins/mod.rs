@@ -22,7 +22,7 @@
 //! ```
 //!
 //! The same controllers also run live, unchanged, behind `kube-sim serve --with-builtins`
-//! ([`crate::serve::builtins`], through `sim::live`).
+//! (`kube_sim::serve::builtins`, through `sim::live`).
 //!
 //! For properties over their objects, [`snapshot`] reads typed objects from a cluster snapshot
 //! and [`checks::garbage_collected`] checks `no_orphans` and `no_stuck_deletions` at the end.

@@ -124,7 +124,29 @@ impl<T: Ord + Clone, Tm: Ord + Copy> WorkQueue<T, Tm> {
             self.awaited.insert((at, item.clone()));
         }
         self.due.insert(item, (at, origin));
+        self.debug_check();
         scheduled
+    }
+
+    /// The paired invariants of the three indexes: `order` holds exactly the requests of `due`,
+    /// `awaited` exactly the ones that are not idle, and the queue stays within its bound. Checked
+    /// in debug builds after every change (a full walk: too costly for release sweeps).
+    fn debug_check(&self) {
+        if !cfg!(debug_assertions) {
+            return;
+        }
+        assert!(self.due.len() <= self.len_max, "the queue holds more than len_max requests");
+        assert_eq!(self.order.len(), self.due.len(), "order and due list different requests");
+        for (at, item) in &self.order {
+            let (due_at, origin) = self.due.get(item).expect("every ordered request is due");
+            assert!(due_at == at, "a request is ordered at another time than it is due");
+            assert_eq!(
+                self.awaited.contains(&(*at, item.clone())),
+                !origin.is_idle(),
+                "awaited is the non-idle requests"
+            );
+        }
+        assert_eq!(self.awaited.len(), self.due.values().filter(|(_, o)| !o.is_idle()).count());
     }
 
     /// Take the earliest request due at `now` whose object is not in flight, and mark the object
@@ -144,7 +166,9 @@ impl<T: Ord + Clone, Tm: Ord + Copy> WorkQueue<T, Tm> {
         self.order.remove(&(at, item.clone()));
         self.awaited.remove(&(at, item.clone()));
         let (_, origin) = self.due.remove(&item)?;
-        self.in_flight.insert(item.clone());
+        let first_flight = self.in_flight.insert(item.clone());
+        assert!(first_flight, "no object is reconciled twice at once");
+        self.debug_check();
         Some((item, origin))
     }
 

@@ -13,19 +13,17 @@
 
 use std::collections::BTreeSet;
 use std::fmt;
-use std::thread;
 
 use crate::decision::DecisionSource;
 use crate::faults::FaultPlan;
 use crate::guided::points::{InjectionPoint, PointConfig, PointSet, injection_points_with};
+use crate::runner::on_fresh_thread;
 use crate::scenario::Scenario;
 use crate::verdict::{RunReport, Verdict};
 use crate::world::SimBuilder;
 
 /// The decision stream multi-fault plans are drawn from.
 pub const MULTI_STREAM: &str = "guided.multi";
-/// Stack size of a run's thread, as sweeps give their seeds (debug builds of deep futures).
-const RUN_THREAD_STACK_BYTES: usize = 4 << 20;
 /// Draws per wanted multi-fault plan before giving up (duplicates and unrelated draws are
 /// rejected, so a small point set can run out of new plans).
 const MULTI_DRAWS_PER_PLAN_MAX: usize = 20;
@@ -386,12 +384,6 @@ impl State {
 /// per-thread hash seeds start fresh, so the run is the same whatever ran before it. A panic
 /// that escapes the engine is re-raised here.
 pub fn run_isolated(builder: &SimBuilder, seed: u64) -> RunReport {
-    thread::scope(|scope| {
-        let handle = thread::Builder::new()
-            .name(format!("sim-guided-{seed}"))
-            .stack_size(RUN_THREAD_STACK_BYTES)
-            .spawn_scoped(scope, || builder.run(seed))
-            .expect("the OS refused to start a run thread");
-        handle.join().unwrap_or_else(|payload| std::panic::resume_unwind(payload))
-    })
+    on_fresh_thread(&format!("sim-guided-{seed}"), || builder.run(seed))
+        .unwrap_or_else(|message| std::panic::resume_unwind(Box::new(message)))
 }

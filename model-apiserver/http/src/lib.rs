@@ -1,0 +1,256 @@
+//! # model-apiserver-http: the Kubernetes REST API over HTTP
+//!
+//! The server of `kube-sim serve`: the Kubernetes REST API in front of a live (not simulated)
+//! [`model_apiserver::ApiServer`], so that real clients (kubectl, kube-rs, helm) can talk to the
+//! model. It depends on the model only; the built-in controllers that `serve --with-builtins` runs
+//! beside it are wired in by the CLI crate (`kube_sim::serve`) through [`spawn_with`].
+//!
+//! - [`route`] splits paths, [`query`] decodes parameters into kube-core's types;
+//! - [`discovery`] and [`openapi`] describe what is served;
+//! - [`handler`] turns one request into one model call (strategic merge patch and server-side
+//!   apply as read-modify-write under the model's lock), [`watch`] streams watch events;
+//! - [`protobuf`] decodes Kubernetes protobuf bodies (what kubectl's generators send) into JSON;
+//! - [`live`] holds the model behind a mutex with wall-clock time (a replayed state is served
+//!   through [`Live::read_only`]).
+//!
+//! This runs on real tokio and hyper, outside any madsim runtime: never start it inside one.
+//!
+//! ```no_run
+//! let served = model_apiserver_http::spawn(model_apiserver_http::ServeConfig::default()).unwrap();
+//! println!("serving on http://{}", served.addr());
+//! ```
+
+// Handlers answer `Result<_, kube_core::Status>` as the model does: the error is the API's reply,
+// and kube-core's Status is what every caller hands on unboxed.
+#![allow(clippy::result_large_err)]
+
+pub mod discovery;
+pub mod handler;
+pub mod http;
+pub mod live;
+pub mod openapi;
+pub mod protobuf;
+pub mod query;
+pub mod route;
+pub mod table;
+pub mod watch;
+
+use std::{net::SocketAddr, path::PathBuf, sync::Arc};
+
+use hyper::{server::conn::http1, service::service_fn};
+use hyper_util::rt::TokioIo;
+use kube_core::params::PostParams;
+use model_apiserver::{ApiServer, Context, Request};
+
+pub use live::Live;
+
+/// Operational failures of `serve` (the API's own errors are `Status` replies, not these).
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The listening address could not be bound (in use, not permitted, not local).
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The tokio runtime could not be built.
+    #[error("cannot start the tokio runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// `--crds` could not be read or holds an invalid CRD.
+    #[error("loading CRDs: {0}")]
+    Crds(String),
+    /// A CRD was rejected by the model when created.
+    #[error("creating CRD {name}: {message}")]
+    CrdRejected {
+        /// The CRD's name.
+        name: String,
+        /// The model's Status message.
+        message: String,
+    },
+}
+
+/// What to serve and where.
+#[derive(Clone, Debug)]
+pub struct ServeConfig {
+    /// Where to listen; loopback by default. Port 0 picks a free port.
+    pub addr: SocketAddr,
+    /// A file or directory of CustomResourceDefinition YAML to create at start.
+    pub crds: Option<PathBuf>,
+    /// Seed of uids and generated names (the wall clock when `None`).
+    pub seed: Option<u64>,
+}
+
+/// Something that runs beside the server for as long as it serves, such as the built-in
+/// controllers of `kube-sim serve --with-builtins`; dropped after the server has stopped.
+pub type Companion = Box<dyn Send>;
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        ServeConfig { addr: SocketAddr::from(([127, 0, 0, 1], 0)), crds: None, seed: None }
+    }
+}
+
+/// A server running on its own thread with its own tokio runtime.
+pub struct Served {
+    addr: SocketAddr,
+    live: Live,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    /// Dropped after the server stops (fields drop after `Drop::drop`).
+    _companion: Option<Companion>,
+}
+
+impl Served {
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+    /// The live model (tests use it to force compaction, for example).
+    pub fn live(&self) -> &Live {
+        &self.live
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The model `serve` starts with: built-in kinds, the three default namespaces, and the CRDs
+/// of `config.crds`.
+pub fn initial_model(config: &ServeConfig) -> Result<Live, ServeError> {
+    let seed = config.seed.unwrap_or_else(|| {
+        let now = jiff::Timestamp::now();
+        u64::try_from(now.as_nanosecond()).unwrap_or_default()
+    });
+    let mut ids = live::SeededIds::new(seed);
+    let mut ctx = Context::new(jiff::Timestamp::now(), &mut ids);
+    let server = ApiServer::new().with_default_namespaces(&mut ctx);
+    let live = Live::new(server, seed);
+    if let Some(path) = &config.crds {
+        let crds =
+            model_apiserver::crd::load_crds_from_path(path).map_err(|e| ServeError::Crds(e.to_string()))?;
+        let crd_api = kube_core::ApiResource::erase::<
+            k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+        >(&());
+        for crd in crds {
+            let name = crd.metadata.name.clone().unwrap_or_default();
+            let object = serde_json::to_value(&crd)
+                .and_then(serde_json::from_value)
+                .map_err(|e| ServeError::Crds(e.to_string()))?;
+            live.handle(Request::create(&crd_api, None, object, PostParams::default()))
+                .map_err(|s| ServeError::CrdRejected { name, message: s.message })?;
+        }
+    }
+    Ok(live)
+}
+
+/// Bind `config.addr` and serve on a new thread; the server stops when the answer is dropped.
+///
+/// Binding happens here, synchronously, so that the address is known (and a bind error
+/// reported) before this returns; it may be called from inside another tokio runtime.
+pub fn spawn(config: ServeConfig) -> Result<Served, ServeError> {
+    spawn_with(config, |_| Ok(None))
+}
+
+/// [`spawn`], with `companion` started on the model before the server binds (the CLI starts the
+/// built-in controllers this way) and kept until the server stops.
+pub fn spawn_with(
+    config: ServeConfig,
+    companion: impl FnOnce(&Live) -> Result<Option<Companion>, ServeError>,
+) -> Result<Served, ServeError> {
+    let live = initial_model(&config)?;
+    let companion = companion(&live)?;
+    let bind_error = |source| ServeError::Bind { addr: config.addr, source };
+    let listener = std::net::TcpListener::bind(config.addr).map_err(bind_error)?;
+    listener.set_nonblocking(true).map_err(bind_error)?;
+    let addr = listener.local_addr().map_err(bind_error)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(ServeError::Runtime)?;
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let served_live = live.clone();
+    let thread = std::thread::Builder::new()
+        .name("kube-sim-serve".to_owned())
+        .spawn(move || {
+            runtime.block_on(async move {
+                let Ok(listener) = tokio::net::TcpListener::from_std(listener) else { return };
+                tokio::select! {
+                    biased;
+                    _ = rx => {}
+                    () = accept_loop(listener, served_live, addr) => {}
+                }
+            });
+        })
+        .map_err(ServeError::Runtime)?;
+    Ok(Served { addr, live, shutdown: Some(tx), thread: Some(thread), _companion: companion })
+}
+
+/// Bind and serve until the process ends (the `kube-sim serve` command).
+pub async fn run(config: ServeConfig, ready: impl FnOnce(SocketAddr)) -> Result<(), ServeError> {
+    run_with(config, |_| Ok(None), ready).await
+}
+
+/// [`run`], with `companion` started on the model first and kept while serving (see
+/// [`spawn_with`]).
+pub async fn run_with(
+    config: ServeConfig,
+    companion: impl FnOnce(&Live) -> Result<Option<Companion>, ServeError>,
+    ready: impl FnOnce(SocketAddr),
+) -> Result<(), ServeError> {
+    let live = initial_model(&config)?;
+    let _companion = companion(&live)?;
+    run_live(live, config.addr, ready).await
+}
+
+/// Bind and serve `live` until the process ends (`kube-sim serve --replay` builds its own).
+pub async fn run_live(
+    live: Live,
+    addr: SocketAddr,
+    ready: impl FnOnce(SocketAddr),
+) -> Result<(), ServeError> {
+    let asked = addr;
+    let listener = tokio::net::TcpListener::bind(asked)
+        .await
+        .map_err(|source| ServeError::Bind { addr: asked, source })?;
+    let addr = listener.local_addr().map_err(|source| ServeError::Bind { addr: asked, source })?;
+    ready(addr);
+    accept_loop(listener, live, addr).await;
+    Ok(())
+}
+
+/// Accept connections forever; each is served on its own task, and a failing connection
+/// affects no other.
+async fn accept_loop(listener: tokio::net::TcpListener, live: Live, addr: SocketAddr) {
+    let server_address: Arc<str> = Arc::from(addr.to_string());
+    loop {
+        let Ok((stream, _peer)) = listener.accept().await else { continue };
+        let live = live.clone();
+        let server_address = server_address.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |request| {
+                let live = live.clone();
+                let server_address = server_address.clone();
+                async move {
+                    Ok::<_, std::convert::Infallible>(handler::serve(live, server_address, request).await)
+                }
+            });
+            let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+        });
+    }
+}

@@ -1,0 +1,342 @@
+//! `kube-sim serve` on the wire: discovery documents, Status errors for bad requests, and watch
+//! streams, checked with raw HTTP/1.1 requests.
+
+use std::{
+    io::{Read, Write},
+    net::TcpStream,
+};
+
+use model_apiserver_http::{ServeConfig, Served, spawn};
+use serde_json::{Value, json};
+
+/// One HTTP answer: status code and body.
+struct Answer {
+    code: u16,
+    body: String,
+}
+
+impl Answer {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+    }
+    /// The JSON lines of a watch stream.
+    fn lines(&self) -> Vec<Value> {
+        self.body.lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect()
+    }
+}
+
+/// Send one request with `Connection: close` and read the whole answer (chunked bodies are
+/// decoded).
+fn request(served: &Served, method: &str, path: &str, content_type: &str, body: &[u8]) -> Answer {
+    let mut stream = TcpStream::connect(served.addr()).expect("connect");
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(body).unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).expect("read the answer");
+    let text = String::from_utf8_lossy(&raw).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").expect("a header block");
+    let code = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).expect("a status line");
+    let chunked = head.to_ascii_lowercase().contains("transfer-encoding: chunked");
+    Answer { code, body: if chunked { dechunk(body) } else { body.to_owned() } }
+}
+
+fn dechunk(mut rest: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, tail)) = rest.split_once("\r\n") {
+        let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if size == 0 {
+            break;
+        }
+        out.push_str(&tail[..size]);
+        rest = &tail[size + 2..];
+    }
+    out
+}
+
+/// The media type of Kubernetes protobuf bodies.
+const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
+
+/// One length-delimited protobuf field (wire type 2) with a short payload.
+fn pb_field(number: u8, payload: &[u8]) -> Vec<u8> {
+    let length = u8::try_from(payload.len()).ok().filter(|l| *l < 0x80).expect("a short payload");
+    [&[(number << 3) | 2, length][..], payload].concat()
+}
+
+/// A Kubernetes protobuf body: the magic, then `runtime.Unknown{typeMeta, raw}`.
+fn pb_envelope(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
+    let type_meta = [pb_field(1, api_version.as_bytes()), pb_field(2, kind.as_bytes())].concat();
+    [b"k8s\x00".to_vec(), pb_field(1, &type_meta), pb_field(2, raw)].concat()
+}
+
+fn get(served: &Served, path: &str) -> Answer {
+    request(served, "GET", path, "application/json", b"")
+}
+
+fn serve() -> Served {
+    spawn(ServeConfig { seed: Some(7), ..ServeConfig::default() }).expect("the server starts")
+}
+
+#[test]
+fn discovery_lists_the_core_version_the_groups_and_each_resource_with_its_subresources() {
+    let served = serve();
+    assert_eq!(get(&served, "/api").json()["versions"], json!(["v1"]));
+    let groups = get(&served, "/apis").json();
+    let names: Vec<&str> =
+        groups["groups"].as_array().unwrap().iter().map(|g| g["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "apiextensions.k8s.io",
+            "apps",
+            "batch",
+            "coordination.k8s.io",
+            "events.k8s.io",
+            "networking.k8s.io",
+            "policy",
+            "rbac.authorization.k8s.io",
+            "scheduling.k8s.io"
+        ]
+    );
+    let core = get(&served, "/api/v1").json();
+    assert_eq!((&core["kind"], &core["groupVersion"]), (&json!("APIResourceList"), &json!("v1")));
+    let pods = core["resources"].as_array().unwrap().iter().find(|r| r["name"] == "pods").unwrap();
+    assert_eq!(
+        (&pods["kind"], &pods["namespaced"], &pods["shortNames"]),
+        (&json!("Pod"), &json!(true), &json!(["po"]))
+    );
+    assert!(core["resources"].as_array().unwrap().iter().any(|r| r["name"] == "pods/status"));
+    let apps = get(&served, "/apis/apps/v1").json();
+    let scale =
+        apps["resources"].as_array().unwrap().iter().find(|r| r["name"] == "deployments/scale").unwrap();
+    assert_eq!(
+        (&scale["kind"], &scale["group"], &scale["version"]),
+        (&json!("Scale"), &json!("autoscaling"), &json!("v1"))
+    );
+    assert_eq!(get(&served, "/version").json()["major"], json!("1"));
+}
+
+#[test]
+fn the_default_namespaces_exist_at_start() {
+    let served = serve();
+    let list = get(&served, "/api/v1/namespaces").json();
+    let names: Vec<&str> =
+        list["items"].as_array().unwrap().iter().map(|n| n["metadata"]["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["default", "kube-public", "kube-system"]);
+    assert_eq!(list["kind"], json!("NamespaceList"));
+}
+
+#[test]
+fn an_unknown_path_gets_a_404_status() {
+    let served = serve();
+    let answer = get(&served, "/api/v1/nothings");
+    assert_eq!(answer.code, 404);
+    assert_eq!(
+        answer.json(),
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": "the server could not find the requested resource", "reason": "NotFound", "code": 404})
+    );
+}
+
+#[test]
+fn a_missing_object_gets_404_with_the_real_message() {
+    let served = serve();
+    let answer = get(&served, "/api/v1/namespaces/default/configmaps/absent");
+    assert_eq!(answer.code, 404);
+    assert_eq!(answer.json()["message"], json!("configmaps \"absent\" not found"));
+}
+
+#[test]
+fn malformed_bodies_and_parameters_get_400_without_hurting_the_server() {
+    let served = serve();
+    let path = "/api/v1/namespaces/default/configmaps";
+    let garbage = request(&served, "POST", path, "application/json", b"{not json");
+    assert_eq!((garbage.code, garbage.json()["reason"].clone()), (400, json!("BadRequest")));
+    // A protobuf envelope cut off in its first field.
+    let protobuf = request(&served, "POST", path, PROTOBUF, b"k8s\x00\x0a\x0b");
+    assert_eq!((protobuf.code, protobuf.json()["reason"].clone()), (400, json!("BadRequest")));
+    let bad_flag = get(&served, &format!("{path}?watch=maybe"));
+    assert_eq!(bad_flag.code, 400);
+    let bad_limit = get(&served, &format!("{path}?limit=many"));
+    assert_eq!(bad_limit.code, 400);
+    let bad_patch = request(&served, "PATCH", &format!("{path}/x"), "text/plain", b"{}");
+    assert_eq!(bad_patch.code, 415);
+    let array = request(&served, "POST", path, "application/json", b"[1,2]");
+    assert_eq!(array.code, 400);
+    // The server still answers.
+    assert_eq!(get(&served, path).code, 200);
+}
+
+#[test]
+fn a_watch_from_a_compacted_revision_gets_200_with_one_error_event_carrying_410() {
+    let served = serve();
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}});
+    let path = "/api/v1/namespaces/default/configmaps";
+    for name in ["a", "b", "c"] {
+        let mut body = cm.clone();
+        body["metadata"]["name"] = json!(name);
+        assert_eq!(request(&served, "POST", path, "application/json", body.to_string().as_bytes()).code, 201);
+    }
+    served.live().with_model(|m| {
+        let now = m.server.revision();
+        m.server.compact(now);
+    });
+    let answer = get(&served, &format!("{path}?watch=true&resourceVersion=1&timeoutSeconds=5"));
+    assert_eq!(answer.code, 200);
+    let lines = answer.lines();
+    assert_eq!(lines.len(), 1);
+    assert_eq!((&lines[0]["type"], &lines[0]["object"]["code"]), (&json!("ERROR"), &json!(410)));
+    assert_eq!(lines[0]["object"]["reason"], json!("Expired"));
+}
+
+#[test]
+fn a_watch_with_send_initial_events_starts_with_the_state_and_an_initial_events_end_bookmark() {
+    let served = serve();
+    let answer = get(
+        &served,
+        "/api/v1/namespaces?watch=1&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=1",
+    );
+    assert_eq!(answer.code, 200);
+    let lines = answer.lines();
+    let types: Vec<&str> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["ADDED", "ADDED", "ADDED", "BOOKMARK"]);
+    assert_eq!(lines[3]["object"]["metadata"]["annotations"], json!({"k8s.io/initial-events-end": "true"}));
+}
+
+#[test]
+fn a_bad_label_selector_on_a_watch_is_an_error_reply_not_a_stream() {
+    let served = serve();
+    let answer = get(&served, "/api/v1/namespaces?watch=1&labelSelector=a%20in%20(");
+    assert_eq!(answer.json()["kind"], json!("Status"));
+    assert_eq!(answer.code, answer.json()["code"].as_u64().unwrap() as u16);
+    assert!(answer.code >= 400, "a bad selector was accepted: {}", answer.body);
+}
+
+#[test]
+fn list_pagination_returns_a_continue_token_and_the_rest() {
+    let served = serve();
+    let first = get(&served, "/api/v1/namespaces?limit=2").json();
+    assert_eq!(first["items"].as_array().unwrap().len(), 2);
+    let token = first["metadata"]["continue"].as_str().expect("a continue token").to_owned();
+    let encoded: String = form_urlencoded::byte_serialize(token.as_bytes()).collect();
+    let rest = get(&served, &format!("/api/v1/namespaces?limit=2&continue={encoded}")).json();
+    let names: Vec<&str> =
+        rest["items"].as_array().unwrap().iter().map(|n| n["metadata"]["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["kube-system"]);
+}
+
+#[test]
+fn crds_given_at_start_are_served_with_their_custom_resources() {
+    let dir = tempfile::tempdir().unwrap();
+    let crd = "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+";
+    std::fs::write(dir.path().join("widgets.yaml"), crd).unwrap();
+    let served = spawn(ServeConfig { crds: Some(dir.path().to_owned()), ..ServeConfig::default() }).unwrap();
+    let resources = get(&served, "/apis/example.com/v1").json();
+    let widgets = &resources["resources"][0];
+    assert_eq!(
+        (&widgets["name"], &widgets["kind"], &widgets["namespaced"]),
+        (&json!("widgets"), &json!("Widget"), &json!(true))
+    );
+    let widget =
+        json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "size": 3});
+    let path = "/apis/example.com/v1/namespaces/default/widgets";
+    assert_eq!(request(&served, "POST", path, "application/json", widget.to_string().as_bytes()).code, 201);
+    assert_eq!(get(&served, &format!("{path}/w")).json()["size"], json!(3));
+}
+
+#[test]
+fn a_dry_run_create_answers_the_object_but_stores_nothing() {
+    let served = serve();
+    let path = "/api/v1/namespaces/default/configmaps";
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dry"}});
+    let answer = request(
+        &served,
+        "POST",
+        &format!("{path}?dryRun=All"),
+        "application/json",
+        cm.to_string().as_bytes(),
+    );
+    assert_eq!((answer.code, answer.json()["metadata"]["name"].clone()), (201, json!("dry")));
+    assert_eq!(get(&served, &format!("{path}/dry")).code, 404);
+}
+
+#[test]
+fn a_protobuf_configmap_is_created_with_its_name_labels_and_data() {
+    let served = serve();
+    let label = pb_field(11, &[pb_field(1, b"tier"), pb_field(2, b"web")].concat());
+    let metadata = [pb_field(1, b"app"), label].concat();
+    let entries = [pb_field(2, &[pb_field(1, b"a"), pb_field(2, b"1")].concat())].concat();
+    let configmap = [pb_field(1, &metadata), entries].concat();
+    let body = pb_envelope("v1", "ConfigMap", &configmap);
+    let created = request(&served, "POST", "/api/v1/namespaces/default/configmaps", PROTOBUF, &body);
+    assert_eq!(created.code, 201, "{}", created.body);
+    let stored = get(&served, "/api/v1/namespaces/default/configmaps/app").json();
+    assert_eq!(
+        (&stored["metadata"]["name"], &stored["metadata"]["labels"], &stored["data"]),
+        (&json!("app"), &json!({"tier": "web"}), &json!({"a": "1"}))
+    );
+}
+
+#[test]
+fn a_protobuf_body_of_a_kind_without_protobuf_gets_415_naming_the_kind() {
+    let served = serve();
+    let crd = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let body = pb_envelope("apiextensions.k8s.io/v1", "CustomResourceDefinition", b"");
+    let answer = request(&served, "POST", crd, PROTOBUF, &body);
+    assert_eq!(
+        (answer.code, answer.json()["reason"].clone(), answer.json()["message"].clone()),
+        (
+            415,
+            json!("UnsupportedMediaType"),
+            json!(
+                "kube-sim serve cannot decode CustomResourceDefinition (apiextensions.k8s.io/v1) from \
+                 protobuf; send it as application/json"
+            )
+        )
+    );
+}
+
+#[test]
+fn a_protobuf_object_whose_raw_message_is_corrupt_gets_400_and_the_server_still_answers() {
+    let served = serve();
+    let path = "/api/v1/namespaces/default/configmaps";
+    // Field 1 (metadata) claims 100 bytes and has 2.
+    let body = pb_envelope("v1", "ConfigMap", &[0x0a, 100, 1, 2]);
+    let answer = request(&served, "POST", path, PROTOBUF, &body);
+    assert_eq!((answer.code, answer.json()["reason"].clone()), (400, json!("BadRequest")));
+    let no_magic = request(&served, "POST", path, PROTOBUF, b"\x0a\x02\x0a\x00");
+    assert_eq!((no_magic.code, no_magic.json()["reason"].clone()), (400, json!("BadRequest")));
+    assert_eq!(get(&served, path).code, 200);
+}
+
+#[test]
+fn a_protobuf_delete_options_body_is_read_so_a_wrong_uid_precondition_gets_409() {
+    let served = serve();
+    let path = "/api/v1/namespaces/default/configmaps";
+    let created = request(&served, "POST", path, "application/json", br#"{"metadata":{"name":"app"}}"#);
+    assert_eq!(created.code, 201);
+    let preconditions = pb_field(2, &pb_field(1, b"not-the-uid"));
+    let options = pb_envelope("v1", "DeleteOptions", &preconditions);
+    let refused = request(&served, "DELETE", &format!("{path}/app"), PROTOBUF, &options);
+    assert_eq!((refused.code, refused.json()["reason"].clone()), (409, json!("Conflict")));
+    let background = pb_envelope("v1", "DeleteOptions", &pb_field(4, b"Background"));
+    let deleted = request(&served, "DELETE", &format!("{path}/app"), PROTOBUF, &background);
+    assert_eq!(deleted.code, 200, "{}", deleted.body);
+    assert_eq!(get(&served, &format!("{path}/app")).code, 404);
+}

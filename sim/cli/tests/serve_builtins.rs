@@ -1,0 +1,346 @@
+//! `kube-sim serve --with-builtins`: the built-in controllers run live behind the served model,
+//! driven by the real kubectl and the real kube-rs client (issue 8).
+//!
+//! Each test starts its own server in-process (127.0.0.1, a free port) with the built-ins on
+//! their own thread. Controllers act in wall-clock time here, so the tests poll with a bounded
+//! number of tries ([`TRIES_MAX`] × [`TRY_PAUSE`], a generous bound, never an assertion on time).
+//! kubectl must be installed (`.ci/install-kubectl`); these tests fail without it.
+
+use std::{
+    io::{BufRead, BufReader, Lines},
+    path::PathBuf,
+    process::{Child, ChildStdout, Command, Output, Stdio},
+    time::Duration,
+};
+
+use futures::StreamExt;
+use k8s_openapi::api::{apps::v1::StatefulSet, core::v1::Pod};
+use kube::{
+    Api, Client, ResourceExt,
+    api::PostParams,
+    runtime::watcher::{self, Event},
+};
+use kube_sim::serve::{ServeConfig, Served, builtins::Builtins, spawn};
+use sim::Verdict;
+
+/// How many times a test polls for what the controllers should bring about.
+const TRIES_MAX: usize = 240;
+/// The pause between two polls (so the bound is about a minute).
+const TRY_PAUSE: Duration = Duration::from_millis(250);
+
+/// `kube-sim serve` as a child process; killed on drop.
+struct Binary {
+    child: Child,
+    /// The server's stdout, kept open: a closed pipe would kill it at its next line.
+    _stdout: Lines<BufReader<ChildStdout>>,
+}
+
+impl Drop for Binary {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The server a test talks to.
+enum Server {
+    InProcess(Served),
+    /// Held only to be killed on drop.
+    Binary {
+        _process: Binary,
+    },
+}
+
+/// A served model, optionally with the built-ins, and a kubectl configured for it.
+struct Kubectl {
+    server: Server,
+    dir: tempfile::TempDir,
+    kubeconfig: PathBuf,
+}
+
+impl Kubectl {
+    fn start(with_builtins: bool) -> Kubectl {
+        let served = spawn(ServeConfig::default(), with_builtins).expect("the server starts");
+        let url = served.url();
+        Kubectl::connect(Server::InProcess(served), &url)
+    }
+
+    /// Run `kube-sim serve --addr 127.0.0.1:0` with `args`, and connect once it prints its address.
+    fn start_binary(args: &[&str]) -> Kubectl {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kube-sim"))
+            .args(["serve", "--addr", "127.0.0.1:0"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("kube-sim runs");
+        let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
+        let first = stdout.next().and_then(Result::ok).unwrap_or_default();
+        let url = first.rsplit(' ').next().unwrap_or_default().to_owned();
+        assert!(url.starts_with("http://127.0.0.1:"), "unexpected first line: {first:?}");
+        Kubectl::connect(Server::Binary { _process: Binary { child, _stdout: stdout } }, &url)
+    }
+
+    fn connect(server: Server, url: &str) -> Kubectl {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let kubeconfig = dir.path().join("kubeconfig");
+        let config = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: sim\n  cluster: {{server: '{url}'}}\n\
+             users:\n- name: sim\n  user: {{}}\ncontexts:\n- name: sim\n  context: {{cluster: sim, user: sim, namespace: default}}\n\
+             current-context: sim\n"
+        );
+        std::fs::write(&kubeconfig, config).expect("writing the kubeconfig");
+        Kubectl { server, dir, kubeconfig }
+    }
+
+    /// The in-process server's model.
+    fn live(&self) -> &kube_sim::serve::Live {
+        match &self.server {
+            Server::InProcess(served) => served.live(),
+            Server::Binary { .. } => panic!("the model of a kube-sim process is out of reach"),
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        let output = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(self.dir.path().join("cache"))
+            .args(args)
+            .output();
+        match output {
+            Ok(output) => output,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                panic!("kubectl is not installed: these tests run the real kubectl (`.ci/install-kubectl`)")
+            }
+            Err(e) => panic!("running kubectl {args:?}: {e}"),
+        }
+    }
+
+    /// Run kubectl, which must succeed; its stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let output = self.run(args);
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(
+            output.status.success(),
+            "kubectl {args:?} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        stdout
+    }
+
+    /// Poll `kubectl args` until its stdout is `expected`; fails with the last answer after
+    /// [`TRIES_MAX`] tries.
+    fn eventually(&self, args: &[&str], expected: &str) {
+        let mut last = String::new();
+        for _ in 0..TRIES_MAX {
+            let output = self.run(args);
+            last = format!(
+                "{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+            if output.status.success() && String::from_utf8_lossy(&output.stdout) == expected {
+                return;
+            }
+            std::thread::sleep(TRY_PAUSE);
+        }
+        panic!("kubectl {args:?} never answered {expected:?}; last answer: {last:?}");
+    }
+
+    /// Write `yaml` to a file in the temporary directory and return its path.
+    fn file(&self, name: &str, yaml: &str) -> String {
+        let path = self.dir.path().join(name);
+        std::fs::write(&path, yaml).expect("writing a manifest");
+        path.to_string_lossy().into_owned()
+    }
+}
+
+/// A Deployment `web` of two replicas in `namespace`; a one-second grace period keeps deletions
+/// short (the default is 30 s, as on a real cluster).
+fn deployment(namespace: &str) -> String {
+    format!(
+        "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: {namespace}
+spec:
+  replicas: 2
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: app
+        image: nginx:1
+"
+    )
+}
+
+const PHASES: &str = "-o=jsonpath={.items[*].status.phase}";
+
+#[test]
+fn a_deployment_applied_with_kubectl_gets_a_replicaset_and_two_pods_that_become_running() {
+    let k = Kubectl::start(true);
+    assert_eq!(
+        k.ok(&["apply", "-f", &k.file("web.yaml", &deployment("default"))]),
+        "deployment.apps/web created\n"
+    );
+    k.eventually(&["get", "pods", "-l", "app=web", PHASES], "Running Running");
+    let replicasets =
+        k.ok(&["get", "replicasets", "-o=jsonpath={.items[*].metadata.ownerReferences[0].name}"]);
+    assert_eq!(replicasets, "web");
+    let rs = k.ok(&["get", "replicasets", "-o=jsonpath={.items[0].metadata.name}"]);
+    assert!(rs.starts_with("web-"), "{rs}");
+    let owners = k.ok(&["get", "pods", "-o=jsonpath={.items[*].metadata.ownerReferences[0].name}"]);
+    assert_eq!(owners, format!("{rs} {rs}"));
+    let node = k.ok(&["get", "pods", "-o=jsonpath={.items[*].spec.nodeName}"]);
+    assert_eq!(node, "node-1 node-1");
+    let waited = k.ok(&["wait", "--for=condition=Available", "deployment/web", "--timeout=60s"]);
+    assert_eq!(waited, "deployment.apps/web condition met\n");
+    k.eventually(&["get", "deployment", "web", "-o=jsonpath={.status.readyReplicas}"], "2");
+    // The controllers' clock is the wall clock, as the HTTP side's: nothing they stamp (the
+    // Pods' creation by the ReplicaSet controller, the kubelet's startTime) predates the
+    // Deployment's creation over HTTP. RFC 3339 UTC stamps compare as strings.
+    let created = k.ok(&["get", "deployment", "web", "-o=jsonpath={.metadata.creationTimestamp}"]);
+    let stamps = k.ok(&[
+        "get",
+        "pods",
+        "-o=jsonpath={.items[*].metadata.creationTimestamp} {.items[*].status.startTime}",
+    ]);
+    let stamps: Vec<&str> = stamps.split(' ').collect();
+    assert_eq!(stamps.len(), 4, "{stamps:?}");
+    assert!(stamps.iter().all(|stamp| **stamp >= *created), "{stamps:?} before {created}");
+}
+
+#[test]
+fn kube_sim_serve_with_builtins_runs_the_pods_of_kubectl_create_deployment() {
+    let k = Kubectl::start_binary(&["--with-builtins"]);
+    let created = k.ok(&["create", "deployment", "web", "--image=nginx:1.27", "--replicas=2"]);
+    assert_eq!(created, "deployment.apps/web created\n");
+    k.eventually(&["get", "pods", "-l", "app=web", PHASES], "Running Running");
+    let waited = k.ok(&["wait", "--for=condition=Available", "deployment/web", "--timeout=60s"]);
+    assert_eq!(waited, "deployment.apps/web condition met\n");
+}
+
+#[test]
+fn kube_sim_serve_without_the_flag_leaves_a_created_deployment_without_pods() {
+    let k = Kubectl::start_binary(&[]);
+    k.ok(&["create", "deployment", "web", "--image=nginx:1.27", "--replicas=2"]);
+    for _ in 0..8 {
+        std::thread::sleep(TRY_PAUSE);
+        assert_eq!(k.ok(&["get", "replicasets,pods", "-o", "name"]), "");
+    }
+}
+
+#[test]
+fn deleting_the_deployment_garbage_collects_its_replicaset_and_pods() {
+    let k = Kubectl::start(true);
+    k.ok(&["apply", "-f", &k.file("web.yaml", &deployment("default"))]);
+    k.eventually(&["get", "pods", "-l", "app=web", PHASES], "Running Running");
+    assert_eq!(k.ok(&["delete", "deployment", "web", "--wait=false"]), "deployment.apps \"web\" deleted\n");
+    k.eventually(&["get", "deployments,replicasets,pods", "-o", "name"], "");
+}
+
+#[test]
+fn deleting_a_namespace_removes_its_objects_and_then_the_namespace() {
+    let k = Kubectl::start(true);
+    assert_eq!(k.ok(&["create", "namespace", "team"]), "namespace/team created\n");
+    k.ok(&["apply", "-f", &k.file("web.yaml", &deployment("team"))]);
+    k.ok(&["create", "configmap", "settings", "-n", "team", "--from-literal=a=1"]);
+    k.eventually(&["get", "pods", "-n", "team", PHASES], "Running Running");
+    assert_eq!(k.ok(&["delete", "namespace", "team", "--wait=false"]), "namespace \"team\" deleted\n");
+    k.eventually(
+        &["get", "namespaces", "-o=jsonpath={.items[*].metadata.name}"],
+        "default kube-public kube-system",
+    );
+    let left = k.ok(&["get", "deployments,replicasets,pods,configmaps", "-A", "-o", "name"]);
+    assert_eq!(left, "");
+}
+
+#[test]
+fn without_the_flag_nothing_creates_pods() {
+    let k = Kubectl::start(false);
+    k.ok(&["apply", "-f", &k.file("web.yaml", &deployment("default"))]);
+    // With the built-ins a ReplicaSet appears within a few ticks; give it many times as long.
+    for _ in 0..8 {
+        std::thread::sleep(TRY_PAUSE);
+        assert_eq!(k.ok(&["get", "replicasets,pods", "-o", "name"]), "");
+    }
+    assert_eq!(k.ok(&["get", "deployment", "web", "-o=jsonpath={.status}"]), "");
+}
+
+/// A StatefulSet `db` of three replicas (`OrderedReady`, the default).
+fn statefulset() -> StatefulSet {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": "db"},
+        "spec": {
+            "replicas": 3,
+            "serviceName": "db",
+            "selector": {"matchLabels": {"app": "db"}},
+            "template": {
+                "metadata": {"labels": {"app": "db"}},
+                "spec": {"containers": [{"name": "db", "image": "postgres:17"}]}
+            }
+        }
+    }))
+    .expect("a valid StatefulSet")
+}
+
+#[tokio::test]
+async fn a_statefulset_created_with_kube_rs_gets_its_pods_in_order_each_after_the_previous_runs() {
+    let served = spawn(ServeConfig::default(), true).expect("the server starts");
+    let client = Client::try_from(kube::Config::new(served.url().parse().expect("a URL"))).expect("a client");
+    let pods: Api<Pod> = Api::default_namespaced(client.clone());
+    let events = watcher::watcher(pods, watcher::Config::default().labels("app=db"));
+    let sets: Api<StatefulSet> = Api::default_namespaced(client);
+    sets.create(&PostParams::default(), &statefulset()).await.expect("the StatefulSet is created");
+
+    // Every Pod as first seen, and which Pods were already Running at that moment.
+    let mut created: Vec<(String, Vec<String>)> = Vec::new();
+    let mut running: Vec<String> = Vec::new();
+    let mut events = std::pin::pin!(events);
+    let deadline = TRY_PAUSE * u32::try_from(TRIES_MAX).expect("a small bound");
+    let watched = tokio::time::timeout(deadline, async {
+        while running.len() < 3 {
+            let Some(event) = events.next().await else { break };
+            let (Ok(Event::Apply(pod)) | Ok(Event::InitApply(pod))) = event else { continue };
+            let name = pod.name_any();
+            if !created.iter().any(|(seen, _)| *seen == name) {
+                created.push((name.clone(), running.clone()));
+            }
+            let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+            if phase == Some("Running") && !running.contains(&name) {
+                running.push(name);
+            }
+        }
+    })
+    .await;
+    assert!(watched.is_ok(), "the Pods did not all run; created {created:?}, running {running:?}");
+    let expected: Vec<(String, Vec<String>)> = vec![
+        ("db-0".to_owned(), vec![]),
+        ("db-1".to_owned(), vec!["db-0".to_owned()]),
+        ("db-2".to_owned(), vec!["db-0".to_owned(), "db-1".to_owned()]),
+    ];
+    assert_eq!(created, expected);
+    assert_eq!(running, ["db-0", "db-1", "db-2"]);
+    drop(served);
+}
+
+#[test]
+fn builtins_started_on_a_served_model_reconcile_until_stopped_and_then_no_more() {
+    let k = Kubectl::start(false);
+    let builtins = Builtins::start(k.live()).expect("the built-ins start");
+    k.ok(&["apply", "-f", &k.file("web.yaml", &deployment("default"))]);
+    k.eventually(&["get", "pods", "-l", "app=web", PHASES], "Running Running");
+    assert_eq!(builtins.stop(), Verdict::Pass);
+    k.ok(&["scale", "deployment", "web", "--replicas=3"]);
+    for _ in 0..8 {
+        std::thread::sleep(TRY_PAUSE);
+        assert_eq!(k.ok(&["get", "pods", "-l", "app=web", PHASES]), "Running Running");
+    }
+}

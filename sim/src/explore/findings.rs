@@ -1,0 +1,190 @@
+//! Failures as exploration keeps them: deduplicated as they arrive, by what the failure is
+//! (scenario, verdict kind, property and message shape), one representative each.
+
+use std::collections::BTreeMap;
+
+use crate::faults::FaultPlan;
+use crate::regression::RecordedViolation;
+use crate::verdict::Verdict;
+
+use super::replay;
+
+/// Distinct failures kept (one failing run each); failures of further shapes are only counted,
+/// so a scenario that fails in endless ways still explores in flat memory.
+pub const DISTINCT_FAILURES_KEPT_MAX: usize = 10_000;
+
+/// One failing run, as kept for deduplication (exploration runs keep no trace).
+#[derive(Clone, Debug)]
+pub struct Failure {
+    /// The scenario's index in the exploration.
+    pub scenario: usize,
+    /// The run's seed.
+    pub seed: u64,
+    /// Which run of the scenario's planned runs (0 where seeds differ, as in random mode).
+    pub run: u64,
+    /// How it failed.
+    pub verdict: Verdict,
+    /// The fault plan the run had (drawn or given).
+    pub plan: FaultPlan,
+}
+
+impl Failure {
+    /// The order that picks a key's representative: the same whatever order the runs finished in.
+    fn order(&self) -> (usize, u64, u64) {
+        (self.scenario, self.seed, self.run)
+    }
+
+    /// The violation this failure records.
+    pub fn violation(&self) -> RecordedViolation {
+        violation_of(&self.verdict)
+    }
+}
+
+/// The deduplication key: scenario, verdict kind, property and message shape.
+pub type Key = (usize, &'static str, String, String);
+
+/// The deduplication key of a failure.
+pub fn key(failure: &Failure) -> Key {
+    let violation = failure.violation();
+    (failure.scenario, failure.verdict.kind(), violation.property, message_shape(&violation.message))
+}
+
+/// The violation a verdict records (a pass, which exploration never keeps, records nothing).
+fn violation_of(verdict: &Verdict) -> RecordedViolation {
+    replay::recorded_violation(verdict).unwrap_or_else(|| RecordedViolation {
+        kind: verdict.kind().to_owned(),
+        property: String::new(),
+        message: String::new(),
+    })
+}
+
+/// Failures deduplicated as they arrive: per key, the failure that comes first in
+/// (scenario, seed, run) order and how many runs shared the key.
+#[derive(Default)]
+pub struct Findings {
+    groups: BTreeMap<Key, (Failure, u64)>,
+}
+
+impl Findings {
+    /// Count `failure` under its key, keeping it if it comes first.
+    pub fn add(&mut self, failure: Failure) {
+        let key = key(&failure);
+        if let Some((kept, count)) = self.groups.get_mut(&key) {
+            *count += 1;
+            if failure.order() < kept.order() {
+                *kept = failure;
+            }
+        } else if self.groups.len() < DISTINCT_FAILURES_KEPT_MAX {
+            self.groups.insert(key, (failure, 1));
+        }
+    }
+
+    /// One failure per key with its count, in the order of their representatives.
+    pub fn into_groups(self) -> Vec<(Failure, u64)> {
+        let mut groups: Vec<(Failure, u64)> = self.groups.into_values().collect();
+        groups.sort_by_key(|(failure, _)| failure.order());
+        groups
+    }
+}
+
+/// The shape of a failure message: every number and hex string replaced by `#`, so that the same
+/// bug with other names, counts or digests deduplicates to one failure.
+pub fn message_shape(message: &str) -> String {
+    let mut shape = String::with_capacity(message.len());
+    let mut word = String::new();
+    let flush = |word: &mut String, shape: &mut String| {
+        if word.is_empty() {
+            return;
+        }
+        let all_hex = word.chars().all(|c| c.is_ascii_hexdigit());
+        if all_hex && word.chars().any(|c| c.is_ascii_digit()) {
+            shape.push('#');
+        } else {
+            let mut in_digits = false;
+            for c in word.chars() {
+                if c.is_ascii_digit() {
+                    if !in_digits {
+                        shape.push('#');
+                    }
+                    in_digits = true;
+                } else {
+                    shape.push(c);
+                    in_digits = false;
+                }
+            }
+        }
+        word.clear();
+    };
+    for c in message.chars() {
+        if c.is_ascii_alphanumeric() {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut shape);
+            shape.push(c);
+        }
+    }
+    flush(&mut word, &mut shape);
+    shape
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One failure per key, the first of each in (scenario, seed, run) order.
+    fn deduplicate(failures: Vec<Failure>) -> Vec<(Failure, u64)> {
+        let mut findings = Findings::default();
+        for failure in failures {
+            findings.add(failure);
+        }
+        findings.into_groups()
+    }
+
+    #[test]
+    fn message_shape_replaces_numbers_and_hex_digests_with_a_hash() {
+        assert_eq!(
+            message_shape("pvc data-2 of cluster zk-10 deleted at rv 4711 (digest 9f2c00ab)"),
+            "pvc data-# of cluster zk-# deleted at rv # (digest #)"
+        );
+        assert_eq!(
+            message_shape("statefulset dc has 3 replicas, expected 1"),
+            message_shape("statefulset dc has 2 replicas, expected 0")
+        );
+        assert_eq!(message_shape("a deadbeef word"), "a deadbeef word");
+    }
+
+    #[test]
+    fn failures_deduplicate_by_scenario_kind_property_and_message_shape_keeping_the_lowest_seed() {
+        let failure = |scenario, seed, message: &str| Failure {
+            scenario,
+            seed,
+            run: 0,
+            verdict: Verdict::Correctness { property: "p".into(), message: message.into(), at_millis: 1 },
+            plan: FaultPlan::none(),
+        };
+        let groups = deduplicate(vec![
+            failure(0, 9, "pvc data-2 deleted"),
+            failure(0, 3, "pvc data-1 deleted"),
+            failure(1, 4, "pvc data-1 deleted"),
+            failure(0, 5, "statefulset has 3 replicas"),
+        ]);
+        let seen: Vec<(usize, u64, u64)> = groups.iter().map(|(f, n)| (f.scenario, f.seed, *n)).collect();
+        assert_eq!(seen, vec![(0, 3, 2), (0, 5, 1), (1, 4, 1)]);
+    }
+
+    #[test]
+    fn a_guided_failure_key_keeps_the_lowest_run_whatever_order_the_runs_finished_in() {
+        let failure = |run| Failure {
+            scenario: 0,
+            seed: 7,
+            run,
+            verdict: Verdict::Liveness { reason: format!("stuck after {run} reconciles") },
+            plan: FaultPlan::none(),
+        };
+        for arrival in [vec![9, 4, 12], vec![12, 9, 4], vec![4, 12, 9]] {
+            let groups = deduplicate(arrival.into_iter().map(failure).collect());
+            let seen: Vec<(u64, u64)> = groups.iter().map(|(f, n)| (f.run, *n)).collect();
+            assert_eq!(seen, vec![(4, 3)]);
+        }
+    }
+}
