@@ -172,3 +172,25 @@ fn a_deleted_pod_is_removed_by_the_kubelet_after_its_grace_period() {
         );
     }
 }
+
+#[test]
+fn a_liveness_failure_while_a_pod_waits_out_a_grace_period_longer_than_the_wait_names_the_grace_period() {
+    let report = builtins::kubelet(Sim::builder())
+        .liveness_wait(Duration::from_secs(20))
+        .workload(|w| async move {
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            w.apply(&pods, &pod("app", "Always", false, 60)).await?;
+            w.wait_for(&pods, "app", |p| p.is_some_and(pod_state::is_running_and_ready), WAIT).await?;
+            w.delete(&pods, "app").await
+        })
+        .run(1);
+    let sim::Verdict::Liveness { reason } = &report.verdict else {
+        panic!("expected a liveness verdict, got {}", report.verdict);
+    };
+    assert!(
+        reason.contains(
+            "pod default/app is terminating with a 60s grace period, which ends after the liveness wait"
+        ),
+        "{reason}"
+    );
+}

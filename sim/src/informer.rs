@@ -153,6 +153,13 @@ impl<K: Resource> ObjectRef<K> {
     }
 }
 
+/// `ObjectRef::from(&object)`, as kube-runtime has it.
+impl<K: Resource> From<&K> for ObjectRef<K> {
+    fn from(object: &K) -> Self {
+        ObjectRef::from_obj(object)
+    }
+}
+
 impl<K> Clone for ObjectRef<K> {
     fn clone(&self) -> Self {
         ObjectRef { name: self.name.clone(), namespace: self.namespace.clone(), kind: PhantomData }

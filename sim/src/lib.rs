@@ -98,7 +98,11 @@ pub mod world;
 
 pub use ambient::{random, time};
 pub use client::{Api, Client, Either, Error, Result};
+// kube's root re-exports, so that `use kube::{Api, Client, Resource, ResourceExt, ...}` ports by
+// renaming the crate.
 pub use decision::{DecisionSource, Stream};
+pub use kube_core as core;
+pub use kube_core::{CustomResourceExt, Resource, ResourceExt};
 pub use lifecycles::{Lifecycle, Lifecycles};
 pub use property::{EndView, FnProperty, Property, StepView};
 pub use sweep::{SweepConfig, SweepReport, ensure_simulated, sweep};

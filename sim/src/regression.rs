@@ -150,6 +150,21 @@ pub enum RegressionError {
         /// The scenario it names.
         scenario: String,
     },
+    /// A planned fault names a controller node the scenario does not have: it could never fire,
+    /// and a replay would pass for nothing.
+    #[error(
+        "{path}: field `{field}`: the scenario has no controller \"{controller}\"; its controllers: {known}"
+    )]
+    UnknownController {
+        /// The file.
+        path: PathBuf,
+        /// The JSON path of the field (`faultPlan.faults[0].fault.controller`).
+        field: String,
+        /// The controller it names.
+        controller: String,
+        /// The scenario's controllers, comma-separated.
+        known: String,
+    },
     /// The file names a scenario that is not registered.
     #[error("{path}: field `scenario`: unknown scenario \"{scenario}\"; known scenarios: {known}")]
     UnknownScenario {

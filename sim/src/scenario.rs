@@ -4,26 +4,49 @@
 //! Names follow `<operator>:<variant>` for the zoo (`cassandra:fixed`, `cassandra:stale-delete`),
 //! and any stable string for a user's own scenarios.
 
+use std::sync::{Arc, OnceLock};
+
 use crate::verdict::RunReport;
 use crate::world::SimBuilder;
 
-/// One named world.
+/// Makes a scenario's world the first time it is needed.
+type MakeBuilder = Arc<dyn Fn() -> SimBuilder + Send + Sync>;
+
+/// One named world. Its declaration may be made lazily ([`Scenario::lazy`]): a world whose
+/// properties need a fault-free reference run computes it only when a command runs the scenario,
+/// never for `kube-sim list`.
 #[derive(Clone)]
 pub struct Scenario {
     name: String,
     description: String,
-    builder: SimBuilder,
+    builder: Arc<OnceLock<SimBuilder>>,
+    make: Option<MakeBuilder>,
 }
 
 impl Scenario {
     /// A scenario running `builder` (whose scenario name is set to `name`).
     pub fn new(name: impl Into<String>, description: impl Into<String>, builder: SimBuilder) -> Self {
-        let name = name.into();
-        let description = description.into();
+        let scenario = Self::declared(name.into(), description.into(), None);
+        let named = builder.scenario(scenario.name.clone());
+        scenario.builder.get_or_init(|| named);
+        scenario
+    }
+
+    /// A scenario whose world `make` declares the first time it is run or asked for (once, on
+    /// whichever thread asks first; every later call shares it).
+    pub fn lazy(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        make: impl Fn() -> SimBuilder + Send + Sync + 'static,
+    ) -> Self {
+        Self::declared(name.into(), description.into(), Some(Arc::new(make)))
+    }
+
+    fn declared(name: String, description: String, make: Option<MakeBuilder>) -> Self {
         assert!(!name.is_empty(), "a scenario needs a name");
         assert!(!name.contains(char::is_whitespace), "scenario name {name:?} contains whitespace");
         assert!(!description.contains('\n'), "scenario {name}: the description must be one line");
-        Scenario { builder: builder.scenario(name.clone()), name, description }
+        Scenario { name, description, builder: Arc::new(OnceLock::new()), make }
     }
     /// The name.
     pub fn name(&self) -> &str {
@@ -35,11 +58,14 @@ impl Scenario {
     }
     /// The world declaration (clone it to change faults or tracing for one run).
     pub fn builder(&self) -> &SimBuilder {
-        &self.builder
+        self.builder.get_or_init(|| {
+            let make = self.make.as_ref().expect("a scenario is made eagerly or has a maker");
+            make().scenario(self.name.clone())
+        })
     }
     /// Run one seed.
     pub fn run(&self, seed: u64) -> RunReport {
-        self.builder.run(seed)
+        self.builder().run(seed)
     }
 }
 

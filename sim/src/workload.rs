@@ -202,9 +202,24 @@ impl Workload {
     where
         K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + Sync + 'static,
     {
+        self.delete_with(api, name, &DeleteParams::default()).await
+    }
+
+    /// Delete object `name` with `params`, as `kubectl delete --cascade=foreground`,
+    /// `--grace-period` or a precondition would: the propagation policy, grace period, dry run
+    /// and preconditions are the server's to apply.
+    pub async fn delete_with<K>(
+        &self,
+        api: &Api<K>,
+        name: &str,
+        params: &DeleteParams,
+    ) -> Result<(), WorkloadError>
+    where
+        K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + Sync + 'static,
+    {
         let action = format!("delete {} {}", api.resource().kind, object_name(api.namespace(), name));
         let step = self.step(&action);
-        api.delete(name, &DeleteParams::default()).await.map(|_| ()).map_err(|e| WorkloadError {
+        api.delete(name, params).await.map(|_| ()).map_err(|e| WorkloadError {
             step,
             action,
             reason: describe_error(&e),
@@ -239,6 +254,60 @@ impl Workload {
             madsim::time::sleep(WAIT_POLL).await;
         }
         Err(WorkloadError { step, action, reason: format!("timed out after {}s", timeout.as_secs_f64()) })
+    }
+
+    /// Wait until `condition` holds for every object of `api`'s kind in its namespace (all
+    /// namespaces for `Api::all`), in name order (namespace, then name), as `kubectl wait` over a
+    /// selector would: "until 3 Pods are Running" is
+    /// `w.wait_for_all(&pods, |pods| pods.iter().filter(|p| running(p)).count() == 3, timeout)`.
+    /// Polls the server's state every [`WAIT_POLL`] of virtual time; fails the step after
+    /// `timeout`.
+    pub async fn wait_for_all<K>(
+        &self,
+        api: &Api<K>,
+        condition: impl Fn(&[K]) -> bool,
+        timeout: Duration,
+    ) -> Result<(), WorkloadError>
+    where
+        K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + Sync + 'static,
+    {
+        let place =
+            api.namespace().map_or_else(|| "all namespaces".to_owned(), |ns| format!("namespace {ns}"));
+        let action = format!("wait for every {} in {place}", api.resource().kind);
+        let step = self.step(&action);
+        let rounds_max = timeout.as_millis() / WAIT_POLL.as_millis() + 1;
+        for _ in 0..=rounds_max {
+            let objects = self.read_all(api).map_err(|reason| WorkloadError {
+                step,
+                action: action.clone(),
+                reason,
+            })?;
+            if condition(&objects) {
+                return Ok(());
+            }
+            madsim::time::sleep(WAIT_POLL).await;
+        }
+        Err(WorkloadError { step, action, reason: format!("timed out after {}s", timeout.as_secs_f64()) })
+    }
+
+    /// Every object of `api`'s kind in its namespace (or all) as the server has it now, read
+    /// without a request.
+    fn read_all<K>(&self, api: &Api<K>) -> Result<Vec<K>, String>
+    where
+        K: Resource + DeserializeOwned,
+    {
+        let objects: Vec<Arc<DynamicObject>> = api.client.world.with(|w| {
+            let Some(cluster) = w.clusters.get(&api.client.cluster) else { return Vec::new() };
+            let resource = api.resource();
+            let Some(ty) = cluster.server.types().get(&resource.group, &resource.version, &resource.plural)
+            else {
+                return Vec::new();
+            };
+            let snapshot = cluster.server.snapshot();
+            let storage = ty.storage_key();
+            snapshot.iter_resource(&storage, api.namespace()).map(|(_, o)| o.clone()).collect()
+        });
+        objects.iter().map(|o| from_dynamic(o).map_err(|e| format!("serialization: {e}"))).collect()
     }
 
     /// The object `name` as the server has it now, read without a request.

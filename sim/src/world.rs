@@ -620,8 +620,9 @@ async fn liveness_phase(world: &World, bounds: (Duration, Duration, Duration)) -
         let Some(busy) = busy else {
             // Quiet but for requeues due later: one that is not idle may still write, so run it.
             let Some((due, name)) = world.with(|w| w.awaited_requeue()) else { return Ok(()) };
+            let failing = world.with(|w| w.failing(&name));
             let why = format!(
-                "controller {name} has a requeue due at {}ms that may still write (not a periodic no-op)",
+                "controller {name} has a requeue due at {}ms that may still write (not a periodic no-op){failing}",
                 due.as_millis()
             );
             if requeues >= LIVENESS_REQUEUES_MAX {
@@ -641,7 +642,8 @@ async fn liveness_phase(world: &World, bounds: (Duration, Duration, Duration)) -
             continue;
         };
         if now >= deadline {
-            return Err(format!("did not quiesce within {}s: {busy}", wait.as_secs_f64()));
+            let grace = world.with(|w| w.grace_outlasting(now)).map(|g| format!("; {g}")).unwrap_or_default();
+            return Err(format!("did not quiesce within {}s: {busy}{grace}", wait.as_secs_f64()));
         }
         let until_quiet = world.with(|w| (w.last_write + quiet).saturating_sub(now));
         let pause = until_quiet.max(LIVENESS_POLL_MIN).min(deadline - now);
@@ -727,6 +729,7 @@ impl World {
             next_progress: 0,
             node_starts: BTreeMap::new(),
             faults: Box::new(NoFaults),
+            reconcile_errors: BTreeMap::new(),
             injector: crate::faults::injector::Injector::default(),
             queue_overflows: 0,
             live: BTreeMap::new(),
@@ -828,6 +831,9 @@ pub(crate) struct WorldState {
     next_progress: u64,
     node_starts: BTreeMap<Arc<str>, u64>,
     pub(crate) faults: Box<dyn FaultHook>,
+    /// Per controller: its last failed reconcile (object, error) and how many in a row failed,
+    /// so that a liveness verdict names the error a controller keeps hitting.
+    reconcile_errors: BTreeMap<Arc<str>, (String, String, u64)>,
     /// The fault plan in force and its state (see `faults::injector`).
     pub(crate) injector: crate::faults::injector::Injector,
     /// How often a work queue hit its bound.
@@ -975,6 +981,60 @@ impl WorldState {
             .min()
     }
 
+    /// A controller's reconcile of `object` ended, with `error` if it failed.
+    pub(crate) fn note_reconcile(&mut self, controller: &Arc<str>, object: &str, error: Option<&str>) {
+        match error {
+            None => {
+                self.reconcile_errors.remove(controller);
+            }
+            Some(error) => {
+                let entry = self.reconcile_errors.entry(controller.clone()).or_default();
+                entry.2 += 1;
+                (entry.0, entry.1) = (object.to_owned(), error.to_owned());
+            }
+        }
+    }
+
+    /// What keeps `controller` busy beyond its queue: the error its reconciles keep failing with.
+    fn failing(&self, controller: &Arc<str>) -> String {
+        match self.reconcile_errors.get(controller) {
+            Some((object, error, times)) => {
+                format!(" (its last {times} reconciles failed; the last, of {object}: {error})")
+            }
+            None => String::new(),
+        }
+    }
+
+    /// A terminating object whose grace period outlasts the liveness phase, if any: its deletion
+    /// waits on the clock, not on a controller.
+    fn grace_outlasting(&self, now: Duration) -> Option<String> {
+        let now_wall = self.epoch.checked_add(jiff::SignedDuration::try_from(now).ok()?).ok()?;
+        for (cluster, state) in &self.clusters {
+            let snapshot = state.server.snapshot();
+            for (key, object) in snapshot.iter_resource("pods", None) {
+                let (Some(deleting), Some(grace)) =
+                    (&object.metadata.deletion_timestamp, object.metadata.deletion_grace_period_seconds)
+                else {
+                    continue;
+                };
+                // The deletion timestamp is the end of the grace period.
+                if deleting.0 > now_wall {
+                    let place = if self.clusters.len() > 1 {
+                        format!(" in cluster {cluster}")
+                    } else {
+                        String::new()
+                    };
+                    return Some(format!(
+                        "pod {}/{}{place} is terminating with a {grace}s grace period, which ends after the liveness wait \
+                         (raise SimBuilder::liveness_wait, or delete with a shorter gracePeriodSeconds)",
+                        key.namespace, key.name
+                    ));
+                }
+            }
+        }
+        None
+    }
+
     /// `None` if the world is quiet at `now`; otherwise what keeps it busy.
     fn busy(&mut self, now: Duration, quiet: Duration) -> Option<String> {
         if let Some(busy) = self.injector.busy() {
@@ -993,11 +1053,11 @@ impl WorldState {
                 }
                 Progress::Controller { name, running, next_due, .. } => {
                     if *running > 0 {
-                        return Some(format!("controller {name} reconciling"));
+                        return Some(format!("controller {name} reconciling{}", self.failing(name)));
                     }
                     // A request due within the coming quiet period may still write: wait for it.
                     if next_due.is_some_and(|due| due <= now + quiet) {
-                        return Some(format!("controller {name} has a request due"));
+                        return Some(format!("controller {name} has a request due{}", self.failing(name)));
                     }
                 }
             }

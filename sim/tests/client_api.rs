@@ -133,3 +133,28 @@ fn get_scale_and_patch_scale_read_and_set_a_deployments_replicas() {
     });
     assert_eq!(verdict, Verdict::Pass);
 }
+
+/// kube-runtime's `Action` constructors are `const fn`: a controller keeps its requeue policy in
+/// a `const`, as kube's examples do.
+const RECHECK: sim::runtime::controller::Action =
+    sim::runtime::controller::Action::requeue(std::time::Duration::from_secs(300));
+
+#[test]
+fn kube_runtime_shapes_port_unchanged_const_actions_object_refs_from_objects_and_root_reexports() {
+    use sim::{Resource, ResourceExt};
+    assert_eq!(RECHECK.requeue_after(), Some(std::time::Duration::from_secs(300)));
+    const NEVER: sim::runtime::controller::Action = sim::runtime::controller::Action::await_change();
+    assert_eq!(NEVER.requeue_after(), None);
+    let cm = k8s_openapi::api::core::v1::ConfigMap {
+        metadata: sim::api::ObjectMeta {
+            name: Some("a".to_owned()),
+            namespace: Some("ns".to_owned()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let reference = sim::runtime::reflector::ObjectRef::from(&cm);
+    assert_eq!(reference.key(), "ns/a");
+    assert_eq!(cm.name_any(), "a");
+    assert_eq!(k8s_openapi::api::core::v1::ConfigMap::kind(&()), "ConfigMap");
+}

@@ -246,3 +246,30 @@ fn malformed_choices_are_named_by_the_file_and_the_field() {
         "{msg}"
     );
 }
+
+#[test]
+fn a_fault_naming_a_controller_the_scenario_does_not_have_is_a_file_error_naming_the_field() {
+    use sim::faults::{CallSide, Fault, FaultPlan, PlannedFault, Trigger};
+    use sim::scenario::{Registry, Scenario};
+    let world = sim::Sim::builder().controller("operator", |_clients| async {});
+    let registry = Registry::new([Scenario::new("s:bug", "a scenario", world)]).expect("one scenario");
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let renamed = |controller: &str| {
+        let fault =
+            Fault::Crash { controller: controller.to_owned(), side: CallSide::After, restart_after_ms: 1 };
+        let trigger = Trigger::NthWrite { controller: "operator".to_owned(), n: 1, kind: None, verb: None };
+        let plan = FaultPlan { faults: vec![PlannedFault { trigger, fault }] };
+        RegressionFile { scenario: "s:bug".to_owned(), fault_plan: plan, ..sample(3) }
+    };
+    let path = renamed("old-operator").write_to(dir.path()).expect("written");
+    let err = sim::explore::replay::load(&path, &registry).expect_err("the controller is gone");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}: field `faultPlan.faults[0].fault.controller`: the scenario has no controller \"old-operator\"; its controllers: operator",
+            path.display()
+        )
+    );
+    let path = renamed("operator").write_to(dir.path()).expect("written");
+    assert!(sim::explore::replay::load(&path, &registry).is_ok());
+}

@@ -1014,3 +1014,38 @@ fn a_panicking_workload_gets_a_crash_verdict_naming_the_workload_node() {
         }
     );
 }
+
+/// A reconcile error with a message worth repeating.
+#[derive(Debug, thiserror::Error)]
+#[error("the upstream database refused the connection")]
+struct Refused;
+
+#[test]
+fn a_liveness_verdict_of_a_controller_in_an_error_loop_names_the_error_it_keeps_hitting() {
+    let report = Sim::builder()
+        .liveness_wait(Duration::from_secs(5))
+        .controller("flaky", |clients: Clients| async move {
+            let api: Api<ConfigMap> = Api::namespaced(clients.default_cluster(), "default");
+            Controller::new(api, watcher::Config::default())
+                .run(
+                    |_cm, _ctx: Arc<()>| async { Err::<Action, _>(Refused) },
+                    |_, _: &Refused, _| Action::requeue(Duration::from_millis(500)),
+                    Arc::new(()),
+                )
+                .for_each(|_| async {})
+                .await;
+        })
+        .workload(|w| async move {
+            w.apply(&cms(&w), &config_map("a", "1")).await?;
+            Ok(())
+        })
+        .run(1);
+    let Verdict::Liveness { reason } = &report.verdict else {
+        panic!("expected a liveness verdict, got {:?}", report.verdict);
+    };
+    assert!(reason.contains("controller flaky"), "{reason}");
+    assert!(
+        reason.contains("reconciles failed; the last, of ConfigMap default/a: error: the upstream database refused the connection"),
+        "{reason}"
+    );
+}

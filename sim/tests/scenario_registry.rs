@@ -33,3 +33,25 @@ fn a_scenario_run_reports_under_the_scenario_name() {
     assert_eq!(report.scenario, "empty-world");
     assert!(report.verdict.is_pass(), "{:?}", report.verdict);
 }
+
+#[test]
+fn a_lazy_scenario_declares_its_world_only_when_first_run_and_only_once() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let made = Arc::new(AtomicU32::new(0));
+    let counter = made.clone();
+    let lazy = Scenario::lazy("lazy:world", "declared on first use", move || {
+        counter.fetch_add(1, Ordering::Relaxed);
+        SimBuilder::new()
+    });
+    let registry = Registry::new([lazy.clone()]).unwrap();
+    // Listing, as `kube-sim list` does, reads names and descriptions only.
+    assert_eq!(registry.names(), vec!["lazy:world"]);
+    assert_eq!(registry.get("lazy:world").unwrap().description(), "declared on first use");
+    assert_eq!(made.load(Ordering::Relaxed), 0, "listing made the world");
+    let first = lazy.run(1);
+    let second = registry.get("lazy:world").unwrap().run(1);
+    assert_eq!(first.scenario, "lazy:world");
+    assert_eq!(first.digest, second.digest);
+    assert_eq!(made.load(Ordering::Relaxed), 1, "clones share one declaration");
+}

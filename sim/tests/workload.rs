@@ -153,3 +153,50 @@ fn deleting_a_missing_object_fails_the_step_with_404() {
         "step 1: delete ConfigMap default/ghost: 404 NotFound: configmaps \"ghost\" not found"
     );
 }
+
+#[test]
+fn wait_for_all_returns_once_the_condition_holds_over_every_object_of_the_namespace() {
+    let report = Sim::builder()
+        .workload(|w| async move {
+            let api: Api<ConfigMap> = Api::default_namespaced(w.client());
+            for name in ["a", "b", "c"] {
+                w.apply(&api, &config_map(name, "1")).await?;
+            }
+            let three_at_v1 = |cms: &[ConfigMap]| {
+                let names: Vec<&str> = cms
+                    .iter()
+                    .filter(|c| c.data.as_ref().is_some_and(|d| d["v"] == "1"))
+                    .filter_map(|c| c.metadata.name.as_deref())
+                    .collect();
+                names == ["a", "b", "c"]
+            };
+            w.wait_for_all(&api, three_at_v1, Duration::from_secs(1)).await?;
+            w.wait_for_all(&api, |cms| cms.len() == 7, Duration::from_secs(1)).await?;
+            Ok(())
+        })
+        .run(1);
+    let Verdict::Correctness { message, .. } = &report.verdict else {
+        panic!("expected the second wait to time out, got {:?}", report.verdict);
+    };
+    assert_eq!(message, "step 5: wait for every ConfigMap in namespace default: timed out after 1s");
+}
+
+#[test]
+fn delete_with_a_precondition_that_does_not_hold_fails_the_step_with_409() {
+    use sim::api::{DeleteParams, Preconditions};
+    let report = Sim::builder()
+        .workload(|w| async move {
+            let api: Api<ConfigMap> = Api::default_namespaced(w.client());
+            w.apply(&api, &config_map("a", "1")).await?;
+            let stale = Preconditions { uid: Some("not-the-uid".to_owned()), resource_version: None };
+            w.delete_with(&api, "a", &DeleteParams { preconditions: Some(stale), ..DeleteParams::default() })
+                .await?;
+            Ok(())
+        })
+        .run(1);
+    let Verdict::Correctness { property, message, .. } = &report.verdict else {
+        panic!("expected a correctness verdict, got {:?}", report.verdict);
+    };
+    assert_eq!(property, "workload", "{message}");
+    assert!(message.starts_with("step 2: delete ConfigMap default/a: 409 Conflict: "), "{message}");
+}

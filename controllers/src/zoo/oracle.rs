@@ -156,11 +156,16 @@ pub fn same_failure(a: &sim::Verdict, b: &sim::Verdict) -> bool {
 /// A zoo scenario: `base` with the general properties, the differential oracle
 /// ([`properties::hooks::matches_reference`]) against its own fault-free [`reference`], and swarm
 /// faults drawn from `swarm`.
+///
+/// The reference runs when the scenario is first run, not when it is declared, so that listing
+/// the zoo or running one of its scenarios does not run every scenario's reference.
 pub fn scenario(name: &str, description: &str, base: SimBuilder, swarm: SwarmConfig) -> Scenario {
-    let base = base.liveness_wait(LIVENESS_WAIT).property(no_orphans()).property(no_stuck_deletions());
-    let reference = Arc::new(reference(&base));
-    let builder = base.property(properties::hooks::matches_reference(reference)).swarm(swarm);
-    Scenario::new(name, description, builder)
+    Scenario::lazy(name, description, move || {
+        let base =
+            base.clone().liveness_wait(LIVENESS_WAIT).property(no_orphans()).property(no_stuck_deletions());
+        let reference = Arc::new(reference(&base));
+        base.property(properties::hooks::matches_reference(reference)).swarm(swarm.clone())
+    })
 }
 
 /// The name [`children_within_spec`] reports under.

@@ -218,11 +218,27 @@ pub fn story(report: &RunReport) -> String {
     }
     if !report.unfired.is_empty() {
         let _ = writeln!(out, "{} planned faults never fired:", report.unfired.len());
+        let controllers = controllers_of(report);
         for fault in &report.unfired {
-            let _ = writeln!(out, "  {fault}");
+            let why = sim::explore::unfired::why_unfired(fault, report.trace.entries(), &controllers);
+            let _ = writeln!(out, "  {fault}\n    why: {why}");
         }
     }
     out
+}
+
+/// The controller nodes that ran, as the trace shows them starting (the workload's node aside).
+fn controllers_of(report: &RunReport) -> Vec<String> {
+    let mut nodes: Vec<String> = report
+        .trace
+        .entries()
+        .iter()
+        .filter(|e| matches!(e.event, TraceEvent::NodeStart { .. }) && &*e.node != sim::world::WORKLOAD_NODE)
+        .map(|e| e.node.to_string())
+        .collect();
+    nodes.sort();
+    nodes.dedup();
+    nodes
 }
 
 /// The differences between the reference end state and a run's, one line each (at most

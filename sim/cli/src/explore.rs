@@ -116,6 +116,10 @@ pub fn explore(args: &ExploreArgs, registry: &Registry) -> Result<u8, CliError> 
             failing_seeds: explored.failing[index],
             distinct_failures: 0,
             coverage: explored.coverage[index].clone(),
+            unfired_faults: explored.unfired[index]
+                .iter()
+                .map(|(kind, count)| (kind_name(*kind), *count))
+                .collect(),
         });
     }
     // Shrinking is the costly part of a failure: the distinct ones shrink in parallel, each on
@@ -178,6 +182,14 @@ fn select<'r>(registry: &'r Registry, names: &[String]) -> Result<Vec<&'r Scenar
         .collect()
 }
 
+/// A fault kind as the plan's JSON spells it (`staleReplica`).
+fn kind_name(kind: sim::faults::FaultKind) -> String {
+    serde_json::to_value(kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_else(|| format!("{kind:?}"))
+}
+
 /// Worker threads: `--jobs`, or one per core.
 fn jobs(args: &ExploreArgs) -> usize {
     args.jobs.map_or_else(sim::runner::default_jobs, |j| usize::try_from(j).unwrap_or(usize::MAX))
@@ -197,19 +209,56 @@ fn guided_config(args: &ExploreArgs) -> GuidedConfig {
     config
 }
 
-/// The progress bar as an exploration's observer.
-struct Bar(ProgressBar);
+/// How often progress is printed as plain lines when stderr is not a terminal (a piped nightly
+/// log), where indicatif draws nothing.
+const PLAIN_PROGRESS_EVERY: Duration = Duration::from_secs(10);
+
+/// The progress bar as an exploration's observer; when stderr is not a terminal, a plain line
+/// after the first run and then every [`PLAIN_PROGRESS_EVERY`].
+struct Bar {
+    bar: ProgressBar,
+    plain: Option<PlainProgress>,
+}
+
+/// What plain progress lines need.
+struct PlainProgress {
+    unit: &'static str,
+    total: Option<u64>,
+    last: std::sync::Mutex<Option<Instant>>,
+}
+
+impl Bar {
+    fn new(total: Option<u64>, unit: &'static str, message: String) -> Self {
+        use std::io::IsTerminal;
+        let plain = (!std::io::stderr().is_terminal()).then(|| PlainProgress {
+            unit,
+            total,
+            last: std::sync::Mutex::new(None),
+        });
+        Bar { bar: progress_bar(total, unit, message), plain }
+    }
+
+    fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
 
 impl Observer for Bar {
     fn ran(&self, progress: Progress) {
+        let message = || coverage_message(progress.failing, progress.points_exercised, progress.points);
         if progress.news {
-            self.0.set_message(coverage_message(
-                progress.failing,
-                progress.points_exercised,
-                progress.points,
-            ));
+            self.bar.set_message(message());
         }
-        self.0.inc(1);
+        self.bar.inc(1);
+        let Some(plain) = &self.plain else { return };
+        let mut last = plain.last.lock().unwrap_or_else(|p| p.into_inner());
+        let now = Instant::now();
+        if last.is_some_and(|at| now.duration_since(at) < PLAIN_PROGRESS_EVERY) {
+            return;
+        }
+        *last = Some(now);
+        let of = plain.total.map(|total| format!("/{total}")).unwrap_or_default();
+        eprintln!("kube-sim explore: {}{of} {}, {}", progress.runs, plain.unit, message());
     }
 }
 
@@ -242,9 +291,9 @@ fn run_seeds(args: &ExploreArgs, scenarios: &[&Scenario]) -> (Explored, &'static
     let per_scenario = if args.duration.is_some() { None } else { Some(args.seeds.unwrap_or(SEEDS_DEFAULT)) };
     let swarm = RandomSwarm::new(scenarios.len(), args.first_seed, per_scenario, args.shard);
     let total: u64 = references.iter().flatten().map(|r| r.map.len() as u64).sum();
-    let bar = Bar(progress_bar(swarm.len(), "seeds", coverage_message(0, 0, total)));
+    let bar = Bar::new(swarm.len(), "seeds", coverage_message(0, 0, total));
     let mut explored = explore::explore(scenarios, &swarm, &references, &options(args, started), &bar);
-    bar.0.finish_and_clear();
+    bar.finish();
     explored.wall_seconds = started.elapsed().as_secs_f64();
     (explored, swarm.name())
 }
@@ -260,9 +309,9 @@ fn run_guided(args: &ExploreArgs, scenarios: &[&Scenario]) -> Result<(Explored, 
     let guided = Guided::plan(scenarios, &references, &config, args.shard)?;
     let references: Vec<Option<Reference>> = references.into_iter().map(Result::ok).collect();
     let total: u64 = references.iter().flatten().map(|r| r.map.len() as u64).sum();
-    let bar = Bar(progress_bar(guided.len(), "runs", coverage_message(0, 0, total)));
+    let bar = Bar::new(guided.len(), "runs", coverage_message(0, 0, total));
     let mut explored = explore::explore(scenarios, &guided, &references, &options(args, started), &bar);
-    bar.0.finish_and_clear();
+    bar.finish();
     explored.wall_seconds = started.elapsed().as_secs_f64();
     for (index, scenario) in scenarios.iter().enumerate() {
         let summary = guided.summary(index, &explored.ran);
@@ -361,6 +410,10 @@ pub(crate) fn print_summary(report: &ExploreReport) {
         report.failing_seeds,
         report.failures.len()
     );
+    for s in report.scenarios.iter().filter(|s| !s.unfired_faults.is_empty()) {
+        let counts: Vec<String> = s.unfired_faults.iter().map(|(kind, n)| format!("{kind} {n}")).collect();
+        println!("{}: planned faults that never fired: {}", s.name, counts.join(", "));
+    }
     for (i, f) in report.failures.iter().enumerate() {
         let property =
             if f.property.is_empty() { String::new() } else { format!(" property \"{}\"", f.property) };

@@ -16,7 +16,9 @@
 //! library's ([`sim::explore`]): this crate parses arguments, draws progress and prints.
 //!
 //! Exit codes: 0 when everything passed, 1 when a failure was found (or a replay still fails), 2
-//! on bad usage or bad input (an unreadable or corrupt file, an unknown scenario).
+//! on bad usage or bad input (an unreadable or corrupt file, an unknown scenario, a fault naming
+//! a controller the scenario lacks), 3 when a replay passed with planned faults that never fired
+//! (inconclusive).
 
 pub mod explain;
 pub mod explore;
@@ -45,6 +47,9 @@ pub const EXIT_PASS: u8 = 0;
 pub const EXIT_FAILURE: u8 = 1;
 /// Exit code: bad usage or bad input.
 pub const EXIT_USAGE: u8 = 2;
+/// Exit code: a replay passed, but some of its planned faults never fired, so the recorded
+/// failure was not put to the test (neither fixed nor failing).
+pub const EXIT_INCONCLUSIVE: u8 = 3;
 
 /// Why a subcommand could not do its work (each maps to exit code 2).
 #[derive(Debug, thiserror::Error)]
@@ -138,6 +143,7 @@ where
 /// registry may be costly to build: zoo scenarios run their fault-free reference first).
 pub fn dispatch(command: Command, registry: impl FnOnce() -> Registry) -> ExitCode {
     sim::sweep::ensure_simulated();
+    BINARY.get_or_init(|| binary_name_of(std::env::args_os().next()));
     let outcome = match command {
         Command::List => list::list(&registry(), &mut std::io::stdout().lock()).map(|()| EXIT_PASS),
         Command::Explore(args) => explore::explore(&args, &registry()),
@@ -156,13 +162,42 @@ pub fn dispatch(command: Command, registry: impl FnOnce() -> Registry) -> ExitCo
 }
 
 /// The command that replays a regression file, as every failure message ends with it.
+///
+/// It names the binary that is running the command line (a user's crate that calls [`main`]
+/// from its own binary gets its own name), `kube-sim` outside one.
 pub fn replay_command(file: &std::path::Path) -> String {
-    format!("cargo run --release --bin kube-sim -- replay {}", file.display())
+    let binary = BINARY.get().map_or("kube-sim", String::as_str);
+    format!("cargo run --release --bin {binary} -- replay {}", file.display())
+}
+
+/// The name of the binary running the command line, set once by [`dispatch`] (a per-process
+/// fact, not per-run state).
+static BINARY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// The file stem of the program's own path (`argv[0]`), as cargo names binaries.
+fn binary_name_of(program: Option<std::ffi::OsString>) -> String {
+    program
+        .as_deref()
+        .map(std::path::Path::new)
+        .and_then(std::path::Path::file_stem)
+        .map(|stem| stem.to_string_lossy().into_owned())
+        .filter(|stem| !stem.is_empty())
+        .unwrap_or_else(|| "kube-sim".to_owned())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_replay_hint_names_the_running_binary_as_cargo_names_it() {
+        assert_eq!(
+            binary_name_of(Some("/home/u/op/target/release/my-operator-sim".into())),
+            "my-operator-sim"
+        );
+        assert_eq!(binary_name_of(Some("kube-sim".into())), "kube-sim");
+        assert_eq!(binary_name_of(None), "kube-sim");
+    }
 
     #[test]
     fn an_unknown_argument_exits_with_code_2() {

@@ -104,6 +104,9 @@ pub fn merge_reports(reports: &[ExploreReport], written: &BTreeMap<Key, PathBuf>
                     m.seeds_run += s.seeds_run;
                     m.failing_seeds += s.failing_seeds;
                     m.coverage = m.coverage.union(&s.coverage);
+                    for (kind, count) in &s.unfired_faults {
+                        *m.unfired_faults.entry(kind.clone()).or_default() += count;
+                    }
                 }
                 None => merged.scenarios.push(ScenarioSummary { distinct_failures: 0, ..s.clone() }),
             }

@@ -1,12 +1,13 @@
 //! `kube-sim replay FILE`: rerun a regression file (its scenario, seed and fault plan, with the
-//! trace kept), print the verdict and the story, and exit 0 if it passes now, 1 if it still fails.
+//! trace kept), print the verdict and the story, and exit 0 if it passes now, 1 if it still fails,
+//! 3 if it passes but some planned fault never fired (inconclusive: the story says why).
 //!
 //! The replaying itself is the library's ([`sim::explore::replay`]), which the `regressions`
 //! crate's replay-all test calls too, so the test and the tool agree on what "reproduces" means.
 
 use std::path::PathBuf;
 
-use crate::{CliError, EXIT_FAILURE, EXIT_PASS, explain};
+use crate::{CliError, EXIT_FAILURE, EXIT_INCONCLUSIVE, EXIT_PASS, explain};
 use sim::explore::replay::{Replayed, embed_choices, replay_file_recording};
 use sim::scenario::Registry;
 
@@ -47,6 +48,15 @@ pub fn replay(args: &ReplayArgs, registry: &Registry) -> Result<u8, CliError> {
     }
     println!();
     print!("{}", explain::story(report));
+    if report.verdict.is_pass() && !report.unfired.is_empty() {
+        println!(
+            "\nINCONCLUSIVE: the run passed, but {} of its {} planned faults never fired (see above): \
+             the recorded failure was not put to the test.",
+            report.unfired.len(),
+            report.plan.faults.len()
+        );
+        return Ok(EXIT_INCONCLUSIVE);
+    }
     if report.verdict.is_pass() {
         println!("\nPASS: the recorded failure no longer happens (the bug is fixed).");
         return Ok(EXIT_PASS);

@@ -1,6 +1,7 @@
 //! The machine-readable report of `kube-sim explore --report FILE`, which `kube-sim merge`
 //! combines across shards.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -54,6 +55,10 @@ pub struct ScenarioSummary {
     /// written before coverage existed read as none found).
     #[serde(default)]
     pub coverage: PointCoverage,
+    /// Planned faults that never fired, per fault kind (`crash`, `staleReplica`, ...), over
+    /// every run (reports written before it existed read as none).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub unfired_faults: BTreeMap<String, u64>,
 }
 
 /// One distinct failure.

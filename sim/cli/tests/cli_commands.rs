@@ -126,9 +126,11 @@ fn explore_of_a_fixed_scenario_that_passes_exits_0_and_writes_a_report_without_f
         "--report",
         report.to_str().expect("utf-8"),
     ];
-    let (code, stdout, _) = run(&args);
+    let (code, stdout, stderr) = run(&args);
     assert_eq!(code, 0, "{stdout}");
     assert!(stdout.contains("3 seeds (shard 0/1)"), "{stdout}");
+    // Piped, as a nightly log is: plain progress lines instead of a bar nobody sees.
+    assert!(stderr.contains("kube-sim explore: 1/3 seeds, 0 failing, coverage "), "{stderr}");
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&report).expect("the report")).expect("JSON");
     assert_eq!(json["report"], "kube-sim-explore-report");

@@ -53,15 +53,17 @@ pub struct Action {
 impl Action {
     /// Reconcile the object again `duration` after this reconcile finishes (unless a change
     /// triggers it earlier).
-    pub fn requeue(duration: Duration) -> Self {
+    #[must_use]
+    pub const fn requeue(duration: Duration) -> Self {
         Action { requeue_after: Some(duration) }
     }
     /// Reconcile again only when something changes.
-    pub fn await_change() -> Self {
+    #[must_use]
+    pub const fn await_change() -> Self {
         Action { requeue_after: None }
     }
     /// The requeue delay, if any.
-    pub fn requeue_after(&self) -> Option<Duration> {
+    pub const fn requeue_after(&self) -> Option<Duration> {
         self.requeue_after
     }
 }
@@ -508,7 +510,9 @@ where
             }
         };
         let described = self.describe(&object_ref);
+        let failed = matches!(outcome, Err(_));
         self.world.with(|w| {
+            w.note_reconcile(&self.node, &described, failed.then_some(summary.as_str()));
             let event = TraceEvent::ReconcileEnd {
                 controller: self.node.to_string(),
                 object: described,

@@ -87,17 +87,36 @@ impl Findings {
     }
 }
 
-/// The shape of a failure message: every number and hex string replaced by `#`, so that the same
-/// bug with other names, counts or digests deduplicates to one failure.
+/// The characters Kubernetes draws generated name suffixes and hash suffixes from
+/// (`k8s.io/apimachinery/pkg/util/rand`: no vowels, no 0, 1 or 3, so no words and no look-alikes).
+const GENERATED_ALPHABET: &str = "bcdfghjklmnpqrstvwxz2456789";
+
+/// Whether `word`, which follows a `-`, is a suffix Kubernetes generated: a generateName suffix
+/// (5 characters) or a hash suffix (a ReplicaSet's pod-template-hash, a ControllerRevision's:
+/// 6 to 10), drawn from [`GENERATED_ALPHABET`].
+fn is_generated_suffix(word: &str) -> bool {
+    let from_alphabet = word.chars().all(|c| GENERATED_ALPHABET.contains(c));
+    let len = word.chars().count();
+    from_alphabet && (len == 5 || ((6..=10).contains(&len) && word.chars().any(|c| c.is_ascii_digit())))
+}
+
+/// The shape of a failure message, what deduplication compares: every generated name suffix
+/// (`backup-x7k2p`) and hash suffix (`web-5d4f8b9c7d`) becomes `*`, and every number, uid and
+/// hex digest `#`, so that the same bug with other generated names, counts or digests is one
+/// failure.
 pub fn message_shape(message: &str) -> String {
     let mut shape = String::with_capacity(message.len());
     let mut word = String::new();
-    let flush = |word: &mut String, shape: &mut String| {
+    // The character before the current word (a generated suffix follows a `-`).
+    let mut before = ' ';
+    let flush = |word: &mut String, shape: &mut String, before: char| {
         if word.is_empty() {
             return;
         }
         let all_hex = word.chars().all(|c| c.is_ascii_hexdigit());
-        if all_hex && word.chars().any(|c| c.is_ascii_digit()) {
+        if before == '-' && is_generated_suffix(word) {
+            shape.push('*');
+        } else if all_hex && word.chars().any(|c| c.is_ascii_digit()) {
             shape.push('#');
         } else {
             let mut in_digits = false;
@@ -119,11 +138,12 @@ pub fn message_shape(message: &str) -> String {
         if c.is_ascii_alphanumeric() {
             word.push(c);
         } else {
-            flush(&mut word, &mut shape);
+            flush(&mut word, &mut shape, before);
             shape.push(c);
+            before = c;
         }
     }
-    flush(&mut word, &mut shape);
+    flush(&mut word, &mut shape, before);
     shape
 }
 
@@ -151,6 +171,24 @@ mod tests {
             message_shape("statefulset dc has 2 replicas, expected 0")
         );
         assert_eq!(message_shape("a deadbeef word"), "a deadbeef word");
+    }
+
+    #[test]
+    fn generated_name_and_hash_suffixes_shape_alike_and_ordinary_words_stay() {
+        let shape = |m| message_shape(m);
+        assert_eq!(
+            shape("backups default/nightly-x7k2p created twice"),
+            "backups default/nightly-* created twice"
+        );
+        assert_eq!(
+            shape("backups default/nightly-x7k2p created twice"),
+            shape("backups default/nightly-bqzzt created twice")
+        );
+        assert_eq!(shape("replicasets default/web-5d4f8b9c7d: 3 pods"), "replicasets default/web-*: # pods");
+        assert_eq!(shape("uid 0b6a52e4-33cf-4f1e-9f5c-2b9d0c1e7a11"), "uid #-#-#-#-#");
+        // Words with vowels, and suffixes not after a dash, are no generated names.
+        assert_eq!(shape("pvc data-backup deleted"), "pvc data-backup deleted");
+        assert_eq!(shape("mode x7k2p"), "mode x#k#p");
     }
 
     #[test]

@@ -32,13 +32,16 @@ pub mod random;
 pub mod replay;
 pub mod shard;
 pub mod shrink;
+pub mod unfired;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
-use crate::faults::FaultPlan;
+use std::collections::BTreeMap;
+
+use crate::faults::{FaultKind, FaultPlan};
 use crate::guided::GuidedError;
 use crate::regression::RegressionError;
 use crate::scenario::Scenario;
@@ -156,6 +159,9 @@ pub struct Explored {
     pub coverage: Vec<PointCoverage>,
     /// Per work item of a strategy of known length: whether it ran (a deadline may stop early).
     pub ran: Vec<bool>,
+    /// Per scenario, per fault kind: planned faults that never fired, over every run (a fault
+    /// whose precondition the scenario never meets shows up here).
+    pub unfired: Vec<BTreeMap<FaultKind, u64>>,
     /// Wall-clock seconds.
     pub wall_seconds: f64,
 }
@@ -180,6 +186,7 @@ pub fn explore(
     let failing: Vec<AtomicU64> = scenarios.iter().map(|_| AtomicU64::new(0)).collect();
     let (runs, failing_total) = (AtomicU64::new(0), AtomicU64::new(0));
     let findings = Mutex::new(Findings::default());
+    let unfired: Mutex<Vec<BTreeMap<FaultKind, u64>>> = Mutex::new(vec![BTreeMap::new(); scenarios.len()]);
     let ran: Mutex<Vec<bool>> = Mutex::new(vec![false; strategy.len().map_or(0, |n| n as usize)]);
     let next = AtomicU64::new(0);
     let stop = AtomicBool::new(false);
@@ -199,6 +206,12 @@ pub fn explore(
             None => replay::run_seed(scenario, run.seed),
         };
         seeds_run[run.scenario].fetch_add(1, Ordering::Relaxed);
+        if !report.unfired.is_empty() {
+            let mut unfired = unfired.lock().unwrap_or_else(|p| p.into_inner());
+            for planned in &report.unfired {
+                *unfired[run.scenario].entry(planned.fault.kind()).or_default() += 1;
+            }
+        }
         let exercised = references[run.scenario].map(|r| r.map.exercised_by(&report));
         let new_points = coverage.mark(run.scenario, &exercised.unwrap_or_default());
         let failed = !report.verdict.is_pass();
@@ -233,6 +246,7 @@ pub fn explore(
         groups: findings.into_inner().unwrap_or_else(|p| p.into_inner()).into_groups(),
         coverage: coverage.into_summaries(),
         ran: ran.into_inner().unwrap_or_else(|p| p.into_inner()),
+        unfired: unfired.into_inner().unwrap_or_else(|p| p.into_inner()),
         wall_seconds: started.elapsed().as_secs_f64(),
     }
 }

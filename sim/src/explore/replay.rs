@@ -34,6 +34,7 @@ pub fn load<'r>(path: &Path, registry: &'r Registry) -> Result<(RegressionFile, 
     let file = RegressionFile::load(path)?;
     file.check_scenario(path, &registry.names())?;
     let scenario = registry.get(&file.scenario).expect("check_scenario found it");
+    check_controllers(path, &file, &scenario.builder().controller_names())?;
     if file.workload.is_some() && scenario.builder().generated_workload_for(file.seed).is_none() {
         return Err(RegressionError::WorkloadNotGenerated {
             path: path.to_owned(),
@@ -42,6 +43,30 @@ pub fn load<'r>(path: &Path, registry: &'r Registry) -> Result<(RegressionFile, 
         .into());
     }
     Ok((file, scenario))
+}
+
+/// Every controller the file's fault plan names (in a fault or a trigger) is one of the
+/// scenario's, or the file is an error naming the field.
+fn check_controllers(
+    path: &Path,
+    file: &RegressionFile,
+    controllers: &[String],
+) -> Result<(), RegressionError> {
+    for (i, planned) in file.fault_plan.faults.iter().enumerate() {
+        let named = [("fault", planned.fault.controller()), ("trigger", planned.trigger.controller())];
+        for (part, controller) in named {
+            let Some(controller) = controller.filter(|c| !controllers.iter().any(|known| known == c)) else {
+                continue;
+            };
+            return Err(RegressionError::UnknownController {
+                path: path.to_owned(),
+                field: format!("faultPlan.faults[{i}].{part}.controller"),
+                controller: controller.to_owned(),
+                known: controllers.join(", "),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Run `scenario` at `seed` with exactly `plan`, on a fresh thread. A panic that escapes the

@@ -308,6 +308,16 @@ pub enum Trigger {
     },
 }
 
+impl Trigger {
+    /// The controller whose calls the trigger counts or watches, if it names one.
+    pub fn controller(&self) -> Option<&str> {
+        match self {
+            Trigger::NthWrite { controller, .. } | Trigger::Rate { controller, .. } => Some(controller),
+            _ => None,
+        }
+    }
+}
+
 /// One planned fault.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct PlannedFault {
