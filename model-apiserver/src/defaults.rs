@@ -75,6 +75,26 @@ pub(crate) fn apply(ty: &ResourceType, data: &mut Value) {
             spec.entry("podReplacementPolicy").or_insert(json!("TerminatingOrFailed"));
             template(spec);
         }
+        ("apps", "DaemonSet") => {
+            let spec = object_at(obj, "spec");
+            spec.entry("revisionHistoryLimit").or_insert(json!(10));
+            let strategy = object_at(spec, "updateStrategy");
+            strategy.entry("type").or_insert(json!("RollingUpdate"));
+            if strategy.get("type") == Some(&json!("RollingUpdate")) {
+                let rolling = object_at(strategy, "rollingUpdate");
+                rolling.entry("maxUnavailable").or_insert(json!(1));
+                rolling.entry("maxSurge").or_insert(json!(0));
+            }
+            template(spec);
+        }
+        ("batch", "CronJob") => {
+            let spec = object_at(obj, "spec");
+            spec.entry("concurrencyPolicy").or_insert(json!("Allow"));
+            spec.entry("suspend").or_insert(json!(false));
+            spec.entry("successfulJobsHistoryLimit").or_insert(json!(3));
+            spec.entry("failedJobsHistoryLimit").or_insert(json!(1));
+            template(object_at(object_at(spec, "jobTemplate"), "spec"));
+        }
         ("", "Service") => service(object_at(obj, "spec")),
         ("", "PersistentVolumeClaim") => {
             object_at(obj, "spec").entry("volumeMode").or_insert(json!("Filesystem"));

@@ -84,6 +84,7 @@ pub mod apply;
 pub mod context;
 pub mod crd;
 mod crd_serving;
+mod decode;
 mod defaults;
 mod deletion;
 pub mod errors;
@@ -107,7 +108,7 @@ mod write;
 
 pub use admission::{AdmissionHook, AdmissionRequest};
 pub use context::{Context, IdSource, SeqIds};
-pub use request::{Request, Response, Subresource, Verb};
+pub use request::{FieldValidation, Request, Response, Subresource, Verb};
 pub use resources::{ResourceType, ResourceTypes};
 pub use server::{ApiServer, ServerConfig};
 pub use store::{ObjectKey, Revision, Snapshot, StoredEvent, StoredEventType};

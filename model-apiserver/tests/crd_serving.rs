@@ -125,7 +125,7 @@ fn an_update_of_a_custom_resource_with_an_empty_resource_version_gets_422() {
     assert_eq!(code_reason(&err), (422, "Invalid"));
     assert_eq!(
         err.message,
-        "Widget \"a\" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"
+        "Widget.example.com \"a\" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"
     );
 }
 
