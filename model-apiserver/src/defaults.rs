@@ -4,8 +4,8 @@
 //! in a cluster.
 //!
 //! Covered: Pod specs (also inside workload templates) and their containers, Deployment,
-//! ReplicaSet, StatefulSet, Job, Service, PersistentVolumeClaim, Secret and the Namespace name
-//! label. Admission plugins' additions (service account token volumes, default tolerations,
+//! ReplicaSet, StatefulSet, DaemonSet, Job, CronJob, Service, PersistentVolumeClaim, Secret,
+//! CustomResourceDefinition names and conversion, and the Namespace name label. Admission plugins' additions (service account token volumes, default tolerations,
 //! priority) are not modelled.
 
 use serde_json::{Map, Value, json};
@@ -94,6 +94,15 @@ pub(crate) fn apply(ty: &ResourceType, data: &mut Value) {
             spec.entry("successfulJobsHistoryLimit").or_insert(json!(3));
             spec.entry("failedJobsHistoryLimit").or_insert(json!(1));
             template(object_at(object_at(spec, "jobTemplate"), "spec"));
+        }
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+            let spec = object_at(obj, "spec");
+            object_at(spec, "conversion").entry("strategy").or_insert(json!("None"));
+            let names = object_at(spec, "names");
+            if let Some(kind) = names.get("kind").and_then(Value::as_str).map(str::to_owned) {
+                names.entry("singular").or_insert_with(|| json!(kind.to_lowercase()));
+                names.entry("listKind").or_insert_with(|| json!(format!("{kind}List")));
+            }
         }
         ("", "Service") => service(object_at(obj, "spec")),
         ("", "PersistentVolumeClaim") => {
