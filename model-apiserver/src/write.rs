@@ -116,6 +116,9 @@ impl ApiServer {
         meta.self_link = None;
         object.types = Some(t.type_meta());
         strategy::decode_defaults(t, &mut object, self.config.builtin_defaults);
+        // A custom resource's schema defaults are applied while decoding too (admission applies
+        // them again, a no-op), so they are the creator's.
+        self.default_and_prune(t, &mut object);
         // The creator owns what it wrote and what decoding defaulted, not what the registry sets
         // afterwards (a Service's cluster IP, a Job's selector, a Namespace's finalizer), as the
         // real handler records ownership before calling the store.
