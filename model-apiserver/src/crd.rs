@@ -372,6 +372,15 @@ fn validate_versions(versions: &[CustomResourceDefinitionVersion], causes: &mut 
             format!("Invalid value: {storage}: must have exactly one version marked as storage version");
         causes.push(errors::cause("FieldValueInvalid", "spec.versions", message));
     }
+    if storage == 0 {
+        // The strategy stores the storage version in status.storedVersions; with none there is
+        // nothing to store, which the status validation reports too.
+        causes.push(errors::cause(
+            "FieldValueInvalid",
+            "status.storedVersions",
+            "Invalid value: []string(nil): must have at least one stored version",
+        ));
+    }
 }
 
 /// Where a schema sits, for the wording of a missing `type`.

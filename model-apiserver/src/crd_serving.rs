@@ -122,6 +122,7 @@ impl ApiServer {
                 resource: resource.clone(),
                 namespace: key.namespace,
                 user: None,
+                field_validation: Default::default(),
             };
             // A failure (say, a validating hook refusing) leaves the object, as the real
             // finalizer controller would retry later; the CRD then stays terminating.
@@ -157,8 +158,13 @@ impl ApiServer {
         else {
             return;
         };
-        let t =
-            Target { resource: crd_key.resource.clone(), ty: crd_type, namespace: Arc::from(""), user: None };
+        let t = Target {
+            resource: crd_key.resource.clone(),
+            ty: crd_type,
+            namespace: Arc::from(""),
+            user: None,
+            field_validation: Default::default(),
+        };
         let gone = should_delete_during_update(&new);
         let kind = if gone { StoredEventType::Deleted } else { StoredEventType::Modified };
         let stored = self.commit(kind, &t, &crd_key.name, new);

@@ -160,7 +160,13 @@ impl ApiServer {
     /// [`crate::Subresource::Finalize`] update without a resourceVersion.
     pub fn finalize_namespace(&mut self, name: &str, ctx: &mut Context<'_>) -> Result<Response, Status> {
         let ns_type = self.types.get("", "v1", "namespaces").expect("namespaces are built in").clone();
-        let t = Target { resource: ns_type.storage_key(), ty: ns_type, namespace: Arc::from(""), user: None };
+        let t = Target {
+            resource: ns_type.storage_key(),
+            ty: ns_type,
+            namespace: Arc::from(""),
+            user: None,
+            field_validation: Default::default(),
+        };
         let old = self.current_object(&t, name)?;
         let mut new = DynamicObject::clone(&old);
         if let Some(f) = new.data.pointer_mut("/spec/finalizers").and_then(|f| f.as_array_mut()) {

@@ -10,7 +10,7 @@ use crate::{
     admission::AdmissionHook,
     context::Context,
     errors,
-    request::{Request, Response, Verb},
+    request::{FieldValidation, Request, Response, Verb},
     resources::{ResourceType, ResourceTypes},
     store::{ObjectKey, Revision, Snapshot, Store, StoredEvent},
 };
@@ -62,6 +62,8 @@ pub(crate) struct Target {
     pub(crate) namespace: Arc<str>,
     /// The requesting user.
     pub(crate) user: Option<Arc<str>>,
+    /// What decoding does with unknown fields of a written object.
+    pub(crate) field_validation: FieldValidation,
 }
 
 impl Target {
@@ -196,7 +198,13 @@ impl ApiServer {
             (true, None, _) | (false, Some(_), _) => return Err(resource_not_found()),
             (false, None, _) => "",
         };
-        Ok(Target { resource, ty, namespace: Arc::from(namespace), user: request.user.clone() })
+        Ok(Target {
+            resource,
+            ty,
+            namespace: Arc::from(namespace),
+            user: request.user.clone(),
+            field_validation: request.field_validation(),
+        })
     }
 
     /// The current revision.

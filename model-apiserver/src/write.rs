@@ -75,6 +75,7 @@ impl ApiServer {
         params: &PostParams,
         ctx: &mut Context<'_>,
     ) -> Result<Response, Status> {
+        validate_field_manager("CreateOptions", params.field_manager.as_deref())?;
         self.create_with(t, object, WriteOpts::post(params), ctx)
     }
 
@@ -86,6 +87,7 @@ impl ApiServer {
         opts: WriteOpts<'_>,
         ctx: &mut Context<'_>,
     ) -> Result<Response, Status> {
+        self.decode_body(t, &mut object, ctx)?;
         check_body_namespace(t, &object.metadata)?;
         self.check_crd_accepts_creates(t)?;
         let given = object.metadata.name.clone().filter(|n| !n.is_empty());
@@ -113,14 +115,21 @@ impl ApiServer {
         meta.resource_version = None;
         meta.self_link = None;
         object.types = Some(t.type_meta());
-        strategy::prepare_for_create(t, &mut object, self.config.builtin_defaults, ctx.ids);
-        let mut object = self.admit(t, "create", None, None, object)?;
+        strategy::decode_defaults(t, &mut object, self.config.builtin_defaults);
+        // A custom resource's schema defaults are applied while decoding too (admission applies
+        // them again, a no-op), so they are the creator's.
+        self.default_and_prune(t, &mut object);
+        // The creator owns what it wrote and what decoding defaulted, not what the registry sets
+        // afterwards (a Service's cluster IP, a Job's selector, a Namespace's finalizer), as the
+        // real handler records ownership before calling the store.
+        if !opts.applied {
+            self.track_managed_fields(t, None, &mut object, None, opts.field_manager, ctx);
+        }
+        strategy::prepare_for_create(t, &mut object, ctx.ids);
+        let object = self.admit(t, "create", None, None, object)?;
         let key = t.key(&name);
         if self.store.current().get(&key).is_some() {
             return Err(errors::already_exists(&t.ty.api.group, &t.ty.api.plural, &name));
-        }
-        if !opts.applied {
-            self.track_managed_fields(t, None, &mut object, None, opts.field_manager, ctx);
         }
         if opts.dry_run {
             return Ok(Response::Object(Arc::new(object)));
@@ -176,13 +185,15 @@ impl ApiServer {
         subresource: Option<Subresource>,
         ctx: &mut Context<'_>,
     ) -> Result<Response, Status> {
+        validate_field_manager("UpdateOptions", params.field_manager.as_deref())?;
         self.check_subresource(t, subresource)?;
         if subresource == Some(Subresource::Scale) {
-            return self.update_scale(t, name, object, params.dry_run, ctx);
+            return self.update_scale(t, name, object, params, ctx);
         }
         if subresource == Some(Subresource::Finalize) {
             return self.update_finalize(t, name, object, params, ctx);
         }
+        self.decode_body(t, &mut object, ctx)?;
         let old = self.current_object(t, name)?;
         check_body_name(name, &object.metadata)?;
         check_body_namespace(t, &object.metadata)?;
@@ -208,9 +219,10 @@ impl ApiServer {
         subresource: Option<Subresource>,
         ctx: &mut Context<'_>,
     ) -> Result<Response, Status> {
+        validate_field_manager("PatchOptions", params.field_manager.as_deref())?;
         self.check_subresource(t, subresource)?;
         if subresource == Some(Subresource::Scale) {
-            return self.patch_scale(t, name, patch, params.dry_run, ctx);
+            return self.patch_scale(t, name, patch, params, ctx);
         }
         if subresource == Some(Subresource::Finalize) {
             return Err(method_not_allowed());
@@ -227,7 +239,8 @@ impl ApiServer {
             return self.apply_patch(t, name, body, params, subresource, ctx);
         }
         let old = self.current_object(t, name)?;
-        let object = patch::apply_to_object(&t.ty, &old, patch)?;
+        let mut object = patch::apply_to_object(&t.ty, &old, patch)?;
+        self.decode_patched(t, &mut object, ctx)?;
         self.write_patched(t, name, &old, object, subresource, WriteOpts::patch(params, false), ctx)
     }
 
@@ -341,7 +354,8 @@ impl ApiServer {
             return Ok(Response::Object(t.present(old)));
         }
         if !opts.applied {
-            self.track_managed_fields(t, Some(old), &mut new, sub_name, opts.field_manager, ctx);
+            let managed_sub = if opts.via_scale { Some("scale") } else { sub_name };
+            self.track_managed_fields(t, Some(old), &mut new, managed_sub, opts.field_manager, ctx);
         }
         if opts.dry_run {
             return Ok(Response::Object(Arc::new(new)));
@@ -474,11 +488,15 @@ impl ApiServer {
     ) -> Vec<kube_core::response::StatusCause> {
         let mut causes = Vec::new();
         if old.is_none() {
+            if let Some(prefix) = object.metadata.generate_name.as_deref().filter(|p| !p.is_empty()) {
+                causes.extend(metadata::validate_generate_name(t.ty.name_rule, prefix));
+            }
             let name = object.metadata.name.as_deref().unwrap_or_default();
             causes.extend(metadata::validate_name(t.ty.name_rule, "metadata.name", name));
         }
         causes.extend(metadata::validate_owner_references(&object.metadata));
         causes.extend(validation::validate_labels_and_annotations(&object.metadata));
+        causes.extend(validation::validate_builtin(&t.ty, object));
         if let Some(old) = old {
             causes.extend(metadata::validate_no_new_finalizers(&old.metadata, &object.metadata));
             causes.extend(validation::validate_builtin_update(&t.ty, old, object));
@@ -520,6 +538,36 @@ impl ApiServer {
             name: Arc::from(name),
         }
     }
+}
+
+/// The longest field manager name (apimachinery's FieldManagerMaxLength).
+pub(crate) const FIELD_MANAGER_BYTES_MAX: usize = 128;
+
+/// ValidateFieldManager: at most 128 bytes of printable characters, else 422 Invalid on the
+/// request's options (`CreateOptions`, `UpdateOptions`, `PatchOptions`).
+fn validate_field_manager(options: &str, manager: Option<&str>) -> Result<(), Status> {
+    let Some(manager) = manager else { return Ok(()) };
+    let mut causes = Vec::new();
+    if manager.len() > FIELD_MANAGER_BYTES_MAX {
+        causes.push(errors::cause(
+            "FieldValueTooLong",
+            "fieldManager",
+            format!("Too long: may not be more than {FIELD_MANAGER_BYTES_MAX} bytes"),
+        ));
+    }
+    for (i, c) in manager.chars().enumerate() {
+        if c.is_control() {
+            causes.push(errors::cause(
+                "FieldValueInvalid",
+                "fieldManager",
+                format!(
+                    "Invalid value: {manager:?}: invalid character U+{:04X} (at position {i})",
+                    u32::from(c)
+                ),
+            ));
+        }
+    }
+    if causes.is_empty() { Ok(()) } else { Err(errors::invalid("meta.k8s.io", options, "", causes)) }
 }
 
 /// The body may repeat the request's namespace but not contradict it. A cluster-scoped object's

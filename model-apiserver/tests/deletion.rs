@@ -67,7 +67,8 @@ fn delete_with_finalizers_sets_deletion_timestamp_and_keeps_the_object() {
 #[test]
 fn deletion_start_bumps_the_generation_of_kinds_that_track_it() {
     let mut w = World::new();
-    let mut body = json!({"metadata": {"name": "d", "finalizers": ["x"]}, "spec": {"replicas": 1}});
+    let mut body = json!({"metadata": {"name": "d", "finalizers": ["x"]}, "spec": {"replicas": 1,
+        "selector": {"matchLabels": {"app": "d"}}, "template": {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}}});
     body["apiVersion"] = json!("apps/v1");
     body["kind"] = json!("Deployment");
     let d = w.create(&deployments(), Some("default"), body);
@@ -169,7 +170,11 @@ fn a_graceful_pod_goes_when_deleted_again_with_grace_zero() {
 #[test]
 fn an_unscheduled_pod_is_deleted_at_once() {
     let mut w = World::new();
-    w.create(&pods(), Some("default"), json!({"metadata": {"name": "p"}, "spec": {"containers": []}}));
+    w.create(
+        &pods(),
+        Some("default"),
+        json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}),
+    );
     let gone = object(w.try_delete(&pods(), Some("default"), "p").unwrap());
     assert_eq!(gone.metadata.deletion_timestamp, None);
     assert_eq!(code_reason(&w.try_get(&pods(), Some("default"), "p").unwrap_err()), (404, "NotFound"));
@@ -297,7 +302,11 @@ fn kubes_finalizer_helper_removal_patch_deletes_a_deleting_object() {
 #[test]
 fn a_completed_pod_or_service_account_delete_answers_the_object_not_a_status() {
     let mut w = World::new();
-    w.create(&pods(), Some("default"), json!({"metadata": {"name": "p"}, "spec": {"containers": []}}));
+    w.create(
+        &pods(),
+        Some("default"),
+        json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}),
+    );
     let sa = builtin("", "serviceaccounts");
     w.create(&sa, Some("default"), json!({"metadata": {"name": "s"}}));
     for (ar, name) in [(pods(), "p"), (sa, "s")] {

@@ -59,7 +59,7 @@ fn each_write_bumps_the_global_resource_version_by_one_across_types() {
     let p = w.create(
         &pods(),
         Some("default"),
-        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": []}}),
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}),
     );
     assert_eq!((rv(&a), rv(&b), rv(&p)), (5, 6, 7));
     assert_eq!(w.server.revision(), 7);

@@ -63,7 +63,11 @@ fn watch_from_a_compacted_revision_gets_a_single_410_expired_error_event() {
 fn watch_with_bookmarks_ends_with_a_bookmark_at_the_current_revision() {
     let mut w = World::new();
     w.create(&cm(), Some("default"), config_map("a", json!({})));
-    w.create(&pods(), Some("default"), json!({"metadata": {"name": "p"}, "spec": {"containers": []}}));
+    w.create(
+        &pods(),
+        Some("default"),
+        json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}),
+    );
     let params = WatchParams::default();
     let events = w.watch(&cm(), None, "4", params);
     assert_eq!(describe(&events), [s("ADDED", "a", "5"), s("BOOKMARK", "", "6")]);
@@ -76,7 +80,11 @@ fn watch_is_filtered_by_resource_and_namespace() {
     let mut w = World::new();
     w.create(&cm(), Some("default"), config_map("a", json!({})));
     w.create(&cm(), Some("kube-system"), config_map("b", json!({})));
-    w.create(&pods(), Some("default"), json!({"metadata": {"name": "p"}, "spec": {"containers": []}}));
+    w.create(
+        &pods(),
+        Some("default"),
+        json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}),
+    );
     let events = w.watch(&cm(), Some("kube-system"), "4", plain());
     assert_eq!(describe(&events), [s("ADDED", "b", "6")]);
     let all = w.watch(&cm(), None, "4", plain());

@@ -510,7 +510,7 @@ where
             }
         };
         let described = self.describe(&object_ref);
-        let failed = matches!(outcome, Err(_));
+        let failed = outcome.is_err();
         self.world.with(|w| {
             w.note_reconcile(&self.node, &described, failed.then_some(summary.as_str()));
             let event = TraceEvent::ReconcileEnd {
