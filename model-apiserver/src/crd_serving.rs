@@ -159,11 +159,10 @@ impl ApiServer {
         };
         let t =
             Target { resource: crd_key.resource.clone(), ty: crd_type, namespace: Arc::from(""), user: None };
-        let gone = should_delete_during_update(&new);
-        let kind = if gone { StoredEventType::Deleted } else { StoredEventType::Modified };
-        let stored = self.commit(kind, &t, &crd_key.name, new);
-        if gone {
-            self.after_delete(&t, &stored, ctx);
+        if should_delete_during_update(&new) {
+            self.delete_during_update(&t, &crd_key.name, &crd, new, ctx);
+        } else {
+            self.commit(StoredEventType::Modified, &t, &crd_key.name, new);
         }
     }
 
@@ -213,7 +212,7 @@ impl ApiServer {
             let Some(object) = self.store.current().get(&key).cloned() else { continue };
             let mut last = DynamicObject::clone(&object);
             last.metadata.resource_version = Some(self.store.next_revision().to_string());
-            self.store.commit(StoredEventType::Deleted, key, Arc::new(last));
+            self.store.commit(StoredEventType::Deleted, key, Arc::new(last), self.clock);
         }
     }
 

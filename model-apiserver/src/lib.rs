@@ -87,6 +87,8 @@ mod crd_serving;
 mod defaults;
 mod deletion;
 pub mod errors;
+mod events;
+pub mod fields;
 mod filter;
 mod metadata;
 pub mod patch;

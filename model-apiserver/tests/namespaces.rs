@@ -53,6 +53,35 @@ fn creating_in_a_terminating_namespace_gets_403_forbidden() {
 }
 
 #[test]
+fn the_403_for_a_create_in_a_terminating_namespace_carries_the_namespace_terminating_cause() {
+    let mut w = World::new();
+    w.create(&namespaces(), None, namespace("team"));
+    w.try_delete(&namespaces(), None, "team").unwrap();
+    let err = w.try_create(&cm(), Some("team"), config_map("a", json!({}))).unwrap_err();
+    let details = err.details.expect("details");
+    assert_eq!((details.kind.as_str(), details.name.as_str()), ("configmaps", "a"));
+    let causes: Vec<_> =
+        details.causes.iter().map(|c| (c.reason.as_str(), c.field.as_str(), c.message.as_str())).collect();
+    assert_eq!(
+        causes,
+        [("NamespaceTerminating", "metadata.namespace", "namespace team is being terminated")]
+    );
+}
+
+#[test]
+fn a_fresh_server_has_the_four_default_namespaces_kube_node_lease_included() {
+    let mut ids = model_apiserver::SeqIds::default();
+    let mut ctx = Context::new(jiff::Timestamp::from_second(T0_SECONDS).unwrap(), &mut ids);
+    let mut server = model_apiserver::ApiServer::new().with_default_namespaces(&mut ctx);
+    let list = server.handle(Request::list(&namespaces(), None, Default::default()), &mut ctx).unwrap();
+    let Response::List(list) = list else { panic!() };
+    let names: Vec<_> = list.items.iter().map(|o| o.metadata.name.clone().unwrap()).collect();
+    assert_eq!(names, ["default", "kube-node-lease", "kube-public", "kube-system"]);
+    // Revision 1 is the empty store; each namespace is one write.
+    assert_eq!(server.revision(), 5);
+}
+
+#[test]
 fn objects_in_a_terminating_namespace_can_still_be_updated_and_deleted() {
     let mut w = World::new();
     w.create(&namespaces(), None, namespace("team"));
