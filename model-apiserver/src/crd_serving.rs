@@ -29,7 +29,7 @@ const CRD_CLEANUP_ITEMS_MAX: usize = 1_000_000;
 const CRD_CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
 
 /// Whether `t` is the built-in CustomResourceDefinition type.
-fn is_crd_type(t: &Target) -> bool {
+pub(crate) fn is_crd_type(t: &Target) -> bool {
     !t.ty.custom && t.ty.api.group == APIEXTENSIONS_GROUP && t.ty.api.kind == "CustomResourceDefinition"
 }
 

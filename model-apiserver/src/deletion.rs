@@ -63,14 +63,19 @@ impl ApiServer {
                 new.metadata.deletion_timestamp = Some(metadata::timestamp_after(ctx.now, grace));
                 new.metadata.deletion_grace_period_seconds = Some(grace);
             }
+        } else if is_namespace(t) || crate::crd_serving::is_crd_type(t) {
+            // Namespaces and CRDs have a Delete of their own in their registries: it sets the
+            // deletionTimestamp (and the Terminating phase or condition) in one update, with
+            // no grace period and no generation bump.
+            new.metadata.deletion_timestamp = Some(metadata::timestamp_after(ctx.now, 0));
+            if is_namespace(t) {
+                crate::strategy::set_status(&mut new, Some(serde_json::json!({"phase": "Terminating"})));
+            }
         } else {
             new.metadata.deletion_timestamp = Some(metadata::timestamp_after(ctx.now, grace));
             new.metadata.deletion_grace_period_seconds = Some(grace);
             if let Some(g) = new.metadata.generation.filter(|g| *g > 0) {
                 new.metadata.generation = Some(g + 1);
-            }
-            if is_namespace(t) {
-                crate::strategy::set_status(&mut new, Some(serde_json::json!({"phase": "Terminating"})));
             }
         }
         let gone = should_delete_during_update(&new);

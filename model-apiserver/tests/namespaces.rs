@@ -40,6 +40,16 @@ fn deleting_a_namespace_makes_it_terminating_and_keeps_it() {
 }
 
 #[test]
+fn a_deleted_namespace_has_a_deletion_timestamp_but_no_grace_period() {
+    let mut w = World::new();
+    w.create(&namespaces(), None, namespace("team"));
+    let Response::Object(ns) = w.try_delete(&namespaces(), None, "team").unwrap() else { panic!() };
+    // The namespace registry's own Delete: a timestamp and the Terminating phase, nothing more.
+    assert!(ns.metadata.deletion_timestamp.is_some());
+    assert_eq!(ns.metadata.deletion_grace_period_seconds, None);
+}
+
+#[test]
 fn creating_in_a_terminating_namespace_gets_403_forbidden() {
     let mut w = World::new();
     w.create(&namespaces(), None, namespace("team"));
