@@ -285,19 +285,49 @@ fn established_status(
     })
 }
 
-/// Add the Terminating condition a deleting CRD shows while its objects go.
+/// The CRD cleanup controller's Terminating condition while the objects go.
 fn mark_terminating(crd: &mut DynamicObject, ctx: &Context<'_>) {
-    let Some(status) = crd.data.get_mut("status").and_then(|s| s.as_object_mut()) else { return };
+    set_terminating_condition(
+        crd,
+        "InstanceDeletionInProgress",
+        "CustomResource deletion is in progress",
+        ctx.now,
+    );
+}
+
+/// What the CRD registry's Delete writes: the Terminating condition (deletion pending) and the
+/// cleanup finalizer, in the same update as the deletionTimestamp.
+pub(crate) fn mark_deletion_pending(crd: &mut DynamicObject, now: jiff::Timestamp) {
+    set_terminating_condition(
+        crd,
+        "InstanceDeletionPending",
+        "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
+        now,
+    );
+    let finalizers = crd.metadata.finalizers.get_or_insert_with(Vec::new);
+    if !finalizers.iter().any(|f| f == CRD_CLEANUP_FINALIZER) {
+        finalizers.push(CRD_CLEANUP_FINALIZER.to_owned());
+    }
+}
+
+/// Set the Terminating condition to True with `reason` and `message`, as apiextensions'
+/// SetCRDCondition does: an existing True condition keeps its lastTransitionTime.
+fn set_terminating_condition(crd: &mut DynamicObject, reason: &str, message: &str, now: jiff::Timestamp) {
+    let Some(map) = crd.data.as_object_mut() else { return };
+    let status = map.entry("status").or_insert_with(|| serde_json::json!({}));
+    let Some(status) = status.as_object_mut() else { return };
     let conditions = status.entry("conditions").or_insert_with(|| serde_json::json!([]));
     let Some(list) = conditions.as_array_mut() else { return };
-    if list.iter().any(|c| c["type"] == "Terminating") {
+    if let Some(existing) = list.iter_mut().find(|c| c["type"] == "Terminating") {
+        existing["reason"] = serde_json::json!(reason);
+        existing["message"] = serde_json::json!(message);
         return;
     }
     list.push(serde_json::json!({
         "type": "Terminating",
         "status": "True",
-        "reason": "InstanceDeletionInProgress",
-        "message": "CustomResource deletion is in progress",
-        "lastTransitionTime": serde_json::to_value(metadata::timestamp(ctx.now)).unwrap_or_default(),
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": serde_json::to_value(metadata::timestamp(now)).unwrap_or_default(),
     }));
 }

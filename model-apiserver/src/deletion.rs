@@ -70,6 +70,8 @@ impl ApiServer {
             new.metadata.deletion_timestamp = Some(metadata::timestamp_after(ctx.now, 0));
             if is_namespace(t) {
                 crate::strategy::set_status(&mut new, Some(serde_json::json!({"phase": "Terminating"})));
+            } else {
+                crate::crd_serving::mark_deletion_pending(&mut new, ctx.now);
             }
         } else {
             new.metadata.deletion_timestamp = Some(metadata::timestamp_after(ctx.now, grace));

@@ -75,6 +75,13 @@ fn a_deleted_crd_keeps_its_generation_and_has_no_grace_period() {
     assert!(deleting.metadata.deletion_timestamp.is_some());
     assert_eq!(deleting.metadata.deletion_grace_period_seconds, None);
     assert_eq!(deleting.metadata.generation, before.metadata.generation);
+    // The registry's Delete marks it Terminating, deletion pending, in the same update.
+    let conditions = deleting.data["status"]["conditions"].as_array().unwrap();
+    let terminating = conditions.iter().find(|c| c["type"] == "Terminating").expect("Terminating");
+    assert_eq!(
+        (terminating["status"].as_str(), terminating["reason"].as_str()),
+        (Some("True"), Some("InstanceDeletionPending"))
+    );
 }
 
 #[test]
