@@ -21,6 +21,7 @@ use kube_core::response::StatusCause;
 use serde::Deserialize;
 
 use crate::errors;
+use crate::fields::SelectableFields;
 use crate::resources::{NameRule, ResourceType, ScalePaths};
 use crate::selector::dns1123_subdomain_errors;
 
@@ -625,6 +626,15 @@ pub fn resource_types(crd: &CustomResourceDefinition) -> Vec<ResourceType> {
                 name_rule: NameRule::Subdomain,
                 custom: true,
                 schema: v.schema.as_ref().and_then(|s| s.open_api_v3_schema.clone()).map(Arc::new),
+                selectable_fields: SelectableFields::Custom {
+                    namespaced: spec.scope == "Namespaced",
+                    labels: v
+                        .selectable_fields
+                        .iter()
+                        .flatten()
+                        .map(|f| f.json_path.trim_start_matches('.').to_owned())
+                        .collect(),
+                },
             }
         })
         .collect()

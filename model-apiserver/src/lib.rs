@@ -32,7 +32,13 @@
 //!   finalizers for the garbage collector in `controllers`), namespaces that terminate until
 //!   [`ApiServer::finalize_namespace`] (the namespace controller's `/finalize`).
 //! - **Watch.** Pull-based: each [`Verb::Watch`] answers the events after a revision, with
-//!   selector transitions (leaving = DELETED, entering = ADDED), bookmarks, and 410 Expired.
+//!   selector transitions (entering = ADDED, leaving = DELETED with the object as it was before),
+//!   bookmarks, and 410 Expired. History is compacted by count and by virtual time
+//!   (`ServerConfig::compaction_interval_seconds`, 5 minutes as kube-apiserver's), and
+//!   [`ApiServer::compact_now`] compacts at once.
+//! - **Selectors.** Label selectors in full; field selectors on each kind's selectable fields
+//!   ([`fields`]: Pods by node and phase, Events by involved object, CRD `selectableFields`...).
+//! - **Events.** core/v1 and events.k8s.io/v1 Events are one store seen through both APIs.
 //! - **Patches.** JSON merge patch, JSON patch, strategic merge patch for built-ins
 //!   ([`strategic`]) and a server-side apply subset ([`apply`]).
 //! - **CRDs.** Served from creation (status Established at once), structural-schema
@@ -95,6 +101,8 @@ mod decode;
 mod defaults;
 mod deletion;
 pub mod errors;
+mod events;
+pub mod fields;
 mod filter;
 mod metadata;
 pub mod patch;

@@ -66,6 +66,10 @@ impl<'a> WriteOpts<'a> {
     }
 }
 
+/// The cause type of a create refused because its namespace is terminating (core/v1
+/// `NamespaceTerminatingCause`).
+pub const NAMESPACE_TERMINATING_CAUSE: &str = "NamespaceTerminating";
+
 impl ApiServer {
     /// POST an object.
     pub(crate) fn create(
@@ -170,7 +174,17 @@ impl ApiServer {
                 "unable to create new content in namespace {} because it is being terminated",
                 t.namespace
             );
-            return Err(errors::forbidden(&t.ty.api.group, &t.ty.api.plural, name, &why));
+            // The NamespaceLifecycle plugin names the cause, so that clients can tell this 403
+            // from an authorization failure.
+            let mut status = errors::forbidden(&t.ty.api.group, &t.ty.api.plural, name, &why);
+            if let Some(details) = status.details.as_mut() {
+                details.causes.push(errors::cause(
+                    NAMESPACE_TERMINATING_CAUSE,
+                    "metadata.namespace",
+                    format!("namespace {} is being terminated", t.namespace),
+                ));
+            }
+            return Err(status);
         }
         Ok(())
     }
@@ -282,9 +296,11 @@ impl ApiServer {
         }
     }
 
-    /// The stored object, or 404.
+    /// The stored object as `t` presents it, or 404.
     pub(crate) fn current_object(&self, t: &Target, name: &str) -> Result<Arc<DynamicObject>, Status> {
-        self.store.current().get(&t.key(name)).cloned().ok_or_else(|| t.not_found(name))
+        // As the target's version shows it: a write through one Event API (or one version of a
+        // custom resource) starts from the object in its own shape.
+        self.store.current().get(&t.key(name)).map(|o| t.present(o)).ok_or_else(|| t.not_found(name))
     }
 
     /// The optimistic-concurrency check of an update.
@@ -360,18 +376,34 @@ impl ApiServer {
         if opts.dry_run {
             return Ok(Response::Object(Arc::new(new)));
         }
-        let kind = if should_delete_during_update(&new) {
-            StoredEventType::Deleted
-        } else {
-            StoredEventType::Modified
-        };
-        let stored = self.commit(kind, t, &name, new);
-        if kind == StoredEventType::Deleted {
-            self.after_delete(t, &stored, ctx);
-        } else if subresource.is_none() {
+        if should_delete_during_update(&new) {
+            let answer = self.delete_during_update(t, &name, old, new, ctx);
+            return Ok(Response::Object(t.present(&answer)));
+        }
+        let stored = self.commit(StoredEventType::Modified, t, &name, new);
+        if subresource.is_none() {
             self.after_commit(t, &stored, ctx);
         }
         Ok(Response::Object(t.present(&stored)))
+    }
+
+    /// Remove `old` from storage because the update to `new` leaves it deleting without
+    /// finalizers, as the real store's `deleteWithoutFinalizers`: the delete removes what was
+    /// stored, so the DELETED event carries `old` (at the deletion's revision, with the
+    /// finalizer that was just removed), while the writer gets its own updated object back, at
+    /// the resourceVersion it updated (the update itself is never stored).
+    pub(crate) fn delete_during_update(
+        &mut self,
+        t: &Target,
+        name: &str,
+        old: &Arc<DynamicObject>,
+        mut new: DynamicObject,
+        ctx: &mut Context<'_>,
+    ) -> Arc<DynamicObject> {
+        let stored = self.commit(StoredEventType::Deleted, t, name, DynamicObject::clone(old));
+        self.after_delete(t, &stored, ctx);
+        new.metadata.resource_version = old.metadata.resource_version.clone();
+        Arc::new(new)
     }
 
     /// Fields the client cannot change through an update: they keep the stored values.
@@ -526,7 +558,7 @@ impl ApiServer {
     ) -> Arc<DynamicObject> {
         object.metadata.resource_version = Some(self.store.next_revision().to_string());
         let object = Arc::new(object);
-        self.store.commit(kind, t.key(name), object.clone());
+        self.store.commit(kind, t.key(name), object.clone(), self.clock);
         object
     }
 

@@ -67,6 +67,24 @@ fn world() -> World {
 }
 
 #[test]
+fn a_deleted_crd_keeps_its_generation_and_has_no_grace_period() {
+    let mut w = world();
+    let before = w.get(&crds(), None, "widgets.example.com");
+    w.create(&widgets(), Some("default"), widget("w", json!({})));
+    let deleting = object(w.try_delete(&crds(), None, "widgets.example.com").unwrap());
+    assert!(deleting.metadata.deletion_timestamp.is_some());
+    assert_eq!(deleting.metadata.deletion_grace_period_seconds, None);
+    assert_eq!(deleting.metadata.generation, before.metadata.generation);
+    // The registry's Delete marks it Terminating, deletion pending, in the same update.
+    let conditions = deleting.data["status"]["conditions"].as_array().unwrap();
+    let terminating = conditions.iter().find(|c| c["type"] == "Terminating").expect("Terminating");
+    assert_eq!(
+        (terminating["status"].as_str(), terminating["reason"].as_str()),
+        (Some("True"), Some("InstanceDeletionPending"))
+    );
+}
+
+#[test]
 fn creating_a_crd_serves_its_versions_and_marks_it_established() {
     let mut w = World::new();
     assert_eq!(code_reason(&w.try_get(&widgets(), Some("default"), "a").unwrap_err()), (404, "NotFound"));

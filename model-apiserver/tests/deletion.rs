@@ -36,9 +36,13 @@ fn delete_without_finalizers_removes_the_object_and_answers_a_success_status() {
     let details = status.details.unwrap();
     assert_eq!((details.name.as_str(), details.kind.as_str()), ("a", "configmaps"));
     assert_eq!(Some(details.uid), a.metadata.uid);
-    assert_eq!(object.metadata.resource_version.as_deref(), Some("6"));
+    // The answer is the object as stored; the DELETED event carries the deletion's revision.
+    assert_eq!(object.metadata.resource_version.as_deref(), Some("5"));
     assert_eq!(object.metadata.deletion_timestamp, None);
     assert_eq!(code_reason(&w.try_get(&cm(), Some("default"), "a").unwrap_err()), (404, "NotFound"));
+    let events = w.server.events_after(5).unwrap();
+    assert_eq!(events[0].kind, model_apiserver::StoredEventType::Deleted);
+    assert_eq!(events[0].object.metadata.resource_version.as_deref(), Some("6"));
 }
 
 #[test]
@@ -87,10 +91,17 @@ fn removing_the_last_finalizer_of_a_deleting_object_deletes_it() {
     assert_eq!(rv(&one_left), 7);
     assert!(w.try_get(&cm(), Some("default"), "a").is_ok());
     let last = w.try_merge(&cm(), Some("default"), "a", json!({"metadata": {"finalizers": null}})).unwrap();
-    assert_eq!(rv(&last), 8);
+    // The writer gets its updated object (no finalizers) at the resourceVersion it updated, as
+    // kube-apiserver's deleteWithoutFinalizers answers; the update itself is never stored.
+    assert_eq!(rv(&last), 7);
+    assert_eq!(last.metadata.finalizers, None);
     assert_eq!(code_reason(&w.try_get(&cm(), Some("default"), "a").unwrap_err()), (404, "NotFound"));
     let events = w.server.events_after(7).unwrap();
+    assert_eq!(events.len(), 1);
     assert_eq!(events[0].kind, model_apiserver::StoredEventType::Deleted);
+    // The DELETED event carries what was stored, finalizer included, at the deletion's revision.
+    assert_eq!(events[0].object.metadata.finalizers.as_deref(), Some(&["y".to_owned()][..]));
+    assert_eq!(rv(&events[0].object), 8);
 }
 
 #[test]
@@ -168,16 +179,25 @@ fn a_graceful_pod_goes_when_deleted_again_with_grace_zero() {
 }
 
 #[test]
-fn an_unscheduled_pod_is_deleted_at_once() {
+fn an_unscheduled_pod_is_deleted_at_once_and_answered_with_its_deletion_mark() {
     let mut w = World::new();
-    w.create(
+    let created = w.create(
         &pods(),
         Some("default"),
         json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}),
     );
     let gone = object(w.try_delete(&pods(), Some("default"), "p").unwrap());
-    assert_eq!(gone.metadata.deletion_timestamp, None);
+    // The pod registry deletes gracefully with a grace of 0: the store writes the mark, then
+    // removes what it wrote.
+    assert_eq!(gone.metadata.deletion_timestamp.as_ref().map(|t| t.0), Some(w.now));
+    assert_eq!(gone.metadata.deletion_grace_period_seconds, Some(0));
     assert_eq!(code_reason(&w.try_get(&pods(), Some("default"), "p").unwrap_err()), (404, "NotFound"));
+    let events = w.server.events_after(rv(&created)).unwrap();
+    let kinds: Vec<_> = events.iter().map(|e| e.kind).collect();
+    use model_apiserver::StoredEventType::{Deleted, Modified};
+    assert_eq!(kinds, [Modified, Deleted]);
+    assert_eq!(rv(&gone), rv(&events[0].object));
+    assert!(events[1].object.metadata.deletion_timestamp.is_some());
 }
 
 #[test]

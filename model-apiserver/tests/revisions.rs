@@ -8,7 +8,7 @@ use model_apiserver::{Request, ServerConfig};
 use serde_json::json;
 
 #[test]
-fn a_fresh_server_with_default_namespaces_is_at_revision_four() {
+fn the_fixture_with_its_three_namespaces_is_at_revision_four() {
     let w = World::new();
     // Revision 1 is the empty store; each of the three namespaces is one write.
     assert_eq!(w.server.revision(), 4);

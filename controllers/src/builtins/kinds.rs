@@ -72,6 +72,7 @@ pub fn builtin_kinds() -> Vec<Kind> {
         kind("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", false),
         kind("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", false),
         kind("coordination.k8s.io", "v1", "Lease", "leases", true),
+        kind("", "v1", "Event", "events", true),
         kind("events.k8s.io", "v1", "Event", "events", true),
         kind("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", false),
     ]

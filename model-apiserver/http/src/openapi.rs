@@ -257,6 +257,7 @@ fn builtin_schema_name(group: &str, kind: &str) -> Option<&'static str> {
         ("rbac.authorization.k8s.io", "ClusterRole") => "io.k8s.api.rbac.v1.ClusterRole",
         ("rbac.authorization.k8s.io", "ClusterRoleBinding") => "io.k8s.api.rbac.v1.ClusterRoleBinding",
         ("coordination.k8s.io", "Lease") => "io.k8s.api.coordination.v1.Lease",
+        ("", "Event") => "io.k8s.api.core.v1.Event",
         ("events.k8s.io", "Event") => "io.k8s.api.events.v1.Event",
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
             "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition"
@@ -300,6 +301,7 @@ fn builtin_schemas() -> &'static Map<String, Value> {
         add::<k8s_openapi::api::rbac::v1::ClusterRole>(&mut generator);
         add::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>(&mut generator);
         add::<coordination::v1::Lease>(&mut generator);
+        add::<core::v1::Event>(&mut generator);
         add::<events::v1::Event>(&mut generator);
         add::<CustomResourceDefinition>(&mut generator);
         let mut definitions = generator.take_definitions(true);

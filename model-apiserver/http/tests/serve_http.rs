@@ -127,7 +127,7 @@ fn the_default_namespaces_exist_at_start() {
     let list = get(&served, "/api/v1/namespaces").json();
     let names: Vec<&str> =
         list["items"].as_array().unwrap().iter().map(|n| n["metadata"]["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["default", "kube-public", "kube-system"]);
+    assert_eq!(names, ["default", "kube-node-lease", "kube-public", "kube-system"]);
     assert_eq!(list["kind"], json!("NamespaceList"));
 }
 
