@@ -136,7 +136,10 @@ pub async fn reconcile(cj: Arc<CronJob>, ctx: Arc<Context>) -> Result<Action, Er
         if cj.spec.suspend == Some(true) { None } else { sync.schedule(&jobs, &mut status).await? };
     if cj.status.as_ref() != Some(&status) {
         let cronjobs: Api<CronJob> = Api::namespaced(ctx.client.clone(), &namespace);
-        let patch = serde_json::json!({ "status": status });
+        // Conditional on the resourceVersion read: a sync from a stale cache must not write an
+        // older lastScheduleTime or active list back (409, and the retry reads afresh).
+        let patch =
+            serde_json::json!({ "metadata": { "resourceVersion": cj.resource_version() }, "status": status });
         match cronjobs.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
             Ok(_) => {}
             Err(e) if has_code(&e, 404) => return Ok(Action::await_change()),
