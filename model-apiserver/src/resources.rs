@@ -269,6 +269,7 @@ const BUILTINS: &[Builtin] = &[
     builtin("", "v1", "ResourceQuota", "resourcequotas", &["quota"]).status(),
     builtin("", "v1", "LimitRange", "limitranges", &["limits"]),
     builtin("apps", "v1", "DaemonSet", "daemonsets", &["ds"]).status().generation(),
+    builtin("apps", "v1", "ControllerRevision", "controllerrevisions", &[]),
     builtin("batch", "v1", "CronJob", "cronjobs", &["cj"]).status().generation(),
     builtin("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", &["pdb"]).status().generation(),
     builtin("networking.k8s.io", "v1", "Ingress", "ingresses", &["ing"]).status().generation(),

@@ -63,6 +63,7 @@ pub fn builtin_kinds() -> Vec<Kind> {
         kind("", "v1", "ResourceQuota", "resourcequotas", true),
         kind("", "v1", "LimitRange", "limitranges", true),
         kind("apps", "v1", "DaemonSet", "daemonsets", true),
+        kind("apps", "v1", "ControllerRevision", "controllerrevisions", true),
         kind("batch", "v1", "CronJob", "cronjobs", true),
         kind("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", true),
         kind("networking.k8s.io", "v1", "Ingress", "ingresses", true),
