@@ -29,6 +29,7 @@ use model_apiserver::{Request, Response, Revision};
 
 use crate::client::{Api, typed};
 use crate::faults::injector::{self, WatchEpochs};
+use crate::faults::stale_replica;
 use crate::trace::TraceEvent;
 use crate::transport::{self, Delivery, DeliveryInfo, RETRY_BACKOFF, RevisionAbove};
 use crate::world::{Progress, Registration};
@@ -421,7 +422,7 @@ where
 
     async fn relist(&mut self, name: &Arc<str>) -> State {
         let api = &self.api;
-        let (params, replica_until) = injector::replica_list(&api.client, self.config.list_params());
+        let (params, replica_until) = stale_replica::replica_list(&api.client, self.config.list_params());
         let request = Request::list(&api.resource, api.namespace.as_deref(), params);
         let list = match transport::call(&api.client, request).await {
             Ok(Response::List(list)) => list,

@@ -10,6 +10,9 @@
 //!    time, a random rate becomes less frequent;
 //! 3. shorten delays and pauses.
 //!
+//! The trigger's numbers are this file's; which numbers of a fault may be lowered (and to what)
+//! is the fault kind's, in its file ([`FaultKindOps::knobs`](crate::faults::kind::FaultKindOps)).
+//!
 //! Each candidate is tried smallest-first (the minimum, then halfway), so a fault whose exact
 //! point does not matter collapses at once.
 //!
@@ -25,7 +28,7 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use crate::faults::{Fault, FaultPlan, PlannedFault, Trigger};
+use crate::faults::{FaultPlan, PlannedFault, Trigger};
 use crate::generate::GeneratedWorkload;
 use crate::world::SimBuilder;
 
@@ -319,28 +322,16 @@ fn trigger_numbers(trigger: &Trigger) -> Vec<Number> {
     }
 }
 
-fn fault_numbers(fault: &Fault) -> Vec<Number> {
-    match fault {
-        Fault::Crash { restart_after_ms, .. } => vec![Number { value: *restart_after_ms, min: 1 }],
-        Fault::StaleReplica { lag_revisions, restart_after_ms, .. } => {
-            vec![Number { value: *lag_revisions, min: 1 }, Number { value: *restart_after_ms, min: 1 }]
-        }
-        Fault::PauseReconciles { duration_ms, .. }
-        | Fault::SkipByRelist { duration_ms, .. }
-        | Fault::Partition { duration_ms, .. }
-        | Fault::PauseLeader { duration_ms, .. } => vec![Number { value: *duration_ms, min: 1 }],
-        Fault::DelayWatch { extra_ms, duration_ms, .. } => {
-            vec![Number { value: *extra_ms, min: 1 }, Number { value: *duration_ms, min: 1 }]
-        }
-        Fault::ApiError { .. } | Fault::Ambiguous { .. } | Fault::WatchDisconnect { .. } | Fault::Compact => {
-            Vec::new()
-        }
-    }
+/// The fault's own numbers, as its kind lists them (read off a copy).
+fn fault_numbers(planned: &PlannedFault) -> Vec<Number> {
+    let mut fault = planned.fault.clone();
+    let knobs = crate::faults::ops(fault.kind()).knobs(&mut fault);
+    knobs.into_iter().map(|knob| Number { value: *knob.value, min: knob.min }).collect()
 }
 
 fn number(planned: &PlannedFault, field: usize) -> Option<Number> {
     let mut all = trigger_numbers(&planned.trigger);
-    all.extend(fault_numbers(&planned.fault));
+    all.extend(fault_numbers(planned));
     all.into_iter().nth(field)
 }
 
@@ -362,27 +353,8 @@ fn set_number(planned: &mut PlannedFault, field: usize, value: u64) {
         return;
     }
     let field = field - trigger_count;
-    match &mut planned.fault {
-        Fault::Crash { restart_after_ms, .. } => *restart_after_ms = value,
-        Fault::StaleReplica { lag_revisions, restart_after_ms, .. } => {
-            if field == 0 {
-                *lag_revisions = value
-            } else {
-                *restart_after_ms = value
-            }
-        }
-        Fault::PauseReconciles { duration_ms, .. }
-        | Fault::SkipByRelist { duration_ms, .. }
-        | Fault::Partition { duration_ms, .. }
-        | Fault::PauseLeader { duration_ms, .. } => *duration_ms = value,
-        Fault::DelayWatch { extra_ms, duration_ms, .. } => {
-            if field == 0 {
-                *extra_ms = value
-            } else {
-                *duration_ms = value
-            }
-        }
-        Fault::ApiError { .. } | Fault::Ambiguous { .. } | Fault::WatchDisconnect { .. } | Fault::Compact => {
-        }
+    let kind = planned.fault.kind();
+    if let Some(knob) = crate::faults::ops(kind).knobs(&mut planned.fault).into_iter().nth(field) {
+        *knob.value = value;
     }
 }

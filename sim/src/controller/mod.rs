@@ -395,7 +395,7 @@ where
         let mut inbox = futures::stream::select(triggers.map(Msg::Trigger), done_rx.map(Msg::Done));
         loop {
             // A PauseReconciles fault holds every start while the caches keep advancing.
-            crate::faults::injector::reconcile_gate(&self.world, &self.node).await;
+            crate::faults::pause_reconciles::reconcile_gate(&self.world, &self.node).await;
             let now = Instant::now();
             while self.may_start() {
                 let Some((object, origin)) = self.queue.pop_due_request(now) else { break };

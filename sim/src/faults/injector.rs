@@ -6,8 +6,14 @@
 //!   answered, fails calls (API errors, partitions), marks ambiguous writes and crashing nodes;
 //! - [`watch_gate`], before an informer pulls watch events: holds them (partition, skip-by-relist,
 //!   a lagging replica), adds delay, forces a relist or a re-watch;
-//! - [`replica_list`], when an informer lists: a restarted node on a lagging replica reads the past;
-//! - [`reconcile_gate`], before a controller starts reconciles: pauses them.
+//! - [`replica_list`](super::stale_replica::replica_list), when an informer lists: a restarted
+//!   node on a lagging replica reads the past;
+//! - [`reconcile_gate`](super::pause_reconciles::reconcile_gate), before a controller starts
+//!   reconciles: pauses them.
+//!
+//! What one fault kind does when it fires lives in its own file ([`super::ops`] maps a kind to
+//! it); this file holds what every kind shares: trigger matching, the per-node fault state the
+//! gates read, and the queue of node actions.
 //!
 //! What needs a node of its own (killing and restarting nodes, pausing a leader, faults at a
 //! virtual time) is queued here as a [`NodeAction`] and carried out by the
@@ -19,29 +25,29 @@ use std::sync::Arc;
 use std::task::Waker;
 use std::time::Duration;
 
-use kube_core::{ApiResource, Status, params::ListParams, params::VersionMatch};
-use model_apiserver::{Request, Response, Revision};
+use kube_core::{ApiResource, Status};
+use model_apiserver::{Request, Response};
 
 use crate::client::Client;
-use crate::faults::plan::{CallSide, Fault, FaultPlan, InjectedError, ObjectChange, PlannedFault, Trigger};
+use crate::faults::api_error::injected_status;
+use crate::faults::delay_watch::{self, WatchDelay};
+use crate::faults::kind::{CallEffect, Firing};
+use crate::faults::plan::{FaultPlan, InjectedError, ObjectChange, PlannedFault, Trigger};
+use crate::faults::stale_replica::Replica;
+use crate::faults::watch_disconnect;
 use crate::trace::TraceEvent;
 use crate::transport::CallInfo;
 use crate::world::{World, WorldState};
 
 /// The decision stream `Rate` triggers draw from.
 pub const RATE_STREAM: &str = "faults.rate";
-/// The decision stream the per-informer extra delay of `DelayWatch` is drawn from.
-pub const DELAY_STREAM: &str = "faults.delay";
+pub use crate::faults::api_error::RETRY_AFTER_SECONDS;
+pub use crate::faults::delay_watch::DELAY_STREAM;
+pub use crate::faults::stale_replica::REPLICA_CATCH_UP_MS_MAX;
+pub use crate::faults::watch_disconnect::REWATCH_DELAY_MS_MAX;
+
 /// The decision stream a lagging replica's catch-up time and a re-watch's delay are drawn from.
 pub const REPLICA_STREAM: &str = "faults.replica";
-
-/// A lagging replica catches up within this long after the restart that connected to it.
-pub const REPLICA_CATCH_UP_MS_MAX: u64 = 2_000;
-/// A cut watch is re-established within this long (client-go's reflector backs off about a
-/// second).
-pub const REWATCH_DELAY_MS_MAX: u64 = 1_000;
-/// The 429 answer asks the client to wait this long.
-pub const RETRY_AFTER_SECONDS: u32 = 1;
 /// At most this many node actions wait for the supervisor; each fault firing queues at most one,
 /// and the supervisor drains them at once, so reaching it means a runaway plan.
 pub const ACTIONS_MAX: usize = 10_000;
@@ -57,16 +63,7 @@ pub(crate) enum NodeAction {
     StopAll,
 }
 
-/// A lagging API-server replica a restarted node reads from.
-#[derive(Clone, Debug)]
-pub(crate) struct Replica {
-    /// Per cluster, the revision the replica's watch cache holds.
-    pub(crate) revisions: BTreeMap<Arc<str>, Revision>,
-    /// Virtual time (since start) when it has caught up with storage.
-    pub(crate) catch_up_at: Duration,
-}
-
-/// The fault state of one controller node.
+/// The fault state of one controller node: what the gates read, set by the kinds' `fire`.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct NodeFaults {
     /// A crash fired: the node's calls pend until the supervisor kills it.
@@ -74,39 +71,25 @@ pub(crate) struct NodeFaults {
     /// Killed, waiting for its restart.
     pub(crate) down: bool,
     /// Calls fail and watches are held until then.
-    partitioned_until: Option<Duration>,
+    pub(super) partitioned_until: Option<Duration>,
     /// No reconcile starts until then.
-    reconciles_paused_until: Option<Duration>,
+    pub(super) reconciles_paused_until: Option<Duration>,
     /// Watch deliveries are held until then.
-    watch_held_until: Option<Duration>,
+    pub(super) watch_held_until: Option<Duration>,
     /// Bumped by SkipByRelist: every informer of the node relists after the hold.
-    relist_epoch: u64,
+    pub(super) relist_epoch: u64,
     /// Bumped by WatchDisconnect: every informer re-watches from its last revision.
-    disconnect_epoch: u64,
+    pub(super) disconnect_epoch: u64,
     /// DelayWatch faults in force (each fired fault, until it ends).
-    watch_delays: Vec<WatchDelay>,
+    pub(super) watch_delays: Vec<WatchDelay>,
     /// The next restart connects to a replica this many revisions behind.
-    stale_lag_next_restart: Option<u64>,
+    pub(super) stale_lag_next_restart: Option<u64>,
     /// The replica the node reads from since its last restart, if it lags.
     pub(crate) replica: Option<Replica>,
     /// API errors armed for the node's next calls (OnObject/AtTime triggers).
-    armed_errors: VecDeque<InjectedError>,
+    pub(super) armed_errors: VecDeque<InjectedError>,
     /// Ambiguous answers armed for the node's next writes.
-    armed_ambiguous: u32,
-}
-
-/// One fired DelayWatch fault.
-#[derive(Clone, Debug)]
-struct WatchDelay {
-    /// The informers' resource, or empty for every informer of the node.
-    resource: String,
-    /// Extra milliseconds per pull (the bound of the per-informer draw for an empty resource).
-    extra_ms: u64,
-    /// Virtual time (since start) when it ends: pulls starting from then on are not delayed.
-    until: Duration,
-    /// Per informer, the extra delay drawn for an empty resource (once, so that an informer's
-    /// pulls keep one pace while informers drift apart).
-    drawn: BTreeMap<Arc<str>, u64>,
+    pub(super) armed_ambiguous: u32,
 }
 
 /// What the current call is, as far as `OnObject` triggers care.
@@ -236,7 +219,7 @@ impl Injector {
         self.actions.pop_front()
     }
 
-    fn push_action(&mut self, action: NodeAction) {
+    pub(super) fn push_action(&mut self, action: NodeAction) {
         if self.actions.len() >= ACTIONS_MAX {
             self.actions_dropped += 1;
             return;
@@ -280,7 +263,8 @@ impl Injector {
         self.nodes.iter().find(|(_, n)| n.down || n.dying).map(|(name, _)| format!("node {name} is down"))
     }
 
-    fn node(&mut self, name: &str) -> &mut NodeFaults {
+    /// The fault state of node `name` (created on first use).
+    pub(super) fn node(&mut self, name: &str) -> &mut NodeFaults {
         if !self.nodes.contains_key(name) {
             self.nodes.insert(Arc::from(name), NodeFaults::default());
         }
@@ -290,33 +274,15 @@ impl Injector {
 
 /// Whether `filter` (a trigger's kind or a DelayWatch resource) names `resource`: its kind or its
 /// plural, case-insensitively.
-fn names_resource(filter: &str, kind: &str, plural: &str) -> bool {
+pub(super) fn names_resource(filter: &str, kind: &str, plural: &str) -> bool {
     filter.eq_ignore_ascii_case(kind) || filter.eq_ignore_ascii_case(plural)
 }
 
 /// The 504 a client sees when its request timed out on the way (partition, crash, lost answer).
-fn client_timeout(what: &str) -> Status {
+pub(super) fn client_timeout(what: &str) -> Status {
     model_apiserver::errors::timeout(&format!(
         "the server was unable to return a response in the time allotted ({what})"
     ))
-}
-
-/// The answer an injected error gives.
-fn injected_status(error: InjectedError) -> Status {
-    use model_apiserver::errors;
-    match error {
-        InjectedError::Conflict => errors::conflict_with(
-            "",
-            "",
-            "",
-            "the object has been modified; please apply your changes to the latest version and try again",
-        ),
-        InjectedError::TooManyRequests => errors::too_many_requests(RETRY_AFTER_SECONDS),
-        InjectedError::InternalError => errors::internal_error("etcdserver: request timed out"),
-        InjectedError::Timeout => errors::timeout(
-            "Timeout: request did not complete within the allotted timeout (injected; not applied)",
-        ),
-    }
 }
 
 /// Fire planned fault `index`: record it in the trace and put it in force. `call` is the caller's
@@ -333,106 +299,14 @@ fn fire(w: &mut WorldState, index: usize, call: Option<(&str, u64)>) -> CallEffe
             return CallEffect::None;
         }
     }
-    // Pausing the leader of a controller without leader election (or before any replica leads)
-    // would do nothing: leave it unfired, so that the report says so.
-    if let Fault::PauseLeader { controller, .. } = fault
-        && w.injector.leader_of(controller).is_none()
-    {
+    let ops = super::ops(fault.kind());
+    if !ops.ready(w, fault) {
         return CallEffect::None;
     }
     w.injector.fired[index] += 1;
     w.trace(&target, TraceEvent::Fault { description: planned.to_string() });
-    let mut effect = CallEffect::None;
-    match fault {
-        Fault::Crash { controller, side, restart_after_ms } => {
-            w.injector.node(controller).dying = true;
-            let reason = format!("crash fault ({planned})");
-            let restart_after = Duration::from_millis(*restart_after_ms);
-            w.injector.push_action(NodeAction::Kill {
-                node: Arc::from(controller.as_str()),
-                restart_after,
-                reason,
-            });
-            if on_caller {
-                effect = match side {
-                    CallSide::Before => {
-                        CallEffect::Fail(Box::new(client_timeout("the client crashed before sending")))
-                    }
-                    CallSide::After => CallEffect::None,
-                };
-            }
-        }
-        Fault::StaleReplica { controller, lag_revisions, restart_after_ms } => {
-            let node = w.injector.node(controller);
-            node.dying = true;
-            node.stale_lag_next_restart = Some(*lag_revisions);
-            let reason = format!("crash before a stale-replica restart ({planned})");
-            let restart_after = Duration::from_millis(*restart_after_ms);
-            w.injector.push_action(NodeAction::Kill {
-                node: Arc::from(controller.as_str()),
-                restart_after,
-                reason,
-            });
-        }
-        Fault::PauseReconciles { controller, duration_ms } => {
-            let until = now + Duration::from_millis(*duration_ms);
-            let node = w.injector.node(controller);
-            node.reconciles_paused_until = node.reconciles_paused_until.max(Some(until));
-        }
-        Fault::SkipByRelist { controller, duration_ms } => {
-            let until = now + Duration::from_millis(*duration_ms);
-            let node = w.injector.node(controller);
-            node.watch_held_until = node.watch_held_until.max(Some(until));
-            node.relist_epoch += 1;
-        }
-        Fault::DelayWatch { controller, resource, extra_ms, duration_ms } => {
-            let delay = WatchDelay {
-                resource: resource.clone(),
-                extra_ms: *extra_ms,
-                until: now + Duration::from_millis(*duration_ms),
-                drawn: BTreeMap::new(),
-            };
-            w.injector.node(controller).watch_delays.push(delay);
-        }
-        Fault::ApiError { controller, error } => {
-            if on_caller {
-                effect = CallEffect::Fail(Box::new(injected_status(*error)));
-            } else {
-                w.injector.node(controller).armed_errors.push_back(*error);
-            }
-        }
-        Fault::Ambiguous { controller } => match call {
-            Some((_, call)) if on_caller => effect = CallEffect::Ambiguous(call),
-            _ => w.injector.node(controller).armed_ambiguous += 1,
-        },
-        Fault::WatchDisconnect { controller } => w.injector.node(controller).disconnect_epoch += 1,
-        Fault::Compact => {
-            for cluster in w.clusters.values_mut() {
-                let revision = cluster.server.revision();
-                cluster.server.compact(revision);
-            }
-        }
-        Fault::Partition { controller, duration_ms } => {
-            let until = now + Duration::from_millis(*duration_ms);
-            let node = w.injector.node(controller);
-            node.partitioned_until = node.partitioned_until.max(Some(until));
-        }
-        Fault::PauseLeader { controller, duration_ms } => {
-            let duration = Duration::from_millis(*duration_ms);
-            w.injector.push_action(NodeAction::PauseLeader {
-                controller: Arc::from(controller.as_str()),
-                duration,
-            });
-        }
-    }
-    effect
-}
-
-/// What a fault firing on a call does to that call.
-enum CallEffect {
-    None,
-    Fail(Box<Status>),
-    Ambiguous(u64),
+    let own_call = call.filter(|_| on_caller).map(|(_, call)| call);
+    ops.fire(w, &Firing { planned: &planned, now, own_call })
 }
 
 /// Fire the `AtTime` fault `index` (called by the supervisor at its time).
@@ -503,7 +377,7 @@ fn call_triggers(w: &mut WorldState, index: usize, info: &CallInfo<'_>, request:
                 return false;
             }
             // Ambiguity and crashes only make sense on writes; API errors on any call.
-            let needs_write = matches!(w.injector.plan[index].fault, Fault::Ambiguous { .. });
+            let needs_write = super::ops(w.injector.plan[index].fault.kind()).rate_needs_write();
             if needs_write && !info.is_write {
                 return false;
             }
@@ -609,10 +483,11 @@ impl WatchEpochs {
 }
 
 /// Counts a task waiting in a gate for as long as it lives (a killed node drops it mid-wait).
-struct Gated(World);
+pub(super) struct Gated(World);
 
 impl Gated {
-    fn enter(world: &World) -> Self {
+    /// Count one more task waiting in a gate.
+    pub(super) fn enter(world: &World) -> Self {
         world.with(|w| w.injector.gated += 1);
         Gated(world.clone())
     }
@@ -707,102 +582,14 @@ fn gate_step(
     }
     if node.disconnect_epoch != epochs.disconnect {
         epochs.disconnect = node.disconnect_epoch;
-        let delay = decisions.stream(REPLICA_STREAM).duration_ms(1, REWATCH_DELAY_MS_MAX);
-        let text =
-            format!("watch {informer} cut: re-watch from its last revision in {}ms", delay.as_millis());
+        let (delay, text) = watch_disconnect::rewatch(decisions, informer);
         return GateStep::Sleep(delay, Some(text));
     }
-    // A delay that ended is gone for good: faults are bounded, so the informers catch up.
-    node.watch_delays.retain(|delay| now < delay.until);
-    let mut extra = 0;
-    for delay in &mut node.watch_delays {
-        let ms = if delay.resource.is_empty() {
-            let bound = delay.extra_ms;
-            *delay
-                .drawn
-                .entry(informer.clone())
-                .or_insert_with(|| decisions.stream(DELAY_STREAM).below(bound + 1))
-        } else if names_resource(&delay.resource, &resource.kind, &resource.plural) {
-            delay.extra_ms
-        } else {
-            0
-        };
-        extra = extra.max(ms);
-    }
+    let extra = delay_watch::pull_delay_ms(&mut node.watch_delays, now, informer, resource, decisions);
     if extra > 0 {
         // Only the pull is delayed: the events of one watch keep their order, while informers
         // with different delays drift apart.
         return GateStep::Delay(Duration::from_millis(extra));
     }
     GateStep::Pull
-}
-
-/// The list parameters of an informer's relist: a node on a lagging replica, listing with
-/// resourceVersion "0" (served from the watch cache), reads the replica's past revision; the
-/// answer's `Some(time)` holds its watch until the replica has caught up.
-pub(crate) fn replica_list(client: &Client, mut params: ListParams) -> (ListParams, Option<Duration>) {
-    if params.resource_version.as_deref() != Some("0") {
-        return (params, None);
-    }
-    let lagging = client.world.with(|w| {
-        let now = w.elapsed();
-        let replica = w.injector.nodes.get(&*client.node)?.replica.as_ref()?;
-        if now >= replica.catch_up_at {
-            return None;
-        }
-        Some((*replica.revisions.get(&client.cluster)?, replica.catch_up_at))
-    });
-    match lagging {
-        Some((revision, until)) => {
-            params.resource_version = Some(revision.to_string());
-            params.version_match = Some(VersionMatch::Exact);
-            (params, Some(until))
-        }
-        None => (params, None),
-    }
-}
-
-/// Record the lagging replica a restarting node connects to (called by the supervisor).
-pub(crate) fn connect_replica(w: &mut WorldState, node: &str) {
-    let Some(lag) = w.injector.nodes.get_mut(node).and_then(|n| n.stale_lag_next_restart.take()) else {
-        return;
-    };
-    let now = w.elapsed();
-    let catch_up = w.decisions.stream(REPLICA_STREAM).duration_ms(1, REPLICA_CATCH_UP_MS_MAX);
-    let revisions = w
-        .clusters
-        .iter()
-        .map(|(name, c)| {
-            let revision = c.server.revision().saturating_sub(lag).max(c.server.oldest_revision());
-            (name.clone(), revision)
-        })
-        .collect();
-    let text = format!(
-        "{node} connects to a replica {lag} revisions behind, caught up in {}ms",
-        catch_up.as_millis()
-    );
-    w.trace(&Arc::from(node), TraceEvent::Note { text });
-    w.injector.node(node).replica = Some(Replica { revisions, catch_up_at: now + catch_up });
-}
-
-/// At most this many pause rounds: each sleeps until the current pause ends, and pauses are set
-/// by fired faults, which are finite.
-const PAUSE_ROUNDS_MAX: usize = 64;
-
-/// Before a controller starts reconciles: wait while its reconciles are paused.
-pub(crate) async fn reconcile_gate(world: &World, node: &str) {
-    for _ in 0..PAUSE_ROUNDS_MAX {
-        let wait = world.with(|w| {
-            let now = w.elapsed();
-            let until = w.injector.nodes.get(node)?.reconciles_paused_until?;
-            (now < until).then(|| until - now)
-        });
-        match wait {
-            Some(wait) => {
-                let _gated = Gated::enter(world);
-                madsim::time::sleep(wait).await;
-            }
-            None => return,
-        }
-    }
 }

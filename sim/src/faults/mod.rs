@@ -8,16 +8,57 @@
 //! - [`supervisor`]: the engine node that kills, restarts, pauses and resumes controller nodes
 //!   and fires faults at a virtual time.
 //!
+//! ## One fault kind, one file
+//!
+//! Everything one kind does lives in its file, as FoundationDB keeps one fault per workload file:
+//! its swarm draw (its parameters drawn from the seed), its firing (what it puts in force, and
+//! the gates that read that), its shrink steps (the numbers that may be lowered) and its guided
+//! injection points (the reference-run sites it is planned at, its ordering and its shape for
+//! coverage). Each file implements `FaultKindOps` (in `kind.rs`) on a unit struct, and [`ops`]
+//! is the one `match` from a [`FaultKind`] to it. The generic machinery (the plan as data, the
+//! swarm's kind selection and trigger draw, trigger matching and the per-run state in the
+//! injector, the supervisor node, the shrinker's passes, the guided sites) knows no kind.
+//!
+//! | kind (`type`) | file |
+//! |---|---|
+//! | `crash` | [`crash`] |
+//! | `staleReplica` | [`stale_replica`] |
+//! | `pauseReconciles` | [`pause_reconciles`] |
+//! | `skipByRelist` | [`skip_by_relist`] |
+//! | `delayWatch` | [`delay_watch`] |
+//! | `apiError` | [`api_error`] |
+//! | `ambiguous` | [`ambiguous`] |
+//! | `watchDisconnect` | [`watch_disconnect`] |
+//! | `compact` | [`compact`] |
+//! | `partition` | [`partition`] |
+//! | `pauseLeader` | [`pause_leader`] |
+//!
+//! Adding a kind: its variant in [`Fault`] and [`FaultKind`] (data: what regression files
+//! persist, and how it prints), its file, and one line in [`ops`] (plus its place in
+//! `POINT_ORDER` if guided exploration plans it).
+//!
 //! A world runs no faults unless its builder says so: [`crate::SimBuilder::faults`] runs a fixed
 //! plan, [`crate::SimBuilder::swarm`] draws one per seed. Either way the plan is logged at the
 //! start of the run (a trace note per planned fault), every fault that fires is a
 //! [`crate::TraceEvent::Fault`], and the faults that never fired are listed in the
 //! [`crate::RunReport`].
 
+pub mod ambiguous;
+pub mod api_error;
+pub mod compact;
+pub mod crash;
+pub mod delay_watch;
 pub mod injector;
+pub(crate) mod kind;
+pub mod partition;
+pub mod pause_leader;
+pub mod pause_reconciles;
 pub mod plan;
+pub mod skip_by_relist;
+pub mod stale_replica;
 pub mod supervisor;
 pub mod swarm;
+pub mod watch_disconnect;
 
 pub use plan::{
     CallSide, DELAY_WATCH_DURATION_MS_DEFAULT, Fault, FaultKind, FaultPlan, InjectedError, ObjectChange,
@@ -27,8 +68,41 @@ pub use swarm::{PLAN_STREAM, SwarmConfig, swarm_plan};
 
 use std::sync::Arc;
 
+use crate::faults::kind::FaultKindOps;
 use crate::trace::TraceEvent;
 use crate::world::World;
+
+/// The operations of `kind`: the one dispatch from a kind to its file.
+pub(crate) fn ops(kind: FaultKind) -> &'static dyn FaultKindOps {
+    match kind {
+        FaultKind::Crash => &crash::Crash,
+        FaultKind::StaleReplica => &stale_replica::StaleReplica,
+        FaultKind::PauseReconciles => &pause_reconciles::PauseReconciles,
+        FaultKind::SkipByRelist => &skip_by_relist::SkipByRelist,
+        FaultKind::DelayWatch => &delay_watch::DelayWatch,
+        FaultKind::ApiError => &api_error::ApiError,
+        FaultKind::Ambiguous => &ambiguous::Ambiguous,
+        FaultKind::WatchDisconnect => &watch_disconnect::WatchDisconnect,
+        FaultKind::Compact => &compact::Compact,
+        FaultKind::Partition => &partition::Partition,
+        FaultKind::PauseLeader => &pause_leader::PauseLeader,
+    }
+}
+
+/// The kinds guided exploration asks for points, in the order their points at one site are
+/// planned (a write: the crash after, the crash before, the ambiguous answer, then the errors; a
+/// delivery: the delay, then the hold and relist; a reconcile: the pause, then the leader's). The
+/// order is part of every guided exploration's output. Kinds that plan no points are left out.
+pub(crate) const POINT_ORDER: [FaultKind; 8] = [
+    FaultKind::Crash,
+    FaultKind::Ambiguous,
+    FaultKind::ApiError,
+    FaultKind::DelayWatch,
+    FaultKind::SkipByRelist,
+    FaultKind::PauseReconciles,
+    FaultKind::PauseLeader,
+    FaultKind::StaleReplica,
+];
 
 /// Where a world's fault plan comes from.
 #[derive(Clone, Debug, Default)]
@@ -70,4 +144,31 @@ pub(crate) fn install_plan(world: &World, source: &FaultSource, controllers: &[S
         w.injector = injector::Injector::new(&plan);
         !plan.is_empty()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_dispatches_to_the_operations_of_that_same_kind() {
+        for kind in FaultKind::ALL {
+            assert_eq!(ops(kind).kind(), kind);
+        }
+    }
+
+    #[test]
+    fn point_order_names_each_kind_at_most_once() {
+        for (i, kind) in POINT_ORDER.iter().enumerate() {
+            assert!(!POINT_ORDER[..i].contains(kind), "{kind:?} twice");
+        }
+    }
+
+    #[test]
+    fn the_default_swarm_turns_on_every_kind_but_pause_leader_in_catalogue_order() {
+        let kinds = SwarmConfig::default().kinds;
+        let expected: Vec<FaultKind> =
+            FaultKind::ALL.into_iter().filter(|k| *k != FaultKind::PauseLeader).collect();
+        assert_eq!(kinds, expected);
+    }
 }

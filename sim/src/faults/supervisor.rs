@@ -154,7 +154,7 @@ async fn run(world: World, ids: NodeIds) {
                         if let Some(state) = w.injector.nodes.get_mut(&node) {
                             state.down = false;
                         }
-                        injector::connect_replica(w, &node);
+                        crate::faults::stale_replica::connect_replica(w, &node);
                     });
                     handle.restart(id);
                 }

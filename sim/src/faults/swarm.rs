@@ -1,9 +1,15 @@
 //! Swarm selection: each seed turns on a random subset of fault kinds with random intensities
 //! (Groce et al., "Swarm Testing"), so that a sweep covers both single-kind and mixed plans
 //! instead of always the same thin mix of everything.
+//!
+//! This file draws which kinds are on, how many faults, each fault's kind, controller, one
+//! duration, and its trigger; each kind draws its own parameters in its file
+//! ([`FaultKindOps::draw`](super::kind::FaultKindOps)). The draw order is part of every seed's
+//! trace digest.
 
 use crate::decision::DecisionSource;
-use crate::faults::plan::{CallSide, Fault, FaultKind, FaultPlan, InjectedError, PlannedFault, Trigger};
+use crate::faults::kind::{FaultKindOps, SwarmDraw};
+use crate::faults::plan::{FaultKind, FaultPlan, PlannedFault, Trigger};
 
 /// The name of the decision stream plans are drawn from. Plan drawing has its own stream so that
 /// a plan does not shift latency or delivery choices, and vice versa.
@@ -32,7 +38,7 @@ impl Default for SwarmConfig {
     fn default() -> Self {
         SwarmConfig {
             controllers: Vec::new(),
-            kinds: FaultKind::ALL.into_iter().filter(|k| *k != FaultKind::PauseLeader).collect(),
+            kinds: FaultKind::ALL.into_iter().filter(|k| super::ops(*k).swarm_by_default()).collect(),
             faults_max: 4,
             writes_max: 20,
             time_max_ms: 10_000,
@@ -49,7 +55,7 @@ pub fn swarm_plan(source: &mut DecisionSource, config: &SwarmConfig) -> FaultPla
         .kinds
         .iter()
         .copied()
-        .filter(|k| *k == FaultKind::Compact || !config.controllers.is_empty())
+        .filter(|k| !super::ops(*k).needs_controller() || !config.controllers.is_empty())
         .collect();
     let on: Vec<FaultKind> = usable.into_iter().filter(|_| stream.chance(0.5)).collect();
     if on.is_empty() || config.faults_max == 0 {
@@ -64,55 +70,11 @@ pub fn swarm_plan(source: &mut DecisionSource, config: &SwarmConfig) -> FaultPla
         } else {
             config.controllers[stream.below(config.controllers.len() as u64) as usize].clone()
         };
-        let duration = 1 + stream.below(config.duration_max_ms.max(1));
-        let fault = match kind {
-            FaultKind::Crash => Fault::Crash {
-                controller: controller.clone(),
-                side: if stream.chance(0.5) { CallSide::Before } else { CallSide::After },
-                restart_after_ms: duration,
-            },
-            FaultKind::StaleReplica => Fault::StaleReplica {
-                controller: controller.clone(),
-                lag_revisions: 1 + stream.below(20),
-                restart_after_ms: duration,
-            },
-            FaultKind::PauseReconciles => {
-                Fault::PauseReconciles { controller: controller.clone(), duration_ms: duration }
-            }
-            FaultKind::SkipByRelist => {
-                Fault::SkipByRelist { controller: controller.clone(), duration_ms: duration }
-            }
-            FaultKind::DelayWatch => Fault::DelayWatch {
-                controller: controller.clone(),
-                // Empty resource: every informer of the controller; the engine picks per watch.
-                resource: String::new(),
-                extra_ms: duration,
-                // Drawn only for this kind, so that plans of the other kinds stay as they were.
-                duration_ms: 1 + stream.below(config.duration_max_ms.max(1)),
-            },
-            FaultKind::ApiError => {
-                let errors = [
-                    InjectedError::Conflict,
-                    InjectedError::TooManyRequests,
-                    InjectedError::InternalError,
-                    InjectedError::Timeout,
-                ];
-                Fault::ApiError {
-                    controller: controller.clone(),
-                    error: errors[stream.below(errors.len() as u64) as usize],
-                }
-            }
-            FaultKind::Ambiguous => Fault::Ambiguous { controller: controller.clone() },
-            FaultKind::WatchDisconnect => Fault::WatchDisconnect { controller: controller.clone() },
-            FaultKind::Compact => Fault::Compact,
-            FaultKind::Partition => {
-                Fault::Partition { controller: controller.clone(), duration_ms: duration }
-            }
-            FaultKind::PauseLeader => {
-                Fault::PauseLeader { controller: controller.clone(), duration_ms: duration }
-            }
-        };
-        let trigger = draw_trigger(stream, config, &fault, &controller);
+        let duration_ms = 1 + stream.below(config.duration_max_ms.max(1));
+        let ops = super::ops(kind);
+        let fault =
+            ops.draw(&mut SwarmDraw { stream: &mut *stream, config, controller: &controller, duration_ms });
+        let trigger = draw_trigger(stream, config, ops, &controller);
         faults.push(PlannedFault { trigger, fault });
     }
     FaultPlan { faults }
@@ -123,10 +85,10 @@ pub fn swarm_plan(source: &mut DecisionSource, config: &SwarmConfig) -> FaultPla
 fn draw_trigger(
     stream: &mut crate::decision::Stream,
     config: &SwarmConfig,
-    fault: &Fault,
+    ops: &dyn FaultKindOps,
     controller: &str,
 ) -> Trigger {
-    let call_bound = matches!(fault, Fault::ApiError { .. } | Fault::Ambiguous { .. } | Fault::Crash { .. });
+    let call_bound = ops.acts_on_call();
     let nth_write = |stream: &mut crate::decision::Stream| Trigger::NthWrite {
         controller: controller.to_owned(),
         n: 1 + stream.below(u64::from(config.writes_max.max(1))) as u32,
@@ -137,7 +99,7 @@ fn draw_trigger(
         return Trigger::AtTime { at_ms: stream.below(config.time_max_ms + 1) };
     }
     match (call_bound, stream.below(3)) {
-        (true, 0) if !matches!(fault, Fault::Crash { .. }) => Trigger::Rate {
+        (true, 0) if ops.swarm_rate() => Trigger::Rate {
             controller: controller.to_owned(),
             per_mille: 10 + stream.below(190) as u32,
             max: 1 + stream.below(3) as u32,

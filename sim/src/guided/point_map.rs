@@ -171,32 +171,15 @@ pub fn fired<'p>(plan: &'p FaultPlan, unfired: &[PlannedFault]) -> Vec<&'p Plann
     fired
 }
 
-/// Faults that act on the one API call their trigger names.
+/// Faults that act on the one API call their trigger names (as each kind says).
 fn acts_on_call(fault: &Fault) -> bool {
-    matches!(fault, Fault::Crash { .. } | Fault::ApiError { .. } | Fault::Ambiguous { .. })
+    crate::faults::ops(fault.kind()).acts_on_call()
 }
 
-/// Whether a fired fault is the point's fault up to durations and lags. A delay on every
-/// informer (empty resource) has the shape of a delay on any one of them.
+/// Whether a fired fault is the point's fault up to durations and lags, as its kind says (a
+/// delay on every informer, say, has the shape of a delay on any one of them).
 fn same_shape(point: &Fault, fired: &Fault) -> bool {
-    match (point, fired) {
-        (Fault::Crash { controller: a, side: s, .. }, Fault::Crash { controller: b, side: t, .. }) => {
-            a == b && s == t
-        }
-        (Fault::ApiError { controller: a, error: e }, Fault::ApiError { controller: b, error: f }) => {
-            a == b && e == f
-        }
-        (
-            Fault::DelayWatch { controller: a, resource: r, .. },
-            Fault::DelayWatch { controller: b, resource: s, .. },
-        ) => a == b && (s.is_empty() || r == s),
-        (Fault::StaleReplica { controller: a, .. }, Fault::StaleReplica { controller: b, .. })
-        | (Fault::PauseReconciles { controller: a, .. }, Fault::PauseReconciles { controller: b, .. })
-        | (Fault::SkipByRelist { controller: a, .. }, Fault::SkipByRelist { controller: b, .. })
-        | (Fault::Ambiguous { controller: a }, Fault::Ambiguous { controller: b })
-        | (Fault::PauseLeader { controller: a, .. }, Fault::PauseLeader { controller: b, .. }) => a == b,
-        _ => false,
-    }
+    point.kind() == fired.kind() && crate::faults::ops(point.kind()).same_shape(point, fired)
 }
 
 /// The resource of a trace target `resource[/namespace][/name]`.

@@ -5,7 +5,7 @@
 //! From the reference trace:
 //! - every controller API write that changed something (the `n`-th write of that verb and
 //!   resource by that node) gives: crash after it, crash before it, make it ambiguous, fail it with
-//!   each [`InjectedError`]; triggered by [`Trigger::NthWrite`];
+//!   each [`InjectedError`](crate::faults::InjectedError); triggered by [`Trigger::NthWrite`];
 //! - every watch delivery to a controller gives: delay that informer, hold the node's watches and
 //!   force a relist; triggered [`Trigger::AtTime`] just before the write that caused the event;
 //! - every reconcile gives: pause the controller's reconciles (and, for a controller that renews a
@@ -22,11 +22,16 @@
 //!
 //! A trigger counts writes as the fault engine does: per node, verb and resource, in the order the
 //! server applied them (the order of the answers in the trace), failed writes included.
+//!
+//! This file reads the sites off the trace and places triggers; which faults each site gets, in
+//! which tier and family they are ordered, is each fault kind's, in its file
+//! ([`crate::faults`]: one kind, one file), asked in the fixed order of the faults' `POINT_ORDER`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use crate::faults::{CallSide, Fault, InjectedError, ObjectChange, PlannedFault, Trigger};
+use crate::faults::kind::PointSite;
+use crate::faults::{Fault, ObjectChange, PlannedFault, Trigger};
 use crate::trace::{TraceEntry, TraceEvent};
 use crate::verdict::RunReport;
 use crate::world::WORKLOAD_NODE;
@@ -40,41 +45,7 @@ const WRITE_VERBS: [&str; 5] = ["create", "update", "patch", "delete", "deleteco
 /// The resource of Leases: a controller that writes them runs leader election.
 const LEASES: &str = "leases";
 
-/// The parameters of the faults the points plan.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PointConfig {
-    /// A crashed or stale-restarted controller comes back after this long.
-    pub restart_after_ms: u64,
-    /// Reconcile pauses last this long: longer than a workload usually waits between two changes
-    /// of one object, so that a pause hides an intermediate state.
-    pub pause_ms: u64,
-    /// Extra delay of a delayed informer.
-    pub delay_ms: u64,
-    /// How long watches are held before the forced relist.
-    pub hold_ms: u64,
-    /// How long a leader is paused: longer than a usual Lease (its duration plus a renewal).
-    pub leader_pause_ms: u64,
-    /// The errors a write is failed with, one point each, in this order.
-    pub errors: Vec<InjectedError>,
-}
-
-impl Default for PointConfig {
-    fn default() -> Self {
-        PointConfig {
-            restart_after_ms: 500,
-            pause_ms: 1_500,
-            delay_ms: 1_000,
-            hold_ms: 1_000,
-            leader_pause_ms: 5_000,
-            errors: vec![
-                InjectedError::Conflict,
-                InjectedError::TooManyRequests,
-                InjectedError::InternalError,
-                InjectedError::Timeout,
-            ],
-        }
-    }
-}
+pub use crate::faults::kind::PointConfig;
 
 /// Where in the reference run a point is.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -359,21 +330,22 @@ fn order(candidates: &mut [InjectionPoint]) {
 }
 
 /// 0 for Sieve's fault families (intermediate, stale and unobserved states, ambiguity, leader
-/// handover), 1 for crashes before a write and injected errors.
+/// handover), 1 for crashes before a write and injected errors (as each kind says).
 fn tier(fault: &Fault) -> u8 {
-    match fault {
-        Fault::Crash { side: CallSide::Before, .. } | Fault::ApiError { .. } => 1,
-        _ => 0,
-    }
+    crate::faults::ops(fault.kind()).point_tier(fault)
 }
 
-/// The fault's family, for ordering (each injected error is one).
+/// The fault's family, for ordering (each injected error is one; as each kind says).
 fn family(fault: &Fault) -> String {
-    match fault {
-        Fault::Crash { side, .. } => format!("crash-{side:?}"),
-        Fault::ApiError { error, .. } => format!("error-{error:?}"),
-        other => format!("{:?}", other.kind()),
-    }
+    crate::faults::ops(fault.kind()).point_family(fault)
+}
+
+/// The faults every kind plans at `site`, kind by kind in `POINT_ORDER`.
+fn site_faults(site: &PointSite<'_>, config: &PointConfig) -> Vec<Fault> {
+    crate::faults::POINT_ORDER
+        .iter()
+        .flat_map(|kind| crate::faults::ops(*kind).points(site, config))
+        .collect()
 }
 
 fn write_points(reading: &Reading, config: &PointConfig, set: &mut PointSet, out: &mut Vec<InjectionPoint>) {
@@ -406,7 +378,7 @@ fn write_points(reading: &Reading, config: &PointConfig, set: &mut PointSet, out
             verb: Some(write.verb.to_owned()),
         };
         let class = format!("{} {} {} at step {}", write.node, write.verb, resource, write.position);
-        for fault in write_faults(&write.node, config) {
+        for fault in site_faults(&PointSite::Write { controller: &write.node }, config) {
             out.push(InjectionPoint {
                 site: site.clone(),
                 at_nanos: write.at_nanos,
@@ -435,10 +407,7 @@ fn delivery_points(reading: &Reading, config: &PointConfig, out: &mut Vec<Inject
             revision: *revision,
         };
         let class = format!("{node} {event} on {resource}");
-        let faults = [
-            Fault::delay_watch(node.clone(), resource, config.delay_ms),
-            Fault::SkipByRelist { controller: node.clone(), duration_ms: config.hold_ms },
-        ];
+        let faults = site_faults(&PointSite::Delivery { controller: node, resource: &resource }, config);
         for fault in faults {
             out.push(InjectionPoint {
                 site: site.clone(),
@@ -463,14 +432,8 @@ fn reconcile_points(reading: &Reading, config: &PointConfig, out: &mut Vec<Injec
         let site = Site::Reconcile { controller: controller.clone(), object: described.clone() };
         let (kind, object) = described.split_once(' ').unwrap_or(("", described.as_str()));
         let class = format!("{controller} reconciles {kind}");
-        let mut faults =
-            vec![Fault::PauseReconciles { controller: controller.clone(), duration_ms: config.pause_ms }];
-        if lease_writers.contains(controller.as_str()) {
-            faults.push(Fault::PauseLeader {
-                controller: controller.clone(),
-                duration_ms: config.leader_pause_ms,
-            });
-        }
+        let leader_elected = lease_writers.contains(controller.as_str());
+        let faults = site_faults(&PointSite::Reconcile { controller, leader_elected }, config);
         for fault in faults {
             out.push(InjectionPoint {
                 site: site.clone(),
@@ -537,18 +500,15 @@ fn transition_points(reading: &Reading, config: &PointConfig, out: &mut Vec<Inje
         let site =
             Site::Transition { by: write.node.clone(), target: write.target.clone(), revision: *revision };
         for controller in &reading.controllers {
-            let fault = Fault::StaleReplica {
-                controller: controller.clone(),
-                lag_revisions,
-                restart_after_ms: config.restart_after_ms,
-            };
-            out.push(InjectionPoint {
-                site: site.clone(),
-                at_nanos: write.at_nanos,
-                fault: PlannedFault { trigger: trigger.clone(), fault },
-                object: (*object).to_owned(),
-                class: format!("{} {} {} then {}", write.node, write.verb, resource, next.verb),
-            });
+            for fault in site_faults(&PointSite::Transition { controller, lag_revisions }, config) {
+                out.push(InjectionPoint {
+                    site: site.clone(),
+                    at_nanos: write.at_nanos,
+                    fault: PlannedFault { trigger: trigger.clone(), fault },
+                    object: (*object).to_owned(),
+                    class: format!("{} {} {} then {}", write.node, write.verb, resource, next.verb),
+                });
+            }
         }
     }
 }
@@ -562,28 +522,6 @@ fn object_change(verb: &str) -> ObjectChange {
         "delete" | "deletecollection" => ObjectChange::Delete,
         _ => ObjectChange::Update,
     }
-}
-
-/// The faults of one write, in exploration order: the intermediate-state crash (after the write)
-/// first, as Sieve finds most with it, then the crash before, the ambiguous answer, and the errors.
-fn write_faults(controller: &str, config: &PointConfig) -> Vec<Fault> {
-    let crash = |side| Fault::Crash {
-        controller: controller.to_owned(),
-        side,
-        restart_after_ms: config.restart_after_ms,
-    };
-    let mut faults = vec![
-        crash(CallSide::After),
-        crash(CallSide::Before),
-        Fault::Ambiguous { controller: controller.to_owned() },
-    ];
-    faults.extend(
-        config
-            .errors
-            .iter()
-            .map(|error| Fault::ApiError { controller: controller.to_owned(), error: *error }),
-    );
-    faults
 }
 
 #[cfg(test)]

@@ -1,0 +1,57 @@
+//! `skipByRelist`: watch deliveries to the controller's informers are held for `durationMs`, then
+//! the watch expires (410) and the informer relists: the events in between are never seen one by
+//! one (missed delete events: yugabyte-39).
+//!
+//! - swarm: the hold is the generic duration;
+//! - firing: the node's watches are held until the hold ends, and its relist epoch moves, so that
+//!   every informer of the node relists after it (the injector's watch gate);
+//! - shrinking: a shorter hold;
+//! - guided: just before the write that caused every watch delivery to a controller.
+
+use std::time::Duration;
+
+use crate::faults::kind::{
+    CallEffect, FaultKindOps, Firing, Knob, PointConfig, PointSite, SwarmDraw, mismatch,
+};
+use crate::faults::plan::{Fault, FaultKind};
+use crate::world::WorldState;
+
+/// The operations of [`Fault::SkipByRelist`].
+pub(crate) struct SkipByRelist;
+
+impl FaultKindOps for SkipByRelist {
+    fn kind(&self) -> FaultKind {
+        FaultKind::SkipByRelist
+    }
+
+    fn draw(&self, draw: &mut SwarmDraw<'_>) -> Fault {
+        Fault::SkipByRelist { controller: draw.controller.to_owned(), duration_ms: draw.duration_ms }
+    }
+
+    fn fire(&self, w: &mut WorldState, firing: &Firing<'_>) -> CallEffect {
+        let fault = &firing.planned.fault;
+        let Fault::SkipByRelist { controller, duration_ms } = fault else { mismatch(self.kind(), fault) };
+        let until = firing.now + Duration::from_millis(*duration_ms);
+        let node = w.injector.node(controller);
+        node.watch_held_until = node.watch_held_until.max(Some(until));
+        node.relist_epoch += 1;
+        CallEffect::None
+    }
+
+    fn knobs<'f>(&self, fault: &'f mut Fault) -> Vec<Knob<'f>> {
+        let Fault::SkipByRelist { duration_ms, .. } = fault else { mismatch(self.kind(), fault) };
+        vec![Knob { value: duration_ms, min: 1 }]
+    }
+
+    fn points(&self, site: &PointSite<'_>, config: &PointConfig) -> Vec<Fault> {
+        let PointSite::Delivery { controller, .. } = site else { return Vec::new() };
+        vec![Fault::SkipByRelist { controller: (*controller).to_owned(), duration_ms: config.hold_ms }]
+    }
+
+    fn same_shape(&self, point: &Fault, fired: &Fault) -> bool {
+        match (point, fired) {
+            (Fault::SkipByRelist { controller: a, .. }, Fault::SkipByRelist { controller: b, .. }) => a == b,
+            _ => false,
+        }
+    }
+}
