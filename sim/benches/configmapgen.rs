@@ -15,7 +15,7 @@
 //! calling thread. The engine's informers actually poll the watch on every revision move, so the
 //! baseline does no more work than the engine and the ratio errs on the engine's side.
 
-#[path = "../tests/support/configmapgen.rs"]
+#[path = "../tests/it/support/configmapgen.rs"]
 mod configmapgen;
 
 use std::collections::BTreeMap;

@@ -7,12 +7,12 @@
 //! noisy), with the failing-seed count next to it (the fixed controllers should have none, so a
 //! faulted sweep is not cut short by failures). It asserts nothing about time.
 
-#[path = "../tests/fault_zoo/common.rs"]
+#[path = "../tests/it/fault_zoo/common.rs"]
 #[allow(dead_code)]
 mod common;
-#[path = "../tests/support/configmapgen.rs"]
+#[path = "../tests/it/support/configmapgen.rs"]
 mod configmapgen;
-#[path = "../tests/fault_zoo/write_pair.rs"]
+#[path = "../tests/it/fault_zoo/write_pair.rs"]
 mod write_pair;
 
 use std::time::Instant;

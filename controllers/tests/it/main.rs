@@ -1,0 +1,19 @@
+//! Every integration test of this crate, in one test binary (one module per former test file):
+//! one binary links once, where one per file linked the dependencies again for each.
+// A helper module shared by several former test files is included by each, as it was when each
+// file was its own binary.
+#![allow(clippy::duplicate_mod, clippy::module_inception)]
+
+mod builtins_all;
+mod builtins_cronjob;
+mod builtins_daemonset;
+mod builtins_deployment;
+mod builtins_faults;
+mod builtins_garbage_collector;
+mod builtins_job;
+mod builtins_kubelet;
+mod builtins_kubelet_clock;
+mod builtins_namespace;
+mod builtins_replicaset;
+mod builtins_statefulset;
+mod zoo_sweeps;

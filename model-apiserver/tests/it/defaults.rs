@@ -1,0 +1,240 @@
+//! Defaulting of built-in kinds, as the real server fills fields in on create and update.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use common::*;
+use model_apiserver::ServerConfig;
+use serde_json::{Value, json};
+
+fn pod(containers: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": containers}})
+}
+
+#[test]
+fn a_pod_gets_the_real_servers_spec_and_container_defaults() {
+    let mut w = World::new();
+    let p = w.create(
+        &pods(),
+        Some("default"),
+        pod(json!([{"name": "c", "image": "nginx:1.27", "ports": [{"containerPort": 80}]}])),
+    );
+    assert_eq!(
+        p.data["spec"],
+        json!({
+            "containers": [{
+                "name": "c", "image": "nginx:1.27", "imagePullPolicy": "IfNotPresent",
+                "ports": [{"containerPort": 80, "protocol": "TCP"}], "resources": {},
+                "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
+            }],
+            "dnsPolicy": "ClusterFirst", "enableServiceLinks": true, "restartPolicy": "Always",
+            "schedulerName": "default-scheduler", "securityContext": {}, "terminationGracePeriodSeconds": 30,
+        })
+    );
+}
+
+#[test]
+fn image_pull_policy_is_always_for_latest_or_untagged_images_and_if_not_present_otherwise() {
+    let mut w = World::new();
+    let images = [
+        "nginx",
+        "nginx:latest",
+        "registry:5000/nginx",
+        "nginx:1.0",
+        "registry:5000/nginx:1.0",
+        "nginx@sha256:abc",
+    ];
+    let containers: Vec<Value> = images
+        .iter()
+        .enumerate()
+        .map(|(i, image)| json!({"name": format!("c{i}"), "image": image}))
+        .collect();
+    let p = w.create(&pods(), Some("default"), pod(json!(containers)));
+    let policies: Vec<&str> = p.data["spec"]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["imagePullPolicy"].as_str().unwrap())
+        .collect();
+    assert_eq!(policies, ["Always", "Always", "Always", "IfNotPresent", "IfNotPresent", "IfNotPresent"]);
+}
+
+#[test]
+fn a_pods_qos_class_follows_its_requests_and_limits() {
+    let mut w = World::new();
+    let cases = [
+        (json!({}), "BestEffort"),
+        (json!({"requests": {"cpu": "100m"}}), "Burstable"),
+        (json!({"limits": {"cpu": "1", "memory": "1Gi"}}), "Guaranteed"),
+        (json!({"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m"}}), "Burstable"),
+    ];
+    for (i, (resources, want)) in cases.into_iter().enumerate() {
+        let mut body = pod(json!([{"name": "c", "image": "i:1", "resources": resources}]));
+        body["metadata"]["name"] = json!(format!("p{i}"));
+        let p = w.create(&pods(), Some("default"), body);
+        assert_eq!(p.data["status"]["qosClass"], json!(want), "case {i}");
+    }
+}
+
+#[test]
+fn a_deployment_gets_strategy_limits_and_template_defaults() {
+    let mut w = World::new();
+    let body = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+        "spec": {"selector": {"matchLabels": {"app": "d"}},
+                 "template": {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}});
+    let d = w.create(&deployments(), Some("default"), body);
+    let spec = &d.data["spec"];
+    assert_eq!(spec["replicas"], json!(1));
+    assert_eq!(spec["revisionHistoryLimit"], json!(10));
+    assert_eq!(spec["progressDeadlineSeconds"], json!(600));
+    assert_eq!(
+        spec["strategy"],
+        json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}})
+    );
+    assert_eq!(spec["template"]["spec"]["restartPolicy"], json!("Always"));
+    assert_eq!(spec["template"]["spec"]["containers"][0]["imagePullPolicy"], json!("Always"));
+    // enableServiceLinks is a Pod default, not a PodSpec one: templates do not get it.
+    assert_eq!(spec["template"]["spec"].get("enableServiceLinks"), None);
+}
+
+#[test]
+fn an_update_that_drops_a_defaulted_field_gets_it_back_and_changes_nothing() {
+    let mut w = World::new();
+    let body = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+        "spec": {"selector": {"matchLabels": {"app": "d"}}, "template": {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}}});
+    let d = w.create(&deployments(), Some("default"), body);
+    let same = w
+        .try_merge(&deployments(), Some("default"), "d", json!({"spec": {"revisionHistoryLimit": null}}))
+        .unwrap();
+    assert_eq!(same.data["spec"]["revisionHistoryLimit"], json!(10));
+    assert_eq!(rv(&same), rv(&d));
+}
+
+#[test]
+fn a_statefulset_and_a_job_get_their_defaults() {
+    let mut w = World::new();
+    let sts = builtin("apps", "statefulsets");
+    let body = json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "s"},
+        "spec": {"serviceName": "s", "selector": {"matchLabels": {"app": "s"}}, "template": {"metadata": {"labels": {"app": "s"}}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}},
+                 "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"],
+                     "resources": {"requests": {"storage": "1Gi"}}}}]}});
+    let s = w.create(&sts, Some("default"), body);
+    let spec = &s.data["spec"];
+    assert_eq!(spec["podManagementPolicy"], json!("OrderedReady"));
+    assert_eq!(spec["updateStrategy"], json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}));
+    assert_eq!(
+        spec["persistentVolumeClaimRetentionPolicy"],
+        json!({"whenDeleted": "Retain", "whenScaled": "Retain"})
+    );
+    assert_eq!(spec["volumeClaimTemplates"][0]["spec"]["volumeMode"], json!("Filesystem"));
+    let jobs = builtin("batch", "jobs");
+    let body = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "i:1"}]}}}});
+    let j = w.create(&jobs, Some("default"), body);
+    let spec = &j.data["spec"];
+    assert_eq!(
+        (
+            &spec["completions"],
+            &spec["parallelism"],
+            &spec["backoffLimit"],
+            &spec["completionMode"],
+            &spec["suspend"]
+        ),
+        (&json!(1), &json!(1), &json!(6), &json!("NonIndexed"), &json!(false))
+    );
+    assert_eq!(spec["template"]["spec"]["restartPolicy"], json!("Never"));
+}
+
+fn service(name: &str, spec: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name}, "spec": spec})
+}
+
+#[test]
+fn a_service_gets_defaults_and_a_cluster_ip_it_keeps() {
+    let mut w = World::new();
+    let svcs = builtin("", "services");
+    let s = w.create(
+        &svcs,
+        Some("default"),
+        service("s", json!({"selector": {"app": "a"}, "ports": [{"port": 80}]})),
+    );
+    let spec = &s.data["spec"];
+    assert_eq!(spec["type"], json!("ClusterIP"));
+    assert_eq!(spec["sessionAffinity"], json!("None"));
+    assert_eq!(spec["ports"], json!([{"port": 80, "protocol": "TCP", "targetPort": 80}]));
+    let ip = spec["clusterIP"].as_str().unwrap().to_owned();
+    assert!(ip.starts_with("10.96."), "{ip}");
+    assert_eq!(spec["clusterIPs"], json!([ip]));
+    // A controller that replaces the spec without the IP keeps it.
+    let mut body = (*s).clone();
+    body.data["spec"] = json!({"selector": {"app": "b"}, "ports": [{"port": 80}]});
+    let updated = w.try_update(&svcs, Some("default"), body).unwrap();
+    assert_eq!(updated.data["spec"]["clusterIP"], json!(ip));
+    let err =
+        w.try_merge(&svcs, Some("default"), "s", json!({"spec": {"clusterIP": "10.96.0.1"}})).unwrap_err();
+    assert_eq!(code_reason(&err), (422, "Invalid"));
+    assert_eq!(
+        err.message,
+        "Service \"s\" is invalid: spec.clusterIPs[0]: Invalid value: \"10.96.0.1\": may not change once set"
+    );
+}
+
+#[test]
+fn a_headless_service_keeps_cluster_ip_none() {
+    let mut w = World::new();
+    let svcs = builtin("", "services");
+    let s = w.create(&svcs, Some("default"), service("h", json!({"clusterIP": "None"})));
+    assert_eq!(
+        (&s.data["spec"]["clusterIP"], &s.data["spec"]["clusterIPs"]),
+        (&json!("None"), &json!(["None"]))
+    );
+}
+
+#[test]
+fn claims_secrets_and_namespaces_get_their_defaults() {
+    let mut w = World::new();
+    let pvcs = builtin("", "persistentvolumeclaims");
+    let c = w.create(
+        &pvcs,
+        Some("default"),
+        json!({"metadata": {"name": "c"}, "spec": {"accessModes": ["ReadWriteOnce"],
+               "resources": {"requests": {"storage": "1Gi"}}}}),
+    );
+    assert_eq!(
+        (&c.data["spec"]["volumeMode"], &c.data["status"]),
+        (&json!("Filesystem"), &json!({"phase": "Pending"}))
+    );
+    let secrets = builtin("", "secrets");
+    let s = w.create(&secrets, Some("default"), json!({"metadata": {"name": "s"}}));
+    assert_eq!(s.data["type"], json!("Opaque"));
+    let ns = w.create(&namespaces(), None, json!({"metadata": {"name": "team"}}));
+    assert_eq!(
+        ns.metadata.labels.clone().unwrap().get("kubernetes.io/metadata.name").map(String::as_str),
+        Some("team")
+    );
+}
+
+#[test]
+fn builtin_defaults_can_be_turned_off() {
+    let mut w = World::with_config(ServerConfig { builtin_defaults: false, ..Default::default() });
+    let p = w.create(&pods(), Some("default"), pod(json!([{"name": "c", "image": "i"}])));
+    assert_eq!(p.data["spec"], json!({"containers": [{"name": "c", "image": "i"}]}));
+}
+
+#[test]
+fn a_job_selects_its_pods_by_a_generated_controller_uid_selector() {
+    let mut w = World::new();
+    let jobs = builtin("batch", "jobs");
+    let body = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "i:1"}]}}}});
+    let j = w.create(&jobs, Some("default"), body);
+    let uid = j.metadata.uid.clone().unwrap();
+    assert_eq!(
+        j.data["spec"]["selector"],
+        json!({"matchLabels": {"batch.kubernetes.io/controller-uid": uid}})
+    );
+    assert_eq!(
+        j.data["spec"]["template"]["metadata"]["labels"],
+        json!({"job-name": "j", "batch.kubernetes.io/job-name": "j", "controller-uid": uid, "batch.kubernetes.io/controller-uid": uid})
+    );
+}

@@ -1,0 +1,33 @@
+//! Every integration test of this crate, in one test binary (one module per former test file):
+//! one binary links once, where one per file linked the dependencies again for each.
+// A helper module shared by several former test files is included by each, as it was when each
+// file was its own binary.
+#![allow(clippy::duplicate_mod, clippy::module_inception)]
+
+mod admission;
+mod apply;
+mod builtin_validation;
+mod crd;
+mod crd_serving;
+mod decoding;
+mod defaults;
+mod deletion;
+mod determinism;
+mod events;
+mod field_selectors;
+mod from_snapshot;
+mod list;
+mod metadata;
+mod namespaces;
+mod patch;
+mod registry_fields;
+mod revisions;
+mod scale;
+mod schema;
+mod selector;
+mod server_apply;
+mod state_machine;
+mod status;
+mod strategic;
+mod validation;
+mod watch;

@@ -1,0 +1,191 @@
+//! Metadata rules: names, generateName, owner references and server-owned fields.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use common::*;
+use serde_json::json;
+
+fn generated(prefix: &str) -> serde_json::Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": prefix}})
+}
+
+#[test]
+fn a_create_without_name_or_generate_name_gets_422_required() {
+    let mut w = World::new();
+    let err = w.try_create(&cm(), Some("default"), json!({"metadata": {}})).unwrap_err();
+    assert_eq!(code_reason(&err), (422, "Invalid"));
+    assert_eq!(
+        err.message,
+        "ConfigMap \"\" is invalid: metadata.name: Required value: name or generateName is required"
+    );
+    let cause = &err.details.as_ref().unwrap().causes[0];
+    assert_eq!((cause.reason.as_str(), cause.field.as_str()), ("FieldValueRequired", "metadata.name"));
+}
+
+#[test]
+fn generate_name_appends_five_characters_of_the_kubernetes_alphabet() {
+    let mut w = World::new();
+    let o = w.create(&cm(), Some("default"), generated("web-"));
+    let name = o.metadata.name.clone().unwrap();
+    assert_eq!(name.len(), "web-".len() + 5);
+    assert!(name.starts_with("web-"));
+    assert!(name[4..].chars().all(|c| "bcdfghjklmnpqrstvwxz2456789".contains(c)), "{name}");
+    assert_eq!(o.metadata.generate_name.as_deref(), Some("web-"));
+}
+
+#[test]
+fn generate_name_is_deterministic_for_the_same_id_source() {
+    let mut a = World::new();
+    let mut b = World::new();
+    let x = a.create(&cm(), Some("default"), generated("web-"));
+    let y = b.create(&cm(), Some("default"), generated("web-"));
+    assert_eq!(x.metadata.name, y.metadata.name);
+    assert_eq!(x.metadata.uid, y.metadata.uid);
+}
+
+/// An id source that always draws 0: every generated suffix is `bbbbb`.
+struct Stuck;
+
+impl model_apiserver::IdSource for Stuck {
+    fn next_u64(&mut self) -> u64 {
+        0
+    }
+}
+
+#[test]
+fn generate_name_gets_409_already_exists_after_eight_colliding_tries() {
+    let mut w = World::new();
+    let mut stuck = Stuck;
+    let mut ctx = model_apiserver::Context::new(w.now, &mut stuck);
+    let create =
+        || model_apiserver::Request::create(&cm(), Some("default"), obj(generated("s-")), Default::default());
+    let first = w.server.handle(create(), &mut ctx).unwrap();
+    assert_eq!(first.object().unwrap().metadata.name.as_deref(), Some("s-bbbbb"));
+    let err = w.server.handle(create(), &mut ctx).unwrap_err();
+    assert_eq!(code_reason(&err), (409, "AlreadyExists"));
+    assert_eq!(err.message, "configmaps \"s-bbbbb\" already exists");
+    assert_eq!(w.server.revision(), 5);
+}
+
+#[test]
+fn an_invalid_subdomain_name_gets_422_with_the_real_message() {
+    let mut w = World::new();
+    let err = w.try_create(&cm(), Some("default"), config_map("Bad_Name", json!({}))).unwrap_err();
+    assert_eq!(code_reason(&err), (422, "Invalid"));
+    assert_eq!(
+        err.message,
+        "ConfigMap \"Bad_Name\" is invalid: metadata.name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+    );
+}
+
+#[test]
+fn a_dotted_name_is_a_valid_subdomain_but_not_a_valid_namespace_label() {
+    let mut w = World::new();
+    assert!(w.try_create(&cm(), Some("default"), config_map("a.b", json!({}))).is_ok());
+    let err = w.try_create(&namespaces(), None, json!({"metadata": {"name": "a.b"}})).unwrap_err();
+    assert_eq!(code_reason(&err), (422, "Invalid"));
+    assert_eq!(
+        err.message,
+        "Namespace \"a.b\" is invalid: metadata.name: Invalid value: \"a.b\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+    );
+}
+
+#[test]
+fn a_name_longer_than_a_label_allows_gets_422_too_long() {
+    let mut w = World::new();
+    let name = "a".repeat(64);
+    let err = w.try_create(&namespaces(), None, json!({"metadata": {"name": name}})).unwrap_err();
+    assert_eq!(code_reason(&err), (422, "Invalid"));
+    let cause = &err.details.as_ref().unwrap().causes[0];
+    assert_eq!(cause.message, format!("Invalid value: \"{name}\": must be no more than 63 characters"));
+}
+
+#[test]
+fn two_controller_owner_references_get_422_invalid() {
+    let mut w = World::new();
+    let mut body = config_map("a", json!({}));
+    body["metadata"]["ownerReferences"] = json!([
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "1", "controller": true},
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": "y", "uid": "2", "controller": true},
+    ]);
+    let err = w.try_create(&cm(), Some("default"), body).unwrap_err();
+    assert_eq!(code_reason(&err), (422, "Invalid"));
+    let cause = &err.details.as_ref().unwrap().causes[0];
+    assert_eq!(cause.field, "metadata.ownerReferences");
+    assert!(
+        cause.message.contains("Only one reference can have Controller set to true"),
+        "{}",
+        cause.message
+    );
+}
+
+#[test]
+fn one_controller_owner_reference_is_accepted() {
+    let mut w = World::new();
+    let mut body = config_map("a", json!({}));
+    body["metadata"]["ownerReferences"] = json!([
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "1", "controller": true},
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": "y", "uid": "2"},
+    ]);
+    assert!(w.try_create(&cm(), Some("default"), body).is_ok());
+}
+
+#[test]
+fn an_update_carrying_the_uid_of_a_deleted_incarnation_gets_409_precondition_failed() {
+    let mut w = World::new();
+    let first = w.create(&cm(), Some("default"), config_map("a", json!({})));
+    w.try_delete(&cm(), Some("default"), "a").unwrap();
+    let second = w.create(&cm(), Some("default"), config_map("a", json!({})));
+    let mut stale = (*first).clone();
+    stale.metadata.resource_version = None;
+    stale.data["data"] = json!({"k": "v"});
+    let err = w.try_update(&cm(), Some("default"), stale).unwrap_err();
+    assert_eq!(code_reason(&err), (409, "Conflict"));
+    assert_eq!(
+        err.message,
+        format!(
+            "Operation cannot be fulfilled on configmaps \"a\": Precondition failed: UID in precondition: {}, UID in object meta: {}",
+            first.metadata.uid.as_deref().unwrap(),
+            second.metadata.uid.as_deref().unwrap()
+        )
+    );
+}
+
+#[test]
+fn a_patch_that_changes_the_uid_gets_422_immutable() {
+    let mut w = World::new();
+    w.create(&cm(), Some("default"), config_map("a", json!({})));
+    let err = w.try_merge(&cm(), Some("default"), "a", json!({"metadata": {"uid": "other"}})).unwrap_err();
+    assert_eq!(code_reason(&err), (422, "Invalid"));
+    assert_eq!(
+        err.message,
+        "ConfigMap \"a\" is invalid: metadata.uid: Invalid value: \"other\": field is immutable"
+    );
+}
+
+#[test]
+fn an_update_keeps_uid_creation_timestamp_and_generation() {
+    let mut w = World::new();
+    let a = w.create(&cm(), Some("default"), config_map("a", json!({"k": "1"})));
+    w.advance_seconds(60);
+    let mut body = obj(config_map("a", json!({"k": "2"})));
+    body.metadata.generation = Some(42);
+    let b = w.try_update(&cm(), Some("default"), body).unwrap();
+    assert_eq!(b.metadata.uid, a.metadata.uid);
+    assert_eq!(b.metadata.creation_timestamp, a.metadata.creation_timestamp);
+    assert_eq!(b.metadata.generation, None);
+}
+
+#[test]
+fn uids_are_distinct_version_4_uuids() {
+    let mut w = World::new();
+    let a = w.create(&cm(), Some("default"), config_map("a", json!({})));
+    let b = w.create(&cm(), Some("default"), config_map("b", json!({})));
+    assert_ne!(a.metadata.uid, b.metadata.uid);
+    for uid in [a.metadata.uid.clone().unwrap(), b.metadata.uid.clone().unwrap()] {
+        let parts: Vec<_> = uid.split('-').map(str::len).collect();
+        assert_eq!(parts, [8, 4, 4, 4, 12]);
+        assert!(matches!(&uid[19..20], "8" | "9" | "a" | "b"), "{uid}");
+    }
+}

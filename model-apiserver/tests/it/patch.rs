@@ -1,0 +1,186 @@
+//! Patches: JSON merge patch and JSON patch (with `test`); the other types get 415.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use common::*;
+use kube_core::params::{Patch, PatchParams};
+use model_apiserver::Request;
+use serde_json::json;
+
+fn json_patch(ops: serde_json::Value) -> Patch<serde_json::Value> {
+    Patch::Json(serde_json::from_value(ops).unwrap())
+}
+
+#[test]
+fn a_merge_patch_changes_only_the_named_fields() {
+    let mut w = World::new();
+    w.create(&cm(), Some("default"), config_map("a", json!({"k": "1", "keep": "yes"})));
+    let patched = w.try_merge(&cm(), Some("default"), "a", json!({"data": {"k": "2"}})).unwrap();
+    assert_eq!(patched.data["data"], json!({"k": "2", "keep": "yes"}));
+    assert_eq!(rv(&patched), 6);
+}
+
+#[test]
+fn a_merge_patch_with_null_removes_a_field() {
+    let mut w = World::new();
+    w.create(&cm(), Some("default"), config_map("a", json!({"k": "1", "gone": "x"})));
+    let patched = w.try_merge(&cm(), Some("default"), "a", json!({"data": {"gone": null}})).unwrap();
+    assert_eq!(patched.data["data"], json!({"k": "1"}));
+}
+
+#[test]
+fn a_merge_patch_that_changes_nothing_bumps_nothing() {
+    let mut w = World::new();
+    let a = w.create(&cm(), Some("default"), config_map("a", json!({"k": "1"})));
+    let same = w.try_merge(&cm(), Some("default"), "a", json!({"data": {"k": "1"}})).unwrap();
+    assert_eq!(same, a);
+    assert_eq!(w.server.revision(), 5);
+}
+
+#[test]
+fn a_json_patch_applies_its_operations_in_order() {
+    let mut w = World::new();
+    w.create(&cm(), Some("default"), config_map("a", json!({"k": "1"})));
+    let ops = json_patch(json!([
+        {"op": "add", "path": "/data/x", "value": "1"},
+        {"op": "replace", "path": "/data/x", "value": "2"},
+        {"op": "remove", "path": "/data/k"},
+    ]));
+    let r = w.handle(Request::patch(&cm(), Some("default"), "a", ops, PatchParams::default())).unwrap();
+    assert_eq!(object(r).data["data"], json!({"x": "2"}));
+}
+
+#[test]
+fn a_json_patch_with_a_test_that_holds_adds_a_finalizer_as_kubes_finalizer_helper_does() {
+    let mut w = World::new();
+    w.create(&cm(), Some("default"), config_map("a", json!({})));
+    let ops = json_patch(json!([
+        {"op": "test", "path": "/metadata/finalizers", "value": null},
+        {"op": "add", "path": "/metadata/finalizers", "value": ["example.com/cleanup"]},
+    ]));
+    let r = w.handle(Request::patch(&cm(), Some("default"), "a", ops, PatchParams::default())).unwrap();
+    assert_eq!(object(r).metadata.finalizers, Some(vec!["example.com/cleanup".to_owned()]));
+}
+
+#[test]
+fn a_json_patch_whose_test_fails_gets_422_invalid_and_changes_nothing() {
+    let mut w = World::new();
+    w.create(&cm(), Some("default"), config_map("a", json!({"k": "1"})));
+    let ops = json_patch(json!([
+        {"op": "test", "path": "/data/k", "value": "other"},
+        {"op": "replace", "path": "/data/k", "value": "2"},
+    ]));
+    let err = w.handle(Request::patch(&cm(), Some("default"), "a", ops, PatchParams::default())).unwrap_err();
+    assert_eq!(code_reason(&err), (422, "Invalid"));
+    assert_eq!(err.message, "operation '/0' failed at path '/data/k': value did not match");
+    assert_eq!(w.get(&cm(), Some("default"), "a").data["data"], json!({"k": "1"}));
+    assert_eq!(w.server.revision(), 5);
+}
+
+#[test]
+fn a_patch_carrying_a_stale_resource_version_gets_409_conflict() {
+    let mut w = World::new();
+    w.create(&cm(), Some("default"), config_map("a", json!({"k": "1"})));
+    w.try_merge(&cm(), Some("default"), "a", json!({"data": {"k": "2"}})).unwrap();
+    let err = w
+        .try_merge(
+            &cm(),
+            Some("default"),
+            "a",
+            json!({"metadata": {"resourceVersion": "5"}, "data": {"k": "3"}}),
+        )
+        .unwrap_err();
+    assert_eq!(code_reason(&err), (409, "Conflict"));
+}
+
+#[test]
+fn a_patch_of_a_missing_object_gets_404_not_found() {
+    let mut w = World::new();
+    let err = w.try_merge(&cm(), Some("default"), "a", json!({"data": {}})).unwrap_err();
+    assert_eq!(code_reason(&err), (404, "NotFound"));
+}
+
+#[test]
+fn a_patch_that_renames_the_object_gets_400_bad_request() {
+    let mut w = World::new();
+    w.create(&cm(), Some("default"), config_map("a", json!({})));
+    let err = w.try_merge(&cm(), Some("default"), "a", json!({"metadata": {"name": "b"}})).unwrap_err();
+    assert_eq!(code_reason(&err), (400, "BadRequest"));
+    assert_eq!(err.message, "the name of the object (b) does not match the name on the URL (a)");
+}
+
+#[test]
+fn a_strategic_merge_patch_of_a_built_in_kind_merges_lists_by_their_merge_key() {
+    let mut w = World::new();
+    let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [
+        {"name": "a", "image": "a:1"}, {"name": "b", "image": "b:1"}
+    ]}});
+    w.create(&pods(), Some("default"), pod);
+    let patch = Patch::Strategic(json!({"spec": {"containers": [{"name": "b", "image": "b:2"}]}}));
+    let r = w.handle(Request::patch(&pods(), Some("default"), "p", patch, PatchParams::default())).unwrap();
+    let containers: Vec<(String, String)> = object(r).data["spec"]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["name"].as_str().unwrap().to_owned(), c["image"].as_str().unwrap().to_owned()))
+        .collect();
+    assert_eq!(containers, [("a".to_owned(), "a:1".to_owned()), ("b".to_owned(), "b:2".to_owned())]);
+}
+
+#[test]
+fn a_patch_with_dry_run_returns_the_result_and_changes_nothing() {
+    let mut w = World::new();
+    w.create(&cm(), Some("default"), config_map("a", json!({"k": "1"})));
+    let params = PatchParams { dry_run: true, ..Default::default() };
+    let r = w.handle(Request::patch(
+        &cm(),
+        Some("default"),
+        "a",
+        Patch::Merge(json!({"data": {"k": "2"}})),
+        params,
+    ));
+    assert_eq!(object(r.unwrap()).data["data"], json!({"k": "2"}));
+    assert_eq!(w.get(&cm(), Some("default"), "a").data["data"], json!({"k": "1"}));
+    assert_eq!(w.server.revision(), 5);
+}
+
+#[test]
+fn a_json_patch_error_names_the_failing_operation_of_the_whole_patch() {
+    let mut w = World::new();
+    w.create(&cm(), Some("default"), config_map("a", json!({"k": "1"})));
+    let ops = json_patch(json!([
+        {"op": "replace", "path": "/data/k", "value": "2"},
+        {"op": "remove", "path": "/data/missing"},
+    ]));
+    let err = w.handle(Request::patch(&cm(), Some("default"), "a", ops, PatchParams::default())).unwrap_err();
+    assert_eq!(code_reason(&err), (422, "Invalid"));
+    assert_eq!(err.message, "operation '/1' failed at path '/data/missing': path is invalid");
+    assert_eq!(w.get(&cm(), Some("default"), "a").data["data"], json!({"k": "1"}));
+}
+
+#[test]
+fn a_patch_that_turns_the_object_into_a_non_object_gets_400_and_changes_nothing() {
+    let mut w = World::new();
+    w.create(&cm(), Some("default"), config_map("a", json!({"k": "1"})));
+    for patch in [
+        Patch::Merge(json!("not an object")),
+        Patch::Merge(serde_json::Value::Null),
+        json_patch(json!([{"op": "replace", "path": "", "value": 7}])),
+    ] {
+        let err =
+            w.handle(Request::patch(&cm(), Some("default"), "a", patch, PatchParams::default())).unwrap_err();
+        assert_eq!(code_reason(&err), (400, "BadRequest"));
+    }
+    assert_eq!(w.server.revision(), 5);
+}
+
+#[test]
+fn an_object_built_without_content_is_created_and_patched() {
+    let mut w = World::new();
+    let bare = kube_core::DynamicObject::new("a", &cm());
+    let r = w.handle(Request::create(&cm(), Some("default"), bare, Default::default())).unwrap();
+    assert_eq!(rv(&object(r)), 5);
+    let patched = w.try_merge(&cm(), Some("default"), "a", json!({"data": {"k": "v"}})).unwrap();
+    assert_eq!(patched.data["data"], json!({"k": "v"}));
+}

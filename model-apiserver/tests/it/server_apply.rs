@@ -1,0 +1,162 @@
+//! Server-side apply through ApiServer::handle, and managedFields of ordinary writes.
+// The helper answers what ApiServer::handle answers: a Status error.
+#![allow(clippy::result_large_err)]
+
+#[path = "common/mod.rs"]
+mod common;
+
+use common::*;
+use kube_core::params::{GetParams, Patch, PatchParams};
+use model_apiserver::{Request, Subresource};
+use serde_json::{Value, json};
+
+fn apply_cm(name: &str, data: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data})
+}
+
+fn apply(
+    w: &mut World,
+    manager: &str,
+    force: bool,
+    body: Value,
+) -> Result<std::sync::Arc<kube_core::DynamicObject>, kube_core::Status> {
+    let name = body["metadata"]["name"].as_str().unwrap().to_owned();
+    let mut params = PatchParams::apply(manager);
+    params.force = force;
+    w.handle(Request::patch(&cm(), Some("default"), &name, Patch::Apply(body), params)).map(object)
+}
+
+fn managers(o: &kube_core::DynamicObject) -> Vec<(String, String)> {
+    o.metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .map(|m| (m.manager.clone().unwrap_or_default(), m.operation.clone().unwrap_or_default()))
+        .collect()
+}
+
+#[test]
+fn an_apply_to_an_absent_object_creates_it() {
+    let mut w = World::new();
+    let o = apply(&mut w, "ctrl", false, apply_cm("a", json!({"k": "v"}))).unwrap();
+    assert_eq!(o.data["data"], json!({"k": "v"}));
+    assert_eq!(rv(&o), 5);
+    assert!(o.metadata.uid.is_some());
+    assert_eq!(managers(&o), [("ctrl".to_owned(), "Apply".to_owned())]);
+}
+
+#[test]
+fn an_apply_without_a_field_manager_gets_422_invalid() {
+    let mut w = World::new();
+    let r = Request::patch(
+        &cm(),
+        Some("default"),
+        "a",
+        Patch::Apply(apply_cm("a", json!({}))),
+        PatchParams::default(),
+    );
+    let err = w.handle(r).unwrap_err();
+    assert_eq!(code_reason(&err), (422, "Invalid"));
+    assert_eq!(
+        err.message,
+        "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch"
+    );
+}
+
+#[test]
+fn applying_a_field_another_manager_owns_gets_409_unless_forced() {
+    let mut w = World::new();
+    apply(&mut w, "a", false, apply_cm("x", json!({"k": "1"}))).unwrap();
+    let err = apply(&mut w, "b", false, apply_cm("x", json!({"k": "2"}))).unwrap_err();
+    assert_eq!(code_reason(&err), (409, "Conflict"));
+    assert_eq!(err.details.as_ref().unwrap().causes[0].reason, "FieldManagerConflict");
+    assert_eq!(w.server.revision(), 5);
+    let forced = apply(&mut w, "b", true, apply_cm("x", json!({"k": "2"}))).unwrap();
+    assert_eq!(forced.data["data"], json!({"k": "2"}));
+    assert_eq!(rv(&forced), 6);
+}
+
+#[test]
+fn applying_the_same_configuration_again_is_a_no_op() {
+    let mut w = World::new();
+    let first = apply(&mut w, "a", false, apply_cm("x", json!({"k": "1"}))).unwrap();
+    w.advance_seconds(10);
+    let again = apply(&mut w, "a", false, apply_cm("x", json!({"k": "1"}))).unwrap();
+    assert_eq!(rv(&again), rv(&first));
+    assert_eq!(w.server.revision(), 5);
+}
+
+#[test]
+fn an_update_by_a_named_manager_takes_the_field_and_a_later_apply_conflicts() {
+    let mut w = World::new();
+    apply(&mut w, "a", false, apply_cm("x", json!({"k": "1"}))).unwrap();
+    let params = PatchParams { field_manager: Some("editor".into()), ..Default::default() };
+    let r = Request::patch(&cm(), Some("default"), "x", Patch::Merge(json!({"data": {"k": "2"}})), params);
+    let edited = object(w.handle(r).unwrap());
+    // The editor took the applier's only field; an entry left owning nothing is dropped.
+    assert_eq!(managers(&edited), [("editor".to_owned(), "Update".to_owned())]);
+    let err = apply(&mut w, "a", false, apply_cm("x", json!({"k": "3"}))).unwrap_err();
+    assert_eq!(code_reason(&err), (409, "Conflict"));
+}
+
+#[test]
+fn writes_without_a_field_manager_to_unapplied_objects_keep_no_managed_fields() {
+    let mut w = World::new();
+    let a = w.create(&cm(), Some("default"), config_map("a", json!({"k": "1"})));
+    assert_eq!(a.metadata.managed_fields, None);
+    let b = w.try_merge(&cm(), Some("default"), "a", json!({"data": {"k": "2"}})).unwrap();
+    assert_eq!(b.metadata.managed_fields, None);
+}
+
+#[test]
+fn force_on_a_non_apply_patch_gets_422_invalid() {
+    let mut w = World::new();
+    w.create(&cm(), Some("default"), config_map("a", json!({})));
+    let params = PatchParams { force: true, ..Default::default() };
+    let err =
+        w.handle(Request::patch(&cm(), Some("default"), "a", Patch::Merge(json!({})), params)).unwrap_err();
+    assert_eq!(code_reason(&err), (422, "Invalid"));
+    assert_eq!(
+        err.message,
+        "PatchOptions.meta.k8s.io \"\" is invalid: force: Forbidden: may not be specified for non-apply patch"
+    );
+}
+
+#[test]
+fn an_apply_to_status_changes_only_the_status() {
+    let mut w = World::new();
+    let body = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "d"}}, "template": {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}},
+    });
+    w.create(&deployments(), Some("default"), body);
+    let status = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+                        "spec": {"replicas": 9}, "status": {"readyReplicas": 2}});
+    let r = Request::patch(
+        &deployments(),
+        Some("default"),
+        "d",
+        Patch::Apply(status),
+        PatchParams::apply("ctrl"),
+    )
+    .with_subresource(Subresource::Status);
+    let d = object(w.handle(r).unwrap());
+    assert_eq!(d.data["status"], json!({"readyReplicas": 2}));
+    assert_eq!(d.data["spec"]["replicas"], json!(2));
+    assert_eq!(d.metadata.generation, Some(1));
+}
+
+#[test]
+fn an_apply_to_scale_gets_415() {
+    let mut w = World::new();
+    let body = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+        "spec": {"selector": {"matchLabels": {"app": "d"}}, "template": {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}}});
+    w.create(&deployments(), Some("default"), body);
+    let scale = json!({"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "d"}, "spec": {"replicas": 3}});
+    let r =
+        Request::patch(&deployments(), Some("default"), "d", Patch::Apply(scale), PatchParams::apply("hpa"))
+            .with_subresource(Subresource::Scale);
+    assert_eq!(code_reason(&w.handle(r).unwrap_err()), (415, "UnsupportedMediaType"));
+    let get = Request::get(&deployments(), Some("default"), "d", GetParams::default());
+    assert_eq!(object(w.handle(get).unwrap()).data["spec"]["replicas"], json!(1));
+}

@@ -1,0 +1,198 @@
+//! Validation of built-in kinds: labels, annotations and immutable fields.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use common::*;
+use serde_json::json;
+
+fn cause_of(err: &kube_core::Status) -> (String, String, String) {
+    let c = &err.details.as_ref().unwrap().causes[0];
+    (c.reason.clone(), c.field.clone(), c.message.clone())
+}
+
+fn with_labels(labels: serde_json::Value) -> serde_json::Value {
+    let mut body = config_map("a", json!({}));
+    body["metadata"]["labels"] = labels;
+    body
+}
+
+#[test]
+fn an_invalid_label_value_gets_422_with_the_real_message() {
+    let mut w = World::new();
+    let err = w.try_create(&cm(), Some("default"), with_labels(json!({"app": "-bad"}))).unwrap_err();
+    assert_eq!(code_reason(&err), (422, "Invalid"));
+    assert_eq!(
+        err.message,
+        "ConfigMap \"a\" is invalid: metadata.labels: Invalid value: \"-bad\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+    );
+}
+
+#[test]
+fn a_label_value_longer_than_63_characters_gets_422() {
+    let mut w = World::new();
+    let long = "a".repeat(64);
+    let err = w.try_create(&cm(), Some("default"), with_labels(json!({"app": long}))).unwrap_err();
+    assert_eq!(
+        cause_of(&err),
+        (
+            "FieldValueInvalid".to_owned(),
+            "metadata.labels".to_owned(),
+            format!("Invalid value: \"{long}\": must be no more than 63 characters")
+        )
+    );
+}
+
+#[test]
+fn a_label_key_with_an_invalid_prefix_gets_422() {
+    let mut w = World::new();
+    let err = w.try_create(&cm(), Some("default"), with_labels(json!({"Example.com/app": "x"}))).unwrap_err();
+    assert_eq!(code_reason(&err), (422, "Invalid"));
+    let (_, field, message) = cause_of(&err);
+    assert_eq!(field, "metadata.labels");
+    assert!(
+        message.starts_with("Invalid value: \"Example.com/app\": prefix part a lowercase RFC 1123 subdomain"),
+        "{message}"
+    );
+}
+
+#[test]
+fn valid_labels_and_empty_values_are_accepted() {
+    let mut w = World::new();
+    let body = with_labels(json!({"app.kubernetes.io/name": "web", "empty": "", "A_b.c-9": "X_y.z-1"}));
+    assert!(w.try_create(&cm(), Some("default"), body).is_ok());
+}
+
+#[test]
+fn changing_a_deployments_selector_gets_422_immutable() {
+    let mut w = World::new();
+    let body = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+                      "spec": {"selector": {"matchLabels": {"app": "d"}}, "template": {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}}});
+    w.create(&deployments(), Some("default"), body);
+    let err = w
+        .try_merge(
+            &deployments(),
+            Some("default"),
+            "d",
+            json!({"spec": {"selector": {"matchLabels": {"app": "e"}},
+                            "template": {"metadata": {"labels": {"app": "e"}}}}}),
+        )
+        .unwrap_err();
+    assert_eq!(code_reason(&err), (422, "Invalid"));
+    assert_eq!(
+        cause_of(&err),
+        (
+            "FieldValueInvalid".to_owned(),
+            "spec.selector".to_owned(),
+            "Invalid value: {\"matchLabels\":{\"app\":\"e\"}}: field is immutable".to_owned()
+        )
+    );
+}
+
+fn pod(node: Option<&str>) -> serde_json::Value {
+    let mut spec = json!({"containers": [{"name": "c", "image": "i:1"}], "restartPolicy": "Always"});
+    if let Some(n) = node {
+        spec["nodeName"] = json!(n);
+    }
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec})
+}
+
+#[test]
+fn a_pod_spec_change_other_than_images_gets_422_forbidden() {
+    let mut w = World::new();
+    w.create(&pods(), Some("default"), pod(Some("n1")));
+    let err =
+        w.try_merge(&pods(), Some("default"), "p", json!({"spec": {"restartPolicy": "Never"}})).unwrap_err();
+    assert_eq!(code_reason(&err), (422, "Invalid"));
+    let (reason, field, message) = cause_of(&err);
+    assert_eq!((reason.as_str(), field.as_str()), ("FieldValueForbidden", "spec"));
+    assert!(
+        message.starts_with(
+            "Forbidden: pod updates may not change fields other than `spec.containers[*].image`"
+        )
+    );
+    let moved = w.try_merge(&pods(), Some("default"), "p", json!({"spec": {"nodeName": "n2"}})).unwrap_err();
+    assert_eq!(code_reason(&moved), (422, "Invalid"));
+}
+
+#[test]
+fn a_pods_container_image_can_change() {
+    let mut w = World::new();
+    w.create(&pods(), Some("default"), pod(Some("n1")));
+    let patch = json!({"spec": {"containers": [{"name": "c", "image": "i:2"}]}});
+    let p = w.try_merge(&pods(), Some("default"), "p", patch).unwrap();
+    assert_eq!(p.data["spec"]["containers"][0]["image"], json!("i:2"));
+    assert_eq!(p.metadata.generation, Some(2));
+}
+
+#[test]
+fn an_unscheduled_pod_can_be_bound_by_setting_its_node_name() {
+    let mut w = World::new();
+    w.create(&pods(), Some("default"), pod(None));
+    let p = w.try_merge(&pods(), Some("default"), "p", json!({"spec": {"nodeName": "n1"}})).unwrap();
+    assert_eq!(p.data["spec"]["nodeName"], json!("n1"));
+}
+
+#[test]
+fn a_statefulset_spec_change_outside_the_allowed_fields_gets_422_forbidden() {
+    let mut w = World::new();
+    let sts = builtin("apps", "statefulsets");
+    let body = json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "s"},
+                      "spec": {"serviceName": "s", "selector": {"matchLabels": {"app": "s"}}, "template": {"metadata": {"labels": {"app": "s"}}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}}});
+    w.create(&sts, Some("default"), body);
+    assert!(w.try_merge(&sts, Some("default"), "s", json!({"spec": {"replicas": 3}})).is_ok());
+    let err = w.try_merge(&sts, Some("default"), "s", json!({"spec": {"serviceName": "t"}})).unwrap_err();
+    assert_eq!(
+        cause_of(&err),
+        (
+            "FieldValueForbidden".to_owned(),
+            "spec".to_owned(),
+            "Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden".to_owned()
+        )
+    );
+}
+
+#[test]
+fn a_jobs_template_is_immutable() {
+    let mut w = World::new();
+    let jobs = builtin("batch", "jobs");
+    let body = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+                      "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "i:1"}]}}}});
+    w.create(&jobs, Some("default"), body);
+    let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "i:2"}]}}}});
+    let err = w.try_merge(&jobs, Some("default"), "j", patch).unwrap_err();
+    assert_eq!(code_reason(&err), (422, "Invalid"));
+    assert_eq!(cause_of(&err).1, "spec.template");
+}
+
+#[test]
+fn an_immutable_config_map_keeps_its_data_but_not_its_labels() {
+    let mut w = World::new();
+    let mut body = config_map("a", json!({"k": "1"}));
+    body["immutable"] = json!(true);
+    w.create(&cm(), Some("default"), body);
+    let err = w.try_merge(&cm(), Some("default"), "a", json!({"data": {"k": "2"}})).unwrap_err();
+    assert_eq!(
+        cause_of(&err),
+        (
+            "FieldValueForbidden".to_owned(),
+            "data".to_owned(),
+            "Forbidden: field is immutable when `immutable` is set".to_owned()
+        )
+    );
+    assert!(w.try_merge(&cm(), Some("default"), "a", json!({"metadata": {"labels": {"x": "y"}}})).is_ok());
+}
+
+#[test]
+fn a_secrets_string_data_is_stored_base64_encoded_in_data() {
+    let mut w = World::new();
+    let secrets = builtin("", "secrets");
+    let body = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+                      "data": {"a": "eA==", "b": "eA=="}, "stringData": {"b": "hello"}});
+    let s = w.create(&secrets, Some("default"), body);
+    assert_eq!(s.data["data"], json!({"a": "eA==", "b": "aGVsbG8="}));
+    assert_eq!(s.data.get("stringData"), None);
+    let patched = w.try_merge(&secrets, Some("default"), "s", json!({"stringData": {"c": "hi"}})).unwrap();
+    assert_eq!(patched.data["data"]["c"], json!("aGk="));
+    assert_eq!(patched.data.get("stringData"), None);
+}

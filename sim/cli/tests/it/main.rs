@@ -1,0 +1,10 @@
+//! Every integration test of this crate, in one test binary (one module per former test file):
+//! one binary links once, where one per file linked the dependencies again for each.
+// A helper module shared by several former test files is included by each, as it was when each
+// file was its own binary.
+#![allow(clippy::duplicate_mod, clippy::module_inception)]
+
+mod cli_commands;
+mod cli_deploy;
+mod serve_builtins;
+mod serve_replay;

@@ -1,0 +1,117 @@
+//! The places where faults act: a `FaultHook` consulted around every API call and before every
+//! watch delivery.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube_core::Status;
+use model_apiserver::Request;
+use sim::api::Api;
+use sim::transport::{CallInfo, Delivery, DeliveryInfo, FaultHook};
+use sim::{Sim, TraceEvent, Verdict};
+
+use common::*;
+
+/// Answers the first create with 500 InternalError, without applying it.
+#[derive(Default)]
+struct FailFirstCreate {
+    fired: bool,
+}
+
+impl FaultHook for FailFirstCreate {
+    fn before_call(&mut self, call: &CallInfo<'_>, _request: &Request) -> Option<Status> {
+        if call.verb == "create" && !self.fired {
+            self.fired = true;
+            return Some(model_apiserver::errors::internal_error("injected"));
+        }
+        None
+    }
+}
+
+#[test]
+fn a_hook_that_fails_a_call_fails_it_without_applying_it() {
+    let report = Sim::builder()
+        .fault_hook(|_seed| FailFirstCreate::default())
+        .workload(|w| async move {
+            let api: Api<ConfigMap> = Api::default_namespaced(w.client());
+            w.apply(&api, &config_map("a", "1")).await?;
+            Ok(())
+        })
+        .keep_trace(true)
+        .run(1);
+    assert_eq!(
+        report.verdict,
+        Verdict::Correctness {
+            property: "workload".to_owned(),
+            message:
+                "step 1: apply ConfigMap default/a: 500 InternalError: Internal error occurred: injected"
+                    .to_owned(),
+            at_millis: report.stats.virtual_millis,
+        }
+    );
+    let faults: Vec<&str> = entries(&report)
+        .iter()
+        .filter_map(|e| match &e.event {
+            TraceEvent::Fault { description } => Some(description.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(faults, ["call 2 create configmaps/default/a: answered 500 InternalError"]);
+}
+
+/// Breaks the watch (410) before the first ADDED event it would deliver.
+#[derive(Default)]
+struct ExpireFirstAdded {
+    fired: bool,
+}
+
+impl FaultHook for ExpireFirstAdded {
+    fn on_delivery(&mut self, delivery: &DeliveryInfo<'_>) -> Delivery {
+        if delivery.kind == "ADDED" && !self.fired {
+            self.fired = true;
+            return Delivery::Expire;
+        }
+        Delivery::Deliver
+    }
+}
+
+#[test]
+fn a_hook_that_expires_a_watch_makes_the_informer_relist() {
+    let report = Sim::builder()
+        .fault_hook(|_seed| ExpireFirstAdded::default())
+        .controller("reader", |clients: sim::Clients| async move {
+            let api: Api<ConfigMap> = Api::default_namespaced(clients.default_cluster());
+            let store = sim::runtime::reflector::reflector(api, sim::runtime::watcher::Config::default());
+            store.wait_until_ready().await.expect("listed");
+            futures::future::pending::<()>().await;
+        })
+        .workload(|w| async move {
+            w.sleep(Duration::from_millis(100)).await;
+            let api: Api<ConfigMap> = Api::default_namespaced(w.client());
+            w.apply(&api, &config_map("a", "1")).await?;
+            Ok(())
+        })
+        .keep_trace(true)
+        .run(3);
+    assert_eq!(report.verdict, Verdict::Pass);
+    let story: Vec<String> = entries(&report)
+        .iter()
+        .filter_map(|e| match &e.event {
+            TraceEvent::Fault { description } => Some(format!("fault: {description}")),
+            TraceEvent::Relist { items, .. } => Some(format!("relist: {items} items")),
+            TraceEvent::WatchDelivery { kind, object, .. } => Some(format!("delivery: {kind} {object}")),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        story,
+        [
+            "relist: 0 items",
+            "fault: watch default/configmaps/default expired before ADDED default/a",
+            "relist: 1 items",
+        ]
+    );
+}

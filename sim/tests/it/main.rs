@@ -1,0 +1,32 @@
+//! Every integration test of this crate, in one test binary (one module per former test file):
+//! one binary links once, where one per file linked the dependencies again for each.
+// A helper module shared by several former test files is included by each, as it was when each
+// file was its own binary.
+#![allow(clippy::duplicate_mod, clippy::module_inception)]
+
+mod choices;
+mod client_api;
+mod configmapgen;
+mod custom_resource;
+mod delay_watch;
+mod determinism;
+mod events;
+mod fault_hook;
+mod fault_plan;
+mod fault_zoo;
+mod faults_engine;
+mod finalizer;
+mod generate_schema;
+mod generate_workload;
+mod guided_zoo;
+mod layering;
+mod lifecycles;
+mod live;
+mod multicluster;
+mod random_and_clock;
+mod regression_file;
+mod runtime_rules;
+mod scenario_registry;
+mod shrink;
+mod shrink_workload;
+mod workload;
