@@ -172,11 +172,13 @@ pub fn load_crds_from_path(path: &Path) -> Result<Vec<CustomResourceDefinition>,
 fn load_file(path: &Path) -> Result<Vec<CustomResourceDefinition>, CrdLoadError> {
     let text =
         std::fs::read_to_string(path).map_err(|source| CrdLoadError::Io { path: path.to_owned(), source })?;
+    // A leading UTF-8 byte order mark (some Windows editors write one) is skipped, as kubectl does.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let origin = path.display().to_string();
     if path.extension().and_then(|e| e.to_str()) != Some("json") {
-        return load_crds_from_yaml(&origin, &text);
+        return load_crds_from_yaml(&origin, text);
     }
-    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| CrdLoadError::Syntax {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| CrdLoadError::Syntax {
         origin: origin.clone(),
         document: 1,
         message: e.to_string(),

@@ -185,8 +185,10 @@ impl RegressionFile {
         Self::parse(path, &text)
     }
 
-    /// Parse the text of a regression file; `path` is only used in errors.
+    /// Parse the text of a regression file; `path` is only used in errors. A leading UTF-8 byte
+    /// order mark (which some Windows editors write) is skipped, as kubectl skips it in manifests.
     pub fn parse(path: &Path, text: &str) -> Result<RegressionFile, RegressionError> {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let malformed = |field: String, message: String| RegressionError::Malformed {
             path: path.to_owned(),
             field,

@@ -14,10 +14,10 @@ use hyper::{
 };
 use kube_core::{DynamicObject, Status, params::Patch};
 use model_apiserver::{Request, ResourceType, Response, Subresource, errors};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::{
-    discovery,
+    Limits, decode, discovery,
     http::{self, Reply},
     live::{Live, Model},
     openapi, protobuf,
@@ -30,19 +30,41 @@ use super::{
 pub const BODY_BYTES_MAX: usize = 3 * 1024 * 1024;
 
 /// Serve one request.
-pub async fn serve(live: Live, server_address: Arc<str>, request: hyper::Request<Incoming>) -> Reply {
+pub async fn serve(
+    live: Live,
+    server_address: Arc<str>,
+    limits: Arc<Limits>,
+    request: hyper::Request<Incoming>,
+) -> Reply {
     let (parts, body) = request.into_parts();
     let body = match Limited::new(body, BODY_BYTES_MAX).collect().await {
         Ok(collected) => collected.to_bytes(),
-        Err(e) => {
+        // Only a body over the limit is 413; one cut short or badly chunked is the client's
+        // malformed request, 400.
+        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
             return http::status(
-                &Status::failure(&format!("reading the request body: {e}"), "RequestEntityTooLarge")
-                    .with_code(413),
+                &Status::failure(
+                    &format!("the request body is larger than {BODY_BYTES_MAX} bytes"),
+                    "RequestEntityTooLarge",
+                )
+                .with_code(413),
             );
         }
+        Err(e) => return http::status(&errors::bad_request(&format!("reading the request body: {e}"))),
     };
     let query = Query::parse(parts.uri.query());
-    match route::parse(parts.uri.path()) {
+    let route = route::parse(parts.uri.path());
+    // Discovery, OpenAPI, /version and the health checks are read only: GET (and HEAD) alone.
+    if !matches!(route, Route::Resource(_) | Route::Unknown)
+        && !matches!(parts.method, Method::GET | Method::HEAD)
+    {
+        return http::status(&errors::method_not_allowed(&format!(
+            "the server does not allow {} on {}",
+            parts.method,
+            parts.uri.path()
+        )));
+    }
+    match route {
         Route::Version => http::json(200, &discovery::version()),
         Route::Health => http::with_type(200, http::full("ok"), "text/plain"),
         Route::CoreVersions => http::json(200, &discovery::core_versions(&server_address)),
@@ -57,8 +79,12 @@ pub async fn serve(live: Live, server_address: Arc<str>, request: hyper::Request
             found(openapi::v3_group_version(live.lock().server.types(), &group, &version))
         }
         Route::Resource(path) => {
-            let call = Call { live, method: parts.method, headers: parts.headers, query, body };
-            call.resource(path).await
+            // Decoding and the model call run on tokio's blocking pool: a slow body or a big list
+            // never holds an async worker, so `/version` and other connections keep answering.
+            let call = Call { live, method: parts.method, headers: parts.headers, query, body, limits };
+            tokio::task::spawn_blocking(move || call.resource(path))
+                .await
+                .unwrap_or_else(|_| http::status(&errors::internal_error("serving this request panicked")))
         }
         Route::Unknown => http::status(&not_found()),
     }
@@ -84,10 +110,11 @@ struct Call {
     headers: HeaderMap,
     query: Query,
     body: Bytes,
+    limits: Arc<Limits>,
 }
 
 impl Call {
-    async fn resource(self, path: ResourcePath) -> Reply {
+    fn resource(self, path: ResourcePath) -> Reply {
         let ty = self.live.lock().server.types().get(&path.group, &path.version, &path.plural).cloned();
         let Some(ty) = ty else { return http::status(&not_found()) };
         let subresource = match path.subresource.as_deref() {
@@ -193,7 +220,7 @@ impl Call {
             Err(e) => return http::status(&e),
         };
         let rv = self.query.get("resourceVersion").unwrap_or("").to_owned();
-        watch::start(self.live.clone(), t.ty.api.clone(), t.namespace.clone(), rv, params)
+        watch::start(self.live.clone(), t.ty.api.clone(), t.namespace.clone(), rv, params, &self.limits)
     }
 
     fn create(&self, t: &Target) -> Result<Reply, Status> {
@@ -221,24 +248,15 @@ impl Call {
     fn patch(&self, t: &Target, name: &str) -> Result<Reply, Status> {
         let mut params = self.query.patch_params()?;
         let content_type = self.headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
-        let media = content_type.split(';').next().unwrap_or("").trim();
-        let patch = match media {
+        let patch = match decode::media_type(content_type).as_str() {
             "application/json-patch+json" => Patch::Json(
-                serde_json::from_slice(&self.body)
+                serde_json::from_value(decode::json(&self.body, "patch")?)
                     .map_err(|e| errors::bad_request(&format!("error decoding patch: {e}")))?,
             ),
-            "application/merge-patch+json" => Patch::Merge(decode_json(&self.body)?),
-            "application/strategic-merge-patch+json" => Patch::Strategic(decode_json(&self.body)?),
-            "application/apply-patch+yaml" => Patch::Apply(
-                serde_yaml_ng::from_slice(&self.body)
-                    .map_err(|e| errors::bad_request(&format!("error decoding YAML: {e}")))?,
-            ),
-            _ => {
-                return Err(errors::unsupported_media_type(&format!(
-                    "the body of the request was in an unknown format - accepted media types include: {}",
-                    accepted_patch_types(&t.ty)
-                )));
-            }
+            "application/merge-patch+json" => Patch::Merge(decode::json(&self.body, "patch")?),
+            "application/strategic-merge-patch+json" => Patch::Strategic(decode::json(&self.body, "patch")?),
+            "application/apply-patch+yaml" => Patch::Apply(decode::yaml(&self.body)?),
+            _ => return Err(decode::unsupported(accepted_patch_types(&t.ty))),
         };
         let is_apply = matches!(patch, Patch::Apply(_));
         if !is_apply {
@@ -368,24 +386,12 @@ fn current(m: &mut Model, t: &Target, name: &str) -> Result<Option<Arc<DynamicOb
     }
 }
 
-/// A JSON document body.
-fn decode_json(body: &[u8]) -> Result<Value, Status> {
-    serde_json::from_slice(body).map_err(|e| errors::bad_request(&format!("error decoding patch: {e}")))
-}
-
-/// An object body: JSON, YAML (a superset), or Kubernetes protobuf of a built-in kind (see
-/// [`protobuf`]). CBOR is not served: it gets 415, and client-go retries in JSON.
+/// An object body, decoded by its Content-Type (see [`decode`]): JSON, YAML, or Kubernetes
+/// protobuf of a built-in kind (see [`protobuf`]). CBOR is not served: it gets 415, and client-go
+/// retries in JSON.
 fn decode_object(headers: &HeaderMap, body: &[u8]) -> Result<DynamicObject, Status> {
     let content_type = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
-    let value: Value = if protobuf::is_protobuf(content_type, body) {
-        protobuf::decode(body)?
-    } else {
-        match serde_json::from_slice(body) {
-            Ok(v) => v,
-            Err(_) => serde_yaml_ng::from_slice(body)
-                .map_err(|e| errors::bad_request(&format!("the object provided is unrecognized: {e}")))?,
-        }
-    };
+    let value = decode::object(decode::Media::of_object(content_type)?, body)?;
     if !value.is_object() {
         return Err(errors::bad_request("the object provided is unrecognized: not a JSON object"));
     }

@@ -9,7 +9,9 @@
 //! - [`discovery`] and [`openapi`] describe what is served;
 //! - [`handler`] turns one request into one model call (strategic merge patch and server-side
 //!   apply as read-modify-write under the model's lock), [`watch`] streams watch events;
+//! - [`decode`] picks a body's decoder by Content-Type and bounds its nesting first;
 //! - [`protobuf`] decodes Kubernetes protobuf bodies (what kubectl's generators send) into JSON;
+//! - [`guard`] refuses Hosts and web Origins that `--accept-hosts` does not match;
 //! - [`live`] holds the model behind a mutex with wall-clock time (a replayed state is served
 //!   through [`Live::read_only`]).
 //!
@@ -24,7 +26,9 @@
 // and kube-core's Status is what every caller hands on unboxed.
 #![allow(clippy::result_large_err)]
 
+pub mod decode;
 pub mod discovery;
+pub mod guard;
 pub mod handler;
 pub mod http;
 pub mod live;
@@ -35,10 +39,10 @@ pub mod route;
 pub mod table;
 pub mod watch;
 
-use std::{net::SocketAddr, path::PathBuf, sync::Arc};
+use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 
 use hyper::{server::conn::http1, service::service_fn};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use kube_core::params::PostParams;
 use model_apiserver::{ApiServer, Context, Request};
 
@@ -81,6 +85,50 @@ pub struct ServeConfig {
     pub crds: Option<PathBuf>,
     /// Seed of uids and generated names (the wall clock when `None`).
     pub seed: Option<u64>,
+    /// The Hosts (and web Origins) served; loopback names by default.
+    pub accept_hosts: guard::AcceptHosts,
+    /// Timeouts and bounds of connections and watches.
+    pub limits: Limits,
+}
+
+/// What one client may hold of the server, so that idle, slow or many connections cannot starve
+/// the others or exhaust memory or file descriptors. Every bound is documented in
+/// `docs/serve.md` ("Security and limits").
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// A connection must send a whole request head within this long of opening, or of its last
+    /// answer (so it also bounds how long an idle keep-alive connection stays open).
+    pub header_read_timeout: Duration,
+    /// A request (its body read and its answer made; a watch only until its stream starts) must
+    /// finish within this long of its head, or it gets 504 Timeout, as kube-apiserver's
+    /// `--request-timeout` (60 s) answers.
+    pub request_timeout: Duration,
+    /// Connections served at once; further ones wait in the kernel's backlog until one closes.
+    pub connections_max: usize,
+    /// The first pause after a failed `accept` (out of file descriptors, say); it doubles up to
+    /// [`Limits::accept_backoff_max`] while accepts keep failing, so the loop never spins.
+    pub accept_backoff: Duration,
+    /// The longest pause after failed accepts.
+    pub accept_backoff_max: Duration,
+    /// Serialized bytes one watch stream may have queued for a client that does not read.
+    pub watch_buffer_bytes_max: usize,
+    /// A watch whose client has not made room for the next event within this long is closed, as
+    /// kube-apiserver closes a slow watcher; the client relists and watches again.
+    pub watch_slow_timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            header_read_timeout: Duration::from_secs(30),
+            request_timeout: Duration::from_secs(60),
+            connections_max: 512,
+            accept_backoff: Duration::from_millis(5),
+            accept_backoff_max: Duration::from_secs(1),
+            watch_buffer_bytes_max: 1024 * 1024,
+            watch_slow_timeout: Duration::from_secs(30),
+        }
+    }
 }
 
 /// Something that runs beside the server for as long as it serves, such as the built-in
@@ -89,7 +137,13 @@ pub type Companion = Box<dyn Send>;
 
 impl Default for ServeConfig {
     fn default() -> Self {
-        ServeConfig { addr: SocketAddr::from(([127, 0, 0, 1], 0)), crds: None, seed: None }
+        ServeConfig {
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            crds: None,
+            seed: None,
+            accept_hosts: guard::AcceptHosts::default(),
+            limits: Limits::default(),
+        }
     }
 }
 
@@ -143,6 +197,12 @@ pub fn initial_model(config: &ServeConfig) -> Result<Live, ServeError> {
     if let Some(path) = &config.crds {
         let crds =
             model_apiserver::crd::load_crds_from_path(path).map_err(|e| ServeError::Crds(e.to_string()))?;
+        if crds.is_empty() {
+            return Err(ServeError::Crds(format!(
+                "{}: holds no CustomResourceDefinition (an empty file or directory is a mistake, not a no-op)",
+                path.display()
+            )));
+        }
         let crd_api = kube_core::ApiResource::erase::<
             k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
         >(&());
@@ -185,6 +245,7 @@ pub fn spawn_with(
         .map_err(ServeError::Runtime)?;
     let (tx, rx) = tokio::sync::oneshot::channel();
     let served_live = live.clone();
+    let server = Server::new(&config, addr);
     let thread = std::thread::Builder::new()
         .name("kube-sim-serve".to_owned())
         .spawn(move || {
@@ -193,7 +254,7 @@ pub fn spawn_with(
                 tokio::select! {
                     biased;
                     _ = rx => {}
-                    () = accept_loop(listener, served_live, addr) => {}
+                    () = server.accept_loop(listener, served_live) => {}
                 }
             });
         })
@@ -215,42 +276,98 @@ pub async fn run_with(
 ) -> Result<(), ServeError> {
     let live = initial_model(&config)?;
     let _companion = companion(&live)?;
-    run_live(live, config.addr, ready).await
+    run_live(live, &config, ready).await
 }
 
-/// Bind and serve `live` until the process ends (`kube-sim serve --replay` builds its own).
+/// Bind `config.addr` and serve `live` until the process ends (`kube-sim serve --replay` builds
+/// its own model; `config.crds` and `config.seed` are not used).
 pub async fn run_live(
     live: Live,
-    addr: SocketAddr,
+    config: &ServeConfig,
     ready: impl FnOnce(SocketAddr),
 ) -> Result<(), ServeError> {
-    let asked = addr;
+    let asked = config.addr;
     let listener = tokio::net::TcpListener::bind(asked)
         .await
         .map_err(|source| ServeError::Bind { addr: asked, source })?;
     let addr = listener.local_addr().map_err(|source| ServeError::Bind { addr: asked, source })?;
     ready(addr);
-    accept_loop(listener, live, addr).await;
+    Server::new(config, addr).accept_loop(listener, live).await;
     Ok(())
 }
 
-/// Accept connections forever; each is served on its own task, and a failing connection
-/// affects no other.
-async fn accept_loop(listener: tokio::net::TcpListener, live: Live, addr: SocketAddr) {
-    let server_address: Arc<str> = Arc::from(addr.to_string());
-    loop {
-        let Ok((stream, _peer)) = listener.accept().await else { continue };
-        let live = live.clone();
-        let server_address = server_address.clone();
-        tokio::spawn(async move {
-            let service = service_fn(move |request| {
-                let live = live.clone();
-                let server_address = server_address.clone();
-                async move {
-                    Ok::<_, std::convert::Infallible>(handler::serve(live, server_address, request).await)
+/// What every connection of one server shares besides the model.
+#[derive(Clone)]
+struct Server {
+    server_address: Arc<str>,
+    accept_hosts: guard::AcceptHosts,
+    limits: Arc<Limits>,
+    connections: Arc<tokio::sync::Semaphore>,
+}
+
+impl Server {
+    fn new(config: &ServeConfig, addr: SocketAddr) -> Server {
+        Server {
+            server_address: Arc::from(addr.to_string()),
+            accept_hosts: config.accept_hosts.clone(),
+            limits: Arc::new(config.limits.clone()),
+            connections: Arc::new(tokio::sync::Semaphore::new(config.limits.connections_max.max(1))),
+        }
+    }
+
+    /// Accept connections forever, at most `connections_max` at once; each is served on its own
+    /// task, and a failing connection affects no other. A failed accept (EMFILE, ENFILE, ...)
+    /// backs off instead of spinning, so the connections being served keep their share of CPU.
+    async fn accept_loop(self, listener: tokio::net::TcpListener, live: Live) {
+        let mut backoff = self.limits.accept_backoff;
+        loop {
+            let Ok(permit) = self.connections.clone().acquire_owned().await else { return };
+            let stream = match listener.accept().await {
+                Ok((stream, _peer)) => {
+                    backoff = self.limits.accept_backoff;
+                    stream
                 }
+                Err(_) => {
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(self.limits.accept_backoff_max);
+                    continue;
+                }
+            };
+            let server = self.clone();
+            let live = live.clone();
+            tokio::spawn(async move {
+                server.serve_connection(stream, live).await;
+                drop(permit);
             });
-            let _ = http1::Builder::new().serve_connection(TokioIo::new(stream), service).await;
+        }
+    }
+
+    async fn serve_connection(self, stream: tokio::net::TcpStream, live: Live) {
+        let limits = self.limits.clone();
+        let service = service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+            let live = live.clone();
+            let server = self.clone();
+            async move {
+                let (parts, body) = request.into_parts();
+                if let Err(status) = guard::check(&server.accept_hosts, &parts) {
+                    return Ok::<_, std::convert::Infallible>(http::status(&status));
+                }
+                let request = hyper::Request::from_parts(parts, body);
+                let served =
+                    handler::serve(live, server.server_address.clone(), server.limits.clone(), request);
+                let reply =
+                    tokio::time::timeout(server.limits.request_timeout, served).await.unwrap_or_else(|_| {
+                        http::status(&model_apiserver::errors::timeout(
+                            "request did not complete within the allowed duration",
+                        ))
+                    });
+                Ok(reply)
+            }
         });
+        let _ = http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(limits.header_read_timeout)
+            .serve_connection(TokioIo::new(stream), service)
+            .await;
     }
 }

@@ -46,8 +46,17 @@ pub struct ResourcePath {
 }
 
 /// Split a request path into a [`Route`]; never fails (unknown paths are [`Route::Unknown`]).
+///
+/// Each segment is percent-decoded, as Go's `net/http` decodes the path kube-apiserver routes
+/// on (`/api/v1/namespaces/default/configmaps/c%31` is ConfigMap `c1`); a segment that does not
+/// decode to UTF-8 is unknown.
 pub fn parse(path: &str) -> Route {
-    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let Some(decoded) =
+        path.split('/').filter(|s| !s.is_empty()).map(percent_decode).collect::<Option<Vec<_>>>()
+    else {
+        return Route::Unknown;
+    };
+    let segments: Vec<&str> = decoded.iter().map(String::as_str).collect();
     match segments.as_slice() {
         ["version"] => Route::Version,
         ["healthz" | "livez" | "readyz", ..] => Route::Health,
@@ -70,6 +79,27 @@ pub fn parse(path: &str) -> Route {
         ["apis", group, version, rest @ ..] => resource(group, version, rest),
         _ => Route::Unknown,
     }
+}
+
+/// `%XX` escapes decoded; `None` when one is malformed or the result is not UTF-8.
+fn percent_decode(segment: &str) -> Option<String> {
+    if !segment.contains('%') {
+        return Some(segment.to_owned());
+    }
+    let bytes = segment.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
 fn resource(group: &str, version: &str, rest: &[&str]) -> Route {
@@ -130,6 +160,16 @@ mod tests {
             (p.namespace, p.plural.as_str(), p.name.as_deref(), p.subresource.as_deref()),
             (None, "namespaces", Some("kube-system"), Some("status"))
         );
+    }
+
+    #[test]
+    fn percent_escapes_in_segments_are_decoded_and_malformed_ones_are_unknown() {
+        assert_eq!(
+            parse("/apis/apps/v1/namespaces/d%65fault/deployments/w%65b"),
+            rp(Some("default"), "deployments", Some("web"), None)
+        );
+        assert_eq!(parse("/api/v1/namespaces/default/configmaps/c%3"), Route::Unknown);
+        assert_eq!(parse("/api/v1/namespaces/default/configmaps/%ff"), Route::Unknown);
     }
 
     #[test]

@@ -4,25 +4,40 @@
 //! write (a [`tokio::sync::Notify`] from [`Live`]) and at least every [`POLL_INTERVAL`], and
 //! resumes from the revision it last read. A compacted revision is an ERROR event carrying
 //! 410 Expired in a 200 answer, after which the stream closes, as kube-apiserver does.
+//!
+//! A stream serializes an event only when the client has room for it: each queued event holds
+//! its size in a per-stream byte budget ([`crate::Limits::watch_buffer_bytes_max`]) until the
+//! HTTP connection takes it, so a client that never reads holds at most the budget (plus the
+//! socket's buffers), however large the state it watches. A client that makes no room within
+//! [`crate::Limits::watch_slow_timeout`] is closed, as kube-apiserver's cacher closes a slow
+//! watcher, and relists.
 
-use std::time::Duration;
+use std::{convert::Infallible, time::Duration};
 
 use bytes::Bytes;
+use http_body_util::{BodyExt, StreamBody};
+use hyper::body::Frame;
 use kube_core::{ApiResource, DynamicObject, Status, WatchEvent, params::WatchParams};
 use model_apiserver::{Request, Response};
 use serde_json::{Value, json};
 use std::sync::Arc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::{
+    Limits,
     http::{self, Reply},
     live::Live,
 };
+
+/// One queued chunk and its share of the stream's byte budget, given back when the connection
+/// takes the chunk.
+type Queued = (Bytes, OwnedSemaphorePermit);
 
 /// How often a stream polls when no write woke it (writes from outside `serve` do not notify).
 pub const POLL_INTERVAL: Duration = Duration::from_millis(500);
 /// A stream without `timeoutSeconds` closes after this long (kube-apiserver picks 30 to 60 min).
 pub const WATCH_TIMEOUT_DEFAULT: Duration = Duration::from_secs(1800);
-/// Events buffered for a slow client before the stream waits for it.
+/// Events queued for a slow client before the stream waits for it (besides the byte budget).
 pub const WATCH_BUFFER_EVENTS_MAX: usize = 1024;
 /// With `allowWatchBookmarks`, a quiet stream gets a BOOKMARK this often.
 pub const BOOKMARK_INTERVAL: Duration = Duration::from_secs(10);
@@ -43,12 +58,20 @@ pub fn start(
     namespace: Option<String>,
     rv: String,
     params: WatchParams,
+    limits: &Limits,
 ) -> Reply {
     let first = match poll(&live, &api, namespace.as_deref(), &rv, &params) {
         Ok(first) => first,
         Err(status) => return http::status(&status),
     };
-    let (tx, rx) = tokio::sync::mpsc::channel(WATCH_BUFFER_EVENTS_MAX);
+    let (tx, rx) = tokio::sync::mpsc::channel::<Queued>(WATCH_BUFFER_EVENTS_MAX);
+    let budget_bytes = limits.watch_buffer_bytes_max.clamp(1, Semaphore::MAX_PERMITS);
+    let tx = Sender {
+        tx,
+        budget: std::sync::Arc::new(Semaphore::new(budget_bytes)),
+        budget_bytes,
+        slow_timeout: limits.watch_slow_timeout,
+    };
     let timeout = params.timeout.map_or(WATCH_TIMEOUT_DEFAULT, |s| Duration::from_secs(u64::from(s)));
     let initial_end = params.send_initial_events && matches!(rv.as_str(), "" | "0");
     tokio::spawn(async move {
@@ -56,7 +79,34 @@ pub fn start(
         let stream = Stream { live, api, namespace, params, tx };
         stream.run(first, initial_end, deadline).await;
     });
-    http::with_type(200, http::streamed(rx), "application/json")
+    let chunks = futures::stream::unfold(rx, |mut rx| async move {
+        // The permit drops here, as the connection takes the chunk: the budget is freed.
+        rx.recv().await.map(|(chunk, _permit)| (Ok::<_, Infallible>(Frame::data(chunk)), rx))
+    });
+    http::with_type(200, StreamBody::new(chunks).boxed_unsync(), "application/json")
+}
+
+/// The sending half of a stream, with its byte budget.
+struct Sender {
+    tx: tokio::sync::mpsc::Sender<Queued>,
+    budget: std::sync::Arc<Semaphore>,
+    budget_bytes: usize,
+    slow_timeout: Duration,
+}
+
+impl Sender {
+    /// Queue one chunk once the budget has room for it (a chunk larger than the whole budget
+    /// waits for all of it); false when the client is gone or too slow, which ends the stream.
+    async fn send(&self, chunk: Bytes) -> bool {
+        let share = u32::try_from(chunk.len().clamp(1, self.budget_bytes)).unwrap_or(u32::MAX);
+        let room = self.budget.clone().acquire_many_owned(share);
+        let Ok(Ok(permit)) = tokio::time::timeout(self.slow_timeout, room).await else { return false };
+        self.tx.send((chunk, permit)).await.is_ok()
+    }
+
+    fn is_closed(&self) -> bool {
+        self.tx.is_closed()
+    }
 }
 
 struct Stream {
@@ -64,7 +114,7 @@ struct Stream {
     api: ApiResource,
     namespace: Option<String>,
     params: WatchParams,
-    tx: tokio::sync::mpsc::Sender<Bytes>,
+    tx: Sender,
 }
 
 impl Stream {
@@ -128,7 +178,7 @@ impl Stream {
                 WatchEvent::Bookmark(_) => continue,
                 WatchEvent::Error(status) => ("ERROR", http::status_json(&status), true),
             };
-            if self.tx.send(line(kind, object)).await.is_err() || last {
+            if !self.tx.send(line(kind, object)).await || last {
                 return false;
             }
         }
@@ -141,7 +191,7 @@ impl Stream {
             metadata["annotations"] = json!({INITIAL_EVENTS_END: "true"});
         }
         let object = json!({"apiVersion": self.api.api_version, "kind": self.api.kind, "metadata": metadata});
-        self.tx.send(line("BOOKMARK", object)).await.is_ok()
+        self.tx.send(line("BOOKMARK", object)).await
     }
 }
 

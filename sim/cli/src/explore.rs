@@ -43,7 +43,7 @@ pub struct ExploreArgs {
     #[arg(long = "scenario", value_name = "NAME")]
     pub scenarios: Vec<String>,
     /// Explore the first N seeds of the seed space (this shard's share of them) [default: 100].
-    #[arg(long, value_name = "N", conflicts_with = "duration")]
+    #[arg(long, value_name = "N", conflicts_with = "duration", value_parser = clap::value_parser!(u64).range(1..))]
     pub seeds: Option<u64>,
     /// Explore until this much wall time has passed (`90s`, `10m`, `2h`).
     #[arg(long, value_name = "D", value_parser = parse_duration)]
@@ -84,14 +84,26 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let bad = || format!("{text:?} is not a duration: expected a number with ms, s, m or h, e.g. 10m");
     let n: u64 = number.parse().map_err(|_| bad())?;
     let seconds = |factor: u64| n.checked_mul(factor).map(Duration::from_secs).ok_or_else(bad);
-    match unit {
+    let duration = match unit {
         "ms" => Ok(Duration::from_millis(n)),
         "" | "s" => seconds(1),
         "m" => seconds(60),
         "h" => seconds(3600),
         _ => Err(bad()),
+    }?;
+    // The deadline is now + duration: one the clock cannot represent is refused here, not a
+    // panic when exploration starts.
+    if duration > DURATION_MAX {
+        return Err(format!(
+            "{text:?} is too long: --duration is at most {}h",
+            DURATION_MAX.as_secs() / 3600
+        ));
     }
+    Ok(duration)
 }
+
+/// The longest `--duration`: ten years, far below what `Instant` can add on any platform.
+pub const DURATION_MAX: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
 
 /// `kube-sim explore`.
 pub fn explore(args: &ExploreArgs, registry: &Registry) -> Result<u8, CliError> {
@@ -197,7 +209,8 @@ fn jobs(args: &ExploreArgs) -> usize {
 
 /// The exploration options `--jobs` and `--duration` make, the deadline counted from `started`.
 fn options(args: &ExploreArgs, started: Instant) -> Options {
-    Options { jobs: jobs(args), deadline: args.duration.map(|d| started + d) }
+    // `parse_duration` bounds the duration, so the deadline is representable; saturate anyway.
+    Options { jobs: jobs(args), deadline: args.duration.and_then(|d| started.checked_add(d)) }
 }
 
 /// The guided configuration `--first-seed` and `--seeds` make.

@@ -25,9 +25,14 @@ enum Command {
 
 #[derive(clap::Args)]
 struct ServeArgs {
-    /// Address to listen on. Loopback by default: the model has no authentication.
+    /// Address to listen on. Loopback by default: the model has no authentication (another
+    /// address is served with a warning).
     #[arg(long, default_value = "127.0.0.1:8001")]
     addr: SocketAddr,
+    /// Comma-separated regular expressions; only requests whose Host (without port), and Origin
+    /// if any, match one are served, others get 403 (as `kubectl proxy --accept-hosts`).
+    #[arg(long, value_name = "REGEX", default_value = model_apiserver_http::guard::ACCEPT_HOSTS_DEFAULT)]
+    accept_hosts: String,
     /// A CRD YAML file, or a directory of them, to create at start.
     #[arg(long)]
     crds: Option<PathBuf>,
@@ -65,13 +70,32 @@ fn registry() -> sim::scenario::Registry {
 }
 
 fn serve(args: ServeArgs) -> ExitCode {
+    let accept_hosts = match model_apiserver_http::guard::AcceptHosts::parse(&args.accept_hosts) {
+        Ok(hosts) => hosts,
+        Err(e) => {
+            eprintln!("kube-sim serve: --accept-hosts {:?}: {e}", args.accept_hosts);
+            return ExitCode::from(kube_sim::EXIT_USAGE);
+        }
+    };
+    if !args.addr.ip().is_loopback() {
+        eprintln!(
+            "kube-sim serve: warning: {} is not a loopback address: the model has no authentication, so anyone who can reach it can read and write every object (requests are still refused unless their Host matches --accept-hosts {:?})",
+            args.addr, args.accept_hosts
+        );
+    }
+    let config = kube_sim::serve::ServeConfig {
+        addr: args.addr,
+        crds: args.crds,
+        seed: args.seed,
+        accept_hosts,
+        ..kube_sim::serve::ServeConfig::default()
+    };
     if let (Some(file), Some(at)) = (args.replay.clone(), args.at) {
         return serve_replay(
             kube_sim::serve::replay::ReplayConfig { file, at, cluster: args.cluster },
-            args.addr,
+            &config,
         );
     }
-    let config = kube_sim::serve::ServeConfig { addr: args.addr, crds: args.crds, seed: args.seed };
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
@@ -85,6 +109,12 @@ fn serve(args: ServeArgs) -> ExitCode {
     }));
     match served {
         Ok(()) => ExitCode::SUCCESS,
+        // Bad input (a CRD file that is unreadable, empty or invalid) is exit 2, as everywhere in
+        // the CLI; a failure to listen is 1.
+        Err(e @ (kube_sim::serve::ServeError::Crds(_) | kube_sim::serve::ServeError::CrdRejected { .. })) => {
+            eprintln!("kube-sim serve: {e}");
+            ExitCode::from(kube_sim::EXIT_USAGE)
+        }
         Err(e) => {
             eprintln!("kube-sim serve: {e}");
             ExitCode::FAILURE
@@ -95,7 +125,10 @@ fn serve(args: ServeArgs) -> ExitCode {
 /// `serve --replay FILE --at STEP`: rerun the file under madsim (before any tokio runtime
 /// exists), then serve the captured state read only. A file that cannot be replayed, or a step
 /// past the run's end, exits 2.
-fn serve_replay(config: kube_sim::serve::replay::ReplayConfig, addr: SocketAddr) -> ExitCode {
+fn serve_replay(
+    config: kube_sim::serve::replay::ReplayConfig,
+    serve: &kube_sim::serve::ServeConfig,
+) -> ExitCode {
     let captured = match kube_sim::serve::replay::capture(&config, &registry()) {
         Ok(captured) => captured,
         Err(e) => {
@@ -112,7 +145,7 @@ fn serve_replay(config: kube_sim::serve::replay::ReplayConfig, addr: SocketAddr)
             return ExitCode::FAILURE;
         }
     };
-    let served = runtime.block_on(model_apiserver_http::run_live(live, addr, |addr| {
+    let served = runtime.block_on(model_apiserver_http::run_live(live, serve, |addr| {
         println!("kube-sim serve: the replayed state is served read only on http://{addr}");
         println!("  kubectl --server http://{addr} get all -A");
     }));
