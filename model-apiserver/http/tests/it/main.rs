@@ -4,6 +4,8 @@
 // file was its own binary.
 #![allow(clippy::duplicate_mod, clippy::module_inception)]
 
+mod fuzz_requests;
+mod serve_hostile;
 mod serve_http;
 mod serve_kube_rs;
 mod serve_kubectl;

@@ -6,5 +6,6 @@
 
 mod cli_commands;
 mod cli_deploy;
+mod cli_hostile;
 mod serve_builtins;
 mod serve_replay;
