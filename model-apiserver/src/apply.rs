@@ -36,13 +36,10 @@ use crate::{
 pub enum PathElement {
     /// A map key or struct field: `f:name`.
     Field(String),
-    /// An item of an associative list, by its merge key: `k:{"name":"app"}`. `value` is JSON.
-    Key {
-        /// The merge key's field name.
-        name: String,
-        /// The merge key's value, as JSON text.
-        value: String,
-    },
+    /// An item of an associative list, by its key fields: `k:{"name":"app"}`, or
+    /// `k:{"port":80,"protocol":"TCP"}` for a list keyed by two fields. Each pair is a field name
+    /// and its value as JSON text, sorted by name.
+    Key(Vec<(String, String)>),
     /// An item of a set of scalars: `v:"value"`, the value as JSON text.
     Value(String),
 }
@@ -134,8 +131,12 @@ fn mark_owned_parents(node: &mut Map<String, Value>, members: &BTreeSet<FieldPat
 fn encode_element(e: &PathElement) -> String {
     match e {
         PathElement::Field(f) => format!("f:{f}"),
-        PathElement::Key { name, value } => {
-            format!("k:{{{}:{value}}}", Value::String(name.clone()))
+        PathElement::Key(fields) => {
+            let fields: Vec<String> = fields
+                .iter()
+                .map(|(name, value)| format!("{}:{value}", Value::String(name.clone())))
+                .collect();
+            format!("k:{{{}}}", fields.join(","))
         }
         PathElement::Value(v) => format!("v:{v}"),
     }
@@ -151,9 +152,9 @@ fn decode_element(s: &str) -> Option<PathElement> {
     }
     let key = s.strip_prefix("k:")?;
     let Value::Object(m) = serde_json::from_str::<Value>(key).ok()? else { return None };
-    // The model keys items by one field; a multi-field key names the first (sorted) field.
-    let (name, value) = m.into_iter().next()?;
-    Some(PathElement::Key { name, value: value.to_string() })
+    let mut fields: Vec<(String, String)> = m.into_iter().map(|(n, v)| (n, v.to_string())).collect();
+    fields.sort();
+    Some(PathElement::Key(fields))
 }
 
 fn parse_fields_v1(doc: &Value, at: &mut FieldPath, out: &mut BTreeSet<FieldPath>, depth_left: usize) {
@@ -202,7 +203,6 @@ const SERVER_OWNED_METADATA: &[&str] = &[
     "deletionGracePeriodSeconds",
     "managedFields",
     "selfLink",
-    "generateName",
 ];
 
 /// Add the fields of `v` (of Go type `ty`) at `at` to `out`.
@@ -215,7 +215,11 @@ fn collect(v: &Value, ty: TypeRef, at: &mut FieldPath, out: &mut BTreeSet<FieldP
                 }
                 let (child_ty, strategy) = ty.field(key);
                 at.push(PathElement::Field(key.clone()));
-                collect_field(child, child_ty, strategy, at, out);
+                if is_atomic_map(ty, key) {
+                    out.insert(at.clone());
+                } else {
+                    collect_field(child, child_ty, list_keys(ty, key, strategy), at, out);
+                }
                 at.pop();
             }
         }
@@ -229,12 +233,12 @@ fn collect(v: &Value, ty: TypeRef, at: &mut FieldPath, out: &mut BTreeSet<FieldP
 fn collect_field(
     v: &Value,
     ty: TypeRef,
-    strategy: Strategy,
+    keys: Option<&'static [&'static str]>,
     at: &mut FieldPath,
     out: &mut BTreeSet<FieldPath>,
 ) {
     let Value::Array(items) = v else { return collect(v, ty, at, out) };
-    match list_kind(items, strategy) {
+    match list_kind(items, keys) {
         ListKind::Set if !items.is_empty() => {
             for item in items {
                 at.push(PathElement::Value(item.to_string()));
@@ -242,9 +246,9 @@ fn collect_field(
                 at.pop();
             }
         }
-        ListKind::Map(key) if !items.is_empty() => {
+        ListKind::Map(keys) if !items.is_empty() => {
             for item in items {
-                at.push(item_element(key, item));
+                at.push(item_element(keys, item));
                 out.insert(at.clone());
                 collect(item, ty, at, out);
                 at.pop();
@@ -262,23 +266,68 @@ enum ListKind {
     Atomic,
     /// Items by value.
     Set,
-    /// Items by this merge key.
-    Map(&'static str),
+    /// Items by these key fields (`x-kubernetes-list-map-keys`).
+    Map(&'static [&'static str]),
 }
 
-fn list_kind(items: &[Value], strategy: Strategy) -> ListKind {
-    match strategy.merge_key() {
-        Some("") if items.iter().all(|i| !i.is_object() && !i.is_array()) => ListKind::Set,
-        Some(key) if !key.is_empty() && items.iter().all(|i| i.get(key).is_some()) => ListKind::Map(key),
+/// How a list keyed by `keys` (`Some(&[])`: a set of scalars) holds these items. An item that
+/// lacks the first key makes the list atomic; later keys may be absent (a Service port without
+/// a protocol is keyed by its port and a null protocol, which defaulting never leaves).
+fn list_kind(items: &[Value], keys: Option<&'static [&'static str]>) -> ListKind {
+    match keys {
+        Some([]) if items.iter().all(|i| !i.is_object() && !i.is_array()) => ListKind::Set,
+        Some(keys @ [first, ..]) if items.iter().all(|i| i.get(*first).is_some()) => ListKind::Map(keys),
         _ => ListKind::Atomic,
     }
 }
 
-fn item_element(key: &str, item: &Value) -> PathElement {
-    PathElement::Key {
-        name: key.to_owned(),
-        value: item.get(key).map_or("null".to_owned(), Value::to_string),
+fn item_element(keys: &[&str], item: &Value) -> PathElement {
+    let mut fields: Vec<(String, String)> =
+        keys.iter().filter_map(|k| item.get(*k).map(|v| ((*k).to_owned(), v.to_string()))).collect();
+    fields.sort();
+    PathElement::Key(fields)
+}
+
+/// The key fields of the list `field` of Go type `ty` for server-side apply: the OpenAPI
+/// `x-kubernetes-list-map-keys` where they differ from the strategic merge key (Service and
+/// container ports are keyed by port and protocol), else the merge key; `Some(&[])` is a set.
+fn list_keys(ty: TypeRef, field: &str, strategy: Strategy) -> Option<&'static [&'static str]> {
+    match (ty.0, field) {
+        ("ServiceSpec", "ports") => return Some(&["port", "protocol"]),
+        ("Container", "ports") => return Some(&["containerPort", "protocol"]),
+        ("PodSpec", "topologySpreadConstraints") => return Some(&["topologyKey", "whenUnsatisfiable"]),
+        _ => {}
     }
+    let key = strategy.merge_key()?;
+    MERGE_KEYS.iter().find(|k| k.first() == Some(&key)).copied().or(if key.is_empty() {
+        Some(&[])
+    } else {
+        None
+    })
+}
+
+/// The single-field keys the strategic merge tags use, as static slices.
+const MERGE_KEYS: &[&[&str]] = &[
+    &["name"],
+    &["uid"],
+    &["ip"],
+    &["topologyKey"],
+    &["containerPort"],
+    &["mountPath"],
+    &["devicePath"],
+    &["type"],
+    &["port"],
+];
+
+/// Maps that server-side apply owns whole (`x-kubernetes-map-type: atomic`): every
+/// LabelSelector (a workload's, a PDB's), a Service's selector and a pod's nodeSelector.
+fn is_atomic_map(ty: TypeRef, field: &str) -> bool {
+    matches!(
+        (ty.0, field),
+        ("DeploymentSpec" | "WorkloadSpec" | "PodDisruptionBudgetSpec", "selector")
+            | ("ServiceSpec", "selector")
+            | ("PodSpec", "nodeSelector")
+    )
 }
 
 /// The value at `path` in `v`.
@@ -296,7 +345,10 @@ fn get_path<'a>(v: &'a Value, path: &[PathElement]) -> Option<&'a Value> {
 
 fn item_matches(element: &PathElement, item: &Value) -> bool {
     match element {
-        PathElement::Key { name, value } => item.get(name).is_some_and(|v| is_json_text(v, value)),
+        PathElement::Key(fields) => fields.iter().all(|(name, value)| match item.get(name) {
+            Some(v) => is_json_text(v, value),
+            None => value == "null",
+        }),
         PathElement::Value(value) => is_json_text(item, value),
         PathElement::Field(_) => false,
     }
@@ -341,32 +393,35 @@ fn merge_applied(live: &mut Value, applied: &Value, ty: TypeRef) {
             continue;
         }
         let (child_ty, strategy) = ty.field(key);
+        let keys = list_keys(ty, key, strategy);
         let Some(existing) = live_map.get_mut(key) else {
             live_map.insert(key.clone(), value.clone());
             continue;
         };
+        if is_atomic_map(ty, key) {
+            *existing = value.clone();
+            continue;
+        }
         match (existing, value) {
-            (Value::Array(live_items), Value::Array(applied_items)) => {
-                match list_kind(applied_items, strategy) {
-                    ListKind::Set => {
-                        for item in applied_items {
-                            if !live_items.contains(item) {
-                                live_items.push(item.clone());
-                            }
+            (Value::Array(live_items), Value::Array(applied_items)) => match list_kind(applied_items, keys) {
+                ListKind::Set => {
+                    for item in applied_items {
+                        if !live_items.contains(item) {
+                            live_items.push(item.clone());
                         }
                     }
-                    ListKind::Map(k) if live_items.iter().all(|i| i.get(k).is_some()) => {
-                        for item in applied_items {
-                            let element = item_element(k, item);
-                            match live_items.iter_mut().find(|i| item_matches(&element, i)) {
-                                Some(live_item) => merge_applied(live_item, item, child_ty),
-                                None => live_items.push(item.clone()),
-                            }
-                        }
-                    }
-                    _ => *live_items = applied_items.clone(),
                 }
-            }
+                ListKind::Map(k) if live_items.iter().all(|i| i.get(k[0]).is_some()) => {
+                    for item in applied_items {
+                        let element = item_element(k, item);
+                        match live_items.iter_mut().find(|i| item_matches(&element, i)) {
+                            Some(live_item) => merge_applied(live_item, item, child_ty),
+                            None => live_items.push(item.clone()),
+                        }
+                    }
+                }
+                _ => *live_items = applied_items.clone(),
+            },
             (existing @ Value::Object(_), Value::Object(_)) => merge_applied(existing, value, child_ty),
             (existing, value) => *existing = value.clone(),
         }
@@ -474,7 +529,11 @@ pub fn path_string(path: &[PathElement]) -> String {
     path.iter()
         .map(|e| match e {
             PathElement::Field(f) => format!(".{f}"),
-            PathElement::Key { name, value } => format!("[{name}={value}]"),
+            PathElement::Key(fields) => {
+                let fields: Vec<String> =
+                    fields.iter().map(|(name, value)| format!("{name}={value}")).collect();
+                format!("[{}]", fields.join(","))
+            }
             PathElement::Value(v) => format!("[={v}]"),
         })
         .collect()
@@ -673,7 +732,9 @@ pub fn update_managed_fields(
         None => Entry::new(manager, OPERATION_UPDATE),
     };
     entry.meta.api_version = Some(manager.api_version.to_owned());
-    entry.meta.time = Some(Time(manager.now));
+    // The scale subresource's entries carry no time, as the real server's scale handler writes
+    // them back into the parent's managedFields.
+    entry.meta.time = (manager.subresource != Some("scale")).then_some(Time(manager.now));
     entry.fields.0.extend(changed);
     entries.push(entry);
     write_entries(new, entries);

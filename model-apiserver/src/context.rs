@@ -31,11 +31,19 @@ pub struct Context<'a> {
     pub now: jiff::Timestamp,
     /// Entropy for uids and `generateName` suffixes.
     pub ids: &'a mut dyn IdSource,
+    /// The warnings the request earned (an unknown field dropped under `fieldValidation=Warn`,
+    /// for example), in order: the HTTP front sends each as a `Warning: 299 - "..."` header, as
+    /// kube-apiserver does. The caller clears them between requests ([`Context::take_warnings`]).
+    pub warnings: Vec<String>,
 }
 
 impl<'a> Context<'a> {
     /// A context at `now` drawing ids from `ids`.
     pub fn new(now: jiff::Timestamp, ids: &'a mut dyn IdSource) -> Self {
-        Context { now, ids }
+        Context { now, ids, warnings: Vec::new() }
+    }
+    /// The warnings collected since the last call, leaving none.
+    pub fn take_warnings(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.warnings)
     }
 }

@@ -21,6 +21,7 @@ use kube_core::response::StatusCause;
 use serde::Deserialize;
 
 use crate::errors;
+use crate::fields::SelectableFields;
 use crate::resources::{NameRule, ResourceType, ScalePaths};
 use crate::selector::dns1123_subdomain_errors;
 
@@ -374,6 +375,15 @@ fn validate_versions(versions: &[CustomResourceDefinitionVersion], causes: &mut 
             format!("Invalid value: {storage}: must have exactly one version marked as storage version");
         causes.push(errors::cause("FieldValueInvalid", "spec.versions", message));
     }
+    if storage == 0 {
+        // The strategy stores the storage version in status.storedVersions; with none there is
+        // nothing to store, which the status validation reports too.
+        causes.push(errors::cause(
+            "FieldValueInvalid",
+            "status.storedVersions",
+            "Invalid value: []string(nil): must have at least one stored version",
+        ));
+    }
 }
 
 /// Where a schema sits, for the wording of a missing `type`.
@@ -618,6 +628,15 @@ pub fn resource_types(crd: &CustomResourceDefinition) -> Vec<ResourceType> {
                 name_rule: NameRule::Subdomain,
                 custom: true,
                 schema: v.schema.as_ref().and_then(|s| s.open_api_v3_schema.clone()).map(Arc::new),
+                selectable_fields: SelectableFields::Custom {
+                    namespaced: spec.scope == "Namespaced",
+                    labels: v
+                        .selectable_fields
+                        .iter()
+                        .flatten()
+                        .map(|f| f.json_path.trim_start_matches('.').to_owned())
+                        .collect(),
+                },
             }
         })
         .collect()

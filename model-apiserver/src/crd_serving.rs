@@ -29,7 +29,7 @@ const CRD_CLEANUP_ITEMS_MAX: usize = 1_000_000;
 const CRD_CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
 
 /// Whether `t` is the built-in CustomResourceDefinition type.
-fn is_crd_type(t: &Target) -> bool {
+pub(crate) fn is_crd_type(t: &Target) -> bool {
     !t.ty.custom && t.ty.api.group == APIEXTENSIONS_GROUP && t.ty.api.kind == "CustomResourceDefinition"
 }
 
@@ -122,6 +122,7 @@ impl ApiServer {
                 resource: resource.clone(),
                 namespace: key.namespace,
                 user: None,
+                field_validation: Default::default(),
             };
             // A failure (say, a validating hook refusing) leaves the object, as the real
             // finalizer controller would retry later; the CRD then stays terminating.
@@ -157,13 +158,17 @@ impl ApiServer {
         else {
             return;
         };
-        let t =
-            Target { resource: crd_key.resource.clone(), ty: crd_type, namespace: Arc::from(""), user: None };
-        let gone = should_delete_during_update(&new);
-        let kind = if gone { StoredEventType::Deleted } else { StoredEventType::Modified };
-        let stored = self.commit(kind, &t, &crd_key.name, new);
-        if gone {
-            self.after_delete(&t, &stored, ctx);
+        let t = Target {
+            resource: crd_key.resource.clone(),
+            ty: crd_type,
+            namespace: Arc::from(""),
+            user: None,
+            field_validation: Default::default(),
+        };
+        if should_delete_during_update(&new) {
+            self.delete_during_update(&t, &crd_key.name, &crd, new, ctx);
+        } else {
+            self.commit(StoredEventType::Modified, &t, &crd_key.name, new);
         }
     }
 
@@ -213,7 +218,7 @@ impl ApiServer {
             let Some(object) = self.store.current().get(&key).cloned() else { continue };
             let mut last = DynamicObject::clone(&object);
             last.metadata.resource_version = Some(self.store.next_revision().to_string());
-            self.store.commit(StoredEventType::Deleted, key, Arc::new(last));
+            self.store.commit(StoredEventType::Deleted, key, Arc::new(last), self.clock);
         }
     }
 
@@ -286,19 +291,49 @@ fn established_status(
     })
 }
 
-/// Add the Terminating condition a deleting CRD shows while its objects go.
+/// The CRD cleanup controller's Terminating condition while the objects go.
 fn mark_terminating(crd: &mut DynamicObject, ctx: &Context<'_>) {
-    let Some(status) = crd.data.get_mut("status").and_then(|s| s.as_object_mut()) else { return };
+    set_terminating_condition(
+        crd,
+        "InstanceDeletionInProgress",
+        "CustomResource deletion is in progress",
+        ctx.now,
+    );
+}
+
+/// What the CRD registry's Delete writes: the Terminating condition (deletion pending) and the
+/// cleanup finalizer, in the same update as the deletionTimestamp.
+pub(crate) fn mark_deletion_pending(crd: &mut DynamicObject, now: jiff::Timestamp) {
+    set_terminating_condition(
+        crd,
+        "InstanceDeletionPending",
+        "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
+        now,
+    );
+    let finalizers = crd.metadata.finalizers.get_or_insert_with(Vec::new);
+    if !finalizers.iter().any(|f| f == CRD_CLEANUP_FINALIZER) {
+        finalizers.push(CRD_CLEANUP_FINALIZER.to_owned());
+    }
+}
+
+/// Set the Terminating condition to True with `reason` and `message`, as apiextensions'
+/// SetCRDCondition does: an existing True condition keeps its lastTransitionTime.
+fn set_terminating_condition(crd: &mut DynamicObject, reason: &str, message: &str, now: jiff::Timestamp) {
+    let Some(map) = crd.data.as_object_mut() else { return };
+    let status = map.entry("status").or_insert_with(|| serde_json::json!({}));
+    let Some(status) = status.as_object_mut() else { return };
     let conditions = status.entry("conditions").or_insert_with(|| serde_json::json!([]));
     let Some(list) = conditions.as_array_mut() else { return };
-    if list.iter().any(|c| c["type"] == "Terminating") {
+    if let Some(existing) = list.iter_mut().find(|c| c["type"] == "Terminating") {
+        existing["reason"] = serde_json::json!(reason);
+        existing["message"] = serde_json::json!(message);
         return;
     }
     list.push(serde_json::json!({
         "type": "Terminating",
         "status": "True",
-        "reason": "InstanceDeletionInProgress",
-        "message": "CustomResource deletion is in progress",
-        "lastTransitionTime": serde_json::to_value(metadata::timestamp(ctx.now)).unwrap_or_default(),
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": serde_json::to_value(metadata::timestamp(now)).unwrap_or_default(),
     }));
 }

@@ -4,8 +4,8 @@
 //! in a cluster.
 //!
 //! Covered: Pod specs (also inside workload templates) and their containers, Deployment,
-//! ReplicaSet, StatefulSet, Job, Service, PersistentVolumeClaim, Secret and the Namespace name
-//! label. Admission plugins' additions (service account token volumes, default tolerations,
+//! ReplicaSet, StatefulSet, DaemonSet, Job, CronJob, Service, PersistentVolumeClaim, Secret,
+//! CustomResourceDefinition names and conversion, and the Namespace name label. Admission plugins' additions (service account token volumes, default tolerations,
 //! priority) are not modelled.
 
 use serde_json::{Map, Value, json};
@@ -74,6 +74,35 @@ pub(crate) fn apply(ty: &ResourceType, data: &mut Value) {
             spec.entry("suspend").or_insert(json!(false));
             spec.entry("podReplacementPolicy").or_insert(json!("TerminatingOrFailed"));
             template(spec);
+        }
+        ("apps", "DaemonSet") => {
+            let spec = object_at(obj, "spec");
+            spec.entry("revisionHistoryLimit").or_insert(json!(10));
+            let strategy = object_at(spec, "updateStrategy");
+            strategy.entry("type").or_insert(json!("RollingUpdate"));
+            if strategy.get("type") == Some(&json!("RollingUpdate")) {
+                let rolling = object_at(strategy, "rollingUpdate");
+                rolling.entry("maxUnavailable").or_insert(json!(1));
+                rolling.entry("maxSurge").or_insert(json!(0));
+            }
+            template(spec);
+        }
+        ("batch", "CronJob") => {
+            let spec = object_at(obj, "spec");
+            spec.entry("concurrencyPolicy").or_insert(json!("Allow"));
+            spec.entry("suspend").or_insert(json!(false));
+            spec.entry("successfulJobsHistoryLimit").or_insert(json!(3));
+            spec.entry("failedJobsHistoryLimit").or_insert(json!(1));
+            template(object_at(object_at(spec, "jobTemplate"), "spec"));
+        }
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+            let spec = object_at(obj, "spec");
+            object_at(spec, "conversion").entry("strategy").or_insert(json!("None"));
+            let names = object_at(spec, "names");
+            if let Some(kind) = names.get("kind").and_then(Value::as_str).map(str::to_owned) {
+                names.entry("singular").or_insert_with(|| json!(kind.to_lowercase()));
+                names.entry("listKind").or_insert_with(|| json!(format!("{kind}List")));
+            }
         }
         ("", "Service") => service(object_at(obj, "spec")),
         ("", "PersistentVolumeClaim") => {

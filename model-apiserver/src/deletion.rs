@@ -63,36 +63,57 @@ impl ApiServer {
                 new.metadata.deletion_timestamp = Some(metadata::timestamp_after(ctx.now, grace));
                 new.metadata.deletion_grace_period_seconds = Some(grace);
             }
+        } else if is_namespace(t) || crate::crd_serving::is_crd_type(t) {
+            // Namespaces and CRDs have a Delete of their own in their registries: it sets the
+            // deletionTimestamp (and the Terminating phase or condition) in one update, with
+            // no grace period and no generation bump.
+            new.metadata.deletion_timestamp = Some(metadata::timestamp_after(ctx.now, 0));
+            if is_namespace(t) {
+                crate::strategy::set_status(&mut new, Some(serde_json::json!({"phase": "Terminating"})));
+            } else {
+                crate::crd_serving::mark_deletion_pending(&mut new, ctx.now);
+            }
         } else {
             new.metadata.deletion_timestamp = Some(metadata::timestamp_after(ctx.now, grace));
             new.metadata.deletion_grace_period_seconds = Some(grace);
             if let Some(g) = new.metadata.generation.filter(|g| *g > 0) {
                 new.metadata.generation = Some(g + 1);
             }
-            if is_namespace(t) {
-                crate::strategy::set_status(&mut new, Some(serde_json::json!({"phase": "Terminating"})));
-            }
         }
         let gone = should_delete_during_update(&new);
-        if gone && !deleting {
+        let graceful = is_pod(t);
+        if gone && !deleting && !graceful {
             // An immediate deletion removes the object as it was stored: the DELETED event
             // carries no deletionTimestamp, as the real store's non-graceful path.
             new = DynamicObject::clone(&old);
         }
-        if !gone && metadata::is_noop(&old, &new) {
+        let marked = !metadata::is_noop(&old, &new);
+        if !gone && !marked {
             return Ok(Response::Object(t.present(&old)));
         }
         if params.dry_run {
             return Ok(deleted_or_kept(t, name, gone, Arc::new(new)));
         }
-        let kind = if gone { StoredEventType::Deleted } else { StoredEventType::Modified };
-        let stored = self.commit(kind, t, name, new);
-        if gone {
+        if gone && graceful && marked {
+            // A kind with a graceful delete strategy (Pods) deleted with no grace left, say an
+            // unscheduled pod: the real store first writes the deletion mark
+            // (deletionTimestamp, deletionGracePeriodSeconds 0), then removes what it wrote.
+            // Watches see MODIFIED then DELETED, and the answer is the marked object.
+            let marked = self.commit(StoredEventType::Modified, t, name, new);
+            let stored = self.commit(StoredEventType::Deleted, t, name, DynamicObject::clone(&marked));
             self.after_delete(t, &stored, ctx);
-        } else {
-            self.after_commit(t, &stored, ctx);
+            return Ok(deleted_or_kept(t, name, true, t.present(&marked)));
         }
-        Ok(deleted_or_kept(t, name, gone, t.present(&stored)))
+        if gone {
+            // The store's delete answers what it removed, at the revision it was stored with;
+            // only the DELETED event carries the deletion's revision.
+            let stored = self.commit(StoredEventType::Deleted, t, name, new);
+            self.after_delete(t, &stored, ctx);
+            return Ok(deleted_or_kept(t, name, true, t.present(&old)));
+        }
+        let stored = self.commit(StoredEventType::Modified, t, name, new);
+        self.after_commit(t, &stored, ctx);
+        Ok(deleted_or_kept(t, name, false, t.present(&stored)))
     }
 
     /// The grace period of this deletion: only Pods are deleted gracefully. The request's
@@ -128,7 +149,11 @@ impl ApiServer {
         params: &DeleteParams,
         ctx: &mut Context<'_>,
     ) -> Result<ListResponse, Status> {
-        let filter = ObjectFilter::parse(list.label_selector.as_deref(), list.field_selector.as_deref())?;
+        let filter = ObjectFilter::parse(
+            list.label_selector.as_deref(),
+            list.field_selector.as_deref(),
+            &t.ty.selectable_fields,
+        )?;
         let namespace = t.namespace_filter();
         let targets: Vec<(Arc<str>, Arc<str>)> = self
             .store
@@ -159,8 +184,15 @@ impl ApiServer {
     /// empty; a terminating namespace with no finalizers left is then removed. The same as a
     /// [`crate::Subresource::Finalize`] update without a resourceVersion.
     pub fn finalize_namespace(&mut self, name: &str, ctx: &mut Context<'_>) -> Result<Response, Status> {
+        self.advance_clock(ctx.now);
         let ns_type = self.types.get("", "v1", "namespaces").expect("namespaces are built in").clone();
-        let t = Target { resource: ns_type.storage_key(), ty: ns_type, namespace: Arc::from(""), user: None };
+        let t = Target {
+            resource: ns_type.storage_key(),
+            ty: ns_type,
+            namespace: Arc::from(""),
+            user: None,
+            field_validation: Default::default(),
+        };
         let old = self.current_object(&t, name)?;
         let mut new = DynamicObject::clone(&old);
         if let Some(f) = new.data.pointer_mut("/spec/finalizers").and_then(|f| f.as_array_mut()) {
@@ -222,14 +254,17 @@ impl ApiServer {
         if dry_run {
             return Ok(Response::Object(Arc::new(new)));
         }
-        let gone = should_delete_during_update(&new);
-        let kind = if gone { StoredEventType::Deleted } else { StoredEventType::Modified };
-        let stored = self.commit(kind, t, name, new);
-        if gone {
-            self.after_delete(t, &stored, ctx);
+        if should_delete_during_update(&new) {
+            return Ok(Response::Object(self.delete_during_update(t, name, old, new, ctx)));
         }
-        Ok(Response::Object(stored))
+        Ok(Response::Object(self.commit(StoredEventType::Modified, t, name, new)))
     }
+}
+
+/// Whether `t` is the built-in Pod type, the one kind served here whose registry deletes
+/// gracefully (`podStrategy.CheckGracefulDelete`).
+fn is_pod(t: &Target) -> bool {
+    !t.ty.custom && t.ty.api.group.is_empty() && t.ty.api.kind == "Pod"
 }
 
 fn is_namespace(t: &Target) -> bool {

@@ -80,7 +80,9 @@ pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<StatusCause>) ->
     };
     let mut d = details(group, kind, name);
     d.causes = causes;
-    Status::failure(&format!("{kind} \"{name}\" is invalid{summary}"), "Invalid")
+    // The kind qualified by its group, as a GroupKind prints: `Deployment.apps`.
+    let qualified = if group.is_empty() { kind.to_owned() } else { format!("{kind}.{group}") };
+    Status::failure(&format!("{qualified} \"{name}\" is invalid{summary}"), "Invalid")
         .with_code(422)
         .with_details(d)
 }

@@ -3,6 +3,7 @@
 use kube_core::{DynamicObject, Status};
 
 use crate::{
+    fields::SelectableFields,
     selector::{FieldSelector, LabelSelector},
     store::ObjectKey,
 };
@@ -15,11 +16,16 @@ pub(crate) struct ObjectFilter {
 }
 
 impl ObjectFilter {
-    /// Parse the selector strings (400 BadRequest on bad syntax).
-    pub(crate) fn parse(labels: Option<&str>, fields: Option<&str>) -> Result<Self, Status> {
+    /// Parse the selector strings for a kind that selects on `selectable` (400 BadRequest on
+    /// bad syntax or a field the kind does not select on).
+    pub(crate) fn parse(
+        labels: Option<&str>,
+        fields: Option<&str>,
+        selectable: &SelectableFields,
+    ) -> Result<Self, Status> {
         let non_empty = |s: Option<&str>| s.map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned);
         let labels = non_empty(labels).map(|s| LabelSelector::parse(&s)).transpose()?;
-        let fields = non_empty(fields).map(|s| FieldSelector::parse(&s)).transpose()?;
+        let fields = non_empty(fields).map(|s| FieldSelector::parse_for(&s, selectable)).transpose()?;
         Ok(ObjectFilter { labels, fields })
     }
 
@@ -34,6 +40,6 @@ impl ObjectFilter {
             Some(labels) => sel.matches(labels),
             None => sel.matches(&Default::default()),
         });
-        labels_ok && self.fields.as_ref().is_none_or(|sel| sel.matches(&object.metadata))
+        labels_ok && self.fields.as_ref().is_none_or(|sel| sel.matches(object))
     }
 }

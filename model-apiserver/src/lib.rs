@@ -32,15 +32,28 @@
 //!   finalizers for the garbage collector in `controllers`), namespaces that terminate until
 //!   [`ApiServer::finalize_namespace`] (the namespace controller's `/finalize`).
 //! - **Watch.** Pull-based: each [`Verb::Watch`] answers the events after a revision, with
-//!   selector transitions (leaving = DELETED, entering = ADDED), bookmarks, and 410 Expired.
+//!   selector transitions (entering = ADDED, leaving = DELETED with the object as it was before),
+//!   bookmarks, and 410 Expired. History is compacted by count and by virtual time
+//!   (`ServerConfig::compaction_interval_seconds`, 5 minutes as kube-apiserver's), and
+//!   [`ApiServer::compact_now`] compacts at once.
+//! - **Selectors.** Label selectors in full; field selectors on each kind's selectable fields
+//!   ([`fields`]: Pods by node and phase, Events by involved object, CRD `selectableFields`...).
+//! - **Events.** core/v1 and events.k8s.io/v1 Events are one store seen through both APIs.
 //! - **Patches.** JSON merge patch, JSON patch, strategic merge patch for built-ins
 //!   ([`strategic`]) and a server-side apply subset ([`apply`]).
 //! - **CRDs.** Served from creation (status Established at once), structural-schema
 //!   defaulting, pruning and validation ([`schema`]), subresources; a deleted CRD terminates
 //!   until its objects (deleted through normal deletion, finalizers honoured) are gone.
+//! - **Decoding.** A body of another kind than the URL's is 400; a wrong JSON type is 400 (422
+//!   for a patch); unknown fields follow `fieldValidation` ([`FieldValidation`]: Strict refuses,
+//!   Warn drops them with a warning in [`Context::warnings`], Ignore drops them), so a built-in
+//!   object never stores one.
 //! - **Validation of built-ins.** Names, labels, annotations, owner references, finalizers on
-//!   deleting objects, and the immutability rules controllers most often meet (pod spec,
-//!   workload selectors, Job templates, StatefulSet spec, immutable ConfigMaps and Secrets).
+//!   deleting objects, the spec validation of the kinds controllers write (pods and workload
+//!   templates, Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs, Services,
+//!   ConfigMaps, Secrets, claims, Ingresses, PDBs, ServiceAccounts, Leases), and the immutability
+//!   rules controllers most often meet (pod spec, workload selectors, Job templates, StatefulSet
+//!   spec, claim spec, immutable ConfigMaps and Secrets).
 //! - **Defaulting of built-ins.** The fields the real server fills in on create and update
 //!   (pod specs and containers, workloads and their templates, Jobs, Services with an allocated
 //!   cluster IP, claims, Secrets), so that a controller fighting defaults loops here as it
@@ -48,7 +61,7 @@
 //! - **Admission.** Mutating hooks, validation, then validating hooks ([`AdmissionHook`]).
 //!
 //! Not modelled: RBAC, admission plugins' additions (service-account token volumes, default
-//! tolerations, priority), the rest of built-in spec validation, version conversion, the
+//! tolerations, priority), built-in validation beyond the kinds above, version conversion, the
 //! `pods/binding` subresource (setting `spec.nodeName` on an unscheduled pod stands in for it),
 //! and apply to `/scale`.
 //!
@@ -84,9 +97,12 @@ pub mod apply;
 pub mod context;
 pub mod crd;
 mod crd_serving;
+mod decode;
 mod defaults;
 mod deletion;
 pub mod errors;
+mod events;
+pub mod fields;
 mod filter;
 mod metadata;
 pub mod patch;
@@ -107,7 +123,7 @@ mod write;
 
 pub use admission::{AdmissionHook, AdmissionRequest};
 pub use context::{Context, IdSource, SeqIds};
-pub use request::{Request, Response, Subresource, Verb};
+pub use request::{FieldValidation, Request, Response, Subresource, Verb};
 pub use resources::{ResourceType, ResourceTypes};
 pub use server::{ApiServer, ServerConfig};
 pub use store::{ObjectKey, Revision, Snapshot, StoredEvent, StoredEventType};

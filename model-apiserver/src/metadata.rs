@@ -80,6 +80,23 @@ pub(crate) fn validate_name(rule: NameRule, field: &str, name: &str) -> Vec<Stat
     causes
 }
 
+/// The errors of a `generateName` prefix: the name rule with a trailing dash allowed (it is
+/// followed by the random suffix), as ValidateObjectMeta checks it.
+pub(crate) fn validate_generate_name(rule: NameRule, prefix: &str) -> Vec<StatusCause> {
+    let masked = match prefix.strip_suffix('-') {
+        Some(head) if !head.is_empty() => format!("{head}a"),
+        _ => prefix.to_owned(),
+    };
+    let shown = format!("Invalid value: \"{masked}\"");
+    validate_name(rule, "metadata.generateName", &masked)
+        .into_iter()
+        .map(|mut c| {
+            c.message = c.message.replacen(&shown, &format!("Invalid value: \"{prefix}\""), 1);
+            c
+        })
+        .collect()
+}
+
 /// A lowercase RFC 1123 subdomain, without the length limit.
 pub(crate) fn is_dns1123_subdomain(s: &str) -> bool {
     s.split('.').all(is_dns1123_label)

@@ -109,7 +109,11 @@ impl ApiServer {
 
     /// LIST a collection.
     pub(crate) fn list(&self, t: &Target, params: &ListParams) -> Result<ListResponse, Status> {
-        let filter = ObjectFilter::parse(params.label_selector.as_deref(), params.field_selector.as_deref())?;
+        let filter = ObjectFilter::parse(
+            params.label_selector.as_deref(),
+            params.field_selector.as_deref(),
+            &t.ty.selectable_fields,
+        )?;
         let rv = params.resource_version.as_deref().filter(|s| !s.is_empty());
         let (snapshot, start) = match params.continue_token.as_deref().filter(|s| !s.is_empty()) {
             Some(token) => {
@@ -127,21 +131,28 @@ impl ApiServer {
                 };
                 (snapshot, Some(start))
             }
-            None => (self.list_snapshot(rv, params.version_match.as_ref())?, None),
+            None => {
+                let paged = params.limit.is_some_and(|l| l > 0);
+                (self.list_snapshot(rv, params.version_match.as_ref(), paged)?, None)
+            }
         };
         let limit = params.limit.filter(|l| *l > 0).map(|l| l as usize);
         Ok(page(t, &snapshot, start, &filter, limit))
     }
 
-    /// The snapshot a list without a continue token reads.
+    /// The snapshot a list without a continue token reads. A paged list (`limit` set) at a
+    /// number N without `resourceVersionMatch` reads exactly N, the legacy semantics the real
+    /// server keeps for it (410 Expired once N is compacted).
     fn list_snapshot(
         &self,
         rv: Option<&str>,
         version_match: Option<&VersionMatch>,
+        paged: bool,
     ) -> Result<Snapshot, Status> {
         let version = parse_read_version(rv)?;
         match (version_match, version) {
             (Some(VersionMatch::Exact), ReadVersion::At(n)) => self.snapshot_exact(n),
+            (None, ReadVersion::At(n)) if paged => self.snapshot_exact(n),
             (Some(VersionMatch::Exact), ReadVersion::Any) => {
                 Err(errors::invalid_list_options(vec![metadata::forbidden(
                     "resourceVersionMatch",

@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use kube_core::{
     ApiResource, DynamicObject, Status, WatchEvent,
-    params::{DeleteParams, GetParams, ListParams, Patch, PatchParams, PostParams, WatchParams},
+    params::{
+        DeleteParams, GetParams, ListParams, Patch, PatchParams, PostParams, ValidationDirective, WatchParams,
+    },
 };
 
 /// A subresource addressed by a request.
@@ -21,6 +23,30 @@ pub enum Subresource {
     /// `/finalize` of a Namespace (update only): writes only `spec.finalizers`, as the namespace
     /// controller does once the namespace is empty.
     Finalize,
+}
+
+/// The `fieldValidation` directive of a write: what decoding does with a field the kind does
+/// not have (and with a field given twice).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FieldValidation {
+    /// Drop it silently.
+    Ignore,
+    /// Drop it and answer with a warning for each (kube-apiserver's default when the request
+    /// names no directive).
+    #[default]
+    Warn,
+    /// Refuse the write: 400 BadRequest (422 for a patch) naming every such field.
+    Strict,
+}
+
+impl From<&ValidationDirective> for FieldValidation {
+    fn from(d: &ValidationDirective) -> Self {
+        match d {
+            ValidationDirective::Ignore => FieldValidation::Ignore,
+            ValidationDirective::Warn => FieldValidation::Warn,
+            ValidationDirective::Strict => FieldValidation::Strict,
+        }
+    }
 }
 
 /// The verb of a request and its verb-specific arguments.
@@ -111,11 +137,21 @@ pub struct Request {
     /// Who is asking (a controller or node name); recorded nowhere in the object, used by admission
     /// hooks and as the default field manager.
     pub user: Option<Arc<str>>,
+    /// The `fieldValidation` query parameter of a create, update or patch (kube-core's
+    /// `PostParams` have none); `None` takes a patch's `PatchParams::field_validation`, else
+    /// [`FieldValidation::Warn`], as kube-apiserver defaults it.
+    pub field_validation: Option<FieldValidation>,
 }
 
 impl Request {
     fn new(resource: &ApiResource, namespace: Option<&str>, verb: Verb) -> Self {
-        Request { resource: resource.clone(), namespace: namespace.map(str::to_owned), verb, user: None }
+        Request {
+            resource: resource.clone(),
+            namespace: namespace.map(str::to_owned),
+            verb,
+            user: None,
+            field_validation: None,
+        }
     }
     /// GET `name`.
     pub fn get(resource: &ApiResource, namespace: Option<&str>, name: &str, params: GetParams) -> Self {
@@ -198,6 +234,21 @@ impl Request {
     pub fn with_user(mut self, user: impl Into<Arc<str>>) -> Self {
         self.user = Some(user.into());
         self
+    }
+    /// Set the `fieldValidation` directive of a create, update or patch.
+    pub fn with_field_validation(mut self, directive: FieldValidation) -> Self {
+        self.field_validation = Some(directive);
+        self
+    }
+    /// The directive in force: the request's, a patch's own, or the default (Warn).
+    pub fn field_validation(&self) -> FieldValidation {
+        match (&self.field_validation, &self.verb) {
+            (Some(d), _) => *d,
+            (None, Verb::Patch { params, .. }) => {
+                params.field_validation.as_ref().map(FieldValidation::from).unwrap_or_default()
+            }
+            (None, _) => FieldValidation::default(),
+        }
     }
     /// Whether this request can change state (anything but get, list and watch).
     pub fn is_write(&self) -> bool {

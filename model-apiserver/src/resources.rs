@@ -6,6 +6,8 @@ use std::sync::Arc;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps;
 use kube_core::ApiResource;
 
+use crate::fields::SelectableFields;
+
 /// How the name of an object of this kind is validated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NameRule {
@@ -51,13 +53,20 @@ pub struct ResourceType {
     /// The structural schema of a custom resource's version, used for validation, pruning and
     /// defaulting.
     pub schema: Option<Arc<JSONSchemaProps>>,
+    /// The fields a field selector may name, and their values.
+    pub selectable_fields: SelectableFields,
 }
 
 impl ResourceType {
     /// The storage prefix of this type: `group/plural`, or `plural` for the core group. All
     /// versions of one group/plural share storage.
+    ///
+    /// The events.k8s.io Event is stored under the core `events` prefix, as kube-apiserver
+    /// keeps both Event APIs over one store.
     pub fn storage_key(&self) -> Arc<str> {
-        if self.api.group.is_empty() {
+        if self.api.group.is_empty()
+            || (!self.custom && crate::events::is_event_kind(&self.api.group, &self.api.kind))
+        {
             Arc::from(self.api.plural.as_str())
         } else {
             Arc::from(format!("{}/{}", self.api.group, self.api.plural))
@@ -83,7 +92,8 @@ struct Served {
 
 impl ResourceTypes {
     /// The built-in kinds: Namespace, Pod, ConfigMap, Secret, Service, ServiceAccount,
-    /// PersistentVolumeClaim, Deployment, ReplicaSet, StatefulSet, Job, Lease, events.k8s.io Event
+    /// PersistentVolumeClaim, Deployment, ReplicaSet, StatefulSet, Job, Lease, Event (core/v1 and
+    /// events.k8s.io/v1, one store)
     /// and CustomResourceDefinition, with their real group, version, plural and scope.
     ///
     /// Which kinds track `metadata.generation` follows the real server: Deployment, ReplicaSet,
@@ -191,6 +201,7 @@ impl Builtin {
             name_rule: self.name_rule,
             custom: false,
             schema: None,
+            selectable_fields: SelectableFields::builtin(self.group, self.kind),
         }
     }
 }
@@ -258,6 +269,7 @@ const BUILTINS: &[Builtin] = &[
     builtin("", "v1", "ResourceQuota", "resourcequotas", &["quota"]).status(),
     builtin("", "v1", "LimitRange", "limitranges", &["limits"]),
     builtin("apps", "v1", "DaemonSet", "daemonsets", &["ds"]).status().generation(),
+    builtin("apps", "v1", "ControllerRevision", "controllerrevisions", &[]),
     builtin("batch", "v1", "CronJob", "cronjobs", &["cj"]).status().generation(),
     builtin("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", &["pdb"]).status().generation(),
     builtin("networking.k8s.io", "v1", "Ingress", "ingresses", &["ing"]).status().generation(),
@@ -267,6 +279,7 @@ const BUILTINS: &[Builtin] = &[
     builtin("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", &[]).cluster(),
     builtin("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", &[]).cluster(),
     builtin("coordination.k8s.io", "v1", "Lease", "leases", &[]),
+    builtin("", "v1", "Event", "events", &["ev"]),
     builtin("events.k8s.io", "v1", "Event", "events", &["ev"]),
     builtin(
         "apiextensions.k8s.io",

@@ -71,11 +71,11 @@ impl ApiServer {
         t: &Target,
         name: &str,
         scale: DynamicObject,
-        dry_run: bool,
+        params: &kube_core::params::PostParams,
         ctx: &mut Context<'_>,
     ) -> Result<Response, Status> {
         let old = self.current_object(t, name)?;
-        self.apply_scale(t, name, &old, scale, dry_run, ctx)
+        self.apply_scale(t, name, &old, scale, params.dry_run, params.field_manager.as_deref(), ctx)
     }
 
     /// PATCH `/scale`: the patch applies to the Scale view.
@@ -84,16 +84,19 @@ impl ApiServer {
         t: &Target,
         name: &str,
         patch: &Patch<serde_json::Value>,
-        dry_run: bool,
+        params: &kube_core::params::PatchParams,
         ctx: &mut Context<'_>,
     ) -> Result<Response, Status> {
         let old = self.current_object(t, name)?;
         let view = self.scale_view(t, &old)?;
         let scale_type = crate::resources::ResourceType { custom: t.ty.custom, ..(*t.ty).clone() };
         let patched = crate::patch::apply_to_object(&scale_type, &view, patch)?;
-        self.apply_scale(t, name, &old, patched, dry_run, ctx)
+        self.apply_scale(t, name, &old, patched, params.dry_run, params.field_manager.as_deref(), ctx)
     }
 
+    /// Write the Scale's replicas into the object; managedFields record the write as the
+    /// client's, on the `scale` subresource.
+    #[allow(clippy::too_many_arguments)] // one request's parts, all needed
     fn apply_scale(
         &mut self,
         t: &Target,
@@ -101,6 +104,7 @@ impl ApiServer {
         old: &Arc<DynamicObject>,
         scale: DynamicObject,
         dry_run: bool,
+        field_manager: Option<&str>,
         ctx: &mut Context<'_>,
     ) -> Result<Response, Status> {
         let paths = t.ty.scale.clone().ok_or_else(crate::server::resource_not_found)?;
@@ -123,7 +127,7 @@ impl ApiServer {
         }
         let mut new = DynamicObject::clone(old);
         set_pointer(&mut new.data, &pointer(&paths.spec_replicas), serde_json::json!(replicas));
-        let opts = crate::write::WriteOpts { dry_run, via_scale: true, ..Default::default() };
+        let opts = crate::write::WriteOpts { dry_run, via_scale: true, field_manager, ..Default::default() };
         let response = self.write_update(t, old, new, None, opts, ctx)?;
         let object = response.object().cloned().unwrap_or_else(|| old.clone());
         Ok(Response::Object(Arc::new(scale_of(&paths, &object))))

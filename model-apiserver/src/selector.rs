@@ -1,4 +1,5 @@
-//! Label selectors (the full string syntax, which kube-core cannot parse) and field selectors.
+//! Label selectors (the full string syntax, which kube-core cannot parse) and field selectors
+//! (on the fields each kind makes selectable: see [`crate::fields`]).
 //!
 //! Parsing follows apimachinery's `labels.Parse` and `fields.ParseSelector`, including their error
 //! messages, so that a controller sending a bad selector sees the 400 a real server would send.
@@ -9,10 +10,10 @@ use std::fmt;
 use std::sync::LazyLock;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector as ApiLabelSelector;
-use kube_core::{ObjectMeta, Status};
+use kube_core::{DynamicObject, Status};
 use regex::Regex;
 
-use crate::errors;
+use crate::{errors, fields::SelectableFields};
 
 /// Longest label value and longest name part of a label key, as apimachinery allows.
 const LABEL_VALUE_LEN_MAX: usize = 63;
@@ -631,26 +632,22 @@ impl fmt::Display for LabelSelector {
     }
 }
 
-/// The fields a field selector may name: the ones every kind supports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Field {
-    Name,
-    Namespace,
-}
-
 /// One term of a field selector.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct FieldTerm {
-    field: Field,
+    /// The label as the kind's field set knows it (after the field label conversion).
+    field: String,
     value: String,
     /// `!=` rather than `=`/`==`.
     negated: bool,
 }
 
-/// A parsed field selector on `metadata.name` and `metadata.namespace`.
+/// A parsed field selector: terms on the fields one kind makes selectable
+/// ([`SelectableFields`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FieldSelector {
     terms: Vec<FieldTerm>,
+    fields: SelectableFields,
 }
 
 /// Split on commas that are not escaped with a backslash (apimachinery's `splitTerms`).
@@ -707,13 +704,22 @@ fn unescape_field_value(s: &str) -> Result<String, String> {
 }
 
 impl FieldSelector {
-    /// Parse the string form (`metadata.name=a,metadata.namespace!=b`), as
-    /// `fields.ParseSelector` does, then check the fields as the server's field-label conversion
-    /// does: only `metadata.name` and `metadata.namespace` are supported.
-    ///
-    /// Bad syntax gives 400 BadRequest `invalid selector: '<s>'; can't understand '<term>'`; an
-    /// unknown field gives 400 BadRequest `field label not supported: <field>`.
+    /// Parse the string form (`metadata.name=a,metadata.namespace!=b`) for a kind that selects
+    /// only on metadata (apimachinery's default field label conversion).
     pub fn parse(s: &str) -> Result<FieldSelector, Status> {
+        Self::parse_for(s, &SelectableFields::Metadata)
+    }
+
+    /// Parse the string form (`spec.nodeName=a,status.phase!=Running`), as
+    /// `fields.ParseSelector` does, then convert each label as the kind's field label
+    /// conversion does.
+    ///
+    /// Bad syntax gives 400 BadRequest `invalid selector: '<s>'; can't understand '<term>'`; a
+    /// field the kind does not select on gives 400 BadRequest with the kind's message
+    /// (`field label not supported: <field>` for most kinds that have selectable fields of
+    /// their own, `"<field>" is not a known field selector: only "metadata.name",
+    /// "metadata.namespace"` for the others).
+    pub fn parse_for(s: &str, fields: &SelectableFields) -> Result<FieldSelector, Status> {
         if s.len() > SELECTOR_LEN_MAX {
             return Err(errors::bad_request(&format!(
                 "field selector is longer than {SELECTOR_LEN_MAX} bytes"
@@ -729,27 +735,16 @@ impl FieldSelector {
                 )));
             };
             let value = unescape_field_value(rhs).map_err(|m| errors::bad_request(&m))?;
-            let field = match lhs {
-                "metadata.name" => Field::Name,
-                "metadata.namespace" => Field::Namespace,
-                other => return Err(errors::bad_request(&format!("field label not supported: {other}"))),
-            };
+            let field = fields.convert(lhs).map_err(|m| errors::bad_request(&m))?.into_owned();
             terms.push(FieldTerm { field, value, negated: op == "!=" });
         }
-        Ok(FieldSelector { terms })
+        Ok(FieldSelector { terms, fields: fields.clone() })
     }
 
-    /// Whether the object's metadata satisfies every term. An absent name or namespace is the
-    /// empty string, as the server's field set has it for cluster-scoped objects.
-    pub fn matches(&self, meta: &ObjectMeta) -> bool {
-        self.terms.iter().all(|t| {
-            let actual = match t.field {
-                Field::Name => meta.name.as_deref(),
-                Field::Namespace => meta.namespace.as_deref(),
-            }
-            .unwrap_or_default();
-            (actual == t.value) != t.negated
-        })
+    /// Whether the object satisfies every term. An absent field is the empty string, as in the
+    /// server's field set (a cluster-scoped object's namespace included).
+    pub fn matches(&self, object: &DynamicObject) -> bool {
+        self.terms.iter().all(|t| (self.fields.value(&t.field, object) == t.value) != t.negated)
     }
 
     /// The selector that matches every object.

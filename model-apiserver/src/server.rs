@@ -10,10 +10,14 @@ use crate::{
     admission::AdmissionHook,
     context::Context,
     errors,
-    request::{Request, Response, Verb},
+    request::{FieldValidation, Request, Response, Verb},
     resources::{ResourceType, ResourceTypes},
     store::{ObjectKey, Revision, Snapshot, Store, StoredEvent},
 };
+/// The namespaces a fresh cluster has (kube-apiserver's bootstrap and system namespaces
+/// controllers create them).
+pub const DEFAULT_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
+
 /// Bounds and knobs of the model.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -26,6 +30,11 @@ pub struct ServerConfig {
     /// claim fields; see the `defaults` module). On by default, as in a cluster: a controller
     /// that compares its desired spec with the stored one must cope with them.
     pub builtin_defaults: bool,
+    /// kube-apiserver's etcd compaction interval (`--etcd-compaction-interval`, 5 minutes):
+    /// revisions that stopped being current more than this much virtual time ago are compacted,
+    /// so that a watch or an exact read from them gets 410 Expired and the client relists.
+    /// `None` keeps history by count alone (`history_revisions_max`).
+    pub compaction_interval_seconds: Option<u64>,
 }
 
 impl Default for ServerConfig {
@@ -34,6 +43,7 @@ impl Default for ServerConfig {
             history_revisions_max: 10_000,
             pod_grace_period_seconds_default: 30,
             builtin_defaults: true,
+            compaction_interval_seconds: Some(300),
         }
     }
 }
@@ -49,6 +59,8 @@ pub struct ApiServer {
     pub(crate) store: Store,
     pub(crate) mutating: Vec<AdmissionHook>,
     pub(crate) validating: Vec<AdmissionHook>,
+    /// The virtual time of the request being handled: writes stamp their revision with it.
+    pub(crate) clock: jiff::Timestamp,
 }
 
 /// What a single-object or collection request addresses, resolved against the served types.
@@ -62,6 +74,8 @@ pub(crate) struct Target {
     pub(crate) namespace: Arc<str>,
     /// The requesting user.
     pub(crate) user: Option<Arc<str>>,
+    /// What decoding does with unknown fields of a written object.
+    pub(crate) field_validation: FieldValidation,
 }
 
 impl Target {
@@ -87,11 +101,17 @@ impl Target {
     }
     /// `obj` as this type's version presents it: custom resources with several served versions
     /// share storage (conversion strategy None), so only apiVersion differs.
+    ///
+    /// The two Event APIs share storage too: an Event written through the other one is
+    /// converted field by field (see `events`).
     pub(crate) fn present(&self, obj: &Arc<DynamicObject>) -> Arc<DynamicObject> {
         match &obj.types {
             Some(t) if t.api_version == self.ty.api.api_version => obj.clone(),
             _ => {
                 let mut o = DynamicObject::clone(obj);
+                if !self.ty.custom && crate::events::is_event_kind(&self.ty.api.group, &self.ty.api.kind) {
+                    crate::events::convert(&mut o.data, &self.ty.api.api_version);
+                }
                 o.types = Some(self.type_meta());
                 Arc::new(o)
             }
@@ -139,12 +159,14 @@ impl ApiServer {
             store,
             mutating: Vec::new(),
             validating: Vec::new(),
+            clock: jiff::Timestamp::UNIX_EPOCH,
         }
     }
-    /// Create `default`, `kube-system` and `kube-public`, as a fresh cluster has them.
+    /// Create `default`, `kube-system`, `kube-public` and `kube-node-lease` (where nodes keep
+    /// their heartbeat Leases), as a fresh cluster has them.
     pub fn with_default_namespaces(mut self, ctx: &mut Context<'_>) -> Self {
         let ns = self.types.get("", "v1", "namespaces").expect("namespaces are built in").api.clone();
-        for name in ["default", "kube-system", "kube-public"] {
+        for name in DEFAULT_NAMESPACES {
             let obj = DynamicObject::new(name, &ns);
             let created = self.handle(Request::create(&ns, None, obj, Default::default()), ctx);
             assert!(created.is_ok(), "creating namespace {name} in a fresh server failed: {created:?}");
@@ -153,6 +175,7 @@ impl ApiServer {
     }
     /// Handle one request at `ctx.now`.
     pub fn handle(&mut self, request: Request, ctx: &mut Context<'_>) -> Result<Response, Status> {
+        self.advance_clock(ctx.now);
         let target = self.resolve(&request)?;
         match request.verb {
             Verb::Get { name, params, subresource } => self.get(&target, &name, &params, subresource),
@@ -196,7 +219,13 @@ impl ApiServer {
             (true, None, _) | (false, Some(_), _) => return Err(resource_not_found()),
             (false, None, _) => "",
         };
-        Ok(Target { resource, ty, namespace: Arc::from(namespace), user: request.user.clone() })
+        Ok(Target {
+            resource,
+            ty,
+            namespace: Arc::from(namespace),
+            user: request.user.clone(),
+            field_validation: request.field_validation(),
+        })
     }
 
     /// The current revision.
@@ -251,6 +280,23 @@ impl ApiServer {
     /// Drop history before `revision` (as etcd compaction does).
     pub fn compact(&mut self, revision: Revision) {
         self.store.compact(revision);
+    }
+    /// Compact everything before the current revision, as an etcd compaction at this moment
+    /// would: every watch resuming from an earlier resourceVersion gets 410 Expired and its
+    /// client must relist (the "compact watch history" fault).
+    pub fn compact_now(&mut self) {
+        self.store.compact(self.store.revision());
+    }
+    /// Move the virtual clock to `now` and compact what the compaction interval lets go.
+    pub(crate) fn advance_clock(&mut self, now: jiff::Timestamp) {
+        self.clock = self.clock.max(now);
+        if let Some(interval) = self.config.compaction_interval_seconds {
+            let interval = i64::try_from(interval).unwrap_or(i64::MAX);
+            let cutoff = self.clock.as_second().saturating_sub(interval);
+            if let Ok(cutoff) = jiff::Timestamp::from_second(cutoff) {
+                self.store.compact_older_than(cutoff);
+            }
+        }
     }
     /// The served types (built-ins plus established CRDs).
     pub fn types(&self) -> &ResourceTypes {

@@ -38,6 +38,7 @@ impl ApiServer {
             subresource: (subresource == Some(Subresource::Status)).then_some("status"),
             now: ctx.now,
         };
+        crate::decode::check_apply_body(t, name, body)?;
         let live = self.store.current().get(&t.key(name)).cloned();
         if live.is_none() && subresource.is_some() {
             return Err(t.not_found(name));

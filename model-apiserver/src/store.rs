@@ -98,6 +98,9 @@ struct Entry {
     /// The state at this revision, kept every [`CHECKPOINT_EVERY_REVISIONS`] revisions and
     /// always at the oldest retained one.
     checkpoint: Option<Objects>,
+    /// The virtual time of the write that made this revision (the Unix epoch for the initial
+    /// one and for a snapshot's), which time-based compaction goes by.
+    committed_at: jiff::Timestamp,
 }
 
 /// The revision history: the event of every retained revision, checkpoints of the whole state,
@@ -138,7 +141,11 @@ impl Store {
     pub(crate) fn new(history_revisions_max: usize) -> Self {
         let current = Snapshot { revision: REVISION_INITIAL, objects: Objects::new() };
         let mut history = std::collections::VecDeque::new();
-        history.push_back(Entry { event: None, checkpoint: Some(Objects::new()) });
+        history.push_back(Entry {
+            event: None,
+            checkpoint: Some(Objects::new()),
+            committed_at: jiff::Timestamp::UNIX_EPOCH,
+        });
         Store { current, history, history_revisions_max: history_revisions_max.max(1) }
     }
 
@@ -146,7 +153,11 @@ impl Store {
     /// store's state (a simulated run's at one step, served read-only by `kube-sim serve --replay`).
     pub(crate) fn from_snapshot(snapshot: Snapshot, history_revisions_max: usize) -> Self {
         let mut history = std::collections::VecDeque::new();
-        history.push_back(Entry { event: None, checkpoint: Some(snapshot.objects.clone()) });
+        history.push_back(Entry {
+            event: None,
+            checkpoint: Some(snapshot.objects.clone()),
+            committed_at: jiff::Timestamp::UNIX_EPOCH,
+        });
         Store { current: snapshot, history, history_revisions_max: history_revisions_max.max(1) }
     }
 
@@ -194,13 +205,15 @@ impl Store {
         Some(self.history.range(first..).filter_map(|e| e.event.as_ref()))
     }
 
-    /// Apply one change as a new revision and return it. `object` must already carry the new
-    /// revision as its resourceVersion (see [`Store::next_revision`]).
+    /// Apply one change, written at virtual time `now`, as a new revision and return it.
+    /// `object` must already carry the new revision as its resourceVersion (see
+    /// [`Store::next_revision`]).
     pub(crate) fn commit(
         &mut self,
         kind: StoredEventType,
         key: ObjectKey,
         object: Arc<DynamicObject>,
+        now: jiff::Timestamp,
     ) -> Revision {
         let revision = self.next_revision();
         // Paired with every reader of resourceVersions: the stored object says the revision that
@@ -217,7 +230,7 @@ impl Store {
         self.current.revision = revision;
         let checkpoint =
             revision.is_multiple_of(CHECKPOINT_EVERY_REVISIONS).then(|| self.current.objects.clone());
-        self.history.push_back(Entry { event: Some(event), checkpoint });
+        self.history.push_back(Entry { event: Some(event), checkpoint, committed_at: now });
         let excess = self.history.len().saturating_sub(self.history_revisions_max);
         self.drop_oldest(excess);
         revision
@@ -233,6 +246,16 @@ impl Store {
         let keep_from = revision.min(self.revision());
         let excess = keep_from.saturating_sub(self.oldest());
         self.drop_oldest(usize::try_from(excess).unwrap_or(usize::MAX));
+    }
+
+    /// Drop every revision that stopped being current before `cutoff`: the oldest one kept is
+    /// the one that was current at `cutoff`, as kube-apiserver's compactor compacts etcd to the
+    /// revision it saw one interval earlier. The current revision is always kept.
+    pub(crate) fn compact_older_than(&mut self, cutoff: jiff::Timestamp) {
+        // Entries are in commit order and virtual time never runs backwards, so the revisions
+        // to drop are a prefix; each is looked at once before it goes.
+        let stale = self.history.iter().skip(1).take_while(|e| e.committed_at <= cutoff).count();
+        self.drop_oldest(stale);
     }
 
     /// Drop the `count` oldest revisions, first making the new oldest one a checkpoint.

@@ -122,10 +122,20 @@ pub const FIELDS: &[FieldMeta] = &[
     f("StatefulSet", "status", "WorkloadStatus", Plain),
     f("WorkloadSpec", "template", "PodTemplateSpec", Plain),
     f("WorkloadStatus", "conditions", "", Merge("type")),
+    f("DaemonSet", "metadata", "ObjectMeta", Plain),
+    f("DaemonSet", "spec", "WorkloadSpec", Plain),
+    f("DaemonSet", "status", "WorkloadStatus", Plain),
     // batch/v1
     f("Job", "metadata", "ObjectMeta", Plain),
     f("Job", "spec", "WorkloadSpec", Plain),
     f("Job", "status", "WorkloadStatus", Plain),
+    f("CronJob", "metadata", "ObjectMeta", Plain),
+    f("CronJob", "spec", "CronJobSpec", Plain),
+    f("CronJobSpec", "jobTemplate", "JobTemplateSpec", Plain),
+    f("JobTemplateSpec", "spec", "WorkloadSpec", Plain),
+    // policy/v1
+    f("PodDisruptionBudget", "metadata", "ObjectMeta", Plain),
+    f("PodDisruptionBudget", "spec", "PodDisruptionBudgetSpec", Plain),
     // the rest: only metadata is tagged
     f("Lease", "metadata", "ObjectMeta", Plain),
     f("Event", "metadata", "ObjectMeta", Plain),
@@ -162,7 +172,10 @@ const UNTAGGED_ROOT: &str = "$untagged";
 
 /// Whether `group` is one of the groups whose kinds [`FIELDS`] describes.
 fn is_builtin_group(group: &str) -> bool {
-    matches!(group, "" | "apps" | "batch" | "coordination.k8s.io" | "events.k8s.io" | "apiextensions.k8s.io")
+    matches!(
+        group,
+        "" | "apps" | "batch" | "policy" | "coordination.k8s.io" | "events.k8s.io" | "apiextensions.k8s.io"
+    )
 }
 
 /// The directive key of a map or list element.

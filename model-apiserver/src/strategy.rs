@@ -40,16 +40,10 @@ fn is_core(ty: &ResourceType, kind: &str) -> bool {
     !ty.custom && ty.api.group.is_empty() && ty.api.kind == kind
 }
 
-/// Prepare a new object: defaults (when `builtin_defaults`), then the status a type with a
-/// status subresource starts with (empty; Pods Pending with their QoS class, Namespaces
-/// Active, PersistentVolumeClaims Pending), the Namespace finalizer and label, Secret
-/// `stringData`, and a Service's cluster IP.
-pub(crate) fn prepare_for_create(
-    t: &Target,
-    object: &mut DynamicObject,
-    builtin_defaults: bool,
-    ids: &mut dyn IdSource,
-) {
+/// What decoding a new object does before the handler records field ownership: Secret
+/// `stringData`, the defaults (when `builtin_defaults`) and the Namespace name label. What the
+/// creating manager wrote plus these is what managedFields say it owns.
+pub(crate) fn decode_defaults(t: &Target, object: &mut DynamicObject, builtin_defaults: bool) {
     merge_string_data(t, object);
     if builtin_defaults {
         defaults::apply(&t.ty, &mut object.data);
@@ -60,15 +54,26 @@ pub(crate) fn prepare_for_create(
         // Even without defaulting, workload controllers and `/scale` rely on `spec.replicas`.
         spec.entry("replicas").or_insert(json!(1));
     }
+    if is_core(&t.ty, "Namespace") {
+        ensure_namespace_label(object);
+    }
+}
+
+/// Prepare a new object after [`decode_defaults`] and the field-ownership bookkeeping, as the
+/// registry's PrepareForCreate and REST create do (so no manager owns what this sets): a
+/// Service's cluster IPs and IP families, a Job's generated selector and labels, a Namespace's
+/// finalizer, and the status a type with a status subresource starts with (empty; Pods Pending
+/// with their QoS class, Namespaces Active, PersistentVolumeClaims Pending).
+pub(crate) fn prepare_for_create(t: &Target, object: &mut DynamicObject, ids: &mut dyn IdSource) {
     if is_core(&t.ty, "Service") {
         allocate_cluster_ip(object, ids);
     }
-    if !t.ty.custom && t.ty.api.group == "batch" && t.ty.api.kind == "Job" {
+    if is_job(&t.ty) {
         generate_job_selector(object);
+        copy_job_labels(object);
     }
     if is_core(&t.ty, "Namespace") {
         ensure_namespace_finalizer(object);
-        ensure_namespace_label(object);
     }
     if !t.ty.status_subresource {
         return;
@@ -118,6 +123,31 @@ pub(crate) fn prepare_for_update(
     }
     if is_core(&t.ty, "Service") {
         keep_cluster_ip(old, new);
+    }
+    if is_job(&t.ty) {
+        copy_job_labels(new);
+    }
+}
+
+/// Whether `ty` is batch/v1 Job.
+fn is_job(ty: &ResourceType) -> bool {
+    !ty.custom && ty.api.group == "batch" && ty.api.kind == "Job"
+}
+
+/// A Job without labels of its own carries its pod template's, as SetDefaults_Job gives it on
+/// every read (the generated `job-name` and `controller-uid` labels among them).
+fn copy_job_labels(object: &mut DynamicObject) {
+    if object.metadata.labels.as_ref().is_some_and(|l| !l.is_empty()) {
+        return;
+    }
+    let Some(labels) = object.data.pointer("/spec/template/metadata/labels").and_then(Value::as_object)
+    else {
+        return;
+    };
+    let labels: std::collections::BTreeMap<String, String> =
+        labels.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned()))).collect();
+    if !labels.is_empty() {
+        object.metadata.labels = Some(labels);
     }
 }
 
@@ -211,9 +241,9 @@ fn allocate_cluster_ip(object: &mut DynamicObject, ids: &mut dyn IdSource) {
     };
     spec.insert("clusterIP".to_owned(), json!(ip));
     spec.entry("clusterIPs").or_insert_with(|| json!([ip]));
-    if ip != "None" {
-        spec.entry("ipFamilies").or_insert(json!(["IPv4"]));
-    }
+    // Headless Services get their families too (the single-stack cluster's IPv4), as the real
+    // REST create defaults them.
+    spec.entry("ipFamilies").or_insert(json!(["IPv4"]));
     spec.entry("ipFamilyPolicy").or_insert(json!("SingleStack"));
 }
 

@@ -14,7 +14,7 @@ use crate::{
     filter::ObjectFilter,
     read::parse_revision,
     server::{ApiServer, Target},
-    store::{ObjectKey, StoredEventType},
+    store::{ObjectKey, Revision, StoredEventType},
 };
 
 /// The annotation of the bookmark that ends a watch's initial events.
@@ -38,7 +38,11 @@ impl ApiServer {
         resource_version: &str,
         params: &WatchParams,
     ) -> Result<Events, Status> {
-        let filter = ObjectFilter::parse(params.label_selector.as_deref(), params.field_selector.as_deref())?;
+        let filter = ObjectFilter::parse(
+            params.label_selector.as_deref(),
+            params.field_selector.as_deref(),
+            &t.ty.selectable_fields,
+        )?;
         let mut events = Events::new();
         match resource_version {
             "" | "0" => {
@@ -58,16 +62,19 @@ impl ApiServer {
                 };
                 events.extend(changes.filter(|e| in_scope(t, &e.key)).filter_map(|e| {
                     let now = filter.matches(&e.key, &e.object);
-                    let before = e.previous.as_ref().is_some_and(|p| filter.matches(&e.key, p));
-                    let object = t.present(&e.object);
-                    match (e.kind, before, now) {
-                        (StoredEventType::Added, _, true) => Some(WatchEvent::Added(object)),
-                        (StoredEventType::Modified, true, true) => Some(WatchEvent::Modified(object)),
+                    let previous = e.previous.as_ref().filter(|p| filter.matches(&e.key, p));
+                    let object = || t.present(&e.object);
+                    match (e.kind, previous, now) {
+                        (StoredEventType::Added, _, true) => Some(WatchEvent::Added(object())),
+                        (StoredEventType::Modified, Some(_), true) => Some(WatchEvent::Modified(object())),
                         // An object entering the selection is new to this watch, one leaving it
-                        // is gone from it.
-                        (StoredEventType::Modified, false, true) => Some(WatchEvent::Added(object)),
-                        (StoredEventType::Modified, true, false) => Some(WatchEvent::Deleted(object)),
-                        (StoredEventType::Deleted, _, true) => Some(WatchEvent::Deleted(object)),
+                        // is gone from it: the watch cache sends the object as this watch last
+                        // saw it, at the change's revision.
+                        (StoredEventType::Modified, None, true) => Some(WatchEvent::Added(object())),
+                        (StoredEventType::Modified, Some(before), false) => {
+                            Some(WatchEvent::Deleted(t.present(&at_revision(before, e.revision))))
+                        }
+                        (StoredEventType::Deleted, _, true) => Some(WatchEvent::Deleted(object())),
                         _ => None,
                     }
                 }));
@@ -88,6 +95,13 @@ impl ApiServer {
         }
         Ok(events)
     }
+}
+
+/// `object` with its resourceVersion set to `revision`.
+fn at_revision(object: &Arc<DynamicObject>, revision: Revision) -> Arc<DynamicObject> {
+    let mut o = DynamicObject::clone(object);
+    o.metadata.resource_version = Some(revision.to_string());
+    Arc::new(o)
 }
 
 /// Whether a change is to this watch's resource and namespace.

@@ -66,6 +66,10 @@ impl<'a> WriteOpts<'a> {
     }
 }
 
+/// The cause type of a create refused because its namespace is terminating (core/v1
+/// `NamespaceTerminatingCause`).
+pub const NAMESPACE_TERMINATING_CAUSE: &str = "NamespaceTerminating";
+
 impl ApiServer {
     /// POST an object.
     pub(crate) fn create(
@@ -75,6 +79,7 @@ impl ApiServer {
         params: &PostParams,
         ctx: &mut Context<'_>,
     ) -> Result<Response, Status> {
+        validate_field_manager("CreateOptions", params.field_manager.as_deref())?;
         self.create_with(t, object, WriteOpts::post(params), ctx)
     }
 
@@ -86,6 +91,7 @@ impl ApiServer {
         opts: WriteOpts<'_>,
         ctx: &mut Context<'_>,
     ) -> Result<Response, Status> {
+        self.decode_body(t, &mut object, ctx)?;
         check_body_namespace(t, &object.metadata)?;
         self.check_crd_accepts_creates(t)?;
         let given = object.metadata.name.clone().filter(|n| !n.is_empty());
@@ -113,14 +119,21 @@ impl ApiServer {
         meta.resource_version = None;
         meta.self_link = None;
         object.types = Some(t.type_meta());
-        strategy::prepare_for_create(t, &mut object, self.config.builtin_defaults, ctx.ids);
-        let mut object = self.admit(t, "create", None, None, object)?;
+        strategy::decode_defaults(t, &mut object, self.config.builtin_defaults);
+        // A custom resource's schema defaults are applied while decoding too (admission applies
+        // them again, a no-op), so they are the creator's.
+        self.default_and_prune(t, &mut object);
+        // The creator owns what it wrote and what decoding defaulted, not what the registry sets
+        // afterwards (a Service's cluster IP, a Job's selector, a Namespace's finalizer), as the
+        // real handler records ownership before calling the store.
+        if !opts.applied {
+            self.track_managed_fields(t, None, &mut object, None, opts.field_manager, ctx);
+        }
+        strategy::prepare_for_create(t, &mut object, ctx.ids);
+        let object = self.admit(t, "create", None, None, object)?;
         let key = t.key(&name);
         if self.store.current().get(&key).is_some() {
             return Err(errors::already_exists(&t.ty.api.group, &t.ty.api.plural, &name));
-        }
-        if !opts.applied {
-            self.track_managed_fields(t, None, &mut object, None, opts.field_manager, ctx);
         }
         if opts.dry_run {
             return Ok(Response::Object(Arc::new(object)));
@@ -161,7 +174,17 @@ impl ApiServer {
                 "unable to create new content in namespace {} because it is being terminated",
                 t.namespace
             );
-            return Err(errors::forbidden(&t.ty.api.group, &t.ty.api.plural, name, &why));
+            // The NamespaceLifecycle plugin names the cause, so that clients can tell this 403
+            // from an authorization failure.
+            let mut status = errors::forbidden(&t.ty.api.group, &t.ty.api.plural, name, &why);
+            if let Some(details) = status.details.as_mut() {
+                details.causes.push(errors::cause(
+                    NAMESPACE_TERMINATING_CAUSE,
+                    "metadata.namespace",
+                    format!("namespace {} is being terminated", t.namespace),
+                ));
+            }
+            return Err(status);
         }
         Ok(())
     }
@@ -176,13 +199,15 @@ impl ApiServer {
         subresource: Option<Subresource>,
         ctx: &mut Context<'_>,
     ) -> Result<Response, Status> {
+        validate_field_manager("UpdateOptions", params.field_manager.as_deref())?;
         self.check_subresource(t, subresource)?;
         if subresource == Some(Subresource::Scale) {
-            return self.update_scale(t, name, object, params.dry_run, ctx);
+            return self.update_scale(t, name, object, params, ctx);
         }
         if subresource == Some(Subresource::Finalize) {
             return self.update_finalize(t, name, object, params, ctx);
         }
+        self.decode_body(t, &mut object, ctx)?;
         let old = self.current_object(t, name)?;
         check_body_name(name, &object.metadata)?;
         check_body_namespace(t, &object.metadata)?;
@@ -208,9 +233,10 @@ impl ApiServer {
         subresource: Option<Subresource>,
         ctx: &mut Context<'_>,
     ) -> Result<Response, Status> {
+        validate_field_manager("PatchOptions", params.field_manager.as_deref())?;
         self.check_subresource(t, subresource)?;
         if subresource == Some(Subresource::Scale) {
-            return self.patch_scale(t, name, patch, params.dry_run, ctx);
+            return self.patch_scale(t, name, patch, params, ctx);
         }
         if subresource == Some(Subresource::Finalize) {
             return Err(method_not_allowed());
@@ -227,7 +253,8 @@ impl ApiServer {
             return self.apply_patch(t, name, body, params, subresource, ctx);
         }
         let old = self.current_object(t, name)?;
-        let object = patch::apply_to_object(&t.ty, &old, patch)?;
+        let mut object = patch::apply_to_object(&t.ty, &old, patch)?;
+        self.decode_patched(t, &mut object, ctx)?;
         self.write_patched(t, name, &old, object, subresource, WriteOpts::patch(params, false), ctx)
     }
 
@@ -269,9 +296,11 @@ impl ApiServer {
         }
     }
 
-    /// The stored object, or 404.
+    /// The stored object as `t` presents it, or 404.
     pub(crate) fn current_object(&self, t: &Target, name: &str) -> Result<Arc<DynamicObject>, Status> {
-        self.store.current().get(&t.key(name)).cloned().ok_or_else(|| t.not_found(name))
+        // As the target's version shows it: a write through one Event API (or one version of a
+        // custom resource) starts from the object in its own shape.
+        self.store.current().get(&t.key(name)).map(|o| t.present(o)).ok_or_else(|| t.not_found(name))
     }
 
     /// The optimistic-concurrency check of an update.
@@ -341,23 +370,40 @@ impl ApiServer {
             return Ok(Response::Object(t.present(old)));
         }
         if !opts.applied {
-            self.track_managed_fields(t, Some(old), &mut new, sub_name, opts.field_manager, ctx);
+            let managed_sub = if opts.via_scale { Some("scale") } else { sub_name };
+            self.track_managed_fields(t, Some(old), &mut new, managed_sub, opts.field_manager, ctx);
         }
         if opts.dry_run {
             return Ok(Response::Object(Arc::new(new)));
         }
-        let kind = if should_delete_during_update(&new) {
-            StoredEventType::Deleted
-        } else {
-            StoredEventType::Modified
-        };
-        let stored = self.commit(kind, t, &name, new);
-        if kind == StoredEventType::Deleted {
-            self.after_delete(t, &stored, ctx);
-        } else if subresource.is_none() {
+        if should_delete_during_update(&new) {
+            let answer = self.delete_during_update(t, &name, old, new, ctx);
+            return Ok(Response::Object(t.present(&answer)));
+        }
+        let stored = self.commit(StoredEventType::Modified, t, &name, new);
+        if subresource.is_none() {
             self.after_commit(t, &stored, ctx);
         }
         Ok(Response::Object(t.present(&stored)))
+    }
+
+    /// Remove `old` from storage because the update to `new` leaves it deleting without
+    /// finalizers, as the real store's `deleteWithoutFinalizers`: the delete removes what was
+    /// stored, so the DELETED event carries `old` (at the deletion's revision, with the
+    /// finalizer that was just removed), while the writer gets its own updated object back, at
+    /// the resourceVersion it updated (the update itself is never stored).
+    pub(crate) fn delete_during_update(
+        &mut self,
+        t: &Target,
+        name: &str,
+        old: &Arc<DynamicObject>,
+        mut new: DynamicObject,
+        ctx: &mut Context<'_>,
+    ) -> Arc<DynamicObject> {
+        let stored = self.commit(StoredEventType::Deleted, t, name, DynamicObject::clone(old));
+        self.after_delete(t, &stored, ctx);
+        new.metadata.resource_version = old.metadata.resource_version.clone();
+        Arc::new(new)
     }
 
     /// Fields the client cannot change through an update: they keep the stored values.
@@ -474,11 +520,15 @@ impl ApiServer {
     ) -> Vec<kube_core::response::StatusCause> {
         let mut causes = Vec::new();
         if old.is_none() {
+            if let Some(prefix) = object.metadata.generate_name.as_deref().filter(|p| !p.is_empty()) {
+                causes.extend(metadata::validate_generate_name(t.ty.name_rule, prefix));
+            }
             let name = object.metadata.name.as_deref().unwrap_or_default();
             causes.extend(metadata::validate_name(t.ty.name_rule, "metadata.name", name));
         }
         causes.extend(metadata::validate_owner_references(&object.metadata));
         causes.extend(validation::validate_labels_and_annotations(&object.metadata));
+        causes.extend(validation::validate_builtin(&t.ty, object));
         if let Some(old) = old {
             causes.extend(metadata::validate_no_new_finalizers(&old.metadata, &object.metadata));
             causes.extend(validation::validate_builtin_update(&t.ty, old, object));
@@ -508,7 +558,7 @@ impl ApiServer {
     ) -> Arc<DynamicObject> {
         object.metadata.resource_version = Some(self.store.next_revision().to_string());
         let object = Arc::new(object);
-        self.store.commit(kind, t.key(name), object.clone());
+        self.store.commit(kind, t.key(name), object.clone(), self.clock);
         object
     }
 
@@ -520,6 +570,36 @@ impl ApiServer {
             name: Arc::from(name),
         }
     }
+}
+
+/// The longest field manager name (apimachinery's FieldManagerMaxLength).
+pub(crate) const FIELD_MANAGER_BYTES_MAX: usize = 128;
+
+/// ValidateFieldManager: at most 128 bytes of printable characters, else 422 Invalid on the
+/// request's options (`CreateOptions`, `UpdateOptions`, `PatchOptions`).
+fn validate_field_manager(options: &str, manager: Option<&str>) -> Result<(), Status> {
+    let Some(manager) = manager else { return Ok(()) };
+    let mut causes = Vec::new();
+    if manager.len() > FIELD_MANAGER_BYTES_MAX {
+        causes.push(errors::cause(
+            "FieldValueTooLong",
+            "fieldManager",
+            format!("Too long: may not be more than {FIELD_MANAGER_BYTES_MAX} bytes"),
+        ));
+    }
+    for (i, c) in manager.chars().enumerate() {
+        if c.is_control() {
+            causes.push(errors::cause(
+                "FieldValueInvalid",
+                "fieldManager",
+                format!(
+                    "Invalid value: {manager:?}: invalid character U+{:04X} (at position {i})",
+                    u32::from(c)
+                ),
+            ));
+        }
+    }
+    if causes.is_empty() { Ok(()) } else { Err(errors::invalid("meta.k8s.io", options, "", causes)) }
 }
 
 /// The body may repeat the request's namespace but not contradict it. A cluster-scoped object's

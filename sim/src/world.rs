@@ -2,7 +2,8 @@
 //! [`SimBuilder::run`], which runs one seed of it on a fresh madsim runtime.
 //!
 //! One run goes through fixed phases:
-//! 1. the clusters are created (namespaces `default`, `kube-system`, `kube-public`, then CRDs);
+//! 1. the clusters are created (namespaces `default`, `kube-system`, `kube-public`,
+//!    `kube-node-lease`, then CRDs);
 //! 2. every controller starts on its own madsim node, so that killing the node loses its
 //!    informers, caches and work queue, as a crash does;
 //! 3. the workload runs on its own node, to completion;

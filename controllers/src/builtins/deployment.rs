@@ -1,5 +1,5 @@
 //! The Deployment controller: Deployment → ReplicaSets, with the RollingUpdate and Recreate
-//! strategies, as kube-controller-manager's `DeploymentController`.
+//! strategies, as kube-controller-manager's `DeploymentController` (`pkg/controller/deployment`).
 //!
 //! - ReplicaSets are claimed by controller reference (adopt matching orphans, release
 //!   non-matching), read with a live list at each sync.
@@ -7,18 +7,34 @@
 //!   `<deployment>-<pod-template-hash>`; the hash ([`template_hash`]) also becomes the
 //!   `pod-template-hash` label of its selector, template and Pods, so ReplicaSets of different
 //!   templates never select each other's Pods.
-//! - Each ReplicaSet carries `deployment.kubernetes.io/revision`; the new one always has the
-//!   highest, so rolling back to an old template gives its ReplicaSet a new revision.
+//! - Revisions: each ReplicaSet carries `deployment.kubernetes.io/revision`, and the new one
+//!   always the highest (max of the old ones + 1; a template that comes back moves its old
+//!   ReplicaSet to the new revision and records the old number in
+//!   `deployment.kubernetes.io/revision-history`). The Deployment carries its new ReplicaSet's
+//!   revision in the same annotation, and its other annotations are copied to the new ReplicaSet,
+//!   so that `kubectl rollout history` and `kubectl rollout undo` (which, since kubectl 1.x does it
+//!   client-side, replaces the Deployment's template and annotations with the wanted
+//!   ReplicaSet's) work as against a cluster.
+//! - `deployment.kubernetes.io/desired-replicas` and `max-replicas` record `replicas` and
+//!   `replicas + maxSurge` on each ReplicaSet scaled; a change of `replicas` while ReplicaSets of
+//!   several templates run is spread over them in proportion (`scale`), as upstream.
 //! - RollingUpdate scales the new ReplicaSet up while the sum of every ReplicaSet's
 //!   `spec.replicas` stays within `replicas + maxSurge`, and old ones down while the available
 //!   Pods stay at least `replicas - maxUnavailable` (defaults 25 % and 25 %, surge rounded up,
-//!   unavailable rounded down; both 0 means maxUnavailable 1).
+//!   unavailable rounded down; both 0 means maxUnavailable 1). Recreate scales every old
+//!   ReplicaSet to 0, waits until their Pods are gone, then creates the new one at full size.
+//! - `spec.paused`: no new ReplicaSet and no rollout step while paused; scaling still happens
+//!   (proportionally), and old ReplicaSets are cleaned up.
 //! - Once a rollout completes, old ReplicaSets scaled to zero beyond `revisionHistoryLimit`
 //!   (default 10) are deleted, oldest revision first.
 //! - Status: `replicas`, `updatedReplicas`, `readyReplicas`, `availableReplicas`,
-//!   `unavailableReplicas`, `observedGeneration`, `collisionCount`, and the `Available` and
-//!   `Progressing` conditions (without timestamps: `sim` has no virtual wall clock for
-//!   controllers yet).
+//!   `unavailableReplicas`, `observedGeneration`, `collisionCount`, and the conditions with their
+//!   times on the virtual clock (`sim::time`): `Available` (MinimumReplicasAvailable,
+//!   MinimumReplicasUnavailable) and, with `progressDeadlineSeconds`, `Progressing`
+//!   (NewReplicaSetCreated, FoundNewReplicaSet, ReplicaSetUpdated, NewReplicaSetAvailable,
+//!   ProgressDeadlineExceeded, DeploymentPaused, DeploymentResumed). A rollout that makes no
+//!   progress is requeued for when its deadline passes.
+//! - Events: `ScalingReplicaSet` ("Scaled up replica set web-abc from 0 to 2"), as upstream.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -27,7 +43,7 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{
     Deployment, DeploymentCondition, DeploymentStatus, ReplicaSet, ReplicaSetSpec,
 };
-use k8s_openapi::api::core::v1::PodTemplateSpec;
+use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use sim::api::{
@@ -40,7 +56,7 @@ use sim::{Clients, SimBuilder};
 
 use super::error::{Error, has_code};
 use super::owners::{self, Claim};
-use super::{hashing, labels};
+use super::{events, hashing, labels, pod_state};
 
 /// The Deployment controller's node.
 pub const NODE: &str = "deployment-controller";
@@ -52,6 +68,19 @@ pub const REVISION_ANNOTATION: &str = "deployment.kubernetes.io/revision";
 pub const DESIRED_REPLICAS_ANNOTATION: &str = "deployment.kubernetes.io/desired-replicas";
 /// The annotation holding `replicas + maxSurge` when the ReplicaSet was last scaled.
 pub const MAX_REPLICAS_ANNOTATION: &str = "deployment.kubernetes.io/max-replicas";
+/// The annotation holding the revisions a ReplicaSet had before its template came back.
+pub const REVISION_HISTORY_ANNOTATION: &str = "deployment.kubernetes.io/revision-history";
+/// The longest `revision-history` annotation kept (upstream's `maxRevHistoryLengthInChars`).
+pub const REVISION_HISTORY_CHARS_MAX: usize = 2000;
+/// The Deployment annotations never copied to its ReplicaSets (upstream's `annotationsToSkip`).
+const ANNOTATIONS_TO_SKIP: &[&str] = &[
+    "kubectl.kubernetes.io/last-applied-configuration",
+    REVISION_ANNOTATION,
+    REVISION_HISTORY_ANNOTATION,
+    DESIRED_REPLICAS_ANNOTATION,
+    MAX_REPLICAS_ANNOTATION,
+    "deprecated.deployment.rollback.to",
+];
 /// `revisionHistoryLimit` when unset.
 pub const REVISION_HISTORY_LIMIT_DEFAULT: i32 = 10;
 /// `maxSurge` and `maxUnavailable` when unset.
@@ -67,6 +96,7 @@ pub fn deployment_controller(builder: SimBuilder) -> SimBuilder {
 /// What every reconcile gets.
 pub struct Context {
     client: sim::Client,
+    recorder: sim::runtime::events::Recorder,
 }
 
 /// The Deployment controller's main future.
@@ -78,7 +108,11 @@ pub async fn run(clients: Clients) {
         .watches(Api::<ReplicaSet>::all(client.clone()), watcher::Config::default(), move |rs: ReplicaSet| {
             owners_of_replica_set(&rs, &deployments)
         })
-        .run(reconcile, super::retry_soon, Arc::new(Context { client }))
+        .run(
+            reconcile,
+            super::retry_soon,
+            Arc::new(Context { recorder: events::recorder(&client, NODE), client }),
+        )
         .for_each(|_| futures::future::ready(()))
         .await;
 }
@@ -138,6 +172,10 @@ fn equal_ignore_hash(rs_template: Option<&PodTemplateSpec>, template: &PodTempla
 /// a rollout, so unavailable becomes 1.
 pub fn resolve_fenceposts(deployment: &Deployment) -> (i32, i32) {
     let replicas = deployment.spec.replicas.unwrap_or(1);
+    if is_recreate(deployment) {
+        // MaxSurge and MaxUnavailable are 0 for anything but a rolling update.
+        return (0, 0);
+    }
     let rolling = deployment.spec.strategy.as_ref().and_then(|s| s.rolling_update.as_ref());
     let default = |d: &str| IntOrString::String(d.to_owned());
     let surge = rolling.and_then(|r| r.max_surge.clone()).unwrap_or_else(|| default(MAX_SURGE_DEFAULT));
@@ -178,7 +216,32 @@ fn is_recreate(deployment: &Deployment) -> bool {
     deployment.spec.strategy.as_ref().and_then(|s| s.type_.as_deref()) == Some("Recreate")
 }
 
-/// Sync one Deployment.
+/// The Deployment's `replicas` (1 when unset, as defaulted).
+fn desired(deployment: &Deployment) -> i32 {
+    deployment.spec.replicas.unwrap_or(1)
+}
+
+fn is_paused(deployment: &Deployment) -> bool {
+    deployment.spec.paused == Some(true)
+}
+
+fn status_replicas(rs: &ReplicaSet) -> i32 {
+    rs.status.as_ref().map_or(0, |s| s.replicas)
+}
+
+/// `util.HasProgressDeadline`: a deadline is set and is not "never" (`MaxInt32`).
+fn progress_deadline(deployment: &Deployment) -> Option<i32> {
+    deployment.spec.progress_deadline_seconds.filter(|s| *s != i32::MAX)
+}
+
+/// The ReplicaSet's revision annotation as a number (0 when absent or malformed, as
+/// `deploymentutil.Revision` reads it).
+pub fn revision_of(rs: &ReplicaSet) -> i64 {
+    revision(rs)
+}
+
+/// Sync one Deployment, as `syncDeployment`: a paused Deployment or a change of `replicas` is
+/// only scaled; anything else takes a rollout step of its strategy.
 pub async fn reconcile(deployment: Arc<Deployment>, ctx: Arc<Context>) -> Result<Action, Error> {
     let name = deployment.name_any();
     let namespace =
@@ -196,37 +259,782 @@ pub async fn reconcile(deployment: Arc<Deployment>, ctx: Arc<Context>) -> Result
         (a.metadata.creation_timestamp.as_ref(), a.metadata.name.as_ref())
             .cmp(&(b.metadata.creation_timestamp.as_ref(), b.metadata.name.as_ref()))
     });
+    let sync = Sync { ctx: &ctx, api: &api, namespace: &namespace };
+    let mut d = (*deployment).clone();
+    let status = d.status.get_or_insert_with(DeploymentStatus::default);
+    check_paused_conditions(&deployment, status);
+    let (new_rs, old) = split_new_and_old(&d, owned);
+    if is_paused(&d) || is_scaling_event(&d, new_rs.as_ref(), &old) {
+        let new_rs = match new_rs {
+            Some(rs) => Some(sync.existing_new_replica_set(&mut d, rs, &old).await?),
+            None => None,
+        };
+        sync.scale(&d, new_rs.as_ref(), &old).await?;
+        if is_paused(&d) {
+            cleanup(&d, &old, &api).await?;
+        }
+        let status = calculate_status(&d, new_rs.as_ref(), &old);
+        sync.finish(&deployment, &d, status).await?;
+        return Ok(Action::await_change());
+    }
+    let (new_rs, scaled) = if is_recreate(&d) {
+        match sync.rollout_recreate(&mut d, new_rs, &old).await? {
+            Some(done) => done,
+            None => return Ok(Action::requeue(super::ERROR_REQUEUE)),
+        }
+    } else {
+        let new_rs = match new_rs {
+            Some(rs) => sync.existing_new_replica_set(&mut d, rs, &old).await?,
+            None => match sync.create_new_replica_set(&mut d, &old).await? {
+                Some(rs) => rs,
+                None => return Ok(Action::requeue(super::ERROR_REQUEUE)),
+            },
+        };
+        let scaled = sync.rollout_rolling(&d, &new_rs, &old).await?;
+        (Some(new_rs), scaled)
+    };
+    let previous = d.status.clone().unwrap_or_default();
+    if !scaled && deployment_complete(&d, &previous) {
+        cleanup(&d, &old, &api).await?;
+    }
+    let status = sync_rollout_status(&d, new_rs.as_ref(), &old);
+    let requeue = requeue_stuck(&d, &status);
+    sync.finish(&deployment, &d, status).await?;
+    Ok(requeue.map_or_else(Action::await_change, Action::requeue))
+}
+
+/// The ReplicaSet whose template is the Deployment's (the new one) and the others, oldest first.
+fn split_new_and_old(
+    deployment: &Deployment,
+    owned: Vec<ReplicaSet>,
+) -> (Option<ReplicaSet>, Vec<ReplicaSet>) {
     let template = &deployment.spec.template;
     let (new, old): (Vec<ReplicaSet>, Vec<ReplicaSet>) =
         owned.into_iter().partition(|rs| equal_ignore_hash(rs.spec.template.as_ref(), template));
     // Several equal templates only after a hash collision: the oldest is the new one.
     let mut new = new.into_iter();
     let new_rs = new.next();
-    let old: Vec<ReplicaSet> = old.into_iter().chain(new).collect();
-    let max_old_revision = old.iter().map(revision).max().unwrap_or(0);
-    let new_rs = match new_rs {
-        Some(rs) if revision(&rs) <= max_old_revision => {
-            let patch = serde_json::json!({ "metadata": { "annotations": {
-                REVISION_ANNOTATION: (max_old_revision + 1).to_string() } } });
-            api.patch(&rs.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await?
-        }
-        Some(rs) => rs,
-        None => match create_new_replica_set(&deployment, &old, max_old_revision + 1, &api).await? {
-            Some(rs) => rs,
-            None => return Ok(Action::requeue(super::ERROR_REQUEUE)),
-        },
-    };
-    let scaled = if is_recreate(&deployment) {
-        rollout_recreate(&deployment, &new_rs, &old, &api).await?
-    } else {
-        rollout_rolling(&deployment, &new_rs, &old, &api).await?
-    };
-    let status = status_of(&deployment, &new_rs, &old);
-    if !scaled && is_complete(&deployment, &status) {
-        cleanup(&deployment, &old, &api).await?;
+    (new_rs, old.into_iter().chain(new).collect())
+}
+
+/// `checkPausedConditions`: Progressing becomes Unknown/DeploymentPaused when paused and
+/// Unknown/DeploymentResumed when resumed (never over a ProgressDeadlineExceeded).
+fn check_paused_conditions(deployment: &Deployment, status: &mut DeploymentStatus) {
+    if progress_deadline(deployment).is_none() {
+        return;
     }
-    update_status(&deployment, status, &ctx.client, &namespace).await?;
-    Ok(Action::await_change())
+    let reason = get_condition(status, "Progressing").and_then(|c| c.reason.clone());
+    if reason.as_deref() == Some(TIMED_OUT_REASON) {
+        return;
+    }
+    let paused_condition = reason.as_deref() == Some(PAUSED_REASON);
+    if is_paused(deployment) && !paused_condition {
+        set_condition(
+            status,
+            condition("Progressing", "Unknown", PAUSED_REASON, "Deployment is paused".into()),
+        );
+    } else if !is_paused(deployment) && paused_condition {
+        let resumed = condition("Progressing", "Unknown", RESUMED_REASON, "Deployment is resumed".into());
+        set_condition(status, resumed);
+    }
+}
+
+/// `isScalingEvent`: an active ReplicaSet's `desired-replicas` annotation differs from the
+/// Deployment's `replicas`.
+fn is_scaling_event(deployment: &Deployment, new_rs: Option<&ReplicaSet>, old: &[ReplicaSet]) -> bool {
+    let want = desired(deployment).to_string();
+    new_rs
+        .into_iter()
+        .chain(old)
+        .filter(|rs| spec_replicas(rs) > 0)
+        .any(|rs| rs.annotations().get(DESIRED_REPLICAS_ANNOTATION).is_some_and(|d| *d != want))
+}
+
+/// What one sync writes through.
+struct Sync<'a> {
+    ctx: &'a Context,
+    api: &'a Api<ReplicaSet>,
+    namespace: &'a str,
+}
+
+impl Sync<'_> {
+    fn deployments(&self) -> Api<Deployment> {
+        Api::namespaced(self.ctx.client.clone(), self.namespace)
+    }
+
+    /// `getNewReplicaSet` for an existing new ReplicaSet: its revision becomes the highest and
+    /// the Deployment's annotations are copied to it; the Deployment takes its revision, and
+    /// `FoundNewReplicaSet` when it had no Progressing condition yet.
+    async fn existing_new_replica_set(
+        &self,
+        d: &mut Deployment,
+        rs: ReplicaSet,
+        old: &[ReplicaSet],
+    ) -> Result<ReplicaSet, Error> {
+        let new_revision = old.iter().map(revision).max().unwrap_or(0) + 1;
+        let mut annotations = rs.annotations().clone();
+        let changed = set_new_replica_set_annotations(d, &mut annotations, new_revision, true);
+        let rs = if changed || rs.spec.min_ready_seconds != d.spec.min_ready_seconds {
+            let patch = serde_json::json!({
+                "metadata": { "annotations": annotations, "resourceVersion": rs.resource_version() },
+                "spec": { "minReadySeconds": d.spec.min_ready_seconds },
+            });
+            self.api.patch(&rs.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await?
+        } else {
+            rs
+        };
+        self.set_deployment_revision(d, revision(&rs)).await?;
+        let has_deadline = progress_deadline(d).is_some();
+        let status = d.status.get_or_insert_with(DeploymentStatus::default);
+        if has_deadline && get_condition(status, "Progressing").is_none() {
+            let message = format!("Found new replica set \"{}\"", rs.name_any());
+            set_condition(status, condition("Progressing", "True", FOUND_NEW_RS_REASON, message));
+        }
+        Ok(rs)
+    }
+
+    /// `SetDeploymentRevision`: the Deployment's revision annotation follows its new
+    /// ReplicaSet's (a metadata patch: the real controller sends it with a status update, whose
+    /// strategy keeps annotations; the model's `/status` takes only `.status`).
+    async fn set_deployment_revision(&self, d: &mut Deployment, revision: i64) -> Result<(), Error> {
+        let revision = revision.to_string();
+        if d.annotations().get(REVISION_ANNOTATION) == Some(&revision) {
+            return Ok(());
+        }
+        let patch = serde_json::json!({ "metadata": { "annotations": { REVISION_ANNOTATION: revision } } });
+        let patched =
+            self.deployments().patch(&d.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await?;
+        d.metadata.annotations = patched.metadata.annotations;
+        Ok(())
+    }
+
+    /// Create the ReplicaSet of the current template (`getNewReplicaSet` with
+    /// `createIfNotExisted`). `None` after a name collision (the Deployment's `collisionCount` is
+    /// bumped, so the next sync hashes differently).
+    async fn create_new_replica_set(
+        &self,
+        d: &mut Deployment,
+        old: &[ReplicaSet],
+    ) -> Result<Option<ReplicaSet>, Error> {
+        let new_revision = old.iter().map(revision).max().unwrap_or(0) + 1;
+        let collision_count = d.status.as_ref().and_then(|s| s.collision_count);
+        let hash = template_hash(&d.spec.template, collision_count);
+        let mut template = d.spec.template.clone();
+        let template_meta = template.metadata.get_or_insert_with(ObjectMeta::default);
+        template_meta
+            .labels
+            .get_or_insert_with(BTreeMap::new)
+            .insert(POD_TEMPLATE_HASH_LABEL.to_owned(), hash.clone());
+        let mut selector: LabelSelector = d.spec.selector.clone();
+        selector
+            .match_labels
+            .get_or_insert_with(BTreeMap::new)
+            .insert(POD_TEMPLATE_HASH_LABEL.to_owned(), hash.clone());
+        let replicas = if is_recreate(d) {
+            desired(d)
+        } else {
+            new_replicas_rolling(d, old.iter().map(spec_replicas).sum(), 0)
+        };
+        let mut annotations = BTreeMap::new();
+        set_new_replica_set_annotations(d, &mut annotations, new_revision, false);
+        let name = format!("{}-{hash}", d.name_any());
+        let rs = ReplicaSet {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                namespace: d.namespace(),
+                labels: template_meta.labels.clone(),
+                annotations: Some(annotations),
+                owner_references: Some(vec![owners::controller_ref(d)]),
+                ..ObjectMeta::default()
+            },
+            spec: ReplicaSetSpec {
+                replicas: Some(replicas),
+                min_ready_seconds: d.spec.min_ready_seconds,
+                selector,
+                template: Some(template),
+            },
+            status: None,
+        };
+        let created = match self.api.create(&PostParams::default(), &rs).await {
+            Ok(created) => created,
+            Err(e) if has_code(&e, 409) => {
+                self.on_create_conflict(d, &name, collision_count, e).await?;
+                return Ok(None);
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if replicas > 0 {
+            let message = format!("Scaled up replica set {name} from 0 to {replicas}");
+            events::normal(&self.ctx.recorder, &events::reference(d), SCALING_REASON, message).await;
+        }
+        self.set_deployment_revision(d, new_revision).await?;
+        if progress_deadline(d).is_some() {
+            let status = d.status.get_or_insert_with(DeploymentStatus::default);
+            let message = format!("Created new replica set \"{name}\"");
+            set_condition(status, condition("Progressing", "True", NEW_RS_REASON, message));
+        }
+        Ok(Some(created))
+    }
+
+    /// A 409 on create: ours already (created by an earlier sync whose answer was lost, found
+    /// next sync), or someone else's: a hash collision, so `collisionCount` goes up.
+    async fn on_create_conflict(
+        &self,
+        d: &Deployment,
+        name: &str,
+        collision_count: Option<i32>,
+        error: sim::Error,
+    ) -> Result<(), Error> {
+        let Some(existing) = self.api.get_opt(name).await? else {
+            // Nothing of that name after all (the 409 did not come from the server's store): retry.
+            return Err(error.into());
+        };
+        let ours = owners::is_controlled_by(&existing.metadata, d.uid().as_deref().unwrap_or_default())
+            && equal_ignore_hash(existing.spec.template.as_ref(), &d.spec.template);
+        if !ours {
+            let count = collision_count.unwrap_or(0).saturating_add(1);
+            let patch = serde_json::json!({ "status": { "collisionCount": count } });
+            self.deployments()
+                .patch_status(&d.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Set a ReplicaSet's `spec.replicas` and its replica annotations
+    /// (`scaleReplicaSetAndRecordEvent`), publishing `ScalingReplicaSet` when the size changes.
+    async fn scale_to(&self, d: &Deployment, rs: &ReplicaSet, replicas: i32) -> Result<(), Error> {
+        let (surge, _) = resolve_fenceposts(d);
+        let want_desired = desired(d).to_string();
+        let want_max = (desired(d) + surge).to_string();
+        let annotations = rs.annotations();
+        let size_changes = spec_replicas(rs) != replicas;
+        if !size_changes
+            && annotations.get(DESIRED_REPLICAS_ANNOTATION) == Some(&want_desired)
+            && annotations.get(MAX_REPLICAS_ANNOTATION) == Some(&want_max)
+        {
+            return Ok(());
+        }
+        let patch = serde_json::json!({
+            "metadata": {
+                "resourceVersion": rs.resource_version(),
+                "annotations": { DESIRED_REPLICAS_ANNOTATION: want_desired, MAX_REPLICAS_ANNOTATION: want_max },
+            },
+            "spec": { "replicas": replicas },
+        });
+        // The resourceVersion makes the patch conditional: scaling from a stale view gets 409 and
+        // the sync is retried from a fresh list.
+        self.api.patch(&rs.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await?;
+        if size_changes {
+            let direction = if spec_replicas(rs) < replicas { "up" } else { "down" };
+            let message = format!(
+                "Scaled {direction} replica set {} from {} to {replicas}",
+                rs.name_any(),
+                spec_replicas(rs)
+            );
+            events::normal(&self.ctx.recorder, &events::reference(d), SCALING_REASON, message).await;
+        }
+        Ok(())
+    }
+
+    /// `scale`: bring the ReplicaSets to the Deployment's `replicas` without a rollout step.
+    /// One active ReplicaSet (or none: the newest) takes it all; a saturated new one makes the
+    /// old ones 0; otherwise a rolling Deployment spreads the change in proportion to each
+    /// ReplicaSet's share, the leftover going to the largest.
+    async fn scale(
+        &self,
+        d: &Deployment,
+        new_rs: Option<&ReplicaSet>,
+        old: &[ReplicaSet],
+    ) -> Result<(), Error> {
+        let replicas = desired(d);
+        if let Some(rs) = find_active_or_latest(new_rs, old) {
+            if spec_replicas(rs) != replicas {
+                self.scale_to(d, rs, replicas).await?;
+            }
+            return Ok(());
+        }
+        if new_rs.is_some_and(|rs| is_saturated(d, rs)) {
+            for rs in old.iter().filter(|rs| spec_replicas(rs) > 0) {
+                self.scale_to(d, rs, 0).await?;
+            }
+            return Ok(());
+        }
+        if is_recreate(d) {
+            return Ok(());
+        }
+        let mut active: Vec<&ReplicaSet> =
+            old.iter().chain(new_rs).filter(|rs| spec_replicas(rs) > 0).collect();
+        let total: i32 = active.iter().map(|rs| spec_replicas(rs)).sum();
+        let (surge, _) = resolve_fenceposts(d);
+        let allowed = if replicas > 0 { replicas + surge } else { 0 };
+        let to_add = allowed - total;
+        // Larger first; among equals, newer first when growing and older first when shrinking.
+        active.sort_by(|a, b| {
+            let by_size = spec_replicas(b).cmp(&spec_replicas(a));
+            let by_age = a.metadata.creation_timestamp.cmp(&b.metadata.creation_timestamp);
+            by_size.then(if to_add > 0 { by_age.reverse() } else { by_age })
+        });
+        let mut sizes: Vec<i32> = Vec::with_capacity(active.len());
+        let mut added = 0;
+        for rs in &active {
+            let proportion = proportion(d, rs, to_add, added);
+            sizes.push(spec_replicas(rs) + proportion);
+            added += proportion;
+        }
+        if let Some(first) = sizes.first_mut() {
+            *first = (*first + to_add - added).max(0);
+        }
+        for (rs, size) in active.into_iter().zip(sizes) {
+            self.scale_to(d, rs, size).await?;
+        }
+        Ok(())
+    }
+
+    /// RollingUpdate (`rolloutRolling`): scale the new ReplicaSet up, else old ones down. `true`
+    /// if anything was scaled.
+    async fn rollout_rolling(
+        &self,
+        d: &Deployment,
+        new_rs: &ReplicaSet,
+        old: &[ReplicaSet],
+    ) -> Result<bool, Error> {
+        let replicas = desired(d);
+        let old_total: i32 = old.iter().map(spec_replicas).sum();
+        let all_total = old_total + spec_replicas(new_rs);
+        // reconcileNewReplicaSet
+        let new_count = if spec_replicas(new_rs) > replicas {
+            replicas
+        } else {
+            new_replicas_rolling(d, all_total, spec_replicas(new_rs))
+        };
+        if new_count != spec_replicas(new_rs) {
+            self.scale_to(d, new_rs, new_count).await?;
+            return Ok(true);
+        }
+        // reconcileOldReplicaSets
+        if old_total == 0 {
+            return Ok(false);
+        }
+        let (_, max_unavailable) = resolve_fenceposts(d);
+        let min_available = replicas - max_unavailable;
+        let new_unavailable = (spec_replicas(new_rs) - available(new_rs)).max(0);
+        let mut max_scaled_down = all_total - min_available - new_unavailable;
+        if max_scaled_down <= 0 {
+            return Ok(false);
+        }
+        let mut scaled = false;
+        // cleanupUnhealthyReplicas: old Pods that are not available go first.
+        let mut current: Vec<(&ReplicaSet, i32)> = old.iter().map(|rs| (rs, spec_replicas(rs))).collect();
+        for (rs, count) in current.iter_mut() {
+            if max_scaled_down <= 0 {
+                break;
+            }
+            let unhealthy = (*count - available(rs)).max(0).min(max_scaled_down);
+            if *count == 0 || unhealthy == 0 {
+                continue;
+            }
+            *count -= unhealthy;
+            max_scaled_down -= unhealthy;
+            self.scale_to(d, rs, *count).await?;
+            scaled = true;
+        }
+        if scaled {
+            return Ok(true);
+        }
+        // scaleDownOldReplicaSetsForRollingUpdate: then available ones, oldest first, keeping
+        // min_available.
+        let available_total: i32 = old.iter().map(available).sum::<i32>() + available(new_rs);
+        let mut to_scale_down = available_total - min_available;
+        for (rs, count) in &current {
+            if to_scale_down <= 0 {
+                break;
+            }
+            if *count == 0 {
+                continue;
+            }
+            let down = (*count).min(to_scale_down);
+            self.scale_to(d, rs, count - down).await?;
+            to_scale_down -= down;
+            scaled = true;
+        }
+        Ok(scaled)
+    }
+
+    /// Recreate (`rolloutRecreate`): scale every old ReplicaSet to zero, wait until their Pods
+    /// are gone, then create (or scale up) the new one. The new ReplicaSet (if any) and whether
+    /// anything was scaled; `None` after a name collision.
+    async fn rollout_recreate(
+        &self,
+        d: &mut Deployment,
+        new_rs: Option<ReplicaSet>,
+        old: &[ReplicaSet],
+    ) -> Result<Option<(Option<ReplicaSet>, bool)>, Error> {
+        let new_rs = match new_rs {
+            Some(rs) => Some(self.existing_new_replica_set(d, rs, old).await?),
+            None => None,
+        };
+        let mut scaled = false;
+        for rs in old.iter().filter(|rs| spec_replicas(rs) > 0) {
+            self.scale_to(d, rs, 0).await?;
+            scaled = true;
+        }
+        if scaled || self.old_pods_running(old).await? {
+            return Ok(Some((new_rs, scaled)));
+        }
+        let new_rs = match new_rs {
+            Some(rs) => rs,
+            None => match self.create_new_replica_set(d, old).await? {
+                Some(rs) => return Ok(Some((Some(rs), true))),
+                None => return Ok(None),
+            },
+        };
+        let replicas = desired(d);
+        let scaled = spec_replicas(&new_rs) != replicas;
+        if scaled {
+            self.scale_to(d, &new_rs, replicas).await?;
+        }
+        Ok(Some((Some(new_rs), scaled)))
+    }
+
+    /// `oldPodsRunning`: whether a Pod of an old ReplicaSet has not finished, terminating ones
+    /// included (Recreate starts new Pods only once the old ones are gone).
+    async fn old_pods_running(&self, old: &[ReplicaSet]) -> Result<bool, Error> {
+        if old.iter().any(|rs| status_replicas(rs) > 0) {
+            return Ok(true);
+        }
+        let uids: Vec<String> = old.iter().filter_map(|rs| rs.uid()).collect();
+        if uids.is_empty() {
+            return Ok(false);
+        }
+        let pods: Api<Pod> = Api::namespaced(self.ctx.client.clone(), self.namespace);
+        let pods = pods.list(&ListParams::default()).await?.items;
+        Ok(pods.iter().any(|pod| {
+            !pod_state::is_finished(pod)
+                && owners::controller_of(&pod.metadata).is_some_and(|r| uids.contains(&r.uid))
+        }))
+    }
+
+    /// Write the status (if it changed) of the Deployment as it was read.
+    async fn finish(&self, read: &Deployment, d: &Deployment, status: DeploymentStatus) -> Result<(), Error> {
+        if read.status.as_ref() == Some(&status) {
+            return Ok(());
+        }
+        let patch = serde_json::json!({ "status": status });
+        match self
+            .deployments()
+            .patch_status(&d.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) if has_code(&e, 404) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+/// `SetNewReplicaSetAnnotations`: copy the Deployment's annotations (but the skipped ones), raise
+/// the revision to `new_revision` if it is lower (keeping the old number in `revision-history`),
+/// and for a ReplicaSet about to be created, the replica annotations. Whether anything changed.
+fn set_new_replica_set_annotations(
+    d: &Deployment,
+    annotations: &mut BTreeMap<String, String>,
+    new_revision: i64,
+    exists: bool,
+) -> bool {
+    let mut changed = false;
+    for (key, value) in d.annotations() {
+        if ANNOTATIONS_TO_SKIP.contains(&key.as_str()) || annotations.get(key) == Some(value) {
+            continue;
+        }
+        annotations.insert(key.clone(), value.clone());
+        changed = true;
+    }
+    let old_revision = annotations.get(REVISION_ANNOTATION).cloned();
+    let old_number: i64 = old_revision.as_deref().and_then(|r| r.parse().ok()).unwrap_or(0);
+    if old_number < new_revision {
+        annotations.insert(REVISION_ANNOTATION.to_owned(), new_revision.to_string());
+        changed = true;
+        if let Some(old_revision) = old_revision {
+            let history = annotations.get(REVISION_HISTORY_ANNOTATION).cloned().unwrap_or_default();
+            let mut revisions: Vec<&str> = history.split(',').filter(|r| !r.is_empty()).collect();
+            revisions.push(&old_revision);
+            // Drop the oldest entries until the list fits the length limit.
+            while revisions.len() > 1 && revisions.join(",").len() > REVISION_HISTORY_CHARS_MAX {
+                revisions.remove(0);
+            }
+            annotations.insert(REVISION_HISTORY_ANNOTATION.to_owned(), revisions.join(","));
+        }
+    }
+    if !exists {
+        let (surge, _) = resolve_fenceposts(d);
+        annotations.insert(DESIRED_REPLICAS_ANNOTATION.to_owned(), desired(d).to_string());
+        annotations.insert(MAX_REPLICAS_ANNOTATION.to_owned(), (desired(d) + surge).to_string());
+        changed = true;
+    }
+    changed
+}
+
+/// `FindActiveOrLatest`: the one active ReplicaSet, or with none active the new one (else the
+/// newest old one); `None` when several are active.
+fn find_active_or_latest<'a>(
+    new_rs: Option<&'a ReplicaSet>,
+    old: &'a [ReplicaSet],
+) -> Option<&'a ReplicaSet> {
+    let mut active = new_rs.into_iter().chain(old).filter(|rs| spec_replicas(rs) > 0);
+    match (active.next(), active.next()) {
+        (Some(only), None) => Some(only),
+        (None, _) => new_rs.or_else(|| old.last()),
+        (Some(_), Some(_)) => None,
+    }
+}
+
+/// `IsSaturated`: the new ReplicaSet has all the Deployment's replicas, recorded and available.
+fn is_saturated(d: &Deployment, rs: &ReplicaSet) -> bool {
+    let replicas = desired(d);
+    spec_replicas(rs) == replicas
+        && rs.annotations().get(DESIRED_REPLICAS_ANNOTATION) == Some(&replicas.to_string())
+        && available(rs) == replicas
+}
+
+/// `GetProportion`: how many of the `to_add` replicas (`added` given out so far) this
+/// ReplicaSet takes, from its share of the size it was last scaled for (`max-replicas`).
+fn proportion(d: &Deployment, rs: &ReplicaSet, to_add: i32, added: i32) -> i32 {
+    let size = spec_replicas(rs);
+    if size == 0 || to_add == 0 || to_add == added {
+        return 0;
+    }
+    let fraction = if desired(d) == 0 {
+        -size
+    } else {
+        let (surge, _) = resolve_fenceposts(d);
+        let target = f64::from(desired(d) + surge);
+        let annotated = rs
+            .annotations()
+            .get(MAX_REPLICAS_ANNOTATION)
+            .and_then(|m| m.parse::<i32>().ok())
+            .unwrap_or_else(|| d.status.as_ref().and_then(|s| s.replicas).unwrap_or(0));
+        if annotated == 0 {
+            return 0;
+        }
+        // Go's math.Round: halves away from zero, as f64::round.
+        let scaled = (f64::from(size) * target / f64::from(annotated)).round();
+        let scaled = scaled.clamp(f64::from(i32::MIN), f64::from(i32::MAX)) as i32;
+        scaled - size
+    };
+    let allowed = to_add - added;
+    if to_add > 0 { fraction.min(allowed) } else { fraction.max(allowed) }
+}
+
+/// Delete old ReplicaSets scaled to zero beyond `revisionHistoryLimit`, oldest revision first.
+async fn cleanup(deployment: &Deployment, old: &[ReplicaSet], api: &Api<ReplicaSet>) -> Result<(), Error> {
+    let limit =
+        usize::try_from(deployment.spec.revision_history_limit.unwrap_or(REVISION_HISTORY_LIMIT_DEFAULT))
+            .unwrap_or(0);
+    let mut idle: Vec<&ReplicaSet> = old
+        .iter()
+        .filter(|rs| {
+            spec_replicas(rs) == 0 && status_replicas(rs) == 0 && rs.metadata.deletion_timestamp.is_none()
+        })
+        .collect();
+    if idle.len() <= limit {
+        return Ok(());
+    }
+    idle.sort_by_key(|rs| (revision(rs), rs.metadata.name.clone()));
+    let surplus = idle.len() - limit;
+    for rs in idle.into_iter().take(surplus) {
+        let params = DeleteParams {
+            preconditions: Some(Preconditions { uid: rs.uid(), resource_version: None }),
+            ..DeleteParams::default()
+        };
+        match api.delete(&rs.name_any(), &params).await {
+            Ok(_) => {}
+            // Gone already. (A 409 is retried: a fault can answer it without a change to see.)
+            Err(e) if has_code(&e, 404) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+/// `DeploymentComplete`: every replica updated and available, and the spec observed.
+fn deployment_complete(deployment: &Deployment, status: &DeploymentStatus) -> bool {
+    let replicas = desired(deployment);
+    status.updated_replicas.unwrap_or(0) == replicas
+        && status.replicas.unwrap_or(0) == replicas
+        && status.available_replicas.unwrap_or(0) == replicas
+        && status.observed_generation >= deployment.metadata.generation
+}
+
+/// `DeploymentProgressing`: more updated, ready or available replicas, or fewer old ones.
+fn deployment_progressing(deployment: &Deployment, new: &DeploymentStatus) -> bool {
+    let old = deployment.status.clone().unwrap_or_default();
+    let n = |v: Option<i32>| v.unwrap_or(0);
+    let old_old_replicas = n(old.replicas) - n(old.updated_replicas);
+    let new_old_replicas = n(new.replicas) - n(new.updated_replicas);
+    n(new.updated_replicas) > n(old.updated_replicas)
+        || new_old_replicas < old_old_replicas
+        || n(new.ready_replicas) > n(old.ready_replicas)
+        || n(new.available_replicas) > n(old.available_replicas)
+}
+
+/// `DeploymentTimedOut`: no progress for `progressDeadlineSeconds` since the Progressing
+/// condition's last update, on the virtual clock.
+fn deployment_timed_out(deployment: &Deployment, status: &DeploymentStatus) -> bool {
+    let Some(deadline) = progress_deadline(deployment) else { return false };
+    let Some(progressing) = get_condition(status, "Progressing") else { return false };
+    match progressing.reason.as_deref() {
+        Some(NEW_RS_AVAILABLE_REASON) => false,
+        Some(TIMED_OUT_REASON) => true,
+        _ => progressing.last_update_time.as_ref().is_some_and(|from| {
+            let due = from.0 + k8s_openapi::jiff::SignedDuration::from_secs(i64::from(deadline));
+            due < sim::time::now()
+        }),
+    }
+}
+
+/// `requeueStuckDeployment`: when to look again at a rollout that is neither complete nor timed
+/// out, so that its deadline is noticed without any other change: one second after it passes.
+fn requeue_stuck(deployment: &Deployment, status: &DeploymentStatus) -> Option<std::time::Duration> {
+    let deadline = progress_deadline(deployment)?;
+    let progressing = get_condition(status, "Progressing")?;
+    if deployment_complete(deployment, status) || progressing.reason.as_deref() == Some(TIMED_OUT_REASON) {
+        return None;
+    }
+    let from = progressing.last_update_time.as_ref()?.0;
+    let due = from + k8s_openapi::jiff::SignedDuration::from_secs(i64::from(deadline));
+    let after = std::time::Duration::try_from(due.duration_since(sim::time::now())).unwrap_or_default();
+    Some(after + std::time::Duration::from_secs(1))
+}
+
+/// The reason of a new ReplicaSet just created.
+const NEW_RS_REASON: &str = "NewReplicaSetCreated";
+/// The reason of a new ReplicaSet found without a Progressing condition.
+const FOUND_NEW_RS_REASON: &str = "FoundNewReplicaSet";
+/// The reason of a rollout that made progress.
+const RS_UPDATED_REASON: &str = "ReplicaSetUpdated";
+/// The reason of a finished rollout.
+const NEW_RS_AVAILABLE_REASON: &str = "NewReplicaSetAvailable";
+/// The reason of a rollout past its progress deadline.
+pub const TIMED_OUT_REASON: &str = "ProgressDeadlineExceeded";
+/// The reason while paused.
+pub const PAUSED_REASON: &str = "DeploymentPaused";
+/// The reason once resumed.
+pub const RESUMED_REASON: &str = "DeploymentResumed";
+/// The reason of the Deployment's scaling events.
+pub const SCALING_REASON: &str = "ScalingReplicaSet";
+
+/// A condition stamped now (virtual clock) for both its update and transition times.
+fn condition(type_: &str, status: &str, reason: &str, message: String) -> DeploymentCondition {
+    let now = sim::time::now_k8s();
+    DeploymentCondition {
+        type_: Some(type_.to_owned()),
+        status: Some(status.to_owned()),
+        reason: Some(reason.to_owned()),
+        message: Some(message),
+        last_update_time: Some(now.clone()),
+        last_transition_time: Some(now),
+    }
+}
+
+fn get_condition<'a>(status: &'a DeploymentStatus, type_: &str) -> Option<&'a DeploymentCondition> {
+    status.conditions.iter().flatten().find(|c| c.type_.as_deref() == Some(type_))
+}
+
+fn remove_condition(status: &mut DeploymentStatus, type_: &str) {
+    if let Some(conditions) = status.conditions.as_mut() {
+        conditions.retain(|c| c.type_.as_deref() != Some(type_));
+    }
+}
+
+/// `SetDeploymentCondition`: nothing if the same status and reason are there already; the
+/// transition time is kept while the status stays; the condition goes last.
+fn set_condition(status: &mut DeploymentStatus, mut condition: DeploymentCondition) {
+    let type_ = condition.type_.clone().unwrap_or_default();
+    if let Some(current) = get_condition(status, &type_) {
+        if current.status == condition.status && current.reason == condition.reason {
+            return;
+        }
+        if current.status == condition.status {
+            condition.last_transition_time = current.last_transition_time.clone();
+        }
+    }
+    remove_condition(status, &type_);
+    status.conditions.get_or_insert_with(Vec::new).push(condition);
+}
+
+/// `calculateStatus`: the counts the ReplicaSets give and the `Available` condition.
+fn calculate_status(d: &Deployment, new_rs: Option<&ReplicaSet>, old: &[ReplicaSet]) -> DeploymentStatus {
+    let all = || old.iter().chain(new_rs);
+    let available_replicas: i32 = all().map(available).sum();
+    let total: i32 = all().map(spec_replicas).sum();
+    let mut status = DeploymentStatus {
+        observed_generation: d.metadata.generation,
+        replicas: Some(all().map(status_replicas).sum()),
+        updated_replicas: Some(new_rs.map_or(0, status_replicas)),
+        ready_replicas: Some(
+            all().map(|rs| rs.status.as_ref().and_then(|s| s.ready_replicas).unwrap_or(0)).sum(),
+        ),
+        available_replicas: Some(available_replicas),
+        unavailable_replicas: Some((total - available_replicas).max(0)),
+        collision_count: d.status.as_ref().and_then(|s| s.collision_count),
+        conditions: d.status.as_ref().and_then(|s| s.conditions.clone()),
+        terminating_replicas: None,
+    };
+    let (_, max_unavailable) = resolve_fenceposts(d);
+    let max_unavailable = if desired(d) == 0 { 0 } else { max_unavailable.min(desired(d)) };
+    let available_condition = if available_replicas >= desired(d) - max_unavailable {
+        condition(
+            "Available",
+            "True",
+            "MinimumReplicasAvailable",
+            "Deployment has minimum availability.".into(),
+        )
+    } else {
+        let message = "Deployment does not have minimum availability.".to_owned();
+        condition("Available", "False", "MinimumReplicasUnavailable", message)
+    };
+    set_condition(&mut status, available_condition);
+    status
+}
+
+/// `syncRolloutStatus`: [`calculate_status`] plus the Progressing condition of a rollout that is
+/// not known complete: NewReplicaSetAvailable once complete, ReplicaSetUpdated on progress (the
+/// update time moves, the transition time stays), ProgressDeadlineExceeded past the deadline.
+fn sync_rollout_status(d: &Deployment, new_rs: Option<&ReplicaSet>, old: &[ReplicaSet]) -> DeploymentStatus {
+    let mut status = calculate_status(d, new_rs, old);
+    if progress_deadline(d).is_none() {
+        remove_condition(&mut status, "Progressing");
+        return status;
+    }
+    let current = d.status.as_ref().and_then(|s| get_condition(s, "Progressing")).cloned();
+    let known_complete = status.replicas == status.updated_replicas
+        && current.as_ref().is_some_and(|c| c.reason.as_deref() == Some(NEW_RS_AVAILABLE_REASON));
+    if known_complete {
+        return status;
+    }
+    let subject = match new_rs {
+        Some(rs) => format!("ReplicaSet \"{}\"", rs.name_any()),
+        None => format!("Deployment \"{}\"", d.name_any()),
+    };
+    if deployment_complete(d, &status) {
+        let message = format!("{subject} has successfully progressed.");
+        set_condition(&mut status, condition("Progressing", "True", NEW_RS_AVAILABLE_REASON, message));
+    } else if deployment_progressing(d, &status) {
+        let mut progressing =
+            condition("Progressing", "True", RS_UPDATED_REASON, format!("{subject} is progressing."));
+        if let Some(current) = &current {
+            if current.status.as_deref() == Some("True") {
+                progressing.last_transition_time = current.last_transition_time.clone();
+            }
+            remove_condition(&mut status, "Progressing");
+        }
+        set_condition(&mut status, progressing);
+    } else if deployment_timed_out(d, &status) {
+        let message = format!("{subject} has timed out progressing.");
+        set_condition(&mut status, condition("Progressing", "False", TIMED_OUT_REASON, message));
+    }
+    status
 }
 
 /// Claim the ReplicaSets of the Deployment's namespace.
@@ -260,83 +1068,6 @@ async fn claim_replica_sets(
     Ok(owned)
 }
 
-/// Create the ReplicaSet of the current template. `None` after a name collision (the
-/// Deployment's `collisionCount` is bumped, so the next sync hashes differently).
-async fn create_new_replica_set(
-    deployment: &Deployment,
-    old: &[ReplicaSet],
-    revision: i64,
-    api: &Api<ReplicaSet>,
-) -> Result<Option<ReplicaSet>, Error> {
-    let collision_count = deployment.status.as_ref().and_then(|s| s.collision_count);
-    let hash = template_hash(&deployment.spec.template, collision_count);
-    let mut template = deployment.spec.template.clone();
-    let template_meta = template.metadata.get_or_insert_with(ObjectMeta::default);
-    template_meta
-        .labels
-        .get_or_insert_with(BTreeMap::new)
-        .insert(POD_TEMPLATE_HASH_LABEL.to_owned(), hash.clone());
-    let mut selector: LabelSelector = deployment.spec.selector.clone();
-    selector
-        .match_labels
-        .get_or_insert_with(BTreeMap::new)
-        .insert(POD_TEMPLATE_HASH_LABEL.to_owned(), hash.clone());
-    let replicas = if is_recreate(deployment) {
-        0
-    } else {
-        new_replicas_rolling(deployment, old.iter().map(spec_replicas).sum(), 0)
-    };
-    let (surge, _) = resolve_fenceposts(deployment);
-    let desired = deployment.spec.replicas.unwrap_or(1);
-    let name = format!("{}-{hash}", deployment.name_any());
-    let rs = ReplicaSet {
-        metadata: ObjectMeta {
-            name: Some(name.clone()),
-            namespace: deployment.namespace(),
-            labels: template_meta.labels.clone(),
-            annotations: Some(BTreeMap::from([
-                (REVISION_ANNOTATION.to_owned(), revision.to_string()),
-                (DESIRED_REPLICAS_ANNOTATION.to_owned(), desired.to_string()),
-                (MAX_REPLICAS_ANNOTATION.to_owned(), (desired + surge).to_string()),
-            ])),
-            owner_references: Some(vec![owners::controller_ref(deployment)]),
-            ..ObjectMeta::default()
-        },
-        spec: ReplicaSetSpec {
-            replicas: Some(replicas),
-            min_ready_seconds: deployment.spec.min_ready_seconds,
-            selector,
-            template: Some(template),
-        },
-        status: None,
-    };
-    match api.create(&PostParams::default(), &rs).await {
-        Ok(created) => Ok(Some(created)),
-        Err(e) if has_code(&e, 409) => {
-            // Ours already (created by an earlier sync whose answer was lost): found next sync.
-            let Some(existing) = api.get_opt(&name).await? else {
-                // Nothing of that name after all (the 409 did not come from the server's store):
-                // retry.
-                return Err(e.into());
-            };
-            let ours =
-                owners::is_controlled_by(&existing.metadata, deployment.uid().as_deref().unwrap_or_default())
-                    && equal_ignore_hash(existing.spec.template.as_ref(), &deployment.spec.template);
-            if !ours {
-                let count = collision_count.unwrap_or(0).saturating_add(1);
-                let deployments: Api<Deployment> =
-                    Api::namespaced(api.clone().into_client(), api.namespace().unwrap_or_default());
-                let patch = serde_json::json!({ "status": { "collisionCount": count } });
-                deployments
-                    .patch_status(&deployment.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
-                    .await?;
-            }
-            Ok(None)
-        }
-        Err(e) => Err(e.into()),
-    }
-}
-
 /// `deploymentutil.NewRSNewReplicas` for RollingUpdate: how far the new ReplicaSet may grow now.
 fn new_replicas_rolling(deployment: &Deployment, all_spec_replicas: i32, new_spec_replicas: i32) -> i32 {
     let replicas = deployment.spec.replicas.unwrap_or(1);
@@ -347,241 +1078,6 @@ fn new_replicas_rolling(deployment: &Deployment, all_spec_replicas: i32, new_spe
     }
     let scale_up = (max_total - all_spec_replicas).min(replicas - new_spec_replicas).max(0);
     new_spec_replicas + scale_up
-}
-
-/// Set a ReplicaSet's `spec.replicas` (and the replica annotations).
-async fn scale(
-    deployment: &Deployment,
-    rs: &ReplicaSet,
-    replicas: i32,
-    api: &Api<ReplicaSet>,
-) -> Result<(), Error> {
-    let (surge, _) = resolve_fenceposts(deployment);
-    let desired = deployment.spec.replicas.unwrap_or(1);
-    let patch = serde_json::json!({
-        "metadata": {
-            "resourceVersion": rs.resource_version(),
-            "annotations": {
-                DESIRED_REPLICAS_ANNOTATION: desired.to_string(),
-                MAX_REPLICAS_ANNOTATION: (desired + surge).to_string(),
-            },
-        },
-        "spec": { "replicas": replicas },
-    });
-    // The resourceVersion makes the patch conditional: scaling from a stale view gets 409 and the
-    // sync is retried from a fresh list.
-    api.patch(&rs.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await?;
-    Ok(())
-}
-
-/// RollingUpdate: scale the new ReplicaSet up, else old ones down. `true` if anything was
-/// scaled.
-async fn rollout_rolling(
-    deployment: &Deployment,
-    new_rs: &ReplicaSet,
-    old: &[ReplicaSet],
-    api: &Api<ReplicaSet>,
-) -> Result<bool, Error> {
-    let replicas = deployment.spec.replicas.unwrap_or(1);
-    let old_total: i32 = old.iter().map(spec_replicas).sum();
-    let all_total = old_total + spec_replicas(new_rs);
-    // reconcileNewReplicaSet
-    let new_count = if spec_replicas(new_rs) > replicas {
-        replicas
-    } else {
-        new_replicas_rolling(deployment, all_total, spec_replicas(new_rs))
-    };
-    if new_count != spec_replicas(new_rs) {
-        scale(deployment, new_rs, new_count, api).await?;
-        return Ok(true);
-    }
-    // reconcileOldReplicaSets
-    if old_total == 0 {
-        return Ok(false);
-    }
-    let (_, max_unavailable) = resolve_fenceposts(deployment);
-    let min_available = replicas - max_unavailable;
-    let new_unavailable = (spec_replicas(new_rs) - available(new_rs)).max(0);
-    let mut max_scaled_down = all_total - min_available - new_unavailable;
-    if max_scaled_down <= 0 {
-        return Ok(false);
-    }
-    let mut scaled = false;
-    // cleanupUnhealthyReplicas: old Pods that are not available go first.
-    let mut current: Vec<(ReplicaSet, i32)> = old.iter().map(|rs| (rs.clone(), spec_replicas(rs))).collect();
-    for (rs, count) in current.iter_mut() {
-        if max_scaled_down <= 0 {
-            break;
-        }
-        let unhealthy = (*count - available(rs)).max(0).min(max_scaled_down);
-        if *count == 0 || unhealthy == 0 {
-            continue;
-        }
-        *count -= unhealthy;
-        max_scaled_down -= unhealthy;
-        scale(deployment, rs, *count, api).await?;
-        scaled = true;
-    }
-    if scaled {
-        return Ok(true);
-    }
-    // scaleDownOldReplicaSetsForRollingUpdate: then available ones, oldest first, keeping
-    // min_available.
-    let available_total: i32 = old.iter().map(available).sum::<i32>() + available(new_rs);
-    let mut to_scale_down = available_total - min_available;
-    for (rs, count) in &current {
-        if to_scale_down <= 0 {
-            break;
-        }
-        if *count == 0 {
-            continue;
-        }
-        let down = (*count).min(to_scale_down);
-        scale(deployment, rs, count - down, api).await?;
-        to_scale_down -= down;
-        scaled = true;
-    }
-    Ok(scaled)
-}
-
-/// Recreate: scale every old ReplicaSet to zero, wait until their Pods are gone, then scale the
-/// new one up. `true` if anything was scaled.
-async fn rollout_recreate(
-    deployment: &Deployment,
-    new_rs: &ReplicaSet,
-    old: &[ReplicaSet],
-    api: &Api<ReplicaSet>,
-) -> Result<bool, Error> {
-    let mut scaled = false;
-    for rs in old.iter().filter(|rs| spec_replicas(rs) > 0) {
-        scale(deployment, rs, 0, api).await?;
-        scaled = true;
-    }
-    let old_pods: i32 = old.iter().map(|rs| rs.status.as_ref().map_or(0, |s| s.replicas)).sum();
-    if scaled || old_pods > 0 {
-        return Ok(scaled);
-    }
-    let replicas = deployment.spec.replicas.unwrap_or(1);
-    if spec_replicas(new_rs) != replicas {
-        scale(deployment, new_rs, replicas, api).await?;
-        return Ok(true);
-    }
-    Ok(false)
-}
-
-/// Delete old ReplicaSets scaled to zero beyond `revisionHistoryLimit`, oldest revision first.
-async fn cleanup(deployment: &Deployment, old: &[ReplicaSet], api: &Api<ReplicaSet>) -> Result<(), Error> {
-    let limit =
-        usize::try_from(deployment.spec.revision_history_limit.unwrap_or(REVISION_HISTORY_LIMIT_DEFAULT))
-            .unwrap_or(0);
-    let mut idle: Vec<&ReplicaSet> = old
-        .iter()
-        .filter(|rs| {
-            spec_replicas(rs) == 0
-                && rs.status.as_ref().is_none_or(|s| s.replicas == 0)
-                && rs.metadata.deletion_timestamp.is_none()
-        })
-        .collect();
-    if idle.len() <= limit {
-        return Ok(());
-    }
-    idle.sort_by_key(|rs| (revision(rs), rs.metadata.name.clone()));
-    let surplus = idle.len() - limit;
-    for rs in idle.into_iter().take(surplus) {
-        let params = DeleteParams {
-            preconditions: Some(Preconditions { uid: rs.uid(), resource_version: None }),
-            ..DeleteParams::default()
-        };
-        match api.delete(&rs.name_any(), &params).await {
-            Ok(_) => {}
-            // Gone already. (A 409 is retried: a fault can answer it without a change to see.)
-            Err(e) if has_code(&e, 404) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(())
-}
-
-fn is_complete(deployment: &Deployment, status: &DeploymentStatus) -> bool {
-    let replicas = deployment.spec.replicas.unwrap_or(1);
-    status.updated_replicas == Some(replicas)
-        && status.replicas == Some(replicas)
-        && status.available_replicas == Some(replicas)
-        && status.observed_generation >= deployment.metadata.generation
-}
-
-fn condition(type_: &str, status: bool, reason: &str, message: String) -> DeploymentCondition {
-    DeploymentCondition {
-        type_: Some(type_.to_owned()),
-        status: Some(if status { "True" } else { "False" }.to_owned()),
-        reason: Some(reason.to_owned()),
-        message: Some(message),
-        ..DeploymentCondition::default()
-    }
-}
-
-/// The status the ReplicaSets give, with the `Available` and `Progressing` conditions.
-fn status_of(deployment: &Deployment, new_rs: &ReplicaSet, old: &[ReplicaSet]) -> DeploymentStatus {
-    let all = || old.iter().chain(std::iter::once(new_rs));
-    let sum = |f: fn(&ReplicaSet) -> i32| all().map(f).sum::<i32>();
-    let replicas = sum(|rs| rs.status.as_ref().map_or(0, |s| s.replicas));
-    let ready = sum(|rs| rs.status.as_ref().and_then(|s| s.ready_replicas).unwrap_or(0));
-    let available_replicas = sum(available);
-    let updated = new_rs.status.as_ref().map_or(0, |s| s.replicas);
-    let desired = deployment.spec.replicas.unwrap_or(1);
-    let (_, max_unavailable) = resolve_fenceposts(deployment);
-    let available_condition = if available_replicas >= desired - max_unavailable {
-        condition(
-            "Available",
-            true,
-            "MinimumReplicasAvailable",
-            "Deployment has minimum availability.".to_owned(),
-        )
-    } else {
-        let message = "Deployment does not have minimum availability.".to_owned();
-        condition("Available", false, "MinimumReplicasUnavailable", message)
-    };
-    let rs_name = new_rs.name_any();
-    let progressing = if updated == desired && replicas == desired && available_replicas == desired {
-        let message = format!("ReplicaSet \"{rs_name}\" has successfully progressed.");
-        condition("Progressing", true, "NewReplicaSetAvailable", message)
-    } else {
-        condition(
-            "Progressing",
-            true,
-            "ReplicaSetUpdated",
-            format!("ReplicaSet \"{rs_name}\" is progressing."),
-        )
-    };
-    DeploymentStatus {
-        replicas: Some(replicas),
-        updated_replicas: Some(updated),
-        ready_replicas: Some(ready),
-        available_replicas: Some(available_replicas),
-        unavailable_replicas: Some((desired - available_replicas).max(0)),
-        observed_generation: deployment.metadata.generation,
-        collision_count: deployment.status.as_ref().and_then(|s| s.collision_count),
-        conditions: Some(vec![available_condition, progressing]),
-        terminating_replicas: None,
-    }
-}
-
-async fn update_status(
-    deployment: &Deployment,
-    status: DeploymentStatus,
-    client: &sim::Client,
-    namespace: &str,
-) -> Result<(), Error> {
-    if deployment.status.as_ref() == Some(&status) {
-        return Ok(());
-    }
-    let api: Api<Deployment> = Api::namespaced(client.clone(), namespace);
-    let patch = serde_json::json!({ "status": status });
-    match api.patch_status(&deployment.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await {
-        Ok(_) => Ok(()),
-        Err(e) if has_code(&e, 404) => Ok(()),
-        Err(e) => Err(e.into()),
-    }
 }
 
 #[cfg(test)]

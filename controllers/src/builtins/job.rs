@@ -10,10 +10,12 @@
 //!   work-queue pattern); `parallelism` defaults to 1 and `backoffLimit` to 6.
 //! - On completion the Job gets the `Complete` condition, on giving up the `Failed` condition
 //!   (`BackoffLimitExceeded`), and its remaining active Pods are deleted.
-//! - Status: `active`, `ready`, `succeeded`, `failed`, `conditions` (no `startTime` or
-//!   `completionTime`: `sim` has no virtual wall clock for controllers yet). Not modelled: Pod
-//!   tracking finalizers, Indexed completion, `suspend`, `activeDeadlineSeconds`, Pod failure
-//!   and success policies.
+//! - Status: `active`, `ready`, `succeeded`, `failed`, `conditions`, `startTime` and
+//!   `completionTime` (on the virtual clock, `sim::time`). Not modelled: Pod tracking
+//!   finalizers, Indexed completion, `suspend`, `activeDeadlineSeconds`, Pod failure and success
+//!   policies.
+//! - Events: `SuccessfulCreate` ("Created pod: x"), `SuccessfulDelete` ("Deleted pod: x"),
+//!   `Completed` ("Job completed") and `BackoffLimitExceeded`, as upstream.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -28,7 +30,7 @@ use sim::{Clients, SimBuilder};
 
 use super::error::{Error, has_code};
 use super::templates::{PodName, pod_from_template};
-use super::{owners, pod_state};
+use super::{events, owners, pod_state};
 
 /// The Job controller's node.
 pub const NODE: &str = "job-controller";
@@ -45,6 +47,7 @@ pub fn job_controller(builder: SimBuilder) -> SimBuilder {
 /// What every reconcile gets.
 pub struct Context {
     client: sim::Client,
+    recorder: sim::runtime::events::Recorder,
 }
 
 /// The Job controller's main future.
@@ -52,7 +55,11 @@ pub async fn run(clients: Clients) {
     let client = clients.default_cluster();
     Controller::new(Api::<Job>::all(client.clone()), watcher::Config::default())
         .owns(Api::<Pod>::all(client.clone()), watcher::Config::default())
-        .run(reconcile, super::retry_soon, Arc::new(Context { client }))
+        .run(
+            reconcile,
+            super::retry_soon,
+            Arc::new(Context { recorder: events::recorder(&client, NODE), client }),
+        )
         .for_each(|_| futures::future::ready(()))
         .await;
 }
@@ -65,12 +72,14 @@ pub fn is_finished(job: &Job) -> bool {
 }
 
 fn condition(type_: &str, reason: &str, message: &str) -> JobCondition {
+    let now = sim::time::now_k8s();
     JobCondition {
         type_: type_.to_owned(),
         status: "True".to_owned(),
         reason: Some(reason.to_owned()),
         message: Some(message.to_owned()),
-        ..JobCondition::default()
+        last_probe_time: Some(now.clone()),
+        last_transition_time: Some(now),
     }
 }
 
@@ -114,17 +123,26 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
     let mut created = 0;
     if active.len() < wanted {
         for _ in 0..(wanted - active.len()).min(POD_WRITES_PER_SYNC_MAX) {
-            api.create(&PostParams::default(), &job_pod(&job, &namespace)).await?;
+            let pod = api.create(&PostParams::default(), &job_pod(&job, &namespace)).await?;
             created += 1;
+            let message = format!("Created pod: {}", pod.name_any());
+            events::normal(&ctx.recorder, &events::reference(&*job), "SuccessfulCreate", message).await;
         }
     } else if active.len() > wanted {
         active.sort_by(|a, b| pod_state::deletion_order(a, b));
         let surplus = active.len() - wanted;
         for pod in active.drain(..surplus.min(POD_WRITES_PER_SYNC_MAX)) {
-            delete_pod(pod, &api).await?;
+            if delete_pod(pod, &api).await? {
+                let message = format!("Deleted pod: {}", pod.name_any());
+                events::normal(&ctx.recorder, &events::reference(&*job), "SuccessfulDelete", message).await;
+            }
         }
     }
     let mut conditions = job.status.as_ref().and_then(|s| s.conditions.clone()).unwrap_or_default();
+    let previous = job.status.clone().unwrap_or_default();
+    let start_time = previous.start_time.clone().or_else(|| Some(sim::time::now_k8s()));
+    let completion_time =
+        if complete { Some(sim::time::now_k8s()) } else { previous.completion_time.clone() };
     if complete {
         conditions.push(condition(
             "Complete",
@@ -147,12 +165,21 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
         failed: Some(failed),
         terminating: Some(count(|p| pod_state::is_terminating(p) && !pod_state::is_finished(p))),
         conditions: (!conditions.is_empty()).then_some(conditions),
-        ..job.status.clone().unwrap_or_default()
+        start_time,
+        completion_time,
+        ..previous
     };
     if job.status.as_ref() != Some(&status) {
         let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &namespace);
         let patch = serde_json::json!({ "status": status });
         jobs.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
+        let regarding = events::reference(&*job);
+        if complete {
+            events::normal(&ctx.recorder, &regarding, "Completed", "Job completed".to_owned()).await;
+        } else if gave_up {
+            let message = "Job has reached the specified backoff limit".to_owned();
+            events::warning(&ctx.recorder, &regarding, "BackoffLimitExceeded", message).await;
+        }
     }
     Ok(Action::await_change())
 }
@@ -180,16 +207,17 @@ fn job_pod(job: &Job, namespace: &str) -> Pod {
     pod
 }
 
-async fn delete_pod(pod: &Pod, api: &Api<Pod>) -> Result<(), Error> {
+/// Delete a Pod; whether this call deleted it.
+async fn delete_pod(pod: &Pod, api: &Api<Pod>) -> Result<bool, Error> {
     let params = DeleteParams {
         preconditions: Some(Preconditions { uid: pod.uid(), resource_version: None }),
         ..DeleteParams::default()
     };
     match api.delete(&pod.name_any(), &params).await {
-        Ok(_) => Ok(()),
+        Ok(_) => Ok(true),
         // Gone already. A 409 is retried: after a fault's 409 nothing changes that would trigger
         // another sync.
-        Err(e) if has_code(&e, 404) => Ok(()),
+        Err(e) if has_code(&e, 404) => Ok(false),
         Err(e) => Err(e.into()),
     }
 }

@@ -63,6 +63,7 @@ pub fn builtin_kinds() -> Vec<Kind> {
         kind("", "v1", "ResourceQuota", "resourcequotas", true),
         kind("", "v1", "LimitRange", "limitranges", true),
         kind("apps", "v1", "DaemonSet", "daemonsets", true),
+        kind("apps", "v1", "ControllerRevision", "controllerrevisions", true),
         kind("batch", "v1", "CronJob", "cronjobs", true),
         kind("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", true),
         kind("networking.k8s.io", "v1", "Ingress", "ingresses", true),
@@ -72,6 +73,7 @@ pub fn builtin_kinds() -> Vec<Kind> {
         kind("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", false),
         kind("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", false),
         kind("coordination.k8s.io", "v1", "Lease", "leases", true),
+        kind("", "v1", "Event", "events", true),
         kind("events.k8s.io", "v1", "Event", "events", true),
         kind("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", false),
     ]

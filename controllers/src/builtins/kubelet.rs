@@ -18,6 +18,11 @@
 //! The delays are waited inside the reconcile, so the world counts as busy while a container
 //! starts or stops: the liveness phase waits for them, as it would for real containers.
 //!
+//! Events, as the scheduler and the kubelet publish them: `Scheduled` (reported by
+//! `default-scheduler`) when a Pod is bound, then `Pulled`, `Created` and `Started` for each
+//! container once it runs (a failing one that restarts also gets `BackOff`), and
+//! `Killing` when its deletion starts.
+//!
 //! Delays are drawn from the run's decision stream [`DELAY_STREAM`] (`sim::random`), so they are
 //! recorded choices that a replay repeats; `startTime` and the conditions' `lastTransitionTime`
 //! come from the run's virtual clock (`sim::time`), the same on every replay of a seed. A
@@ -37,7 +42,7 @@ use sim::runtime::{Controller, watcher};
 use sim::{Clients, SimBuilder};
 
 use super::error::{Error, has_code};
-use super::{hashing, owners, pod_state};
+use super::{events, hashing, owners, pod_state};
 
 /// The decision stream the kubelet-lite's delays are drawn from (its own, so that other
 /// controllers' draws do not move them).
@@ -74,7 +79,7 @@ pub async fn run(clients: Clients) {
     let client = clients.default_cluster();
     let pods: Api<Pod> = Api::all(client.clone());
     Controller::new(pods, watcher::Config::default())
-        .run(reconcile, super::retry_soon, Arc::new(Context { client }))
+        .run(reconcile, super::retry_soon, Arc::new(context(client)))
         .for_each(|_| futures::future::ready(()))
         .await;
 }
@@ -82,6 +87,60 @@ pub async fn run(clients: Clients) {
 /// What every reconcile gets.
 pub struct Context {
     client: sim::Client,
+    /// Publishes as the kubelet of [`NODE_NAME`].
+    kubelet: sim::runtime::events::Recorder,
+    /// Publishes as `default-scheduler`.
+    scheduler: sim::runtime::events::Recorder,
+}
+
+/// The component name of the scheduler's events.
+pub const SCHEDULER_NAME: &str = "default-scheduler";
+
+fn context(client: sim::Client) -> Context {
+    use sim::runtime::events::{Recorder, Reporter};
+    let kubelet = Reporter { controller: "kubelet".to_owned(), instance: Some(NODE_NAME.to_owned()) };
+    Context {
+        kubelet: Recorder::new(client.clone(), kubelet),
+        scheduler: events::recorder(&client, SCHEDULER_NAME),
+        client,
+    }
+}
+
+/// The reference to one container of a Pod (`fieldPath: spec.containers{name}`), as the
+/// kubelet's container events carry it.
+fn container_reference(pod: &Pod, container: &str) -> k8s_openapi::api::core::v1::ObjectReference {
+    k8s_openapi::api::core::v1::ObjectReference {
+        field_path: Some(format!("spec.containers{{{container}}}")),
+        ..events::reference(pod)
+    }
+}
+
+fn containers(pod: &Pod) -> impl Iterator<Item = &k8s_openapi::api::core::v1::Container> {
+    pod.spec.iter().flat_map(|s| s.containers.iter())
+}
+
+/// `Pulled`, `Created` and `Started` for each container of a Pod that just started (or
+/// `BackOff` for one that fails and restarts).
+async fn publish_started(ctx: &Context, pod: &Pod) {
+    for container in containers(pod) {
+        let regarding = container_reference(pod, &container.name);
+        let image = container.image.as_deref().unwrap_or_default();
+        let message = format!("Container image \"{image}\" already present on machine");
+        events::normal(&ctx.kubelet, &regarding, "Pulled", message).await;
+        events::normal(&ctx.kubelet, &regarding, "Created", format!("Created container: {}", container.name))
+            .await;
+        events::normal(&ctx.kubelet, &regarding, "Started", format!("Started container {}", container.name))
+            .await;
+        if fails(pod) && restart_policy(pod) != "Never" {
+            let message = format!(
+                "Back-off restarting failed container {} in pod {}_{}",
+                container.name,
+                pod.name_any(),
+                pod.namespace().unwrap_or_default()
+            );
+            events::warning(&ctx.kubelet, &regarding, "BackOff", message).await;
+        }
+    }
 }
 
 /// Move one Pod along its lifecycle by one step.
@@ -90,7 +149,7 @@ pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, Error
     let namespace = pod.namespace().ok_or(Error::MissingNamespace { kind: "Pod", name: name.clone() })?;
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
     if pod_state::is_terminating(&pod) {
-        return terminate(&api, &pod).await;
+        return terminate(&api, &pod, &ctx).await;
     }
     if pod_state::is_finished(&pod) {
         return Ok(Action::await_change());
@@ -99,18 +158,24 @@ pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, Error
     if !scheduled {
         let bind = serde_json::json!({ "spec": { "nodeName": NODE_NAME }, "metadata": { "uid": pod.uid() } });
         api.patch(&name, &PatchParams::default(), &Patch::Merge(&bind)).await?;
+        let message = format!("Successfully assigned {namespace}/{name} to {NODE_NAME}");
+        events::normal(&ctx.scheduler, &events::reference(&*pod), "Scheduled", message).await;
         return Ok(Action::await_change());
     }
     match pod_state::phase(&pod) {
         pod_state::PHASE_PENDING => {
             let delay = delay_between(START_DELAY_MS_MIN, START_DELAY_MS_MAX);
             madsim::time::sleep(delay).await;
-            transition(&api, &pod, pod_state::PHASE_PENDING, started_status).await
+            if transition(&api, &pod, pod_state::PHASE_PENDING, started_status).await? {
+                publish_started(&ctx, &pod).await;
+            }
+            Ok(Action::await_change())
         }
         pod_state::PHASE_RUNNING if runs_to_completion(&pod) && !fails(&pod) => {
             let delay = delay_between(RUN_DELAY_MS_MIN, RUN_DELAY_MS_MAX);
             madsim::time::sleep(delay).await;
-            transition(&api, &pod, pod_state::PHASE_RUNNING, succeeded_status).await
+            transition(&api, &pod, pod_state::PHASE_RUNNING, succeeded_status).await?;
+            Ok(Action::await_change())
         }
         _ => Ok(Action::await_change()),
     }
@@ -127,30 +192,38 @@ fn uid_of(pod: &Pod) -> String {
 }
 
 /// After a delay: re-read the Pod and, if it is still the same Pod in phase `from` and not being
-/// deleted, write the status `next` makes for it.
+/// deleted, write the status `next` makes for it. Whether it was written.
 async fn transition(
     api: &Api<Pod>,
     pod: &Pod,
     from: &str,
     next: impl Fn(&Pod) -> PodStatus,
-) -> Result<Action, Error> {
+) -> Result<bool, Error> {
     let name = pod.name_any();
-    let Some(current) = api.get_opt(&name).await? else { return Ok(Action::await_change()) };
+    let Some(current) = api.get_opt(&name).await? else { return Ok(false) };
     if current.uid() != pod.uid() || pod_state::is_terminating(&current) || pod_state::phase(&current) != from
     {
-        return Ok(Action::await_change());
+        return Ok(false);
     }
     let patch = serde_json::json!({ "status": next(&current) });
     api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
-    Ok(Action::await_change())
+    Ok(true)
 }
 
-/// Wait out the grace period, then remove the Pod (grace 0, uid precondition).
-async fn terminate(api: &Api<Pod>, pod: &Pod) -> Result<Action, Error> {
+/// Wait out the grace period, then remove the Pod (grace 0, uid precondition). A Pod whose
+/// containers run gets `Killing` for each first.
+async fn terminate(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action, Error> {
     let grace_seconds = pod.metadata.deletion_grace_period_seconds.unwrap_or(0);
     if grace_seconds <= 0 {
         // Grace 0 with finalizers pending: the server removes the Pod once they are gone.
         return Ok(Action::await_change());
+    }
+    if pod_state::phase(pod) == pod_state::PHASE_RUNNING {
+        for container in containers(pod) {
+            let message = format!("Stopping container {}", container.name);
+            events::normal(&ctx.kubelet, &container_reference(pod, &container.name), "Killing", message)
+                .await;
+        }
     }
     madsim::time::sleep(Duration::from_secs(grace_seconds.unsigned_abs())).await;
     let params = DeleteParams {

@@ -13,8 +13,10 @@
 //! | [`namespace_controller()`] | `namespace-controller` | empties a terminating namespace, then finalizes it |
 //! | [`deployment_controller()`] | `deployment-controller` | Deployment → ReplicaSets, rolling update |
 //! | [`replicaset_controller()`] | `replicaset-controller` | ReplicaSet → Pods |
-//! | [`statefulset_controller()`] | `statefulset-controller` | StatefulSet → ordered Pods and PVCs |
+//! | [`statefulset_controller()`] | `statefulset-controller` | StatefulSet → ordered Pods and PVCs, ControllerRevisions, rolling update |
+//! | [`daemonset_controller()`] | `daemonset-controller` | DaemonSet → one Pod per matching Node, rolling update |
 //! | [`job_controller()`] | `job-controller` | Job → Pods until `completions` succeed |
+//! | [`cronjob_controller()`] | `cronjob-controller` | CronJob → a Job per due time, on the virtual clock |
 //! | [`kubelet()`] | `kubelet` | schedules Pods and runs them: Pending → Running, Ready, Succeeded or Failed |
 //!
 //! ```ignore
@@ -39,21 +41,29 @@
 //!
 //! ## Where they differ from the real ones
 //!
-//! - `minReadySeconds` is not supported (ready is available). Only the kubelet-lite stamps times
-//!   (Pod `startTime` and conditions' `lastTransitionTime`, from `sim::time`'s virtual clock); the
-//!   other controllers write no `startTime`, `lastTransitionTime` or `completionTime` yet.
-//! - The Deployment controller implements the RollingUpdate and Recreate strategies, without
-//!   `paused`, `progressDeadlineSeconds` or rollback; the StatefulSet controller implements
-//!   `OrderedReady` and `Parallel` creation and deletion without rolling template updates; the
-//!   Job controller implements `completions`, `parallelism` and `backoffLimit` (NonIndexed, no
-//!   Pod tracking finalizers).
+//! - `minReadySeconds` is not supported (ready is available). Times (Pod `startTime`, conditions'
+//!   times, Job `startTime` and `completionTime`, CronJob schedules) come from `sim::time`'s
+//!   virtual clock.
+//! - The Deployment controller implements both strategies, revisions and rollback (as
+//!   `kubectl rollout undo` does it), `paused` and `progressDeadlineSeconds`; the StatefulSet
+//!   controller `OrderedReady` and `Parallel`, ControllerRevisions, RollingUpdate (with
+//!   `partition` and `maxUnavailable`) and OnDelete; the DaemonSet controller `nodeSelector`
+//!   placement (no taints or affinity) and RollingUpdate without `maxSurge`; the Job controller
+//!   `completions`, `parallelism` and `backoffLimit` (NonIndexed, no Pod tracking finalizers);
+//!   the CronJob controller UTC schedules with the three concurrency policies.
+//! - They publish the Events the real controllers and the kubelet publish ([`events`]), best
+//!   effort.
 //! - The garbage collector rebuilds its graph from informer caches every
 //!   [`garbage_collector::SCAN_INTERVAL`] instead of from a dynamic event stream (see
 //!   `NEEDS(sim)` there).
 
 pub mod checks;
+pub mod controller_revisions;
+pub mod cronjob;
+pub mod daemonset;
 pub mod deployment;
 pub mod error;
+pub mod events;
 pub mod garbage_collector;
 pub mod hashing;
 pub mod job;
@@ -74,6 +84,8 @@ use std::time::Duration;
 use sim::SimBuilder;
 use sim::runtime::controller::Action;
 
+pub use cronjob::cronjob_controller;
+pub use daemonset::daemonset_controller;
 pub use deployment::deployment_controller;
 pub use error::Error;
 pub use garbage_collector::garbage_collector;
@@ -94,7 +106,9 @@ pub fn all(builder: SimBuilder) -> SimBuilder {
     let builder = deployment_controller(builder);
     let builder = replicaset_controller(builder);
     let builder = statefulset_controller(builder);
+    let builder = daemonset_controller(builder);
     let builder = job_controller(builder);
+    let builder = cronjob_controller(builder);
     kubelet(builder)
 }
 

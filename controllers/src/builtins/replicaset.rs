@@ -10,6 +10,8 @@
 //! - Pods are read with a live list at each sync, not from a cache: a cache fed by another watch
 //!   than the one that triggered the sync may not show the change that triggered it yet, and the
 //!   real controller's expectations would then be needed to avoid creating twice (see `run`);
+//! - events: `SuccessfulCreate` ("Created pod: x") and `SuccessfulDelete` ("Deleted pod: x"), as
+//!   upstream;
 //! - status: `replicas`, `fullyLabeledReplicas`, `readyReplicas`, `availableReplicas` and
 //!   `observedGeneration`, computed from the Pods claimed, minus those this sync deleted (the
 //!   real controller counts those until its next sync; see `reconcile`).
@@ -28,7 +30,7 @@ use sim::{Clients, SimBuilder};
 use super::error::{Error, has_code};
 use super::owners::{self, Claim};
 use super::templates::{PodName, pod_from_template};
-use super::{labels, pod_state};
+use super::{events, labels, pod_state};
 
 /// The ReplicaSet controller's node.
 pub const NODE: &str = "replicaset-controller";
@@ -43,6 +45,7 @@ pub fn replicaset_controller(builder: SimBuilder) -> SimBuilder {
 /// What every reconcile gets.
 pub struct Context {
     client: sim::Client,
+    recorder: sim::runtime::events::Recorder,
 }
 
 /// The ReplicaSet controller's main future.
@@ -54,7 +57,7 @@ pub async fn run(clients: Clients) {
     // expectations to avoid creating twice while the cache lags, which this controller omits.
     let controller = Controller::new(Api::<ReplicaSet>::all(client.clone()), watcher::Config::default());
     let sets = controller.store();
-    let ctx = Arc::new(Context { client: client.clone() });
+    let ctx = Arc::new(Context { recorder: events::recorder(&client, NODE), client: client.clone() });
     controller
         .watches(Api::<Pod>::all(client), watcher::Config::default(), move |pod: Pod| {
             owners_of_pod(&pod, &sets)
@@ -102,9 +105,9 @@ pub async fn reconcile(rs: Arc<ReplicaSet>, ctx: Arc<Context>) -> Result<Action,
     let replicas = usize::try_from(spec.replicas.unwrap_or(1)).unwrap_or(0);
     let mut deleted = Vec::new();
     let managed = if claimed.len() < replicas {
-        create_pods(&rs, &spec, replicas - claimed.len(), &pods).await
+        create_pods(&rs, &spec, replicas - claimed.len(), &pods, &ctx.recorder).await
     } else if claimed.len() > replicas {
-        delete_pods(&claimed, claimed.len() - replicas, &pods, &mut deleted).await
+        delete_pods(&rs, &claimed, claimed.len() - replicas, &pods, &mut deleted, &ctx.recorder).await
     } else {
         Ok(())
     };
@@ -161,23 +164,28 @@ async fn create_pods(
     spec: &k8s_openapi::api::apps::v1::ReplicaSetSpec,
     missing: usize,
     api: &Api<Pod>,
+    recorder: &sim::runtime::events::Recorder,
 ) -> Result<(), Error> {
     let namespace = api.namespace().unwrap_or_default().to_owned();
     let template = spec.template.clone().unwrap_or_default();
     for _ in 0..missing.min(BURST_REPLICAS) {
         let name = PodName::Generate(format!("{}-", rs.name_any()));
         let pod = pod_from_template(&template, name, &namespace, owners::controller_ref(rs));
-        api.create(&PostParams::default(), &pod).await?;
+        let pod = api.create(&PostParams::default(), &pod).await?;
+        let message = format!("Created pod: {}", pod.name_any());
+        events::normal(recorder, &events::reference(rs), "SuccessfulCreate", message).await;
     }
     Ok(())
 }
 
 /// Delete `surplus` Pods, recording the uid of each one whose deletion started in `deleted`.
 async fn delete_pods(
+    rs: &ReplicaSet,
     claimed: &[Arc<Pod>],
     surplus: usize,
     api: &Api<Pod>,
     deleted: &mut Vec<Option<String>>,
+    recorder: &sim::runtime::events::Recorder,
 ) -> Result<(), Error> {
     let mut ranked: Vec<&Arc<Pod>> = claimed.iter().collect();
     ranked.sort_by(|a, b| pod_state::deletion_order(a, b));
@@ -187,7 +195,11 @@ async fn delete_pods(
             ..DeleteParams::default()
         };
         match api.delete(&pod.name_any(), &params).await {
-            Ok(_) => deleted.push(pod.uid()),
+            Ok(_) => {
+                deleted.push(pod.uid());
+                let message = format!("Deleted pod: {}", pod.name_any());
+                events::normal(recorder, &events::reference(rs), "SuccessfulDelete", message).await;
+            }
             Err(e) if has_code(&e, 404) => deleted.push(pod.uid()),
             Err(e) => return Err(e.into()),
         }

@@ -1,42 +1,64 @@
-//! The StatefulSet controller: stable, ordered Pods `<set>-<ordinal>` and their PVCs, as
-//! kube-controller-manager's `StatefulSetController` with the `OrderedReady` policy (and
-//! `Parallel`, which drops the ordering).
+//! The StatefulSet controller: stable, ordered Pods `<set>-<ordinal>` and their PVCs, rolled
+//! from one template revision to the next, as kube-controller-manager's `StatefulSetController`
+//! (`pkg/controller/statefulset`).
 //!
 //! - Pods are read with a live list at each sync and claimed by controller reference (a
 //!   matching orphan whose name is one of the set's ordinals is adopted).
-//! - Creation is in ordinal order: Pod `i + 1` is created only once Pod `i` is Running and
-//!   Ready; a Failed Pod is deleted and then recreated; a terminating one is waited for.
+//! - Revisions: every template the set has had is a `ControllerRevision` (apps/v1) named
+//!   `<set>-<hash>`, labelled `controller.kubernetes.io/hash`, owned by the set, holding the
+//!   template as the patch `{"spec":{"template":{..,"$patch":"replace"}}}` and a revision number
+//!   (the highest for the current template; a template that comes back moves its old revision
+//!   up). `status.updateRevision` names the current template's revision and
+//!   `status.currentRevision` the one the set is rolling from; each Pod is labelled
+//!   `controller-revision-hash` with the revision it was made from. Revisions no Pod uses, other
+//!   than the current and update ones, are deleted beyond `revisionHistoryLimit` (default 10),
+//!   oldest first.
+//! - Creation (`OrderedReady`): Pod `i + 1` is created only once Pod `i` is Running and Ready; a
+//!   Failed Pod is deleted and then recreated; a terminating one is waited for. `Parallel`
+//!   drops the ordering. A Pod below the RollingUpdate `partition` is made from the current
+//!   revision, every other from the update revision.
 //! - Before a Pod is created, each `volumeClaimTemplates` entry `tpl` gets its PVC
 //!   `<tpl>-<set>-<ordinal>` (template labels plus the selector's `matchLabels`), mounted by the
 //!   Pod as volume `tpl`.
 //! - Scale-down deletes the highest ordinal first, one at a time, and only while every Pod that
 //!   stays is Running and Ready.
+//! - RollingUpdate: once every Pod is healthy, the highest-ordinal Pod at or above `partition`
+//!   whose revision is not the update revision is deleted (and so recreated from it), one at a
+//!   time, waiting for each to be Running and Ready again; with `maxUnavailable`, up to that many
+//!   are down at once. Once every Pod is updated and ready, the current revision becomes the
+//!   update revision. `OnDelete`: Pods are updated only when someone deletes them (and, as
+//!   upstream, the current revision never moves on by itself).
 //! - PVCs stay after scale-down and after deletion (the default
 //!   `persistentVolumeClaimRetentionPolicy` is Retain for both); `whenDeleted: Delete` makes the
 //!   set the PVC's owner (so the garbage collector removes it with the set), and `whenScaled:
 //!   Delete` deletes a condemned ordinal's PVCs once its Pod is gone.
 //! - Status: `replicas`, `readyReplicas`, `currentReplicas`, `updatedReplicas`,
-//!   `availableReplicas`, `observedGeneration`. Template updates are not rolled out to existing
-//!   Pods (no ControllerRevisions yet).
+//!   `availableReplicas`, `currentRevision`, `updateRevision`, `collisionCount`,
+//!   `observedGeneration`: what `kubectl rollout status sts/<set>` reads.
+//! - Events: `SuccessfulCreate` and `SuccessfulDelete` for Pods and claims, as upstream words them
+//!   ("create Pod db-0 in StatefulSet db successful").
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use futures::StreamExt;
-use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetStatus};
+use k8s_openapi::api::apps::v1::{ControllerRevision, StatefulSet, StatefulSetStatus};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, PersistentVolumeClaimVolumeSource, Pod, Volume};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use sim::api::{
     Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams, Preconditions, ResourceExt,
 };
 use sim::runtime::controller::Action;
+use sim::runtime::events::Recorder;
 use sim::runtime::{Controller, watcher};
 use sim::{Clients, SimBuilder};
 
+use super::controller_revisions::{self, HASH_LABEL, History, NewRevision, template_of};
 use super::error::{Error, has_code};
 use super::owners::{self, Claim};
 use super::templates::{PodName, pod_from_template};
-use super::{labels, pod_state};
+use super::{events, labels, pod_state};
 
 /// The StatefulSet controller's node.
 pub const NODE: &str = "statefulset-controller";
@@ -44,6 +66,10 @@ pub const NODE: &str = "statefulset-controller";
 pub const POD_NAME_LABEL: &str = "statefulset.kubernetes.io/pod-name";
 /// The label holding a StatefulSet Pod's ordinal.
 pub const POD_INDEX_LABEL: &str = "apps.kubernetes.io/pod-index";
+/// The label naming the ControllerRevision a Pod was made from (StatefulSet and DaemonSet).
+pub const REVISION_LABEL: &str = "controller-revision-hash";
+/// `revisionHistoryLimit` when unset.
+pub const REVISION_HISTORY_LIMIT_DEFAULT: i32 = 10;
 
 /// Add the StatefulSet controller to a world, on node [`NODE`].
 pub fn statefulset_controller(builder: SimBuilder) -> SimBuilder {
@@ -53,14 +79,16 @@ pub fn statefulset_controller(builder: SimBuilder) -> SimBuilder {
 /// What every reconcile gets.
 pub struct Context {
     client: sim::Client,
+    recorder: Recorder,
 }
 
 /// The StatefulSet controller's main future.
 pub async fn run(clients: Clients) {
     let client = clients.default_cluster();
+    let ctx = Arc::new(Context { recorder: events::recorder(&client, NODE), client: client.clone() });
     Controller::new(Api::<StatefulSet>::all(client.clone()), watcher::Config::default())
         .owns(Api::<Pod>::all(client.clone()), watcher::Config::default())
-        .run(reconcile, super::retry_soon, Arc::new(Context { client }))
+        .run(reconcile, super::retry_soon, ctx)
         .for_each(|_| futures::future::ready(()))
         .await;
 }
@@ -87,6 +115,43 @@ fn policy_deletes(
     set.spec.persistent_volume_claim_retention_policy.as_ref().and_then(when).is_some_and(|p| p == "Delete")
 }
 
+fn is_on_delete(set: &StatefulSet) -> bool {
+    set.spec.update_strategy.as_ref().and_then(|s| s.type_.as_deref()) == Some("OnDelete")
+}
+
+/// The RollingUpdate `partition` (0 when unset).
+fn partition(set: &StatefulSet) -> i32 {
+    set.spec
+        .update_strategy
+        .as_ref()
+        .and_then(|s| s.rolling_update.as_ref())
+        .and_then(|r| r.partition)
+        .unwrap_or(0)
+        .max(0)
+}
+
+/// The RollingUpdate `maxUnavailable` against `replicas` (rounded down, at least 1), if set.
+fn max_unavailable(set: &StatefulSet, replicas: i32) -> Option<i32> {
+    let value = set.spec.update_strategy.as_ref()?.rolling_update.as_ref()?.max_unavailable.as_ref()?;
+    let n = match value {
+        IntOrString::Int(n) => *n,
+        IntOrString::String(s) => {
+            let percent: i64 = s.strip_suffix('%').and_then(|p| p.parse().ok()).unwrap_or(0);
+            i32::try_from(percent * i64::from(replicas) / 100).unwrap_or(i32::MAX)
+        }
+    };
+    Some(n.max(1))
+}
+
+/// The revision a Pod was made from (its `controller-revision-hash` label).
+pub fn pod_revision(pod: &Pod) -> Option<&str> {
+    pod.labels().get(REVISION_LABEL).map(String::as_str)
+}
+
+fn is_healthy(pod: &Pod) -> bool {
+    pod_state::is_running_and_ready(pod) && !pod_state::is_terminating(pod)
+}
+
 /// Sync one StatefulSet.
 pub async fn reconcile(set: Arc<StatefulSet>, ctx: Arc<Context>) -> Result<Action, Error> {
     let name = set.name_any();
@@ -101,28 +166,39 @@ pub async fn reconcile(set: Arc<StatefulSet>, ctx: Arc<Context>) -> Result<Actio
     }
     let pods_api: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
     let claims_api: Api<PersistentVolumeClaim> = Api::namespaced(ctx.client.clone(), &namespace);
+    let history = History::new(&ctx.client, &namespace);
     let pods = claim_pods(&set, &pods_api).await?;
+    let revisions = history.list(&set.uid().unwrap_or_default()).await?;
+    let (current, update, collision_count) = current_and_update(&set, &history, &revisions).await?;
+    let sync = Sync {
+        set: &set,
+        ctx: &ctx,
+        pods_api: &pods_api,
+        claims_api: &claims_api,
+        current: &current,
+        update: &update,
+    };
     let start = set.spec.ordinals.as_ref().and_then(|o| o.start).unwrap_or(0).max(0);
     let replicas = set.spec.replicas.unwrap_or(1).max(0);
     let wanted = start..start.saturating_add(replicas);
     let ordered = set.spec.pod_management_policy.as_deref() != Some("Parallel");
-    let status = status_of(&set, &pods);
+    let status = status_of(&set, &pods, &current, &update, collision_count);
     // Scale up and repair, lowest ordinal first.
     let mut blocked = false;
     for ordinal in wanted.clone() {
         let healthy = match pods.get(&ordinal) {
             None => {
-                create_claims(&set, ordinal, &claims_api).await?;
-                create_pod(&set, ordinal, &pods_api).await?;
+                sync.create_claims(ordinal).await?;
+                sync.create_pod(ordinal, start).await?;
                 false
             }
             Some(pod)
                 if pod_state::phase(pod) == pod_state::PHASE_FAILED && !pod_state::is_terminating(pod) =>
             {
-                delete_pod(pod, &pods_api).await?;
+                sync.delete_pod(pod).await?;
                 false
             }
-            Some(pod) => pod_state::is_running_and_ready(pod) && !pod_state::is_terminating(pod),
+            Some(pod) => is_healthy(pod),
         };
         if !healthy && ordered {
             blocked = true;
@@ -130,12 +206,12 @@ pub async fn reconcile(set: Arc<StatefulSet>, ctx: Arc<Context>) -> Result<Actio
         }
     }
     // Scale down, highest ordinal first, once every remaining Pod is healthy.
+    let condemned: Vec<&Pod> =
+        pods.iter().rev().filter(|(o, _)| !wanted.contains(o)).map(|(_, p)| p).collect();
     if !blocked {
-        let condemned: Vec<&Pod> =
-            pods.iter().rev().filter(|(o, _)| !wanted.contains(o)).map(|(_, p)| p).collect();
-        for pod in condemned {
+        for pod in &condemned {
             if !pod_state::is_terminating(pod) {
-                delete_pod(pod, &pods_api).await?;
+                sync.delete_pod(pod).await?;
             }
             if ordered {
                 break;
@@ -145,8 +221,209 @@ pub async fn reconcile(set: Arc<StatefulSet>, ctx: Arc<Context>) -> Result<Actio
             delete_condemned_claims(&set, &pods, &wanted, &claims_api).await?;
         }
     }
+    if !blocked && condemned.is_empty() && !is_on_delete(&set) {
+        sync.rolling_update(&pods, &wanted, start).await?;
+    }
+    let live: Vec<&str> = pods.values().filter_map(pod_revision).collect();
+    let kept = |r: &ControllerRevision| {
+        let name = r.name_any();
+        live.contains(&name.as_str()) || name == current.name_any() || name == update.name_any()
+    };
+    let limit = set.spec.revision_history_limit.unwrap_or(REVISION_HISTORY_LIMIT_DEFAULT);
+    history.truncate(&revisions, kept, limit).await?;
     update_status(&set, status, &ctx.client, &namespace).await?;
     Ok(Action::await_change())
+}
+
+/// What one sync writes through.
+struct Sync<'a> {
+    set: &'a StatefulSet,
+    ctx: &'a Context,
+    pods_api: &'a Api<Pod>,
+    claims_api: &'a Api<PersistentVolumeClaim>,
+    current: &'a ControllerRevision,
+    update: &'a ControllerRevision,
+}
+
+impl Sync<'_> {
+    /// RollingUpdate: delete the highest-ordinal Pod at or above the partition that is not at the
+    /// update revision, waiting for unhealthy Pods first (up to `maxUnavailable` at once when
+    /// set).
+    async fn rolling_update(
+        &self,
+        pods: &BTreeMap<i32, Pod>,
+        wanted: &std::ops::Range<i32>,
+        start: i32,
+    ) -> Result<(), Error> {
+        let update_name = self.update.name_any();
+        let update_min = start.saturating_add(partition(self.set));
+        let in_range: Vec<(&i32, &Pod)> = pods.iter().filter(|(o, _)| wanted.contains(o)).rev().collect();
+        let outdated =
+            |pod: &Pod| pod_revision(pod) != Some(update_name.as_str()) && !pod_state::is_terminating(pod);
+        if let Some(max_unavailable) = max_unavailable(self.set, wanted.len().try_into().unwrap_or(i32::MAX))
+        {
+            let unavailable = in_range.iter().filter(|(_, p)| !is_healthy(p)).count();
+            let mut budget = usize::try_from(max_unavailable).unwrap_or(0).saturating_sub(unavailable);
+            for (_, pod) in in_range.iter().filter(|(o, _)| **o >= update_min) {
+                if budget == 0 {
+                    break;
+                }
+                if outdated(pod) {
+                    self.delete_pod(pod).await?;
+                    budget -= 1;
+                }
+            }
+            return Ok(());
+        }
+        for (_, pod) in in_range.iter().filter(|(o, _)| **o >= update_min) {
+            if outdated(pod) {
+                return self.delete_pod(pod).await;
+            }
+            if !is_healthy(pod) {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    /// Create every missing PVC of `ordinal` (an existing one, whoever made it, is used as is).
+    async fn create_claims(&self, ordinal: i32) -> Result<(), Error> {
+        let set = self.set;
+        let set_name = set.name_any();
+        let owner: Option<OwnerReference> = policy_deletes(set, |p| p.when_deleted.as_ref())
+            .then(|| OwnerReference { controller: None, ..owners::controller_ref(set) });
+        for template in set.spec.volume_claim_templates.iter().flatten() {
+            let template_name = template.name_any();
+            let name = claim_name(&template_name, &set_name, ordinal);
+            let mut labels = template.metadata.labels.clone().unwrap_or_default();
+            labels.extend(set.spec.selector.match_labels.clone().unwrap_or_default());
+            let claim = PersistentVolumeClaim {
+                metadata: ObjectMeta {
+                    name: Some(name.clone()),
+                    namespace: set.namespace(),
+                    labels: Some(labels),
+                    annotations: template.metadata.annotations.clone(),
+                    owner_references: owner.clone().map(|o| vec![o]),
+                    ..ObjectMeta::default()
+                },
+                spec: template.spec.clone(),
+                status: None,
+            };
+            match self.claims_api.create(&PostParams::default(), &claim).await {
+                Ok(_) => {
+                    let message = format!(
+                        "create Claim {name} Pod {set_name}-{ordinal} in StatefulSet {set_name} success"
+                    );
+                    events::normal(&self.ctx.recorder, &events::reference(set), "SuccessfulCreate", message)
+                        .await;
+                }
+                // Made by an earlier sync (or by the user): used as it is, if it is really there.
+                Err(e) if has_code(&e, 409) => {
+                    if self.claims_api.get_opt(&claim.name_any()).await?.is_none() {
+                        return Err(e.into());
+                    }
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
+    /// Create Pod `ordinal` from the current revision (below the partition) or the update one.
+    async fn create_pod(&self, ordinal: i32, start: i32) -> Result<(), Error> {
+        let set = self.set;
+        let set_name = set.name_any();
+        let name = format!("{set_name}-{ordinal}");
+        let namespace = set.namespace().unwrap_or_default();
+        let from_current = !is_on_delete(set) && ordinal < start.saturating_add(partition(set));
+        let revision = if from_current { self.current } else { self.update };
+        let template = template_of(revision).unwrap_or_else(|| set.spec.template.clone());
+        let mut pod = pod_from_template(
+            &template,
+            PodName::Fixed(name.clone()),
+            &namespace,
+            owners::controller_ref(set),
+        );
+        let labels = pod.metadata.labels.get_or_insert_with(BTreeMap::new);
+        labels.insert(POD_NAME_LABEL.to_owned(), name.clone());
+        labels.insert(POD_INDEX_LABEL.to_owned(), ordinal.to_string());
+        labels.insert(REVISION_LABEL.to_owned(), revision.name_any());
+        let spec = pod.spec.get_or_insert_with(Default::default);
+        spec.hostname = Some(name.clone());
+        spec.subdomain = set.spec.service_name.clone().filter(|s| !s.is_empty());
+        let volumes = spec.volumes.get_or_insert_with(Vec::new);
+        for template in set.spec.volume_claim_templates.iter().flatten() {
+            let volume_name = template.name_any();
+            volumes.retain(|v| v.name != volume_name);
+            volumes.push(Volume {
+                name: volume_name.clone(),
+                persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                    claim_name: claim_name(&volume_name, &set_name, ordinal),
+                    read_only: None,
+                }),
+                ..Volume::default()
+            });
+        }
+        // A 409 (created by an earlier sync whose answer was lost, or a fault) is retried: the
+        // next sync's list shows which.
+        self.pods_api.create(&PostParams::default(), &pod).await?;
+        let message = format!("create Pod {name} in StatefulSet {set_name} successful");
+        events::normal(&self.ctx.recorder, &events::reference(set), "SuccessfulCreate", message).await;
+        Ok(())
+    }
+
+    async fn delete_pod(&self, pod: &Pod) -> Result<(), Error> {
+        let params = DeleteParams {
+            preconditions: Some(Preconditions { uid: pod.uid(), resource_version: None }),
+            ..DeleteParams::default()
+        };
+        match self.pods_api.delete(&pod.name_any(), &params).await {
+            Ok(_) => {
+                let message = format!(
+                    "delete Pod {} in StatefulSet {} successful",
+                    pod.name_any(),
+                    self.set.name_any()
+                );
+                events::normal(&self.ctx.recorder, &events::reference(self.set), "SuccessfulDelete", message)
+                    .await;
+                Ok(())
+            }
+            // Gone already; a 409 is retried (a fault's 409 changes nothing that would trigger a
+            // sync).
+            Err(e) if has_code(&e, 404) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+/// `getStatefulSetRevisions`: the current revision (the status's, else the update one), the
+/// update revision (the current template's), and the collision count used.
+async fn current_and_update(
+    set: &StatefulSet,
+    history: &History,
+    revisions: &[ControllerRevision],
+) -> Result<(ControllerRevision, ControllerRevision, Option<i32>), Error> {
+    let data = controller_revisions::revision_data(&set.spec.template);
+    let mut collision_count = set.status.as_ref().and_then(|s| s.collision_count);
+    let bytes = serde_json::to_vec(&data).unwrap_or_default();
+    let hash_for = |count: Option<i32>| controller_revisions::hash(&bytes, count);
+    let namespace = set.namespace().unwrap_or_default();
+    let new = NewRevision {
+        owner: owners::controller_ref(set),
+        namespace: &namespace,
+        labels: set.spec.template.metadata.as_ref().and_then(|m| m.labels.clone()).unwrap_or_default(),
+        hash_label: HASH_LABEL,
+        data: data.clone(),
+        hash_for: &hash_for,
+    };
+    let update = history.update_revision(revisions, new, &mut collision_count).await?;
+    let current_name = set.status.as_ref().and_then(|s| s.current_revision.clone());
+    let current = revisions
+        .iter()
+        .find(|r| Some(r.name_any()) == current_name)
+        .cloned()
+        .unwrap_or_else(|| update.clone());
+    Ok((current, update, collision_count))
 }
 
 /// The set's Pods by ordinal, after claiming (adopting orphans that match and carry one of the
@@ -177,94 +454,6 @@ async fn claim_pods(set: &StatefulSet, api: &Api<Pod>) -> Result<BTreeMap<i32, P
         }
     }
     Ok(pods)
-}
-
-/// Create every missing PVC of `ordinal` (an existing one, whoever made it, is used as is).
-async fn create_claims(
-    set: &StatefulSet,
-    ordinal: i32,
-    api: &Api<PersistentVolumeClaim>,
-) -> Result<(), Error> {
-    let set_name = set.name_any();
-    let owner: Option<OwnerReference> = policy_deletes(set, |p| p.when_deleted.as_ref())
-        .then(|| OwnerReference { controller: None, ..owners::controller_ref(set) });
-    for template in set.spec.volume_claim_templates.iter().flatten() {
-        let template_name = template.name_any();
-        let name = claim_name(&template_name, &set_name, ordinal);
-        let mut labels = template.metadata.labels.clone().unwrap_or_default();
-        labels.extend(set.spec.selector.match_labels.clone().unwrap_or_default());
-        let claim = PersistentVolumeClaim {
-            metadata: ObjectMeta {
-                name: Some(name),
-                namespace: set.namespace(),
-                labels: Some(labels),
-                annotations: template.metadata.annotations.clone(),
-                owner_references: owner.clone().map(|o| vec![o]),
-                ..ObjectMeta::default()
-            },
-            spec: template.spec.clone(),
-            status: None,
-        };
-        match api.create(&PostParams::default(), &claim).await {
-            Ok(_) => {}
-            // Made by an earlier sync (or by the user): used as it is, if it is really there.
-            Err(e) if has_code(&e, 409) => {
-                if api.get_opt(&claim.name_any()).await?.is_none() {
-                    return Err(e.into());
-                }
-            }
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(())
-}
-
-async fn create_pod(set: &StatefulSet, ordinal: i32, api: &Api<Pod>) -> Result<(), Error> {
-    let set_name = set.name_any();
-    let name = format!("{set_name}-{ordinal}");
-    let namespace = set.namespace().unwrap_or_default();
-    let mut pod = pod_from_template(
-        &set.spec.template,
-        PodName::Fixed(name.clone()),
-        &namespace,
-        owners::controller_ref(set),
-    );
-    let labels = pod.metadata.labels.get_or_insert_with(BTreeMap::new);
-    labels.insert(POD_NAME_LABEL.to_owned(), name.clone());
-    labels.insert(POD_INDEX_LABEL.to_owned(), ordinal.to_string());
-    let spec = pod.spec.get_or_insert_with(Default::default);
-    spec.hostname = Some(name.clone());
-    spec.subdomain = set.spec.service_name.clone().filter(|s| !s.is_empty());
-    let volumes = spec.volumes.get_or_insert_with(Vec::new);
-    for template in set.spec.volume_claim_templates.iter().flatten() {
-        let volume_name = template.name_any();
-        volumes.retain(|v| v.name != volume_name);
-        volumes.push(Volume {
-            name: volume_name.clone(),
-            persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
-                claim_name: claim_name(&volume_name, &set_name, ordinal),
-                read_only: None,
-            }),
-            ..Volume::default()
-        });
-    }
-    // A 409 (created by an earlier sync whose answer was lost, or a fault) is retried: the next
-    // sync's list shows which.
-    api.create(&PostParams::default(), &pod).await?;
-    Ok(())
-}
-
-async fn delete_pod(pod: &Pod, api: &Api<Pod>) -> Result<(), Error> {
-    let params = DeleteParams {
-        preconditions: Some(Preconditions { uid: pod.uid(), resource_version: None }),
-        ..DeleteParams::default()
-    };
-    match api.delete(&pod.name_any(), &params).await {
-        Ok(_) => Ok(()),
-        // Gone already; a 409 is retried (a fault's 409 changes nothing that would trigger a sync).
-        Err(e) if has_code(&e, 404) => Ok(()),
-        Err(e) => Err(e.into()),
-    }
 }
 
 /// `whenScaled: Delete`: the PVCs of ordinals no longer wanted, once their Pods are gone.
@@ -303,23 +492,40 @@ async fn delete_condemned_claims(
     Ok(())
 }
 
-fn status_of(set: &StatefulSet, pods: &BTreeMap<i32, Pod>) -> StatefulSetStatus {
+/// The status the set's Pods give (`computeReplicaStatus` and `completeRollingUpdate`).
+fn status_of(
+    set: &StatefulSet,
+    pods: &BTreeMap<i32, Pod>,
+    current: &ControllerRevision,
+    update: &ControllerRevision,
+    collision_count: Option<i32>,
+) -> StatefulSetStatus {
     let count = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
-    let replicas = count(pods.len());
-    let ready = count(pods.values().filter(|p| pod_state::is_ready(p)).count());
-    let available = count(pods.values().filter(|p| pod_state::is_available(p)).count());
-    StatefulSetStatus {
-        replicas,
-        ready_replicas: Some(ready),
-        available_replicas: Some(available),
-        current_replicas: Some(replicas),
-        updated_replicas: Some(replicas),
+    let (current_name, update_name) = (current.name_any(), update.name_any());
+    let live = || pods.values().filter(|p| !pod_state::is_terminating(p));
+    let at = |name: &str| count(live().filter(|p| pod_revision(p) == Some(name)).count());
+    let mut status = StatefulSetStatus {
+        replicas: count(pods.len()),
+        ready_replicas: Some(count(pods.values().filter(|p| pod_state::is_running_and_ready(p)).count())),
+        available_replicas: Some(count(pods.values().filter(|p| pod_state::is_running_and_ready(p)).count())),
+        current_replicas: Some(at(&current_name)),
+        updated_replicas: Some(at(&update_name)),
         observed_generation: set.metadata.generation,
-        collision_count: set.status.as_ref().and_then(|s| s.collision_count),
+        collision_count,
         conditions: set.status.as_ref().and_then(|s| s.conditions.clone()),
-        current_revision: None,
-        update_revision: None,
+        current_revision: Some(current_name),
+        update_revision: Some(update_name),
+    };
+    let replicas = set.spec.replicas.unwrap_or(1);
+    if !is_on_delete(set)
+        && status.updated_replicas == Some(replicas)
+        && status.ready_replicas == Some(replicas)
+        && status.replicas == replicas
+    {
+        status.current_replicas = status.updated_replicas;
+        status.current_revision = status.update_revision.clone();
     }
+    status
 }
 
 async fn update_status(

@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use model_apiserver::Snapshot;
-use sim::api::{Api, ObjectMeta};
+use sim::api::{Api, ObjectMeta, Patch};
 use sim::{FnProperty, Sim, SimBuilder, SweepConfig, sweep};
 
 const SEEDS: u64 = 30;
@@ -217,5 +217,270 @@ fn deployment_keeps_revision_history_limit_old_replica_sets() {
         },
     ));
     let report = sweep(&SweepConfig::new("builtins-deployment-history").seeds(10), |seed| world.run(seed));
+    report.assert_all_passed();
+}
+
+/// (image, revision, revision history, replicas) of a ReplicaSet.
+type SetSummary = (Option<String>, Option<String>, Option<String>, i32);
+
+fn annotation(meta: &ObjectMeta, key: &str) -> Option<String> {
+    meta.annotations.as_ref().and_then(|a| a.get(key)).cloned()
+}
+
+fn progressing_reason(d: &Deployment) -> Option<String> {
+    d.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_.as_deref() == Some("Progressing"))
+        .and_then(|c| c.reason.clone())
+}
+
+fn failed_step(action: &str, reason: String) -> sim::WorkloadError {
+    sim::WorkloadError { step: 0, action: action.to_owned(), reason }
+}
+
+/// What `kubectl rollout undo --to-revision=N` (kubectl 1.37, client-side) does: read the
+/// ReplicaSet of revision N and JSON-patch the Deployment's template (without the
+/// pod-template-hash label) and annotations (the ReplicaSet's, but the skipped ones) with it.
+async fn rollout_undo(w: &sim::Workload, revision: &str) -> Result<(), sim::WorkloadError> {
+    let sets: Api<ReplicaSet> = Api::namespaced(w.client(), "default");
+    let list =
+        sets.list(&Default::default()).await.map_err(|e| failed_step("list replica sets", e.to_string()))?;
+    let rs = list
+        .items
+        .into_iter()
+        .find(|rs| annotation(&rs.metadata, deployment::REVISION_ANNOTATION).as_deref() == Some(revision))
+        .ok_or_else(|| failed_step("rollout undo", format!("no replica set of revision {revision}")))?;
+    let mut template = rs.spec.template.clone().unwrap_or_default();
+    if let Some(labels) = template.metadata.as_mut().and_then(|m| m.labels.as_mut()) {
+        labels.remove(deployment::POD_TEMPLATE_HASH_LABEL);
+    }
+    let skipped = [
+        "kubectl.kubernetes.io/last-applied-configuration",
+        deployment::REVISION_ANNOTATION,
+        deployment::REVISION_HISTORY_ANNOTATION,
+        deployment::DESIRED_REPLICAS_ANNOTATION,
+        deployment::MAX_REPLICAS_ANNOTATION,
+        "deprecated.deployment.rollback.to",
+    ];
+    let annotations: BTreeMap<String, String> = rs
+        .metadata
+        .annotations
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(k, _)| !skipped.contains(&k.as_str()))
+        .collect();
+    let patch: json_patch::Patch = serde_json::from_value(serde_json::json!([
+        { "op": "replace", "path": "/spec/template", "value": template },
+        { "op": "replace", "path": "/metadata/annotations", "value": annotations },
+    ]))
+    .map_err(|e| failed_step("rollout undo", e.to_string()))?;
+    let deployments: Api<Deployment> = Api::namespaced(w.client(), "default");
+    w.patch(&deployments, "web", &Patch::<()>::Json(patch)).await?;
+    Ok(())
+}
+
+fn rolled_out_with(image: &'static str) -> impl Fn(Option<&Deployment>) -> bool {
+    move |d| {
+        rolled_out(d)
+            && d.is_some_and(|d| {
+                d.spec
+                    .template
+                    .spec
+                    .as_ref()
+                    .and_then(|s| s.containers.first())
+                    .and_then(|c| c.image.as_deref())
+                    == Some(image)
+            })
+    }
+}
+
+#[test]
+fn rollout_undo_to_revision_one_moves_its_replica_set_to_revision_three() {
+    let world = Sim::builder().scenario("builtins-deployment-undo");
+    let world = builtins::kubelet(builtins::replicaset_controller(builtins::deployment_controller(world)));
+    let world = world
+        .workload(|w| async move {
+            let deployments: Api<Deployment> = Api::namespaced(w.client(), "default");
+            for image in ["nginx:1", "nginx:2"] {
+                w.apply(&deployments, &web(image, None)).await?;
+                w.wait_for(&deployments, "web", rolled_out, WAIT).await?;
+            }
+            let revision = |d: Option<&Deployment>| {
+                d.and_then(|d| annotation(&d.metadata, deployment::REVISION_ANNOTATION))
+            };
+            w.wait_for(&deployments, "web", |d| revision(d).as_deref() == Some("2"), WAIT).await?;
+            rollout_undo(&w, "1").await?;
+            w.wait_for(&deployments, "web", rolled_out_with("nginx:1"), WAIT).await?;
+            w.wait_for(&deployments, "web", |d| revision(d).as_deref() == Some("3"), WAIT).await
+        })
+        .property(FnProperty::at_end("revision 1's replica set is revision 3 and runs every pod", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let mut sets: Vec<SetSummary> = replica_sets(snap)
+                .iter()
+                .map(|rs| {
+                    let image = rs
+                        .spec
+                        .template
+                        .as_ref()
+                        .and_then(|t| t.spec.as_ref())
+                        .and_then(|s| s.containers.first())
+                        .and_then(|c| c.image.clone());
+                    let revision = annotation(&rs.metadata, deployment::REVISION_ANNOTATION);
+                    let history = annotation(&rs.metadata, deployment::REVISION_HISTORY_ANNOTATION);
+                    (image, revision, history, rs.spec.replicas.unwrap_or(1))
+                })
+                .collect();
+            sets.sort();
+            let want = vec![
+                (Some("nginx:1".to_owned()), Some("3".to_owned()), Some("1".to_owned()), REPLICAS),
+                (Some("nginx:2".to_owned()), Some("2".to_owned()), None, 0),
+            ];
+            let images: Vec<Option<String>> =
+                snapshot::objects::<Pod>(snap, Some("default")).iter().map(image_of).collect();
+            if sets == want && images == vec![Some("nginx:1".to_owned()); 4] {
+                Ok(())
+            } else {
+                Err(format!(
+                    "replica sets (image, revision, history, replicas) {sets:?}, pod images {images:?}"
+                ))
+            }
+        }));
+    let report = sweep(&SweepConfig::new("builtins-deployment-undo").seeds(10), |seed| world.run(seed));
+    report.assert_all_passed();
+}
+
+#[test]
+fn a_paused_deployment_scales_but_rolls_out_a_new_image_only_once_resumed() {
+    let world = Sim::builder().scenario("builtins-deployment-pause");
+    let world = builtins::kubelet(builtins::replicaset_controller(builtins::deployment_controller(world)));
+    let world = world
+        .workload(|w| async move {
+            let deployments: Api<Deployment> = Api::namespaced(w.client(), "default");
+            w.apply(&deployments, &web("nginx:1", None)).await?;
+            w.wait_for(&deployments, "web", rolled_out, WAIT).await?;
+            w.patch(&deployments, "web", &Patch::Merge(serde_json::json!({ "spec": { "paused": true } })))
+                .await?;
+            let paused = |d: Option<&Deployment>| {
+                d.and_then(progressing_reason).as_deref() == Some(deployment::PAUSED_REASON)
+            };
+            w.wait_for(&deployments, "web", paused, WAIT).await?;
+            let image = serde_json::json!({ "spec": { "replicas": REPLICAS + 1, "template": { "spec": {
+                "containers": [ { "name": "web", "image": "nginx:2" } ] } } } });
+            w.patch(&deployments, "web", &Patch::Merge(image)).await?;
+            let scaled = |d: Option<&Deployment>| {
+                d.and_then(|d| d.status.as_ref()).is_some_and(|s| s.available_replicas == Some(REPLICAS + 1))
+            };
+            w.wait_for(&deployments, "web", scaled, WAIT).await?;
+            w.sleep(Duration::from_secs(10)).await;
+            let d = deployments.get("web").await.map_err(|e| failed_step("get web", e.to_string()))?;
+            if d.status.as_ref().and_then(|s| s.updated_replicas).unwrap_or(0) != 0 {
+                return Err(failed_step("check the pause", format!("paused but rolled out: {:?}", d.status)));
+            }
+            w.patch(&deployments, "web", &Patch::Merge(serde_json::json!({ "spec": { "paused": false } })))
+                .await?;
+            let done = |d: Option<&Deployment>| {
+                d.is_some_and(|d| {
+                    d.status.as_ref().is_some_and(|s| {
+                        s.observed_generation == d.metadata.generation
+                            && s.updated_replicas == Some(REPLICAS + 1)
+                            && s.available_replicas == Some(REPLICAS + 1)
+                            && s.replicas == Some(REPLICAS + 1)
+                    }) && progressing_reason(d).as_deref() == Some("NewReplicaSetAvailable")
+                })
+            };
+            w.wait_for(&deployments, "web", done, WAIT).await
+        })
+        .property(FnProperty::always("no replica set of the new image while paused", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let Some(d) = snapshot::object::<Deployment>(snap, Some("default"), "web") else { return Ok(()) };
+            let new_sets = replica_sets(snap)
+                .iter()
+                .filter(|rs| {
+                    rs.spec
+                        .template
+                        .as_ref()
+                        .and_then(|t| t.spec.as_ref())
+                        .and_then(|s| s.containers.first())
+                        .and_then(|c| c.image.as_deref())
+                        == Some("nginx:2")
+                })
+                .count();
+            if d.spec.paused == Some(true) && new_sets > 0 {
+                Err("a nginx:2 replica set while paused".into())
+            } else {
+                Ok(())
+            }
+        }));
+    let report = sweep(&SweepConfig::new("builtins-deployment-pause").seeds(10), |seed| world.run(seed));
+    report.assert_all_passed();
+}
+
+#[test]
+fn a_rollout_whose_pods_never_become_ready_exceeds_its_progress_deadline() {
+    let world = Sim::builder().scenario("builtins-deployment-deadline");
+    let world = builtins::kubelet(builtins::replicaset_controller(builtins::deployment_controller(world)));
+    let world = world.workload(|w| async move {
+        let deployments: Api<Deployment> = Api::namespaced(w.client(), "default");
+        let mut d = web("nginx:1", None);
+        d.spec.progress_deadline_seconds = Some(30);
+        w.apply(&deployments, &d).await?;
+        w.wait_for(&deployments, "web", rolled_out, WAIT).await?;
+        // A template whose containers crash: its pods never become ready.
+        let broken = serde_json::json!({ "spec": { "template": { "metadata": { "annotations": {
+            builtins::kubelet::FAIL_ANNOTATION: "true" } } } } });
+        w.patch(&deployments, "web", &Patch::Merge(broken)).await?;
+        let exceeded = |d: Option<&Deployment>| {
+            d.and_then(progressing_reason).as_deref() == Some(deployment::TIMED_OUT_REASON)
+        };
+        w.wait_for(&deployments, "web", exceeded, WAIT).await?;
+        let d = deployments.get("web").await.map_err(|e| failed_step("get web", e.to_string()))?;
+        let available = d.status.as_ref().and_then(|s| s.available_replicas);
+        // maxUnavailable 1: the old pods keep the Deployment available.
+        if available < Some(REPLICAS - MAX_UNAVAILABLE) {
+            return Err(failed_step("check availability", format!("{available:?} available")));
+        }
+        Ok(())
+    });
+    let report = sweep(&SweepConfig::new("builtins-deployment-deadline").seeds(10), |seed| world.run(seed));
+    report.assert_all_passed();
+}
+
+#[test]
+fn the_builtins_publish_the_events_kube_controller_manager_and_the_kubelet_do() {
+    use k8s_openapi::api::events::v1::Event;
+    let world = world(&["nginx:1"], None).property(FnProperty::at_end("the rollout's events", |view| {
+        let snap = view.cluster("default").ok_or("no cluster")?;
+        let events = snapshot::objects::<Event>(snap, Some("default"));
+        let seen = |controller: &str, kind: &str, reason: &str| {
+            events.iter().any(|e| {
+                e.reporting_controller.as_deref() == Some(controller)
+                    && e.reason.as_deref() == Some(reason)
+                    && e.regarding.as_ref().and_then(|r| r.kind.as_deref()) == Some(kind)
+            })
+        };
+        let scaling = events.iter().find(|e| e.reason.as_deref() == Some(deployment::SCALING_REASON));
+        let note = scaling.and_then(|e| e.note.clone()).unwrap_or_default();
+        let rs = replica_sets(snap).first().and_then(|rs| rs.metadata.name.clone()).unwrap_or_default();
+        if note != format!("Scaled up replica set {rs} from 0 to {REPLICAS}") {
+            return Err(format!("ScalingReplicaSet note {note:?}"));
+        }
+        for (controller, kind, reason) in [
+            ("deployment-controller", "Deployment", "ScalingReplicaSet"),
+            ("replicaset-controller", "ReplicaSet", "SuccessfulCreate"),
+            ("default-scheduler", "Pod", "Scheduled"),
+            ("kubelet", "Pod", "Pulled"),
+            ("kubelet", "Pod", "Created"),
+            ("kubelet", "Pod", "Started"),
+        ] {
+            if !seen(controller, kind, reason) {
+                return Err(format!("no {reason} event about a {kind} from {controller}"));
+            }
+        }
+        Ok(())
+    }));
+    let report = sweep(&SweepConfig::new("builtins-deployment-events").seeds(5), |seed| world.run(seed));
     report.assert_all_passed();
 }

@@ -190,3 +190,209 @@ fn under_swarm_faults_a_namespace_with_a_statefulset_and_a_job_empties_and_goes_
     let report = sweep(&SweepConfig::new("builtins-faults-namespace").seeds(SEEDS), |seed| world.run(seed));
     report.assert_all_passed();
 }
+
+fn image_of(pod: &Pod) -> Option<String> {
+    pod.spec.as_ref().and_then(|s| s.containers.first()).and_then(|c| c.image.clone())
+}
+
+fn image_patch(container: &str, image: &str) -> Patch<serde_json::Value> {
+    Patch::Merge(serde_json::json!({ "spec": { "template": { "spec": { "containers": [
+        { "name": container, "image": image } ] } } } }))
+}
+
+#[test]
+fn under_swarm_faults_a_statefulset_rolls_an_image_change_to_every_pod() {
+    let world = builtins::all(Sim::builder().scenario("builtins-faults-statefulset"));
+    let swarm = SwarmConfig { controllers: world.controller_names(), ..SwarmConfig::default() };
+    let world = world
+        .swarm(swarm)
+        .workload(|w| async move {
+            let sets: Api<StatefulSet> = Api::namespaced(w.client(), "default");
+            let db = StatefulSet {
+                metadata: ObjectMeta {
+                    name: Some("db".to_owned()),
+                    namespace: Some("default".to_owned()),
+                    ..ObjectMeta::default()
+                },
+                spec: StatefulSetSpec {
+                    replicas: Some(3),
+                    selector: LabelSelector {
+                        match_labels: Some(BTreeMap::from([("app".to_owned(), "db".to_owned())])),
+                        ..LabelSelector::default()
+                    },
+                    template: pod_template("db", None),
+                    ..StatefulSetSpec::default()
+                },
+                status: None,
+            };
+            w.apply(&sets, &db).await?;
+            let done = |image: &'static str| {
+                move |s: Option<&StatefulSet>| {
+                    s.is_some_and(|s| {
+                        let current = s
+                            .spec
+                            .template
+                            .spec
+                            .as_ref()
+                            .and_then(|p| p.containers.first())
+                            .and_then(|c| c.image.as_deref());
+                        s.status.as_ref().is_some_and(|st| {
+                            current == Some(image)
+                                && st.observed_generation >= s.metadata.generation
+                                && st.ready_replicas == Some(3)
+                                && st.updated_replicas == Some(3)
+                                && st.current_revision == st.update_revision
+                        })
+                    })
+                }
+            };
+            w.wait_for(&sets, "db", done("db:1"), WAIT).await?;
+            w.patch(&sets, "db", &image_patch("db", "db:2")).await?;
+            w.wait_for(&sets, "db", done("db:2"), WAIT).await
+        })
+        .property(checks::garbage_collected())
+        .property(FnProperty::at_end("three ready pods of the new image", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let images: Vec<Option<String>> =
+                snapshot::objects::<Pod>(snap, Some("default")).iter().map(image_of).collect();
+            if images == vec![Some("db:2".to_owned()); 3] {
+                Ok(())
+            } else {
+                Err(format!("pod images {images:?}"))
+            }
+        }));
+    let report = sweep(&SweepConfig::new("builtins-faults-statefulset").seeds(SEEDS), |seed| world.run(seed));
+    report.assert_all_passed();
+}
+
+#[test]
+fn under_swarm_faults_a_daemonset_runs_one_new_pod_on_each_of_three_nodes() {
+    use k8s_openapi::api::apps::v1::{DaemonSet, DaemonSetSpec};
+    use k8s_openapi::api::core::v1::Node;
+    let world = builtins::all(Sim::builder().scenario("builtins-faults-daemonset"));
+    let swarm = SwarmConfig { controllers: world.controller_names(), ..SwarmConfig::default() };
+    let world = world
+        .swarm(swarm)
+        .workload(|w| async move {
+            let nodes: Api<Node> = Api::all(w.client());
+            for name in ["node-a", "node-b", "node-c"] {
+                let node = Node {
+                    metadata: ObjectMeta { name: Some(name.to_owned()), ..ObjectMeta::default() },
+                    ..Node::default()
+                };
+                w.apply(&nodes, &node).await?;
+            }
+            let sets: Api<DaemonSet> = Api::namespaced(w.client(), "default");
+            let agent = DaemonSet {
+                metadata: ObjectMeta {
+                    name: Some("agent".to_owned()),
+                    namespace: Some("default".to_owned()),
+                    ..ObjectMeta::default()
+                },
+                spec: DaemonSetSpec {
+                    selector: LabelSelector {
+                        match_labels: Some(BTreeMap::from([("app".to_owned(), "agent".to_owned())])),
+                        ..LabelSelector::default()
+                    },
+                    template: pod_template("agent", None),
+                    ..DaemonSetSpec::default()
+                },
+                status: None,
+            };
+            w.apply(&sets, &agent).await?;
+            let done = |image: &'static str| {
+                move |ds: Option<&DaemonSet>| {
+                    ds.is_some_and(|ds| {
+                        let current = ds
+                            .spec
+                            .template
+                            .spec
+                            .as_ref()
+                            .and_then(|p| p.containers.first())
+                            .and_then(|c| c.image.as_deref());
+                        ds.status.as_ref().is_some_and(|s| {
+                            current == Some(image)
+                                && s.observed_generation >= ds.metadata.generation
+                                && s.desired_number_scheduled == 3
+                                && s.updated_number_scheduled == Some(3)
+                                && s.number_available == Some(3)
+                        })
+                    })
+                }
+            };
+            w.wait_for(&sets, "agent", done("agent:1"), WAIT).await?;
+            w.patch(&sets, "agent", &image_patch("agent", "agent:2")).await?;
+            w.wait_for(&sets, "agent", done("agent:2"), WAIT).await
+        })
+        .property(checks::garbage_collected())
+        .property(FnProperty::at_end("one new pod per node", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let mut placed: Vec<(Option<String>, Option<String>)> =
+                snapshot::objects::<Pod>(snap, Some("default"))
+                    .iter()
+                    .map(|p| (p.spec.as_ref().and_then(|s| s.node_name.clone()), image_of(p)))
+                    .collect();
+            placed.sort();
+            let want: Vec<(Option<String>, Option<String>)> = ["node-a", "node-b", "node-c"]
+                .iter()
+                .map(|n| (Some((*n).to_owned()), Some("agent:2".to_owned())))
+                .collect();
+            if placed == want { Ok(()) } else { Err(format!("pods (node, image) {placed:?}")) }
+        }));
+    let report = sweep(&SweepConfig::new("builtins-faults-daemonset").seeds(SEEDS), |seed| world.run(seed));
+    report.assert_all_passed();
+}
+
+#[test]
+fn under_swarm_faults_a_cronjob_runs_each_due_minute_at_most_once_and_goes_quiet_when_suspended() {
+    use k8s_openapi::api::batch::v1::{CronJob, CronJobSpec, JobTemplateSpec};
+    let world = builtins::all(Sim::builder().scenario("builtins-faults-cronjob"));
+    let swarm = SwarmConfig { controllers: world.controller_names(), ..SwarmConfig::default() };
+    let world = world
+        .swarm(swarm)
+        .workload(|w| async move {
+            let cronjobs: Api<CronJob> = Api::namespaced(w.client(), "default");
+            let backup = CronJob {
+                metadata: ObjectMeta {
+                    name: Some("backup".to_owned()),
+                    namespace: Some("default".to_owned()),
+                    ..ObjectMeta::default()
+                },
+                spec: CronJobSpec {
+                    schedule: "* * * * *".to_owned(),
+                    concurrency_policy: Some("Forbid".to_owned()),
+                    job_template: JobTemplateSpec {
+                        metadata: None,
+                        spec: Some(JobSpec {
+                            template: pod_template("backup", Some("Never")),
+                            ..JobSpec::default()
+                        }),
+                    },
+                    ..CronJobSpec::default()
+                },
+                status: None,
+            };
+            w.apply(&cronjobs, &backup).await?;
+            w.sleep(Duration::from_secs(200)).await;
+            w.patch(&cronjobs, "backup", &Patch::Merge(serde_json::json!({ "spec": { "suspend": true } })))
+                .await?;
+            Ok(())
+        })
+        .property(checks::garbage_collected())
+        .property(FnProperty::at_end("jobs only of due minutes, at least one", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let names: Vec<String> = snapshot::objects::<Job>(snap, Some("default"))
+                .into_iter()
+                .filter_map(|j| j.metadata.name)
+                .collect();
+            // 2026-01-01T00:01, 00:02 and 00:03 in minutes since the epoch.
+            let due = ["backup-29453761", "backup-29453762", "backup-29453763"];
+            if !names.is_empty() && names.iter().all(|n| due.contains(&n.as_str())) {
+                Ok(())
+            } else {
+                Err(format!("jobs {names:?}"))
+            }
+        }));
+    let report = sweep(&SweepConfig::new("builtins-faults-cronjob").seeds(SEEDS), |seed| world.run(seed));
+    report.assert_all_passed();
+}

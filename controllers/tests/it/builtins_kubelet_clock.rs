@@ -19,7 +19,11 @@ fn pod(name: &str) -> Pod {
             ..ObjectMeta::default()
         },
         spec: Some(PodSpec {
-            containers: vec![Container { name: "app".to_owned(), ..Container::default() }],
+            containers: vec![Container {
+                name: "app".to_owned(),
+                image: Some("app:1".to_owned()),
+                ..Container::default()
+            }],
             ..PodSpec::default()
         }),
         status: None,

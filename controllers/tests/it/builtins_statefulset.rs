@@ -158,3 +158,253 @@ fn statefulset_pods_mount_their_own_pvc_and_carry_their_identity() {
     let report = world.run(5);
     assert!(report.verdict.is_pass(), "{}", report.verdict);
 }
+
+fn image_of(pod: &Pod) -> Option<String> {
+    pod.spec.as_ref().and_then(|s| s.containers.first()).and_then(|c| c.image.clone())
+}
+
+fn image_patch(image: &str) -> Patch<serde_json::Value> {
+    Patch::Merge(serde_json::json!({ "spec": { "template": { "spec": { "containers": [
+        { "name": "db", "image": image } ] } } } }))
+}
+
+fn with_strategy(strategy: serde_json::Value) -> StatefulSet {
+    let mut set = db(3);
+    set.spec.update_strategy = Some(serde_json::from_value(strategy).expect("an update strategy"));
+    set
+}
+
+/// What `kubectl rollout status sts/db` waits for: observed, every replica ready, the update
+/// revision everywhere (or, with a partition, on every ordinal at or above it).
+fn rolled_out(s: Option<&StatefulSet>) -> bool {
+    let Some(s) = s else { return false };
+    let Some(status) = &s.status else { return false };
+    let replicas = s.spec.replicas.unwrap_or(1);
+    let partition =
+        s.spec.update_strategy.as_ref().and_then(|u| u.rolling_update.as_ref()).and_then(|r| r.partition);
+    status.observed_generation >= s.metadata.generation
+        && status.ready_replicas == Some(replicas)
+        && match partition {
+            Some(p) if p > 0 => status.updated_replicas.unwrap_or(0) >= replicas - p,
+            _ => {
+                status.update_revision == status.current_revision && status.updated_replicas == Some(replicas)
+            }
+        }
+}
+
+/// (ordinal, image, revision label) of every db pod.
+fn images(snap: &Snapshot) -> Vec<(i32, Option<String>, Option<String>)> {
+    pods(snap)
+        .into_iter()
+        .map(|(o, p)| {
+            (o, image_of(&p), p.metadata.labels.and_then(|l| l.get(statefulset::REVISION_LABEL).cloned()))
+        })
+        .collect()
+}
+
+fn update_world(name: &'static str, set: StatefulSet) -> SimBuilder {
+    let world = builtins::kubelet(builtins::statefulset_controller(Sim::builder().scenario(name)));
+    world.workload(move |w| {
+        let set = set.clone();
+        async move {
+            let sets: Api<StatefulSet> = Api::namespaced(w.client(), "default");
+            w.apply(&sets, &set).await?;
+            w.wait_for(&sets, "db", rolled_out, WAIT).await?;
+            w.patch(&sets, "db", &image_patch("pg:17")).await?;
+            let observed = |s: Option<&StatefulSet>| {
+                s.is_some_and(|s| {
+                    s.status.as_ref().is_some_and(|st| {
+                        st.observed_generation >= s.metadata.generation
+                            && st.update_revision != st.current_revision
+                    })
+                })
+            };
+            w.wait_for(&sets, "db", observed, WAIT).await?;
+            w.wait_for(&sets, "db", rolled_out, WAIT).await?;
+            // Long enough for a controller that would go on to show it.
+            w.sleep(Duration::from_secs(10)).await;
+            Ok(())
+        }
+    })
+}
+
+#[test]
+fn an_image_change_rolls_pods_to_the_update_revision_highest_ordinal_first_one_at_a_time() {
+    let world = update_world("builtins-statefulset-rolling", db(3))
+        .property(FnProperty::always("at most one pod down once the rollout starts", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let set = snapshot::object::<StatefulSet>(snap, Some("default"), "db").ok_or("no set")?;
+            let rolling = set.status.as_ref().is_some_and(|s| s.update_revision != s.current_revision);
+            let healthy = pods(snap)
+                .iter()
+                .filter(|(_, p)| pod_state::is_running_and_ready(p) && !pod_state::is_terminating(p))
+                .count();
+            if rolling && healthy < 2 {
+                Err(format!("{healthy} healthy pods during the update"))
+            } else {
+                Ok(())
+            }
+        }))
+        .property(FnProperty::always(
+            "a pod is replaced only after every higher ordinal is updated",
+            |view| {
+                let snap = view.cluster("default").ok_or("no cluster")?;
+                let found = images(snap);
+                for (ordinal, image, _) in &found {
+                    let higher_old =
+                        found.iter().any(|(o, i, _)| o > ordinal && i.as_deref() == Some("pg:16"));
+                    if image.as_deref() == Some("pg:17") && higher_old {
+                        return Err(format!("db-{ordinal} updated before a higher ordinal: {found:?}"));
+                    }
+                }
+                Ok(())
+            },
+        ))
+        .property(FnProperty::at_end("every pod at the update revision, two revisions kept", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let set = snapshot::object::<StatefulSet>(snap, Some("default"), "db").ok_or("no set")?;
+            let status = set.status.clone().unwrap_or_default();
+            let update = status.update_revision.clone();
+            let found = images(snap);
+            let want: Vec<(i32, Option<String>, Option<String>)> =
+                (0..3).map(|o| (o, Some("pg:17".to_owned()), update.clone())).collect();
+            let mut revisions: Vec<(Option<i64>, bool)> =
+                snapshot::objects::<k8s_openapi::api::apps::v1::ControllerRevision>(snap, Some("default"))
+                    .iter()
+                    .map(|r| (r.revision, Some(r.metadata.name.clone().unwrap_or_default()) == update))
+                    .collect();
+            revisions.sort();
+            let counts = (status.current_replicas, status.updated_replicas, status.ready_replicas);
+            if found == want
+                && status.current_revision == update
+                && counts == (Some(3), Some(3), Some(3))
+                && revisions == [(Some(1), false), (Some(2), true)]
+            {
+                Ok(())
+            } else {
+                Err(format!("pods {found:?}, status {status:?}, revisions {revisions:?}"))
+            }
+        }));
+    let report =
+        sweep(&SweepConfig::new("builtins-statefulset-rolling").seeds(SEEDS), |seed| world.run(seed));
+    report.assert_all_passed();
+}
+
+#[test]
+fn a_partition_keeps_the_lower_ordinals_on_the_current_revision() {
+    let set =
+        with_strategy(serde_json::json!({ "type": "RollingUpdate", "rollingUpdate": { "partition": 2 } }));
+    let world = update_world("builtins-statefulset-partition", set).property(FnProperty::at_end(
+        "only db-2 updated",
+        |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let found: Vec<(i32, Option<String>)> =
+                images(snap).into_iter().map(|(o, i, _)| (o, i)).collect();
+            let want = vec![
+                (0, Some("pg:16".to_owned())),
+                (1, Some("pg:16".to_owned())),
+                (2, Some("pg:17".to_owned())),
+            ];
+            let set = snapshot::object::<StatefulSet>(snap, Some("default"), "db").ok_or("no set")?;
+            let status = set.status.unwrap_or_default();
+            let counts = (status.current_replicas, status.updated_replicas);
+            if found == want
+                && counts == (Some(2), Some(1))
+                && status.current_revision != status.update_revision
+            {
+                Ok(())
+            } else {
+                Err(format!("pods {found:?}, (current, updated) {counts:?}"))
+            }
+        },
+    ));
+    let report = sweep(&SweepConfig::new("builtins-statefulset-partition").seeds(10), |seed| world.run(seed));
+    report.assert_all_passed();
+}
+
+#[test]
+fn on_delete_updates_a_pod_only_once_someone_deletes_it() {
+    let set = with_strategy(serde_json::json!({ "type": "OnDelete" }));
+    let world = builtins::kubelet(builtins::statefulset_controller(
+        Sim::builder().scenario("builtins-statefulset-on-delete"),
+    ));
+    let world = world
+        .workload(move |w| {
+            let set = set.clone();
+            async move {
+                let sets: Api<StatefulSet> = Api::namespaced(w.client(), "default");
+                let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+                w.apply(&sets, &set).await?;
+                w.wait_for(&sets, "db", |s| ready(s, 3), WAIT).await?;
+                w.patch(&sets, "db", &image_patch("pg:17")).await?;
+                w.sleep(Duration::from_secs(10)).await;
+                w.delete(&pods, "db-1").await?;
+                let replaced = |p: Option<&Pod>| {
+                    p.is_some_and(|p| {
+                        image_of(p).as_deref() == Some("pg:17") && pod_state::is_running_and_ready(p)
+                    })
+                };
+                w.wait_for(&pods, "db-1", replaced, WAIT).await?;
+                w.wait_for(&sets, "db", |s| ready(s, 3), WAIT).await?;
+                w.sleep(Duration::from_secs(10)).await;
+                Ok(())
+            }
+        })
+        .property(FnProperty::at_end("only the deleted pod runs the new image", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let found: Vec<(i32, Option<String>)> =
+                images(snap).into_iter().map(|(o, i, _)| (o, i)).collect();
+            let want = vec![
+                (0, Some("pg:16".to_owned())),
+                (1, Some("pg:17".to_owned())),
+                (2, Some("pg:16".to_owned())),
+            ];
+            let set = snapshot::object::<StatefulSet>(snap, Some("default"), "db").ok_or("no set")?;
+            let updated = set.status.and_then(|s| s.updated_replicas);
+            if found == want && updated == Some(1) {
+                Ok(())
+            } else {
+                Err(format!("pods {found:?}, updated {updated:?}"))
+            }
+        }));
+    let report = sweep(&SweepConfig::new("builtins-statefulset-on-delete").seeds(10), |seed| world.run(seed));
+    report.assert_all_passed();
+}
+
+#[test]
+fn parallel_pod_management_creates_every_pod_without_waiting() {
+    let mut set = db(3);
+    set.spec.pod_management_policy = Some("Parallel".to_owned());
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen_flag = seen.clone();
+    let world = builtins::kubelet(builtins::statefulset_controller(
+        Sim::builder().scenario("builtins-statefulset-parallel"),
+    ));
+    let world = world
+        .workload(move |w| {
+            let set = set.clone();
+            async move {
+                let sets: Api<StatefulSet> = Api::namespaced(w.client(), "default");
+                w.apply(&sets, &set).await?;
+                w.wait_for(&sets, "db", |s| ready(s, 3), WAIT).await
+            }
+        })
+        .property(FnProperty::always("note when three pods exist before two are ready", move |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let pods = pods(snap);
+            let ready = pods.iter().filter(|(_, p)| pod_state::is_running_and_ready(p)).count();
+            if pods.len() == 3 && ready <= 1 {
+                seen_flag.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            Ok(())
+        }))
+        .property(FnProperty::at_end("three pods existed before two were ready", move |_view| {
+            if seen.load(std::sync::atomic::Ordering::Relaxed) {
+                Ok(())
+            } else {
+                Err("created in order".into())
+            }
+        }));
+    let report = world.run(3);
+    assert!(report.verdict.is_pass(), "{}", report.verdict);
+}

@@ -5,6 +5,8 @@
 #![allow(clippy::duplicate_mod, clippy::module_inception)]
 
 mod builtins_all;
+mod builtins_cronjob;
+mod builtins_daemonset;
 mod builtins_deployment;
 mod builtins_faults;
 mod builtins_garbage_collector;

@@ -225,19 +225,22 @@ impl Call {
 
     fn create(&self, t: &Target) -> Result<Reply, Status> {
         let mut params = self.query.post_params()?;
+        let directive = self.query.field_validation("CreateOptions")?;
         params.field_manager = Some(self.manager(params.field_manager.as_deref()));
         let object = decode_object(&self.headers, &self.body)?;
-        let answer = self.live.handle(Request::create(&t.ty.api, t.ns(), object, params))?;
-        Ok(self.object_reply(t, 201, &answer))
+        let request = with_directive(Request::create(&t.ty.api, t.ns(), object, params), directive);
+        let (answer, warnings) = self.live.handle_with_warnings(request);
+        Ok(with_warnings(self.object_reply(t, 201, &answer?), &warnings))
     }
 
     fn update(&self, t: &Target, name: &str) -> Result<Reply, Status> {
         let mut params = self.query.post_params()?;
+        let directive = self.query.field_validation("UpdateOptions")?;
         params.field_manager = Some(self.manager(params.field_manager.as_deref()));
         let object = decode_object(&self.headers, &self.body)?;
-        let answer =
-            self.live.handle(t.with_sub(Request::update(&t.ty.api, t.ns(), name, object, params)))?;
-        Ok(self.object_reply(t, 200, &answer))
+        let request = t.with_sub(Request::update(&t.ty.api, t.ns(), name, object, params));
+        let (answer, warnings) = self.live.handle_with_warnings(with_directive(request, directive));
+        Ok(with_warnings(self.object_reply(t, 200, &answer?), &warnings))
     }
 
     /// PATCH, by content type. Strategic merge patch and server-side apply are the model's own
@@ -261,11 +264,11 @@ impl Call {
         }
         let request = t.with_sub(Request::patch(&t.ty.api, t.ns(), name, patch, params));
         // An apply to an absent object creates it: 201, as kube-apiserver answers.
-        let (existed, answer) = self.live.with_model(|m| {
+        let (existed, (answer, warnings)) = self.live.with_model(|m| {
             let existed = !is_apply || current(m, t, name).is_ok_and(|o| o.is_some());
-            (existed, m.handle(request))
+            (existed, m.handle_with_warnings(request, jiff::Timestamp::now()))
         });
-        Ok(self.object_reply(t, if existed { 200 } else { 201 }, &answer?))
+        Ok(with_warnings(self.object_reply(t, if existed { 200 } else { 201 }, &answer?), &warnings))
     }
 
     fn delete(&self, t: &Target, name: &str) -> Result<Reply, Status> {
@@ -320,8 +323,39 @@ impl Call {
             return m.to_owned();
         }
         let agent = self.headers.get(USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("unknown");
-        agent.split('/').next().unwrap_or("unknown").to_owned()
+        let mut manager = agent.split('/').next().unwrap_or("unknown").to_owned();
+        // managerOrUserAgent cuts a long agent to the longest valid manager.
+        if manager.len() > FIELD_MANAGER_BYTES_MAX {
+            let mut end = FIELD_MANAGER_BYTES_MAX;
+            while !manager.is_char_boundary(end) {
+                end -= 1;
+            }
+            manager.truncate(end);
+        }
+        manager
     }
+}
+
+/// The longest field manager (a longer one named by the client is 422 Invalid).
+const FIELD_MANAGER_BYTES_MAX: usize = 128;
+
+/// The request with the `fieldValidation` directive, when one was given.
+fn with_directive(request: Request, directive: Option<model_apiserver::FieldValidation>) -> Request {
+    match directive {
+        Some(d) => request.with_field_validation(d),
+        None => request,
+    }
+}
+
+/// `reply` with a `Warning: 299 - "..."` header for each warning, as kube-apiserver sends them.
+fn with_warnings(mut reply: Reply, warnings: &[String]) -> Reply {
+    for warning in warnings {
+        let header = format!("299 - {}", serde_json::Value::String(warning.clone()));
+        if let Ok(value) = hyper::header::HeaderValue::from_str(&header) {
+            reply.headers_mut().append(hyper::header::WARNING, value);
+        }
+    }
+    reply
 }
 
 /// The resolved type, namespace and subresource of a request.

@@ -101,6 +101,16 @@ impl Live {
         answer
     }
 
+    /// [`Live::handle`], with the warnings the request earned (`Warning` headers).
+    pub fn handle_with_warnings(&self, request: Request) -> (Result<Response, Status>, Vec<String>) {
+        let is_write = request.is_write();
+        let answer = self.lock().handle_with_warnings(request, jiff::Timestamp::now());
+        if is_write {
+            self.written.notify_waiters();
+        }
+        answer
+    }
+
     /// The model's current revision.
     pub fn revision(&self) -> Revision {
         self.lock().server.revision()
@@ -123,9 +133,22 @@ impl Model {
     /// Handle one request at `now`; for callers whose own clock is not the wall clock (the
     /// built-in controllers' runtime, see [`Live::handle_at`]).
     pub fn handle_at(&mut self, request: Request, now: jiff::Timestamp) -> Result<Response, Status> {
+        self.handle_with_warnings(request, now).0
+    }
+
+    /// Handle one request at `now`, with the warnings it earned.
+    pub fn handle_with_warnings(
+        &mut self,
+        request: Request,
+        now: jiff::Timestamp,
+    ) -> (Result<Response, Status>, Vec<String>) {
         let Model { server, ids } = self;
         let mut ctx = Context::new(now, ids);
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| server.handle(request, &mut ctx)))
-            .unwrap_or_else(|_| Err(errors::internal_error("the model API server panicked on this request")))
+        let answer =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| server.handle(request, &mut ctx)))
+                .unwrap_or_else(|_| {
+                    Err(errors::internal_error("the model API server panicked on this request"))
+                });
+        (answer, ctx.take_warnings())
     }
 }

@@ -249,6 +249,7 @@ fn builtin_schema_name(group: &str, kind: &str) -> Option<&'static str> {
         ("", "ResourceQuota") => "io.k8s.api.core.v1.ResourceQuota",
         ("", "LimitRange") => "io.k8s.api.core.v1.LimitRange",
         ("apps", "DaemonSet") => "io.k8s.api.apps.v1.DaemonSet",
+        ("apps", "ControllerRevision") => "io.k8s.api.apps.v1.ControllerRevision",
         ("policy", "PodDisruptionBudget") => "io.k8s.api.policy.v1.PodDisruptionBudget",
         ("networking.k8s.io", "Ingress") => "io.k8s.api.networking.v1.Ingress",
         ("scheduling.k8s.io", "PriorityClass") => "io.k8s.api.scheduling.v1.PriorityClass",
@@ -257,6 +258,7 @@ fn builtin_schema_name(group: &str, kind: &str) -> Option<&'static str> {
         ("rbac.authorization.k8s.io", "ClusterRole") => "io.k8s.api.rbac.v1.ClusterRole",
         ("rbac.authorization.k8s.io", "ClusterRoleBinding") => "io.k8s.api.rbac.v1.ClusterRoleBinding",
         ("coordination.k8s.io", "Lease") => "io.k8s.api.coordination.v1.Lease",
+        ("", "Event") => "io.k8s.api.core.v1.Event",
         ("events.k8s.io", "Event") => "io.k8s.api.events.v1.Event",
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
             "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition"
@@ -292,6 +294,7 @@ fn builtin_schemas() -> &'static Map<String, Value> {
         add::<core::v1::ResourceQuota>(&mut generator);
         add::<core::v1::LimitRange>(&mut generator);
         add::<apps::v1::DaemonSet>(&mut generator);
+        add::<apps::v1::ControllerRevision>(&mut generator);
         add::<k8s_openapi::api::policy::v1::PodDisruptionBudget>(&mut generator);
         add::<k8s_openapi::api::networking::v1::Ingress>(&mut generator);
         add::<k8s_openapi::api::scheduling::v1::PriorityClass>(&mut generator);
@@ -300,6 +303,7 @@ fn builtin_schemas() -> &'static Map<String, Value> {
         add::<k8s_openapi::api::rbac::v1::ClusterRole>(&mut generator);
         add::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>(&mut generator);
         add::<coordination::v1::Lease>(&mut generator);
+        add::<core::v1::Event>(&mut generator);
         add::<events::v1::Event>(&mut generator);
         add::<CustomResourceDefinition>(&mut generator);
         let mut definitions = generator.take_definitions(true);

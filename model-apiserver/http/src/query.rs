@@ -12,7 +12,7 @@ use kube_core::{
         VersionMatch, WatchParams,
     },
 };
-use model_apiserver::errors;
+use model_apiserver::{FieldValidation, errors};
 
 /// The decoded query string (the last value of a repeated key wins).
 #[derive(Clone, Debug, Default)]
@@ -121,19 +121,37 @@ impl Query {
         })
     }
 
+    /// The `fieldValidation` directive of a write (`None`: the server's default, Warn); an
+    /// unknown value is 422 Invalid on `options` (`CreateOptions`, `UpdateOptions` or
+    /// `PatchOptions`), as ValidateFieldValidation answers.
+    pub fn field_validation(&self, options: &str) -> Result<Option<FieldValidation>, Status> {
+        match self.get("fieldValidation") {
+            None => Ok(None),
+            Some("Strict") => Ok(Some(FieldValidation::Strict)),
+            Some("Warn") => Ok(Some(FieldValidation::Warn)),
+            Some("Ignore") => Ok(Some(FieldValidation::Ignore)),
+            Some(other) => Err(errors::invalid(
+                "meta.k8s.io",
+                options,
+                "",
+                vec![errors::cause(
+                    "FieldValueNotSupported",
+                    "fieldValidation",
+                    format!(
+                        "Unsupported value: {other:?}: supported values: \"\", \"Ignore\", \"Strict\", \"Warn\""
+                    ),
+                )],
+            )),
+        }
+    }
+
     /// Parameters of a patch.
     pub fn patch_params(&self) -> Result<PatchParams, Status> {
-        let field_validation = match self.get("fieldValidation") {
-            None => None,
-            Some("Strict") => Some(ValidationDirective::Strict),
-            Some("Warn") => Some(ValidationDirective::Warn),
-            Some("Ignore") => Some(ValidationDirective::Ignore),
-            Some(other) => {
-                return Err(errors::bad_request(&format!(
-                    "fieldValidation must be one of \"Ignore\", \"Warn\", or \"Strict\", got {other:?}"
-                )));
-            }
-        };
+        let field_validation = self.field_validation("PatchOptions")?.map(|d| match d {
+            FieldValidation::Strict => ValidationDirective::Strict,
+            FieldValidation::Warn => ValidationDirective::Warn,
+            FieldValidation::Ignore => ValidationDirective::Ignore,
+        });
         Ok(PatchParams {
             dry_run: self.dry_run()?,
             force: self.flag("force")?,
@@ -142,48 +160,103 @@ impl Query {
         })
     }
 
-    /// Parameters of a delete: the DeleteOptions body, overridden by query parameters.
+    /// Parameters of a delete: the DeleteOptions body, overridden by query parameters, then
+    /// validated as the delete handler does (ValidateDeleteOptions): an unknown
+    /// propagationPolicy, orphanDependents together with propagationPolicy, or a dryRun other
+    /// than `All` is 422 Invalid on `DeleteOptions`, and nothing is deleted.
     pub fn delete_params(&self, body: &[u8]) -> Result<DeleteParams, Status> {
-        let mut params = delete_options(body)?;
-        params.dry_run |= self.dry_run()?;
-        if let Some(seconds) = self.number("gracePeriodSeconds")? {
-            params.grace_period_seconds = Some(seconds);
+        let mut options = delete_options(body)?;
+        if let Some(v) = self.get("dryRun") {
+            options.dry_run = Some(vec![v.to_owned()]);
+        }
+        if let Some(v) = self.get("gracePeriodSeconds") {
+            let seconds = v.parse::<i64>().map_err(|_| {
+                errors::bad_request(&format!(
+                    "invalid value {v:?} for query parameter \"gracePeriodSeconds\""
+                ))
+            })?;
+            options.grace_period_seconds = Some(seconds);
         }
         if let Some(policy) = self.get("propagationPolicy") {
-            params.propagation_policy = Some(propagation_policy(policy)?);
+            options.propagation_policy = Some(policy.to_owned());
         }
-        Ok(params)
+        if let Some(orphan) = self.get("orphanDependents") {
+            options.orphan_dependents = Some(matches!(orphan, "true" | "True" | "TRUE" | "1" | "t" | "T"));
+        }
+        let causes = validate_delete_options(&options);
+        if !causes.is_empty() {
+            return Err(errors::invalid("meta.k8s.io", "DeleteOptions", "", causes));
+        }
+        let preconditions = options
+            .preconditions
+            .map(|p| kube_core::params::Preconditions { resource_version: p.resource_version, uid: p.uid });
+        // orphanDependents (deprecated) is the Orphan policy, as the real store reads it.
+        let policy = match (options.propagation_policy.as_deref(), options.orphan_dependents) {
+            (Some(p), _) => Some(propagation_policy(p)),
+            (None, Some(true)) => Some(PropagationPolicy::Orphan),
+            (None, _) => None,
+        };
+        Ok(DeleteParams {
+            dry_run: options.dry_run.is_some_and(|d| d.iter().any(|v| v == "All")),
+            // A negative grace period means "now", as the real store clamps it.
+            grace_period_seconds: options
+                .grace_period_seconds
+                .map(|s| u32::try_from(s.max(0)).unwrap_or(u32::MAX)),
+            propagation_policy: policy,
+            preconditions,
+        })
     }
+}
+
+/// ValidateDeleteOptions' causes.
+fn validate_delete_options(
+    options: &k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions,
+) -> Vec<kube_core::response::StatusCause> {
+    let mut causes = Vec::new();
+    if let (Some(_), Some(policy)) = (options.orphan_dependents, options.propagation_policy.as_deref()) {
+        causes.push(errors::cause(
+            "FieldValueInvalid",
+            "propagationPolicy",
+            format!("Invalid value: {policy:?}: orphanDependents and deletionPropagation cannot be both set"),
+        ));
+    }
+    if let Some(policy) = options.propagation_policy.as_deref()
+        && !matches!(policy, "Foreground" | "Background" | "Orphan")
+    {
+        causes.push(errors::cause(
+            "FieldValueNotSupported",
+            "propagationPolicy",
+            format!("Unsupported value: {policy:?}: supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""),
+        ));
+    }
+    for value in options.dry_run.iter().flatten() {
+        if value != "All" {
+            causes.push(errors::cause(
+                "FieldValueNotSupported",
+                "dryRun",
+                format!("Unsupported value: {value:?}: supported values: \"All\""),
+            ));
+        }
+    }
+    causes
 }
 
 /// Decode a DeleteOptions body (empty means defaults).
-fn delete_options(body: &[u8]) -> Result<DeleteParams, Status> {
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions;
+fn delete_options(
+    body: &[u8],
+) -> Result<k8s_openapi::apimachinery::pkg::apis::meta::v1::DeleteOptions, Status> {
     if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(DeleteParams::default());
+        return Ok(Default::default());
     }
-    let options: DeleteOptions = serde_json::from_slice(body)
-        .map_err(|e| errors::bad_request(&format!("error decoding DeleteOptions: {e}")))?;
-    let preconditions = options
-        .preconditions
-        .map(|p| kube_core::params::Preconditions { resource_version: p.resource_version, uid: p.uid });
-    Ok(DeleteParams {
-        dry_run: options.dry_run.is_some_and(|d| d.iter().any(|v| v == "All")),
-        grace_period_seconds: options
-            .grace_period_seconds
-            .map(|s| u32::try_from(s.max(0)).unwrap_or(u32::MAX)),
-        propagation_policy: options.propagation_policy.as_deref().map(propagation_policy).transpose()?,
-        preconditions,
-    })
+    serde_json::from_slice(body)
+        .map_err(|e| errors::bad_request(&format!("error decoding DeleteOptions: {e}")))
 }
 
-fn propagation_policy(policy: &str) -> Result<PropagationPolicy, Status> {
+/// A validated propagation policy.
+fn propagation_policy(policy: &str) -> PropagationPolicy {
     match policy {
-        "Orphan" => Ok(PropagationPolicy::Orphan),
-        "Background" => Ok(PropagationPolicy::Background),
-        "Foreground" => Ok(PropagationPolicy::Foreground),
-        other => Err(errors::bad_request(&format!(
-            "propagationPolicy: Unsupported value: {other:?}: supported values: \"Foreground\", \"Background\", \"Orphan\""
-        ))),
+        "Orphan" => PropagationPolicy::Orphan,
+        "Foreground" => PropagationPolicy::Foreground,
+        _ => PropagationPolicy::Background,
     }
 }

@@ -112,6 +112,12 @@ fn columns(ty: &ResourceType, crd: Option<&DynamicObject>) -> Vec<Column> {
     if ty.custom {
         return crd_columns(&ty.api.version, crd);
     }
+    if ty.api.group.is_empty() && ty.api.kind == "Event" {
+        // Events lead with when they were seen; their (generated) name is a wide column, last.
+        let mut columns = printers::event();
+        columns.push(Column { definition: with_priority(name_column().definition, 1), ..name_column() });
+        return columns;
+    }
     let mut columns = vec![name_column()];
     match (ty.api.group.as_str(), ty.api.kind.as_str()) {
         ("", "Pod") => columns.extend(printers::pod()),
@@ -127,6 +133,12 @@ fn columns(ty: &ResourceType, crd: Option<&DynamicObject>) -> Vec<Column> {
         _ => columns.push(age_column()),
     }
     columns
+}
+
+/// A column definition shown only in wide output.
+fn with_priority(mut definition: Value, priority: i64) -> Value {
+    definition["priority"] = json!(priority);
+    definition
 }
 
 /// Name, then the served version's `additionalPrinterColumns`; Age alone when it lists none
@@ -230,6 +242,44 @@ mod printers {
     use serde_json::{Value, json};
 
     use super::{Column, age_column, at, column, count, text};
+
+    /// core/v1 Events: Last Seen, Type, Reason, Object, Message; wide: Subobject, Source, First
+    /// Seen, Count (then Name), as kube-apiserver's event printer.
+    pub(super) fn event() -> Vec<Column> {
+        fn first_seen(o: &Value, now: jiff::Timestamp) -> String {
+            match at(o, &["firstTimestamp"]).filter(|v| !v.is_null()) {
+                Some(_) => super::since(o, &["firstTimestamp"], now),
+                None => super::since(o, &["eventTime"], now),
+            }
+        }
+        fn last_seen(o: &Value, now: jiff::Timestamp) -> String {
+            if at(o, &["series", "lastObservedTime"]).is_some_and(Value::is_string) {
+                return super::since(o, &["series", "lastObservedTime"], now);
+            }
+            match at(o, &["lastTimestamp"]).filter(|v| !v.is_null()) {
+                Some(_) => super::since(o, &["lastTimestamp"], now),
+                None => first_seen(o, now),
+            }
+        }
+        vec![
+            column("Last Seen", "string", 0, "", |o, now| json!(last_seen(o, now))),
+            column("Type", "string", 0, "", |o, _| json!(text(o, &["type"]))),
+            column("Reason", "string", 0, "", |o, _| json!(text(o, &["reason"]))),
+            column("Object", "string", 0, "", |o, _| {
+                let kind = text(o, &["involvedObject", "kind"]).to_lowercase();
+                json!(format!("{kind}/{}", text(o, &["involvedObject", "name"])))
+            }),
+            column("Subobject", "string", 1, "", |o, _| json!(text(o, &["involvedObject", "fieldPath"]))),
+            column("Source", "string", 1, "", |o, _| {
+                let component = text(o, &["source", "component"]);
+                let host = text(o, &["source", "host"]);
+                json!(if host.is_empty() { component } else { format!("{component}, {host}") })
+            }),
+            column("Message", "string", 0, "", |o, _| json!(text(o, &["message"]))),
+            column("First Seen", "string", 1, "", |o, now| json!(first_seen(o, now))),
+            column("Count", "string", 1, "", |o, _| json!(count(o, &["count"]))),
+        ]
+    }
 
     /// Pods: Ready, Status, Restarts, Age; wide: IP, Node.
     pub(super) fn pod() -> Vec<Column> {

@@ -122,7 +122,8 @@ fn a_scale_write_shows_hooks_the_scale_subresource() {
         log.lock().unwrap().push(format!("{} {:?}", req.operation, req.subresource));
         Ok(())
     }));
-    let body = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": {}});
+    let body = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+        "spec": {"selector": {"matchLabels": {"app": "d"}}, "template": {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}}});
     w.create(&deployments(), Some("default"), body);
     let patch = kube_core::params::Patch::Merge(json!({"spec": {"replicas": 4}}));
     let r = model_apiserver::Request::patch(&deployments(), Some("default"), "d", patch, Default::default())

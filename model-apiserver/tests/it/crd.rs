@@ -189,15 +189,22 @@ fn unknown_scope_is_unsupported() {
 }
 
 #[test]
-fn no_storage_version_is_invalid() {
+fn no_storage_version_is_invalid_and_leaves_no_stored_version() {
     let yaml = crd_yaml("widgets", "Widget").replace("storage: true", "storage: false");
     assert_eq!(
         cause_list(&yaml),
-        vec![(
-            "FieldValueInvalid".to_owned(),
-            "spec.versions".to_owned(),
-            "Invalid value: 0: must have exactly one version marked as storage version".to_owned()
-        )]
+        vec![
+            (
+                "FieldValueInvalid".to_owned(),
+                "spec.versions".to_owned(),
+                "Invalid value: 0: must have exactly one version marked as storage version".to_owned()
+            ),
+            (
+                "FieldValueInvalid".to_owned(),
+                "status.storedVersions".to_owned(),
+                "Invalid value: []string(nil): must have at least one stored version".to_owned()
+            )
+        ]
     );
 }
 

@@ -68,6 +68,24 @@ fn world() -> World {
 }
 
 #[test]
+fn a_deleted_crd_keeps_its_generation_and_has_no_grace_period() {
+    let mut w = world();
+    let before = w.get(&crds(), None, "widgets.example.com");
+    w.create(&widgets(), Some("default"), widget("w", json!({})));
+    let deleting = object(w.try_delete(&crds(), None, "widgets.example.com").unwrap());
+    assert!(deleting.metadata.deletion_timestamp.is_some());
+    assert_eq!(deleting.metadata.deletion_grace_period_seconds, None);
+    assert_eq!(deleting.metadata.generation, before.metadata.generation);
+    // The registry's Delete marks it Terminating, deletion pending, in the same update.
+    let conditions = deleting.data["status"]["conditions"].as_array().unwrap();
+    let terminating = conditions.iter().find(|c| c["type"] == "Terminating").expect("Terminating");
+    assert_eq!(
+        (terminating["status"].as_str(), terminating["reason"].as_str()),
+        (Some("True"), Some("InstanceDeletionPending"))
+    );
+}
+
+#[test]
 fn creating_a_crd_serves_its_versions_and_marks_it_established() {
     let mut w = World::new();
     assert_eq!(code_reason(&w.try_get(&widgets(), Some("default"), "a").unwrap_err()), (404, "NotFound"));
@@ -126,7 +144,7 @@ fn an_update_of_a_custom_resource_with_an_empty_resource_version_gets_422() {
     assert_eq!(code_reason(&err), (422, "Invalid"));
     assert_eq!(
         err.message,
-        "Widget \"a\" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"
+        "Widget.example.com \"a\" is invalid: metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"
     );
 }
 
@@ -286,4 +304,31 @@ fn a_custom_resource_finalizer_holds_a_terminating_crd_until_it_is_removed() {
     w.try_merge(&widgets(), Some("default"), "a", json!({"metadata": {"finalizers": null}})).unwrap();
     assert_eq!(code_reason(&w.try_get(&crds(), None, "widgets.example.com").unwrap_err()), (404, "NotFound"));
     assert!(w.server.types().get("example.com", "v1", "widgets").is_none());
+}
+
+#[test]
+fn a_custom_resources_schema_defaults_are_owned_by_its_creator() {
+    let mut w = world();
+    let params =
+        kube_core::params::PostParams { field_manager: Some("alice".to_owned()), ..Default::default() };
+    let r =
+        model_apiserver::Request::create(&widgets(), Some("default"), obj(widget("a", json!({}))), params);
+    let created = object(w.handle(r).unwrap());
+    assert_eq!(created.data["spec"]["replicas"], json!(1));
+    let entry = &created.metadata.managed_fields.as_ref().unwrap()[0];
+    assert_eq!(entry.fields_v1.as_ref().unwrap().0, json!({"f:spec": {"f:replicas": {}}}));
+}
+
+#[test]
+fn a_custom_resource_field_its_schema_prunes_follows_field_validation() {
+    let mut w = world();
+    let body = obj(widget("b", json!({"size": "s", "colour": "red"})));
+    let strict =
+        model_apiserver::Request::create(&widgets(), Some("default"), body.clone(), Default::default())
+            .with_field_validation(model_apiserver::FieldValidation::Strict);
+    let err = w.handle(strict).unwrap_err();
+    assert_eq!(err.code, 400);
+    assert!(err.message.ends_with("strict decoding error: unknown field \"spec.colour\""), "{}", err.message);
+    let created = w.create(&widgets(), Some("default"), serde_json::to_value(&body).unwrap());
+    assert!(created.data["spec"].get("colour").is_none());
 }

@@ -101,7 +101,7 @@ fn a_deployment_gets_strategy_limits_and_template_defaults() {
 fn an_update_that_drops_a_defaulted_field_gets_it_back_and_changes_nothing() {
     let mut w = World::new();
     let body = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
-        "spec": {"selector": {"matchLabels": {"app": "d"}}, "template": {}}});
+        "spec": {"selector": {"matchLabels": {"app": "d"}}, "template": {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}}});
     let d = w.create(&deployments(), Some("default"), body);
     let same = w
         .try_merge(&deployments(), Some("default"), "d", json!({"spec": {"revisionHistoryLimit": null}}))
@@ -115,8 +115,9 @@ fn a_statefulset_and_a_job_get_their_defaults() {
     let mut w = World::new();
     let sts = builtin("apps", "statefulsets");
     let body = json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "s"},
-        "spec": {"serviceName": "s", "selector": {"matchLabels": {"app": "s"}}, "template": {},
-                 "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {}}]}});
+        "spec": {"serviceName": "s", "selector": {"matchLabels": {"app": "s"}}, "template": {"metadata": {"labels": {"app": "s"}}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}},
+                 "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"],
+                     "resources": {"requests": {"storage": "1Gi"}}}}]}});
     let s = w.create(&sts, Some("default"), body);
     let spec = &s.data["spec"];
     assert_eq!(spec["podManagementPolicy"], json!("OrderedReady"));
@@ -128,7 +129,7 @@ fn a_statefulset_and_a_job_get_their_defaults() {
     assert_eq!(spec["volumeClaimTemplates"][0]["spec"]["volumeMode"], json!("Filesystem"));
     let jobs = builtin("batch", "jobs");
     let body = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
-        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": []}}}});
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "i:1"}]}}}});
     let j = w.create(&jobs, Some("default"), body);
     let spec = &j.data["spec"];
     assert_eq!(
@@ -193,7 +194,12 @@ fn a_headless_service_keeps_cluster_ip_none() {
 fn claims_secrets_and_namespaces_get_their_defaults() {
     let mut w = World::new();
     let pvcs = builtin("", "persistentvolumeclaims");
-    let c = w.create(&pvcs, Some("default"), json!({"metadata": {"name": "c"}, "spec": {}}));
+    let c = w.create(
+        &pvcs,
+        Some("default"),
+        json!({"metadata": {"name": "c"}, "spec": {"accessModes": ["ReadWriteOnce"],
+               "resources": {"requests": {"storage": "1Gi"}}}}),
+    );
     assert_eq!(
         (&c.data["spec"]["volumeMode"], &c.data["status"]),
         (&json!("Filesystem"), &json!({"phase": "Pending"}))
@@ -220,7 +226,7 @@ fn a_job_selects_its_pods_by_a_generated_controller_uid_selector() {
     let mut w = World::new();
     let jobs = builtin("batch", "jobs");
     let body = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
-        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": []}}}});
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "i:1"}]}}}});
     let j = w.create(&jobs, Some("default"), body);
     let uid = j.metadata.uid.clone().unwrap();
     assert_eq!(

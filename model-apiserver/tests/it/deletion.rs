@@ -37,9 +37,13 @@ fn delete_without_finalizers_removes_the_object_and_answers_a_success_status() {
     let details = status.details.unwrap();
     assert_eq!((details.name.as_str(), details.kind.as_str()), ("a", "configmaps"));
     assert_eq!(Some(details.uid), a.metadata.uid);
-    assert_eq!(object.metadata.resource_version.as_deref(), Some("6"));
+    // The answer is the object as stored; the DELETED event carries the deletion's revision.
+    assert_eq!(object.metadata.resource_version.as_deref(), Some("5"));
     assert_eq!(object.metadata.deletion_timestamp, None);
     assert_eq!(code_reason(&w.try_get(&cm(), Some("default"), "a").unwrap_err()), (404, "NotFound"));
+    let events = w.server.events_after(5).unwrap();
+    assert_eq!(events[0].kind, model_apiserver::StoredEventType::Deleted);
+    assert_eq!(events[0].object.metadata.resource_version.as_deref(), Some("6"));
 }
 
 #[test]
@@ -68,7 +72,8 @@ fn delete_with_finalizers_sets_deletion_timestamp_and_keeps_the_object() {
 #[test]
 fn deletion_start_bumps_the_generation_of_kinds_that_track_it() {
     let mut w = World::new();
-    let mut body = json!({"metadata": {"name": "d", "finalizers": ["x"]}, "spec": {"replicas": 1}});
+    let mut body = json!({"metadata": {"name": "d", "finalizers": ["x"]}, "spec": {"replicas": 1,
+        "selector": {"matchLabels": {"app": "d"}}, "template": {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}}});
     body["apiVersion"] = json!("apps/v1");
     body["kind"] = json!("Deployment");
     let d = w.create(&deployments(), Some("default"), body);
@@ -87,10 +92,17 @@ fn removing_the_last_finalizer_of_a_deleting_object_deletes_it() {
     assert_eq!(rv(&one_left), 7);
     assert!(w.try_get(&cm(), Some("default"), "a").is_ok());
     let last = w.try_merge(&cm(), Some("default"), "a", json!({"metadata": {"finalizers": null}})).unwrap();
-    assert_eq!(rv(&last), 8);
+    // The writer gets its updated object (no finalizers) at the resourceVersion it updated, as
+    // kube-apiserver's deleteWithoutFinalizers answers; the update itself is never stored.
+    assert_eq!(rv(&last), 7);
+    assert_eq!(last.metadata.finalizers, None);
     assert_eq!(code_reason(&w.try_get(&cm(), Some("default"), "a").unwrap_err()), (404, "NotFound"));
     let events = w.server.events_after(7).unwrap();
+    assert_eq!(events.len(), 1);
     assert_eq!(events[0].kind, model_apiserver::StoredEventType::Deleted);
+    // The DELETED event carries what was stored, finalizer included, at the deletion's revision.
+    assert_eq!(events[0].object.metadata.finalizers.as_deref(), Some(&["y".to_owned()][..]));
+    assert_eq!(rv(&events[0].object), 8);
 }
 
 #[test]
@@ -168,12 +180,25 @@ fn a_graceful_pod_goes_when_deleted_again_with_grace_zero() {
 }
 
 #[test]
-fn an_unscheduled_pod_is_deleted_at_once() {
+fn an_unscheduled_pod_is_deleted_at_once_and_answered_with_its_deletion_mark() {
     let mut w = World::new();
-    w.create(&pods(), Some("default"), json!({"metadata": {"name": "p"}, "spec": {"containers": []}}));
+    let created = w.create(
+        &pods(),
+        Some("default"),
+        json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}),
+    );
     let gone = object(w.try_delete(&pods(), Some("default"), "p").unwrap());
-    assert_eq!(gone.metadata.deletion_timestamp, None);
+    // The pod registry deletes gracefully with a grace of 0: the store writes the mark, then
+    // removes what it wrote.
+    assert_eq!(gone.metadata.deletion_timestamp.as_ref().map(|t| t.0), Some(w.now));
+    assert_eq!(gone.metadata.deletion_grace_period_seconds, Some(0));
     assert_eq!(code_reason(&w.try_get(&pods(), Some("default"), "p").unwrap_err()), (404, "NotFound"));
+    let events = w.server.events_after(rv(&created)).unwrap();
+    let kinds: Vec<_> = events.iter().map(|e| e.kind).collect();
+    use model_apiserver::StoredEventType::{Deleted, Modified};
+    assert_eq!(kinds, [Modified, Deleted]);
+    assert_eq!(rv(&gone), rv(&events[0].object));
+    assert!(events[1].object.metadata.deletion_timestamp.is_some());
 }
 
 #[test]
@@ -298,7 +323,11 @@ fn kubes_finalizer_helper_removal_patch_deletes_a_deleting_object() {
 #[test]
 fn a_completed_pod_or_service_account_delete_answers_the_object_not_a_status() {
     let mut w = World::new();
-    w.create(&pods(), Some("default"), json!({"metadata": {"name": "p"}, "spec": {"containers": []}}));
+    w.create(
+        &pods(),
+        Some("default"),
+        json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}),
+    );
     let sa = builtin("", "serviceaccounts");
     w.create(&sa, Some("default"), json!({"metadata": {"name": "s"}}));
     for (ar, name) in [(pods(), "p"), (sa, "s")] {

@@ -6,16 +6,21 @@
 
 mod admission;
 mod apply;
+mod builtin_validation;
 mod crd;
 mod crd_serving;
+mod decoding;
 mod defaults;
 mod deletion;
 mod determinism;
+mod events;
+mod field_selectors;
 mod from_snapshot;
 mod list;
 mod metadata;
 mod namespaces;
 mod patch;
+mod registry_fields;
 mod revisions;
 mod scale;
 mod schema;

@@ -41,6 +41,16 @@ fn deleting_a_namespace_makes_it_terminating_and_keeps_it() {
 }
 
 #[test]
+fn a_deleted_namespace_has_a_deletion_timestamp_but_no_grace_period() {
+    let mut w = World::new();
+    w.create(&namespaces(), None, namespace("team"));
+    let Response::Object(ns) = w.try_delete(&namespaces(), None, "team").unwrap() else { panic!() };
+    // The namespace registry's own Delete: a timestamp and the Terminating phase, nothing more.
+    assert!(ns.metadata.deletion_timestamp.is_some());
+    assert_eq!(ns.metadata.deletion_grace_period_seconds, None);
+}
+
+#[test]
 fn creating_in_a_terminating_namespace_gets_403_forbidden() {
     let mut w = World::new();
     w.create(&namespaces(), None, namespace("team"));
@@ -51,6 +61,35 @@ fn creating_in_a_terminating_namespace_gets_403_forbidden() {
         err.message,
         "configmaps \"a\" is forbidden: unable to create new content in namespace team because it is being terminated"
     );
+}
+
+#[test]
+fn the_403_for_a_create_in_a_terminating_namespace_carries_the_namespace_terminating_cause() {
+    let mut w = World::new();
+    w.create(&namespaces(), None, namespace("team"));
+    w.try_delete(&namespaces(), None, "team").unwrap();
+    let err = w.try_create(&cm(), Some("team"), config_map("a", json!({}))).unwrap_err();
+    let details = err.details.expect("details");
+    assert_eq!((details.kind.as_str(), details.name.as_str()), ("configmaps", "a"));
+    let causes: Vec<_> =
+        details.causes.iter().map(|c| (c.reason.as_str(), c.field.as_str(), c.message.as_str())).collect();
+    assert_eq!(
+        causes,
+        [("NamespaceTerminating", "metadata.namespace", "namespace team is being terminated")]
+    );
+}
+
+#[test]
+fn a_fresh_server_has_the_four_default_namespaces_kube_node_lease_included() {
+    let mut ids = model_apiserver::SeqIds::default();
+    let mut ctx = Context::new(jiff::Timestamp::from_second(T0_SECONDS).unwrap(), &mut ids);
+    let mut server = model_apiserver::ApiServer::new().with_default_namespaces(&mut ctx);
+    let list = server.handle(Request::list(&namespaces(), None, Default::default()), &mut ctx).unwrap();
+    let Response::List(list) = list else { panic!() };
+    let names: Vec<_> = list.items.iter().map(|o| o.metadata.name.clone().unwrap()).collect();
+    assert_eq!(names, ["default", "kube-node-lease", "kube-public", "kube-system"]);
+    // Revision 1 is the empty store; each namespace is one write.
+    assert_eq!(server.revision(), 5);
 }
 
 #[test]

@@ -9,7 +9,7 @@ use model_apiserver::{Request, ServerConfig};
 use serde_json::json;
 
 #[test]
-fn a_fresh_server_with_default_namespaces_is_at_revision_four() {
+fn the_fixture_with_its_three_namespaces_is_at_revision_four() {
     let w = World::new();
     // Revision 1 is the empty store; each of the three namespaces is one write.
     assert_eq!(w.server.revision(), 4);
@@ -60,7 +60,7 @@ fn each_write_bumps_the_global_resource_version_by_one_across_types() {
     let p = w.create(
         &pods(),
         Some("default"),
-        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": []}}),
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}),
     );
     assert_eq!((rv(&a), rv(&b), rv(&p)), (5, 6, 7));
     assert_eq!(w.server.revision(), 7);

@@ -11,7 +11,8 @@ use serde_json::json;
 fn deployment() -> serde_json::Value {
     json!({
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
-        "spec": {"selector": {"matchLabels": {"tier": "web", "app": "d"}}, "template": {}},
+        "spec": {"selector": {"matchLabels": {"tier": "web", "app": "d"}},
+                 "template": {"metadata": {"labels": {"tier": "web", "app": "d"}}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}},
     })
 }
 
@@ -84,7 +85,7 @@ fn a_negative_scale_gets_422_invalid() {
     assert_eq!(code_reason(&err), (422, "Invalid"));
     assert_eq!(
         err.message,
-        "Scale \"d\" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0"
+        "Scale.autoscaling \"d\" is invalid: spec.replicas: Invalid value: -1: must be greater than or equal to 0"
     );
 }
 

@@ -59,7 +59,7 @@ fn an_apply_without_a_field_manager_gets_422_invalid() {
     assert_eq!(code_reason(&err), (422, "Invalid"));
     assert_eq!(
         err.message,
-        "PatchOptions \"\" is invalid: fieldManager: Required value: is required for apply patch"
+        "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch"
     );
 }
 
@@ -118,7 +118,7 @@ fn force_on_a_non_apply_patch_gets_422_invalid() {
     assert_eq!(code_reason(&err), (422, "Invalid"));
     assert_eq!(
         err.message,
-        "PatchOptions \"\" is invalid: force: Forbidden: may not be specified for non-apply patch"
+        "PatchOptions.meta.k8s.io \"\" is invalid: force: Forbidden: may not be specified for non-apply patch"
     );
 }
 
@@ -127,7 +127,7 @@ fn an_apply_to_status_changes_only_the_status() {
     let mut w = World::new();
     let body = json!({
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
-        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "d"}}, "template": {}},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "d"}}, "template": {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}},
     });
     w.create(&deployments(), Some("default"), body);
     let status = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
@@ -149,7 +149,8 @@ fn an_apply_to_status_changes_only_the_status() {
 #[test]
 fn an_apply_to_scale_gets_415() {
     let mut w = World::new();
-    let body = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}, "spec": {}});
+    let body = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+        "spec": {"selector": {"matchLabels": {"app": "d"}}, "template": {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}}});
     w.create(&deployments(), Some("default"), body);
     let scale = json!({"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "d"}, "spec": {"replicas": 3}});
     let r =

@@ -128,16 +128,20 @@ const SELECTED_VALUE: u8 = 1;
 
 /// What a watch with [`SELECTOR`] reports for a change: an object entering the selection is
 /// ADDED, one leaving it DELETED, one outside it nothing.
+///
+/// An object leaving the selection is DELETED as it was before the change (its old value), at
+/// the change's revision, as the real watch cache sends it.
 fn selected(l: &Logged) -> Option<Change> {
     let now = l.change.value == SELECTED_VALUE;
     let before = l.before == Some(SELECTED_VALUE);
-    let kind = match (l.change.kind, before, now) {
-        ("ADDED", _, true) | ("MODIFIED", false, true) => "ADDED",
-        ("MODIFIED", true, true) => "MODIFIED",
-        ("MODIFIED", true, false) | ("DELETED", _, true) => "DELETED",
+    let (kind, value) = match (l.change.kind, before, now) {
+        ("ADDED", _, true) | ("MODIFIED", false, true) => ("ADDED", l.change.value),
+        ("MODIFIED", true, true) => ("MODIFIED", l.change.value),
+        ("MODIFIED", true, false) => ("DELETED", SELECTED_VALUE),
+        ("DELETED", _, true) => ("DELETED", l.change.value),
         _ => return None,
     };
-    Some(Change { kind, ..l.change.clone() })
+    Some(Change { kind, value, ..l.change.clone() })
 }
 
 fn config_maps() -> ApiResource {
@@ -249,15 +253,18 @@ impl Run {
             Ok(r) => r.object().cloned().expect("a write answers with the object"),
             Err(e) => panic!("{kind} {key:?} should succeed, got {} {}: {}", e.code, e.reason, e.message),
         };
-        let rv = rv_of(&object);
-        assert!(rv > before, "{kind} {key:?}: resourceVersion {rv} must be above {before}");
-        assert_eq!(rv, self.server.revision(), "the write's resourceVersion is the server's revision");
+        // A delete answers the object as it was stored (its resourceVersion); the deletion
+        // itself is the server's new revision, as kube-apiserver's store answers.
+        let rv = if kind == "DELETED" { self.server.revision() } else { rv_of(&object) };
+        assert!(rv > before, "{kind} {key:?}: revision {rv} must be above {before}");
+        assert_eq!(rv, self.server.revision(), "the write's revision is the server's revision");
         assert_eq!(key_of(&object), key);
         assert_eq!(value_of(&object), expect_value);
         let before_value = self.model.get(&key).map(|s| s.value);
         if kind == "DELETED" {
             let gone = self.model.remove(&key).expect("deleted object was in the model");
             assert_eq!(object.metadata.uid.as_deref(), Some(gone.uid.as_str()));
+            assert_eq!(rv_of(&object), gone.rv, "a delete answers the stored resourceVersion");
         } else {
             let uid = object.metadata.uid.clone().expect("uid");
             if let Some(old) = self.model.get(&key) {

@@ -11,7 +11,8 @@ use serde_json::json;
 fn deployment(name: &str, replicas: i64) -> serde_json::Value {
     json!({
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
-        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}}},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                 "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}},
     })
 }
 
@@ -28,8 +29,11 @@ fn create_drops_the_status_of_a_type_with_a_status_subresource() {
 #[test]
 fn a_new_pod_is_pending() {
     let mut w = World::new();
-    let p =
-        w.create(&pods(), Some("default"), json!({"metadata": {"name": "p"}, "spec": {"containers": []}}));
+    let p = w.create(
+        &pods(),
+        Some("default"),
+        json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}),
+    );
     assert_eq!(p.data["status"], json!({"phase": "Pending", "qosClass": "BestEffort"}));
     assert_eq!(p.metadata.generation, Some(1));
 }

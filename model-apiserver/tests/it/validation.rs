@@ -67,14 +67,15 @@ fn valid_labels_and_empty_values_are_accepted() {
 fn changing_a_deployments_selector_gets_422_immutable() {
     let mut w = World::new();
     let body = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
-                      "spec": {"selector": {"matchLabels": {"app": "d"}}, "template": {}}});
+                      "spec": {"selector": {"matchLabels": {"app": "d"}}, "template": {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}}});
     w.create(&deployments(), Some("default"), body);
     let err = w
         .try_merge(
             &deployments(),
             Some("default"),
             "d",
-            json!({"spec": {"selector": {"matchLabels": {"app": "e"}}}}),
+            json!({"spec": {"selector": {"matchLabels": {"app": "e"}},
+                            "template": {"metadata": {"labels": {"app": "e"}}}}}),
         )
         .unwrap_err();
     assert_eq!(code_reason(&err), (422, "Invalid"));
@@ -137,7 +138,7 @@ fn a_statefulset_spec_change_outside_the_allowed_fields_gets_422_forbidden() {
     let mut w = World::new();
     let sts = builtin("apps", "statefulsets");
     let body = json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "s"},
-                      "spec": {"serviceName": "s", "selector": {"matchLabels": {"app": "s"}}, "template": {}}});
+                      "spec": {"serviceName": "s", "selector": {"matchLabels": {"app": "s"}}, "template": {"metadata": {"labels": {"app": "s"}}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}}});
     w.create(&sts, Some("default"), body);
     assert!(w.try_merge(&sts, Some("default"), "s", json!({"spec": {"replicas": 3}})).is_ok());
     let err = w.try_merge(&sts, Some("default"), "s", json!({"spec": {"serviceName": "t"}})).unwrap_err();
@@ -156,7 +157,7 @@ fn a_jobs_template_is_immutable() {
     let mut w = World::new();
     let jobs = builtin("batch", "jobs");
     let body = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
-                      "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "i:1"}]}}}});
+                      "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "i:1"}]}}}});
     w.create(&jobs, Some("default"), body);
     let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "i:2"}]}}}});
     let err = w.try_merge(&jobs, Some("default"), "j", patch).unwrap_err();

@@ -116,7 +116,14 @@ fn get_scale_and_patch_scale_read_and_set_a_deployments_replicas() {
                 selector: LabelSelector { match_labels: Some(labels.clone()), ..LabelSelector::default() },
                 template: PodTemplateSpec {
                     metadata: Some(ObjectMeta { labels: Some(labels), ..ObjectMeta::default() }),
-                    spec: Some(Default::default()),
+                    spec: Some(k8s_openapi::api::core::v1::PodSpec {
+                        containers: vec![k8s_openapi::api::core::v1::Container {
+                            name: "web".to_owned(),
+                            image: Some("nginx:1.25".to_owned()),
+                            ..Default::default()
+                        }],
+                        ..Default::default()
+                    }),
                 },
                 ..DeploymentSpec::default()
             },
@@ -157,4 +164,89 @@ fn kube_runtime_shapes_port_unchanged_const_actions_object_refs_from_objects_and
     assert_eq!(reference.key(), "ns/a");
     assert_eq!(cm.name_any(), "a");
     assert_eq!(k8s_openapi::api::core::v1::ConfigMap::kind(&()), "ConfigMap");
+}
+
+#[test]
+fn a_dynamic_object_with_an_unknown_field_is_created_without_it() {
+    let verdict = run_script(|w| async move {
+        let resource = ApiResource::erase::<ConfigMap>(&());
+        let dynamic: Api<DynamicObject> = Api::namespaced_with(w.client(), "default", &resource);
+        let object: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"},
+            "data": {"k": "v"}, "extra": {"not": "a field"}
+        }))
+        .expect("object");
+        let created = dynamic.create(&PostParams::default(), &object).await.expect("create");
+        assert!(created.data.get("extra").is_none(), "the answer has no unknown field");
+        let stored = dynamic.get("a").await.expect("get");
+        assert!(stored.data.get("extra").is_none(), "the stored object has no unknown field");
+        assert_eq!(stored.data["data"]["k"], "v");
+        Ok(())
+    });
+    assert_eq!(verdict, Verdict::Pass);
+}
+
+#[test]
+fn a_strict_patch_with_an_unknown_field_gets_422_and_changes_nothing() {
+    let verdict = run_script(|w| async move {
+        let typed: Api<ConfigMap> = Api::default_namespaced(w.client());
+        typed.create(&PostParams::default(), &cm("a", None)).await.expect("create");
+        let resource = ApiResource::erase::<ConfigMap>(&());
+        let dynamic: Api<DynamicObject> = Api::namespaced_with(w.client(), "default", &resource);
+        let params = PatchParams::default().validation_strict();
+        let patch = Patch::Merge(serde_json::json!({"data": {"k": "w"}, "extra": 1}));
+        match dynamic.patch("a", &params, &patch).await {
+            Err(Error::Api(status)) => {
+                assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"));
+                assert!(status.message.contains("unknown field \"extra\""), "{}", status.message);
+            }
+            other => panic!("expected 422, got {other:?}"),
+        }
+        assert_eq!(typed.get("a").await.expect("get").data.unwrap()["k"], "v");
+        Ok(())
+    });
+    assert_eq!(verdict, Verdict::Pass);
+}
+
+#[test]
+fn a_dynamic_object_of_the_wrong_kind_gets_400_bad_request() {
+    let verdict = run_script(|w| async move {
+        let resource = ApiResource::erase::<ConfigMap>(&());
+        let dynamic: Api<DynamicObject> = Api::namespaced_with(w.client(), "default", &resource);
+        let object: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}
+        }))
+        .expect("object");
+        match dynamic.create(&PostParams::default(), &object).await {
+            Err(Error::Api(status)) => assert_eq!((status.code, status.reason.as_str()), (400, "BadRequest")),
+            other => panic!("expected 400, got {other:?}"),
+        }
+        assert!(dynamic.get_opt("s").await.expect("get_opt").is_none());
+        Ok(())
+    });
+    assert_eq!(verdict, Verdict::Pass);
+}
+
+#[test]
+fn a_typed_deployment_whose_template_misses_its_selector_gets_422_with_the_field() {
+    let verdict = run_script(|w| async move {
+        let api: Api<Deployment> = Api::default_namespaced(w.client());
+        let deployment: Deployment = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "web"},
+            "spec": {"selector": {"matchLabels": {"app": "web"}},
+                     "template": {"metadata": {"labels": {"app": "other"}},
+                                  "spec": {"containers": [{"name": "web", "image": "nginx"}]}}}
+        }))
+        .expect("deployment");
+        match api.create(&PostParams::default(), &deployment).await {
+            Err(Error::Api(status)) => {
+                assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"));
+                let causes = &status.details.as_ref().expect("details").causes;
+                assert_eq!(causes[0].field, "spec.template.metadata.labels");
+            }
+            other => panic!("expected 422, got {other:?}"),
+        }
+        Ok(())
+    });
+    assert_eq!(verdict, Verdict::Pass);
 }

@@ -945,6 +945,54 @@ fn a_field_selector_limits_what_the_controller_sees() {
 }
 
 #[test]
+fn a_field_selector_on_a_pod_field_limits_the_controller_to_the_pods_of_one_node() {
+    use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
+    let pod = |name: &str, node: Option<&str>| Pod {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some("default".into()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PodSpec {
+            node_name: node.map(Into::into),
+            containers: vec![Container {
+                name: "c".into(),
+                image: Some("busybox".into()),
+                ..Container::default()
+            }],
+            ..PodSpec::default()
+        }),
+        ..Pod::default()
+    };
+    let world = Sim::builder()
+        .controller("node-1", |clients: Clients| async move {
+            let api: Api<Pod> = Api::namespaced(clients.default_cluster(), "default");
+            Controller::new(api, watcher::Config::default().fields("spec.nodeName=node-1"))
+                .run(
+                    |_, _| async { Ok::<_, Never>(Action::await_change()) },
+                    |_, _, _| Action::await_change(),
+                    Arc::new(()),
+                )
+                .for_each(|_| async {})
+                .await;
+        })
+        .workload(move |w| async move {
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            w.apply(&pods, &pod("elsewhere", Some("node-2"))).await?;
+            w.apply(&pods, &pod("here", Some("node-1"))).await?;
+            w.apply(&pods, &pod("unscheduled", None)).await?;
+            Ok(())
+        })
+        .keep_trace(true);
+    for seed in 0..5 {
+        let report = world.run(seed);
+        assert_eq!(report.verdict, Verdict::Pass, "seed {seed}");
+        let objects: Vec<String> = reconcile_starts(&report).into_iter().map(|(_, o)| o).collect();
+        assert_eq!(objects, ["Pod default/here"], "seed {seed}");
+    }
+}
+
+#[test]
 fn a_full_queue_drops_the_request_and_says_so_in_the_trace() {
     let config = Config { queue_len_max: 1, ..Config::default().concurrency(1) };
     let world = Sim::builder()

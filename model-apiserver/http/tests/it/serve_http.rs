@@ -12,6 +12,8 @@ use serde_json::{Value, json};
 /// One HTTP answer: status code and body.
 struct Answer {
     code: u16,
+    /// The header block, as sent.
+    head: String,
     body: String,
 }
 
@@ -41,7 +43,7 @@ fn request(served: &Served, method: &str, path: &str, content_type: &str, body: 
     let (head, body) = text.split_once("\r\n\r\n").expect("a header block");
     let code = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).expect("a status line");
     let chunked = head.to_ascii_lowercase().contains("transfer-encoding: chunked");
-    Answer { code, body: if chunked { dechunk(body) } else { body.to_owned() } }
+    Answer { code, head: head.to_owned(), body: if chunked { dechunk(body) } else { body.to_owned() } }
 }
 
 fn dechunk(mut rest: &str) -> String {
@@ -125,7 +127,7 @@ fn the_default_namespaces_exist_at_start() {
     let list = get(&served, "/api/v1/namespaces").json();
     let names: Vec<&str> =
         list["items"].as_array().unwrap().iter().map(|n| n["metadata"]["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["default", "kube-public", "kube-system"]);
+    assert_eq!(names, ["default", "kube-node-lease", "kube-public", "kube-system"]);
     assert_eq!(list["kind"], json!("NamespaceList"));
 }
 
@@ -339,4 +341,69 @@ fn a_protobuf_delete_options_body_is_read_so_a_wrong_uid_precondition_gets_409()
     let deleted = request(&served, "DELETE", &format!("{path}/app"), PROTOBUF, &background);
     assert_eq!(deleted.code, 200, "{}", deleted.body);
     assert_eq!(get(&served, &format!("{path}/app")).code, 404);
+}
+
+#[test]
+fn an_unknown_field_is_dropped_with_a_warning_header_by_default() {
+    let served = serve();
+    let body = br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"w"},"data":{"k":"v"},"foo":1}"#;
+    let answer = request(&served, "POST", "/api/v1/namespaces/default/configmaps", "application/json", body);
+    assert_eq!(answer.code, 201, "{}", answer.body);
+    assert!(answer.json().get("foo").is_none());
+    assert!(
+        answer.head.lines().any(|l| l.eq_ignore_ascii_case(r#"warning: 299 - "unknown field \"foo\"""#)),
+        "{}",
+        answer.head
+    );
+}
+
+#[test]
+fn field_validation_strict_refuses_unknown_fields_and_a_bad_directive_gets_422() {
+    let served = serve();
+    let body = br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"s"},"foo":1}"#;
+    let path = "/api/v1/namespaces/default/configmaps?fieldValidation=Strict";
+    let answer = request(&served, "POST", path, "application/json", body);
+    assert_eq!(answer.code, 400, "{}", answer.body);
+    assert_eq!(
+        answer.json()["message"],
+        json!(
+            "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: unknown field \"foo\""
+        )
+    );
+    let bad = request(
+        &served,
+        "POST",
+        "/api/v1/namespaces/default/configmaps?fieldValidation=Loose",
+        "application/json",
+        body,
+    );
+    assert_eq!(bad.code, 422, "{}", bad.body);
+    assert_eq!(bad.json()["details"]["kind"], json!("CreateOptions"));
+    assert_eq!(get(&served, "/api/v1/namespaces/default/configmaps/s").code, 404);
+}
+
+#[test]
+fn invalid_delete_options_get_422_and_delete_nothing() {
+    let served = serve();
+    let body = br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"d"}}"#;
+    assert_eq!(
+        request(&served, "POST", "/api/v1/namespaces/default/configmaps", "application/json", body).code,
+        201
+    );
+    let both = br#"{"kind":"DeleteOptions","apiVersion":"v1","orphanDependents":true,"propagationPolicy":"Background"}"#;
+    let answer =
+        request(&served, "DELETE", "/api/v1/namespaces/default/configmaps/d", "application/json", both);
+    assert_eq!(answer.code, 422, "{}", answer.body);
+    assert_eq!(answer.json()["details"]["kind"], json!("DeleteOptions"));
+    assert_eq!(answer.json()["details"]["causes"][0]["field"], json!("propagationPolicy"));
+    let unknown = request(
+        &served,
+        "DELETE",
+        "/api/v1/namespaces/default/configmaps/d?propagationPolicy=Sometimes",
+        "application/json",
+        b"",
+    );
+    assert_eq!(unknown.code, 422, "{}", unknown.body);
+    assert_eq!(unknown.json()["details"]["causes"][0]["reason"], json!("FieldValueNotSupported"));
+    assert_eq!(get(&served, "/api/v1/namespaces/default/configmaps/d").code, 200);
 }

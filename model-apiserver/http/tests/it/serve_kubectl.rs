@@ -499,3 +499,47 @@ fn kubectl_create_role_and_bindings_namespaced_and_cluster_wide() {
         (&json!("ClusterRole"), &json!("bob"))
     );
 }
+
+const CORE_EVENT: &str = "apiVersion: v1
+kind: Event
+metadata: {name: web-0.started}
+involvedObject: {kind: Pod, name: web-0, namespace: default, apiVersion: v1}
+reason: Started
+message: Started container app
+type: Normal
+source: {component: kubelet}
+";
+
+const NEW_EVENT: &str = "apiVersion: events.k8s.io/v1
+kind: Event
+metadata: {name: web.scaled}
+eventTime: \"2026-01-01T00:00:00.000000Z\"
+regarding: {kind: Deployment, name: web, namespace: default, apiVersion: apps/v1}
+reason: Scaled
+note: Scaled up to 2
+type: Normal
+action: Scale
+reportingController: example.com/operator
+reportingInstance: operator-0
+";
+
+#[test]
+fn kubectl_get_events_and_kubectl_events_read_core_and_events_k8s_io_events_from_one_store() {
+    let k = Kubectl::start();
+    assert_eq!(k.ok(&["create", "-f", &k.file("core.yaml", CORE_EVENT)]), "event/web-0.started created\n");
+    assert_eq!(
+        k.ok(&["create", "-f", &k.file("new.yaml", NEW_EVENT)]),
+        "event.events.k8s.io/web.scaled created\n"
+    );
+    let names = "-o=jsonpath={.items[*].metadata.name}";
+    assert_eq!(k.ok(&["get", "events", names]), "web-0.started web.scaled");
+    assert_eq!(k.ok(&["get", "events.events.k8s.io", names]), "web-0.started web.scaled");
+    let table = k.ok(&["get", "events"]);
+    assert!(table.starts_with("LAST SEEN"), "{table}");
+    assert!(table.contains("pod/web-0") && table.contains("Started container app"), "{table}");
+    assert!(table.contains("deployment/web") && table.contains("Scaled up to 2"), "{table}");
+    let for_pod = k.ok(&["events", "--for", "pod/web-0"]);
+    assert!(for_pod.contains("Started container app") && !for_pod.contains("Scaled"), "{for_pod}");
+    let selected = k.ok(&["get", "events", "--field-selector", "reason=Scaled", names]);
+    assert_eq!(selected, "web.scaled");
+}

@@ -15,6 +15,11 @@ use serde_json::Value;
 /// 2026-01-01T00:00:00Z.
 pub const T0_SECONDS: i64 = 1_767_225_600;
 
+/// The namespaces of the fixture, at revisions 2, 3 and 4 (1 is the empty store), which the
+/// tests' revision numbers count from. A fresh server's `with_default_namespaces` also has
+/// `kube-node-lease` (tests/namespaces.rs checks it).
+pub const FIXTURE_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
+
 /// A server, its id source and its virtual clock.
 pub struct World {
     pub server: ApiServer,
@@ -29,7 +34,16 @@ impl World {
     pub fn with_config(config: ServerConfig) -> Self {
         let mut ids = SeqIds::default();
         let now = jiff::Timestamp::from_second(T0_SECONDS).unwrap();
-        let server = ApiServer::with_config(config).with_default_namespaces(&mut Context::new(now, &mut ids));
+        let mut server = ApiServer::with_config(config);
+        let ns = builtin("", "namespaces");
+        for name in FIXTURE_NAMESPACES {
+            let body = DynamicObject::new(name, &ns);
+            let created = server.handle(
+                Request::create(&ns, None, body, PostParams::default()),
+                &mut Context::new(now, &mut ids),
+            );
+            assert!(created.is_ok(), "namespace {name}: {created:?}");
+        }
         World { server, ids, now }
     }
     pub fn handle(&mut self, request: Request) -> Result<Response, Status> {

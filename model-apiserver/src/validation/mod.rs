@@ -1,11 +1,25 @@
-//! Validation of built-in kinds beyond names: label and annotation syntax, and the
-//! immutability rules of the real strategies that controllers most often run into (pod spec,
-//! workload selectors, Job templates, StatefulSet spec, immutable ConfigMaps and Secrets).
+//! Validation of built-in kinds: label and annotation syntax, the spec validation of the kinds
+//! controllers write (one module per API group, after `pkg/apis/<group>/validation`), and the
+//! immutability rules of the real strategies (pod spec, workload selectors, Job templates,
+//! StatefulSet spec, claims, immutable ConfigMaps and Secrets).
+
+mod apps;
+mod batch;
+mod coordination;
+mod core;
+mod field;
+mod networking;
+mod policy;
 
 use kube_core::{DynamicObject, ObjectMeta, response::StatusCause};
 use serde_json::Value;
 
-use crate::{errors, metadata, resources::ResourceType};
+use crate::{
+    decode::{self, Typed},
+    errors, metadata,
+    resources::ResourceType,
+};
+use field::Path;
 
 /// Longest label value and name part of a qualified name.
 const LABEL_VALUE_LEN_MAX: usize = 63;
@@ -69,6 +83,18 @@ fn qualified_name_errors(key: &str) -> Vec<String> {
     errs
 }
 
+/// The errors of a label value, as IsValidLabelValue words them.
+fn label_value_errors(value: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if value.len() > LABEL_VALUE_LEN_MAX {
+        errs.push(format!("must be no more than {LABEL_VALUE_LEN_MAX} characters"));
+    }
+    if !value.is_empty() && !is_label_token(value) {
+        errs.push(LABEL_VALUE_ERR.to_owned());
+    }
+    errs
+}
+
 /// Label keys and values, annotation keys and their total size.
 pub(crate) fn validate_labels_and_annotations(meta: &ObjectMeta) -> Vec<StatusCause> {
     let mut causes = Vec::new();
@@ -76,12 +102,8 @@ pub(crate) fn validate_labels_and_annotations(meta: &ObjectMeta) -> Vec<StatusCa
         for err in qualified_name_errors(key) {
             causes.push(metadata::invalid_value("metadata.labels", key, &err));
         }
-        if value.len() > LABEL_VALUE_LEN_MAX {
-            let why = format!("must be no more than {LABEL_VALUE_LEN_MAX} characters");
-            causes.push(metadata::invalid_value("metadata.labels", value, &why));
-        }
-        if !value.is_empty() && !is_label_token(value) {
-            causes.push(metadata::invalid_value("metadata.labels", value, LABEL_VALUE_ERR));
+        for err in label_value_errors(value) {
+            causes.push(metadata::invalid_value("metadata.labels", value, &err));
         }
     }
     let mut total = 0usize;
@@ -112,7 +134,7 @@ pub(crate) fn validate_builtin_update(
     }
     match (ty.api.group.as_str(), ty.api.kind.as_str()) {
         ("", "Pod") => pod_update(old, new),
-        ("apps", "Deployment" | "ReplicaSet") => immutable(old, new, &["spec", "selector"]),
+        ("apps", "Deployment" | "ReplicaSet" | "DaemonSet") => immutable(old, new, &["spec", "selector"]),
         ("apps", "StatefulSet") => {
             let mut causes = immutable(old, new, &["spec", "selector"]);
             if causes.is_empty() {
@@ -123,8 +145,11 @@ pub(crate) fn validate_builtin_update(
         ("batch", "Job") => {
             let mut causes = immutable(old, new, &["spec", "selector"]);
             causes.extend(immutable(old, new, &["spec", "template"]));
+            causes.extend(immutable(old, new, &["spec", "completionMode"]));
+            causes.extend(immutable(old, new, &["spec", "podFailurePolicy"]));
             causes
         }
+        ("", "PersistentVolumeClaim") => claim_update(ty, old, new),
         ("", "ConfigMap" | "Secret") => immutable_data(old, new),
         ("", "Service") => service_cluster_ip(old, new),
         _ => Vec::new(),
@@ -243,4 +268,53 @@ fn service_cluster_ip(old: &DynamicObject, new: &DynamicObject) -> Vec<StatusCau
         }
         _ => Vec::new(),
     }
+}
+
+/// The spec validation of a built-in kind, on create and on every update (`pkg/apis/*/validation`):
+/// the per-group modules check the typed object. A body that does not decode was refused
+/// before (see [`crate::decode`]); one that admission hooks broke is not checked here.
+pub(crate) fn validate_builtin(ty: &ResourceType, object: &DynamicObject) -> Vec<StatusCause> {
+    if ty.custom {
+        return Vec::new();
+    }
+    let Ok(value) = serde_json::to_value(object) else { return Vec::new() };
+    let Some(Ok(typed)) = decode::decode_typed(ty, &value) else { return Vec::new() };
+    let mut out = Vec::new();
+    match &typed {
+        Typed::Pod(pod) => match &pod.spec {
+            Some(spec) => core::pod_spec(spec, &Path::new("spec"), &mut out),
+            None => out.push(field::required(&Path::new("spec").child("containers"), "")),
+        },
+        Typed::ConfigMap(cm) => core::config_map(cm, &mut out),
+        Typed::Secret(s) => core::secret(s, &mut out),
+        Typed::Service(s) => core::service(s, &mut out),
+        Typed::ServiceAccount(sa) => core::service_account(sa, &mut out),
+        Typed::PersistentVolumeClaim(pvc) => core::persistent_volume_claim(pvc, &mut out),
+        Typed::Deployment(d) => apps::deployment(d, &mut out),
+        Typed::ReplicaSet(rs) => apps::replica_set(rs, &mut out),
+        Typed::StatefulSet(sts) => apps::stateful_set(sts, &mut out),
+        Typed::DaemonSet(ds) => apps::daemon_set(ds, &mut out),
+        Typed::Job(job) => batch::job(job, &mut out),
+        Typed::CronJob(cj) => batch::cron_job(cj, &mut out),
+        Typed::Ingress(ing) => networking::ingress(ing, &mut out),
+        Typed::PodDisruptionBudget(pdb) => policy::pod_disruption_budget(pdb, &mut out),
+        Typed::Lease(lease) => coordination::lease(lease, &mut out),
+        Typed::Other => {}
+    }
+    out
+}
+
+/// A claim's spec may change only in its storage request.
+fn claim_update(ty: &ResourceType, old: &DynamicObject, new: &DynamicObject) -> Vec<StatusCause> {
+    let typed = |o: &DynamicObject| {
+        let value = serde_json::to_value(o).ok()?;
+        match decode::decode_typed(ty, &value)? {
+            Ok(Typed::PersistentVolumeClaim(pvc)) => Some(pvc),
+            _ => None,
+        }
+    };
+    let (Some(old), Some(new)) = (typed(old), typed(new)) else { return Vec::new() };
+    let mut out = Vec::new();
+    core::persistent_volume_claim_update(&old, &new, &mut out);
+    out
 }

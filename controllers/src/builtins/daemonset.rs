@@ -1,0 +1,435 @@
+//! The DaemonSet controller: one Pod per Node that the DaemonSet selects, rolled from one
+//! template revision to the next, as kube-controller-manager's `DaemonSetsController`
+//! (`pkg/controller/daemon`).
+//!
+//! - Nodes are the model's Node objects (declared by a scenario, or created with kubectl): a
+//!   Node runs the DaemonSet's Pod when its labels match the template's `nodeSelector`.
+//!   Taints, tolerations and node affinity are not considered.
+//! - Pods are pinned with `spec.nodeName` (upstream sets a node affinity and lets the scheduler
+//!   bind; the kubelet-lite runs Pods by `nodeName` either way), named `<ds>-<random>` and
+//!   labelled `controller-revision-hash` (the revision's hash) and `pod-template-generation`.
+//! - Per Node: a missing Pod is created, surplus Pods are deleted (the oldest one stays), a
+//!   Failed Pod is deleted (and so recreated), and a Pod on a Node that should not run one is
+//!   deleted.
+//! - Revisions: ControllerRevisions `<ds>-<hash>` ([`super::controller_revisions`]), the hash
+//!   being the template's; old ones no Pod uses are deleted beyond `revisionHistoryLimit`
+//!   (default 10).
+//! - RollingUpdate (`maxSurge` 0): old Pods that are not available are deleted at once; available
+//!   ones while fewer than `maxUnavailable` (default 1; a percentage of the desired number,
+//!   rounded up) are unavailable, Nodes in name order. `OnDelete`: Pods are replaced only when
+//!   deleted. `maxSurge` is not modelled.
+//! - Status: `desiredNumberScheduled`, `currentNumberScheduled`, `numberMisscheduled`,
+//!   `numberReady`, `updatedNumberScheduled`, `numberAvailable`, `numberUnavailable`,
+//!   `observedGeneration`: what `kubectl rollout status ds/<name>` reads.
+//! - Events: `SuccessfulCreate` ("Created pod: x") and `SuccessfulDelete` ("Deleted pod: x").
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, DaemonSetStatus};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use sim::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions, ResourceExt};
+use sim::runtime::controller::Action;
+use sim::runtime::events::Recorder;
+use sim::runtime::reflector::{ObjectRef, Store};
+use sim::runtime::{Controller, watcher};
+use sim::{Clients, SimBuilder};
+
+use super::controller_revisions::{self, History, NewRevision};
+use super::error::{Error, has_code};
+use super::statefulset::REVISION_LABEL;
+use super::templates::{PodName, pod_from_template};
+use super::{events, labels, owners, pod_state};
+
+/// The DaemonSet controller's node.
+pub const NODE: &str = "daemonset-controller";
+/// The label holding the DaemonSet generation a Pod was made at.
+pub const TEMPLATE_GENERATION_LABEL: &str = "pod-template-generation";
+/// `revisionHistoryLimit` when unset.
+pub const REVISION_HISTORY_LIMIT_DEFAULT: i32 = 10;
+/// At most this many Pods are created or deleted in one sync (upstream's burst).
+pub const POD_WRITES_PER_SYNC_MAX: usize = 250;
+
+/// Add the DaemonSet controller to a world, on node [`NODE`].
+pub fn daemonset_controller(builder: SimBuilder) -> SimBuilder {
+    builder.controller(NODE, run)
+}
+
+/// What every reconcile gets.
+pub struct Context {
+    client: sim::Client,
+    recorder: Recorder,
+}
+
+/// The DaemonSet controller's main future.
+pub async fn run(clients: Clients) {
+    let client = clients.default_cluster();
+    let ctx = Arc::new(Context { recorder: events::recorder(&client, NODE), client: client.clone() });
+    let controller = Controller::new(Api::<DaemonSet>::all(client.clone()), watcher::Config::default());
+    let sets = controller.store();
+    controller
+        .owns(Api::<Pod>::all(client.clone()), watcher::Config::default())
+        .watches(Api::<Node>::all(client.clone()), watcher::Config::default(), move |_node: Node| {
+            every_daemon_set(&sets)
+        })
+        .run(reconcile, super::retry_soon, ctx)
+        .for_each(|_| futures::future::ready(()))
+        .await;
+}
+
+/// A Node changed: every DaemonSet may want a Pod on it, or one fewer.
+fn every_daemon_set(sets: &Store<DaemonSet>) -> Vec<ObjectRef<DaemonSet>> {
+    sets.state().iter().map(|ds| ObjectRef::from_obj(&**ds)).collect()
+}
+
+/// Whether `node` should run a Pod of `ds` (its labels match the template's `nodeSelector`).
+pub fn should_run(ds: &DaemonSet, node: &Node) -> bool {
+    let selector = ds.spec.template.spec.as_ref().and_then(|s| s.node_selector.as_ref());
+    let labels = node.labels();
+    selector.into_iter().flatten().all(|(key, value)| labels.get(key) == Some(value))
+}
+
+fn is_on_delete(ds: &DaemonSet) -> bool {
+    ds.spec.update_strategy.as_ref().and_then(|s| s.type_.as_deref()) == Some("OnDelete")
+}
+
+/// `maxUnavailable` against the desired number (percentages round up, as upstream), at least 1.
+fn max_unavailable(ds: &DaemonSet, desired: usize) -> usize {
+    let value = ds
+        .spec
+        .update_strategy
+        .as_ref()
+        .and_then(|s| s.rolling_update.as_ref())
+        .and_then(|r| r.max_unavailable.clone());
+    let n = match value {
+        None => 1,
+        Some(IntOrString::Int(n)) => usize::try_from(n).unwrap_or(0),
+        Some(IntOrString::String(s)) => {
+            let percent: usize = s.strip_suffix('%').and_then(|p| p.parse().ok()).unwrap_or(0);
+            (percent * desired).div_ceil(100)
+        }
+    };
+    n.max(1)
+}
+
+fn node_of(pod: &Pod) -> Option<&str> {
+    pod.spec.as_ref().and_then(|s| s.node_name.as_deref())
+}
+
+/// Sync one DaemonSet.
+pub async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let name = ds.name_any();
+    let namespace =
+        ds.namespace().ok_or(Error::MissingNamespace { kind: "DaemonSet", name: name.clone() })?;
+    if ds.metadata.deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
+    if labels::is_empty(&ds.spec.selector) {
+        let reason = "empty selector is invalid for daemonset".to_owned();
+        return Err(Error::InvalidSpec { kind: "DaemonSet", name, reason });
+    }
+    let uid = ds.uid().unwrap_or_default();
+    let pods_api: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
+    let nodes: Vec<Node> = Api::<Node>::all(ctx.client.clone()).list(&ListParams::default()).await?.items;
+    let history = History::new(&ctx.client, &namespace);
+    let revisions = history.list(&uid).await?;
+    let (revision, hash, collision_count) = current_revision(&ds, &history, &revisions).await?;
+    let mut pods: Vec<Pod> = pods_api
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|p| owners::is_controlled_by(&p.metadata, &uid))
+        .collect();
+    pods.sort_by(|a, b| {
+        (a.metadata.creation_timestamp.as_ref(), a.metadata.name.as_ref())
+            .cmp(&(b.metadata.creation_timestamp.as_ref(), b.metadata.name.as_ref()))
+    });
+    let mut by_node: BTreeMap<String, Vec<&Pod>> = BTreeMap::new();
+    for pod in &pods {
+        by_node.entry(node_of(pod).unwrap_or_default().to_owned()).or_default().push(pod);
+    }
+    let sync = Sync { ds: &ds, ctx: &ctx, api: &pods_api, hash: &hash };
+    let status = status_of(&ds, &nodes, &by_node, &hash, collision_count);
+    let mut writes = 0;
+    // manage: one running Pod on each Node that should run one, none elsewhere.
+    for node in &nodes {
+        let node_name = node.name_any();
+        let on_node: Vec<&Pod> = by_node
+            .get(&node_name)
+            .into_iter()
+            .flatten()
+            .filter(|p| !pod_state::is_terminating(p))
+            .copied()
+            .collect();
+        if !should_run(&ds, node) {
+            for pod in on_node {
+                writes += sync.delete(pod).await?;
+            }
+            continue;
+        }
+        let (failed, running): (Vec<&Pod>, Vec<&Pod>) =
+            on_node.into_iter().partition(|p| pod_state::phase(p) == pod_state::PHASE_FAILED);
+        for pod in failed {
+            writes += sync.delete(pod).await?;
+        }
+        match running.split_first() {
+            None if !by_node.get(&node_name).into_iter().flatten().any(|p| pod_state::is_terminating(p)) => {
+                writes += sync.create(&node_name).await?;
+            }
+            None => {}
+            Some((_oldest, surplus)) => {
+                for pod in surplus {
+                    writes += sync.delete(pod).await?;
+                }
+            }
+        }
+        if writes >= POD_WRITES_PER_SYNC_MAX {
+            break;
+        }
+    }
+    if !is_on_delete(&ds) {
+        sync.rolling_update(&nodes, &by_node).await?;
+    }
+    let live: Vec<&str> =
+        pods.iter().filter_map(|p| p.labels().get(REVISION_LABEL).map(String::as_str)).collect();
+    let kept = |r: &ControllerRevision| {
+        r.labels().get(REVISION_LABEL).is_some_and(|h| live.contains(&h.as_str()))
+            || r.name_any() == revision.name_any()
+    };
+    let limit = ds.spec.revision_history_limit.unwrap_or(REVISION_HISTORY_LIMIT_DEFAULT);
+    history.truncate(&revisions, kept, limit).await?;
+    update_status(&ds, status, &ctx.client, &namespace).await?;
+    Ok(Action::await_change())
+}
+
+/// The revision of the current template (created or moved up as needed), its hash, and the
+/// collision count used.
+async fn current_revision(
+    ds: &DaemonSet,
+    history: &History,
+    revisions: &[ControllerRevision],
+) -> Result<(ControllerRevision, String, Option<i32>), Error> {
+    let mut collision_count = ds.status.as_ref().and_then(|s| s.collision_count);
+    let template_bytes = serde_json::to_vec(&ds.spec.template).unwrap_or_default();
+    let hash_for = |count: Option<i32>| controller_revisions::hash(&template_bytes, count);
+    let namespace = ds.namespace().unwrap_or_default();
+    let new = NewRevision {
+        owner: owners::controller_ref(ds),
+        namespace: &namespace,
+        labels: ds.spec.template.metadata.as_ref().and_then(|m| m.labels.clone()).unwrap_or_default(),
+        hash_label: REVISION_LABEL,
+        data: controller_revisions::revision_data(&ds.spec.template),
+        hash_for: &hash_for,
+    };
+    let revision = history.update_revision(revisions, new, &mut collision_count).await?;
+    let hash = revision.labels().get(REVISION_LABEL).cloned().unwrap_or_else(|| hash_for(collision_count));
+    Ok((revision, hash, collision_count))
+}
+
+/// What one sync writes through.
+struct Sync<'a> {
+    ds: &'a DaemonSet,
+    ctx: &'a Context,
+    api: &'a Api<Pod>,
+    hash: &'a str,
+}
+
+impl Sync<'_> {
+    /// Create the Pod of `node`; 1 write.
+    async fn create(&self, node: &str) -> Result<usize, Error> {
+        let ds = self.ds;
+        let namespace = ds.namespace().unwrap_or_default();
+        let mut pod = pod_from_template(
+            &ds.spec.template,
+            PodName::Generate(format!("{}-", ds.name_any())),
+            &namespace,
+            owners::controller_ref(ds),
+        );
+        let labels = pod.metadata.labels.get_or_insert_with(BTreeMap::new);
+        labels.insert(REVISION_LABEL.to_owned(), self.hash.to_owned());
+        labels.insert(TEMPLATE_GENERATION_LABEL.to_owned(), ds.metadata.generation.unwrap_or(0).to_string());
+        pod.spec.get_or_insert_with(Default::default).node_name = Some(node.to_owned());
+        let created = self.api.create(&PostParams::default(), &pod).await?;
+        let message = format!("Created pod: {}", created.name_any());
+        events::normal(&self.ctx.recorder, &events::reference(ds), "SuccessfulCreate", message).await;
+        Ok(1)
+    }
+
+    /// Delete `pod` (uid precondition); 1 write.
+    async fn delete(&self, pod: &Pod) -> Result<usize, Error> {
+        let params = DeleteParams {
+            preconditions: Some(Preconditions { uid: pod.uid(), resource_version: None }),
+            ..DeleteParams::default()
+        };
+        match self.api.delete(&pod.name_any(), &params).await {
+            Ok(_) => {
+                let message = format!("Deleted pod: {}", pod.name_any());
+                events::normal(&self.ctx.recorder, &events::reference(self.ds), "SuccessfulDelete", message)
+                    .await;
+                Ok(1)
+            }
+            Err(e) if has_code(&e, 404) => Ok(0),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// RollingUpdate with `maxSurge` 0 (`rollingUpdate`): delete old Pods that are not available,
+    /// and available ones within the `maxUnavailable` budget, Nodes in name order.
+    async fn rolling_update(
+        &self,
+        nodes: &[Node],
+        by_node: &BTreeMap<String, Vec<&Pod>>,
+    ) -> Result<(), Error> {
+        let desired: Vec<&Node> = nodes.iter().filter(|n| should_run(self.ds, n)).collect();
+        let budget = max_unavailable(self.ds, desired.len());
+        let mut unavailable = 0;
+        let mut replace_now: Vec<&Pod> = Vec::new();
+        let mut candidates: Vec<&Pod> = Vec::new();
+        for node in desired {
+            let pods: Vec<&Pod> = by_node.get(&node.name_any()).into_iter().flatten().copied().collect();
+            let is_new = |p: &&Pod| p.labels().get(REVISION_LABEL).map(String::as_str) == Some(self.hash);
+            let new = pods.iter().find(|p| is_new(p) && !pod_state::is_terminating(p));
+            let old = pods.iter().find(|p| !is_new(p) && !pod_state::is_terminating(p));
+            match (new, old) {
+                (None, None) | (Some(_), Some(_)) => unavailable += 1,
+                (Some(new), None) => {
+                    if !pod_state::is_available(new) {
+                        unavailable += 1;
+                    }
+                }
+                (None, Some(old)) => {
+                    if !pod_state::is_available(old) {
+                        replace_now.push(old);
+                    } else if unavailable < budget {
+                        candidates.push(old);
+                    }
+                }
+            }
+        }
+        let remaining = budget.saturating_sub(unavailable).min(candidates.len());
+        for pod in replace_now.into_iter().chain(candidates.into_iter().take(remaining)) {
+            self.delete(pod).await?;
+        }
+        Ok(())
+    }
+}
+
+/// The status the Nodes and Pods give (`updateDaemonSetStatus`).
+fn status_of(
+    ds: &DaemonSet,
+    nodes: &[Node],
+    by_node: &BTreeMap<String, Vec<&Pod>>,
+    hash: &str,
+    collision_count: Option<i32>,
+) -> DaemonSetStatus {
+    let count = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
+    let (mut desired, mut current, mut misscheduled, mut ready, mut updated, mut available) =
+        (0, 0, 0, 0, 0, 0);
+    for node in nodes {
+        let pods: Vec<&Pod> = by_node
+            .get(&node.name_any())
+            .into_iter()
+            .flatten()
+            .filter(|p| !pod_state::is_terminating(p))
+            .copied()
+            .collect();
+        let Some(pod) = pods.first() else {
+            desired += usize::from(should_run(ds, node));
+            continue;
+        };
+        if !should_run(ds, node) {
+            misscheduled += 1;
+            continue;
+        }
+        desired += 1;
+        current += 1;
+        if pod_state::is_ready(pod) {
+            ready += 1;
+        }
+        if pod_state::is_available(pod) {
+            available += 1;
+        }
+        if pods.iter().any(|p| p.labels().get(REVISION_LABEL).map(String::as_str) == Some(hash)) {
+            updated += 1;
+        }
+    }
+    DaemonSetStatus {
+        desired_number_scheduled: count(desired),
+        current_number_scheduled: count(current),
+        number_misscheduled: count(misscheduled),
+        number_ready: count(ready),
+        updated_number_scheduled: Some(count(updated)),
+        number_available: Some(count(available)),
+        number_unavailable: Some(count(desired.saturating_sub(available))),
+        observed_generation: ds.metadata.generation,
+        collision_count,
+        conditions: ds.status.as_ref().and_then(|s| s.conditions.clone()),
+    }
+}
+
+async fn update_status(
+    ds: &DaemonSet,
+    status: DaemonSetStatus,
+    client: &sim::Client,
+    namespace: &str,
+) -> Result<(), Error> {
+    if ds.status.as_ref() == Some(&status) {
+        return Ok(());
+    }
+    let api: Api<DaemonSet> = Api::namespaced(client.clone(), namespace);
+    let patch = serde_json::json!({ "status": status });
+    match api.patch_status(&ds.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await {
+        Ok(_) => Ok(()),
+        Err(e) if has_code(&e, 404) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::apps::v1::{DaemonSetUpdateStrategy, RollingUpdateDaemonSet};
+    use k8s_openapi::api::core::v1::PodSpec;
+    use sim::api::ObjectMeta;
+
+    fn node(labels: &[(&str, &str)]) -> Node {
+        Node {
+            metadata: ObjectMeta {
+                name: Some("n".to_owned()),
+                labels: Some(labels.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()),
+                ..ObjectMeta::default()
+            },
+            ..Node::default()
+        }
+    }
+
+    #[test]
+    fn a_node_runs_the_pod_when_its_labels_match_the_node_selector() {
+        let mut ds = DaemonSet::default();
+        assert!(should_run(&ds, &node(&[])));
+        ds.spec.template.spec = Some(PodSpec {
+            node_selector: Some(BTreeMap::from([("disk".to_owned(), "ssd".to_owned())])),
+            ..PodSpec::default()
+        });
+        assert!(should_run(&ds, &node(&[("disk", "ssd"), ("zone", "a")])));
+        assert!(!should_run(&ds, &node(&[("disk", "hdd")])));
+        assert!(!should_run(&ds, &node(&[])));
+    }
+
+    #[test]
+    fn max_unavailable_defaults_to_one_and_rounds_percentages_up() {
+        let mut ds = DaemonSet::default();
+        assert_eq!(max_unavailable(&ds, 10), 1);
+        let with = |v: IntOrString| DaemonSetUpdateStrategy {
+            type_: Some("RollingUpdate".to_owned()),
+            rolling_update: Some(RollingUpdateDaemonSet { max_unavailable: Some(v), max_surge: None }),
+        };
+        ds.spec.update_strategy = Some(with(IntOrString::String("25%".to_owned())));
+        assert_eq!(max_unavailable(&ds, 10), 3);
+        ds.spec.update_strategy = Some(with(IntOrString::Int(0)));
+        assert_eq!(max_unavailable(&ds, 10), 1);
+    }
+}

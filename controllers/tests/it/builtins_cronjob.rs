@@ -1,0 +1,218 @@
+//! The CronJob controller with the Job controller and the kubelet-lite, on the virtual clock:
+//! a `* * * * *` CronJob runs a Job each virtual minute, named after its minute, and each
+//! concurrency policy treats a Job that is still running as upstream does.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use controllers::builtins::{self, cronjob, kubelet, snapshot};
+use k8s_openapi::api::batch::v1::{CronJob, CronJobSpec, Job, JobSpec, JobTemplateSpec};
+use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
+use k8s_openapi::api::events::v1::Event;
+use sim::api::{Api, ObjectMeta, Patch};
+use sim::{FnProperty, Sim, SimBuilder, SweepConfig, sweep};
+
+/// The run's clock starts at 2026-01-01T00:00:00Z: minute 29_453_760 since the epoch.
+const FIRST_MINUTE: i64 = 29_453_760;
+/// Long enough for the due times of minutes 1, 2 and 3.
+const RUN_FOR: Duration = Duration::from_secs(200);
+
+fn backup(policy: &str, never_finishes: bool) -> CronJob {
+    let annotations =
+        never_finishes.then(|| BTreeMap::from([(kubelet::FAIL_ANNOTATION.to_owned(), "true".to_owned())]));
+    CronJob {
+        metadata: ObjectMeta {
+            name: Some("backup".to_owned()),
+            namespace: Some("default".to_owned()),
+            ..ObjectMeta::default()
+        },
+        spec: CronJobSpec {
+            schedule: "* * * * *".to_owned(),
+            concurrency_policy: Some(policy.to_owned()),
+            successful_jobs_history_limit: Some(2),
+            job_template: JobTemplateSpec {
+                metadata: None,
+                spec: Some(JobSpec {
+                    template: PodTemplateSpec {
+                        metadata: Some(ObjectMeta { annotations, ..ObjectMeta::default() }),
+                        spec: Some(PodSpec {
+                            containers: vec![Container {
+                                name: "backup".to_owned(),
+                                image: Some("backup:1".to_owned()),
+                                ..Container::default()
+                            }],
+                            // A failing container restarts in place: its Job never finishes.
+                            restart_policy: Some("OnFailure".to_owned()),
+                            termination_grace_period_seconds: Some(1),
+                            ..PodSpec::default()
+                        }),
+                    },
+                    ..JobSpec::default()
+                }),
+            },
+            ..CronJobSpec::default()
+        },
+        status: None,
+    }
+}
+
+fn world(name: &'static str, policy: &'static str, never_finishes: bool) -> SimBuilder {
+    let world = Sim::builder().scenario(name);
+    let world = builtins::kubelet(builtins::job_controller(builtins::cronjob_controller(world)));
+    world.workload(move |w| async move {
+        let cronjobs: Api<CronJob> = Api::namespaced(w.client(), "default");
+        w.apply(&cronjobs, &backup(policy, never_finishes)).await?;
+        w.sleep(RUN_FOR).await;
+        // A CronJob always has its next due time pending: suspending it lets the world go quiet.
+        w.patch(&cronjobs, "backup", &Patch::Merge(serde_json::json!({ "spec": { "suspend": true } })))
+            .await?;
+        w.sleep(Duration::from_secs(5)).await;
+        Ok(())
+    })
+}
+
+/// The minutes (since the start) of the CronJob's Jobs, and how many of them finished.
+fn jobs(view: &sim::EndView<'_>) -> Result<(Vec<i64>, usize, CronJob), String> {
+    let snap = view.cluster("default").ok_or("no cluster")?;
+    let mut minutes: Vec<i64> = snapshot::objects::<Job>(snap, Some("default"))
+        .iter()
+        .filter(|j| j.metadata.deletion_timestamp.is_none())
+        .filter_map(|j| j.metadata.name.as_deref()?.strip_prefix("backup-")?.parse::<i64>().ok())
+        .map(|m| m - FIRST_MINUTE)
+        .collect();
+    minutes.sort();
+    let finished = snapshot::objects::<Job>(snap, Some("default"))
+        .iter()
+        .filter(|j| builtins::job::is_finished(j))
+        .count();
+    let cj = snapshot::object::<CronJob>(snap, Some("default"), "backup").ok_or("no cronjob")?;
+    Ok((minutes, finished, cj))
+}
+
+/// The reasons of the CronJob controller's events, once per occurrence (a repeat of a reason
+/// is one Event whose `series.count` goes up, as kube-runtime's recorder publishes it).
+fn reasons(view: &sim::EndView<'_>) -> Vec<String> {
+    let Some(snap) = view.cluster("default") else { return Vec::new() };
+    snapshot::objects::<Event>(snap, Some("default"))
+        .into_iter()
+        .filter(|e| e.reporting_controller.as_deref() == Some(cronjob::NODE))
+        .flat_map(|e| {
+            let count = e.series.as_ref().map_or(1, |s| usize::try_from(s.count).unwrap_or(1));
+            std::iter::repeat_n(e.reason.unwrap_or_default(), count)
+        })
+        .collect()
+}
+
+#[test]
+fn a_cronjob_runs_a_job_each_minute_on_the_virtual_clock_and_keeps_its_history_limit() {
+    let world = world("builtins-cronjob", "Allow", false).property(FnProperty::at_end(
+        "jobs of minutes 2 and 3 kept, every one finished",
+        |view| {
+            let (minutes, finished, cj) = jobs(view)?;
+            let status = cj.status.unwrap_or_default();
+            let last = status.last_schedule_time.map(|t| t.0.to_string());
+            let reasons = reasons(view);
+            let created = reasons.iter().filter(|r| *r == "SuccessfulCreate").count();
+            if minutes == [2, 3]
+                && finished == 2
+                && last.as_deref() == Some("2026-01-01T00:03:00Z")
+                && status.last_successful_time.is_some()
+                && status.active.is_none()
+                && created >= 1
+                && reasons.iter().any(|r| r == "SawCompletedJob")
+                && reasons.iter().any(|r| r == "SuccessfulDelete")
+            {
+                Ok(())
+            } else {
+                Err(format!(
+                    "job minutes {minutes:?}, {finished} finished, last schedule {last:?}, events {reasons:?}"
+                ))
+            }
+        },
+    ));
+    let report = sweep(&SweepConfig::new("builtins-cronjob").seeds(10), |seed| world.run(seed));
+    report.assert_all_passed();
+}
+
+#[test]
+fn allow_runs_a_new_job_while_the_previous_one_still_runs() {
+    let world = world("builtins-cronjob-allow", "Allow", true).property(FnProperty::at_end(
+        "three jobs run",
+        |view| {
+            let (minutes, _, cj) = jobs(view)?;
+            let active = cj.status.and_then(|s| s.active).map_or(0, |a| a.len());
+            if minutes == [1, 2, 3] && active == 3 {
+                Ok(())
+            } else {
+                Err(format!("jobs {minutes:?}, {active} active"))
+            }
+        },
+    ));
+    let report = sweep(&SweepConfig::new("builtins-cronjob-allow").seeds(5), |seed| world.run(seed));
+    report.assert_all_passed();
+}
+
+#[test]
+fn forbid_skips_due_times_while_a_job_still_runs() {
+    let world = world("builtins-cronjob-forbid", "Forbid", true).property(FnProperty::at_end(
+        "one job runs",
+        |view| {
+            let (minutes, _, cj) = jobs(view)?;
+            let active = cj.status.and_then(|s| s.active).map_or(0, |a| a.len());
+            let skipped = reasons(view).iter().any(|r| r == "JobAlreadyActive");
+            if minutes == [1] && active == 1 && skipped {
+                Ok(())
+            } else {
+                Err(format!("jobs {minutes:?}, {active} active"))
+            }
+        },
+    ));
+    let report = sweep(&SweepConfig::new("builtins-cronjob-forbid").seeds(5), |seed| world.run(seed));
+    report.assert_all_passed();
+}
+
+#[test]
+fn replace_deletes_the_running_job_before_starting_the_next() {
+    let world = world("builtins-cronjob-replace", "Replace", true).property(FnProperty::at_end(
+        "the newest job runs alone",
+        |view| {
+            let (minutes, _, cj) = jobs(view)?;
+            let active: Vec<String> = cj
+                .status
+                .and_then(|s| s.active)
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|r| r.name)
+                .collect();
+            let want = format!("backup-{}", FIRST_MINUTE + 3);
+            if minutes == [3] && active == [want] {
+                Ok(())
+            } else {
+                Err(format!("jobs {minutes:?}, active {active:?}"))
+            }
+        },
+    ));
+    let report = sweep(&SweepConfig::new("builtins-cronjob-replace").seeds(5), |seed| world.run(seed));
+    report.assert_all_passed();
+}
+
+#[test]
+fn a_suspended_cronjob_runs_nothing() {
+    let world = Sim::builder().scenario("builtins-cronjob-suspended");
+    let world = builtins::kubelet(builtins::job_controller(builtins::cronjob_controller(world)));
+    let world = world
+        .workload(|w| async move {
+            let cronjobs: Api<CronJob> = Api::namespaced(w.client(), "default");
+            let mut cj = backup("Allow", false);
+            cj.spec.suspend = Some(true);
+            w.apply(&cronjobs, &cj).await?;
+            w.sleep(RUN_FOR).await;
+            Ok(())
+        })
+        .property(FnProperty::at_end("no job", |view| {
+            let (minutes, _, _) = jobs(view)?;
+            if minutes.is_empty() { Ok(()) } else { Err(format!("jobs {minutes:?}")) }
+        }));
+    let report = world.run(1);
+    assert!(report.verdict.is_pass(), "{}", report.verdict);
+}

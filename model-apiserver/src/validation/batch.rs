@@ -1,0 +1,270 @@
+//! batch/v1 spec validation, after `pkg/apis/batch/validation/validation.go`: Jobs (counts,
+//! completion mode, a selector matching the template, a restart policy of OnFailure or Never)
+//! and CronJobs (schedule syntax, concurrency policy, history limits, the job template).
+
+use k8s_openapi::api::batch::v1::{CronJob, Job, JobSpec};
+use kube_core::response::StatusCause;
+
+use super::{
+    core,
+    field::{
+        Path, go_map, go_selector, invalid, label_selector, non_negative, not_supported, one_of_if_set, q,
+        required, selector_matches,
+    },
+};
+
+/// Completion modes.
+const COMPLETION_MODES: &[&str] = &["NonIndexed", "Indexed"];
+/// The largest parallelism of an Indexed Job.
+const INDEXED_PARALLELISM_MAX: i32 = 100_000;
+
+/// validateJobSpec: what a Job and a CronJob's job template share.
+fn job_spec(spec: &JobSpec, path: &Path, out: &mut Vec<StatusCause>) {
+    non_negative(spec.parallelism.map(i64::from), &path.child("parallelism"), out);
+    non_negative(spec.completions.map(i64::from), &path.child("completions"), out);
+    non_negative(spec.active_deadline_seconds, &path.child("activeDeadlineSeconds"), out);
+    non_negative(spec.backoff_limit.map(i64::from), &path.child("backoffLimit"), out);
+    non_negative(spec.ttl_seconds_after_finished.map(i64::from), &path.child("ttlSecondsAfterFinished"), out);
+    one_of_if_set(spec.completion_mode.as_deref(), &path.child("completionMode"), COMPLETION_MODES, out);
+    if spec.completion_mode.as_deref() == Some("Indexed") {
+        if spec.completions.is_none() {
+            out.push(required(&path.child("completions"), "when completion mode is Indexed"));
+        }
+        if let Some(p) = spec.parallelism.filter(|p| *p > INDEXED_PARALLELISM_MAX) {
+            let why = format!("must be less than or equal to {INDEXED_PARALLELISM_MAX}");
+            out.push(invalid(&path.child("parallelism"), p, &why));
+        }
+    }
+    one_of_if_set(
+        spec.pod_replacement_policy.as_deref(),
+        &path.child("podReplacementPolicy"),
+        &["TerminatingOrFailed", "Failed"],
+        out,
+    );
+    let template = path.child("template");
+    core::pod_template(Some(&spec.template), &template, out);
+    let policy = spec.template.spec.as_ref().and_then(|s| s.restart_policy.as_deref()).unwrap_or_default();
+    if policy != "OnFailure" && policy != "Never" {
+        out.push(required(
+            &template.child("spec").child("restartPolicy"),
+            "valid values: \"OnFailure\", \"Never\"",
+        ));
+    }
+}
+
+/// ValidateJob (create): the spec, the selector, and the template labels matching it.
+pub(crate) fn job(job: &Job, out: &mut Vec<StatusCause>) {
+    let path = Path::new("spec");
+    let Some(spec) = &job.spec else {
+        out.push(required(&path.child("selector"), ""));
+        return;
+    };
+    job_spec(spec, &path, out);
+    match &spec.selector {
+        None => out.push(required(&path.child("selector"), "")),
+        Some(s) => {
+            label_selector(s, &path.child("selector"), out);
+            let labels = spec.template.metadata.as_ref().and_then(|m| m.labels.as_ref());
+            if !selector_matches(s, labels) {
+                out.push(invalid(
+                    &path.child("template").child("metadata").child("labels"),
+                    go_map(labels),
+                    "`selector` does not match template `labels`",
+                ));
+            }
+        }
+    }
+}
+
+/// validateCronJobSpec.
+pub(crate) fn cron_job(cj: &CronJob, out: &mut Vec<StatusCause>) {
+    let path = Path::new("spec");
+    let spec = &cj.spec;
+    let schedule_path = path.child("schedule");
+    if spec.schedule.is_empty() {
+        out.push(required(&schedule_path, ""));
+    } else if spec.schedule.contains("TZ") {
+        out.push(invalid(
+            &schedule_path,
+            q(&spec.schedule),
+            "cannot use TZ or CRON_TZ in schedule, use timeZone field instead",
+        ));
+    } else if let Err(why) = parse_schedule(&spec.schedule) {
+        out.push(invalid(&schedule_path, q(&spec.schedule), &why));
+    }
+    non_negative(spec.starting_deadline_seconds, &path.child("startingDeadlineSeconds"), out);
+    if let Some(tz) = spec.time_zone.as_deref() {
+        time_zone(tz, &path.child("timeZone"), out);
+    }
+    one_of_if_set(
+        spec.concurrency_policy.as_deref().filter(|p| !p.is_empty()),
+        &path.child("concurrencyPolicy"),
+        &["Allow", "Forbid", "Replace"],
+        out,
+    );
+    if spec.concurrency_policy.as_deref() == Some("") {
+        out.push(required(&path.child("concurrencyPolicy"), ""));
+    }
+    let template = path.child("jobTemplate");
+    if let Some(job_spec_) = &spec.job_template.spec {
+        let spec_path = template.child("spec");
+        job_spec(job_spec_, &spec_path, out);
+        if let Some(s) = &job_spec_.selector {
+            out.push(invalid(
+                &spec_path.child("selector"),
+                go_selector(s),
+                "`selector` will be auto-generated",
+            ));
+        }
+        if job_spec_.manual_selector == Some(true) {
+            out.push(not_supported(&spec_path.child("manualSelector"), "true", &["nil", "false"]));
+        }
+    }
+    non_negative(
+        spec.successful_jobs_history_limit.map(i64::from),
+        &path.child("successfulJobsHistoryLimit"),
+        out,
+    );
+    non_negative(spec.failed_jobs_history_limit.map(i64::from), &path.child("failedJobsHistoryLimit"), out);
+}
+
+/// A time zone name: no leading or trailing space, and the shape of an IANA name (the model has
+/// no zone database: `Area/Location`, `UTC`, `Etc/GMT+1`...).
+fn time_zone(tz: &str, path: &Path, out: &mut Vec<StatusCause>) {
+    if tz.trim() != tz {
+        out.push(invalid(path, q(tz), "unknown time zone"));
+        return;
+    }
+    let ok = !tz.is_empty()
+        && tz.split('/').all(|part| {
+            !part.is_empty()
+                && part.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'+'))
+        });
+    if !ok {
+        out.push(invalid(path, q(tz), &format!("unknown time zone {tz}")));
+    }
+}
+
+/// Parse a cron schedule as robfig/cron's standard parser does (five fields, or a descriptor),
+/// with its error messages.
+pub(crate) fn parse_schedule(schedule: &str) -> Result<(), String> {
+    if let Some(descriptor) = schedule.strip_prefix('@') {
+        return match descriptor {
+            "yearly" | "annually" | "monthly" | "weekly" | "daily" | "midnight" | "hourly" => Ok(()),
+            d if d.starts_with("every ") => {
+                let duration = &d["every ".len()..];
+                if go_duration_ok(duration) {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "failed to parse duration {schedule}: time: invalid duration {}",
+                        q(duration)
+                    ))
+                }
+            }
+            _ => Err(format!("unrecognized descriptor: {schedule}")),
+        };
+    }
+    let fields: Vec<&str> = schedule.split_whitespace().collect();
+    if fields.len() != 5 {
+        return Err(format!("expected exactly 5 fields, found {}: [{}]", fields.len(), fields.join(" ")));
+    }
+    const BOUNDS: [(u32, u32, &[&str]); 5] = [
+        (0, 59, &[]),
+        (0, 23, &[]),
+        (1, 31, &[]),
+        (1, 12, &["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]),
+        (0, 6, &["sun", "mon", "tue", "wed", "thu", "fri", "sat"]),
+    ];
+    for (field, (min, max, names)) in fields.iter().zip(BOUNDS) {
+        for range in field.split(',') {
+            parse_range(range, min, max, names)?;
+        }
+    }
+    Ok(())
+}
+
+/// One range of a cron field: `*`, `?`, `N`, `N-M`, each with an optional `/step`.
+fn parse_range(expr: &str, min: u32, max: u32, names: &[&str]) -> Result<(), String> {
+    let (range, step) = match expr.split_once('/') {
+        Some((r, s)) => (r, Some(s)),
+        None => (expr, None),
+    };
+    let number = |s: &str| -> Result<u32, String> {
+        if let Some(i) = names.iter().position(|n| n.eq_ignore_ascii_case(s)) {
+            return Ok(min + u32::try_from(i).unwrap_or(0));
+        }
+        s.parse::<u32>().map_err(|_| {
+            format!("failed to parse int from {s}: strconv.Atoi: parsing {}: invalid syntax", q(s))
+        })
+    };
+    let (start, end) = if range == "*" || range == "?" {
+        (min, max)
+    } else if let Some((a, b)) = range.split_once('-') {
+        (number(a)?, number(b)?)
+    } else {
+        let n = number(range)?;
+        (n, if step.is_some() { max } else { n })
+    };
+    if let Some(step) = step {
+        match step.parse::<u32>() {
+            Ok(0) => return Err(format!("step of range should be a positive number: {expr}")),
+            Ok(_) => {}
+            Err(_) => {
+                return Err(format!(
+                    "failed to parse int from {step}: strconv.Atoi: parsing {}: invalid syntax",
+                    q(step)
+                ));
+            }
+        }
+    }
+    if start < min {
+        return Err(format!("beginning of range ({start}) below minimum ({min}): {expr}"));
+    }
+    if end > max {
+        return Err(format!("end of range ({end}) above maximum ({max}): {expr}"));
+    }
+    if start > end {
+        return Err(format!("beginning of range ({start}) beyond end of range ({end}): {expr}"));
+    }
+    Ok(())
+}
+
+/// Whether `s` parses as a Go duration (`1h30m`, `90s`, `1.5h`).
+fn go_duration_ok(s: &str) -> bool {
+    let mut rest = s;
+    if rest.is_empty() {
+        return false;
+    }
+    if rest == "0" {
+        return true;
+    }
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(rest.len());
+        if digits == 0 {
+            return false;
+        }
+        rest = &rest[digits..];
+        let unit = ["ns", "us", "µs", "ms", "s", "m", "h"].into_iter().find(|u| rest.starts_with(u));
+        let Some(unit) = unit else { return false };
+        rest = &rest[unit.len()..];
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_schedule;
+
+    #[test]
+    fn cron_schedules_parse_as_robfig_cron_standard_parser_does() {
+        for ok in ["*/5 * * * *", "0 0 * * 0", "15 3 1-15/2 JAN-MAR mon,fri", "@hourly", "@every 1h30m"] {
+            assert_eq!(parse_schedule(ok), Ok(()), "{ok}");
+        }
+        assert_eq!(parse_schedule("bad").unwrap_err(), "expected exactly 5 fields, found 1: [bad]");
+        assert_eq!(parse_schedule("61 * * * *").unwrap_err(), "end of range (61) above maximum (59): 61");
+        assert_eq!(parse_schedule("* * 0 * *").unwrap_err(), "beginning of range (0) below minimum (1): 0");
+        assert_eq!(parse_schedule("@often").unwrap_err(), "unrecognized descriptor: @often");
+        assert!(parse_schedule("*/0 * * * *").unwrap_err().starts_with("step of range"));
+    }
+}

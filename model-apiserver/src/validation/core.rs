@@ -1,0 +1,549 @@
+//! core/v1 spec validation, after `pkg/apis/core/validation/validation.go`: pod specs (also
+//! inside every workload template), Services, ConfigMaps and Secrets, PersistentVolumeClaims and
+//! ServiceAccounts. What is checked is what a controller can get wrong when it builds these
+//! objects: required fields, names, enumerations, ranges, duplicates and cross-references.
+
+use std::collections::BTreeSet;
+
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Container, ContainerPort, PersistentVolumeClaim, PersistentVolumeClaimSpec, PodSpec,
+    PodTemplateSpec, Secret, Service, ServiceAccount, Volume,
+};
+use kube_core::response::StatusCause;
+
+use super::field::{
+    Path, dns1123_label, dns1123_subdomain, duplicate, forbidden, invalid, labels, non_negative, not_found,
+    not_supported, one_of, one_of_if_set, port_name, port_num_or_name, port_number, q, required, too_long,
+};
+
+/// The total size of a ConfigMap's or Secret's data (`MaxSecretSize`, 1 MiB).
+pub(crate) const DATA_BYTES_MAX: usize = 1024 * 1024;
+
+const RESTART_POLICIES: &[&str] = &["Always", "OnFailure", "Never"];
+const DNS_POLICIES: &[&str] = &["ClusterFirstWithHostNet", "ClusterFirst", "Default", "None"];
+const PULL_POLICIES: &[&str] = &["Always", "IfNotPresent", "Never"];
+const PROTOCOLS: &[&str] = &["SCTP", "TCP", "UDP"];
+const TERMINATION_MESSAGE_POLICIES: &[&str] = &["File", "FallbackToLogsOnError"];
+const CONFIG_KEY_ERR: &str = "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')";
+
+/// A pod spec at `path` (`spec`, or `spec.template.spec` in a workload).
+pub(crate) fn pod_spec(spec: &PodSpec, path: &Path, out: &mut Vec<StatusCause>) {
+    let volumes = volumes(spec.volumes.as_deref().unwrap_or_default(), &path.child("volumes"), out);
+    let mut names = BTreeSet::new();
+    let containers_path = path.child("containers");
+    if spec.containers.is_empty() {
+        out.push(required(&containers_path, ""));
+    }
+    for (i, c) in spec.containers.iter().enumerate() {
+        let at = containers_path.index(i);
+        container(c, &volumes, &at, out);
+        if !c.name.is_empty() && !names.insert(c.name.clone()) {
+            out.push(duplicate(&at.child("name"), q(&c.name)));
+        }
+        if c.restart_policy.is_some() {
+            out.push(forbidden(&at.child("restartPolicy"), "may not be set for non-init containers"));
+        }
+    }
+    for (i, c) in spec.init_containers.iter().flatten().enumerate() {
+        let at = path.child("initContainers").index(i);
+        container(c, &volumes, &at, out);
+        if !c.name.is_empty() && !names.insert(c.name.clone()) {
+            out.push(duplicate(&at.child("name"), q(&c.name)));
+        }
+        one_of_if_set(c.restart_policy.as_deref(), &at.child("restartPolicy"), &["Always"], out);
+    }
+    host_port_conflicts(spec, &containers_path, out);
+    // Defaulting fills these; without defaults (ServerConfig::builtin_defaults off) an absent one
+    // is not an error of the client's.
+    one_of_if_set(spec.restart_policy.as_deref(), &path.child("restartPolicy"), RESTART_POLICIES, out);
+    one_of_if_set(spec.dns_policy.as_deref(), &path.child("dnsPolicy"), DNS_POLICIES, out);
+    labels(spec.node_selector.as_ref(), &path.child("nodeSelector"), out);
+    if let Some(sa) = spec.service_account_name.as_deref().filter(|s| !s.is_empty()) {
+        dns1123_subdomain(sa, &path.child("serviceAccountName"), out);
+    }
+    if let Some(node) = spec.node_name.as_deref().filter(|s| !s.is_empty()) {
+        dns1123_subdomain(node, &path.child("nodeName"), out);
+    }
+    if let Some(host) = spec.hostname.as_deref().filter(|s| !s.is_empty()) {
+        dns1123_label(host, &path.child("hostname"), out);
+    }
+    if let Some(sub) = spec.subdomain.as_deref().filter(|s| !s.is_empty()) {
+        dns1123_label(sub, &path.child("subdomain"), out);
+    }
+    if let Some(s) = spec.scheduler_name.as_deref().filter(|s| !s.is_empty()) {
+        dns1123_subdomain(s, &path.child("schedulerName"), out);
+    }
+    if let Some(p) = spec.priority_class_name.as_deref().filter(|s| !s.is_empty()) {
+        dns1123_subdomain(p, &path.child("priorityClassName"), out);
+    }
+    non_negative(spec.termination_grace_period_seconds, &path.child("terminationGracePeriodSeconds"), out);
+    if let Some(d) = spec.active_deadline_seconds.filter(|d| *d < 1) {
+        out.push(invalid(
+            &path.child("activeDeadlineSeconds"),
+            d,
+            "must be between 1 and 2147483647, inclusive",
+        ));
+    }
+    for (i, secret) in spec.image_pull_secrets.iter().flatten().enumerate() {
+        if secret.name.is_empty() {
+            out.push(required(&path.child("imagePullSecrets").index(i).child("name"), ""));
+        }
+    }
+    for (i, t) in spec.tolerations.iter().flatten().enumerate() {
+        let at = path.child("tolerations").index(i);
+        one_of_if_set(t.operator.as_deref(), &at.child("operator"), &["Equal", "Exists"], out);
+        if t.operator.as_deref() == Some("Exists") && t.value.as_deref().is_some_and(|v| !v.is_empty()) {
+            out.push(invalid(
+                &at.child("operator"),
+                q("Exists"),
+                "value must be empty when `operator` is 'Exists'",
+            ));
+        }
+        one_of_if_set(
+            t.effect.as_deref().filter(|e| !e.is_empty()),
+            &at.child("effect"),
+            &["NoSchedule", "PreferNoSchedule", "NoExecute"],
+            out,
+        );
+    }
+}
+
+/// A pod template at `path` (`spec.template`): its labels and annotations, then its spec.
+pub(crate) fn pod_template(template: Option<&PodTemplateSpec>, path: &Path, out: &mut Vec<StatusCause>) {
+    let Some(template) = template else {
+        out.push(required(path, ""));
+        return;
+    };
+    if let Some(meta) = &template.metadata {
+        for cause in super::validate_labels_and_annotations(meta) {
+            let field = cause.field.replacen("metadata", path.child("metadata").as_str(), 1);
+            out.push(StatusCause { field, ..cause });
+        }
+    }
+    match &template.spec {
+        Some(spec) => pod_spec(spec, &path.child("spec"), out),
+        None => out.push(required(&path.child("spec").child("containers"), "")),
+    }
+}
+
+/// The volume names (DNS labels, unique); returns them for volumeMount references.
+fn volumes(volumes: &[Volume], path: &Path, out: &mut Vec<StatusCause>) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for (i, v) in volumes.iter().enumerate() {
+        let at = path.index(i).child("name");
+        if v.name.is_empty() {
+            out.push(required(&at, ""));
+        } else {
+            dns1123_label(&v.name, &at, out);
+        }
+        if !names.insert(v.name.clone()) {
+            out.push(duplicate(&at, q(&v.name)));
+        }
+    }
+    names
+}
+
+/// One container (regular or init).
+fn container(c: &Container, volumes: &BTreeSet<String>, path: &Path, out: &mut Vec<StatusCause>) {
+    let name_path = path.child("name");
+    if c.name.is_empty() {
+        out.push(required(&name_path, ""));
+    } else {
+        dns1123_label(&c.name, &name_path, out);
+    }
+    if c.image.as_deref().is_none_or(str::is_empty) {
+        out.push(required(&path.child("image"), ""));
+    }
+    one_of_if_set(c.image_pull_policy.as_deref(), &path.child("imagePullPolicy"), PULL_POLICIES, out);
+    one_of_if_set(
+        c.termination_message_policy.as_deref(),
+        &path.child("terminationMessagePolicy"),
+        TERMINATION_MESSAGE_POLICIES,
+        out,
+    );
+    container_ports(c.ports.as_deref().unwrap_or_default(), &path.child("ports"), out);
+    for (i, env) in c.env.iter().flatten().enumerate() {
+        if env.name.is_empty() {
+            out.push(required(&path.child("env").index(i).child("name"), ""));
+        }
+    }
+    let mut mount_paths = BTreeSet::new();
+    for (i, m) in c.volume_mounts.iter().flatten().enumerate() {
+        let at = path.child("volumeMounts").index(i);
+        if m.name.is_empty() {
+            out.push(required(&at.child("name"), ""));
+        } else if !volumes.contains(&m.name) {
+            out.push(not_found(&at.child("name"), q(&m.name)));
+        }
+        if m.mount_path.is_empty() {
+            out.push(required(&at.child("mountPath"), ""));
+        } else if !mount_paths.insert(m.mount_path.clone()) {
+            out.push(invalid(&at.child("mountPath"), q(&m.mount_path), "must be unique"));
+        }
+    }
+    resources(c, &path.child("resources"), out);
+}
+
+/// Container ports: numbers in range, valid unique names, known protocols.
+fn container_ports(ports: &[ContainerPort], path: &Path, out: &mut Vec<StatusCause>) {
+    let mut names = BTreeSet::new();
+    for (i, p) in ports.iter().enumerate() {
+        let at = path.index(i);
+        if let Some(name) = p.name.as_deref().filter(|n| !n.is_empty()) {
+            port_name(name, &at.child("name"), out);
+            if !names.insert(name.to_owned()) {
+                out.push(duplicate(&at.child("name"), q(name)));
+            }
+        }
+        if p.container_port == 0 {
+            out.push(required(&at.child("containerPort"), ""));
+        } else {
+            port_number(p.container_port, &at.child("containerPort"), out);
+        }
+        if let Some(host) = p.host_port.filter(|h| *h != 0) {
+            port_number(host, &at.child("hostPort"), out);
+        }
+        one_of_if_set(p.protocol.as_deref(), &at.child("protocol"), PROTOCOLS, out);
+    }
+}
+
+/// Two containers may not take the same host port and protocol.
+fn host_port_conflicts(spec: &PodSpec, path: &Path, out: &mut Vec<StatusCause>) {
+    let mut taken = BTreeSet::new();
+    for (i, c) in spec.containers.iter().enumerate() {
+        for p in c.ports.iter().flatten() {
+            let Some(host) = p.host_port.filter(|h| *h != 0) else { continue };
+            let key = format!("{host}/{}", p.protocol.as_deref().unwrap_or("TCP"));
+            if !taken.insert(key.clone()) {
+                out.push(duplicate(&path.index(i).child("ports"), q(&key)));
+            }
+        }
+    }
+}
+
+/// Requests may not exceed limits (for the quantities the model can compare).
+fn resources(c: &Container, path: &Path, out: &mut Vec<StatusCause>) {
+    let Some(r) = &c.resources else { return };
+    for (name, request) in r.requests.iter().flatten() {
+        let limit = r.limits.as_ref().and_then(|l| l.get(name));
+        let (Some(req), Some(lim)) = (quantity(&request.0), limit.and_then(|l| quantity(&l.0))) else {
+            continue;
+        };
+        if req > lim {
+            out.push(invalid(
+                &path.child("requests").key(name),
+                q(&request.0),
+                &format!(
+                    "must be less than or equal to {name} limit of {}",
+                    limit.map_or("", |l| l.0.as_str())
+                ),
+            ));
+        }
+    }
+}
+
+/// A resource quantity's value (decimal and binary suffixes), when it parses.
+fn quantity(s: &str) -> Option<f64> {
+    const SUFFIXES: &[(&str, f64)] = &[
+        ("Ki", 1024.0),
+        ("Mi", 1_048_576.0),
+        ("Gi", 1_073_741_824.0),
+        ("Ti", 1_099_511_627_776.0),
+        ("Pi", 1_125_899_906_842_624.0),
+        ("Ei", 1_152_921_504_606_846_976.0),
+        ("n", 1e-9),
+        ("u", 1e-6),
+        ("m", 1e-3),
+        ("k", 1e3),
+        ("M", 1e6),
+        ("G", 1e9),
+        ("T", 1e12),
+        ("P", 1e15),
+        ("E", 1e18),
+    ];
+    for (suffix, factor) in SUFFIXES {
+        if let Some(n) = s.strip_suffix(suffix) {
+            return n.parse::<f64>().ok().map(|n| n * factor);
+        }
+    }
+    s.parse().ok()
+}
+
+/// ConfigMap keys and total size.
+pub(crate) fn config_map(cm: &ConfigMap, out: &mut Vec<StatusCause>) {
+    let mut total = 0usize;
+    for (key, value) in cm.data.iter().flatten() {
+        config_key(key, &Path::new("data").key(key), out);
+        total = total.saturating_add(value.len());
+    }
+    for (key, value) in cm.binary_data.iter().flatten() {
+        let at = Path::new("binaryData").key(key);
+        config_key(key, &at, out);
+        if cm.data.as_ref().is_some_and(|d| d.contains_key(key)) {
+            out.push(invalid(&at, q(key), "duplicate of key present in data"));
+        }
+        total = total.saturating_add(value.0.len());
+    }
+    if total > DATA_BYTES_MAX {
+        out.push(too_long(&Path::new(""), DATA_BYTES_MAX));
+    }
+}
+
+/// Secret keys, total size, and the fields each type requires.
+pub(crate) fn secret(s: &Secret, out: &mut Vec<StatusCause>) {
+    let data = Path::new("data");
+    let mut total = 0usize;
+    for (key, value) in s.data.iter().flatten() {
+        config_key(key, &data.key(key), out);
+        total = total.saturating_add(value.0.len());
+    }
+    if total > DATA_BYTES_MAX {
+        out.push(too_long(&data, DATA_BYTES_MAX));
+    }
+    let has = |k: &str| s.data.as_ref().is_some_and(|d| d.contains_key(k));
+    match s.type_.as_deref().unwrap_or("Opaque") {
+        "kubernetes.io/service-account-token" => {
+            let annotations = s.metadata.annotations.as_ref();
+            if annotations
+                .and_then(|a| a.get("kubernetes.io/service-account.name"))
+                .is_none_or(String::is_empty)
+            {
+                out.push(required(
+                    &Path::new("metadata.annotations[kubernetes.io/service-account.name]"),
+                    "",
+                ));
+            }
+        }
+        "kubernetes.io/dockercfg" if !has(".dockercfg") => {
+            out.push(required(&data.key(".dockercfg"), ""));
+        }
+        "kubernetes.io/dockerconfigjson" if !has(".dockerconfigjson") => {
+            out.push(required(&data.key(".dockerconfigjson"), ""));
+        }
+        "kubernetes.io/basic-auth" if !has("username") && !has("password") => {
+            out.push(required(&data.key("username"), ""));
+            out.push(required(&data.key("password"), ""));
+        }
+        "kubernetes.io/ssh-auth" if !has("ssh-privatekey") => {
+            out.push(required(&data.key("ssh-privatekey"), ""));
+        }
+        "kubernetes.io/tls" => {
+            for k in ["tls.key", "tls.crt"] {
+                if !has(k) {
+                    out.push(required(&data.key(k), ""));
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// IsConfigMapKey: `[-._a-zA-Z0-9]+`, at most 253 characters, not `.` or `..` or `..`-prefixed.
+fn config_key(key: &str, path: &Path, out: &mut Vec<StatusCause>) {
+    if key.len() > 253 {
+        out.push(invalid(path, q(key), "must be no more than 253 characters"));
+    }
+    if key.is_empty() || !key.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_')) {
+        out.push(invalid(path, q(key), CONFIG_KEY_ERR));
+    }
+    if key == "." {
+        out.push(invalid(path, q(key), "must not be '.'"));
+    } else if key == ".." {
+        out.push(invalid(path, q(key), "must not be '..'"));
+    } else if key.starts_with("..") {
+        out.push(invalid(path, q(key), "must not start with '..'"));
+    }
+}
+
+/// A Service's spec.
+pub(crate) fn service(svc: &Service, out: &mut Vec<StatusCause>) {
+    let path = Path::new("spec");
+    let Some(spec) = &svc.spec else {
+        out.push(required(&path.child("ports"), ""));
+        return;
+    };
+    let ty = spec.type_.as_deref().unwrap_or("ClusterIP");
+    one_of_if_set(
+        Some(ty),
+        &path.child("type"),
+        &["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"],
+        out,
+    );
+    let headless = spec.cluster_ip.as_deref() == Some("None");
+    let ports = spec.ports.as_deref().unwrap_or_default();
+    if ports.is_empty() && !headless && ty != "ExternalName" {
+        out.push(required(&path.child("ports"), ""));
+    }
+    if ty == "ExternalName" {
+        match spec.external_name.as_deref() {
+            None | Some("") => out.push(required(&path.child("externalName"), "")),
+            Some(name) => dns1123_subdomain(name.trim_end_matches('.'), &path.child("externalName"), out),
+        }
+        if spec.cluster_ip.as_deref().is_some_and(|ip| !ip.is_empty()) {
+            out.push(forbidden(&path.child("clusterIPs"), "may not be set for ExternalName services"));
+        }
+    }
+    if let Some(ip) = spec.cluster_ip.as_deref().filter(|ip| !ip.is_empty() && *ip != "None")
+        && ip.parse::<std::net::IpAddr>().is_err()
+    {
+        out.push(invalid(
+            &path.child("clusterIPs").index(0),
+            q(ip),
+            "must be empty, 'None', or a valid IP address",
+        ));
+    }
+    let mut names = BTreeSet::new();
+    let mut keys = BTreeSet::new();
+    let ports_path = path.child("ports");
+    for (i, p) in ports.iter().enumerate() {
+        let at = ports_path.index(i);
+        match p.name.as_deref().filter(|n| !n.is_empty()) {
+            None if ports.len() > 1 => out.push(required(&at.child("name"), "")),
+            None => {}
+            Some(name) => {
+                dns1123_label(name, &at.child("name"), out);
+                if !names.insert(name.to_owned()) {
+                    out.push(duplicate(&at.child("name"), q(name)));
+                }
+            }
+        }
+        port_number(p.port, &at.child("port"), out);
+        let protocol = p.protocol.as_deref().unwrap_or("TCP");
+        one_of(Some(protocol), &at.child("protocol"), PROTOCOLS, out);
+        if let Some(target) = &p.target_port {
+            port_num_or_name(target, &at.child("targetPort"), out);
+        }
+        if let Some(node_port) = p.node_port.filter(|n| *n != 0) {
+            if ty == "ClusterIP" || ty == "ExternalName" {
+                let why = format!("may not be used when `type` is '{ty}'");
+                out.push(forbidden(&at.child("nodePort"), &why));
+            } else {
+                port_number(node_port, &at.child("nodePort"), out);
+            }
+        }
+        if !keys.insert((p.port, protocol.to_owned())) {
+            out.push(duplicate(
+                &at,
+                format!("core.ServicePort{{Port:{}, Protocol:{}}}", p.port, q(protocol)),
+            ));
+        }
+    }
+    labels(spec.selector.as_ref(), &path.child("selector"), out);
+    one_of_if_set(
+        spec.session_affinity.as_deref(),
+        &path.child("sessionAffinity"),
+        &["ClientIP", "None"],
+        out,
+    );
+    one_of_if_set(
+        spec.ip_family_policy.as_deref(),
+        &path.child("ipFamilyPolicy"),
+        &["SingleStack", "PreferDualStack", "RequireDualStack"],
+        out,
+    );
+    if let Some(policy) = spec.external_traffic_policy.as_deref().filter(|p| !p.is_empty()) {
+        if ty == "ClusterIP" || ty == "ExternalName" {
+            let why = "may only be set for services with type 'NodePort' or 'LoadBalancer'";
+            out.push(invalid(&path.child("externalTrafficPolicy"), q(policy), why));
+        } else {
+            one_of_if_set(Some(policy), &path.child("externalTrafficPolicy"), &["Cluster", "Local"], out);
+        }
+    }
+    one_of_if_set(
+        spec.internal_traffic_policy.as_deref(),
+        &path.child("internalTrafficPolicy"),
+        &["Cluster", "Local"],
+        out,
+    );
+}
+
+/// A PersistentVolumeClaim's spec: access modes and a storage request.
+pub(crate) fn persistent_volume_claim(pvc: &PersistentVolumeClaim, out: &mut Vec<StatusCause>) {
+    match &pvc.spec {
+        Some(spec) => claim_spec(spec, &Path::new("spec"), out),
+        None => {
+            out.push(required(&Path::new("spec.accessModes"), "at least 1 access mode is required"));
+            out.push(required(&Path::new("spec.resources[storage]"), ""));
+        }
+    }
+}
+
+/// A claim spec at `path` (`spec`, or `spec.volumeClaimTemplates[i].spec` in a StatefulSet).
+pub(crate) fn claim_spec(spec: &PersistentVolumeClaimSpec, path: &Path, out: &mut Vec<StatusCause>) {
+    const ACCESS_MODES: &[&str] = &["ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"];
+    let modes = spec.access_modes.as_deref().unwrap_or_default();
+    if modes.is_empty() {
+        out.push(required(&path.child("accessModes"), "at least 1 access mode is required"));
+    }
+    for mode in modes {
+        if !ACCESS_MODES.contains(&mode.as_str()) {
+            out.push(not_supported(&path.child("accessModes"), mode, ACCESS_MODES));
+        }
+    }
+    if modes.iter().any(|m| m == "ReadWriteOncePod") && modes.len() > 1 {
+        out.push(forbidden(
+            &path.child("accessModes"),
+            "may not use ReadWriteOncePod with other access modes",
+        ));
+    }
+    let storage = spec.resources.as_ref().and_then(|r| r.requests.as_ref()).and_then(|r| r.get("storage"));
+    match storage {
+        None if spec.data_source.is_none() && spec.data_source_ref.is_none() => {
+            out.push(required(&path.child("resources").key("storage"), ""))
+        }
+        None => out.push(required(&path.child("resources").key("storage"), "")),
+        Some(q_) => match quantity(&q_.0) {
+            Some(v) if v <= 0.0 => out.push(invalid(
+                &path.child("resources").child("requests").key("storage"),
+                q(&q_.0),
+                "must be greater than zero",
+            )),
+            _ => {}
+        },
+    }
+    one_of_if_set(spec.volume_mode.as_deref(), &path.child("volumeMode"), &["Block", "Filesystem"], out);
+    if let Some(class) = spec.storage_class_name.as_deref().filter(|c| !c.is_empty()) {
+        dns1123_subdomain(class, &path.child("storageClassName"), out);
+    }
+}
+
+/// The spec of a claim may change only in its storage request (and volumeAttributesClassName);
+/// a claim that is bound may not shrink below... the model does not bind, so only the shape.
+pub(crate) fn persistent_volume_claim_update(
+    old: &PersistentVolumeClaim,
+    new: &PersistentVolumeClaim,
+    out: &mut Vec<StatusCause>,
+) {
+    let strip = |spec: Option<&PersistentVolumeClaimSpec>| {
+        let mut spec = spec.cloned().unwrap_or_default();
+        if let Some(r) = spec.resources.as_mut() {
+            r.requests = None;
+        }
+        spec.volume_attributes_class_name = None;
+        // The volume name is set when the claim binds.
+        if old.spec.as_ref().and_then(|s| s.volume_name.as_deref()).is_none_or(str::is_empty) {
+            spec.volume_name = None;
+        }
+        spec
+    };
+    if strip(old.spec.as_ref()) != strip(new.spec.as_ref()) {
+        out.push(forbidden(
+            &Path::new("spec"),
+            "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims",
+        ));
+    }
+}
+
+/// A ServiceAccount's secret and image pull secret references.
+pub(crate) fn service_account(sa: &ServiceAccount, out: &mut Vec<StatusCause>) {
+    for (i, s) in sa.image_pull_secrets.iter().flatten().enumerate() {
+        if s.name.is_empty() {
+            out.push(required(&Path::new("imagePullSecrets").index(i).child("name"), ""));
+        }
+    }
+    for (i, s) in sa.secrets.iter().flatten().enumerate() {
+        if s.name.as_deref().is_none_or(str::is_empty) {
+            out.push(required(&Path::new("secrets").index(i).child("name"), ""));
+        }
+    }
+}

@@ -1,0 +1,324 @@
+//! Spec validation of the built-in kinds controllers write, as `pkg/apis/*/validation` does it:
+//! 422 Invalid with the real causes (reason and field path) and the aggregated message, on
+//! create, update and patch.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::collections::BTreeSet;
+
+use common::*;
+use serde_json::{Value, json};
+
+/// The (reason, field) pairs of a 422.
+fn causes(err: &kube_core::Status) -> BTreeSet<(String, String)> {
+    assert_eq!((err.code, err.reason.as_str()), (422, "Invalid"), "{err:?}");
+    err.details.as_ref().unwrap().causes.iter().map(|c| (c.reason.clone(), c.field.clone())).collect()
+}
+
+fn set(pairs: &[(&str, &str)]) -> BTreeSet<(String, String)> {
+    pairs.iter().map(|(r, f)| ((*r).to_owned(), (*f).to_owned())).collect()
+}
+
+fn with(mut base: Value, pointer: &str, value: Value) -> Value {
+    let (parent, key) = pointer.rsplit_once('/').unwrap();
+    base.pointer_mut(parent).unwrap()[key] = value;
+    base
+}
+
+fn deployment() -> Value {
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                         "spec": {"containers": [{"name": "web", "image": "nginx:1.25"}]}}
+        }
+    })
+}
+
+fn pod() -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+           "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
+}
+
+fn job(restart: &str) -> Value {
+    json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+           "spec": {"template": {"spec": {"restartPolicy": restart,
+                                           "containers": [{"name": "c", "image": "busybox"}]}}}})
+}
+
+#[test]
+fn a_deployment_whose_template_labels_miss_its_selector_gets_422_with_the_real_message() {
+    let mut w = World::new();
+    let d = with(deployment(), "/spec/template/metadata/labels", json!({"app": "other"}));
+    let err = w.try_create(&builtin("apps", "deployments"), Some("default"), d).unwrap_err();
+    assert_eq!(causes(&err), set(&[("FieldValueInvalid", "spec.template.metadata.labels")]));
+    assert_eq!(
+        err.message,
+        "Deployment.apps \"web\" is invalid: spec.template.metadata.labels: Invalid value: map[string]string{\"app\":\"other\"}: `selector` does not match template `labels`"
+    );
+}
+
+#[test]
+fn negative_replicas_get_422_on_every_workload_kind() {
+    let mut w = World::new();
+    let d = with(deployment(), "/spec/replicas", json!(-1));
+    let err = w.try_create(&builtin("apps", "deployments"), Some("default"), d.clone()).unwrap_err();
+    assert_eq!(causes(&err), set(&[("FieldValueInvalid", "spec.replicas")]));
+    assert!(err.message.ends_with("spec.replicas: Invalid value: -1: must be greater than or equal to 0"));
+    for (plural, kind) in [("replicasets", "ReplicaSet"), ("statefulsets", "StatefulSet")] {
+        let o = with(with(d.clone(), "/kind", json!(kind)), "/metadata/name", json!("x"));
+        let err = w.try_create(&builtin("apps", plural), Some("default"), o).unwrap_err();
+        assert!(
+            causes(&err).contains(&("FieldValueInvalid".to_owned(), "spec.replicas".to_owned())),
+            "{kind}"
+        );
+    }
+}
+
+#[test]
+fn a_pod_without_containers_or_with_nameless_imageless_containers_gets_422() {
+    let mut w = World::new();
+    let pods = builtin("", "pods");
+    let err = w.try_create(&pods, Some("default"), with(pod(), "/spec/containers", json!([]))).unwrap_err();
+    assert_eq!(causes(&err), set(&[("FieldValueRequired", "spec.containers")]));
+    let err = w.try_create(&pods, Some("default"), with(pod(), "/spec/containers", json!([{}]))).unwrap_err();
+    assert_eq!(
+        causes(&err),
+        set(&[
+            ("FieldValueRequired", "spec.containers[0].name"),
+            ("FieldValueRequired", "spec.containers[0].image")
+        ])
+    );
+}
+
+#[test]
+fn container_names_ports_and_their_names_are_checked_in_workload_templates_too() {
+    let mut w = World::new();
+    let containers = json!([
+        {"name": "Web_1", "image": "nginx", "ports": [{"containerPort": 70000, "name": "http--x"},
+                                                       {"containerPort": 80, "name": "http--x"}]},
+        {"name": "Web_1", "image": "nginx"}
+    ]);
+    let d = with(deployment(), "/spec/template/spec/containers", containers);
+    let err = w.try_create(&builtin("apps", "deployments"), Some("default"), d).unwrap_err();
+    let c = causes(&err);
+    let p = "spec.template.spec.containers";
+    for expected in [
+        ("FieldValueInvalid", format!("{p}[0].name")),
+        ("FieldValueInvalid", format!("{p}[0].ports[0].containerPort")),
+        ("FieldValueInvalid", format!("{p}[0].ports[0].name")),
+        ("FieldValueDuplicate", format!("{p}[0].ports[1].name")),
+        ("FieldValueDuplicate", format!("{p}[1].name")),
+    ] {
+        assert!(c.contains(&(expected.0.to_owned(), expected.1.clone())), "{expected:?} missing from {c:?}");
+    }
+}
+
+#[test]
+fn a_jobs_restart_policy_must_be_on_failure_or_never() {
+    let mut w = World::new();
+    let err = w.try_create(&builtin("batch", "jobs"), Some("default"), job("Always")).unwrap_err();
+    assert_eq!(causes(&err), set(&[("FieldValueRequired", "spec.template.spec.restartPolicy")]));
+    assert!(err.message.starts_with("Job.batch \"j\" is invalid: "));
+    w.create(&builtin("batch", "jobs"), Some("default"), job("Never"));
+}
+
+#[test]
+fn a_deployments_restart_policy_must_be_always() {
+    let mut w = World::new();
+    let d = with(deployment(), "/spec/template/spec/restartPolicy", json!("Never"));
+    let err = w.try_create(&builtin("apps", "deployments"), Some("default"), d).unwrap_err();
+    assert_eq!(causes(&err), set(&[("FieldValueNotSupported", "spec.template.spec.restartPolicy")]));
+}
+
+#[test]
+fn a_pods_unknown_restart_policy_is_not_supported() {
+    let mut w = World::new();
+    let p = with(pod(), "/spec/restartPolicy", json!("Sometimes"));
+    let err = w.try_create(&builtin("", "pods"), Some("default"), p).unwrap_err();
+    assert_eq!(causes(&err), set(&[("FieldValueNotSupported", "spec.restartPolicy")]));
+}
+
+#[test]
+fn a_service_port_out_of_range_is_reported_on_port_and_defaulted_target_port() {
+    let mut w = World::new();
+    let svc = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+                     "spec": {"ports": [{"port": 70000}], "selector": {"app": "x"}}});
+    let err = w.try_create(&builtin("", "services"), Some("default"), svc).unwrap_err();
+    assert_eq!(
+        causes(&err),
+        set(&[
+            ("FieldValueInvalid", "spec.ports[0].port"),
+            ("FieldValueInvalid", "spec.ports[0].targetPort")
+        ])
+    );
+    assert!(err.message.starts_with("Service \"s\" is invalid: ["), "{}", err.message);
+}
+
+#[test]
+fn service_ports_need_names_when_several_and_may_not_repeat() {
+    let mut w = World::new();
+    let svc = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+                     "spec": {"ports": [{"port": 80}, {"port": 80}], "type": "Bogus"}});
+    let err = w.try_create(&builtin("", "services"), Some("default"), svc).unwrap_err();
+    let c = causes(&err);
+    for expected in [
+        ("FieldValueRequired", "spec.ports[0].name"),
+        ("FieldValueRequired", "spec.ports[1].name"),
+        ("FieldValueDuplicate", "spec.ports[1]"),
+        ("FieldValueNotSupported", "spec.type"),
+    ] {
+        assert!(
+            c.contains(&(expected.0.to_owned(), expected.1.to_owned())),
+            "{expected:?} missing from {c:?}"
+        );
+    }
+    let no_ports = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "t"}, "spec": {}});
+    let err = w.try_create(&builtin("", "services"), Some("default"), no_ports).unwrap_err();
+    assert_eq!(causes(&err), set(&[("FieldValueRequired", "spec.ports")]));
+}
+
+#[test]
+fn a_configmap_key_must_be_a_config_key_and_the_data_at_most_one_mebibyte() {
+    let mut w = World::new();
+    let cm = |data: Value| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": data});
+    let err =
+        w.try_create(&builtin("", "configmaps"), Some("default"), cm(json!({"bad key": "v"}))).unwrap_err();
+    assert_eq!(causes(&err), set(&[("FieldValueInvalid", "data[bad key]")]));
+    let big = "x".repeat(1024 * 1024 + 1);
+    let err = w.try_create(&builtin("", "configmaps"), Some("default"), cm(json!({"k": big}))).unwrap_err();
+    assert_eq!(causes(&err), set(&[("FieldValueTooLong", "")]));
+}
+
+#[test]
+fn a_secret_key_must_be_a_config_key() {
+    let mut w = World::new();
+    let s =
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "stringData": {"a/b": "x"}});
+    let err = w.try_create(&builtin("", "secrets"), Some("default"), s).unwrap_err();
+    assert_eq!(causes(&err), set(&[("FieldValueInvalid", "data[a/b]")]));
+}
+
+#[test]
+fn a_cron_jobs_schedule_must_parse() {
+    let mut w = World::new();
+    let cj = |schedule: &str| {
+        json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "c"},
+               "spec": {"schedule": schedule, "jobTemplate": {"spec": {"template": {"spec": {
+                   "restartPolicy": "OnFailure", "containers": [{"name": "c", "image": "busybox"}]}}}}}})
+    };
+    let err = w.try_create(&builtin("batch", "cronjobs"), Some("default"), cj("every minute")).unwrap_err();
+    assert_eq!(causes(&err), set(&[("FieldValueInvalid", "spec.schedule")]));
+    w.create(&builtin("batch", "cronjobs"), Some("default"), cj("*/5 * * * *"));
+}
+
+#[test]
+fn a_claim_needs_access_modes_and_a_storage_request() {
+    let mut w = World::new();
+    let pvc =
+        json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "c"}, "spec": {}});
+    let err = w.try_create(&builtin("", "persistentvolumeclaims"), Some("default"), pvc).unwrap_err();
+    assert_eq!(
+        causes(&err),
+        set(&[("FieldValueRequired", "spec.accessModes"), ("FieldValueRequired", "spec.resources[storage]")])
+    );
+}
+
+#[test]
+fn a_claims_spec_is_immutable_except_its_storage_request() {
+    let mut w = World::new();
+    let pvcs = builtin("", "persistentvolumeclaims");
+    w.create(
+        &pvcs,
+        Some("default"),
+        json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "c"}, "spec": {"accessModes": ["ReadWriteOnce"],
+        "resources": {"requests": {"storage": "1Gi"}}}}),
+    );
+    w.try_merge(
+        &pvcs,
+        Some("default"),
+        "c",
+        json!({"spec": {"resources": {"requests": {"storage": "2Gi"}}}}),
+    )
+    .unwrap();
+    let err = w
+        .try_merge(&pvcs, Some("default"), "c", json!({"spec": {"accessModes": ["ReadWriteMany"]}}))
+        .unwrap_err();
+    assert_eq!(causes(&err), set(&[("FieldValueForbidden", "spec")]));
+}
+
+#[test]
+fn an_ingress_path_and_backend_are_checked() {
+    let mut w = World::new();
+    let ing = json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "i"},
+    "spec": {"rules": [{"host": "example.com", "http": {"paths": [
+        {"path": "relative", "pathType": "Prefix", "backend": {"service": {"name": "web"}}},
+        {"path": "/x", "pathType": "Sometimes", "backend": {}}
+    ]}}]}});
+    let err = w.try_create(&builtin("networking.k8s.io", "ingresses"), Some("default"), ing).unwrap_err();
+    let p = "spec.rules[0].http.paths";
+    assert_eq!(
+        causes(&err),
+        set(&[
+            ("FieldValueInvalid", &format!("{p}[0].path")),
+            ("FieldValueRequired", &format!("{p}[0].backend")),
+            ("FieldValueNotSupported", &format!("{p}[1].pathType")),
+            ("FieldValueInvalid", &format!("{p}[1].backend")),
+        ])
+    );
+}
+
+#[test]
+fn a_pdb_may_not_set_both_min_available_and_max_unavailable() {
+    let mut w = World::new();
+    let pdb = json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "p"},
+        "spec": {"minAvailable": 1, "maxUnavailable": "150%", "selector": {"matchLabels": {"app": "x"}}}});
+    let err = w.try_create(&builtin("policy", "poddisruptionbudgets"), Some("default"), pdb).unwrap_err();
+    assert_eq!(
+        causes(&err),
+        set(&[("FieldValueInvalid", "spec"), ("FieldValueInvalid", "spec.maxUnavailable")])
+    );
+}
+
+#[test]
+fn a_lease_duration_must_be_positive() {
+    let mut w = World::new();
+    let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"},
+        "spec": {"leaseDurationSeconds": 0, "leaseTransitions": -1}});
+    let err = w.try_create(&builtin("coordination.k8s.io", "leases"), Some("default"), lease).unwrap_err();
+    assert_eq!(
+        causes(&err),
+        set(&[
+            ("FieldValueInvalid", "spec.leaseDurationSeconds"),
+            ("FieldValueInvalid", "spec.leaseTransitions")
+        ])
+    );
+}
+
+#[test]
+fn a_daemon_set_needs_a_matching_selector() {
+    let mut w = World::new();
+    let ds = with(
+        with(deployment(), "/kind", json!("DaemonSet")),
+        "/spec/selector",
+        json!({"matchLabels": {"app": "x"}}),
+    );
+    let mut ds = ds;
+    ds["spec"].as_object_mut().unwrap().remove("replicas");
+    let err = w.try_create(&builtin("apps", "daemonsets"), Some("default"), ds).unwrap_err();
+    assert_eq!(causes(&err), set(&[("FieldValueInvalid", "spec.template.metadata.labels")]));
+}
+
+#[test]
+fn validation_applies_to_patches_too() {
+    let mut w = World::new();
+    w.create(&builtin("apps", "deployments"), Some("default"), deployment());
+    let err = w
+        .try_merge(&builtin("apps", "deployments"), Some("default"), "web", json!({"spec": {"replicas": -3}}))
+        .unwrap_err();
+    assert_eq!(causes(&err), set(&[("FieldValueInvalid", "spec.replicas")]));
+}
