@@ -125,6 +125,21 @@ pub async fn reconcile(cj: Arc<CronJob>, ctx: Arc<Context>) -> Result<Action, Er
         .into_iter()
         .filter(|j| owners::is_controlled_by(&j.metadata, &uid))
         .collect();
+    let cronjobs: Api<CronJob> = Api::namespaced(ctx.client.clone(), &namespace);
+    // A running Job the cached CronJob does not list may be one the previous sync created and
+    // recorded, with the status write not yet in the cache: re-read the CronJob before calling
+    // it unexpected, as upstream's syncCronJob does (`GetCronJob`, then `inActiveList`).
+    let unlisted = jobs.iter().any(|j| !job::is_finished(j) && !lists(&cj, j));
+    let cj = if unlisted {
+        match cronjobs.get(&name).await {
+            Ok(fresh) if fresh.uid() == cj.uid() => Arc::new(fresh),
+            Ok(_) => return Ok(Action::await_change()),
+            Err(e) if has_code(&e, 404) => return Ok(Action::await_change()),
+            Err(e) => return Err(e.into()),
+        }
+    } else {
+        cj
+    };
     let sync = Sync { cj: &cj, ctx: &ctx, api: &jobs_api };
     let mut status = cj.status.clone().unwrap_or_default();
     sync.track_active(&jobs, &mut status).await;
@@ -135,11 +150,12 @@ pub async fn reconcile(cj: Arc<CronJob>, ctx: Arc<Context>) -> Result<Action, Er
     let requeue =
         if cj.spec.suspend == Some(true) { None } else { sync.schedule(&jobs, &mut status).await? };
     if cj.status.as_ref() != Some(&status) {
-        let cronjobs: Api<CronJob> = Api::namespaced(ctx.client.clone(), &namespace);
         // Conditional on the resourceVersion read: a sync from a stale cache must not write an
         // older lastScheduleTime or active list back (409, and the retry reads afresh).
-        let patch =
-            serde_json::json!({ "metadata": { "resourceVersion": cj.resource_version() }, "status": status });
+        // Replacing the status: an emptied active list must be named (null), or the merge
+        // patch keeps the last Job in it forever.
+        let mut patch = super::status_patch::replacing(cj.status.as_ref(), &status)?;
+        patch["metadata"] = serde_json::json!({ "resourceVersion": cj.resource_version() });
         match cronjobs.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
             Ok(_) => {}
             Err(e) if has_code(&e, 404) => return Ok(Action::await_change()),
@@ -147,6 +163,11 @@ pub async fn reconcile(cj: Arc<CronJob>, ctx: Arc<Context>) -> Result<Action, Er
         }
     }
     Ok(requeue.map_or_else(Action::await_change, Action::requeue))
+}
+
+/// Whether `cj`'s `status.active` lists `job`.
+fn lists(cj: &CronJob, job: &Job) -> bool {
+    cj.status.as_ref().and_then(|s| s.active.as_ref()).is_some_and(|a| a.iter().any(|r| r.uid == job.uid()))
 }
 
 /// What one sync writes through.
@@ -369,7 +390,7 @@ mod tests {
     #[test]
     fn job_names_count_minutes_since_the_epoch() {
         assert_eq!(job_name("backup", at("1970-01-01T01:00:00Z")), "backup-60");
-        assert_eq!(job_name("backup", at("2026-12-01T10:17:00Z")), "backup-29409137");
+        assert_eq!(job_name("backup", at("2026-12-01T10:17:00Z")), "backup-29935337");
     }
 
     #[test]

@@ -380,7 +380,7 @@ async fn update_status(
         return Ok(());
     }
     let api: Api<DaemonSet> = Api::namespaced(client.clone(), namespace);
-    let patch = serde_json::json!({ "status": status });
+    let patch = super::status_patch::replacing(ds.status.as_ref(), &status)?;
     match api.patch_status(&ds.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await {
         Ok(_) => Ok(()),
         Err(e) if has_code(&e, 404) => Ok(()),

@@ -720,7 +720,7 @@ impl Sync<'_> {
         if read.status.as_ref() == Some(&status) {
             return Ok(());
         }
-        let patch = serde_json::json!({ "status": status });
+        let patch = super::status_patch::replacing(read.status.as_ref(), &status)?;
         match self
             .deployments()
             .patch_status(&d.name_any(), &PatchParams::default(), &Patch::Merge(&patch))

@@ -171,7 +171,7 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
     };
     if job.status.as_ref() != Some(&status) {
         let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &namespace);
-        let patch = serde_json::json!({ "status": status });
+        let patch = super::status_patch::replacing(job.status.as_ref(), &status)?;
         jobs.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
         let regarding = events::reference(&*job);
         if complete {

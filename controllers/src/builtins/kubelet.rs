@@ -205,7 +205,7 @@ async fn transition(
     {
         return Ok(false);
     }
-    let patch = serde_json::json!({ "status": next(&current) });
+    let patch = super::status_patch::replacing(current.status.as_ref(), &next(&current))?;
     api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
     Ok(true)
 }

@@ -76,6 +76,7 @@ pub mod pod_state;
 pub mod replicaset;
 pub mod snapshot;
 pub mod statefulset;
+pub mod status_patch;
 pub mod templates;
 
 use std::sync::Arc;

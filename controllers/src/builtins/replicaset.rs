@@ -246,7 +246,7 @@ async fn update_status(
         return Ok(());
     }
     let api: Api<ReplicaSet> = Api::namespaced(client.clone(), namespace);
-    let patch = serde_json::json!({ "status": status });
+    let patch = super::status_patch::replacing(rs.status.as_ref(), &status)?;
     match api.patch_status(&rs.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await {
         Ok(_) => Ok(()),
         Err(e) if has_code(&e, 404) => Ok(()),

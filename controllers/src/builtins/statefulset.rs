@@ -538,7 +538,7 @@ async fn update_status(
         return Ok(());
     }
     let api: Api<StatefulSet> = Api::namespaced(client.clone(), namespace);
-    let patch = serde_json::json!({ "status": status });
+    let patch = super::status_patch::replacing(set.status.as_ref(), &status)?;
     match api.patch_status(&set.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await {
         Ok(_) => Ok(()),
         Err(e) if has_code(&e, 404) => Ok(()),

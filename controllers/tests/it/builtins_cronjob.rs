@@ -125,7 +125,9 @@ fn a_cronjob_runs_a_job_each_minute_on_the_virtual_clock_and_keeps_its_history_l
                 Ok(())
             } else {
                 Err(format!(
-                    "job minutes {minutes:?}, {finished} finished, last schedule {last:?}, events {reasons:?}"
+                    "job minutes {minutes:?}, {finished} finished, last schedule {last:?}, last \
+                     successful {:?}, active {:?}, events {reasons:?}",
+                    status.last_successful_time, status.active
                 ))
             }
         },

@@ -1,0 +1,54 @@
+//! Status writes as merge patches that replace the status, as upstream's `UpdateStatus` does.
+//!
+//! The built-ins write status with a JSON merge patch (RFC 7386), which keeps every field the
+//! patch does not name. A typed status serializes an unset field by leaving it out, so a field
+//! that went away (`readyReplicas` of a ReplicaSet scaled to 0, the last Job leaving a CronJob's
+//! `active` list) would stay on the server forever. [`replacing`] names each such field with
+//! `null`, the merge patch's deletion. Written here rather than taken from a crate: `json-patch`
+//! diffs into RFC 6902 operations, not into a merge patch.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// `{"status": new}` with `null` for every field of `old` that `new` no longer has, at any
+/// depth of nested objects (arrays are replaced whole by a merge patch, so they need nothing).
+pub fn replacing<S: Serialize>(old: Option<&S>, new: &S) -> Result<Value, serde_json::Error> {
+    let mut new = serde_json::to_value(new)?;
+    if let Some(old) = old {
+        null_removed(&serde_json::to_value(old)?, &mut new);
+    }
+    let mut patch = Map::new();
+    patch.insert("status".to_owned(), new);
+    Ok(Value::Object(patch))
+}
+
+fn null_removed(old: &Value, new: &mut Value) {
+    let (Value::Object(old), Value::Object(new)) = (old, new) else { return };
+    for (key, old_value) in old {
+        match new.get_mut(key) {
+            Some(new_value) => null_removed(old_value, new_value),
+            None => {
+                new.insert(key.clone(), Value::Null);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_field_gone_from_the_status_is_nulled_at_any_depth_and_arrays_are_left_whole() {
+        let old = json!({"replicas": 3, "readyReplicas": 3, "conditions": [{"type": "A"}],
+                         "nested": {"a": 1, "b": 2}});
+        let new = json!({"replicas": 0, "conditions": [], "nested": {"a": 1}});
+        assert_eq!(
+            replacing(Some(&old), &new).unwrap(),
+            json!({"status": {"replicas": 0, "readyReplicas": null, "conditions": [],
+                              "nested": {"a": 1, "b": null}}})
+        );
+        assert_eq!(replacing(None, &new).unwrap(), json!({ "status": new }));
+    }
+}
