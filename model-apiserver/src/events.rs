@@ -11,7 +11,7 @@
 use serde_json::Value;
 
 /// The apiVersion of events.k8s.io Events.
-pub(crate) const EVENTS_API_VERSION: &str = "events.k8s.io/v1";
+pub const EVENTS_API_VERSION: &str = "events.k8s.io/v1";
 
 /// (core/v1 name, events.k8s.io/v1 name) of every top-level field the two APIs name differently.
 const RENAMED_FIELDS: &[(&str, &str)] = &[
@@ -25,13 +25,24 @@ const RENAMED_FIELDS: &[(&str, &str)] = &[
 ];
 
 /// Whether `(group, kind)` is one of the two Event kinds.
-pub(crate) fn is_event_kind(group: &str, kind: &str) -> bool {
+pub fn is_event_kind(group: &str, kind: &str) -> bool {
     kind == "Event" && matches!(group, "" | "events.k8s.io")
+}
+
+/// The storage prefix of the built-in type `(group, kind, plural)`: `plural` for the core group
+/// and for both Event APIs (one store), `group/plural` otherwise. A typed read of a
+/// [`crate::Snapshot`] finds a kind's objects under this key.
+pub fn builtin_storage_key(group: &str, kind: &str, plural: &str) -> String {
+    if group.is_empty() || is_event_kind(group, kind) {
+        plural.to_owned()
+    } else {
+        format!("{group}/{plural}")
+    }
 }
 
 /// Rewrite an Event's fields (apiVersion and kind apart) into the shape of the API whose
 /// apiVersion is `to_api_version`: `events.k8s.io/v1`, or core `v1`.
-pub(crate) fn convert(data: &mut Value, to_api_version: &str) {
+pub fn convert(data: &mut Value, to_api_version: &str) {
     let Some(map) = data.as_object_mut() else { return };
     let to_events = to_api_version == EVENTS_API_VERSION;
     for (core, events) in RENAMED_FIELDS {

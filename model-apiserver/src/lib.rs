@@ -101,7 +101,7 @@ mod decode;
 mod defaults;
 mod deletion;
 pub mod errors;
-mod events;
+pub mod events;
 pub mod fields;
 mod filter;
 mod metadata;

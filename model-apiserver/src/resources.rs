@@ -64,12 +64,10 @@ impl ResourceType {
     /// The events.k8s.io Event is stored under the core `events` prefix, as kube-apiserver
     /// keeps both Event APIs over one store.
     pub fn storage_key(&self) -> Arc<str> {
-        if self.api.group.is_empty()
-            || (!self.custom && crate::events::is_event_kind(&self.api.group, &self.api.kind))
-        {
-            Arc::from(self.api.plural.as_str())
-        } else {
+        if self.custom {
             Arc::from(format!("{}/{}", self.api.group, self.api.plural))
+        } else {
+            Arc::from(crate::events::builtin_storage_key(&self.api.group, &self.api.kind, &self.api.plural))
         }
     }
 }

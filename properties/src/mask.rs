@@ -118,8 +118,9 @@ const BUILTIN_PATHS: &[&str] = &[
 ];
 
 /// Resources masked whole by default: Events record what happened on the way (retries, errors),
-/// not the end state, so a run with faults legitimately has different ones.
-const BUILTIN_IGNORED_RESOURCES: &[&str] = &["events.k8s.io/events", "events"];
+/// not the end state, so a run with faults legitimately has different ones. Both Event APIs
+/// (core/v1 and events.k8s.io/v1) share the one `events` store, as on kube-apiserver.
+const BUILTIN_IGNORED_RESOURCES: &[&str] = &["events"];
 
 impl Mask {
     /// No masking at all: objects are matched by name and every field is compared.

@@ -5,11 +5,26 @@ use kube_core::Resource;
 use model_apiserver::Snapshot;
 use serde::de::DeserializeOwned;
 
-/// The storage key of a built-in type: `plural` for the core group, `group/plural` otherwise.
+/// The storage key of a built-in type: `plural` for the core group (and for both Event APIs,
+/// which share one store), `group/plural` otherwise.
 pub fn storage_key<K: Resource<DynamicType = ()>>() -> String {
-    let group = K::group(&());
-    let plural = K::plural(&());
-    if group.is_empty() { plural.into_owned() } else { format!("{group}/{plural}") }
+    model_apiserver::events::builtin_storage_key(&K::group(&()), &K::kind(&()), &K::plural(&()))
+}
+
+/// A stored object as `K`: an Event written through the other Event API is read in `K`'s
+/// shape, as the model serves it.
+fn typed<K>(object: &kube_core::DynamicObject) -> Option<K>
+where
+    K: Resource<DynamicType = ()> + DeserializeOwned,
+{
+    let mut value = serde_json::to_value(object).ok()?;
+    if model_apiserver::events::is_event_kind(&K::group(&()), &K::kind(&())) {
+        model_apiserver::events::convert(&mut value, &K::api_version(&()));
+        if let Some(map) = value.as_object_mut() {
+            map.insert("apiVersion".to_owned(), K::api_version(&()).into_owned().into());
+        }
+    }
+    serde_json::from_value(value).ok()
 }
 
 /// Every object of type `K` in `snapshot` (in `namespace`, or everywhere), in key order.
@@ -19,11 +34,7 @@ where
     K: Resource<DynamicType = ()> + DeserializeOwned,
 {
     let key = storage_key::<K>();
-    snapshot
-        .iter_resource(&key, namespace)
-        .filter_map(|(_, object)| serde_json::to_value(&**object).ok())
-        .filter_map(|value| serde_json::from_value(value).ok())
-        .collect()
+    snapshot.iter_resource(&key, namespace).filter_map(|(_, object)| typed(object)).collect()
 }
 
 /// The object of type `K` named `name` (in `namespace` for namespaced types).
@@ -36,6 +47,5 @@ where
         namespace: namespace.unwrap_or("").into(),
         name: name.into(),
     };
-    let object = snapshot.get(&key)?;
-    serde_json::from_value(serde_json::to_value(&**object).ok()?).ok()
+    typed(snapshot.get(&key)?)
 }

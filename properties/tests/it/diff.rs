@@ -278,7 +278,7 @@ fn events_are_masked_whole_by_the_builtin_mask() {
     assert_eq!(diff(&reference, &run, &Mask::builtin()), vec![]);
     assert_eq!(
         diff(&reference, &run, &Mask::none()),
-        vec![Difference::Extra { key: key("events.k8s.io/events", "default", "web.1") }]
+        vec![Difference::Extra { key: key("events", "default", "web.1") }]
     );
 }
 

@@ -58,7 +58,7 @@ where
         })
         .property(FnProperty::at_end("collect events", move |view| {
             let cluster = view.cluster("default").expect("the default cluster exists");
-            let events = cluster.iter_resource("events.k8s.io/events", Some("default"));
+            let events = cluster.iter_resource("events", Some("default"));
             let events =
                 events.map(|(_, e)| serde_json::from_value(serde_json::to_value(&**e).unwrap()).unwrap());
             *sink.lock().unwrap() = events.collect();
