@@ -230,7 +230,9 @@ pub fn capture(config: &ReplayConfig, registry: &Registry) -> Result<Captured, R
     let snapshot = clusters[cluster.as_str()].clone();
     let write = (*written == *cluster).then(|| {
         let before = capture.before.as_ref().and_then(|b| b.get(cluster.as_str()));
-        let call = (clusters.len() == 1).then(|| traced_write(report.trace.entries(), snapshot.revision));
+        let removed = before.and_then(|b| removed_object(b, &snapshot));
+        let call = (clusters.len() == 1)
+            .then(|| traced_write(report.trace.entries(), snapshot.revision, removed.as_ref()));
         call.flatten().unwrap_or_else(|| describe_write(before, &snapshot))
     });
     Ok(Captured {
@@ -269,31 +271,62 @@ fn pick_cluster(file: &Path, clusters: &Clusters, asked: Option<&str>) -> Result
 
 /// The one write call of the trace answered with resourceVersion `revision`, in words
 /// (`zk-operator create persistentvolumeclaims/default/data-zk-0 (resourceVersion 12)`): who made
-/// it and with which verb. `None` when no call or several match (a deletion answers the
-/// deleted object's older resourceVersion; several clusters count revisions apart).
-fn traced_write(entries: &[TraceEntry], revision: Revision) -> Option<String> {
+/// it and with which verb. `None` when no call or several match (several clusters count
+/// revisions apart).
+///
+/// A delete that removes its object answers with the object as it was last stored (its older
+/// resourceVersion, as kube-apiserver answers), so the write of a step that `removed` an object
+/// is the one delete of that object's trace target answered at its last resourceVersion.
+fn traced_write(entries: &[TraceEntry], revision: Revision, removed: Option<&Removed>) -> Option<String> {
     let rv = revision.to_string();
     let mut requests = BTreeMap::new();
     let mut matches = Vec::new();
+    let mut deletes = Vec::new();
     for entry in entries {
         match &entry.event {
             TraceEvent::ApiRequest { call, verb, target } => {
                 requests.insert(*call, (entry.node.clone(), *verb, target.as_str()));
             }
-            TraceEvent::ApiResponse { call, result: Ok(answered) } if *answered == rv => {
-                if let Some((node, verb, target)) = requests.get(call)
-                    && !matches!(*verb, "get" | "list" | "watch")
-                {
+            TraceEvent::ApiResponse { call, result: Ok(answered) } => {
+                let Some((node, verb, target)) = requests.get(call) else { continue };
+                if matches!(*verb, "get" | "list" | "watch") {
+                    continue;
+                }
+                if *answered == rv {
                     matches.push(format!("{node} {verb} {target} (resourceVersion {rv})"));
+                } else if let Some(removed) = removed
+                    && *verb == "delete"
+                    && *target == removed.target
+                    && *answered == removed.resource_version
+                {
+                    deletes.push(format!("{node} {verb} {target} (resourceVersion {rv})"));
                 }
             }
             _ => {}
         }
     }
-    match matches.as_slice() {
-        [only] => Some(only.clone()),
+    match (matches.as_slice(), deletes.as_slice()) {
+        ([only], _) | ([], [only]) => Some(only.clone()),
         _ => None,
     }
+}
+
+/// An object the step's write removed: its trace target (`plural[/namespace]/name`, as the
+/// transport names requests) and its last resourceVersion.
+struct Removed {
+    target: String,
+    resource_version: String,
+}
+
+fn removed_object(before: &Snapshot, after: &Snapshot) -> Option<Removed> {
+    let (key, object) = before.objects.iter().find(|(key, _)| after.get(key).is_none())?;
+    let plural = key.resource.rsplit('/').next().unwrap_or_default();
+    let target = if key.namespace.is_empty() {
+        format!("{plural}/{}", key.name)
+    } else {
+        format!("{plural}/{}/{}", key.namespace, key.name)
+    };
+    Some(Removed { target, resource_version: object.metadata.resource_version.clone()? })
 }
 
 /// The write that made `after` from `before`: the object whose resourceVersion is the
