@@ -145,7 +145,7 @@ fn under_swarm_faults_a_namespace_with_a_statefulset_and_a_job_empties_and_goes_
                     template: pod_template("db", None),
                     volume_claim_templates: Some(vec![PersistentVolumeClaim {
                         metadata: ObjectMeta { name: Some("data".to_owned()), ..ObjectMeta::default() },
-                        spec: Some(PersistentVolumeClaimSpec::default()),
+                        spec: Some(claim_spec()),
                         status: None,
                     }]),
                     ..StatefulSetSpec::default()
@@ -395,4 +395,19 @@ fn under_swarm_faults_a_cronjob_runs_each_due_minute_at_most_once_and_goes_quiet
         }));
     let report = sweep(&SweepConfig::new("builtins-faults-cronjob").seeds(SEEDS), |seed| world.run(seed));
     report.assert_all_passed();
+}
+
+/// A valid claim template: one access mode and a storage request, as kube-apiserver requires of
+/// a StatefulSet's volumeClaimTemplates.
+fn claim_spec() -> PersistentVolumeClaimSpec {
+    use k8s_openapi::api::core::v1::VolumeResourceRequirements;
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    PersistentVolumeClaimSpec {
+        access_modes: Some(vec!["ReadWriteOnce".to_owned()]),
+        resources: Some(VolumeResourceRequirements {
+            requests: Some([("storage".to_owned(), Quantity("1Gi".to_owned()))].into()),
+            ..VolumeResourceRequirements::default()
+        }),
+        ..PersistentVolumeClaimSpec::default()
+    }
 }

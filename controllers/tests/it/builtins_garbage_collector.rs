@@ -263,7 +263,9 @@ fn dependents_of_a_custom_resource_are_collected_after_it_is_deleted() {
 
 #[test]
 fn dependents_of_every_served_kind_are_collected_a_role_a_pdb_and_an_ingress_owned_by_a_config_map() {
-    use k8s_openapi::api::networking::v1::Ingress;
+    use k8s_openapi::api::networking::v1::{
+        Ingress, IngressBackend, IngressServiceBackend, IngressSpec, ServiceBackendPort,
+    };
     use k8s_openapi::api::policy::v1::PodDisruptionBudget;
     use k8s_openapi::api::rbac::v1::Role;
 
@@ -282,7 +284,17 @@ fn dependents_of_every_served_kind_are_collected_a_role_a_pdb_and_an_ingress_own
         w.apply(&pdbs, &PodDisruptionBudget { metadata: meta("budget"), ..PodDisruptionBudget::default() })
             .await?;
         let ingresses: Api<Ingress> = Api::namespaced(w.client(), "default");
-        w.apply(&ingresses, &Ingress { metadata: meta("entry"), ..Ingress::default() }).await?;
+        // An Ingress needs rules or a default backend to be valid.
+        let backend = IngressBackend {
+            service: Some(IngressServiceBackend {
+                name: "web".to_owned(),
+                port: Some(ServiceBackendPort { number: Some(80), ..ServiceBackendPort::default() }),
+            }),
+            ..IngressBackend::default()
+        };
+        let spec = IngressSpec { default_backend: Some(backend), ..IngressSpec::default() };
+        w.apply(&ingresses, &Ingress { metadata: meta("entry"), spec: Some(spec), ..Ingress::default() })
+            .await?;
         w.delete(&maps, "owner").await?;
         w.wait_for(&roles, "reader", |r: Option<&Role>| r.is_none(), WAIT).await?;
         w.wait_for(&pdbs, "budget", |p: Option<&PodDisruptionBudget>| p.is_none(), WAIT).await?;

@@ -46,10 +46,7 @@ fn db(replicas: i32) -> StatefulSet {
             },
             volume_claim_templates: Some(vec![PersistentVolumeClaim {
                 metadata: ObjectMeta { name: Some("data".to_owned()), ..ObjectMeta::default() },
-                spec: Some(PersistentVolumeClaimSpec {
-                    access_modes: Some(vec!["ReadWriteOnce".to_owned()]),
-                    ..Default::default()
-                }),
+                spec: Some(claim_spec()),
                 status: None,
             }]),
             ..StatefulSetSpec::default()
@@ -407,4 +404,19 @@ fn parallel_pod_management_creates_every_pod_without_waiting() {
         }));
     let report = world.run(3);
     assert!(report.verdict.is_pass(), "{}", report.verdict);
+}
+
+/// A valid claim template: one access mode and a storage request, as kube-apiserver requires of
+/// a StatefulSet's volumeClaimTemplates.
+fn claim_spec() -> PersistentVolumeClaimSpec {
+    use k8s_openapi::api::core::v1::VolumeResourceRequirements;
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    PersistentVolumeClaimSpec {
+        access_modes: Some(vec!["ReadWriteOnce".to_owned()]),
+        resources: Some(VolumeResourceRequirements {
+            requests: Some([("storage".to_owned(), Quantity("1Gi".to_owned()))].into()),
+            ..VolumeResourceRequirements::default()
+        }),
+        ..PersistentVolumeClaimSpec::default()
+    }
 }

@@ -231,7 +231,7 @@ fn an_invalid_step_labelled_valid_fails_the_run_with_the_servers_answer() {
     assert_eq!(
         message,
         "step 2: mutate Widget default/generated: setValue /spec/replicas = 11 (valid): the server \
-         rejected a valid step: 422 Invalid: Widget \"generated\" is invalid: spec.replicas: Invalid \
+         rejected a valid step: 422 Invalid: Widget.example.com \"generated\" is invalid: spec.replicas: Invalid \
          value: 11: spec.replicas in body should be less than or equal to 10"
     );
 }

@@ -204,8 +204,9 @@ fn a_watch_with_send_initial_events_starts_with_the_state_and_an_initial_events_
     assert_eq!(answer.code, 200);
     let lines = answer.lines();
     let types: Vec<&str> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
-    assert_eq!(types, ["ADDED", "ADDED", "ADDED", "BOOKMARK"]);
-    assert_eq!(lines[3]["object"]["metadata"]["annotations"], json!({"k8s.io/initial-events-end": "true"}));
+    // default, kube-node-lease, kube-public and kube-system, then the bookmark.
+    assert_eq!(types, ["ADDED", "ADDED", "ADDED", "ADDED", "BOOKMARK"]);
+    assert_eq!(lines[4]["object"]["metadata"]["annotations"], json!({"k8s.io/initial-events-end": "true"}));
 }
 
 #[test]
@@ -227,7 +228,8 @@ fn list_pagination_returns_a_continue_token_and_the_rest() {
     let rest = get(&served, &format!("/api/v1/namespaces?limit=2&continue={encoded}")).json();
     let names: Vec<&str> =
         rest["items"].as_array().unwrap().iter().map(|n| n["metadata"]["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["kube-system"]);
+    // The first page held default and kube-node-lease.
+    assert_eq!(names, ["kube-public", "kube-system"]);
 }
 
 #[test]
