@@ -747,6 +747,7 @@ impl World {
             queue_overflows: 0,
             live: BTreeMap::new(),
             epoch: jiff::Timestamp::from_second(EPOCH_UNIX_SECONDS).expect("the epoch is a valid timestamp"),
+            first_cluster: None,
         };
         World(Arc::new(Mutex::new(state)))
     }
@@ -856,6 +857,9 @@ pub(crate) struct WorldState {
     /// The wall clock at the start of the run: [`EPOCH_UNIX_SECONDS`], or in a live run the real
     /// clock's reading when it started.
     pub(crate) epoch: jiff::Timestamp,
+    /// The first declared cluster, which [`Clients::default_cluster`] reaches (`None` before the
+    /// clusters are installed, and in a live run).
+    first_cluster: Option<Arc<str>>,
 }
 
 impl WorldState {
@@ -920,6 +924,14 @@ impl WorldState {
             self.clusters
                 .insert(spec.name.clone(), ClusterState { server, watchers: Vec::new(), lifecycles });
         }
+        self.first_cluster = specs.first().map(|spec| spec.name.clone());
+    }
+
+    /// The model server of the first declared cluster (the one [`Clients::default_cluster`]
+    /// reaches), once the clusters are installed.
+    pub(crate) fn default_server(&self) -> Option<&ApiServer> {
+        let name = self.first_cluster.as_ref()?;
+        self.clusters.get(name).map(|cluster| &cluster.server)
     }
 
     /// Every cluster's current state.
