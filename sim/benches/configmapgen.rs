@@ -205,7 +205,7 @@ fn crd_object() -> (DynamicObject, ApiResource) {
 fn seeds_per_second(seeds: u64, jobs: usize) -> (f64, f64) {
     let world = configmapgen::world(GENERATORS);
     let config = SweepConfig::new(configmapgen::SCENARIO).seeds(seeds).jobs(jobs).self_check_every(0);
-    let report = sweep(&config, |seed| world.run(seed));
+    let report = sweep(&config, |seed, options| world.run_with(seed, options));
     report.assert_all_passed();
     (report.seeds_per_second(), report.wall_seconds)
 }
@@ -225,7 +225,7 @@ fn rss_text() -> String {
 /// scenario.
 fn harness_us_per_seed(seeds: u64, run: impl Fn(u64) -> RunReport + Sync) -> f64 {
     let config = SweepConfig::new("harness").seeds(seeds).jobs(1).self_check_every(0);
-    let report = sweep(&config, run);
+    let report = sweep(&config, |seed, _options| run(seed));
     report.assert_all_passed();
     report.wall_seconds / seeds as f64 * 1e6
 }
@@ -255,7 +255,7 @@ fn rss_over_a_long_sweep(total: u64) {
         let seeds = chunk.min(total - i * chunk);
         let config =
             SweepConfig { first_seed: i * chunk, ..SweepConfig::new(configmapgen::SCENARIO).seeds(seeds) };
-        let report = sweep(&config, |seed| world.run(seed));
+        let report = sweep(&config, |seed, options| world.run_with(seed, options));
         report.assert_all_passed();
         println!("| {:>9} | {:>8} | {:>7.0} |", i * chunk + seeds, rss_text(), report.seeds_per_second());
     }

@@ -41,7 +41,7 @@ fn measure(name: &str, world: &SimBuilder, seeds: u64) -> (f64, u64) {
     let mut failures = 0;
     for _ in 0..REPEATS {
         let started = Instant::now();
-        let report = sweep(&config, |seed| world.run(seed));
+        let report = sweep(&config, |seed, options| world.run_with(seed, options));
         let per_second = report.seeds_run as f64 / started.elapsed().as_secs_f64();
         best = best.max(per_second);
         failures = report.failures_total;

@@ -23,6 +23,7 @@ use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube_core::ObjectMeta;
 use kube_core::params::PostParams;
+use model_apiserver::ObjectKey;
 
 use crate::client::{Api, Error};
 use crate::faults::injector::NodeAction;
@@ -114,9 +115,22 @@ impl SimBuilder {
     }
 }
 
-/// The node that last became leader of `name` (a replica group, or one of its replica nodes).
+/// The leader of `name` (a replica group, or one of its replica nodes), as the model says: the
+/// `holderIdentity` of the group's Lease as the server stores it now, whoever wrote it last and
+/// whether or not it has expired (a paused leader whose lease ran out still holds it until another
+/// replica takes it over). `None` while no Lease of the group exists.
 pub(crate) fn current_leader(w: &WorldState, name: &str) -> Option<Arc<str>> {
-    w.injector.leader_of(name)
+    let group = w.injector.group_of(name);
+    let server = w.default_server()?;
+    let leases = server.types().get("coordination.k8s.io", "v1", "leases")?;
+    let key = ObjectKey {
+        resource: leases.storage_key(),
+        namespace: Arc::from(LEASE_NAMESPACE),
+        name: Arc::from(group),
+    };
+    let snapshot = server.snapshot();
+    let holder = snapshot.get(&key)?.data.get("spec")?.get("holderIdentity")?.as_str()?;
+    Some(Arc::from(holder))
 }
 
 fn lease_api(clients: &Clients) -> Api<Lease> {
@@ -132,7 +146,6 @@ async fn acquire(clients: &Clients, group: &Arc<str>, config: &LeaderElectionCon
     for _ in 0..ACQUIRE_ATTEMPTS_MAX {
         if try_acquire_or_renew(clients, &api, group, config).await == Ok(true) {
             clients.world.with(|w| {
-                w.injector.set_leader(group, &node);
                 let text = format!("{node} became leader of {group}");
                 w.trace(&node, TraceEvent::Note { text });
             });

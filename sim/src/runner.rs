@@ -16,6 +16,17 @@ use std::thread;
 /// overflow glibc's stack cache, so each seed maps and unmaps its own).
 pub const RUN_THREAD_STACK_BYTES: usize = 4 << 20;
 
+/// Panics with a clear message unless the crate was built with `--cfg madsim`: without it the
+/// "simulation" would run on real time and real threads.
+pub fn ensure_simulated() {
+    if !cfg!(madsim) {
+        panic!(
+            "kube-sim must be built with --cfg madsim; a RUSTFLAGS environment variable replaces \
+             .cargo/config.toml's rustflags: unset RUSTFLAGS or add --cfg madsim to it"
+        );
+    }
+}
+
 /// Run `f` on a fresh thread named `name`; a panic that escapes becomes `Err(message)`.
 pub fn on_fresh_thread<T: Send>(name: &str, f: impl FnOnce() -> T + Send) -> Result<T, String> {
     thread::scope(|scope| {

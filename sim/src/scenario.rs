@@ -6,6 +6,7 @@
 
 use std::sync::{Arc, OnceLock};
 
+use crate::run_options::RunOptions;
 use crate::verdict::RunReport;
 use crate::world::SimBuilder;
 
@@ -66,6 +67,10 @@ impl Scenario {
     /// Run one seed.
     pub fn run(&self, seed: u64) -> RunReport {
         self.builder().run(seed)
+    }
+    /// Run one seed with a runner's options (a sweep's closure passes on the ones it receives).
+    pub fn run_with(&self, seed: u64, options: &RunOptions) -> RunReport {
+        self.builder().run_with(seed, options)
     }
 }
 

@@ -9,7 +9,6 @@
 //! with logs printed (filtered by `RUST_LOG`) and the trace kept. Every failure is printed to
 //! stderr with its verdict and the exact command that replays it.
 
-use std::cell::{Cell, RefCell};
 use std::fmt::Write as _;
 use std::num::NonZeroUsize;
 use std::sync::Mutex;
@@ -19,6 +18,8 @@ use std::time::Instant;
 
 use crate::decision::ChoiceMode;
 use crate::logging;
+use crate::run_options::RunOptions;
+pub use crate::runner::ensure_simulated;
 use crate::runner::{each_on_workers, on_fresh_thread};
 use crate::trace::Trace;
 use crate::verdict::{RunReport, RunStats, Verdict};
@@ -138,39 +139,6 @@ impl SweepReport {
     }
 }
 
-thread_local! {
-    // Set by the sweep on a seed's own thread (fresh per seed), so it never outlives the run.
-    static SINGLE_SEED_RUN: Cell<bool> = const { Cell::new(false) };
-    // Set by the self-check on a seed's own thread, and taken by the first run on it: record the
-    // first run's choices, replay them in the second. The sweep's `run` is a closure over the
-    // user's builder, so this is the only way to reach it; a run on another thread (a reference
-    // run, say) never sees it.
-    static SELF_CHECK_CHOICES: RefCell<Option<ChoiceMode>> = const { RefCell::new(None) };
-}
-
-/// The choice mode the determinism self-check asked of this thread's run, once: the first
-/// [`crate::SimBuilder::run`] on a self-checked seed's thread takes it.
-pub(crate) fn take_self_check_choices() -> Option<ChoiceMode> {
-    SELF_CHECK_CHOICES.with(|cell| cell.borrow_mut().take())
-}
-
-/// Whether the current thread runs the one seed that `SIM_SEED` asked for: the engine then keeps
-/// the whole trace (logs are already switched on by the sweep).
-pub fn is_single_seed_run() -> bool {
-    SINGLE_SEED_RUN.with(Cell::get)
-}
-
-/// Panics with a clear message unless the crate was built with `--cfg madsim`: without it the
-/// "simulation" would run on real time and real threads.
-pub fn ensure_simulated() {
-    if !cfg!(madsim) {
-        panic!(
-            "kube-sim must be built with --cfg madsim; a RUSTFLAGS environment variable replaces \
-             .cargo/config.toml's rustflags: unset RUSTFLAGS or add --cfg madsim to it"
-        );
-    }
-}
-
 /// Which seeds to run, from the environment or the config.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct SeedPlan {
@@ -227,23 +195,15 @@ fn replay_template(config: &SweepConfig) -> String {
     format!("SIM_SEED={{seed}} cargo test{release} -p {package} {target} -- --exact {test_name}")
 }
 
-/// Runs `run(seed)` on a fresh thread, whose first engine run uses `choices` if given; a panic
-/// that escapes the engine becomes a crash verdict.
-fn run_on_fresh_thread<F>(
-    scenario: &str,
-    seed: u64,
-    single: bool,
-    choices: Option<ChoiceMode>,
-    run: &F,
-) -> RunReport
+/// Runs `run(seed, options)` on a fresh thread, with logs printed when `options` keep the trace
+/// (a single-seed run); a panic that escapes the engine becomes a crash verdict.
+fn run_on_fresh_thread<F>(scenario: &str, seed: u64, options: &RunOptions, run: &F) -> RunReport
 where
-    F: Fn(u64) -> RunReport + Sync,
+    F: Fn(u64, &RunOptions) -> RunReport + Sync,
 {
     on_fresh_thread(&format!("sim-seed-{seed}"), || {
-        SINGLE_SEED_RUN.with(|cell| cell.set(single));
-        SELF_CHECK_CHOICES.with(|cell| *cell.borrow_mut() = choices);
-        let _logs = logging::init_for_run(single);
-        run(seed)
+        let _logs = logging::init_for_run(options.keep_trace);
+        run(seed, options)
     })
     .unwrap_or_else(|message| RunReport {
         scenario: scenario.to_owned(),
@@ -266,15 +226,16 @@ where
 /// order or in the controller's own code, and the verdict says only that the digests differ.
 fn run_seed<F>(config: &SweepConfig, seed: u64, single: bool, check: bool, run: &F) -> Option<RunReport>
 where
-    F: Fn(u64) -> RunReport + Sync,
+    F: Fn(u64, &RunOptions) -> RunReport + Sync,
 {
-    let record = check.then_some(ChoiceMode::Record);
-    let mut first = run_on_fresh_thread(&config.scenario, seed, single, record, run);
+    let options = RunOptions { keep_trace: single, choices: check.then_some(ChoiceMode::Record) };
+    let mut first = run_on_fresh_thread(&config.scenario, seed, &options, run);
     // Kept failures must not hold a whole recording each: the sweep's memory stays flat.
     let recorded = first.choices.take();
     if check {
         let replay = recorded.map(|choices| ChoiceMode::Replay(std::sync::Arc::new(choices)));
-        let second = run_on_fresh_thread(&config.scenario, seed, single, replay, run);
+        let options = RunOptions { keep_trace: single, choices: replay };
+        let second = run_on_fresh_thread(&config.scenario, seed, &options, run);
         if second.digest != first.digest || second.verdict != first.verdict {
             let choice = match second.verdict {
                 Verdict::Nondeterminism { choice, .. } => choice,
@@ -293,11 +254,19 @@ where
     (!first.verdict.is_pass()).then_some(first)
 }
 
-/// Run `run(seed)` over the configured seeds. `run` builds and runs one world; it is called on a
-/// fresh thread per seed.
+/// Run `run(seed, options)` over the configured seeds. `run` builds and runs one world, on a fresh
+/// thread per seed, and must hand `options` on to [`crate::SimBuilder::run_with`]: they carry the
+/// determinism self-check's recorded choices into its second run, and the `SIM_SEED` run's
+/// kept trace.
+///
+/// ```no_run
+/// # let world = sim::Sim::builder();
+/// let config = sim::SweepConfig::new("my-operator").seeds(500);
+/// sim::sweep(&config, |seed, options| world.run_with(seed, options)).assert_all_passed();
+/// ```
 pub fn sweep<F>(config: &SweepConfig, run: F) -> SweepReport
 where
-    F: Fn(u64) -> RunReport + Sync,
+    F: Fn(u64, &RunOptions) -> RunReport + Sync,
 {
     ensure_simulated();
     let plan =
@@ -307,7 +276,7 @@ where
 
 fn sweep_seeds<F>(config: &SweepConfig, plan: SeedPlan, run: &F) -> SweepReport
 where
-    F: Fn(u64) -> RunReport + Sync,
+    F: Fn(u64, &RunOptions) -> RunReport + Sync,
 {
     let replay_template = replay_template(config);
     let jobs = match config.jobs {
@@ -422,7 +391,7 @@ mod tests {
     fn every_seed_runs_once_and_failures_come_back_in_seed_order() {
         let config = SweepConfig::new("toy").jobs(2).self_check_every(0);
         let runs = AtomicU64::new(0);
-        let report = sweep_seeds(&config, plan(10, 30), &|seed| {
+        let report = sweep_seeds(&config, plan(10, 30), &|seed, _| {
             runs.fetch_add(1, Ordering::Relaxed);
             let verdict = if seed % 7 == 0 {
                 Verdict::Liveness { reason: format!("seed {seed} stalls") }
@@ -442,7 +411,7 @@ mod tests {
     fn each_seed_runs_on_a_fresh_thread() {
         let config = SweepConfig::new("toy").jobs(1).self_check_every(0);
         let thread_ids = Mutex::new(Vec::new());
-        sweep_seeds(&config, plan(0, 5), &|seed| {
+        sweep_seeds(&config, plan(0, 5), &|seed, _| {
             thread_ids.lock().expect("not poisoned").push(thread::current().id());
             assert_eq!(thread::current().name(), Some(format!("sim-seed-{seed}").as_str()));
             report(seed, Verdict::Pass, "d")
@@ -457,7 +426,7 @@ mod tests {
     fn the_self_check_reruns_every_nth_seed_and_flags_differing_digests() {
         let config = SweepConfig::new("toy").jobs(2).self_check_every(3);
         let calls = Mutex::new(std::collections::BTreeMap::<u64, u32>::new());
-        let report = sweep_seeds(&config, plan(0, 9), &|seed| {
+        let report = sweep_seeds(&config, plan(0, 9), &|seed, _| {
             let mut calls = calls.lock().expect("not poisoned");
             let call = calls.entry(seed).or_insert(0);
             *call += 1;
@@ -480,9 +449,54 @@ mod tests {
     }
 
     #[test]
+    fn the_self_check_asks_the_first_run_to_record_and_hands_its_recording_to_the_second() {
+        use crate::decision::{CHOICES_FORMAT, Choice, Choices};
+        let config = SweepConfig::new("toy").jobs(1).self_check_every(2);
+        let recording = Choices {
+            format: CHOICES_FORMAT,
+            seed: 0,
+            choices: vec![Choice { stream: "s".into(), value: 7 }],
+        };
+        let asked = Mutex::new(Vec::new());
+        let report = sweep_seeds(&config, plan(0, 2), &|seed, options| {
+            asked.lock().expect("not poisoned").push((seed, options.clone()));
+            let mut report = report(seed, Verdict::Pass, "d");
+            if options.choices == Some(ChoiceMode::Record) {
+                report.choices = Some(Choices { seed, ..recording.clone() });
+            }
+            report
+        });
+        assert_eq!(report.self_checks, 1);
+        let replay = ChoiceMode::Replay(std::sync::Arc::new(recording.clone()));
+        assert_eq!(
+            asked.into_inner().expect("not poisoned"),
+            vec![
+                (0, RunOptions { keep_trace: false, choices: Some(ChoiceMode::Record) }),
+                (0, RunOptions { keep_trace: false, choices: Some(replay) }),
+                (1, RunOptions::default()),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_one_seed_sim_seed_asks_for_keeps_its_trace_and_is_not_self_checked() {
+        let config = SweepConfig::new("toy").jobs(1).self_check_every(1);
+        let asked = Mutex::new(Vec::new());
+        let single = SeedPlan { first: 42, count: 1, single: true };
+        sweep_seeds(&config, single, &|seed, options| {
+            asked.lock().expect("not poisoned").push((seed, options.clone()));
+            report(seed, Verdict::Pass, "d")
+        });
+        assert_eq!(
+            asked.into_inner().expect("not poisoned"),
+            vec![(42, RunOptions::default().keeping_trace(true))]
+        );
+    }
+
+    #[test]
     fn a_panic_that_escapes_the_engine_is_a_crash_of_the_engine_with_its_message() {
         let config = SweepConfig::new("toy").jobs(1).self_check_every(0);
-        let report = sweep_seeds(&config, plan(3, 1), &|seed| {
+        let report = sweep_seeds(&config, plan(3, 1), &|seed, _| {
             if seed == 3 {
                 panic!("engine bug at seed {seed}");
             }
@@ -497,7 +511,7 @@ mod tests {
     #[test]
     fn the_replay_command_names_the_seed_package_target_and_test() {
         let config = SweepConfig { test_name: Some("sweep::tests::x".into()), ..SweepConfig::new("toy") };
-        let report = sweep_seeds(&config, plan(0, 0), &|seed| report(seed, Verdict::Pass, "d"));
+        let report = sweep_seeds(&config, plan(0, 0), &|seed, _| report(seed, Verdict::Pass, "d"));
         let release = if cfg!(debug_assertions) { "" } else { " --release" };
         assert_eq!(
             report.replay_command(1234),
@@ -508,7 +522,7 @@ mod tests {
     #[test]
     fn the_replay_command_defaults_to_the_calling_tests_name() {
         let report =
-            sweep_seeds(&SweepConfig::new("toy"), plan(0, 0), &|seed| report(seed, Verdict::Pass, "d"));
+            sweep_seeds(&SweepConfig::new("toy"), plan(0, 0), &|seed, _| report(seed, Verdict::Pass, "d"));
         assert!(
             report
                 .replay_command(5)
@@ -522,7 +536,7 @@ mod tests {
     fn assert_all_passed_lists_failures_with_replay_commands() {
         let config =
             SweepConfig { test_name: Some("t".into()), ..SweepConfig::new("toy").self_check_every(0) };
-        let report = sweep_seeds(&config, plan(0, 3), &|seed| {
+        let report = sweep_seeds(&config, plan(0, 3), &|seed, _| {
             let verdict = if seed == 1 {
                 Verdict::Correctness { property: "p".into(), message: "m".into(), at_millis: 5 }
             } else {

@@ -37,6 +37,7 @@ use crate::decision::{ChoiceMode, Choices, DecisionSource};
 use crate::generate::{GenerateError, GeneratedWorkload, WorkloadSource};
 use crate::lifecycles::Lifecycles;
 use crate::property::Property;
+use crate::run_options::RunOptions;
 pub(crate) use crate::runner::panic_message;
 use crate::trace::{Trace, TraceEvent};
 use crate::transport::{FaultHook, NoFaults};
@@ -377,20 +378,32 @@ impl SimBuilder {
         self
     }
 
-    /// Run one seed on a fresh madsim runtime, on the calling thread.
+    /// Run one seed on a fresh madsim runtime, on the calling thread: [`SimBuilder::run_with`]
+    /// with the default options.
     ///
     /// # Panics
     ///
     /// If the crate was built without `--cfg madsim` (see [`crate::ensure_simulated`]).
     pub fn run(&self, seed: u64) -> RunReport {
-        crate::sweep::ensure_simulated();
+        self.run_with(seed, &RunOptions::default())
+    }
+
+    /// Run one seed on a fresh madsim runtime, on the calling thread, with the options of whoever
+    /// runs it: a sweep's closure passes on the options it receives, so that the determinism
+    /// self-check's recorded choices reach its second run (see [`RunOptions`]).
+    ///
+    /// # Panics
+    ///
+    /// If the crate was built without `--cfg madsim` (see [`crate::ensure_simulated`]).
+    pub fn run_with(&self, seed: u64, options: &RunOptions) -> RunReport {
+        crate::runner::ensure_simulated();
         #[cfg(madsim)]
         {
-            self.run_simulated(seed)
+            self.run_simulated(seed, options)
         }
         #[cfg(not(madsim))]
         {
-            unreachable!("ensure_simulated panics in a build without --cfg madsim (seed {seed})")
+            unreachable!("ensure_simulated panics in a build without --cfg madsim (seed {seed}, {options:?})")
         }
     }
 
@@ -414,17 +427,17 @@ impl SimBuilder {
     }
 
     #[cfg(madsim)]
-    fn run_simulated(&self, seed: u64) -> RunReport {
+    fn run_simulated(&self, seed: u64, options: &RunOptions) -> RunReport {
         use std::panic::AssertUnwindSafe;
 
         // A single-seed run (SIM_SEED) keeps its trace and lets panics print; a sweep stays quiet.
-        let keep_trace = self.keep_trace || crate::sweep::is_single_seed_run();
+        let keep_trace = self.keep_trace || options.keep_trace;
         let _quiet = crate::panic_quiet::QuietPanics::enter(!keep_trace);
         let mut runtime = madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
         runtime.set_time_limit(self.time_limit);
         let specs = self.cluster_specs();
-        // A sweep's self-check may ask this thread's run to record or replay its choices.
-        let choices = crate::sweep::take_self_check_choices().unwrap_or_else(|| self.choices.clone());
+        // A sweep's self-check asks its first run to record its choices and its second to replay them.
+        let choices = options.choices.as_ref().unwrap_or(&self.choices);
         let world = World::new(choices.source(seed), keep_trace, self.properties.clone().into());
         // Controller code finds the run through this (sim::random, sim::time) until the seed ends.
         let _ambient = crate::ambient::Enter::new(&world);
@@ -735,6 +748,7 @@ impl World {
             queue_overflows: 0,
             live: BTreeMap::new(),
             epoch: jiff::Timestamp::from_second(EPOCH_UNIX_SECONDS).expect("the epoch is a valid timestamp"),
+            first_cluster: None,
         };
         World(Arc::new(Mutex::new(state)))
     }
@@ -844,6 +858,9 @@ pub(crate) struct WorldState {
     /// The wall clock at the start of the run: [`EPOCH_UNIX_SECONDS`], or in a live run the real
     /// clock's reading when it started.
     pub(crate) epoch: jiff::Timestamp,
+    /// The first declared cluster, which [`Clients::default_cluster`] reaches (`None` before the
+    /// clusters are installed, and in a live run).
+    first_cluster: Option<Arc<str>>,
 }
 
 impl WorldState {
@@ -908,6 +925,14 @@ impl WorldState {
             self.clusters
                 .insert(spec.name.clone(), ClusterState { server, watchers: Vec::new(), lifecycles });
         }
+        self.first_cluster = specs.first().map(|spec| spec.name.clone());
+    }
+
+    /// The model server of the first declared cluster (the one [`Clients::default_cluster`]
+    /// reaches), once the clusters are installed.
+    pub(crate) fn default_server(&self) -> Option<&ApiServer> {
+        let name = self.first_cluster.as_ref()?;
+        self.clusters.get(name).map(|cluster| &cluster.server)
     }
 
     /// Every cluster's current state.

@@ -77,7 +77,9 @@ fn world(params: DeleteParams) -> SimBuilder {
 #[test]
 fn deleting_a_deployment_garbage_collects_its_replica_set_and_pods() {
     let world = world(DeleteParams::default());
-    let report = sweep(&SweepConfig::new("builtins-all-background").seeds(SEEDS), |seed| world.run(seed));
+    let report = sweep(&SweepConfig::new("builtins-all-background").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
     report.assert_all_passed();
 }
 
@@ -99,6 +101,8 @@ fn deleting_a_deployment_in_the_foreground_removes_it_only_after_its_pods() {
             }
         },
     ));
-    let report = sweep(&SweepConfig::new("builtins-all-foreground").seeds(SEEDS), |seed| world.run(seed));
+    let report = sweep(&SweepConfig::new("builtins-all-foreground").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
     report.assert_all_passed();
 }

@@ -147,7 +147,9 @@ fn deployment_creates_a_replica_set_and_pods_that_become_running_and_ready() {
             ];
             if conditions != want { Err(format!("conditions {conditions:?}")) } else { Ok(()) }
         }));
-    let report = sweep(&SweepConfig::new("builtins-deployment-create").seeds(SEEDS), |seed| world.run(seed));
+    let report = sweep(&SweepConfig::new("builtins-deployment-create").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
     report.assert_all_passed();
 }
 
@@ -196,7 +198,9 @@ fn deployment_image_change_rolls_out_within_max_surge_and_max_unavailable() {
                 Err(format!("pod images {images:?}, replica sets (spec, status) {sets:?}"))
             }
         }));
-    let report = sweep(&SweepConfig::new("builtins-deployment-rollout").seeds(SEEDS), |seed| world.run(seed));
+    let report = sweep(&SweepConfig::new("builtins-deployment-rollout").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
     report.assert_all_passed();
 }
 
@@ -216,7 +220,9 @@ fn deployment_keeps_revision_history_limit_old_replica_sets() {
             if revisions == ["3", "4"] { Ok(()) } else { Err(format!("revisions {revisions:?}")) }
         },
     ));
-    let report = sweep(&SweepConfig::new("builtins-deployment-history").seeds(10), |seed| world.run(seed));
+    let report = sweep(&SweepConfig::new("builtins-deployment-history").seeds(10), |seed, options| {
+        world.run_with(seed, options)
+    });
     report.assert_all_passed();
 }
 

@@ -93,7 +93,9 @@ fn under_swarm_faults_a_deployment_rolls_out_and_its_deletion_leaves_no_orphans_
             );
             if left == (0, 0) { Ok(()) } else { Err(format!("left (replica sets, pods): {left:?}")) }
         }));
-    let report = sweep(&SweepConfig::new("builtins-faults").seeds(SEEDS), |seed| world.run(seed));
+    let report = sweep(&SweepConfig::new("builtins-faults").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
     report.assert_all_passed();
 }
 
@@ -187,7 +189,9 @@ fn under_swarm_faults_a_namespace_with_a_statefulset_and_a_job_empties_and_goes_
                 Err(format!("left (pods, pvcs, statefulsets, jobs): {left:?}"))
             }
         }));
-    let report = sweep(&SweepConfig::new("builtins-faults-namespace").seeds(SEEDS), |seed| world.run(seed));
+    let report = sweep(&SweepConfig::new("builtins-faults-namespace").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
     report.assert_all_passed();
 }
 

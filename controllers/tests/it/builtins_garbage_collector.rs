@@ -71,7 +71,8 @@ fn gone(map: Option<&ConfigMap>) -> bool {
 }
 
 fn run_sweep(world: &SimBuilder, scenario: &str) {
-    let report = sweep(&SweepConfig::new(scenario).seeds(SEEDS), |seed| world.run(seed));
+    let report =
+        sweep(&SweepConfig::new(scenario).seeds(SEEDS), |seed, options| world.run_with(seed, options));
     report.assert_all_passed();
 }
 

@@ -109,7 +109,8 @@ fn job_with_completions_3_and_parallelism_2_completes_with_three_succeeded_pods(
                 Err(format!("{found:?}, pods {phases:?}"))
             }
         }));
-    let report = sweep(&SweepConfig::new("builtins-job").seeds(SEEDS), |seed| world.run(seed));
+    let report =
+        sweep(&SweepConfig::new("builtins-job").seeds(SEEDS), |seed, options| world.run_with(seed, options));
     report.assert_all_passed();
 }
 
@@ -132,6 +133,8 @@ fn job_whose_pods_fail_gives_up_after_backoff_limit_failures() {
             }
         },
     ));
-    let report = sweep(&SweepConfig::new("builtins-job-backoff").seeds(SEEDS), |seed| world.run(seed));
+    let report = sweep(&SweepConfig::new("builtins-job-backoff").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
     report.assert_all_passed();
 }

@@ -60,7 +60,9 @@ fn a_pod_is_bound_to_the_node_and_becomes_running_and_ready() {
             let want = (Some(kubelet::NODE_NAME), Some(kubelet::HOST_IP), true, vec![true]);
             if found == want { Ok(()) } else { Err(format!("{found:?}, want {want:?}")) }
         }));
-    let report = sweep(&SweepConfig::new("builtins-kubelet-start").seeds(SEEDS), |seed| world.run(seed));
+    let report = sweep(&SweepConfig::new("builtins-kubelet-start").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
     report.assert_all_passed();
 }
 
@@ -89,7 +91,9 @@ fn a_failing_container_with_restart_policy_never_gives_a_failed_pod() {
             let want = ("Failed".to_owned(), false, vec![Some(kubelet::FAILED_EXIT_CODE)]);
             if found == want { Ok(()) } else { Err(format!("{found:?}, want {want:?}")) }
         }));
-    let report = sweep(&SweepConfig::new("builtins-kubelet-fail").seeds(SEEDS), |seed| world.run(seed));
+    let report = sweep(&SweepConfig::new("builtins-kubelet-fail").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
     report.assert_all_passed();
 }
 
@@ -123,7 +127,9 @@ fn a_failing_container_with_restart_policy_always_is_in_crash_loop_back_off_and_
             let want = (false, vec![(Some("CrashLoopBackOff".to_owned()), 1)]);
             if found == want { Ok(()) } else { Err(format!("{found:?}, want {want:?}")) }
         }));
-    let report = sweep(&SweepConfig::new("builtins-kubelet-crashloop").seeds(SEEDS), |seed| world.run(seed));
+    let report = sweep(&SweepConfig::new("builtins-kubelet-crashloop").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
     report.assert_all_passed();
 }
 

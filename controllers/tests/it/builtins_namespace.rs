@@ -74,6 +74,8 @@ fn deleting_a_namespace_empties_it_and_then_it_disappears() {
                 }
             }))
             .property(checks::garbage_collected());
-    let report = sweep(&SweepConfig::new("builtins-namespace").seeds(SEEDS), |seed| world.run(seed));
+    let report = sweep(&SweepConfig::new("builtins-namespace").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
     report.assert_all_passed();
 }

@@ -92,7 +92,9 @@ fn scaling_world() -> SimBuilder {
 #[test]
 fn replicaset_scales_up_to_three_ready_pods_and_down_to_one() {
     let world = scaling_world();
-    let report = sweep(&SweepConfig::new("builtins-replicaset-scaling").seeds(SEEDS), |seed| world.run(seed));
+    let report = sweep(&SweepConfig::new("builtins-replicaset-scaling").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
     report.assert_all_passed();
 }
 
@@ -147,7 +149,8 @@ fn replicaset_adopts_a_matching_orphan_pod_instead_of_creating_one() {
             let names: Vec<String> = active_pods(snap).into_iter().filter_map(|p| p.metadata.name).collect();
             if names == ["orphan"] { Ok(()) } else { Err(format!("controlled pods: {names:?}")) }
         }));
-    let report =
-        sweep(&SweepConfig::new("builtins-replicaset-adoption").seeds(SEEDS), |seed| world.run(seed));
+    let report = sweep(&SweepConfig::new("builtins-replicaset-adoption").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
     report.assert_all_passed();
 }

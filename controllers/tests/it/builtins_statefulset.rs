@@ -124,7 +124,9 @@ fn statefulset_creates_pods_in_order_and_deletes_them_in_reverse_keeping_pvcs() 
             Err(format!("pods {names:?}, claims {claims:?}"))
         }
     }));
-    let report = sweep(&SweepConfig::new("builtins-statefulset").seeds(SEEDS), |seed| world.run(seed));
+    let report = sweep(&SweepConfig::new("builtins-statefulset").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
     report.assert_all_passed();
 }
 

@@ -20,7 +20,9 @@ fn scenario(name: &str) -> Scenario {
 }
 
 fn sweep(scenario: &Scenario, seeds: u64) -> SweepReport {
-    sim::sweep(&SweepConfig::new(scenario.name()).seeds(seeds), |seed| scenario.run(seed))
+    sim::sweep(&SweepConfig::new(scenario.name()).seeds(seeds), |seed, options| {
+        scenario.run_with(seed, options)
+    })
 }
 
 /// Sweep a fixed variant: every seed passes.

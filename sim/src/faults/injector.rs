@@ -123,9 +123,7 @@ pub(crate) struct Injector {
     /// Tasks now waiting in a gate (a paused reconcile start, a held watch): the world is not quiet
     /// while one is, even after the liveness phase ended their faults.
     gated: u32,
-    /// Per replica group, the node that last became leader.
-    leaders: BTreeMap<Arc<str>, Arc<str>>,
-    /// Per replica node, its group.
+    /// Per replica node, its group (who leads a group is the model's to say: its Lease).
     groups: BTreeMap<Arc<str>, Arc<str>>,
     /// How many actions were dropped at [`ACTIONS_MAX`] (reported in the trace).
     pub(crate) actions_dropped: u64,
@@ -191,21 +189,14 @@ impl Injector {
         self.stopped
     }
 
-    /// Record that `node` now leads `group` (leader election).
-    pub(crate) fn set_leader(&mut self, group: &Arc<str>, node: &Arc<str>) {
-        self.leaders.insert(group.clone(), node.clone());
-        self.groups.insert(node.clone(), group.clone());
-    }
-
     /// Record that `node` is a replica of `group` (so that faults may name either).
     pub(crate) fn join_group(&mut self, group: &Arc<str>, node: &Arc<str>) {
         self.groups.insert(node.clone(), group.clone());
     }
 
-    /// The node that last became leader of `name` (a replica group, or one of its replicas).
-    pub(crate) fn leader_of(&self, name: &str) -> Option<Arc<str>> {
-        let group = self.groups.get(name).map_or(name, |g| &**g);
-        self.leaders.get(group).cloned()
+    /// The replica group `name` names: the group of a replica node, or else `name` itself.
+    pub(crate) fn group_of<'a>(&'a self, name: &'a str) -> &'a str {
+        self.groups.get(name).map_or(name, |group| &**group)
     }
 
     /// Queue an action for the supervisor (leader election uses it to restart a replica that lost

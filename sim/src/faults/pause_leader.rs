@@ -6,8 +6,9 @@
 //! [`SwarmConfig::default`](crate::faults::SwarmConfig) leaves it off.
 //!
 //! - swarm: the pause is the generic duration;
-//! - firing: only once a replica leads (else it stays unfired, and the report says so); the
-//!   [supervisor](super::supervisor) pauses the leader's node and resumes it;
+//! - firing: only once a replica leads, that is once the group's Lease in the model names a
+//!   holder (else it stays unfired, and the report says so); the [supervisor](super::supervisor)
+//!   pauses the node the Lease names and resumes it;
 //! - shrinking: a shorter pause;
 //! - guided: just before every reconcile of a controller that renews a Lease.
 
@@ -41,7 +42,7 @@ impl FaultKindOps for PauseLeader {
     /// would do nothing.
     fn ready(&self, w: &WorldState, fault: &Fault) -> bool {
         let Fault::PauseLeader { controller, .. } = fault else { mismatch(self.kind(), fault) };
-        w.injector.leader_of(controller).is_some()
+        crate::leader_election::current_leader(w, controller).is_some()
     }
 
     fn fire(&self, w: &mut WorldState, firing: &Firing<'_>) -> CallEffect {

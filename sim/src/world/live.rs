@@ -163,7 +163,7 @@ impl SimBuilder {
     ///
     /// If the crate was built without `--cfg madsim` (see [`crate::ensure_simulated`]).
     pub fn run_live(&self, cluster: Arc<dyn SharedCluster>, stop: &StopHandle) -> Verdict {
-        crate::sweep::ensure_simulated();
+        crate::runner::ensure_simulated();
         #[cfg(madsim)]
         {
             run(self, cluster, stop)

@@ -153,7 +153,7 @@ fn the_sweep_self_check_names_the_first_choice_at_which_a_nondeterministic_world
         first_seed: SEED,
         ..SweepConfig::new("nondeterministic").seeds(1).jobs(1).self_check_every(1)
     };
-    let report = sweep(&config, |seed| world.run(seed));
+    let report = sweep(&config, |seed, options| world.run_with(seed, options));
     if std::env::var_os("SIM_SEED").is_some() {
         return; // a single-seed run does not self-check
     }

@@ -13,7 +13,7 @@ const GENERATORS: usize = 3;
 fn configmap_generator_converges_on_500_seeds() {
     let world = configmapgen::world(GENERATORS);
     let config = SweepConfig::new(configmapgen::SCENARIO).seeds(500);
-    let report = sweep(&config, |seed| world.run(seed));
+    let report = sweep(&config, |seed, options| world.run_with(seed, options));
     report.assert_all_passed();
     assert_eq!(report.seeds_run, configmapgen::expected_seeds(500));
 }

@@ -18,7 +18,7 @@ fn two_hundred_seeds_each_run_on_two_threads_give_identical_digests() {
     // The self-check on every seed runs it a second time on another fresh thread and compares
     // digests and verdicts; a mismatch is a nondeterminism failure.
     let config = SweepConfig::new("configmapgen-determinism").seeds(200).self_check_every(1);
-    let report = sweep(&config, |seed| world.run(seed));
+    let report = sweep(&config, |seed, options| world.run_with(seed, options));
     report.assert_all_passed();
     let seeds = configmapgen::expected_seeds(200);
     let checked = if std::env::var_os("SIM_SEED").is_some() { 0 } else { seeds };
@@ -30,8 +30,8 @@ fn different_seeds_give_different_traces() {
     let world = configmapgen::world(GENERATORS);
     let digests = Mutex::new(BTreeMap::new());
     let config = SweepConfig { first_seed: 1_000, ..SweepConfig::new("configmapgen-seeds").seeds(50) };
-    let report = sweep(&config, |seed| {
-        let report = world.run(seed);
+    let report = sweep(&config, |seed, options| {
+        let report = world.run_with(seed, options);
         digests.lock().expect("not poisoned").insert(seed, report.digest.clone());
         report
     });
@@ -59,7 +59,7 @@ fn a_failing_seed_reports_the_replay_command_of_this_test() {
     // A property that never holds fails every seed with the same verdict.
     let world = configmapgen::world(1).property(FnProperty::at_end("never", |_| Err("by design".to_owned())));
     let config = SweepConfig::new("configmapgen-never").seeds(3).self_check_every(0);
-    let report = sweep(&config, |seed| world.run(seed));
+    let report = sweep(&config, |seed, options| world.run_with(seed, options));
     let release = if cfg!(debug_assertions) { "" } else { " --release" };
     assert_eq!(
         report.replay_command(17),

@@ -213,7 +213,7 @@ fn generated_workloads_pass_on_fifty_seeds_so_the_server_accepts_valid_steps_and
     assert_eq!(valid + invalid, STEPS * SEEDS as usize);
     assert!(invalid > 0 && valid > invalid, "{valid} valid and {invalid} invalid steps");
     let config = SweepConfig::new("generated-widgets").seeds(SEEDS);
-    let report = sweep(&config, |seed| world(generated(seed)).run(seed));
+    let report = sweep(&config, |seed, options| world(generated(seed)).run_with(seed, options));
     // SIM_SEEDS=N runs more seeds (each with its own generated workload), SIM_SEED=S just one.
     report.assert_all_passed();
 }

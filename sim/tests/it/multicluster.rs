@@ -142,7 +142,9 @@ fn a_syncer_copies_labelled_configmaps_from_super_to_tenant_and_converges() {
 #[test]
 fn the_multicluster_syncer_converges_on_100_seeds() {
     let world = world();
-    let report = sweep(&SweepConfig::new("multicluster-syncer").seeds(100), |seed| world.run(seed));
+    let report = sweep(&SweepConfig::new("multicluster-syncer").seeds(100), |seed, options| {
+        world.run_with(seed, options)
+    });
     report.assert_all_passed();
     if std::env::var_os("SIM_SEED").is_none() && std::env::var_os("SIM_SEEDS").is_none() {
         assert_eq!((report.seeds_run, report.self_checks), (100, 10));

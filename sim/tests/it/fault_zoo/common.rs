@@ -200,7 +200,7 @@ pub fn assert_found_within(
     kind: FaultKind,
 ) -> RunReport {
     let config = SweepConfig::new(scenario).seeds(budget).self_check_every(0);
-    let report = sweep(&config, |seed| world.run(seed));
+    let report = sweep(&config, |seed, options| world.run_with(seed, options));
     let failure = report
         .failures
         .iter()
@@ -225,7 +225,7 @@ pub fn assert_found_within(
 /// passes.
 pub fn assert_passes(world: &SimBuilder, scenario: &str, seeds: u64) {
     let config = SweepConfig::new(scenario).seeds(seeds).self_check_every(50);
-    let report = sweep(&config, |seed| world.run(seed));
+    let report = sweep(&config, |seed, options| world.run_with(seed, options));
     report.assert_all_passed();
 }
 
