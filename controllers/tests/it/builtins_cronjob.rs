@@ -132,7 +132,8 @@ fn a_cronjob_runs_a_job_each_minute_on_the_virtual_clock_and_keeps_its_history_l
             }
         },
     ));
-    let report = sweep(&SweepConfig::new("builtins-cronjob").seeds(10), |seed| world.run(seed));
+    let report =
+        sweep(&SweepConfig::new("builtins-cronjob").seeds(10), |seed, options| world.run_with(seed, options));
     report.assert_all_passed();
 }
 
@@ -150,7 +151,9 @@ fn allow_runs_a_new_job_while_the_previous_one_still_runs() {
             }
         },
     ));
-    let report = sweep(&SweepConfig::new("builtins-cronjob-allow").seeds(5), |seed| world.run(seed));
+    let report = sweep(&SweepConfig::new("builtins-cronjob-allow").seeds(5), |seed, options| {
+        world.run_with(seed, options)
+    });
     report.assert_all_passed();
 }
 
@@ -169,7 +172,9 @@ fn forbid_skips_due_times_while_a_job_still_runs() {
             }
         },
     ));
-    let report = sweep(&SweepConfig::new("builtins-cronjob-forbid").seeds(5), |seed| world.run(seed));
+    let report = sweep(&SweepConfig::new("builtins-cronjob-forbid").seeds(5), |seed, options| {
+        world.run_with(seed, options)
+    });
     report.assert_all_passed();
 }
 
@@ -194,7 +199,9 @@ fn replace_deletes_the_running_job_before_starting_the_next() {
             }
         },
     ));
-    let report = sweep(&SweepConfig::new("builtins-cronjob-replace").seeds(5), |seed| world.run(seed));
+    let report = sweep(&SweepConfig::new("builtins-cronjob-replace").seeds(5), |seed, options| {
+        world.run_with(seed, options)
+    });
     report.assert_all_passed();
 }
 

@@ -190,7 +190,9 @@ fn a_daemonset_runs_one_pod_on_each_matching_node_and_rolls_an_image_change_node
                 ))
             }
         }));
-    let report = sweep(&SweepConfig::new("builtins-daemonset").seeds(SEEDS), |seed| world.run(seed));
+    let report = sweep(&SweepConfig::new("builtins-daemonset").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
     report.assert_all_passed();
 }
 

@@ -354,7 +354,9 @@ fn rollout_undo_to_revision_one_moves_its_replica_set_to_revision_three() {
                 ))
             }
         }));
-    let report = sweep(&SweepConfig::new("builtins-deployment-undo").seeds(10), |seed| world.run(seed));
+    let report = sweep(&SweepConfig::new("builtins-deployment-undo").seeds(10), |seed, options| {
+        world.run_with(seed, options)
+    });
     report.assert_all_passed();
 }
 
@@ -420,7 +422,9 @@ fn a_paused_deployment_scales_but_rolls_out_a_new_image_only_once_resumed() {
                 Ok(())
             }
         }));
-    let report = sweep(&SweepConfig::new("builtins-deployment-pause").seeds(10), |seed| world.run(seed));
+    let report = sweep(&SweepConfig::new("builtins-deployment-pause").seeds(10), |seed, options| {
+        world.run_with(seed, options)
+    });
     report.assert_all_passed();
 }
 
@@ -450,7 +454,9 @@ fn a_rollout_whose_pods_never_become_ready_exceeds_its_progress_deadline() {
         }
         Ok(())
     });
-    let report = sweep(&SweepConfig::new("builtins-deployment-deadline").seeds(10), |seed| world.run(seed));
+    let report = sweep(&SweepConfig::new("builtins-deployment-deadline").seeds(10), |seed, options| {
+        world.run_with(seed, options)
+    });
     report.assert_all_passed();
 }
 
@@ -487,6 +493,8 @@ fn the_builtins_publish_the_events_kube_controller_manager_and_the_kubelet_do() 
         }
         Ok(())
     }));
-    let report = sweep(&SweepConfig::new("builtins-deployment-events").seeds(5), |seed| world.run(seed));
+    let report = sweep(&SweepConfig::new("builtins-deployment-events").seeds(5), |seed, options| {
+        world.run_with(seed, options)
+    });
     report.assert_all_passed();
 }

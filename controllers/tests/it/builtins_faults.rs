@@ -265,7 +265,9 @@ fn under_swarm_faults_a_statefulset_rolls_an_image_change_to_every_pod() {
                 Err(format!("pod images {images:?}"))
             }
         }));
-    let report = sweep(&SweepConfig::new("builtins-faults-statefulset").seeds(SEEDS), |seed| world.run(seed));
+    let report = sweep(&SweepConfig::new("builtins-faults-statefulset").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
     report.assert_all_passed();
 }
 
@@ -343,7 +345,9 @@ fn under_swarm_faults_a_daemonset_runs_one_new_pod_on_each_of_three_nodes() {
                 .collect();
             if placed == want { Ok(()) } else { Err(format!("pods (node, image) {placed:?}")) }
         }));
-    let report = sweep(&SweepConfig::new("builtins-faults-daemonset").seeds(SEEDS), |seed| world.run(seed));
+    let report = sweep(&SweepConfig::new("builtins-faults-daemonset").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
     report.assert_all_passed();
 }
 
@@ -397,7 +401,9 @@ fn under_swarm_faults_a_cronjob_runs_each_due_minute_at_most_once_and_goes_quiet
                 Err(format!("jobs {names:?}"))
             }
         }));
-    let report = sweep(&SweepConfig::new("builtins-faults-cronjob").seeds(SEEDS), |seed| world.run(seed));
+    let report = sweep(&SweepConfig::new("builtins-faults-cronjob").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
     report.assert_all_passed();
 }
 

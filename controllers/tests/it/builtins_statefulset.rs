@@ -284,8 +284,9 @@ fn an_image_change_rolls_pods_to_the_update_revision_highest_ordinal_first_one_a
                 Err(format!("pods {found:?}, status {status:?}, revisions {revisions:?}"))
             }
         }));
-    let report =
-        sweep(&SweepConfig::new("builtins-statefulset-rolling").seeds(SEEDS), |seed| world.run(seed));
+    let report = sweep(&SweepConfig::new("builtins-statefulset-rolling").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
     report.assert_all_passed();
 }
 
@@ -317,7 +318,9 @@ fn a_partition_keeps_the_lower_ordinals_on_the_current_revision() {
             }
         },
     ));
-    let report = sweep(&SweepConfig::new("builtins-statefulset-partition").seeds(10), |seed| world.run(seed));
+    let report = sweep(&SweepConfig::new("builtins-statefulset-partition").seeds(10), |seed, options| {
+        world.run_with(seed, options)
+    });
     report.assert_all_passed();
 }
 
@@ -366,7 +369,9 @@ fn on_delete_updates_a_pod_only_once_someone_deletes_it() {
                 Err(format!("pods {found:?}, updated {updated:?}"))
             }
         }));
-    let report = sweep(&SweepConfig::new("builtins-statefulset-on-delete").seeds(10), |seed| world.run(seed));
+    let report = sweep(&SweepConfig::new("builtins-statefulset-on-delete").seeds(10), |seed, options| {
+        world.run_with(seed, options)
+    });
     report.assert_all_passed();
 }
 
