@@ -126,6 +126,10 @@ impl ResourceTypes {
         }
         Some(removed.ty)
     }
+    /// Whether any type is served in the group version (`""` for core).
+    pub fn serves_group_version(&self, group: &str, version: &str) -> bool {
+        self.by_gvr.get(group).is_some_and(|versions| versions.contains_key(version))
+    }
     /// The type served at (group, version, plural).
     pub fn get(&self, group: &str, version: &str, plural: &str) -> Option<&Arc<ResourceType>> {
         self.served(group, version, plural).map(|s| &s.ty)

@@ -86,16 +86,23 @@ pub async fn serve(
                 .await
                 .unwrap_or_else(|_| http::status(&errors::internal_error("serving this request panicked")))
         }
-        Route::Unknown => http::status(&not_found()),
+        Route::Unknown => page_not_found(),
     }
 }
 
-/// 200 with the document, or 404.
+/// 200 with the document, or the plain 404 of a group or version that is not served.
 fn found(doc: Option<impl serde::Serialize>) -> Reply {
     match doc {
         Some(doc) => http::json(200, &doc),
-        None => http::status(&not_found()),
+        None => page_not_found(),
     }
+}
+
+/// A path no API group serves (an unknown group or version, or no API path at all): no group's
+/// handler takes it, so kube-apiserver's last handler, Go's `http.NotFound`, answers with plain
+/// text, not a Status (recorded: `GET /apis/nosuch.example.com/v1/...`).
+fn page_not_found() -> Reply {
+    http::with_type(404, http::full("404 page not found\n"), "text/plain; charset=utf-8")
 }
 
 /// 404 for a path nothing is served at, as kube-apiserver words it.
@@ -116,7 +123,11 @@ struct Call {
 impl Call {
     fn resource(self, path: ResourcePath) -> Reply {
         let ty = self.live.lock().server.types().get(&path.group, &path.version, &path.plural).cloned();
-        let Some(ty) = ty else { return http::status(&not_found()) };
+        let Some(ty) = ty else {
+            // A served group version answers for its unknown resources with a Status.
+            let served = self.live.lock().server.types().serves_group_version(&path.group, &path.version);
+            return if served { http::status(&not_found()) } else { page_not_found() };
+        };
         let subresource = match path.subresource.as_deref() {
             None => None,
             Some("status") => Some(Subresource::Status),

@@ -144,6 +144,19 @@ fn an_unknown_path_gets_a_404_status() {
 }
 
 #[test]
+fn a_path_of_a_group_or_version_nothing_serves_gets_the_plain_404_page() {
+    let served = serve();
+    for path in
+        ["/apis/nosuch.example.com/v1/namespaces/default/things", "/apis/apps/v9/deployments", "/nothing"]
+    {
+        let answer = get(&served, path);
+        assert_eq!((answer.code, answer.body.as_str()), (404, "404 page not found\n"), "{path}");
+    }
+    // A served group version still answers for an unknown resource with a Status.
+    assert_eq!(get(&served, "/apis/apps/v1/nothings").json()["reason"], json!("NotFound"));
+}
+
+#[test]
 fn a_missing_object_gets_404_with_the_real_message() {
     let served = serve();
     let answer = get(&served, "/api/v1/namespaces/default/configmaps/absent");
