@@ -30,7 +30,7 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, DaemonSetStatus};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use sim::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions, ResourceExt};
+use sim::api::{Api, DeleteParams, ListParams, PostParams, Preconditions, ResourceExt};
 use sim::runtime::controller::Action;
 use sim::runtime::events::Recorder;
 use sim::runtime::reflector::{ObjectRef, Store};
@@ -376,16 +376,8 @@ async fn update_status(
     client: &sim::Client,
     namespace: &str,
 ) -> Result<(), Error> {
-    if ds.status.as_ref() == Some(&status) {
-        return Ok(());
-    }
     let api: Api<DaemonSet> = Api::namespaced(client.clone(), namespace);
-    let patch = super::status_patch::replacing(ds.status.as_ref(), &status)?;
-    match api.patch_status(&ds.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await {
-        Ok(_) => Ok(()),
-        Err(e) if has_code(&e, 404) => Ok(()),
-        Err(e) => Err(e.into()),
-    }
+    super::status_patch::write(&api, &ds.name_any(), ds.status.as_ref(), &status).await
 }
 
 #[cfg(test)]

@@ -242,14 +242,6 @@ async fn update_status(
     namespace: &str,
 ) -> Result<(), Error> {
     let status = status_of(rs, spec, claimed);
-    if rs.status.as_ref() == Some(&status) {
-        return Ok(());
-    }
     let api: Api<ReplicaSet> = Api::namespaced(client.clone(), namespace);
-    let patch = super::status_patch::replacing(rs.status.as_ref(), &status)?;
-    match api.patch_status(&rs.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await {
-        Ok(_) => Ok(()),
-        Err(e) if has_code(&e, 404) => Ok(()),
-        Err(e) => Err(e.into()),
-    }
+    super::status_patch::write(&api, &rs.name_any(), rs.status.as_ref(), &status).await
 }

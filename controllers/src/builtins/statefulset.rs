@@ -534,16 +534,8 @@ async fn update_status(
     client: &sim::Client,
     namespace: &str,
 ) -> Result<(), Error> {
-    if set.status.as_ref() == Some(&status) {
-        return Ok(());
-    }
     let api: Api<StatefulSet> = Api::namespaced(client.clone(), namespace);
-    let patch = super::status_patch::replacing(set.status.as_ref(), &status)?;
-    match api.patch_status(&set.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await {
-        Ok(_) => Ok(()),
-        Err(e) if has_code(&e, 404) => Ok(()),
-        Err(e) => Err(e.into()),
-    }
+    super::status_patch::write(&api, &set.name_any(), set.status.as_ref(), &status).await
 }
 
 #[cfg(test)]

@@ -7,8 +7,33 @@
 //! `null`, the merge patch's deletion. Written here rather than taken from a crate: `json-patch`
 //! diffs into RFC 6902 operations, not into a merge patch.
 
+use std::fmt;
+
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
+use sim::Resource;
+use sim::api::{Api, Patch, PatchParams};
+
+use super::error::{Error, has_code};
+
+/// Write `new` as the status of `name` unless `old` (the status read) already equals it, as a
+/// patch [`replacing`] it; an object deleted meanwhile (404) is no error.
+pub async fn write<K, S>(api: &Api<K>, name: &str, old: Option<&S>, new: &S) -> Result<(), Error>
+where
+    K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + Sync + 'static,
+    S: Serialize + PartialEq,
+{
+    if old == Some(new) {
+        return Ok(());
+    }
+    let patch = replacing(old, new)?;
+    match api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+        Ok(_) => Ok(()),
+        Err(e) if has_code(&e, 404) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
 
 /// `{"status": new}` with `null` for every field of `old` that `new` no longer has, at any
 /// depth of nested objects (arrays are replaced whole by a merge patch, so they need nothing).
