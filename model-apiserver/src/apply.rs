@@ -28,7 +28,7 @@ use serde_json::{Map, Value};
 
 use crate::{
     errors,
-    strategic::{Strategy, TypeRef},
+    strategic::{Strategy, TypeRef, is_builtin_group},
 };
 
 /// One step of a field path.
@@ -57,7 +57,35 @@ impl FieldSet {
     pub fn of_object(obj: &Value, resource: &ApiResource) -> FieldSet {
         let mut set = BTreeSet::new();
         let ownable = ownable(obj);
-        collect(&ownable, TypeRef::root(resource), &mut Vec::new(), &mut set);
+        collect(&ownable, TypeRef::root(resource), Nodes::Owned, &mut Vec::new(), &mut set);
+        FieldSet(set)
+    }
+
+    /// Every node of `obj` that a non-apply write compares: the fields of [`FieldSet::of_object`],
+    /// each map and list that holds them, and the timestamps of built-in conditions that Go
+    /// serializes as `null` when unset ([`null_timestamps`]). structured-merge-diff compares the
+    /// typed objects before and after an update, and a map or list that the write added is
+    /// added with its contents: its manager owns it too (`"."` in FieldsV1), so it keeps an entry
+    /// after another manager takes the fields inside.
+    fn nodes_of_object(obj: &Value, resource: &ApiResource) -> FieldSet {
+        let mut set = BTreeSet::new();
+        let ownable = ownable(obj);
+        collect(&ownable, TypeRef::root(resource), Nodes::All, &mut Vec::new(), &mut set);
+        let conditions: Vec<FieldPath> = set
+            .iter()
+            .filter(|p| {
+                matches!(p.as_slice(), [PathElement::Field(s), PathElement::Field(c), PathElement::Key(_)]
+                    if s == "status" && c == "conditions")
+            })
+            .cloned()
+            .collect();
+        for time in null_timestamps(resource) {
+            for item in &conditions {
+                let mut path = item.clone();
+                path.push(PathElement::Field((*time).to_owned()));
+                set.insert(path);
+            }
+        }
         FieldSet(set)
     }
 
@@ -205,10 +233,22 @@ const SERVER_OWNED_METADATA: &[&str] = &[
     "selfLink",
 ];
 
+/// Which nodes of an object [`collect`] adds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Nodes {
+    /// The fields an apply owns: leaves and list items (structured-merge-diff's `ToFieldSet`).
+    Owned,
+    /// Those and every map and list above them (what an update compares).
+    All,
+}
+
 /// Add the fields of `v` (of Go type `ty`) at `at` to `out`.
-fn collect(v: &Value, ty: TypeRef, at: &mut FieldPath, out: &mut BTreeSet<FieldPath>) {
+fn collect(v: &Value, ty: TypeRef, nodes: Nodes, at: &mut FieldPath, out: &mut BTreeSet<FieldPath>) {
     match v {
         Value::Object(m) if !m.is_empty() => {
+            if nodes == Nodes::All && !at.is_empty() {
+                out.insert(at.clone());
+            }
             for (key, child) in m {
                 if child.is_null() {
                     continue;
@@ -218,7 +258,7 @@ fn collect(v: &Value, ty: TypeRef, at: &mut FieldPath, out: &mut BTreeSet<FieldP
                 if is_atomic_map(ty, key) {
                     out.insert(at.clone());
                 } else {
-                    collect_field(child, child_ty, list_keys(ty, key, strategy), at, out);
+                    collect_field(child, child_ty, list_keys(ty, key, strategy), nodes, at, out);
                 }
                 at.pop();
             }
@@ -234,11 +274,16 @@ fn collect_field(
     v: &Value,
     ty: TypeRef,
     keys: Option<&'static [&'static str]>,
+    nodes: Nodes,
     at: &mut FieldPath,
     out: &mut BTreeSet<FieldPath>,
 ) {
-    let Value::Array(items) = v else { return collect(v, ty, at, out) };
-    match list_kind(items, keys) {
+    let Value::Array(items) = v else { return collect(v, ty, nodes, at, out) };
+    let kind = list_kind(items, keys);
+    if nodes == Nodes::All && !items.is_empty() && !matches!(kind, ListKind::Atomic) {
+        out.insert(at.clone());
+    }
+    match kind {
         ListKind::Set if !items.is_empty() => {
             for item in items {
                 at.push(PathElement::Value(item.to_string()));
@@ -250,7 +295,7 @@ fn collect_field(
             for item in items {
                 at.push(item_element(keys, item));
                 out.insert(at.clone());
-                collect(item, ty, at, out);
+                collect(item, ty, nodes, at, out);
                 at.pop();
             }
         }
@@ -296,6 +341,8 @@ fn list_keys(ty: TypeRef, field: &str, strategy: Strategy) -> Option<&'static [&
         ("ServiceSpec", "ports") => return Some(&["port", "protocol"]),
         ("Container", "ports") => return Some(&["containerPort", "protocol"]),
         ("PodSpec", "topologySpreadConstraints") => return Some(&["topologyKey", "whenUnsatisfiable"]),
+        // `+listType=map +listMapKey=type`, with no strategic merge tag.
+        ("CustomResourceDefinitionStatus", "conditions") => return Some(&["type"]),
         _ => {}
     }
     let key = strategy.merge_key()?;
@@ -328,6 +375,102 @@ fn is_atomic_map(ty: TypeRef, field: &str) -> bool {
             | ("ServiceSpec", "selector")
             | ("PodSpec", "nodeSelector")
     )
+}
+
+/// The maps and lists a built-in kind's Go zero value already has: struct fields that are not
+/// pointers, and fields without `omitempty`. A create compares the new object with that zero
+/// value (the handler's `Creater.New`), so a write owns these through the fields below them,
+/// not as nodes of their own (`f:spec` of a Deployment has no `"."`; its `f:rollingUpdate`, a
+/// pointer, has one). Custom resources start from an empty object. From the Go types of
+/// k8s.io/api and apiextensions-apiserver (`json:"spec,omitempty"` on a struct still encodes
+/// it).
+fn zero_value_nodes(resource: &ApiResource) -> &'static [&'static [&'static str]] {
+    // A pod template's metadata and spec, and its containers (`json:"containers"`).
+    const TEMPLATE: [&[&str]; 4] = [
+        &["spec", "template"],
+        &["spec", "template", "metadata"],
+        &["spec", "template", "spec"],
+        &["spec", "template", "spec", "containers"],
+    ];
+    if !is_builtin_group(&resource.group) {
+        return &[];
+    }
+    match resource.kind.as_str() {
+        "Pod" => &[&["spec"], &["status"], &["spec", "containers"]],
+        "Deployment" => &[
+            &["spec"],
+            &["status"],
+            TEMPLATE[0],
+            TEMPLATE[1],
+            TEMPLATE[2],
+            TEMPLATE[3],
+            &["spec", "strategy"],
+        ],
+        "ReplicaSet" | "Job" => &[&["spec"], &["status"], TEMPLATE[0], TEMPLATE[1], TEMPLATE[2], TEMPLATE[3]],
+        "StatefulSet" | "DaemonSet" => &[
+            &["spec"],
+            &["status"],
+            TEMPLATE[0],
+            TEMPLATE[1],
+            TEMPLATE[2],
+            TEMPLATE[3],
+            &["spec", "updateStrategy"],
+        ],
+        "CronJob" => &[
+            &["spec"],
+            &["status"],
+            &["spec", "jobTemplate"],
+            &["spec", "jobTemplate", "metadata"],
+            &["spec", "jobTemplate", "spec"],
+            &["spec", "jobTemplate", "spec", "template"],
+            &["spec", "jobTemplate", "spec", "template", "metadata"],
+            &["spec", "jobTemplate", "spec", "template", "spec"],
+            &["spec", "jobTemplate", "spec", "template", "spec", "containers"],
+        ],
+        "CustomResourceDefinition" => &[
+            &["spec"],
+            &["status"],
+            &["spec", "names"],
+            &["spec", "versions"],
+            &["status", "acceptedNames"],
+            &["status", "conditions"],
+            &["status", "storedVersions"],
+        ],
+        "Service"
+        | "Namespace"
+        | "Node"
+        | "PersistentVolume"
+        | "PersistentVolumeClaim"
+        | "PodDisruptionBudget"
+        | "Ingress"
+        | "NetworkPolicy"
+        | "HorizontalPodAutoscaler" => &[&["spec"], &["status"]],
+        "Lease" | "PriorityLevelConfiguration" => &[&["spec"]],
+        _ => &[],
+    }
+}
+
+/// The timestamps of a built-in kind's `status.conditions` items that are `metav1.Time`
+/// values, not pointers: Go encodes an unset one as `null`, which is a field of the typed
+/// object, so the manager that writes a condition owns them (`f:lastProbeTime` of a Pod's
+/// condition written without one).
+fn null_timestamps(resource: &ApiResource) -> &'static [&'static str] {
+    if !is_builtin_group(&resource.group) {
+        return &[];
+    }
+    match resource.kind.as_str() {
+        "Pod" | "Job" | "PersistentVolumeClaim" => &["lastProbeTime", "lastTransitionTime"],
+        "Node" => &["lastHeartbeatTime", "lastTransitionTime"],
+        "Deployment" => &["lastUpdateTime", "lastTransitionTime"],
+        "ReplicaSet"
+        | "StatefulSet"
+        | "DaemonSet"
+        | "ReplicationController"
+        | "Namespace"
+        | "CustomResourceDefinition"
+        | "HorizontalPodAutoscaler" => &["lastTransitionTime"],
+        _ => &[],
+    }
 }
 
 /// The value at `path` in `v`.
@@ -701,20 +844,30 @@ pub fn update_managed_fields(
     let old_obj = old.unwrap_or(&empty);
     let old_scoped = scope(old_obj, manager.subresource, status_subresource);
     let new_scoped = scope(new, manager.subresource, status_subresource);
-    let old_set = FieldSet::of_object(&old_scoped, resource);
-    let new_set = FieldSet::of_object(&new_scoped, resource);
-    // A field is changed when it is new, or a leaf whose value differs: an item of an
-    // associative list does not change hands because a field inside it did.
+    let old_set = FieldSet::nodes_of_object(&old_scoped, resource);
+    let new_set = FieldSet::nodes_of_object(&new_scoped, resource);
+    // The maps a built-in kind's Go value always has (a create compares with its zero value,
+    // an update with the decoded old object, which has them even where the stored JSON has
+    // none, as a Deployment's `status` before its controller writes one); every object has
+    // `metadata`, which is nobody's.
+    let zero: BTreeSet<FieldPath> = std::iter::once(&["metadata"][..])
+        .chain(zero_value_nodes(resource).iter().copied())
+        .map(|path| path.iter().map(|f| PathElement::Field((*f).to_owned())).collect())
+        .collect();
+    // A field is changed when it is new, or a leaf whose value differs: a map, or an item of an
+    // associative list, does not change hands because a field inside it did.
     let leaves: BTreeSet<&FieldPath> = new_set.leaves().collect();
     let changed: BTreeSet<FieldPath> = new_set
         .0
         .iter()
         .filter(|p| {
-            !old_set.0.contains(*p) || (leaves.contains(p) && get_path(old_obj, p) != get_path(new, p))
+            (!old_set.0.contains(*p) && !zero.contains(*p))
+                || (leaves.contains(p) && get_path(old_obj, p) != get_path(new, p))
         })
         .cloned()
         .collect();
-    let removed: BTreeSet<FieldPath> = old_set.0.difference(&new_set.0).cloned().collect();
+    let removed: BTreeSet<FieldPath> =
+        old_set.0.difference(&new_set.0).filter(|p| !zero.contains(*p)).cloned().collect();
     let mut entries = match old {
         Some(o) => read_entries(o),
         None => read_entries(new),

@@ -84,6 +84,7 @@ impl ApiServer {
         if status_of(stored).as_ref() != Some(&established) || !has_finalizer {
             let mut new = DynamicObject::clone(stored);
             set_status(&mut new, Some(established));
+            record_controller_status_write(t, stored, &mut new, ctx);
             if !has_finalizer {
                 new.metadata.finalizers.get_or_insert_with(Vec::new).push(CRD_CLEANUP_FINALIZER.to_owned());
             }
@@ -101,6 +102,7 @@ impl ApiServer {
         let mut new = DynamicObject::clone(stored);
         mark_terminating(&mut new, ctx);
         if new.data != stored.data {
+            record_controller_status_write(t, stored, &mut new, ctx);
             self.commit(StoredEventType::Modified, t, &name, new);
         }
         let Some(cr_type) = self.served_custom_type(&group, &plural) else {
@@ -240,6 +242,41 @@ impl ApiServer {
             removed = self.types.remove(group, &v, plural).or(removed);
         }
         removed
+    }
+}
+
+/// The field manager of the apiextensions-apiserver's own controllers (naming, establishing,
+/// finalizing), which write a CRD's status through the loopback client. The manager is the
+/// client's User-Agent up to its first `/`: the recorded kube-apiserver's loopback client sent
+/// Go's default, `Go-http-client/1.1` (one built and run as `kube-apiserver` sends its binary
+/// name instead).
+const CRD_CONTROLLERS_MANAGER: &str = "Go-http-client";
+
+/// Record a status write of the CRD controllers in managedFields, as their UpdateStatus calls
+/// are recorded (an `Update` entry for subresource `status`). The stored versions are the
+/// registry's, set when the CRD was created, so the controllers do not own them.
+fn record_controller_status_write(
+    t: &Target,
+    stored: &DynamicObject,
+    new: &mut DynamicObject,
+    ctx: &Context<'_>,
+) {
+    let Ok(mut old) = serde_json::to_value(stored) else { return };
+    if let (Some(versions), Some(old_map)) = (new.data.pointer("/status/storedVersions"), old.as_object_mut())
+    {
+        let status = old_map.entry("status").or_insert_with(|| serde_json::json!({}));
+        if let Some(status) = status.as_object_mut() {
+            status.insert("storedVersions".to_owned(), versions.clone());
+        }
+    }
+    let manager = crate::apply::Manager {
+        name: CRD_CONTROLLERS_MANAGER,
+        api_version: &t.ty.api.api_version,
+        subresource: Some("status"),
+        now: ctx.now,
+    };
+    if stored.metadata.managed_fields.as_ref().is_some_and(|m| !m.is_empty()) {
+        crate::write::record_update(t, Some(&old), new, &manager);
     }
 }
 

@@ -140,6 +140,9 @@ pub const FIELDS: &[FieldMeta] = &[
     f("Lease", "metadata", "ObjectMeta", Plain),
     f("Event", "metadata", "ObjectMeta", Plain),
     f("CustomResourceDefinition", "metadata", "ObjectMeta", Plain),
+    // No patch tag below (a strategic merge replaces the conditions), but server-side apply
+    // keys them by type (`+listType=map`, see `apply::list_keys`).
+    f("CustomResourceDefinition", "status", "CustomResourceDefinitionStatus", Plain),
 ];
 
 /// A position in the Go type tree: the Go type name (`""` = untagged, nothing below is known).
@@ -171,7 +174,7 @@ impl TypeRef {
 const UNTAGGED_ROOT: &str = "$untagged";
 
 /// Whether `group` is one of the groups whose kinds [`FIELDS`] describes.
-fn is_builtin_group(group: &str) -> bool {
+pub(crate) fn is_builtin_group(group: &str) -> bool {
     matches!(
         group,
         "" | "apps" | "batch" | "policy" | "coordination.k8s.io" | "events.k8s.io" | "apiextensions.k8s.io"

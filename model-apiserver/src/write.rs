@@ -445,10 +445,13 @@ impl ApiServer {
 
     /// Record a non-apply write in managedFields ([`crate::apply::update_managed_fields`]).
     ///
-    /// Field ownership costs two JSON conversions per write, so the model keeps it only where it
-    /// can matter: for writes that name a field manager, and for objects that already carry
-    /// managedFields (some manager applied or named itself before). Without a named manager the
-    /// requesting user is the manager, else `unknown`.
+    /// An update of an object without managedFields records none, as the real server's
+    /// skip-non-applied manager does (it tracks ownership from an object's creation, or from
+    /// its first apply; [`crate::apply::apply`] is not skipped). A create records the fields its
+    /// manager set. Field ownership costs two JSON conversions per write, so a create that names
+    /// no field manager records nothing here (over HTTP every request names one, from its
+    /// User-Agent when not from `fieldManager`). Without a named manager an update's manager is
+    /// the requesting user, else `unknown`.
     fn track_managed_fields(
         &self,
         t: &Target,
@@ -458,30 +461,18 @@ impl ApiServer {
         field_manager: Option<&str>,
         ctx: &Context<'_>,
     ) {
-        let old_tracked =
-            old.is_some_and(|o| o.metadata.managed_fields.as_ref().is_some_and(|m| !m.is_empty()));
-        if field_manager.is_none() && !old_tracked {
+        let tracked = match old {
+            Some(o) => o.metadata.managed_fields.as_ref().is_some_and(|m| !m.is_empty()),
+            None => field_manager.is_some(),
+        };
+        if !tracked {
             return;
         }
         let name = field_manager.or(t.user.as_deref()).unwrap_or("unknown");
         let manager =
             crate::apply::Manager { name, api_version: &t.ty.api.api_version, subresource, now: ctx.now };
-        let (Ok(old_value), Ok(mut new_value)) =
-            (old.map(serde_json::to_value).transpose(), serde_json::to_value(&*new))
-        else {
-            return;
-        };
-        crate::apply::update_managed_fields(
-            old_value.as_ref(),
-            &mut new_value,
-            &t.ty.api,
-            &manager,
-            t.ty.status_subresource,
-        );
-        let entries = new_value.pointer("/metadata/managedFields").cloned().map(serde_json::from_value);
-        if let Some(Ok(entries)) = entries {
-            new.metadata.managed_fields = Some(entries);
-        }
+        let Ok(old_value) = old.map(serde_json::to_value).transpose() else { return };
+        record_update(t, old_value.as_ref(), new, &manager);
     }
 
     /// Mutating admission, validation, then validating admission. Custom resources are
@@ -657,4 +648,22 @@ pub(crate) fn should_delete_during_update(object: &DynamicObject) -> bool {
         && meta.finalizers.as_deref().unwrap_or_default().is_empty()
         && meta.deletion_grace_period_seconds.unwrap_or(0) == 0
         && !namespace_finalizers_left
+}
+
+/// Record in `new`'s managedFields that `manager` wrote it over `old` (`None`: a create), with
+/// [`crate::apply::update_managed_fields`] on the objects' JSON.
+pub(crate) fn record_update(
+    t: &Target,
+    old: Option<&serde_json::Value>,
+    new: &mut DynamicObject,
+    manager: &crate::apply::Manager<'_>,
+) {
+    let Ok(mut new_value) = serde_json::to_value(&*new) else { return };
+    crate::apply::update_managed_fields(old, &mut new_value, &t.ty.api, manager, t.ty.status_subresource);
+    let entries = new_value.pointer("/metadata/managedFields").cloned().map(serde_json::from_value);
+    match entries {
+        Some(Ok(entries)) => new.metadata.managed_fields = Some(entries),
+        None => new.metadata.managed_fields = None,
+        Some(Err(_)) => {}
+    }
 }

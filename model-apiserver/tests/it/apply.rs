@@ -234,8 +234,10 @@ fn a_create_records_every_field_under_the_creating_manager() {
     update_managed_fields(None, &mut cm, &configmap(), &manager("kubectl-create", "v1"), false);
     assert_eq!(
         managed(&cm),
-        &vec![json!({"apiVersion": "v1", "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:a": {}}},
-            "manager": "kubectl-create", "operation": "Update", "time": "1970-01-01T00:16:40Z"})]
+        &vec![
+            json!({"apiVersion": "v1", "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {".": {}, "f:a": {}}},
+            "manager": "kubectl-create", "operation": "Update", "time": "1970-01-01T00:16:40Z"})
+        ]
     );
 }
 
@@ -286,4 +288,117 @@ fn hostile_managed_fields_are_ignored_rather_than_crashing() {
     let applied = apply(Some(&live), &config, &configmap(), &manager("m", "v1"), false, false).unwrap();
     assert_eq!(applied["data"], json!({"a": "2"}));
     assert_eq!(managed(&applied).len(), 1);
+}
+
+fn pods() -> ApiResource {
+    ApiResource {
+        group: "".into(),
+        version: "v1".into(),
+        api_version: "v1".into(),
+        kind: "Pod".into(),
+        plural: "pods".into(),
+    }
+}
+
+fn fields_of(obj: &Value, manager: &str) -> Value {
+    managed(obj)
+        .iter()
+        .find(|e| e["manager"] == manager)
+        .map(|e| e["fieldsV1"].clone())
+        .unwrap_or_else(|| panic!("no entry of {manager} in {obj}"))
+}
+
+#[test]
+fn a_create_owns_the_maps_and_lists_it_adds_but_not_those_of_the_kinds_go_zero_value() {
+    // As kube-apiserver records a Deployment's create: `spec`, `template` and `strategy` are
+    // structs the zero value has (no "."), the labels map, the containers' items and the
+    // rollingUpdate pointer are added with what they hold (".").
+    let mut d = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "default", "labels": {"app": "web"}},
+        "spec": {"replicas": 1, "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "app", "image": "nginx"}]}}}});
+    update_managed_fields(None, &mut d, &deployment(), &manager("kubectl-create", "apps/v1"), true);
+    assert_eq!(
+        fields_of(&d, "kubectl-create"),
+        json!({
+            "f:metadata": {"f:labels": {".": {}, "f:app": {}}},
+            "f:spec": {
+                "f:replicas": {},
+                "f:strategy": {"f:rollingUpdate": {".": {}, "f:maxSurge": {}}, "f:type": {}},
+                "f:template": {
+                    "f:metadata": {"f:labels": {".": {}, "f:app": {}}},
+                    "f:spec": {"f:containers": {"k:{\"name\":\"app\"}": {".": {}, "f:image": {}, "f:name": {}}}}
+                }
+            }
+        })
+    );
+    // A custom resource starts from an empty object: every map it adds is its creator's.
+    let widgets = ApiResource {
+        group: "example.com".into(),
+        version: "v1".into(),
+        api_version: "example.com/v1".into(),
+        kind: "Widget".into(),
+        plural: "widgets".into(),
+    };
+    let mut w = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"},
+        "spec": {"size": 2, "nested": {"level": "info"}}});
+    update_managed_fields(None, &mut w, &widgets, &manager("me", "example.com/v1"), true);
+    assert_eq!(
+        fields_of(&w, "me"),
+        json!({"f:spec": {".": {}, "f:nested": {".": {}, "f:level": {}}, "f:size": {}}})
+    );
+}
+
+#[test]
+fn a_force_apply_of_every_field_inside_a_map_leaves_the_creator_owning_the_map() {
+    // Recorded: ConfigMap created with data.k by one manager, force-applied by another; the
+    // creator keeps an entry owning `data` itself.
+    let mut cm =
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "1"}});
+    update_managed_fields(None, &mut cm, &configmap(), &manager("creator", "v1"), false);
+    let body =
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "2"}});
+    assert!(apply(Some(&cm), &body, &configmap(), &manager("alice", "v1"), false, false).is_err());
+    let forced = apply(Some(&cm), &body, &configmap(), &manager("alice", "v1"), true, false).unwrap();
+    assert_eq!(fields_of(&forced, "alice"), json!({"f:data": {"f:k": {}}}));
+    assert_eq!(fields_of(&forced, "creator"), json!({"f:data": {}}));
+    // The same for a map of another kind: a Deployment's labels.
+    let mut d = deploy_config(1, "nginx");
+    update_managed_fields(None, &mut d, &deployment(), &manager("creator", "apps/v1"), true);
+    let mut relabel = deploy_config(1, "nginx");
+    relabel["metadata"]["labels"]["app"] = json!("other");
+    let forced = apply(Some(&d), &relabel, &deployment(), &manager("alice", "apps/v1"), true, true).unwrap();
+    assert_eq!(fields_of(&forced, "creator")["f:metadata"], json!({"f:labels": {}}));
+}
+
+#[test]
+fn a_condition_written_without_timestamps_owns_them_as_go_encodes_them_null() {
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "managedFields": [
+            {"manager": "creator", "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1",
+             "fieldsV1": {"f:spec": {"f:containers": {}}}}]},
+        "spec": {"containers": [{"name": "c", "image": "i"}]}, "status": {"phase": "Pending"}});
+    let mut written = pod.clone();
+    written["status"]["conditions"] = json!([{"type": "Ready", "status": "True"}]);
+    let kubelet = Manager { name: "kubelet", api_version: "v1", subresource: Some("status"), now: at(5) };
+    update_managed_fields(Some(&pod), &mut written, &pods(), &kubelet, true);
+    assert_eq!(
+        fields_of(&written, "kubelet"),
+        json!({"f:status": {"f:conditions": {".": {}, "k:{\"type\":\"Ready\"}": {
+            ".": {}, "f:lastProbeTime": {}, "f:lastTransitionTime": {}, "f:status": {}, "f:type": {}}}}})
+    );
+    // A Deployment's conditions carry lastUpdateTime instead of lastProbeTime.
+    let d = deploy_config(1, "nginx");
+    let mut with_status = d.clone();
+    with_status["status"] = json!({"conditions": [{"type": "Available", "status": "True"}]});
+    let controller = Manager {
+        name: "deployment-controller",
+        api_version: "apps/v1",
+        subresource: Some("status"),
+        now: at(5),
+    };
+    update_managed_fields(Some(&d), &mut with_status, &deployment(), &controller, true);
+    let condition = &fields_of(&with_status, "deployment-controller")["f:status"]["f:conditions"]["k:{\"type\":\"Available\"}"];
+    assert_eq!(condition.get("f:lastUpdateTime"), Some(&json!({})));
+    assert_eq!(condition.get("f:lastProbeTime"), None);
 }

@@ -316,7 +316,7 @@ fn a_custom_resources_schema_defaults_are_owned_by_its_creator() {
     let created = object(w.handle(r).unwrap());
     assert_eq!(created.data["spec"]["replicas"], json!(1));
     let entry = &created.metadata.managed_fields.as_ref().unwrap()[0];
-    assert_eq!(entry.fields_v1.as_ref().unwrap().0, json!({"f:spec": {"f:replicas": {}}}));
+    assert_eq!(entry.fields_v1.as_ref().unwrap().0, json!({"f:spec": {".": {}, "f:replicas": {}}}));
 }
 
 #[test]
@@ -331,4 +331,36 @@ fn a_custom_resource_field_its_schema_prunes_follows_field_validation() {
     assert!(err.message.ends_with("strict decoding error: unknown field \"spec.colour\""), "{}", err.message);
     let created = w.create(&widgets(), Some("default"), serde_json::to_value(&body).unwrap());
     assert!(created.data["spec"].get("colour").is_none());
+}
+
+#[test]
+fn the_crd_controllers_status_write_is_recorded_in_managed_fields() {
+    // As recorded from kube-apiserver: the naming and establishing controllers own the accepted
+    // names and their conditions in an Update entry of subresource status; the stored versions
+    // are the registry's.
+    let mut w = World::new();
+    let params = kube_core::params::PostParams { field_manager: Some("me".to_owned()), ..Default::default() };
+    w.handle(model_apiserver::Request::create(&crds(), None, obj(widget_crd()), params)).unwrap();
+    let crd = w.get(&crds(), None, "widgets.example.com");
+    let entries = crd.metadata.managed_fields.clone().unwrap_or_default();
+    let who: Vec<(Option<&str>, Option<&str>)> =
+        entries.iter().map(|e| (e.manager.as_deref(), e.subresource.as_deref())).collect();
+    assert_eq!(who, [(Some("me"), None), (Some("Go-http-client"), Some("status"))]);
+    let status = &entries[1].fields_v1.as_ref().unwrap().0["f:status"];
+    assert_eq!(status.get("f:storedVersions"), None);
+    assert!(status["f:acceptedNames"].get("f:plural").is_some());
+    let established = &status["f:conditions"]["k:{\"type\":\"Established\"}"];
+    assert_eq!(established.get("."), Some(&json!({})));
+    assert!(established.get("f:lastTransitionTime").is_some());
+    // A CRD created without a field manager carries no managedFields, and neither does its
+    // controllers' write.
+    let mut w = World::new();
+    w.create(&crds(), None, widget_crd());
+    assert!(
+        w.get(&crds(), None, "widgets.example.com")
+            .metadata
+            .managed_fields
+            .as_ref()
+            .is_none_or(|m| m.is_empty())
+    );
 }

@@ -6,7 +6,10 @@
 mod common;
 
 use common::*;
-use kube_core::params::{GetParams, Patch, PatchParams};
+use kube_core::{
+    DynamicObject,
+    params::{GetParams, Patch, PatchParams, PostParams},
+};
 use model_apiserver::{Request, Subresource};
 use serde_json::{Value, json};
 
@@ -159,4 +162,35 @@ fn an_apply_to_scale_gets_415() {
     assert_eq!(code_reason(&w.handle(r).unwrap_err()), (415, "UnsupportedMediaType"));
     let get = Request::get(&deployments(), Some("default"), "d", GetParams::default());
     assert_eq!(object(w.handle(get).unwrap()).data["spec"]["replicas"], json!(1));
+}
+
+#[test]
+fn an_update_of_an_object_created_without_managed_fields_records_none_until_an_apply() {
+    // kube-apiserver tracks ownership from a create or a first apply: a create that sets no
+    // field records nothing, and later updates of that object record nothing either.
+    let mut w = World::new();
+    let named = |m: &str| PostParams { field_manager: Some(m.to_owned()), ..Default::default() };
+    let body = obj(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "bare"}}));
+    let created = object(w.handle(Request::create(&cm(), Some("default"), body, named("creator"))).unwrap());
+    assert!(created.metadata.managed_fields.as_ref().is_none_or(|m| m.is_empty()));
+    let params = PatchParams { field_manager: Some("editor".to_owned()), ..Default::default() };
+    let r = Request::patch(&cm(), Some("default"), "bare", Patch::Merge(json!({"data": {"k": "v"}})), params);
+    let patched = object(w.handle(r).unwrap());
+    assert_eq!(patched.data["data"], json!({"k": "v"}));
+    assert!(patched.metadata.managed_fields.as_ref().is_none_or(|m| m.is_empty()));
+    let mut update = DynamicObject::clone(&patched);
+    update.data["data"]["k"] = json!("w");
+    let r = Request::update(&cm(), Some("default"), "bare", update, named("editor"));
+    let updated = object(w.handle(r).unwrap());
+    assert!(updated.metadata.managed_fields.as_ref().is_none_or(|m| m.is_empty()));
+    // An apply is tracked, and from then on updates are too.
+    let applied = apply(&mut w, "ctrl", true, apply_cm("bare", json!({"a": "1"}))).unwrap();
+    assert_eq!(managers(&applied), [("ctrl".to_owned(), "Apply".to_owned())]);
+    let params = PatchParams { field_manager: Some("editor".to_owned()), ..Default::default() };
+    let r = Request::patch(&cm(), Some("default"), "bare", Patch::Merge(json!({"data": {"b": "2"}})), params);
+    let patched = object(w.handle(r).unwrap());
+    assert_eq!(
+        managers(&patched),
+        [("ctrl".to_owned(), "Apply".to_owned()), ("editor".to_owned(), "Update".to_owned())]
+    );
 }
