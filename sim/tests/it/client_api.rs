@@ -250,3 +250,55 @@ fn a_typed_deployment_whose_template_misses_its_selector_gets_422_with_the_field
     });
     assert_eq!(verdict, Verdict::Pass);
 }
+
+#[test]
+fn a_force_apply_takes_a_field_from_its_creator_who_keeps_owning_the_map() {
+    // A controller that server-side applies over a ConfigMap another manager created: it takes
+    // data.k, and the creator's Update entry stays, owning `data` itself, as kube-apiserver
+    // records it. An update of an object that carries no managedFields records none.
+    let verdict = run_script(|w| async move {
+        let api: Api<ConfigMap> = Api::default_namespaced(w.client());
+        let creator = PostParams { field_manager: Some("creator".to_owned()), ..PostParams::default() };
+        api.create(&creator, &cm("a", None)).await.expect("create");
+        let body = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"},
+            "data": {"k": "mine"}});
+        match api.patch("a", &PatchParams::apply("ctrl"), &Patch::Apply(&body)).await {
+            Err(Error::Api(status)) => assert_eq!((status.code, status.reason.as_str()), (409, "Conflict")),
+            other => panic!("expected 409, got {other:?}"),
+        }
+        let forced =
+            api.patch("a", &PatchParams::apply("ctrl").force(), &Patch::Apply(&body)).await.expect("apply");
+        let entries: Vec<(String, serde_json::Value)> = forced
+            .metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .map(|e| {
+                (e.manager.clone().unwrap_or_default(), e.fields_v1.clone().map(|f| f.0).unwrap_or_default())
+            })
+            .collect();
+        assert_eq!(
+            entries,
+            [
+                ("creator".to_owned(), serde_json::json!({"f:data": {}})),
+                ("ctrl".to_owned(), serde_json::json!({"f:data": {"f:k": {}}})),
+            ]
+        );
+        // A create that sets no field records no managedFields, and an update of such an
+        // object records none either (ownership is tracked from a create or an apply).
+        let bare = ConfigMap {
+            metadata: ObjectMeta { name: Some("b".to_owned()), ..ObjectMeta::default() },
+            ..ConfigMap::default()
+        };
+        let created = api.create(&creator, &bare).await.expect("create b");
+        assert!(created.metadata.managed_fields.is_none_or(|m| m.is_empty()));
+        let named = PatchParams { field_manager: Some("editor".to_owned()), ..PatchParams::default() };
+        let patched = api
+            .patch("b", &named, &Patch::Merge(serde_json::json!({"data": {"k": "w"}})))
+            .await
+            .expect("patch b");
+        assert!(patched.metadata.managed_fields.is_none_or(|m| m.is_empty()));
+        Ok(())
+    });
+    assert_eq!(verdict, Verdict::Pass);
+}
