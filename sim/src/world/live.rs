@@ -10,8 +10,9 @@
 //!   calls interleave with other writers' as they would on a real API server;
 //! - [`SimBuilder::run_live`] starts every declared controller on its own node, as
 //!   [`SimBuilder::run`] does, then paces: each round blocks the runtime's thread for [`TICK`] of
-//!   wall time, then lets [`TICK`] of virtual time pass, so that requeues, resyncs and the
-//!   kubelet-lite's delays take about as long as they say. (madsim jumps virtual time forward
+//!   wall time, then lets pass the virtual time the wall clock is ahead by (that tick and the
+//!   controllers' own compute time), so that requeues, resyncs and the kubelet-lite's delays
+//!   take about as long as they say. (madsim jumps virtual time forward
 //!   whenever every task waits; blocking its thread is what holds it back. A simulated run must
 //!   never do this: it is allowed here only, where nothing is deterministic anyway);
 //! - informers learn of other writers' changes at the next round: the pacer wakes every informer
@@ -225,7 +226,9 @@ async fn pace(
     nodes: Arc<std::sync::Mutex<Vec<madsim::task::NodeId>>>,
     stop: StopHandle,
 ) {
-    world.with(|w| w.start = std::time::Instant::now());
+    let wall_start = std::time::Instant::now();
+    let virtual_start = madsim::time::Instant::now();
+    world.with(|w| w.start = wall_start);
     let handle = madsim::runtime::Handle::current();
     for spec in &builder.controllers {
         let id = super::start_controller_node(&handle, spec, &world, &names);
@@ -234,7 +237,11 @@ async fn pace(
     // Unbounded by design: a live run lasts until `stop` (checked every round) or a crash.
     while !stop.is_stopped() && world.with(|w| w.failure.is_none()) {
         std::thread::sleep(TICK);
-        madsim::time::sleep(TICK).await;
+        // Let pass the virtual time the wall clock is ahead by: the round's sleep, and the
+        // controllers' compute time, which a fixed step would lose, so that the run's clock
+        // drifted behind the wall clock the other writers stamp with.
+        let behind = wall_start.elapsed().saturating_sub(virtual_start.elapsed());
+        madsim::time::sleep(behind.max(Duration::from_millis(1))).await;
         world.with(|w| {
             for live in w.live.values_mut() {
                 let revision = live.shared.revision();
