@@ -242,13 +242,22 @@ impl Workload {
         let step = self.step(&action);
         // Each round sleeps WAIT_POLL, so this bounds the rounds by the timeout.
         let rounds_max = timeout.as_millis() / WAIT_POLL.as_millis() + 1;
+        // The last object read and its decoded form: an object the server has not changed since
+        // is the same `Arc`, and is not decoded again.
+        let mut last: Option<(Option<Arc<DynamicObject>>, Option<K>)> = None;
         for _ in 0..=rounds_max {
-            let current = self.read(api, name).map_err(|reason| WorkloadError {
-                step,
-                action: action.clone(),
-                reason,
-            })?;
-            if condition(current.as_ref()) {
+            let raw = self.lookup(api, name);
+            let unchanged = last.as_ref().is_some_and(|(seen, _)| same_objects(seen.iter(), raw.iter()));
+            if !unchanged {
+                let typed = raw.as_deref().map(from_dynamic).transpose().map_err(|e| WorkloadError {
+                    step,
+                    action: action.clone(),
+                    reason: format!("serialization: {e}"),
+                })?;
+                last = Some((raw, typed));
+            }
+            let current = last.as_ref().and_then(|(_, typed)| typed.as_ref());
+            if condition(current) {
                 return Ok(());
             }
             madsim::time::sleep(WAIT_POLL).await;
@@ -276,13 +285,20 @@ impl Workload {
         let action = format!("wait for every {} in {place}", api.resource().kind);
         let step = self.step(&action);
         let rounds_max = timeout.as_millis() / WAIT_POLL.as_millis() + 1;
+        // As in `wait_for`: the objects are decoded again only when one of them changed.
+        let mut last: Option<(Vec<Arc<DynamicObject>>, Vec<K>)> = None;
         for _ in 0..=rounds_max {
-            let objects = self.read_all(api).map_err(|reason| WorkloadError {
-                step,
-                action: action.clone(),
-                reason,
-            })?;
-            if condition(&objects) {
+            let raw = self.lookup_all(api);
+            let unchanged = last.as_ref().is_some_and(|(seen, _)| same_objects(seen.iter(), raw.iter()));
+            if !unchanged {
+                let typed =
+                    raw.iter().map(|o| from_dynamic(o)).collect::<Result<Vec<K>, _>>().map_err(|e| {
+                        WorkloadError { step, action: action.clone(), reason: format!("serialization: {e}") }
+                    })?;
+                last = Some((raw, typed));
+            }
+            let objects = last.as_ref().map_or(&[][..], |(_, typed)| typed.as_slice());
+            if condition(objects) {
                 return Ok(());
             }
             madsim::time::sleep(WAIT_POLL).await;
@@ -291,12 +307,12 @@ impl Workload {
     }
 
     /// Every object of `api`'s kind in its namespace (or all) as the server has it now, read
-    /// without a request.
-    fn read_all<K>(&self, api: &Api<K>) -> Result<Vec<K>, String>
+    /// without a request, in key order.
+    fn lookup_all<K>(&self, api: &Api<K>) -> Vec<Arc<DynamicObject>>
     where
-        K: Resource + DeserializeOwned,
+        K: Resource,
     {
-        let objects: Vec<Arc<DynamicObject>> = api.client.world.with(|w| {
+        api.client.world.with(|w| {
             let Some(cluster) = w.clusters.get(&api.client.cluster) else { return Vec::new() };
             let resource = api.resource();
             let Some(ty) = cluster.server.types().get(&resource.group, &resource.version, &resource.plural)
@@ -306,16 +322,15 @@ impl Workload {
             let snapshot = cluster.server.snapshot();
             let storage = ty.storage_key();
             snapshot.iter_resource(&storage, api.namespace()).map(|(_, o)| o.clone()).collect()
-        });
-        objects.iter().map(|o| from_dynamic(o).map_err(|e| format!("serialization: {e}"))).collect()
+        })
     }
 
     /// The object `name` as the server has it now, read without a request.
-    fn read<K>(&self, api: &Api<K>, name: &str) -> Result<Option<K>, String>
+    fn lookup<K>(&self, api: &Api<K>, name: &str) -> Option<Arc<DynamicObject>>
     where
-        K: Resource + DeserializeOwned,
+        K: Resource,
     {
-        let object: Option<Arc<DynamicObject>> = api.client.world.with(|w| {
+        api.client.world.with(|w| {
             let cluster = w.clusters.get(&api.client.cluster)?;
             let resource = api.resource();
             let ty = cluster.server.types().get(&resource.group, &resource.version, &resource.plural)?;
@@ -325,7 +340,15 @@ impl Workload {
                 name: Arc::from(name),
             };
             cluster.server.snapshot().get(&key).cloned()
-        });
-        object.map(|o| from_dynamic(&o).map_err(|e| format!("serialization: {e}"))).transpose()
+        })
     }
+}
+
+/// Whether two reads saw the very same stored objects (the store hands out one `Arc` per stored
+/// version of an object).
+fn same_objects<'a>(
+    a: impl ExactSizeIterator<Item = &'a Arc<DynamicObject>>,
+    b: impl ExactSizeIterator<Item = &'a Arc<DynamicObject>>,
+) -> bool {
+    a.len() == b.len() && a.zip(b).all(|(x, y)| Arc::ptr_eq(x, y))
 }
