@@ -178,8 +178,19 @@ pub struct EndState {
 /// `matches_reference`: every difference between a run's end state and the reference's, under
 /// `mask`, as violations: missing and extra objects, differing fields, then differing counts.
 pub fn matches_reference(reference: &EndState, run: &EndState, mask: &Mask) -> Vec<Violation> {
-    let mut differences = diff(&reference.snapshot, &run.snapshot, mask);
-    differences.extend(diff_counts(&reference.counts, &run.counts, mask));
+    matches_prepared(&Prepared::new(&reference.snapshot, mask), &reference.counts, run, mask)
+}
+
+/// [`matches_reference`] with the reference's snapshot already [`Prepared`] under `mask`, as a
+/// sweep compares every seed with one reference.
+pub fn matches_prepared(
+    reference: &Prepared,
+    reference_counts: &[ObjectCount],
+    run: &EndState,
+    mask: &Mask,
+) -> Vec<Violation> {
+    let mut differences = diff_prepared(reference, &run.snapshot, mask);
+    differences.extend(diff_counts(reference_counts, &run.counts, mask));
     differences.iter().map(|d| d.to_violation(MATCHES_REFERENCE)).collect()
 }
 
@@ -272,17 +283,44 @@ pub fn diff_counts(expected: &[ObjectCount], found: &[ObjectCount], mask: &Mask)
 /// per (resource, namespace, generateName, owner kind and name): identical objects pair first,
 /// the rest pair in order of their canonical form, and what is left over is missing or extra.
 pub fn diff(expected: &Snapshot, found: &Snapshot, mask: &Mask) -> Vec<Difference> {
-    let expected = Side::new(expected, mask);
+    diff_prepared(&Prepared::new(expected, mask), found, mask)
+}
+
+/// A snapshot normalized once under a mask, to be compared with many others by
+/// [`diff_prepared`]: a sweep's reference, which every seed's end state is compared with.
+#[derive(Clone, Debug)]
+pub struct Prepared {
+    /// The objects matched by name, normalized.
+    named: BTreeMap<ObjectKey, Value>,
+    /// The generated objects, grouped and sorted for pairing.
+    generated: BTreeMap<GroupKey, Vec<Generated>>,
+}
+
+impl Prepared {
+    /// `snapshot` under `mask`: [`diff_prepared`] with it answers what [`diff`] with `snapshot`
+    /// answers.
+    pub fn new(snapshot: &Snapshot, mask: &Mask) -> Prepared {
+        let side = Side::new(snapshot, mask);
+        let named = side
+            .named
+            .iter()
+            .map(|(key, object)| ((*key).clone(), side.normalizer.normalize(key, object)))
+            .collect();
+        Prepared { named, generated: side.generated }
+    }
+}
+
+/// [`diff`] with the expected side [`Prepared`] (under the same `mask`).
+pub fn diff_prepared(expected: &Prepared, found: &Snapshot, mask: &Mask) -> Vec<Difference> {
     let found = Side::new(found, mask);
     let mut out = Vec::new();
 
-    let keys: BTreeSet<&ObjectKey> = expected.named.keys().chain(found.named.keys()).copied().collect();
+    let keys: BTreeSet<&ObjectKey> = expected.named.keys().chain(found.named.keys().copied()).collect();
     for key in keys {
         match (expected.named.get(key), found.named.get(key)) {
             (Some(e), Some(f)) => {
-                let e = expected.normalizer.normalize(key, e);
                 let f = found.normalizer.normalize(key, f);
-                compare(key, &Path::default(), Some(&e), Some(&f), 0, &mut out);
+                compare(key, &Path::default(), Some(e), Some(&f), 0, &mut out);
             }
             (Some(_), None) => out.push(Difference::Missing { key: key.clone() }),
             (None, Some(_)) => out.push(Difference::Extra { key: key.clone() }),
@@ -314,9 +352,10 @@ struct GroupKey {
 }
 
 /// A generated object in canonical form.
-struct Generated<'a> {
+#[derive(Clone, Debug)]
+struct Generated {
     canonical: String,
-    key: &'a ObjectKey,
+    key: ObjectKey,
     value: Value,
 }
 
@@ -324,14 +363,14 @@ struct Generated<'a> {
 struct Side<'a> {
     normalizer: Normalizer<'a>,
     named: BTreeMap<&'a ObjectKey, &'a DynamicObject>,
-    generated: BTreeMap<GroupKey, Vec<Generated<'a>>>,
+    generated: BTreeMap<GroupKey, Vec<Generated>>,
 }
 
 impl<'a> Side<'a> {
     fn new(snapshot: &'a Snapshot, mask: &'a Mask) -> Self {
         let normalizer = Normalizer::new(snapshot, mask);
         let mut named = BTreeMap::new();
-        let mut generated: BTreeMap<GroupKey, Vec<Generated<'a>>> = BTreeMap::new();
+        let mut generated: BTreeMap<GroupKey, Vec<Generated>> = BTreeMap::new();
         for (key, object) in &snapshot.objects {
             if mask.masks_object(&key.resource, kind_of(object)) {
                 continue;
@@ -347,7 +386,11 @@ impl<'a> Side<'a> {
                     };
                     let value = normalizer.normalize(key, object);
                     let canonical = value.to_string();
-                    generated.entry(group).or_default().push(Generated { canonical, key, value });
+                    generated.entry(group).or_default().push(Generated {
+                        canonical,
+                        key: key.clone(),
+                        value,
+                    });
                 }
                 None => {
                     named.insert(key, object.as_ref());
@@ -355,7 +398,7 @@ impl<'a> Side<'a> {
             }
         }
         for list in generated.values_mut() {
-            list.sort_by(|a, b| (&a.canonical, a.key).cmp(&(&b.canonical, b.key)));
+            list.sort_by(|a, b| (&a.canonical, &a.key).cmp(&(&b.canonical, &b.key)));
         }
         Side { normalizer, named, generated }
     }
@@ -370,7 +413,7 @@ fn owner_of(object: &DynamicObject, normalizer: &Normalizer<'_>) -> Option<(Stri
 
 /// Pair two sorted lists of generated objects: equal canonical forms first, then the rest in
 /// order; report fields of unequal pairs and what is left over.
-fn pair_generated(expected: &[Generated<'_>], found: &[Generated<'_>], out: &mut Vec<Difference>) {
+fn pair_generated(expected: &[Generated], found: &[Generated], out: &mut Vec<Difference>) {
     let (mut e_rest, mut f_rest) = (Vec::new(), Vec::new());
     let (mut i, mut j) = (0, 0);
     // A merge of two sorted lists: each step advances at least one index.
@@ -393,7 +436,7 @@ fn pair_generated(expected: &[Generated<'_>], found: &[Generated<'_>], out: &mut
     e_rest.extend(&expected[i..]);
     f_rest.extend(&found[j..]);
     for (e, f) in e_rest.iter().zip(&f_rest) {
-        compare(f.key, &Path::default(), Some(&e.value), Some(&f.value), 0, out);
+        compare(&f.key, &Path::default(), Some(&e.value), Some(&f.value), 0, out);
     }
     for e in e_rest.iter().skip(f_rest.len()) {
         out.push(Difference::Missing { key: e.key.clone() });

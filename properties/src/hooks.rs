@@ -19,13 +19,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use model_apiserver::Snapshot;
 use sim::{EndView, Property, SimBuilder, StepView, Verdict};
 
 use crate::always::Always;
-use crate::diff::{EndState, MATCHES_REFERENCE, ObjectCount};
+use crate::diff::{EndState, MATCHES_REFERENCE, ObjectCount, Prepared};
 use crate::error::Error;
 use crate::mask::Mask;
 use crate::violation::{Violation, summarize};
@@ -155,6 +155,15 @@ pub struct Reference {
     learned: Mask,
     /// Built-in, learned and user masks together.
     mask: Mask,
+    /// The end state prepared for comparison under `mask`, made by the first
+    /// [`Reference::violations`] and shared by every seed's (and every clone's).
+    prepared: Arc<OnceLock<PreparedClusters>>,
+}
+
+/// Each cluster's end state [`Prepared`], and the mask it was prepared under.
+struct PreparedClusters {
+    mask: Mask,
+    clusters: BTreeMap<Arc<str>, Prepared>,
 }
 
 impl fmt::Debug for Reference {
@@ -237,7 +246,14 @@ impl Reference {
             learned = learned.merge(&Mask::learn_counts(count_a, count_b));
         }
         let mask = Mask::builtin().merge(&learned);
-        Ok(Reference { end: end_a.clusters, counts: end_a.counts, seeds, learned, mask })
+        Ok(Reference {
+            end: end_a.clusters,
+            counts: end_a.counts,
+            seeds,
+            learned,
+            mask,
+            prepared: Arc::default(),
+        })
     }
 
     fn run_fault_free(builder: &SimBuilder, seed: u64) -> Result<RunEnd, Error> {
@@ -323,6 +339,16 @@ impl Reference {
         self.seeds
     }
 
+    /// Each cluster's end state prepared under the current mask.
+    fn prepare(&self) -> PreparedClusters {
+        let clusters = self
+            .end
+            .iter()
+            .map(|(name, snapshot)| (name.clone(), Prepared::new(snapshot, &self.mask)))
+            .collect();
+        PreparedClusters { mask: self.mask.clone(), clusters }
+    }
+
     /// Every difference between a run's end state and per-object counts and this reference's,
     /// under [`Reference::mask`]: per cluster, state differences first, then count differences.
     pub fn violations(&self, run: &Clusters, run_counts: &ClusterCounts) -> Vec<Violation> {
@@ -330,8 +356,17 @@ impl Reference {
         let names: BTreeSet<&Arc<str>> = self.end.keys().chain(run.keys()).collect();
         let named = names.len() > 1;
         let no_counts = Vec::new();
+        // Prepared once per mask: a builder method on a clone changes the mask, not the cache.
+        let fresh;
+        let prepared = match self.prepared.get_or_init(|| self.prepare()) {
+            cached if cached.mask == self.mask => cached,
+            _ => {
+                fresh = self.prepare();
+                &fresh
+            }
+        };
         for name in names {
-            let (Some(expected), Some(found)) = (self.end.get(name), run.get(name)) else {
+            let (Some(expected), Some(found)) = (prepared.clusters.get(name), run.get(name)) else {
                 all.push(Violation {
                     property: MATCHES_REFERENCE.to_owned(),
                     message:
@@ -341,15 +376,12 @@ impl Reference {
                 });
                 continue;
             };
-            let expected = EndState {
-                snapshot: expected.clone(),
-                counts: self.counts.get(name).unwrap_or(&no_counts).clone(),
-            };
+            let expected_counts = self.counts.get(name).unwrap_or(&no_counts);
             let found = EndState {
                 snapshot: found.clone(),
                 counts: run_counts.get(name).unwrap_or(&no_counts).clone(),
             };
-            for mut violation in crate::matches_reference(&expected, &found, &self.mask) {
+            for mut violation in crate::matches_prepared(expected, expected_counts, &found, &self.mask) {
                 if named {
                     violation.object = violation.object.map(|object| format!("cluster {name}: {object}"));
                 }

@@ -110,8 +110,9 @@ pub use builtin::{
     no_stuck_deletions,
 };
 pub use diff::{
-    Counts, Difference, EndState, LastChange, MATCHES_REFERENCE, ObjectCount, count_key, counts_from_events,
-    counts_from_lifecycles, diff, diff_counts, matches_reference,
+    Counts, Difference, EndState, LastChange, MATCHES_REFERENCE, ObjectCount, Prepared, count_key,
+    counts_from_events, counts_from_lifecycles, diff, diff_counts, diff_prepared, matches_prepared,
+    matches_reference,
 };
 pub use error::Error;
 pub use esr::{Sample, eventually_stable};
