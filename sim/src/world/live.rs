@@ -200,8 +200,10 @@ fn run(builder: &SimBuilder, cluster: Arc<dyn SharedCluster>, stop: &StopHandle)
     let _ambient = crate::ambient::Enter::new(&world);
     let names: Arc<[Arc<str>]> = specs.iter().map(|s| s.name.clone()).collect();
     let nodes: Arc<Mutex<Vec<madsim::task::NodeId>>> = Arc::default();
-    let main = pace(builder.clone(), world.clone(), names, nodes.clone(), stop.clone());
+    let wall = WallClock::start();
+    let main = pace(builder.clone(), world.clone(), names, nodes.clone(), stop.clone(), wall.elapsed.clone());
     let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| runtime.block_on(main)));
+    wall.stop();
     super::shut_down(runtime, &nodes);
     let failure = world.with(|w| {
         w.live.clear();
@@ -217,6 +219,46 @@ fn run(builder: &SimBuilder, cluster: Arc<dyn SharedCluster>, stop: &StopHandle)
     })
 }
 
+/// The wall time elapsed since a live run started, for its pacer: madsim answers the clock calls
+/// of the runtime's own thread with virtual time, so a thread of its own, outside the runtime,
+/// reads the real clock every millisecond. Live runs only: a simulated run has no real clock.
+#[cfg(madsim)]
+struct WallClock {
+    /// Microseconds since the start.
+    elapsed: Arc<std::sync::atomic::AtomicU64>,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+#[cfg(madsim)]
+impl WallClock {
+    fn start() -> WallClock {
+        let elapsed = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (e, s) = (elapsed.clone(), stop.clone());
+        let thread = std::thread::Builder::new()
+            .name("live-wall-clock".to_owned())
+            .spawn(move || {
+                let start = std::time::Instant::now();
+                while !s.load(Ordering::Acquire) {
+                    e.store(
+                        u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX),
+                        Ordering::Release,
+                    );
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            })
+            .ok();
+        WallClock { elapsed, stop, thread }
+    }
+    fn stop(mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
 /// The main task: start the controllers, then pace virtual time to the wall clock until stopped.
 #[cfg(madsim)]
 async fn pace(
@@ -225,10 +267,10 @@ async fn pace(
     names: Arc<[Arc<str>]>,
     nodes: Arc<std::sync::Mutex<Vec<madsim::task::NodeId>>>,
     stop: StopHandle,
+    wall_elapsed: Arc<std::sync::atomic::AtomicU64>,
 ) {
-    let wall_start = std::time::Instant::now();
     let virtual_start = madsim::time::Instant::now();
-    world.with(|w| w.start = wall_start);
+    world.with(|w| w.start = std::time::Instant::now());
     let handle = madsim::runtime::Handle::current();
     for spec in &builder.controllers {
         let id = super::start_controller_node(&handle, spec, &world, &names);
@@ -240,7 +282,9 @@ async fn pace(
         // Let pass the virtual time the wall clock is ahead by: the round's sleep, and the
         // controllers' compute time, which a fixed step would lose, so that the run's clock
         // drifted behind the wall clock the other writers stamp with.
-        let behind = wall_start.elapsed().saturating_sub(virtual_start.elapsed());
+        // (A wall clock that could not start leaves the fixed step.)
+        let wall = Duration::from_micros(wall_elapsed.load(Ordering::Acquire));
+        let behind = if wall.is_zero() { TICK } else { wall.saturating_sub(virtual_start.elapsed()) };
         madsim::time::sleep(behind.max(Duration::from_millis(1))).await;
         world.with(|w| {
             for live in w.live.values_mut() {
