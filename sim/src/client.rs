@@ -117,13 +117,64 @@ impl Client {
 }
 
 /// Serialize any object to a `DynamicObject`.
+///
+/// By hand rather than through `DynamicObject`'s derived `Deserialize`: its flattened fields make
+/// serde buffer the whole object once more before deserializing it. Here the object's JSON map
+/// is split: `apiVersion` and `kind` become the type, `metadata` is decoded, and the rest is
+/// moved into `data` as it is.
 pub(crate) fn to_dynamic<T: Serialize>(object: &T) -> serde_json::Result<DynamicObject> {
-    serde_json::from_value(serde_json::to_value(object)?)
+    let serde_json::Value::Object(mut map) = serde_json::to_value(object)? else {
+        return serde_json::from_value(serde_json::to_value(object)?);
+    };
+    let api_version = map.remove("apiVersion");
+    let kind = map.remove("kind");
+    let types = match (api_version, kind) {
+        (Some(serde_json::Value::String(api_version)), Some(serde_json::Value::String(kind))) => {
+            Some(kube_core::TypeMeta { api_version, kind })
+        }
+        (None, None) => None,
+        (api_version, kind) => {
+            // Anything else is what the derived decoding would reject: let it say how.
+            if let Some(v) = api_version {
+                map.insert("apiVersion".to_owned(), v);
+            }
+            if let Some(v) = kind {
+                map.insert("kind".to_owned(), v);
+            }
+            return serde_json::from_value(serde_json::Value::Object(map));
+        }
+    };
+    let metadata = match map.remove("metadata") {
+        Some(m) => serde_json::from_value(m)?,
+        None => kube_core::ObjectMeta::default(),
+    };
+    Ok(DynamicObject { types, metadata, data: serde_json::Value::Object(map) })
 }
 
 /// Deserialize a `DynamicObject` into a typed object.
+///
+/// The typed object is decoded straight from the stored object's parts (its type, its metadata
+/// as JSON, and the entries of `data` borrowed as they are), instead of from a copy of the whole
+/// object serialized into one JSON value first.
 pub(crate) fn from_dynamic<K: DeserializeOwned>(object: &DynamicObject) -> serde_json::Result<K> {
-    serde_json::from_value(serde_json::to_value(object)?)
+    let serde_json::Value::Object(data) = &object.data else {
+        return serde_json::from_value(serde_json::to_value(object)?);
+    };
+    let (api_version, kind) = match &object.types {
+        Some(t) => (
+            Some(serde_json::Value::String(t.api_version.clone())),
+            Some(serde_json::Value::String(t.kind.clone())),
+        ),
+        None => (None, None),
+    };
+    let metadata = serde_json::to_value(&object.metadata)?;
+    let head = [("apiVersion", api_version.as_ref()), ("kind", kind.as_ref()), ("metadata", Some(&metadata))];
+    let entries = head.into_iter().filter_map(|(k, v)| v.map(|v| (k, v))).chain(
+        data.iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "apiVersion" | "kind" | "metadata"))
+            .map(|(k, v)| (k.as_str(), v)),
+    );
+    K::deserialize(serde::de::value::MapDeserializer::<_, serde_json::Error>::new(entries))
 }
 
 /// A shared typed view of a stored object: free (a pointer copy) when `K` is `DynamicObject`,
