@@ -261,6 +261,10 @@ fn record_controller_status_write(
     new: &mut DynamicObject,
     ctx: &Context<'_>,
 ) {
+    // An object without managedFields records none (skip-non-applied): nothing to convert.
+    if stored.metadata.managed_fields.as_ref().is_none_or(|m| m.is_empty()) {
+        return;
+    }
     let Ok(mut old) = serde_json::to_value(stored) else { return };
     if let (Some(versions), Some(old_map)) = (new.data.pointer("/status/storedVersions"), old.as_object_mut())
     {
@@ -275,9 +279,7 @@ fn record_controller_status_write(
         subresource: Some("status"),
         now: ctx.now,
     };
-    if stored.metadata.managed_fields.as_ref().is_some_and(|m| !m.is_empty()) {
-        crate::write::record_update(t, Some(&old), new, &manager);
-    }
+    crate::write::record_update(t, Some(&old), new, &manager);
 }
 
 /// The status a CRD has once established: names accepted, Established, stored versions.
