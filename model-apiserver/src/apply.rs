@@ -879,6 +879,16 @@ pub fn update_managed_fields(
     for entry in &mut entries {
         entry.fields.0.retain(|p| !changed.contains(p) && !removed.contains(p));
     }
+    if manager.subresource == Some("scale") && !is_builtin_group(&resource.group) {
+        // A custom resource's `/scale` write takes the replicas field from every manager and
+        // gives it to none. The CRD handler's scale field manager has no type for
+        // autoscaling/v1 Scale, so its update fails and clears the Scale's managedFields
+        // (`UpdateNoErrors`); the scale handler's `ToParent` then steals the replicas path from
+        // the parent's entries and adds nothing (kubernetes/kubernetes#131892, open; the
+        // recorded server does exactly this).
+        write_entries(new, entries);
+        return;
+    }
     let own = entries.iter().position(|e| e.is(manager, OPERATION_UPDATE));
     let mut entry = match own {
         Some(i) => entries.remove(i),

@@ -204,6 +204,47 @@ fn a_custom_resource_scale_subresource_reads_and_writes_replicas() {
 }
 
 #[test]
+fn a_custom_resource_scale_write_takes_replicas_from_every_manager_and_gives_it_to_none() {
+    // kube-apiserver's CRD scale handler cannot type a Scale for its field manager, so the
+    // scaler gets no entry and the replicas field leaves its owner (kubernetes#131892).
+    let mut w = world();
+    let post = PostParams { field_manager: Some("alice".to_owned()), ..PostParams::default() };
+    let r = Request::create(
+        &widgets(),
+        Some("default"),
+        obj(widget("a", json!({"replicas": 2, "size": "s"}))),
+        post,
+    );
+    w.handle(r).unwrap();
+    let owned = |w: &mut World| -> Vec<(String, Option<String>, Value)> {
+        let stored = w.get(&widgets(), Some("default"), "a");
+        let entries = stored.metadata.managed_fields.clone().unwrap_or_default();
+        entries
+            .into_iter()
+            .map(|e| {
+                (e.manager.unwrap_or_default(), e.subresource, e.fields_v1.map(|f| f.0).unwrap_or_default())
+            })
+            .collect()
+    };
+    assert_eq!(
+        owned(&mut w),
+        vec![("alice".to_owned(), None, json!({"f:spec": {".": {}, "f:replicas": {}, "f:size": {}}}))]
+    );
+    let params = PatchParams { field_manager: Some("hpa".to_owned()), ..PatchParams::default() };
+    let r = Request::patch(
+        &widgets(),
+        Some("default"),
+        "a",
+        Patch::Merge(json!({"spec": {"replicas": 4}})),
+        params,
+    )
+    .with_subresource(Subresource::Scale);
+    w.handle(r).unwrap();
+    assert_eq!(w.get(&widgets(), Some("default"), "a").data["spec"]["replicas"], json!(4));
+    assert_eq!(owned(&mut w), vec![("alice".to_owned(), None, json!({"f:spec": {".": {}, "f:size": {}}}))]);
+}
+
+#[test]
 fn deleting_a_crd_stops_serving_it_and_deletes_its_objects() {
     let mut w = world();
     w.create(&widgets(), Some("default"), widget("a", json!({})));
