@@ -258,7 +258,8 @@ fn collect(v: &Value, ty: TypeRef, nodes: Nodes, at: &mut FieldPath, out: &mut B
                 if is_atomic_map(ty, key) {
                     out.insert(at.clone());
                 } else {
-                    collect_field(child, child_ty, list_keys(ty, key, strategy), nodes, at, out);
+                    let keys = list_keys(ty, key, strategy);
+                    collect_field(child, child_ty, keys, has_atomic_items(ty, key), nodes, at, out);
                 }
                 at.pop();
             }
@@ -274,6 +275,7 @@ fn collect_field(
     v: &Value,
     ty: TypeRef,
     keys: Option<&'static [&'static str]>,
+    atomic_items: bool,
     nodes: Nodes,
     at: &mut FieldPath,
     out: &mut BTreeSet<FieldPath>,
@@ -295,7 +297,9 @@ fn collect_field(
             for item in items {
                 at.push(item_element(keys, item));
                 out.insert(at.clone());
-                collect(item, ty, nodes, at, out);
+                if !atomic_items {
+                    collect(item, ty, nodes, at, out);
+                }
                 at.pop();
             }
         }
@@ -365,6 +369,17 @@ const MERGE_KEYS: &[&[&str]] = &[
     &["type"],
     &["port"],
 ];
+
+/// Associative lists whose items server-side apply owns whole, without their fields: the item
+/// types are Go structs tagged `+structType=atomic` (OwnerReference, LocalObjectReference,
+/// ObjectReference in k8s.io/api and apimachinery), so FieldsV1 has `k:{"uid":"..."}: {}` and an
+/// apply replaces the item instead of merging it.
+fn has_atomic_items(ty: TypeRef, field: &str) -> bool {
+    matches!(
+        (ty.0, field),
+        ("ObjectMeta", "ownerReferences") | ("PodSpec", "imagePullSecrets") | ("ServiceAccount", "secrets")
+    )
+}
 
 /// Maps that server-side apply owns whole (`x-kubernetes-map-type: atomic`): every
 /// LabelSelector (a workload's, a PDB's), a Service's selector and a pod's nodeSelector.
@@ -558,6 +573,7 @@ fn merge_applied(live: &mut Value, applied: &Value, ty: TypeRef) {
                     for item in applied_items {
                         let element = item_element(k, item);
                         match live_items.iter_mut().find(|i| item_matches(&element, i)) {
+                            Some(live_item) if has_atomic_items(ty, key) => *live_item = item.clone(),
                             Some(live_item) => merge_applied(live_item, item, child_ty),
                             None => live_items.push(item.clone()),
                         }

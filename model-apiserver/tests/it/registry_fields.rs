@@ -125,6 +125,33 @@ fn a_scale_write_is_recorded_as_the_clients_on_the_scale_subresource() {
 }
 
 #[test]
+fn owner_references_and_image_pull_secrets_are_owned_as_whole_items() {
+    // OwnerReference and LocalObjectReference are `+structType=atomic`: the item's key is
+    // owned, not its fields, as kube-apiserver records it.
+    let mut w = World::new();
+    let uid = "6f1c2a9e-0000-4000-8000-000000000001";
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dep", "ownerReferences": [
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": uid, "controller": true, "blockOwnerDeletion": true}
+    ]}});
+    let created = object(
+        w.handle(Request::create(&builtin("", "configmaps"), Some("default"), obj(cm), post_as("alice")))
+            .unwrap(),
+    );
+    let key = format!(r#"k:{{"uid":"{uid}"}}"#);
+    assert_eq!(fields_of(&created, "alice")["f:metadata"]["f:ownerReferences"], json!({".": {}, key: {}}));
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {
+        "imagePullSecrets": [{"name": "registry"}],
+        "containers": [{"name": "app", "image": "nginx"}]}});
+    let created = object(
+        w.handle(Request::create(&builtin("", "pods"), Some("default"), obj(pod), post_as("alice"))).unwrap(),
+    );
+    assert_eq!(
+        fields_of(&created, "alice")["f:spec"]["f:imagePullSecrets"],
+        json!({".": {}, r#"k:{"name":"registry"}"#: {}})
+    );
+}
+
+#[test]
 fn a_field_manager_longer_than_128_bytes_gets_422_on_the_options() {
     let mut w = World::new();
     let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}});
