@@ -459,6 +459,8 @@ mod tests {
             message: Some(message.into()),
             type_: Some(NORMAL.into()),
             count: Some(1),
+            first_timestamp: Some(Time(at)),
+            last_timestamp: Some(Time(at)),
             source: Some(EventSource { component: Some("deployment-controller".into()), host: None }),
             reporting_component: Some("deployment-controller".into()),
             ..Event::default()
