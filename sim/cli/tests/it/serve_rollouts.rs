@@ -578,6 +578,14 @@ spec:
         "4 4 4"
     );
     assert_eq!(history(&k, AGENT), ["1", "2"]);
+    let table = k.ok(&["get", AGENT]);
+    let header: Vec<&str> = table.lines().next().unwrap_or_default().split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["NAME", "DESIRED", "CURRENT", "READY", "UP-TO-DATE", "AVAILABLE", "NODE", "SELECTOR", "AGE"]
+    );
+    let row: Vec<&str> = table.lines().nth(1).unwrap_or_default().split_whitespace().collect();
+    assert_eq!(row[..7], ["agent", "4", "4", "4", "4", "4", "<none>"]);
     k.ok(&["delete", "node", "node-b"]);
     k.until(&["get", AGENT, "-o=jsonpath={.status.desiredNumberScheduled}"], "3 desired", |n| n == "3");
 }
@@ -632,6 +640,17 @@ fn a_cronjob_fires_each_minute_of_the_clusters_clock_and_its_jobs_complete() {
     // The Jobs are named after their due minute.
     assert!(jobs(&k).iter().all(|j| j.strip_prefix("tick-").is_some_and(|m| m.parse::<u64>().is_ok())));
 
+    let table = k.ok(&["get", "cronjob", "tick"]);
+    let header: Vec<&str> = table.lines().next().unwrap_or_default().split_whitespace().collect();
+    assert_eq!(header, ["NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST", "SCHEDULE", "AGE"]);
+    let row = table.lines().nth(1).unwrap_or_default();
+    assert!(
+        row.starts_with("tick")
+            && row.contains("* * * * *")
+            && row.contains("<none>")
+            && row.contains("False"),
+        "{table}"
+    );
     assert_eq!(k.ok(&["create", "job", "now", "--from=cronjob/tick"]), "job.batch/now created\n");
     k.eventually(&["get", "job", "now", "-o=jsonpath={.status.succeeded}"], "1");
     assert_eq!(k.ok(&["get", "job", "now", "-o=jsonpath={.metadata.ownerReferences[0].kind}"]), "CronJob");
