@@ -651,6 +651,10 @@ fn a_cronjob_fires_each_minute_of_the_clusters_clock_and_its_jobs_complete() {
             && row.contains("False"),
         "{table}"
     );
+    // Suspended, it runs no more Jobs, so the manual one stays within the history limit (3
+    // finished Jobs, the oldest deleted first; a Job made from the CronJob counts too).
+    k.ok(&["patch", "cronjob", "tick", "-p", r#"{"spec":{"suspend":true}}"#]);
+    k.until(&["get", "cronjob", "tick"], "SUSPEND True", |t| t.contains("True"));
     assert_eq!(k.ok(&["create", "job", "now", "--from=cronjob/tick"]), "job.batch/now created\n");
     k.eventually(&["get", "job", "now", "-o=jsonpath={.status.succeeded}"], "1");
     assert_eq!(k.ok(&["get", "job", "now", "-o=jsonpath={.metadata.ownerReferences[0].kind}"]), "CronJob");
@@ -878,4 +882,58 @@ fn helm_installs_upgrades_rolls_back_and_uninstalls_a_chart_as_on_a_cluster() {
     // The garbage collector removes what the Deployment owned.
     k.eventually(&["get", "replicasets,pods", "-o", "name"], "");
     assert_eq!(k.ok(&["get", "secrets", "-l", "owner=helm", "-o", "name"]), "");
+}
+
+/// `kube-sim serve` as a child process; killed on drop.
+struct Binary(std::process::Child);
+
+impl Drop for Binary {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn kube_sim_serve_time_scale_makes_a_cronjob_due_each_minute_fire_within_seconds() {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kube-sim"))
+        .args(["serve", "--addr", "127.0.0.1:0", "--with-builtins", "--time-scale", "60"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("kube-sim runs");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let _process = Binary(child);
+    let mut lines = std::io::BufReader::new(stdout).lines();
+    let first = lines.next().and_then(Result::ok).unwrap_or_default();
+    let url = first.rsplit(' ').next().unwrap_or_default().to_owned();
+    assert!(url.starts_with("http://127.0.0.1:"), "unexpected first line: {first:?}");
+    let kubectl = |args: &[&str]| {
+        let output =
+            Command::new("kubectl").arg("--server").arg(&url).args(args).output().expect("kubectl runs");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    kubectl(&["create", "cronjob", "tick", "--image=busybox", "--schedule=* * * * *", "--", "date"]);
+    // A minute of the cluster's clock is a second of wall time: the bound is many minutes' worth.
+    let mut fired = String::new();
+    for _ in 0..TRIES_MAX {
+        fired = kubectl(&["get", "jobs", "-o=jsonpath={.items[*].metadata.ownerReferences[0].name}"]);
+        if fired.split(' ').filter(|o| *o == "tick").count() >= 2 {
+            break;
+        }
+        std::thread::sleep(TRY_PAUSE);
+    }
+    assert!(fired.split(' ').filter(|o| *o == "tick").count() >= 2, "jobs of tick: {fired:?}");
+    drop(lines);
+}
+
+#[test]
+fn kube_sim_serve_refuses_a_time_scale_of_zero_naming_the_flag() {
+    let output = Command::new(env!("CARGO_BIN_EXE_kube-sim"))
+        .args(["serve", "--addr", "127.0.0.1:0", "--time-scale", "0"])
+        .output()
+        .expect("kube-sim runs");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--time-scale") && stderr.contains("0 is not in 1..=3600"), "{stderr}");
 }
