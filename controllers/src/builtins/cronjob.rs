@@ -27,6 +27,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::events::Recorder;
 use croner::Cron;
 use croner::parser::{CronParser, Seconds, Year};
 use futures::StreamExt;
@@ -36,7 +37,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp, tz::TimeZone};
 use sim::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams, ResourceExt};
 use sim::runtime::controller::Action;
-use sim::runtime::events::Recorder;
 use sim::runtime::{Controller, watcher};
 use sim::{Clients, SimBuilder};
 

@@ -26,13 +26,13 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use super::events::Recorder;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, DaemonSetStatus};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use sim::api::{Api, DeleteParams, ListParams, PostParams, Preconditions, ResourceExt};
 use sim::runtime::controller::Action;
-use sim::runtime::events::Recorder;
 use sim::runtime::reflector::{ObjectRef, Store};
 use sim::runtime::{Controller, watcher};
 use sim::{Clients, SimBuilder};

@@ -96,7 +96,7 @@ pub fn deployment_controller(builder: SimBuilder) -> SimBuilder {
 /// What every reconcile gets.
 pub struct Context {
     client: sim::Client,
-    recorder: sim::runtime::events::Recorder,
+    recorder: super::events::Recorder,
 }
 
 /// The Deployment controller's main future.

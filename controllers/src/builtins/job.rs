@@ -47,7 +47,7 @@ pub fn job_controller(builder: SimBuilder) -> SimBuilder {
 /// What every reconcile gets.
 pub struct Context {
     client: sim::Client,
-    recorder: sim::runtime::events::Recorder,
+    recorder: super::events::Recorder,
 }
 
 /// The Job controller's main future.

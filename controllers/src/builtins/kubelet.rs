@@ -88,7 +88,7 @@ pub async fn run(clients: Clients) {
 pub struct Context {
     client: sim::Client,
     /// Publishes as the kubelet of [`NODE_NAME`].
-    kubelet: sim::runtime::events::Recorder,
+    kubelet: events::Recorder,
     /// Publishes as `default-scheduler`.
     scheduler: sim::runtime::events::Recorder,
 }
@@ -97,11 +97,9 @@ pub struct Context {
 pub const SCHEDULER_NAME: &str = "default-scheduler";
 
 fn context(client: sim::Client) -> Context {
-    use sim::runtime::events::{Recorder, Reporter};
-    let kubelet = Reporter { controller: "kubelet".to_owned(), instance: Some(NODE_NAME.to_owned()) };
     Context {
-        kubelet: Recorder::new(client.clone(), kubelet),
-        scheduler: events::recorder(&client, SCHEDULER_NAME),
+        kubelet: events::recorder_on_host(&client, "kubelet", NODE_NAME),
+        scheduler: events::scheduler_recorder(&client, SCHEDULER_NAME),
         client,
     }
 }
@@ -159,7 +157,7 @@ pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, Error
         let bind = serde_json::json!({ "spec": { "nodeName": NODE_NAME }, "metadata": { "uid": pod.uid() } });
         api.patch(&name, &PatchParams::default(), &Patch::Merge(&bind)).await?;
         let message = format!("Successfully assigned {namespace}/{name} to {NODE_NAME}");
-        events::normal(&ctx.scheduler, &events::reference(&*pod), "Scheduled", message).await;
+        events::scheduled(&ctx.scheduler, &events::reference(&*pod), message).await;
         return Ok(Action::await_change());
     }
     match pod_state::phase(&pod) {

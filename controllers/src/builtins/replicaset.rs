@@ -45,7 +45,7 @@ pub fn replicaset_controller(builder: SimBuilder) -> SimBuilder {
 /// What every reconcile gets.
 pub struct Context {
     client: sim::Client,
-    recorder: sim::runtime::events::Recorder,
+    recorder: super::events::Recorder,
 }
 
 /// The ReplicaSet controller's main future.
@@ -164,7 +164,7 @@ async fn create_pods(
     spec: &k8s_openapi::api::apps::v1::ReplicaSetSpec,
     missing: usize,
     api: &Api<Pod>,
-    recorder: &sim::runtime::events::Recorder,
+    recorder: &super::events::Recorder,
 ) -> Result<(), Error> {
     let namespace = api.namespace().unwrap_or_default().to_owned();
     let template = spec.template.clone().unwrap_or_default();
@@ -185,7 +185,7 @@ async fn delete_pods(
     surplus: usize,
     api: &Api<Pod>,
     deleted: &mut Vec<Option<String>>,
-    recorder: &sim::runtime::events::Recorder,
+    recorder: &super::events::Recorder,
 ) -> Result<(), Error> {
     let mut ranked: Vec<&Arc<Pod>> = claimed.iter().collect();
     ranked.sort_by(|a, b| pod_state::deletion_order(a, b));

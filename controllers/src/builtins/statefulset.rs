@@ -41,6 +41,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use super::events::Recorder;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{ControllerRevision, StatefulSet, StatefulSetStatus};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, PersistentVolumeClaimVolumeSource, Pod, Volume};
@@ -50,7 +51,6 @@ use sim::api::{
     Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams, Preconditions, ResourceExt,
 };
 use sim::runtime::controller::Action;
-use sim::runtime::events::Recorder;
 use sim::runtime::{Controller, watcher};
 use sim::{Clients, SimBuilder};
 

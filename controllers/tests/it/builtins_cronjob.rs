@@ -89,15 +89,15 @@ fn jobs(view: &sim::EndView<'_>) -> Result<(Vec<i64>, usize, CronJob), String> {
     Ok((minutes, finished, cj))
 }
 
-/// The reasons of the CronJob controller's events, once per occurrence (a repeat of a reason
-/// is one Event whose `series.count` goes up, as kube-runtime's recorder publishes it).
+/// The reasons of the CronJob controller's events, once per occurrence (a repeat of an event is
+/// one Event whose `count` goes up, as client-go's recorder publishes it).
 fn reasons(view: &sim::EndView<'_>) -> Vec<String> {
     let Some(snap) = view.cluster("default") else { return Vec::new() };
     snapshot::objects::<Event>(snap, Some("default"))
         .into_iter()
         .filter(|e| e.reporting_controller.as_deref() == Some(cronjob::NODE))
         .flat_map(|e| {
-            let count = e.series.as_ref().map_or(1, |s| usize::try_from(s.count).unwrap_or(1));
+            let count = e.deprecated_count.map_or(1, |c| usize::try_from(c).unwrap_or(1));
             std::iter::repeat_n(e.reason.unwrap_or_default(), count)
         })
         .collect()

@@ -99,6 +99,71 @@ fn under_swarm_faults_a_deployment_rolls_out_and_its_deletion_leaves_no_orphans_
     report.assert_all_passed();
 }
 
+/// What every core/v1 Event a built-in wrote must look like, whatever the faults: client-go's
+/// recorder shape (a name `<object>.<hex time>`, the source also as the reporting component, a
+/// count of at least 1 and `firstTimestamp <= lastTimestamp`).
+fn well_formed_core_event(event: &k8s_openapi::api::core::v1::Event) -> Result<(), String> {
+    let name = event.metadata.name.clone().unwrap_or_default();
+    let object = event.involved_object.name.clone().unwrap_or_default();
+    let source = event.source.as_ref().and_then(|s| s.component.clone());
+    let (first, last) = (event.first_timestamp.as_ref(), event.last_timestamp.as_ref());
+    let hex = name.strip_prefix(&format!("{object}.")).is_some_and(|t| u64::from_str_radix(t, 16).is_ok());
+    if !hex
+        || source.is_none()
+        || event.reporting_component != source
+        || event.count.unwrap_or(0) < 1
+        || first.zip(last).is_none_or(|(f, l)| f.0 > l.0)
+        || event.message.as_deref().unwrap_or_default().is_empty()
+    {
+        return Err(format!("malformed event {event:?}"));
+    }
+    Ok(())
+}
+
+#[test]
+fn under_swarm_faults_the_builtins_events_keep_client_gos_shape_and_each_scaling_step_its_own_event() {
+    use k8s_openapi::api::core::v1::Event;
+    let world = builtins::all(Sim::builder().scenario("builtins-faults-events"));
+    let swarm = SwarmConfig { controllers: world.controller_names(), ..SwarmConfig::default() };
+    let world = world
+        .swarm(swarm)
+        .workload(|w| async move {
+            let deployments: Api<Deployment> = Api::namespaced(w.client(), "default");
+            w.apply(&deployments, &web()).await?;
+            w.wait_for(&deployments, "web", rolled_out("nginx:1"), WAIT).await?;
+            let image = serde_json::json!({ "spec": { "template": { "spec": { "containers": [
+                { "name": "web", "image": "nginx:2" } ] } } } });
+            w.patch(&deployments, "web", &Patch::Merge(image)).await?;
+            w.wait_for(&deployments, "web", rolled_out("nginx:2"), WAIT).await
+        })
+        .property(FnProperty::at_end("the built-ins' events", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let events = snapshot::objects::<Event>(snap, Some("default"));
+            // The scheduler writes events.k8s.io Events (no source); the others core ones.
+            let core: Vec<&Event> =
+                events.iter().filter(|e| e.reason.as_deref() != Some("Scheduled")).collect();
+            for event in &core {
+                well_formed_core_event(event)?;
+            }
+            // Each scaling step is its own Event (its message names the sizes), so none repeats: a
+            // recorder that folded every step into one series would count them on the first.
+            let repeated: Vec<(&str, i32)> = core
+                .iter()
+                .filter(|e| e.reason.as_deref() == Some("ScalingReplicaSet") && e.count != Some(1))
+                .map(|e| (e.message.as_deref().unwrap_or_default(), e.count.unwrap_or(0)))
+                .collect();
+            if repeated.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("scaling events counted more than once: {repeated:?}"))
+            }
+        }));
+    let report = sweep(&SweepConfig::new("builtins-faults-events").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}
+
 fn pod_template(app: &str, restart_policy: Option<&str>) -> PodTemplateSpec {
     PodTemplateSpec {
         metadata: Some(ObjectMeta {

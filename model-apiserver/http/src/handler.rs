@@ -172,7 +172,7 @@ impl Call {
             // `kubectl get <kind> <name>` asks for a one-row Table too.
             let metadata = json!({"resourceVersion": object.metadata.resource_version});
             let crd = self.crd_of(&t.ty);
-            let now = jiff::Timestamp::now();
+            let now = self.live.now();
             let table = table::table(&t.ty, crd.as_deref(), std::slice::from_ref(object), metadata, now);
             return Ok(http::json(200, &table));
         }
@@ -192,7 +192,7 @@ impl Call {
         }
         if table::wanted(&self.headers) {
             let crd = self.crd_of(&t.ty);
-            let now = jiff::Timestamp::now();
+            let now = self.live.now();
             return Ok(http::json(200, &table::table(&t.ty, crd.as_deref(), &list.items, metadata, now)));
         }
         let items: Vec<&DynamicObject> = list.items.iter().map(|o| &**o).collect();
@@ -275,9 +275,10 @@ impl Call {
         }
         let request = t.with_sub(Request::patch(&t.ty.api, t.ns(), name, patch, params));
         // An apply to an absent object creates it: 201, as kube-apiserver answers.
+        let now = self.live.now();
         let (existed, (answer, warnings)) = self.live.with_model(|m| {
             let existed = !is_apply || current(m, t, name).is_ok_and(|o| o.is_some());
-            (existed, m.handle_with_warnings(request, jiff::Timestamp::now()))
+            (existed, m.handle_with_warnings(request, now))
         });
         Ok(with_warnings(self.object_reply(t, if existed { 200 } else { 201 }, &answer?), &warnings))
     }

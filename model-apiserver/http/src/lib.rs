@@ -46,7 +46,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use kube_core::params::PostParams;
 use model_apiserver::{ApiServer, Context, Request};
 
-pub use live::Live;
+pub use live::{Clock, Live};
 
 /// Operational failures of `serve` (the API's own errors are `Status` replies, not these).
 #[derive(Debug, thiserror::Error)]
@@ -89,6 +89,9 @@ pub struct ServeConfig {
     pub accept_hosts: guard::AcceptHosts,
     /// Timeouts and bounds of connections and watches.
     pub limits: Limits,
+    /// How many times as fast as the wall clock the cluster's clock runs ([`live::Clock`]): 1
+    /// by default; 60 makes a minute pass in a second, for CronJobs and deadlines.
+    pub time_scale: u32,
 }
 
 /// What one client may hold of the server, so that idle, slow or many connections cannot starve
@@ -143,6 +146,7 @@ impl Default for ServeConfig {
             seed: None,
             accept_hosts: guard::AcceptHosts::default(),
             limits: Limits::default(),
+            time_scale: 1,
         }
     }
 }
@@ -190,10 +194,11 @@ pub fn initial_model(config: &ServeConfig) -> Result<Live, ServeError> {
         let now = jiff::Timestamp::now();
         u64::try_from(now.as_nanosecond()).unwrap_or_default()
     });
+    let clock = live::Clock::new(config.time_scale);
     let mut ids = live::SeededIds::new(seed);
-    let mut ctx = Context::new(jiff::Timestamp::now(), &mut ids);
+    let mut ctx = Context::new(clock.now(), &mut ids);
     let server = ApiServer::new().with_default_namespaces(&mut ctx);
-    let live = Live::new(server, seed);
+    let live = Live::new(server, seed).with_clock(clock);
     if let Some(path) = &config.crds {
         let crds =
             model_apiserver::crd::load_crds_from_path(path).map_err(|e| ServeError::Crds(e.to_string()))?;

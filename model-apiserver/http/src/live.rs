@@ -1,8 +1,9 @@
 //! The live model: one [`ApiServer`] behind a mutex, driven by wall-clock time, plus the
 //! notification that wakes watch streams after a write.
 //!
-//! `serve` is not simulated: the time is the real clock and ids come from a counter seeded once
-//! at start (from `--seed` or the wall clock), so two runs do not hand out the same uids.
+//! `serve` is not simulated: the time is the [`Clock`] (the real clock, or the real clock sped up
+//! by `--time-scale`) and ids come from a counter seeded once at start (from `--seed` or the wall
+//! clock), so two runs do not hand out the same uids.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -36,6 +37,44 @@ impl model_apiserver::IdSource for SeededIds {
     }
 }
 
+/// The served cluster's clock: the wall clock at start, then the wall time elapsed since, times
+/// `scale` (1 by default). Everything the server stamps (creation and deletion times, the Tables'
+/// ages) and everything the built-in controllers time (`kube-sim serve --with-builtins` paces
+/// their virtual time to it) reads this one clock, so a cluster sped up 60 times stays consistent:
+/// a CronJob due every minute fires every wall-clock second, and its Jobs' times agree with the
+/// objects kubectl creates.
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    started: std::time::Instant,
+    epoch: jiff::Timestamp,
+    scale: u32,
+}
+
+impl Clock {
+    /// A clock starting now, running `scale` times as fast as the wall clock (0 counts as 1).
+    pub fn new(scale: u32) -> Self {
+        Clock { started: std::time::Instant::now(), epoch: jiff::Timestamp::now(), scale: scale.max(1) }
+    }
+
+    /// The cluster's time now.
+    pub fn now(&self) -> jiff::Timestamp {
+        let elapsed = self.started.elapsed().saturating_mul(self.scale);
+        let elapsed = jiff::SignedDuration::try_from(elapsed).unwrap_or(jiff::SignedDuration::MAX);
+        self.epoch.checked_add(elapsed).unwrap_or(jiff::Timestamp::MAX)
+    }
+
+    /// How many times as fast as the wall clock it runs.
+    pub fn scale(&self) -> u32 {
+        self.scale
+    }
+}
+
+impl Default for Clock {
+    fn default() -> Self {
+        Clock::new(1)
+    }
+}
+
 /// What every connection shares.
 #[derive(Clone)]
 pub struct Live {
@@ -44,6 +83,8 @@ pub struct Live {
     pub(crate) written: Arc<tokio::sync::Notify>,
     /// Set when serving a replay: every write gets 405 MethodNotAllowed with this message.
     read_only: Option<Arc<str>>,
+    /// What the server stamps objects with.
+    clock: Clock,
 }
 
 impl Live {
@@ -53,7 +94,24 @@ impl Live {
             model: Arc::new(Mutex::new(Model { server, ids: SeededIds::new(seed) })),
             written: Arc::new(tokio::sync::Notify::new()),
             read_only: None,
+            clock: Clock::default(),
         }
+    }
+
+    /// The same model on `clock`.
+    pub fn with_clock(mut self, clock: Clock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// The cluster's clock.
+    pub fn clock(&self) -> Clock {
+        self.clock
+    }
+
+    /// The cluster's time now ([`Clock::now`]).
+    pub fn now(&self) -> jiff::Timestamp {
+        self.clock.now()
     }
 
     /// The same model, refusing every write with 405 MethodNotAllowed and `message`.
@@ -73,12 +131,13 @@ impl Live {
         self.model.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Handle one request at the current wall-clock time; a panic in the model becomes a 500.
+    /// Handle one request at the cluster's time; a panic in the model becomes a 500.
     pub fn handle(&self, request: Request) -> Result<Response, Status> {
         let is_write = request.is_write();
+        let now = self.now();
         let answer = {
             let mut model = self.lock();
-            model.handle(request)
+            model.handle_at(request, now)
         };
         if is_write {
             self.written.notify_waiters();
@@ -104,7 +163,8 @@ impl Live {
     /// [`Live::handle`], with the warnings the request earned (`Warning` headers).
     pub fn handle_with_warnings(&self, request: Request) -> (Result<Response, Status>, Vec<String>) {
         let is_write = request.is_write();
-        let answer = self.lock().handle_with_warnings(request, jiff::Timestamp::now());
+        let now = self.now();
+        let answer = self.lock().handle_with_warnings(request, now);
         if is_write {
             self.written.notify_waiters();
         }

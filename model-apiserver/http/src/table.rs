@@ -124,6 +124,8 @@ fn columns(ty: &ResourceType, crd: Option<&DynamicObject>) -> Vec<Column> {
         ("apps", "Deployment") => columns.extend(printers::deployment()),
         ("apps", "ReplicaSet") => columns.extend(printers::replica_set()),
         ("apps", "StatefulSet") => columns.extend(printers::stateful_set()),
+        ("apps", "DaemonSet") => columns.extend(printers::daemon_set()),
+        ("batch", "CronJob") => columns.extend(printers::cron_job()),
         ("", "Service") => columns.extend(printers::service()),
         ("", "Namespace") => columns.extend(printers::namespace()),
         ("", "ConfigMap") => columns.extend(printers::config_map()),
@@ -241,7 +243,7 @@ fn age(now: jiff::Timestamp, created: jiff::Timestamp) -> String {
 mod printers {
     use serde_json::{Value, json};
 
-    use super::{Column, age_column, at, column, count, text};
+    use super::{Column, age_column, at, column, count, since, text};
 
     /// core/v1 Events: Last Seen, Type, Reason, Object, Message; wide: Subobject, Source, First
     /// Seen, Count (then Name), as kube-apiserver's event printer.
@@ -496,6 +498,104 @@ mod printers {
             column("Data", "string", 0, "The number of entries in the secret", |o, _| {
                 json!(entries(o, "data") + entries(o, "stringData"))
             }),
+            age_column(),
+        ]
+    }
+
+    /// DaemonSets: Desired, Current, Ready, Up-to-date, Available, Node Selector, Age.
+    pub(super) fn daemon_set() -> Vec<Column> {
+        vec![
+            column(
+                "Desired",
+                "integer",
+                0,
+                "The number of nodes that should be running the daemon pod.",
+                |o, _| json!(count(o, &["status", "desiredNumberScheduled"])),
+            ),
+            column(
+                "Current",
+                "integer",
+                0,
+                "The number of nodes running at least one daemon pod.",
+                |o, _| json!(count(o, &["status", "currentNumberScheduled"])),
+            ),
+            column(
+                "Ready",
+                "integer",
+                0,
+                "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and ready.",
+                |o, _| json!(count(o, &["status", "numberReady"])),
+            ),
+            column(
+                "Up-to-date",
+                "integer",
+                0,
+                "The total number of nodes that are running updated daemon pod",
+                |o, _| json!(count(o, &["status", "updatedNumberScheduled"])),
+            ),
+            column(
+                "Available",
+                "integer",
+                0,
+                "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available.",
+                |o, _| json!(count(o, &["status", "numberAvailable"])),
+            ),
+            column(
+                "Node Selector",
+                "string",
+                0,
+                "NodeSelector is a selector which must be true for the pod to fit on a node.",
+                |o, _| {
+                    let selector =
+                        at(o, &["spec", "template", "spec", "nodeSelector"]).and_then(Value::as_object);
+                    let pairs: Vec<String> = selector
+                        .into_iter()
+                        .flatten()
+                        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                        .collect();
+                    json!(if pairs.is_empty() { "<none>".to_owned() } else { pairs.join(",") })
+                },
+            ),
+            age_column(),
+        ]
+    }
+
+    /// CronJobs: Schedule, Timezone, Suspend, Active, Last Schedule, Age.
+    pub(super) fn cron_job() -> Vec<Column> {
+        vec![
+            column("Schedule", "string", 0, "The schedule in Cron format.", |o, _| {
+                json!(text(o, &["spec", "schedule"]))
+            }),
+            column("Timezone", "string", 0, "The time zone name for the given schedule.", |o, _| {
+                let zone = text(o, &["spec", "timeZone"]);
+                json!(if zone.is_empty() { "<none>".to_owned() } else { zone })
+            }),
+            column(
+                "Suspend",
+                "boolean",
+                0,
+                "This flag tells the controller to suspend subsequent executions.",
+                |o, _| {
+                    let suspend = at(o, &["spec", "suspend"]).and_then(Value::as_bool).unwrap_or(false);
+                    json!(if suspend { "True" } else { "False" })
+                },
+            ),
+            column("Active", "integer", 0, "A list of pointers to currently running jobs.", |o, _| {
+                json!(at(o, &["status", "active"]).and_then(Value::as_array).map_or(0, Vec::len))
+            }),
+            column(
+                "Last Schedule",
+                "date",
+                0,
+                "Information when was the last time the job was successfully scheduled.",
+                |o, now| {
+                    if at(o, &["status", "lastScheduleTime"]).is_some_and(|t| t.is_string()) {
+                        json!(since(o, &["status", "lastScheduleTime"], now))
+                    } else {
+                        json!("<none>")
+                    }
+                },
+            ),
             age_column(),
         ]
     }

@@ -20,8 +20,9 @@
 //!
 //! The API calls of a live run still pass through the transport (its latency is drawn from a seed
 //! taken from the clock). The run's clock (what the server stamps objects with, and what
-//! `sim::time` answers) is the wall clock read when the run started plus the virtual time elapsed
-//! since, which the pacing keeps close to the wall clock; `sim::random` draws from the run's
+//! `sim::time` answers) is the cluster's time ([`SharedCluster::now`]) read when the run started
+//! plus the virtual time elapsed since, which the pacing keeps close to the cluster's clock (the
+//! wall clock, or a multiple of it: [`SharedCluster::time_scale`]); `sim::random` draws from the run's
 //! decision source, seeded from the clock.
 //!
 //! ```no_run
@@ -63,6 +64,17 @@ pub trait SharedCluster: Send + Sync {
     fn handle(&self, request: Request, now: jiff::Timestamp) -> (Result<Response, Status>, Revision);
     /// The server's current revision.
     fn revision(&self) -> Revision;
+    /// The cluster's time now, as the other writers stamp with (read outside the runtime, where
+    /// the clock is the real one): the wall clock by default.
+    fn now(&self) -> jiff::Timestamp {
+        jiff::Timestamp::now()
+    }
+    /// How many times as fast as the wall clock the cluster's time runs (1 by default): the
+    /// run's virtual time is paced to it, so that the controllers' delays, requeues and
+    /// schedules keep to the cluster's clock.
+    fn time_scale(&self) -> u32 {
+        1
+    }
 }
 
 /// Tells a live run to stop, from any thread. The run notices within one [`TICK`].
@@ -185,7 +197,8 @@ fn run(builder: &SimBuilder, cluster: Arc<dyn SharedCluster>, stop: &StopHandle)
     use super::World;
 
     // Read outside the runtime, where the clock is still the real one.
-    let wall_start = jiff::Timestamp::now();
+    let wall_start = cluster.now();
+    let scale = cluster.time_scale().max(1);
     let seed = u64::try_from(wall_start.as_nanosecond().rem_euclid(1 << 63)).unwrap_or_default();
     let runtime = madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
     let world = World::new(crate::decision::DecisionSource::new(seed), false, Arc::from(Vec::new()));
@@ -201,7 +214,8 @@ fn run(builder: &SimBuilder, cluster: Arc<dyn SharedCluster>, stop: &StopHandle)
     let names: Arc<[Arc<str>]> = specs.iter().map(|s| s.name.clone()).collect();
     let nodes: Arc<Mutex<Vec<madsim::task::NodeId>>> = Arc::default();
     let wall = WallClock::start();
-    let main = pace(builder.clone(), world.clone(), names, nodes.clone(), stop.clone(), wall.elapsed.clone());
+    let pacing = Pacing { stop: stop.clone(), wall_elapsed: wall.elapsed.clone(), scale };
+    let main = pace(builder.clone(), world.clone(), names, nodes.clone(), pacing);
     let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| runtime.block_on(main)));
     wall.stop();
     super::shut_down(runtime, &nodes);
@@ -259,16 +273,27 @@ impl WallClock {
     }
 }
 
-/// The main task: start the controllers, then pace virtual time to the wall clock until stopped.
+/// What the pacer reads each round.
+#[cfg(madsim)]
+struct Pacing {
+    stop: StopHandle,
+    /// The wall time elapsed since the start ([`WallClock`]).
+    wall_elapsed: Arc<std::sync::atomic::AtomicU64>,
+    /// Virtual time runs this many times as fast as the wall clock.
+    scale: u32,
+}
+
+/// The main task: start the controllers, then pace virtual time to the wall clock (times the
+/// cluster's time scale) until stopped.
 #[cfg(madsim)]
 async fn pace(
     builder: SimBuilder,
     world: super::World,
     names: Arc<[Arc<str>]>,
     nodes: Arc<std::sync::Mutex<Vec<madsim::task::NodeId>>>,
-    stop: StopHandle,
-    wall_elapsed: Arc<std::sync::atomic::AtomicU64>,
+    pacing: Pacing,
 ) {
+    let Pacing { stop, wall_elapsed, scale } = pacing;
     let virtual_start = madsim::time::Instant::now();
     world.with(|w| w.start = std::time::Instant::now());
     let handle = madsim::runtime::Handle::current();
@@ -283,7 +308,7 @@ async fn pace(
         // controllers' compute time, which a fixed step would lose, so that the run's clock
         // drifted behind the wall clock the other writers stamp with.
         // (A wall clock that could not start leaves the fixed step.)
-        let wall = Duration::from_micros(wall_elapsed.load(Ordering::Acquire));
+        let wall = Duration::from_micros(wall_elapsed.load(Ordering::Acquire)).saturating_mul(scale);
         let behind = if wall.is_zero() { TICK } else { wall.saturating_sub(virtual_start.elapsed()) };
         madsim::time::sleep(behind.max(Duration::from_millis(1))).await;
         world.with(|w| {

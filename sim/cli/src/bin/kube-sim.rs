@@ -39,6 +39,11 @@ struct ServeArgs {
     /// Seed of uids and generated names (default: from the clock).
     #[arg(long)]
     seed: Option<u64>,
+    /// Run the cluster's clock N times as fast as the wall clock: what the server stamps and
+    /// what the built-in controllers time (grace periods, deadlines, CronJob schedules). 60 makes
+    /// a minute pass in a second.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=3600))]
+    time_scale: u32,
     /// Run the built-in controllers live (garbage collector, namespace, Deployment, ReplicaSet,
     /// StatefulSet, Job, kubelet-lite): applied Deployments get Pods that become Running.
     #[arg(long)]
@@ -87,6 +92,7 @@ fn serve(args: ServeArgs) -> ExitCode {
         addr: args.addr,
         crds: args.crds,
         seed: args.seed,
+        time_scale: args.time_scale,
         accept_hosts,
         ..kube_sim::serve::ServeConfig::default()
     };

@@ -33,6 +33,14 @@ impl SharedCluster for LiveCluster {
     fn revision(&self) -> Revision {
         self.0.revision()
     }
+
+    fn now(&self) -> jiff::Timestamp {
+        self.0.now()
+    }
+
+    fn time_scale(&self) -> u32 {
+        self.0.clock().scale()
+    }
 }
 
 /// The built-in controllers running live; dropping this stops them (within one tick) and waits
