@@ -9,3 +9,4 @@ mod cli_deploy;
 mod cli_hostile;
 mod serve_builtins;
 mod serve_replay;
+mod serve_tools;
