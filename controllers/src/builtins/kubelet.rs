@@ -203,7 +203,7 @@ async fn transition(
     {
         return Ok(false);
     }
-    let patch = super::status_patch::replacing(current.status.as_ref(), &next(&current))?;
+    let patch = super::status_patch::replacing(current.status.as_ref(), &stamped(&current, next(&current)))?;
     api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
     Ok(true)
 }
@@ -381,6 +381,46 @@ fn started_status(pod: &Pod) -> PodStatus {
         container_statuses: Some(statuses),
         ..base
     }
+}
+
+/// `status` with what a container runtime reports of each container instance, and `kubectl logs`
+/// reads (`model_apiserver_http::logs`): the `containerID` of each instance that ran (derived from
+/// the Pod's uid, the container and its restart count, so it is the same on every replay), the
+/// `startedAt` of a running one (now), and the `startedAt` (when it ran, as the current status
+/// says) and `finishedAt` (now) of a terminated one.
+fn stamped(pod: &Pod, mut status: PodStatus) -> PodStatus {
+    let now = sim::time::now_k8s();
+    let running_since = |name: &str| {
+        let current = pod.status.as_ref().and_then(|s| s.container_statuses.as_ref());
+        current
+            .and_then(|cs| cs.iter().find(|c| c.name == name))
+            .and_then(|c| c.state.as_ref()?.running.as_ref()?.started_at.clone())
+    };
+    for container in status.container_statuses.iter_mut().flatten() {
+        let id = |restart: i32| {
+            let key = format!("{}/{}/{restart}", uid_of(pod), container.name);
+            format!("containerd://{:016x}", hashing::fnv64(key.as_bytes()))
+        };
+        let started = running_since(&container.name).unwrap_or_else(|| now.clone());
+        let (current_id, previous_id) = (id(container.restart_count), id(container.restart_count - 1));
+        if let Some(state) = container.state.as_mut() {
+            if let Some(running) = state.running.as_mut() {
+                running.started_at.get_or_insert_with(|| now.clone());
+                container.container_id = Some(current_id);
+            } else if let Some(terminated) = state.terminated.as_mut() {
+                terminated.started_at.get_or_insert_with(|| started.clone());
+                terminated.finished_at.get_or_insert_with(|| now.clone());
+                terminated.container_id.get_or_insert(current_id);
+                container.container_id = terminated.container_id.clone();
+            }
+        }
+        if let Some(last) = container.last_state.as_mut().and_then(|s| s.terminated.as_mut()) {
+            last.started_at.get_or_insert_with(|| started.clone());
+            last.finished_at.get_or_insert_with(|| now.clone());
+            last.container_id.get_or_insert(previous_id);
+        }
+    }
+    status
 }
 
 /// The status of a Pod whose containers all exited 0.

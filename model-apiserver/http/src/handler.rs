@@ -10,17 +10,19 @@ use http_body_util::{BodyExt, Limited};
 use hyper::{
     Method,
     body::Incoming,
-    header::{ACCEPT, CONTENT_TYPE, HeaderMap, USER_AGENT},
+    header::{
+        ACCEPT, CACHE_CONTROL, CONTENT_TYPE, ETAG, HeaderMap, HeaderValue, IF_NONE_MATCH, USER_AGENT, VARY,
+    },
 };
 use kube_core::{DynamicObject, Status, params::Patch};
 use model_apiserver::{Request, ResourceType, Response, Subresource, errors};
 use serde_json::json;
 
 use super::{
-    Limits, decode, discovery,
+    Limits, authorization, decode, discovery,
     http::{self, Reply},
     live::{Live, Model},
-    openapi, protobuf,
+    logs, openapi, protobuf,
     query::Query,
     route::{self, ResourcePath, Route},
     table, watch,
@@ -67,13 +69,21 @@ pub async fn serve(
     match route {
         Route::Version => http::json(200, &discovery::version()),
         Route::Health => http::with_type(200, http::full("ok"), "text/plain"),
-        Route::CoreVersions => http::json(200, &discovery::core_versions(&server_address)),
-        Route::Groups => http::json(200, &discovery::group_list(live.lock().server.types())),
+        Route::CoreVersions => discovery_root(&parts.headers, &live, true, || {
+            http::json(200, &discovery::core_versions(&server_address))
+        }),
+        Route::Groups => discovery_root(&parts.headers, &live, false, || {
+            http::json(200, &discovery::group_list(live.lock().server.types()))
+        }),
         Route::Group(g) => found(discovery::group(live.lock().server.types(), &g)),
         Route::Resources { group, version } => {
             found(discovery::resource_list(live.lock().server.types(), &group, &version))
         }
-        Route::OpenApiV2 => openapi::v2(&parts.headers),
+        Route::OpenApiV2 => {
+            // Built outside the model's lock: the document is large.
+            let types = live.lock().server.types().clone();
+            openapi::v2(&types, &parts.headers)
+        }
         Route::OpenApiV3Index => http::json(200, &openapi::v3_index(live.lock().server.types())),
         Route::OpenApiV3 { group, version } => {
             found(openapi::v3_group_version(live.lock().server.types(), &group, &version))
@@ -88,6 +98,32 @@ pub async fn serve(
         }
         Route::Unknown => page_not_found(),
     }
+}
+
+/// `/api` (`core`) or `/apis`: the aggregated document when the `Accept` header asks for it (with
+/// the `ETag`, `Vary: Accept` and `Cache-Control: public` kube-apiserver sends, and 304 Not
+/// Modified for a matching `If-None-Match`), the `legacy` answer otherwise.
+fn discovery_root(headers: &HeaderMap, live: &Live, core: bool, legacy: impl FnOnce() -> Reply) -> Reply {
+    let discovery::Form::Aggregated(version) = discovery::negotiate(accept(headers)) else { return legacy() };
+    let doc = discovery::aggregated(live.lock().server.types(), core, version);
+    let etag = discovery::etag(&doc);
+    let cached = headers.get(IF_NONE_MATCH).and_then(|v| v.to_str().ok()) == Some(etag.as_str());
+    let content_type = discovery::aggregated_content_type(version);
+    let mut reply = if cached {
+        http::with_type(304, http::full(Bytes::new()), content_type)
+    } else {
+        match serde_json::to_vec(&doc) {
+            Ok(bytes) => http::with_type(200, http::full(bytes), content_type),
+            Err(e) => return http::status(&errors::internal_error(&format!("encoding discovery: {e}"))),
+        }
+    };
+    let headers = reply.headers_mut();
+    if let Ok(value) = HeaderValue::from_str(&etag) {
+        headers.insert(ETAG, value);
+    }
+    headers.insert(VARY, HeaderValue::from_static("Accept"));
+    headers.insert(CACHE_CONTROL, HeaderValue::from_static("public"));
+    reply
 }
 
 /// 200 with the document, or the plain 404 of a group or version that is not served.
@@ -122,6 +158,10 @@ struct Call {
 
 impl Call {
     fn resource(self, path: ResourcePath) -> Reply {
+        if path.namespace.is_none() && authorization::serves(&path.group, &path.version, &path.plural) {
+            let (method, headers, body) = (&self.method, &self.headers, &self.body);
+            return authorization::serve(method, &path.plural, path.name.as_deref(), headers, body);
+        }
         let ty = self.live.lock().server.types().get(&path.group, &path.version, &path.plural).cloned();
         let Some(ty) = ty else {
             // A served group version answers for its unknown resources with a Status.
@@ -132,6 +172,7 @@ impl Call {
             None => None,
             Some("status") => Some(Subresource::Status),
             Some("scale") => Some(Subresource::Scale),
+            Some("log") if logs::serves(&ty.api.group, &ty.api.plural) => return self.log(&ty, &path),
             Some(_) => return http::status(&not_found()),
         };
         let target = Target { ty, namespace: path.namespace, subresource };
@@ -160,6 +201,20 @@ impl Call {
             Ok(reply) => reply,
             Err(status) => http::status(&status),
         }
+    }
+
+    /// `GET .../pods/{name}/log` ([`logs`]); the only verb of the subresource.
+    fn log(&self, ty: &Arc<ResourceType>, path: &ResourcePath) -> Reply {
+        let (Some(namespace), Some(name)) = (path.namespace.as_deref(), path.name.as_deref()) else {
+            return http::status(&not_found());
+        };
+        if self.method != Method::GET {
+            return http::status(&errors::method_not_allowed(
+                "the server does not allow this method on the requested resource",
+            ));
+        }
+        logs::serve(&self.live, ty, namespace, name, &self.query)
+            .unwrap_or_else(|status| http::status(&status))
     }
 
     fn get(&self, t: &Target, name: &str) -> Result<Reply, Status> {

@@ -6,7 +6,10 @@
 //! beside it are wired in by the CLI crate (`kube_sim::serve`) through [`spawn_with`].
 //!
 //! - [`route`] splits paths, [`query`] decodes parameters into kube-core's types;
-//! - [`discovery`] and [`openapi`] describe what is served;
+//! - [`discovery`] and [`openapi`] describe what is served (discovery in the legacy and the
+//!   aggregated form, OpenAPI v2 in JSON and protobuf, and v3);
+//! - [`logs`] serves `pods/log` from the container statuses the kubelet-lite writes;
+//! - [`authorization`] answers `kubectl auth can-i`'s reviews (allowed: RBAC is not enforced);
 //! - [`handler`] turns one request into one model call (strategic merge patch and server-side
 //!   apply as read-modify-write under the model's lock), [`watch`] streams watch events;
 //! - [`decode`] picks a body's decoder by Content-Type and bounds its nesting first;
@@ -26,18 +29,21 @@
 // and kube-core's Status is what every caller hands on unboxed.
 #![allow(clippy::result_large_err)]
 
+pub mod authorization;
 pub mod decode;
 pub mod discovery;
 pub mod guard;
 pub mod handler;
 pub mod http;
 pub mod live;
+pub mod logs;
 pub mod openapi;
 pub mod protobuf;
 pub mod query;
 pub mod route;
 pub mod table;
 pub mod watch;
+pub mod wire;
 
 use std::{net::SocketAddr, path::PathBuf, sync::Arc, time::Duration};
 

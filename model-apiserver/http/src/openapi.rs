@@ -5,8 +5,8 @@
 //! `x-kubernetes-group-version-kind`) with a `fieldValidation` parameter. Each served type gets
 //! such operations here, so kubectl leaves validation to the server. Client-side `kubectl apply`
 //! computes its strategic merge patch from the types compiled into kubectl when the document has
-//! no schema for the kind. `/openapi/v2` is a valid document without definitions, for older
-//! kubectl (see [`v2`]).
+//! no schema for the kind. `/openapi/v2` is converted from the v3 documents, in JSON and in
+//! protobuf, for kubectl before 1.27 and other v2 readers (see [`v2`]).
 //!
 //! Schemas: the built-in kinds' come from k8s-openapi's generated JSON schemas (the real
 //! descriptions, names like `io.k8s.api.apps.v1.Deployment`), with the patch tags of
@@ -31,39 +31,376 @@ use serde_json::{Map, Value, json};
 use super::{
     discovery::SERVED_VERSION,
     http::{self, Reply},
+    wire::Writer,
 };
 
-/// `/openapi/v2`: a valid document without definitions. kubectl before 1.27 (Debian bookworm's
-/// kubernetes-client is 1.20) fetches it, in protobuf only, before `create -f` and `apply`:
-/// finding no schema for a kind, it skips client-side validation and computes strategic merge
-/// patches from its compiled-in types.
-pub fn v2(headers: &HeaderMap) -> Reply {
-    let (major, minor) = SERVED_VERSION;
-    let version = format!("v{major}.{minor}.0");
+/// `/openapi/v2`: the Swagger 2.0 document of every served type, made from the same documents
+/// as `/openapi/v3` ([`v2_document`]), in JSON, or in protobuf (gnostic's `openapi.v2.Document`,
+/// see [`v2_protobuf`]) when the `Accept` header names protobuf, as kubectl before 1.27 and
+/// `kubectl explain --output plaintext-openapiv2` ask for it.
+pub fn v2(types: &ResourceTypes, headers: &HeaderMap) -> Reply {
+    let doc = v2_document(types);
     if super::handler::accept(headers).contains("protobuf") {
-        return http::with_type(200, http::full(v2_protobuf(&version)), OPENAPI_V2_PROTOBUF);
+        return http::with_type(200, http::full(v2_protobuf(&doc)), OPENAPI_V2_PROTOBUF);
     }
-    http::json(
-        200,
-        &json!({"swagger": "2.0", "info": {"title": "Kubernetes", "version": version}, "paths": {}, "definitions": {}}),
-    )
+    http::json(200, &doc)
 }
 
 /// The media type kube-apiserver answers a protobuf OpenAPI v2 document with (the `@` of the
 /// requested type is not valid in a Content-Type; Go clients reject it).
 const OPENAPI_V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
 
-/// `Document { swagger: "2.0" (field 1), info: Info { title (1), version (2) } (field 2) }` in
-/// protobuf wire format: each field is a length-delimited string or message.
-fn v2_protobuf(version: &str) -> Vec<u8> {
-    fn field(number: u8, bytes: &[u8]) -> Vec<u8> {
-        // Wire type 2 (length-delimited); every length here is below 128, so one varint byte.
-        let mut out = vec![(number << 3) | 2, u8::try_from(bytes.len()).unwrap_or(0)];
-        out.extend_from_slice(bytes);
-        out
+/// The Swagger 2.0 document: the paths and definitions of every group version's v3 document,
+/// converted ([`v2_schema`], [`v2_path_item`]), so that both versions always describe the same
+/// types, CRDs' included.
+pub fn v2_document(types: &ResourceTypes) -> Value {
+    let mut group_versions: Vec<(String, String)> =
+        types.iter().map(|t| (t.api.group.clone(), t.api.version.clone())).collect();
+    group_versions.sort();
+    group_versions.dedup();
+    let mut paths = Map::new();
+    let mut definitions = Map::new();
+    for (group, version) in group_versions {
+        let Some(doc) = v3_group_version(types, &group, &version) else { continue };
+        if let Some(Value::Object(items)) = doc.get("paths") {
+            for (path, item) in items {
+                paths.insert(path.clone(), v2_path_item(item));
+            }
+        }
+        if let Some(Value::Object(schemas)) = doc.pointer("/components/schemas") {
+            for (name, schema) in schemas {
+                let converted = v2_schema(schema);
+                match definitions.get_mut(name) {
+                    // A definition shared by several group versions: each adds its kinds.
+                    Some(existing) => merge_gvk(existing, &converted),
+                    None => {
+                        definitions.insert(name.clone(), converted);
+                    }
+                }
+            }
+        }
     }
-    let info = [field(1, b"Kubernetes"), field(2, version.as_bytes())].concat();
-    [field(1, b"2.0"), field(2, &info)].concat()
+    let (major, minor) = SERVED_VERSION;
+    json!({
+        "swagger": "2.0",
+        "info": {"title": "Kubernetes", "version": format!("v{major}.{minor}.0")},
+        "paths": paths,
+        "definitions": definitions,
+    })
+}
+
+/// The `x-kubernetes-group-version-kind` entries of `other` added to those of `existing`.
+fn merge_gvk(existing: &mut Value, other: &Value) {
+    const KEY: &str = "x-kubernetes-group-version-kind";
+    let Some(Value::Array(more)) = other.get(KEY) else { return };
+    match existing.get_mut(KEY) {
+        Some(Value::Array(kinds)) => {
+            for kind in more {
+                if !kinds.contains(kind) {
+                    kinds.push(kind.clone());
+                }
+            }
+        }
+        _ => existing[KEY] = Value::Array(more.clone()),
+    }
+}
+
+/// A v3 schema as Swagger 2.0 has it, recursively: references point into `#/definitions/`, a
+/// lone `allOf` reference becomes the reference itself (its description kept beside it, as
+/// kube-apiserver's v2 has it), and what v2 cannot say is dropped as kube-apiserver's
+/// `ToStructuralOpenAPIV2` drops it: `anyOf`, `oneOf`, `not` and other `allOf`s; the type of an
+/// int-or-string; the type, items and properties of a `nullable` schema.
+pub fn v2_schema(schema: &Value) -> Value {
+    let Value::Object(map) = schema else { return schema.clone() };
+    let mut out = Map::new();
+    for (key, value) in map {
+        match key.as_str() {
+            "$ref" => {
+                let target =
+                    value.as_str().unwrap_or_default().replace("#/components/schemas/", "#/definitions/");
+                out.insert(key.clone(), Value::String(target));
+            }
+            "allOf" => {
+                if let Some([Value::Object(only)]) = value.as_array().map(Vec::as_slice)
+                    && only.len() == 1
+                    && let Some(Value::String(target)) = only.get("$ref")
+                {
+                    out.insert(
+                        "$ref".to_owned(),
+                        json!(target.replace("#/components/schemas/", "#/definitions/")),
+                    );
+                }
+            }
+            "anyOf" | "oneOf" | "not" | "nullable" => {}
+            "properties" | "patternProperties" => {
+                let converted: Map<String, Value> = value
+                    .as_object()
+                    .map(|props| props.iter().map(|(k, v)| (k.clone(), v2_schema(v))).collect())
+                    .unwrap_or_default();
+                out.insert(key.clone(), Value::Object(converted));
+            }
+            "items" | "additionalProperties" if value.is_object() => {
+                out.insert(key.clone(), v2_schema(value));
+            }
+            _ => {
+                out.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    let nullable = map.get("nullable").and_then(Value::as_bool) == Some(true);
+    if nullable {
+        for key in ["type", "items", "properties"] {
+            out.remove(key);
+        }
+    }
+    if map.get("x-kubernetes-int-or-string").and_then(Value::as_bool) == Some(true) {
+        out.remove("type");
+    }
+    if out.contains_key("$ref") {
+        // A reference has no type of its own in v2.
+        out.remove("type");
+    }
+    Value::Object(out)
+}
+
+/// A v3 path item's operations as v2 has them: the query parameters typed in place, the request
+/// body's media types as `consumes` with a `body` parameter, the responses by code, and the
+/// `x-kubernetes-*` extensions (which kubectl before 1.27 reads to learn whether the server
+/// validates fields).
+pub fn v2_path_item(item: &Value) -> Value {
+    let Value::Object(methods) = item else { return json!({}) };
+    let mut out = Map::new();
+    for (method, op) in methods {
+        let Value::Object(op) = op else { continue };
+        let mut converted = Map::new();
+        let mut parameters: Vec<Value> = op
+            .get("parameters")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|p| {
+                let mut param = json!({"name": p["name"], "in": p["in"]});
+                if let Some(Value::Object(schema)) = p.get("schema") {
+                    for (k, v) in schema {
+                        param[k] = v.clone();
+                    }
+                }
+                param
+            })
+            .collect();
+        if let Some(Value::Object(content)) = op.get("requestBody").and_then(|b| b.get("content")) {
+            converted.insert("consumes".to_owned(), json!(content.keys().collect::<Vec<_>>()));
+            parameters.insert(
+                0,
+                json!({"name": "body", "in": "body", "required": true, "schema": {"type": "object"}}),
+            );
+        }
+        converted.insert("parameters".to_owned(), Value::Array(parameters));
+        converted.insert("produces".to_owned(), json!(["application/json", "application/yaml"]));
+        for (key, value) in op {
+            if key == "operationId" || key == "responses" || key.starts_with("x-") {
+                converted.insert(key.clone(), value.clone());
+            }
+        }
+        out.insert(method.clone(), Value::Object(converted));
+    }
+    Value::Object(out)
+}
+
+/// The v2 document in protobuf: gnostic's `openapi.v2.Document` (`swagger` 1, `info` 2, `paths`
+/// 8, `definitions` 9), which kube-openapi's `proto.NewOpenAPIData` parses for kubectl. Values
+/// of `default`, `enum`, `example` and vendor extensions are gnostic `Any`s holding YAML; JSON is
+/// YAML, so they hold their JSON text.
+pub fn v2_protobuf(doc: &Value) -> Vec<u8> {
+    let mut out = Writer::new();
+    out.string(1, doc["swagger"].as_str().unwrap_or("2.0"));
+    let mut info = Writer::new();
+    info.string(1, doc["info"]["title"].as_str().unwrap_or_default());
+    info.string(2, doc["info"]["version"].as_str().unwrap_or_default());
+    out.message(2, info);
+    let mut paths = Writer::new();
+    for (path, item) in doc["paths"].as_object().into_iter().flatten() {
+        let mut named = Writer::new();
+        named.string(1, path).message(2, pb_path_item(item));
+        paths.message(2, named);
+    }
+    out.message(8, paths);
+    let mut definitions = Writer::new();
+    for (name, schema) in doc["definitions"].as_object().into_iter().flatten() {
+        definitions.message(1, pb_named_schema(name, schema, 0));
+    }
+    out.message(9, definitions);
+    out.finish()
+}
+
+/// How deep schemas nest in the protobuf encoding; deeper parts (only a hostile CRD has them:
+/// the model bounds CRD nesting too) are left out.
+const SCHEMA_DEPTH_MAX: usize = 64;
+
+fn pb_any(value: &Value) -> Writer {
+    let mut any = Writer::new();
+    any.string(2, &value.to_string());
+    any
+}
+
+fn pb_named_any(name: &str, value: &Value) -> Writer {
+    let mut named = Writer::new();
+    named.string(1, name).message(2, pb_any(value));
+    named
+}
+
+fn pb_named_schema(name: &str, schema: &Value, depth: usize) -> Writer {
+    let mut named = Writer::new();
+    named.string(1, name).message(2, pb_schema(schema, depth));
+    named
+}
+
+/// gnostic's `Schema` message.
+fn pb_schema(schema: &Value, depth: usize) -> Writer {
+    let mut out = Writer::new();
+    let Value::Object(map) = schema else { return out };
+    if depth >= SCHEMA_DEPTH_MAX {
+        return out;
+    }
+    let text = |key: &str| map.get(key).and_then(Value::as_str).unwrap_or_default();
+    let number = |key: &str| map.get(key).and_then(Value::as_f64).unwrap_or_default();
+    let int = |key: &str| map.get(key).and_then(Value::as_i64).unwrap_or_default();
+    let flag = |key: &str| map.get(key).and_then(Value::as_bool).unwrap_or_default();
+    out.string(1, text("$ref")).string(2, text("format")).string(3, text("title"));
+    out.string(4, text("description"));
+    if let Some(default) = map.get("default") {
+        out.message(5, pb_any(default));
+    }
+    out.double(6, number("multipleOf")).double(7, number("maximum")).bool(8, flag("exclusiveMaximum"));
+    out.double(9, number("minimum")).bool(10, flag("exclusiveMinimum"));
+    out.int64(11, int("maxLength")).int64(12, int("minLength")).string(13, text("pattern"));
+    out.int64(14, int("maxItems")).int64(15, int("minItems")).bool(16, flag("uniqueItems"));
+    out.int64(17, int("maxProperties")).int64(18, int("minProperties"));
+    for required in map.get("required").and_then(Value::as_array).into_iter().flatten() {
+        out.string(19, required.as_str().unwrap_or_default());
+    }
+    for value in map.get("enum").and_then(Value::as_array).into_iter().flatten() {
+        out.message(20, pb_any(value));
+    }
+    match map.get("additionalProperties") {
+        Some(Value::Bool(allowed)) => {
+            out.bytes(21, &bool_oneof(*allowed));
+        }
+        Some(sub @ Value::Object(_)) => {
+            let mut item = Writer::new();
+            item.message(1, pb_schema(sub, depth + 1));
+            out.message(21, item);
+        }
+        _ => {}
+    }
+    if let Some(ty) = map.get("type") {
+        let mut item = Writer::new();
+        match ty {
+            Value::Array(types) => types.iter().for_each(|t| {
+                item.string(1, t.as_str().unwrap_or_default());
+            }),
+            other => {
+                item.string(1, other.as_str().unwrap_or_default());
+            }
+        }
+        out.message(22, item);
+    }
+    if let Some(items) = map.get("items") {
+        let mut item = Writer::new();
+        match items {
+            Value::Array(many) => many.iter().for_each(|s| {
+                item.message(1, pb_schema(s, depth + 1));
+            }),
+            one => {
+                item.message(1, pb_schema(one, depth + 1));
+            }
+        }
+        out.message(23, item);
+    }
+    for sub in map.get("allOf").and_then(Value::as_array).into_iter().flatten() {
+        out.message(24, pb_schema(sub, depth + 1));
+    }
+    if let Some(Value::Object(properties)) = map.get("properties") {
+        let mut props = Writer::new();
+        for (name, sub) in properties {
+            props.message(1, pb_named_schema(name, sub, depth + 1));
+        }
+        out.message(25, props);
+    }
+    out.string(26, text("discriminator")).bool(27, flag("readOnly"));
+    if let Some(example) = map.get("example") {
+        out.message(30, pb_any(example));
+    }
+    for (key, value) in map.iter().filter(|(k, _)| k.starts_with("x-")) {
+        out.message(31, pb_named_any(key, value));
+    }
+    out
+}
+
+/// `AdditionalPropertiesItem { bool boolean = 2 }` with the value written even when false (a set
+/// oneof member is written whatever its value).
+fn bool_oneof(value: bool) -> Vec<u8> {
+    vec![2 << 3, u8::from(value)]
+}
+
+/// gnostic's `PathItem` (`get` 2, `put` 3, `post` 4, `delete` 5, `patch` 8).
+fn pb_path_item(item: &Value) -> Writer {
+    let mut out = Writer::new();
+    for (method, field) in [("get", 2), ("put", 3), ("post", 4), ("delete", 5), ("patch", 8)] {
+        if let Some(op) = item.get(method) {
+            out.message(field, pb_operation(op));
+        }
+    }
+    out
+}
+
+/// gnostic's `Operation`: `operation_id` 5, `produces` 6, `consumes` 7, `parameters` 8,
+/// `responses` 9, `vendor_extension` 13.
+fn pb_operation(op: &Value) -> Writer {
+    let mut out = Writer::new();
+    out.string(5, op["operationId"].as_str().unwrap_or_default());
+    for (field, key) in [(6, "produces"), (7, "consumes")] {
+        for media in op[key].as_array().into_iter().flatten() {
+            out.string(field, media.as_str().unwrap_or_default());
+        }
+    }
+    for param in op["parameters"].as_array().into_iter().flatten() {
+        let text = |key: &str| param[key].as_str().unwrap_or_default().to_owned();
+        let mut parameter = Writer::new();
+        if param["in"] == "body" {
+            // BodyParameter { name 2, in 3, required 4, schema 5 }.
+            let mut body = Writer::new();
+            body.string(2, &text("name")).string(3, "body").bool(4, true);
+            body.message(5, pb_schema(&param["schema"], 0));
+            parameter.message(1, body);
+        } else {
+            // NonBodyParameter { query_parameter_sub_schema 3: { in 2, name 4, type 6, unique_items 20 } }.
+            let mut query = Writer::new();
+            query.string(2, &text("in")).string(4, &text("name")).string(6, &text("type"));
+            query.bool(20, param["uniqueItems"].as_bool().unwrap_or_default());
+            let mut non_body = Writer::new();
+            non_body.message(3, query);
+            parameter.message(2, non_body);
+        }
+        let mut item = Writer::new();
+        item.message(1, parameter);
+        out.message(8, item);
+    }
+    let mut responses = Writer::new();
+    for (code, response) in op["responses"].as_object().into_iter().flatten() {
+        let mut described = Writer::new();
+        described.string(1, response["description"].as_str().unwrap_or_default());
+        let mut value = Writer::new();
+        value.message(1, described);
+        let mut named = Writer::new();
+        named.string(1, code).message(2, value);
+        responses.message(1, named);
+    }
+    out.message(9, responses);
+    for (key, value) in op.as_object().into_iter().flatten().filter(|(k, _)| k.starts_with("x-")) {
+        out.message(13, pb_named_any(key, value));
+    }
+    out
 }
 
 /// `api/v1` or `apis/{group}/{version}`.

@@ -5,8 +5,10 @@
 #![allow(clippy::duplicate_mod, clippy::module_inception)]
 
 mod fuzz_requests;
+mod kubectl_tools;
 mod serve_hostile;
 mod serve_http;
 mod serve_kube_rs;
 mod serve_kubectl;
 mod serve_table;
+mod serve_tools;

@@ -94,6 +94,7 @@ fn discovery_lists_the_core_version_the_groups_and_each_resource_with_its_subres
         [
             "apiextensions.k8s.io",
             "apps",
+            "authorization.k8s.io",
             "batch",
             "coordination.k8s.io",
             "events.k8s.io",

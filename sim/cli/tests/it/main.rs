@@ -10,3 +10,4 @@ mod cli_hostile;
 mod serve_builtins;
 mod serve_replay;
 mod serve_rollouts;
+mod serve_tools;
