@@ -790,6 +790,75 @@ mod tests {
         assert_eq!(set.points[1].class, "ctrl create secrets at step 1");
     }
 
+    /// Workload steps at 0, 2 and 4 s; `ctrl` reconciles 10 ms after each.
+    fn stepped_entries() -> Vec<TraceEntry> {
+        let (ctrl, workload): (Arc<str>, Arc<str>) = (Arc::from("ctrl"), Arc::from(WORKLOAD_NODE));
+        let mut entries = Vec::new();
+        for step in 0..3u64 {
+            let text = format!("step {}: apply ConfigMap default/a", step + 1);
+            entries.push(TraceEntry {
+                at_nanos: step * 2_000 * MS,
+                node: workload.clone(),
+                event: TraceEvent::Note { text },
+            });
+            let start = TraceEvent::ReconcileStart {
+                controller: "ctrl".into(),
+                object: "ConfigMap default/a".into(),
+            };
+            entries.push(TraceEntry { at_nanos: (step * 2_000 + 10) * MS, node: ctrl.clone(), event: start });
+        }
+        entries
+    }
+
+    #[test]
+    fn timed_outages_start_after_each_step_and_last_until_after_the_next_ones_shortest_first() {
+        let config = PointConfig { outage_steps_max: 3, ..PointConfig::default() };
+        let set = injection_points_with(&stepped_entries(), &config);
+        let outages: Vec<String> = set
+            .points
+            .iter()
+            .filter(|p| matches!(p.site, Site::Outage { .. }))
+            .map(|p| format!("{} / {}", p.site, p.fault))
+            .collect();
+        assert_eq!(set.outages, outages.len());
+        // From step 1 (trigger at 9 ms): until 1 s after step 2 (half the 2 s to step 3), then
+        // 1 s after step 3 (the last); from step 2: until 1 s after step 3; none from step 3.
+        let want = [
+            "ctrl's outage from step 1 over the next 1 workload step (2991ms) / partition ctrl from the API server for 2991ms, at 9ms",
+            "ctrl's outage from step 1 over the next 1 workload step (2991ms) / hold ctrl's watches 2991ms, then force a 410 relist, at 9ms",
+            "ctrl's outage from step 1 over the next 1 workload step (2991ms) / pause ctrl's reconciles for 2991ms, at 9ms",
+            "ctrl's outage from step 1 over the next 2 workload steps (4991ms) / partition ctrl from the API server for 4991ms, at 9ms",
+        ];
+        for line in want {
+            assert!(outages.iter().any(|o| o == line), "{line} not in {outages:#?}");
+        }
+        assert_eq!(outages.len(), 9, "{outages:#?}");
+        // From one step, the shorter outages come first.
+        let at = |needle: &str| outages.iter().position(|o| o.starts_with(needle)).expect(needle);
+        assert!(
+            at("ctrl's outage from step 1 over the next 1 ")
+                < at("ctrl's outage from step 1 over the next 2 ")
+        );
+    }
+
+    #[test]
+    fn a_profile_leaves_out_the_points_whose_fault_cannot_act() {
+        let entries = stepped_entries();
+        let mut profile = Profile::default();
+        // `ctrl` reconciles and calls, but has no informer: held watches cannot act on it.
+        profile.note_reconcile("ctrl");
+        profile.note_call("ctrl", "get", "configmaps");
+        let all = injection_points_with(&entries, &PointConfig::default());
+        let acting = injection_points_profiled(&entries, Some(&profile), &PointConfig::default());
+        let holds = |set: &PointSet| {
+            set.points.iter().filter(|p| matches!(p.fault.fault, Fault::SkipByRelist { .. })).count()
+        };
+        assert!(holds(&all) > 0);
+        assert_eq!(holds(&acting), 0);
+        assert_eq!(acting.cannot_act, holds(&all));
+        assert_eq!(acting.points.len() + acting.cannot_act, all.points.len());
+    }
+
     #[test]
     fn a_report_without_kept_entries_has_no_points() {
         assert_eq!(injection_points_with(&[], &PointConfig::default()), PointSet::default());
