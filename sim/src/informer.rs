@@ -444,7 +444,7 @@ where
         let touched: Vec<Arc<K>> = objects.iter().map(|(_, o)| o.clone()).collect();
         self.store.replace(objects);
         api.client.world.with(|w| {
-            w.profile.note_list(&api.client.node, name, self.config.list_semantic);
+            w.profile.note_list(&api.client.node, name, self.config.list_semantic == ListSemantic::Any);
             let event = TraceEvent::Relist {
                 watch: name.to_string(),
                 resource_version: list.resource_version.clone(),

@@ -12,8 +12,6 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::informer::ListSemantic;
-
 /// The seed of the fault-free run a swarm's profile is measured on. A profile is a function of
 /// the builder alone, so a seed's plan is the same in a sweep, in `SIM_SEED` and in `explore`.
 pub const PROFILE_SEED: u64 = 0;
@@ -27,9 +25,10 @@ const LEASES: &str = "leases";
 /// What one controller node did in a run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ControllerProfile {
-    /// Its informers (`cluster/resource[/namespace]`) and how they list. An informer that listed
-    /// with both semantics (never, in practice) counts as [`ListSemantic::Any`].
-    pub informers: BTreeMap<String, ListSemantic>,
+    /// Its informers (`cluster/resource[/namespace]`), each `true` if it lists with
+    /// resourceVersion "0" (`ListSemantic::Any`, from a watch cache), `false` if consistently. An
+    /// informer that listed both ways (never, in practice) counts as listing with "0".
+    pub informers: BTreeMap<String, bool>,
     /// API calls it made (watch polls excluded).
     pub calls: u64,
     /// Of those, writes.
@@ -43,15 +42,12 @@ pub struct ControllerProfile {
 impl ControllerProfile {
     /// Whether some informer lists with `resourceVersion="0"` (from a watch cache, possibly stale).
     pub fn lists_any(&self) -> bool {
-        self.informers.values().any(|s| *s == ListSemantic::Any)
+        self.informers.values().any(|any| *any)
     }
 
     fn merge(&mut self, other: &ControllerProfile) {
-        for (name, semantic) in &other.informers {
-            let entry = self.informers.entry(name.clone()).or_insert(*semantic);
-            if *semantic == ListSemantic::Any {
-                *entry = ListSemantic::Any;
-            }
+        for (name, any) in &other.informers {
+            *self.informers.entry(name.clone()).or_insert(*any) |= *any;
         }
         self.calls += other.calls;
         self.writes += other.writes;
@@ -93,15 +89,13 @@ impl Profile {
         self.nodes.get_mut(node).expect("inserted above")
     }
 
-    /// An informer of `node` listed with `semantic`.
-    pub(crate) fn note_list(&mut self, node: &str, informer: &str, semantic: ListSemantic) {
+    /// An informer of `node` listed, with resourceVersion "0" (`any`) or consistently.
+    pub(crate) fn note_list(&mut self, node: &str, informer: &str, any: bool) {
         let informers = &mut self.node(node).informers;
         if let Some(known) = informers.get_mut(informer) {
-            if semantic == ListSemantic::Any {
-                *known = ListSemantic::Any;
-            }
+            *known |= any;
         } else {
-            informers.insert(informer.to_owned(), semantic);
+            informers.insert(informer.to_owned(), any);
         }
     }
 
@@ -131,7 +125,7 @@ impl Profile {
 
 impl fmt::Display for ControllerProfile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let any = self.informers.values().filter(|s| **s == ListSemantic::Any).count();
+        let any = self.informers.values().filter(|any| **any).count();
         write!(
             f,
             "{} informers ({any} listing with resourceVersion \"0\"), {} calls, {} writes, {} reconciles{}",
@@ -153,8 +147,8 @@ mod tests {
         let mut profile = Profile::default();
         profile.note_group("ctrl-0", "ctrl");
         profile.note_group("ctrl-1", "ctrl");
-        profile.note_list("ctrl-0", "default/pods", ListSemantic::MostRecent);
-        profile.note_list("ctrl-1", "default/pods", ListSemantic::Any);
+        profile.note_list("ctrl-0", "default/pods", false);
+        profile.note_list("ctrl-1", "default/pods", true);
         profile.note_call("ctrl-0", "patch", "leases");
         profile.note_call("ctrl-1", "watch", "pods");
         profile.note_reconcile("ctrl-1");

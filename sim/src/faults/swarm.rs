@@ -116,7 +116,7 @@ pub fn why_not_drawn(kind: FaultKind, config: &SwarmConfig) -> Vec<(String, Opti
     let ops = super::ops(kind);
     let Some(profile) = &config.profile else { return Vec::new() };
     if !ops.needs_controller() {
-        return vec![(String::new(), ops.cannot_act_in(&profile))];
+        return vec![(String::new(), ops.cannot_act_in(profile))];
     }
     config.controllers.iter().map(|c| (c.clone(), ops.cannot_act(&profile.of(c)))).collect()
 }
