@@ -241,6 +241,7 @@ fn empty_report(seed: u64) -> RunReport {
         plan: sim::faults::FaultPlan::none(),
         unfired: Vec::new(),
         choices: None,
+        profile: Default::default(),
     }
 }
 

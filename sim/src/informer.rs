@@ -422,7 +422,8 @@ where
 
     async fn relist(&mut self, name: &Arc<str>) -> State {
         let api = &self.api;
-        let (params, replica_until) = stale_replica::replica_list(&api.client, self.config.list_params());
+        let (params, replica_until) =
+            stale_replica::replica_list(&api.client, name, self.config.list_params());
         let request = Request::list(&api.resource, api.namespace.as_deref(), params);
         let list = match transport::call(&api.client, request).await {
             Ok(Response::List(list)) => list,
@@ -443,6 +444,7 @@ where
         let touched: Vec<Arc<K>> = objects.iter().map(|(_, o)| o.clone()).collect();
         self.store.replace(objects);
         api.client.world.with(|w| {
+            w.profile.note_list(&api.client.node, name, self.config.list_semantic == ListSemantic::Any);
             let event = TraceEvent::Relist {
                 watch: name.to_string(),
                 resource_version: list.resource_version.clone(),

@@ -142,7 +142,10 @@ fn lease_api(clients: &Clients) -> Api<Lease> {
 async fn acquire(clients: &Clients, group: &Arc<str>, config: &LeaderElectionConfig) -> bool {
     let api = lease_api(clients);
     let node: Arc<str> = Arc::from(clients.node());
-    clients.world.with(|w| w.injector.join_group(group, &node));
+    clients.world.with(|w| {
+        w.injector.join_group(group, &node);
+        w.profile.note_group(&node, group);
+    });
     for _ in 0..ACQUIRE_ATTEMPTS_MAX {
         if try_acquire_or_renew(clients, &api, group, config).await == Ok(true) {
             clients.world.with(|w| {

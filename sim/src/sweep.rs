@@ -215,6 +215,7 @@ where
         plan: crate::faults::FaultPlan::none(),
         unfired: Vec::new(),
         choices: None,
+        profile: Default::default(),
     })
 }
 
@@ -365,6 +366,7 @@ mod tests {
             plan: crate::faults::FaultPlan::none(),
             unfired: Vec::new(),
             choices: None,
+            profile: Default::default(),
         }
     }
 

@@ -84,6 +84,12 @@ pub enum TraceEvent {
         /// What fired, in one line.
         description: String,
     },
+    /// What a fired fault did, or that it did nothing and why (`staleReplica`'s lists, a
+    /// partition that cut no call): so that no trace claims an effect that did not happen.
+    FaultEffect {
+        /// The effect, in one line.
+        description: String,
+    },
     /// A workload step, property check or other engine note.
     Note {
         /// The note.
@@ -115,6 +121,7 @@ impl fmt::Display for TraceEvent {
                 write!(f, "reconcile end {controller} {object}: {result}")
             }
             TraceEvent::Fault { description } => write!(f, "fault: {description}"),
+            TraceEvent::FaultEffect { description } => write!(f, "fault effect: {description}"),
             TraceEvent::Note { text } => write!(f, "note: {text}"),
         }
     }

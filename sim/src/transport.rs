@@ -163,6 +163,7 @@ pub(crate) async fn call(client: &Client, request: Request) -> Result<Response, 
         w.next_call += 1;
         let call = w.next_call;
         w.stats.api_calls += 1;
+        w.profile.note_call(&client.node, request.verb_name(), &request.resource.plural);
         let event = TraceEvent::ApiRequest { call, verb: request.verb_name(), target: target.clone() };
         w.trace(&client.node, event);
         let latency = w.decisions.stream("latency").duration_ms(LATENCY_MS_MIN, LATENCY_MS_MAX);

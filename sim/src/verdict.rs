@@ -135,6 +135,8 @@ pub struct RunReport {
     pub unfired: Vec<PlannedFault>,
     /// The run's choices, when it recorded them ([`crate::SimBuilder::record_choices`]).
     pub choices: Option<Choices>,
+    /// What each node did: its informers and how they list, its calls, writes and reconciles.
+    pub profile: crate::faults::profile::Profile,
 }
 
 impl fmt::Display for RunReport {
@@ -227,6 +229,7 @@ mod tests {
             plan: FaultPlan::none(),
             unfired: Vec::new(),
             choices: None,
+            profile: Default::default(),
         };
         assert_eq!(report.to_string(), "scenario \"cmgen\" seed 7: liveness: time limit 60s passed");
     }

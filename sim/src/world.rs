@@ -24,7 +24,7 @@ pub mod live;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
@@ -130,6 +130,9 @@ pub struct SimBuilder {
     choices: ChoiceMode,
     /// The generated workload, when the workload is one (the shrinker shortens it).
     generated: Option<WorkloadSource>,
+    /// The world's fault profile, measured once on a fault-free run (shared by clones; a change
+    /// to what the world runs starts a new one).
+    profile: Arc<OnceLock<Arc<crate::faults::profile::Profile>>>,
 }
 
 impl Default for SimBuilder {
@@ -163,6 +166,7 @@ impl SimBuilder {
             fault_hook: None,
             choices: ChoiceMode::Off,
             generated: None,
+            profile: Arc::default(),
         }
     }
 
@@ -231,6 +235,7 @@ impl SimBuilder {
     {
         let factory: ControllerFactory = Arc::new(move |clients| Box::pin(factory(clients)));
         self.controllers.push(ControllerSpec { name: name.into(), factory });
+        self.profile = Arc::default();
         self
     }
 
@@ -242,6 +247,7 @@ impl SimBuilder {
     {
         self.workload = Some(Arc::new(move |w| Box::pin(script(w))));
         self.generated = None;
+        self.profile = Arc::default();
         self
     }
 
@@ -268,6 +274,7 @@ impl SimBuilder {
     pub fn workload_source(mut self, source: WorkloadSource) -> Self {
         self.workload = Some(source.script());
         self.generated = Some(source);
+        self.profile = Arc::default();
         self
     }
 
@@ -366,6 +373,37 @@ impl SimBuilder {
         self
     }
 
+    /// What this world's nodes do in a fault-free run at [`PROFILE_SEED`]: their informers and how
+    /// those list, their calls, writes, reconciles and Leases. Swarm selection draws a fault only
+    /// on a controller it can act on, by this profile. Measured once per builder (on a fresh
+    /// thread, like every run), and again after a change to the controllers or the workload.
+    ///
+    /// [`PROFILE_SEED`]: crate::faults::profile::PROFILE_SEED
+    pub fn fault_profile(&self) -> Arc<crate::faults::profile::Profile> {
+        self.profile
+            .get_or_init(|| {
+                let mut builder = self.clone().faults(crate::faults::FaultPlan::none()).keep_trace(false);
+                builder.choices = ChoiceMode::Off;
+                let seed = crate::faults::profile::PROFILE_SEED;
+                let report = crate::runner::on_fresh_thread("sim-profile", || builder.run(seed));
+                Arc::new(report.map(|r| r.profile).unwrap_or_default())
+            })
+            .clone()
+    }
+
+    /// The swarm this builder draws from, with its profile filled in.
+    fn swarm_with_profile(&self) -> Option<crate::faults::SwarmConfig> {
+        let crate::faults::FaultSource::Swarm(config) = &self.faults else { return None };
+        let mut config = config.clone();
+        if config.controllers.is_empty() {
+            config.controllers = self.controller_names();
+        }
+        if config.profile.is_none() {
+            config.profile = Some(self.fault_profile());
+        }
+        Some(config)
+    }
+
     /// The names of the declared controller nodes, in declaration order.
     pub fn controller_names(&self) -> Vec<String> {
         self.controllers.iter().map(|c| c.name.to_string()).collect()
@@ -432,6 +470,9 @@ impl SimBuilder {
 
         // A single-seed run (SIM_SEED) keeps its trace and lets panics print; a sweep stays quiet.
         let keep_trace = self.keep_trace || options.keep_trace;
+        // Measured before this run's runtime starts (on its own thread), so that it is the same
+        // profile whichever run asks first.
+        let swarm = self.swarm_with_profile();
         let _quiet = crate::panic_quiet::QuietPanics::enter(!keep_trace);
         let mut runtime = madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
         runtime.set_time_limit(self.time_limit);
@@ -445,7 +486,7 @@ impl SimBuilder {
             world.with(|w| w.faults = hook(seed));
         }
         let nodes: Arc<Mutex<Vec<madsim::task::NodeId>>> = Arc::default();
-        let main = run_phases(self.for_seed(seed), specs, world.clone(), nodes.clone());
+        let main = run_phases(self.for_seed(seed), specs, world.clone(), nodes.clone(), swarm);
         let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| runtime.block_on(main)));
         shut_down(runtime, &nodes);
         let verdict = world.with(|w| w.failure.take()).unwrap_or_else(|| match outcome {
@@ -475,6 +516,7 @@ async fn run_phases(
     specs: Vec<ClusterSpec>,
     world: World,
     nodes: Arc<Mutex<Vec<madsim::task::NodeId>>>,
+    swarm: Option<crate::faults::SwarmConfig>,
 ) -> Verdict {
     use futures::future::{Either, select};
 
@@ -486,7 +528,11 @@ async fn run_phases(
     let failure = failure.expect("the failure signal is taken once per run");
     let cluster_names: Arc<[Arc<str>]> = specs.iter().map(|s| s.name.clone()).collect();
     let handle = madsim::runtime::Handle::current();
-    let has_faults = crate::faults::install_plan(&world, &builder.faults, &builder.controller_names());
+    let source = match swarm {
+        Some(config) => crate::faults::FaultSource::Swarm(config),
+        None => builder.faults.clone(),
+    };
+    let has_faults = crate::faults::install_plan(&world, &source, &builder.controller_names());
     let mut fault_ids = crate::faults::supervisor::NodeIds::default();
     for spec in &builder.controllers {
         let id = start_controller_node(&handle, spec, &world, &cluster_names);
@@ -525,7 +571,10 @@ async fn run_phases(
         Either::Left((verdict, _)) => verdict,
         Either::Right(_) => Verdict::Pass,
     };
-    world.with(|w| w.end_elapsed = Some(w.elapsed()));
+    world.with(|w| {
+        crate::faults::injector::report_idle(w);
+        w.end_elapsed = Some(w.elapsed());
+    });
     verdict
 }
 
@@ -745,6 +794,7 @@ impl World {
             faults: Box::new(NoFaults),
             reconcile_errors: BTreeMap::new(),
             injector: crate::faults::injector::Injector::default(),
+            profile: crate::faults::profile::Profile::default(),
             queue_overflows: 0,
             live: BTreeMap::new(),
             epoch: jiff::Timestamp::from_second(EPOCH_UNIX_SECONDS).expect("the epoch is a valid timestamp"),
@@ -791,7 +841,8 @@ impl World {
             };
             let choices = w.decisions.choices();
             let stats = w.stats.clone();
-            RunReport { scenario, seed, verdict, digest, trace, stats, plan, unfired, choices }
+            let profile = std::mem::take(&mut w.profile);
+            RunReport { scenario, seed, verdict, digest, trace, stats, plan, unfired, choices, profile }
         })
     }
 }
@@ -851,6 +902,9 @@ pub(crate) struct WorldState {
     reconcile_errors: BTreeMap<Arc<str>, (String, String, u64)>,
     /// The fault plan in force and its state (see `faults::injector`).
     pub(crate) injector: crate::faults::injector::Injector,
+    /// What each node did (informers and their list semantics, calls, reconciles), for the
+    /// report: swarm selection and guided points read it to plan only faults that can act.
+    pub(crate) profile: crate::faults::profile::Profile,
     /// How often a work queue hit its bound.
     pub(crate) queue_overflows: u64,
     /// The clusters of a live run ([`SimBuilder::run_live`]); empty in a simulated run.
@@ -876,6 +930,20 @@ impl WorldState {
         let elapsed = self.elapsed();
         let span = jiff::SignedDuration::try_from(elapsed).unwrap_or(jiff::SignedDuration::MAX);
         self.epoch.checked_add(span).unwrap_or(jiff::Timestamp::MAX)
+    }
+
+    /// How many informers of every cluster are behind its current revision (a compaction now
+    /// expires their watches).
+    pub(crate) fn informers_behind(&self) -> usize {
+        self.progress
+            .values()
+            .filter(|p| match p {
+                Progress::Informer { cluster, seen: Some(seen), .. } => {
+                    self.clusters.get(cluster).is_some_and(|c| *seen < c.server.revision())
+                }
+                _ => false,
+            })
+            .count()
     }
 
     /// Append to the trace at the current virtual time.

@@ -138,6 +138,9 @@ pub fn story(report: &RunReport) -> String {
                 fault_seen = true;
                 lines.push(format!("{t} FAULT on {node}: {description}"));
             }
+            TraceEvent::FaultEffect { description } => {
+                lines.push(format!("{t}   the fault's effect on {node}: {description}"));
+            }
             TraceEvent::NodeKill { reason } => lines.push(format!("{t} {node} was killed: {reason}")),
             TraceEvent::NodeStart { restart: true } => {
                 lines.push(format!("{t} {node} restarted, its caches, queue and memory empty"));
@@ -403,6 +406,7 @@ mod tests {
             plan: FaultPlan::none(),
             unfired: Vec::new(),
             choices: None,
+            profile: Default::default(),
         };
         assert_eq!(
             story(&report),

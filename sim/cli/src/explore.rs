@@ -361,13 +361,16 @@ impl std::fmt::Display for GuidedLine<'_> {
         let p = self.points;
         write!(
             f,
-            "guided exploration seed {}: {} injection points ({} controller writes, {} changed nothing, \
-             {} duplicate points merged); {} runs ({} single-fault, {} multi-fault plans); {} failing",
+            "guided exploration seed {}: {} injection points ({} timed outages; {} controller writes, {} \
+             changed nothing, {} duplicate points merged, {} faults that could not act left out); {} runs \
+             ({} single-fault, {} multi-fault plans); {} failing",
             self.seed,
             p.points.len(),
+            p.outages,
             p.writes,
             p.no_op_writes,
             p.duplicates,
+            p.cannot_act,
             self.runs,
             self.single,
             self.multi,
@@ -376,7 +379,15 @@ impl std::fmt::Display for GuidedLine<'_> {
         if let Some(bound) = self.stopped_by {
             write!(f, "; stopped by {bound}")?;
         }
-        write!(f, "; {} of {} injection points exercised", self.coverage.exercised, self.coverage.total)
+        write!(f, "; {} of {} injection points exercised", self.coverage.exercised, self.coverage.total)?;
+        let is_outage = |i: &u64| {
+            usize::try_from(*i)
+                .ok()
+                .and_then(|i| p.points.get(i))
+                .is_some_and(|point| matches!(point.site, sim::guided::Site::Outage { .. }))
+        };
+        let outages_exercised = self.coverage.points.iter().filter(|i| is_outage(i)).count();
+        write!(f, " ({outages_exercised} of {} timed outages)", p.outages)
     }
 }
 

@@ -72,6 +72,9 @@ pub fn trace_events(report: &RunReport) -> Value {
                 ));
             }
             TraceEvent::Note { text } => events.push(instant(tid, ts, "note", text.clone())),
+            TraceEvent::FaultEffect { description } => {
+                events.push(instant(tid, ts, "fault effect", description.clone()));
+            }
             TraceEvent::ApiRequest { call, verb, target } => {
                 calls.insert(*call, (tid, ts, verb, target.as_str()));
             }
@@ -167,6 +170,7 @@ mod tests {
             plan: FaultPlan::none(),
             unfired: Vec::new(),
             choices: None,
+            profile: Default::default(),
         };
         let doc = trace_events(&report);
         let events = doc["traceEvents"].as_array().expect("an array");

@@ -474,6 +474,7 @@ where
         let described = self.describe(&object_ref);
         self.world.with(|w| {
             w.stats.reconciles += 1;
+            w.profile.note_reconcile(&self.node);
             let event =
                 TraceEvent::ReconcileStart { controller: self.node.to_string(), object: described.clone() };
             w.trace(&self.node, event);

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 
 use crate::faults::FaultPlan;
-use crate::guided::{GuidedConfig, PointMap, PointSet, injection_points_with};
+use crate::guided::{GuidedConfig, PointMap, PointSet, injection_points_of};
 use crate::scenario::Scenario;
 use crate::verdict::Verdict;
 
@@ -78,7 +78,7 @@ pub fn references(
         if !report.verdict.is_pass() {
             return Err(report.verdict);
         }
-        let points = injection_points_with(report.trace.entries(), &config.points);
+        let points = injection_points_of(&report, &config.points);
         let map = PointMap::new(report.trace.entries(), &points.points);
         Ok(Reference { points, map })
     })

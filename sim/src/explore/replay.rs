@@ -120,6 +120,7 @@ fn engine_crash(scenario: &Scenario, seed: u64, plan: &FaultPlan, message: Strin
         plan: plan.clone(),
         unfired: Vec::new(),
         choices: None,
+        profile: Default::default(),
     }
 }
 

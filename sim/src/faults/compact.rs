@@ -11,6 +11,10 @@
 
 use crate::faults::kind::{CallEffect, FaultKindOps, Firing, SwarmDraw};
 use crate::faults::plan::{Fault, FaultKind};
+use crate::faults::profile::Profile;
+
+/// The node world-wide faults' effects are counted on.
+const ENGINE: &str = "engine";
 use crate::world::WorldState;
 
 /// The operations of [`Fault::Compact`].
@@ -29,7 +33,18 @@ impl FaultKindOps for Compact {
         Fault::Compact
     }
 
+    fn cannot_act_in(&self, profile: &Profile) -> Option<&'static str> {
+        (!profile.has_informers()).then_some("no informer watches anything: there is no watch to expire")
+    }
+
+    fn idle_reason(&self, _fault: &Fault) -> Option<String> {
+        Some("every informer had seen the current revision: no watch was behind the compaction, nothing expired".to_owned())
+    }
+
     fn fire(&self, w: &mut WorldState, _firing: &Firing<'_>) -> CallEffect {
+        for _ in 0..w.informers_behind() {
+            w.injector.effect(ENGINE, FaultKind::Compact);
+        }
         for cluster in w.clusters.values_mut() {
             let revision = cluster.server.revision();
             cluster.server.compact(revision);

@@ -26,6 +26,7 @@ use crate::faults::kind::{
     CallEffect, FaultKindOps, Firing, Knob, PointConfig, PointSite, SwarmDraw, mismatch,
 };
 use crate::faults::plan::{Fault, FaultKind};
+use crate::faults::profile::ControllerProfile;
 use crate::world::WorldState;
 
 /// The decision stream the per-informer extra delay of `DelayWatch` is drawn from.
@@ -77,6 +78,14 @@ impl FaultKindOps for DelayWatch {
         };
         w.injector.node(controller).watch_delays.push(delay);
         CallEffect::None
+    }
+
+    fn cannot_act(&self, on: &ControllerProfile) -> Option<&'static str> {
+        on.informers.is_empty().then_some("it has no informer: no watch to delay")
+    }
+
+    fn idle_reason(&self, _fault: &Fault) -> Option<String> {
+        Some("no watch pull of the controller was delayed (none started while the delay was in force, or every delay drawn was 0ms)".to_owned())
     }
 
     fn knobs<'f>(&self, fault: &'f mut Fault) -> Vec<Knob<'f>> {

@@ -32,7 +32,7 @@ use crate::client::Client;
 use crate::faults::api_error::injected_status;
 use crate::faults::delay_watch::{self, WatchDelay};
 use crate::faults::kind::{CallEffect, Firing};
-use crate::faults::plan::{FaultPlan, InjectedError, ObjectChange, PlannedFault, Trigger};
+use crate::faults::plan::{FaultKind, FaultPlan, InjectedError, ObjectChange, PlannedFault, Trigger};
 use crate::faults::stale_replica::Replica;
 use crate::faults::watch_disconnect;
 use crate::trace::TraceEvent;
@@ -127,6 +127,12 @@ pub(crate) struct Injector {
     groups: BTreeMap<Arc<str>, Arc<str>>,
     /// How many actions were dropped at [`ACTIONS_MAX`] (reported in the trace).
     pub(crate) actions_dropped: u64,
+    /// Per node (a fault's controller, `engine` for world-wide faults), per kind: what fired
+    /// faults of that kind did there (calls cut, pulls held or delayed, reconciles paused, lists
+    /// served stale, watches expired), counted by the gates that do it.
+    effects: BTreeMap<Arc<str>, BTreeMap<FaultKind, u64>>,
+    /// Per planned fault: its node and kind's effect count when it first fired.
+    effects_at_fire: Vec<Option<u64>>,
 }
 
 impl Injector {
@@ -137,6 +143,7 @@ impl Injector {
             plan: plan.faults.clone(),
             fired: vec![0; len],
             writes_seen: vec![0; len],
+            effects_at_fire: vec![None; len],
             has_on_object: plan.faults.iter().any(|f| matches!(f.trigger, Trigger::OnObject { .. })),
             ..Injector::default()
         }
@@ -254,6 +261,19 @@ impl Injector {
         self.nodes.iter().find(|(_, n)| n.down || n.dying).map(|(name, _)| format!("node {name} is down"))
     }
 
+    /// A fault of `kind` acted on `node` (cut a call, held a pull, paused a reconcile, ...).
+    pub(super) fn effect(&mut self, node: &str, kind: FaultKind) {
+        if !self.effects.contains_key(node) {
+            self.effects.insert(Arc::from(node), BTreeMap::new());
+        }
+        let kinds = self.effects.get_mut(node).expect("inserted above");
+        *kinds.entry(kind).or_default() += 1;
+    }
+
+    fn effects_of(&self, node: &str, kind: FaultKind) -> u64 {
+        self.effects.get(node).and_then(|k| k.get(&kind)).copied().unwrap_or(0)
+    }
+
     /// The fault state of node `name` (created on first use).
     pub(super) fn node(&mut self, name: &str) -> &mut NodeFaults {
         if !self.nodes.contains_key(name) {
@@ -295,9 +315,29 @@ fn fire(w: &mut WorldState, index: usize, call: Option<(&str, u64)>) -> CallEffe
         return CallEffect::None;
     }
     w.injector.fired[index] += 1;
+    if w.injector.effects_at_fire[index].is_none() {
+        w.injector.effects_at_fire[index] = Some(w.injector.effects_of(&target, fault.kind()));
+    }
     w.trace(&target, TraceEvent::Fault { description: planned.to_string() });
     let own_call = call.filter(|_| on_caller).map(|(_, call)| call);
     ops.fire(w, &Firing { planned: &planned, now, own_call })
+}
+
+/// At the end of the run: trace every fired fault that did nothing (its kind counts what it does,
+/// and nothing was counted on its node since it fired), with the reason, so that no trace leaves
+/// an idle fault looking as if it acted.
+pub(crate) fn report_idle(w: &mut WorldState) {
+    for index in 0..w.injector.plan.len() {
+        let Some(before) = w.injector.effects_at_fire[index] else { continue };
+        let planned = &w.injector.plan[index];
+        let Some(reason) = super::ops(planned.fault.kind()).idle_reason(&planned.fault) else { continue };
+        let target: Arc<str> = Arc::from(planned.fault.controller().unwrap_or("engine"));
+        if w.injector.effects_of(&target, planned.fault.kind()) > before {
+            continue;
+        }
+        let description = format!("fault plan #{} ({planned}) did nothing: {reason}", index + 1);
+        w.trace(&target, TraceEvent::FaultEffect { description });
+    }
 }
 
 /// Fire the `AtTime` fault `index` (called by the supervisor at its time).
@@ -329,10 +369,11 @@ pub(crate) fn before_call(w: &mut WorldState, info: &CallInfo<'_>, request: &Req
         }
     }
     let now = w.elapsed();
-    let Some(node) = w.injector.nodes.get_mut(info.node) else { return answer };
-    if node.partitioned_until.is_some_and(|until| now < until) {
+    if w.injector.nodes.get(info.node).is_some_and(|n| n.partitioned_until.is_some_and(|until| now < until)) {
+        w.injector.effect(info.node, FaultKind::Partition);
         return Some(client_timeout("network partition between the client and the API server"));
     }
+    let Some(node) = w.injector.nodes.get_mut(info.node) else { return answer };
     if answer.is_none()
         && let Some(error) = node.armed_errors.pop_front()
     {
@@ -562,22 +603,28 @@ fn gate_step(
     }
     let WorldState { injector, decisions, .. } = w;
     let Some(node) = injector.nodes.get_mut(&*client.node) else { return GateStep::Pull };
-    let held = node.watch_held_until.max(node.partitioned_until);
-    if let Some(until) = held.filter(|until| now < *until) {
+    let in_force = |until: Option<Duration>| until.filter(|until| now < *until);
+    let (held, partitioned) = (in_force(node.watch_held_until), in_force(node.partitioned_until));
+    if let Some(until) = held.max(partitioned) {
+        let by = if partitioned.is_some() { FaultKind::Partition } else { FaultKind::SkipByRelist };
+        injector.effect(&client.node, by);
         return GateStep::Sleep(until - now, None);
     }
     if node.relist_epoch != epochs.relist {
         epochs.relist = node.relist_epoch;
         epochs.disconnect = node.disconnect_epoch;
+        injector.effect(&client.node, FaultKind::SkipByRelist);
         return GateStep::Relist;
     }
     if node.disconnect_epoch != epochs.disconnect {
         epochs.disconnect = node.disconnect_epoch;
         let (delay, text) = watch_disconnect::rewatch(decisions, informer);
+        injector.effect(&client.node, FaultKind::WatchDisconnect);
         return GateStep::Sleep(delay, Some(text));
     }
     let extra = delay_watch::pull_delay_ms(&mut node.watch_delays, now, informer, resource, decisions);
     if extra > 0 {
+        injector.effect(&client.node, FaultKind::DelayWatch);
         // Only the pull is delayed: the events of one watch keep their order, while informers
         // with different delays drift apart.
         return GateStep::Delay(Duration::from_millis(extra));

@@ -10,6 +10,7 @@ use kube_core::Status;
 
 use crate::decision::Stream;
 use crate::faults::plan::{Fault, FaultKind, InjectedError, PlannedFault};
+use crate::faults::profile::{ControllerProfile, Profile};
 use crate::faults::swarm::SwarmConfig;
 use crate::world::WorldState;
 
@@ -42,6 +43,24 @@ pub(crate) trait FaultKindOps: Sync {
     /// Whether swarm selection may draw a call-bound fault a `Rate` trigger (one time in three).
     fn swarm_rate(&self) -> bool {
         self.acts_on_call()
+    }
+    /// Why a fault of this kind on `on` (what that controller did in a fault-free run: see
+    /// [`Profile`]) could not act, or `None` if it can. Swarm selection never draws a fault that
+    /// cannot act, and guided exploration plans no point for it. The default: a fault acting on
+    /// a call needs a controller that writes (its trigger counts writes).
+    fn cannot_act(&self, on: &ControllerProfile) -> Option<&'static str> {
+        (self.acts_on_call() && on.writes == 0).then_some("it makes no writes for a write trigger to count")
+    }
+    /// For a kind that acts on no controller: why it could not act in a world that did `profile`.
+    fn cannot_act_in(&self, _profile: &Profile) -> Option<&'static str> {
+        None
+    }
+    /// Why a fired fault of this kind may have done nothing, when the engine counts what it did
+    /// (calls failed, pulls held, reconciles paused, lists served stale): a fired fault with
+    /// nothing counted is reported in the trace with this reason. `None`: the kind always acts
+    /// when it fires (a kill, a failed call), and nothing is counted.
+    fn idle_reason(&self, _fault: &Fault) -> Option<String> {
+        None
     }
 
     // Firing.
@@ -149,6 +168,15 @@ pub(crate) enum PointSite<'a> {
         /// Whether the controller renews a Lease (runs leader election).
         leader_elected: bool,
     },
+    /// A timed outage of a controller (its calls cut, its reconciles paused, its watches held)
+    /// starting at one of its sites and lasting until after one, two or three more workload
+    /// steps of the reference run.
+    Outage {
+        /// The controller cut off.
+        controller: &'a str,
+        /// How long the outage lasts.
+        duration_ms: u64,
+    },
     /// An object transition that changes again later, for one controller: restarted onto a
     /// replica that lags `lag_revisions`, its view misses both changes.
     Transition {
@@ -175,6 +203,12 @@ pub struct PointConfig {
     pub leader_pause_ms: u64,
     /// The errors a write is failed with, one point each, in this order.
     pub errors: Vec<InjectedError>,
+    /// Timed outages span at most this many workload steps after the one they start at (1 to
+    /// 3: the cheap, short ones are tried first); 0 plans none.
+    pub outage_steps_max: u32,
+    /// An outage lasts until this long after the last step it spans (or half the time to the
+    /// next step, if that is shorter), so that the step's change lands while it is in force.
+    pub outage_margin_ms_max: u64,
 }
 
 impl Default for PointConfig {
@@ -191,6 +225,8 @@ impl Default for PointConfig {
                 InjectedError::InternalError,
                 InjectedError::Timeout,
             ],
+            outage_steps_max: 3,
+            outage_margin_ms_max: 1_000,
         }
     }
 }

@@ -54,6 +54,7 @@ pub mod partition;
 pub mod pause_leader;
 pub mod pause_reconciles;
 pub mod plan;
+pub mod profile;
 pub mod skip_by_relist;
 pub mod stale_replica;
 pub mod supervisor;
@@ -91,12 +92,14 @@ pub(crate) fn ops(kind: FaultKind) -> &'static dyn FaultKindOps {
 
 /// The kinds guided exploration asks for points, in the order their points at one site are
 /// planned (a write: the crash after, the crash before, the ambiguous answer, then the errors; a
-/// delivery: the delay, then the hold and relist; a reconcile: the pause, then the leader's). The
+/// delivery: the delay, then the hold and relist; a reconcile: the pause, then the leader's; a
+/// timed outage: the partition, the held watches, then the paused reconciles). The
 /// order is part of every guided exploration's output. Kinds that plan no points are left out.
-pub(crate) const POINT_ORDER: [FaultKind; 8] = [
+pub(crate) const POINT_ORDER: [FaultKind; 9] = [
     FaultKind::Crash,
     FaultKind::Ambiguous,
     FaultKind::ApiError,
+    FaultKind::Partition,
     FaultKind::DelayWatch,
     FaultKind::SkipByRelist,
     FaultKind::PauseReconciles,

@@ -20,6 +20,7 @@ use crate::faults::kind::{
     CallEffect, FaultKindOps, Firing, Knob, PointConfig, PointSite, SwarmDraw, mismatch,
 };
 use crate::faults::plan::{Fault, FaultKind};
+use crate::faults::profile::ControllerProfile;
 use crate::world::WorldState;
 
 /// The operations of [`Fault::PauseLeader`].
@@ -32,6 +33,11 @@ impl FaultKindOps for PauseLeader {
 
     fn swarm_by_default(&self) -> bool {
         false
+    }
+
+    fn cannot_act(&self, on: &ControllerProfile) -> Option<&'static str> {
+        (!on.leader_elected)
+            .then_some("it runs no leader election (it writes no Lease): there is no leader to pause")
     }
 
     fn draw(&self, draw: &mut SwarmDraw<'_>) -> Fault {

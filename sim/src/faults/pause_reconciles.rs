@@ -5,7 +5,8 @@
 //! - swarm: the pause is the generic duration;
 //! - firing: no reconcile of the node starts until the pause ends ([`reconcile_gate`]);
 //! - shrinking: a shorter pause;
-//! - guided: just before every reconcile starts.
+//! - guided: just before every reconcile starts; and as a timed outage, from a site of the
+//!   controller until after one, two or three more workload steps.
 
 use std::time::Duration;
 
@@ -14,6 +15,7 @@ use crate::faults::kind::{
     CallEffect, FaultKindOps, Firing, Knob, PointConfig, PointSite, SwarmDraw, mismatch,
 };
 use crate::faults::plan::{Fault, FaultKind};
+use crate::faults::profile::ControllerProfile;
 use crate::world::{World, WorldState};
 
 /// The operations of [`Fault::PauseReconciles`].
@@ -37,14 +39,35 @@ impl FaultKindOps for PauseReconciles {
         CallEffect::None
     }
 
+    fn cannot_act(&self, on: &ControllerProfile) -> Option<&'static str> {
+        (on.reconciles == 0).then_some("it runs no reconciles to pause")
+    }
+
+    fn idle_reason(&self, _fault: &Fault) -> Option<String> {
+        Some("no reconcile was due while the pause lasted".to_owned())
+    }
+
     fn knobs<'f>(&self, fault: &'f mut Fault) -> Vec<Knob<'f>> {
         let Fault::PauseReconciles { duration_ms, .. } = fault else { mismatch(self.kind(), fault) };
         vec![Knob { value: duration_ms, min: 1 }]
     }
 
     fn points(&self, site: &PointSite<'_>, config: &PointConfig) -> Vec<Fault> {
-        let PointSite::Reconcile { controller, .. } = site else { return Vec::new() };
-        vec![Fault::PauseReconciles { controller: (*controller).to_owned(), duration_ms: config.pause_ms }]
+        match site {
+            PointSite::Reconcile { controller, .. } => {
+                vec![Fault::PauseReconciles {
+                    controller: (*controller).to_owned(),
+                    duration_ms: config.pause_ms,
+                }]
+            }
+            PointSite::Outage { controller, duration_ms } => {
+                vec![Fault::PauseReconciles {
+                    controller: (*controller).to_owned(),
+                    duration_ms: *duration_ms,
+                }]
+            }
+            _ => Vec::new(),
+        }
     }
 
     fn same_shape(&self, point: &Fault, fired: &Fault) -> bool {
@@ -71,6 +94,7 @@ pub(crate) async fn reconcile_gate(world: &World, node: &str) {
         });
         match wait {
             Some(wait) => {
+                world.with(|w| w.injector.effect(node, FaultKind::PauseReconciles));
                 let _gated = Gated::enter(world);
                 madsim::time::sleep(wait).await;
             }

@@ -6,7 +6,9 @@
 //! - firing: the node's watches are held until the hold ends, and its relist epoch moves, so that
 //!   every informer of the node relists after it (the injector's watch gate);
 //! - shrinking: a shorter hold;
-//! - guided: just before the write that caused every watch delivery to a controller.
+//! - guided: just before the write that caused every watch delivery to a controller; and as a
+//!   timed outage, from a site of the controller until after one, two or three more workload
+//!   steps.
 
 use std::time::Duration;
 
@@ -14,6 +16,7 @@ use crate::faults::kind::{
     CallEffect, FaultKindOps, Firing, Knob, PointConfig, PointSite, SwarmDraw, mismatch,
 };
 use crate::faults::plan::{Fault, FaultKind};
+use crate::faults::profile::ControllerProfile;
 use crate::world::WorldState;
 
 /// The operations of [`Fault::SkipByRelist`].
@@ -38,14 +41,32 @@ impl FaultKindOps for SkipByRelist {
         CallEffect::None
     }
 
+    fn cannot_act(&self, on: &ControllerProfile) -> Option<&'static str> {
+        on.informers.is_empty().then_some("it has no informer: no watch to hold, nothing to relist")
+    }
+
+    fn idle_reason(&self, _fault: &Fault) -> Option<String> {
+        Some("no informer of the controller pulled its watch while held or relisted after it".to_owned())
+    }
+
     fn knobs<'f>(&self, fault: &'f mut Fault) -> Vec<Knob<'f>> {
         let Fault::SkipByRelist { duration_ms, .. } = fault else { mismatch(self.kind(), fault) };
         vec![Knob { value: duration_ms, min: 1 }]
     }
 
     fn points(&self, site: &PointSite<'_>, config: &PointConfig) -> Vec<Fault> {
-        let PointSite::Delivery { controller, .. } = site else { return Vec::new() };
-        vec![Fault::SkipByRelist { controller: (*controller).to_owned(), duration_ms: config.hold_ms }]
+        match site {
+            PointSite::Delivery { controller, .. } => {
+                vec![Fault::SkipByRelist {
+                    controller: (*controller).to_owned(),
+                    duration_ms: config.hold_ms,
+                }]
+            }
+            PointSite::Outage { controller, duration_ms } => {
+                vec![Fault::SkipByRelist { controller: (*controller).to_owned(), duration_ms: *duration_ms }]
+            }
+            _ => Vec::new(),
+        }
     }
 
     fn same_shape(&self, point: &Fault, fired: &Fault) -> bool {

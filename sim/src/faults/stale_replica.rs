@@ -6,8 +6,13 @@
 //! - swarm: a lag in `1..=20` revisions, the restart delay the generic duration;
 //! - firing: the node is killed; the [supervisor](super::supervisor) restarts it onto the replica
 //!   ([`connect_replica`]), which catches up within [`REPLICA_CATCH_UP_MS_MAX`];
-//!   an informer's relist with resourceVersion "0" then reads the replica's past
-//!   ([`replica_list`]), and its watch is held until the replica caught up;
+//!   an informer's relist with resourceVersion "0" (`ListSemantic::Any`) then reads the
+//!   replica's past ([`replica_list`]), and its watch is held until the replica caught up. A
+//!   consistent list (resourceVersion unset, kube-rs's `watcher::Config::default()`) is a quorum
+//!   read: it reads storage, and the trace says the lag had no effect on it;
+//! - conditions: the controller has an informer listing with resourceVersion "0"; swarm
+//!   selection draws the fault on no other controller, and guided exploration plans it on no
+//!   other;
 //! - shrinking: a smaller lag, an earlier restart;
 //! - guided: at every object transition that changes again later, each controller restarted at
 //!   the later change onto a replica from just before the first.
@@ -25,6 +30,7 @@ use crate::faults::kind::{
     CallEffect, FaultKindOps, Firing, Knob, PointConfig, PointSite, SwarmDraw, mismatch,
 };
 use crate::faults::plan::{Fault, FaultKind};
+use crate::faults::profile::ControllerProfile;
 use crate::trace::TraceEvent;
 use crate::world::WorldState;
 
@@ -72,6 +78,19 @@ impl FaultKindOps for StaleReplica {
             reason,
         });
         CallEffect::None
+    }
+
+    fn cannot_act(&self, on: &ControllerProfile) -> Option<&'static str> {
+        (!on.lists_any()).then_some(
+            "every informer of it lists consistently (resourceVersion unset), a quorum read no lagging replica serves: the lag would have no effect",
+        )
+    }
+
+    fn idle_reason(&self, _fault: &Fault) -> Option<String> {
+        Some(
+            "it restarted the controller (a crash), but no list was served from the lagging replica: its informers list consistently (resourceVersion unset), or none listed before the replica caught up"
+                .to_owned(),
+        )
     }
 
     fn knobs<'f>(&self, fault: &'f mut Fault) -> Vec<Knob<'f>> {
@@ -123,18 +142,36 @@ pub(crate) fn connect_replica(w: &mut WorldState, node: &str) {
 
 /// The list parameters of an informer's relist: a node on a lagging replica, listing with
 /// resourceVersion "0" (served from the watch cache), reads the replica's past revision; the
-/// answer's `Some(time)` holds its watch until the replica has caught up.
-pub(crate) fn replica_list(client: &Client, mut params: ListParams) -> (ListParams, Option<Duration>) {
-    if params.resource_version.as_deref() != Some("0") {
-        return (params, None);
-    }
+/// answer's `Some(time)` holds its watch until the replica has caught up. A consistent list
+/// (resourceVersion unset) is a quorum read that no lagging replica serves: it reads storage, and
+/// the trace says that the lag had no effect on it.
+pub(crate) fn replica_list(
+    client: &Client,
+    informer: &str,
+    mut params: ListParams,
+) -> (ListParams, Option<Duration>) {
+    let any = params.resource_version.as_deref() == Some("0");
     let lagging = client.world.with(|w| {
         let now = w.elapsed();
         let replica = w.injector.nodes.get(&*client.node)?.replica.as_ref()?;
         if now >= replica.catch_up_at {
             return None;
         }
-        Some((*replica.revisions.get(&client.cluster)?, replica.catch_up_at))
+        let (revision, until) = (*replica.revisions.get(&client.cluster)?, replica.catch_up_at);
+        let current = w.clusters.get(&client.cluster).map_or(revision, |c| c.server.revision());
+        let description = if any {
+            w.injector.effect(&client.node, FaultKind::StaleReplica);
+            format!(
+                "{informer} lists with resourceVersion \"0\" from the lagging replica: revision {revision}, {} behind storage's {current}",
+                current.saturating_sub(revision)
+            )
+        } else {
+            format!(
+                "{informer} lists consistently (resourceVersion unset), a quorum read no lagging replica serves: the lag has no effect on it (revision {current})"
+            )
+        };
+        w.trace(&client.node, TraceEvent::FaultEffect { description });
+        any.then_some((revision, until))
     });
     match lagging {
         Some((revision, until)) => {

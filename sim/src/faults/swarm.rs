@@ -7,9 +7,12 @@
 //! ([`FaultKindOps::draw`](super::kind::FaultKindOps)). The draw order is part of every seed's
 //! trace digest.
 
+use std::sync::Arc;
+
 use crate::decision::DecisionSource;
 use crate::faults::kind::{FaultKindOps, SwarmDraw};
 use crate::faults::plan::{FaultKind, FaultPlan, PlannedFault, Trigger};
+use crate::faults::profile::Profile;
 
 /// The name of the decision stream plans are drawn from. Plan drawing has its own stream so that
 /// a plan does not shift latency or delivery choices, and vice versa.
@@ -32,6 +35,12 @@ pub struct SwarmConfig {
     /// Restart and pause durations, watch delays and how long a watch delay lasts are drawn in
     /// `1..=duration_max_ms`.
     pub duration_max_ms: u64,
+    /// What the controllers do (their informers' list semantics, calls, reconciles, Leases):
+    /// a kind is drawn only on the controllers it can act on, and a kind that can act on none
+    /// is never turned on. `None` (the default) for a world run through a builder: the builder
+    /// measures its profile once, on a fault-free run ([`crate::SimBuilder::fault_profile`]).
+    /// A plan drawn with no profile at all assumes every kind can act everywhere.
+    pub profile: Option<Arc<Profile>>,
 }
 
 impl Default for SwarmConfig {
@@ -43,41 +52,73 @@ impl Default for SwarmConfig {
             writes_max: 20,
             time_max_ms: 10_000,
             duration_max_ms: 5_000,
+            profile: None,
         }
     }
 }
 
-/// Draw a plan for one seed: each allowed kind is on with probability 1/2, then between one fault
-/// and `faults_max` faults are drawn from the kinds that are on.
+/// Draw a plan for one seed: each allowed kind that can act on some controller is on with
+/// probability 1/2, then between one fault and `faults_max` faults are drawn from the kinds that
+/// are on, each on a controller it can act on.
+///
+/// Where every kind can act on every controller, the draws are those of a plan drawn without a
+/// profile: the profile only removes choices that could not act.
 pub fn swarm_plan(source: &mut DecisionSource, config: &SwarmConfig) -> FaultPlan {
     let stream = source.stream(PLAN_STREAM);
-    let usable: Vec<FaultKind> = config
-        .kinds
-        .iter()
-        .copied()
-        .filter(|k| !super::ops(*k).needs_controller() || !config.controllers.is_empty())
-        .collect();
-    let on: Vec<FaultKind> = usable.into_iter().filter(|_| stream.chance(0.5)).collect();
+    let candidates: Vec<(FaultKind, Vec<&String>)> =
+        config
+            .kinds
+            .iter()
+            .map(|kind| (*kind, acting_on(*kind, config)))
+            .filter(|(kind, on)| {
+                if super::ops(*kind).needs_controller() { !on.is_empty() } else { can_act_in(*kind, config) }
+            })
+            .collect();
+    let on: Vec<&(FaultKind, Vec<&String>)> = candidates.iter().filter(|_| stream.chance(0.5)).collect();
     if on.is_empty() || config.faults_max == 0 {
         return FaultPlan::none();
     }
     let count = 1 + stream.below(config.faults_max as u64) as usize;
     let mut faults = Vec::with_capacity(count);
     for _ in 0..count {
-        let kind = on[stream.below(on.len() as u64) as usize];
-        let controller = if config.controllers.is_empty() {
+        let (kind, controllers) = on[stream.below(on.len() as u64) as usize];
+        let controller = if controllers.is_empty() {
             String::new()
         } else {
-            config.controllers[stream.below(config.controllers.len() as u64) as usize].clone()
+            controllers[stream.below(controllers.len() as u64) as usize].clone()
         };
         let duration_ms = 1 + stream.below(config.duration_max_ms.max(1));
-        let ops = super::ops(kind);
+        let ops = super::ops(*kind);
         let fault =
             ops.draw(&mut SwarmDraw { stream: &mut *stream, config, controller: &controller, duration_ms });
         let trigger = draw_trigger(stream, config, ops, &controller);
         faults.push(PlannedFault { trigger, fault });
     }
     FaultPlan { faults }
+}
+
+/// The controllers of `config` a fault of `kind` can act on (every one without a profile; none
+/// for a kind that acts on no controller), in `config.controllers` order.
+pub(crate) fn acting_on(kind: FaultKind, config: &SwarmConfig) -> Vec<&String> {
+    let ops = super::ops(kind);
+    let Some(profile) = &config.profile else { return config.controllers.iter().collect() };
+    config.controllers.iter().filter(|c| ops.cannot_act(&profile.of(c)).is_none()).collect()
+}
+
+/// Whether a kind that acts on no controller can act in `config`'s world.
+fn can_act_in(kind: FaultKind, config: &SwarmConfig) -> bool {
+    config.profile.as_ref().is_none_or(|profile| super::ops(kind).cannot_act_in(profile).is_none())
+}
+
+/// Why swarm selection of `config` never draws `kind`, per controller that it cannot act on (for
+/// reports: `None` for the controllers it can act on).
+pub fn why_not_drawn(kind: FaultKind, config: &SwarmConfig) -> Vec<(String, Option<&'static str>)> {
+    let ops = super::ops(kind);
+    let Some(profile) = &config.profile else { return Vec::new() };
+    if !ops.needs_controller() {
+        return vec![(String::new(), ops.cannot_act_in(profile))];
+    }
+    config.controllers.iter().map(|c| (c.clone(), ops.cannot_act(&profile.of(c)))).collect()
 }
 
 /// Faults that act on one API call (fail it, make it ambiguous, crash around it) need a call

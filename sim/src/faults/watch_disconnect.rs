@@ -15,6 +15,7 @@ use crate::decision::DecisionSource;
 use crate::faults::injector::REPLICA_STREAM;
 use crate::faults::kind::{CallEffect, FaultKindOps, Firing, SwarmDraw, mismatch};
 use crate::faults::plan::{Fault, FaultKind};
+use crate::faults::profile::ControllerProfile;
 use crate::world::WorldState;
 
 /// A cut watch is re-established within this long (client-go's reflector backs off about a
@@ -31,6 +32,14 @@ impl FaultKindOps for WatchDisconnect {
 
     fn draw(&self, draw: &mut SwarmDraw<'_>) -> Fault {
         Fault::WatchDisconnect { controller: draw.controller.to_owned() }
+    }
+
+    fn cannot_act(&self, on: &ControllerProfile) -> Option<&'static str> {
+        on.informers.is_empty().then_some("it has no informer: no watch to cut")
+    }
+
+    fn idle_reason(&self, _fault: &Fault) -> Option<String> {
+        Some("no informer of the controller pulled its watch again before the liveness phase: no watch was cut".to_owned())
     }
 
     fn fire(&self, w: &mut WorldState, firing: &Firing<'_>) -> CallEffect {

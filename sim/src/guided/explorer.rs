@@ -16,7 +16,7 @@ use std::fmt;
 
 use crate::decision::DecisionSource;
 use crate::faults::FaultPlan;
-use crate::guided::points::{InjectionPoint, PointConfig, PointSet, injection_points_with};
+use crate::guided::points::{InjectionPoint, PointConfig, PointSet, injection_points_of};
 use crate::runner::on_fresh_thread;
 use crate::scenario::Scenario;
 use crate::verdict::{RunReport, Verdict};
@@ -139,14 +139,17 @@ impl fmt::Display for Exploration {
         let p = &self.points;
         write!(
             f,
-            "guided exploration of \"{}\" seed {}: {} injection points ({} controller writes, {} changed \
-             nothing, {} duplicate points merged); {} runs ({} single-fault, {} multi-fault plans)",
+            "guided exploration of \"{}\" seed {}: {} injection points ({} timed outages; {} controller \
+             writes, {} changed nothing, {} duplicate points merged, {} faults that could not act left \
+             out); {} runs ({} single-fault, {} multi-fault plans)",
             self.reference.scenario,
             self.reference.seed,
             p.points.len(),
+            p.outages,
             p.writes,
             p.no_op_writes,
             p.duplicates,
+            p.cannot_act,
             self.runs,
             self.single_plans,
             self.multi_plans,
@@ -286,7 +289,7 @@ impl Explorer {
                 verdict: Box::new(reference.verdict.clone()),
             });
         }
-        let points = injection_points_with(reference.trace.entries(), &self.config.points);
+        let points = injection_points_of(&reference, &self.config.points);
         let mut state = State {
             fired: vec![false; points.points.len()],
             runs: 1,

@@ -28,4 +28,7 @@ pub mod points;
 
 pub use explorer::{Coverage, Exploration, Explorer, Finding, GuidedConfig, GuidedError, Phase, PlannedRun};
 pub use point_map::PointMap;
-pub use points::{InjectionPoint, PointConfig, PointSet, Site, injection_points, injection_points_with};
+pub use points::{
+    InjectionPoint, PointConfig, PointSet, Site, injection_points, injection_points_of,
+    injection_points_profiled, injection_points_with,
+};

@@ -31,6 +31,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use crate::faults::kind::PointSite;
+use crate::faults::profile::Profile;
 use crate::faults::{Fault, ObjectChange, PlannedFault, Trigger};
 use crate::trace::{TraceEntry, TraceEvent};
 use crate::verdict::RunReport;
@@ -85,6 +86,18 @@ pub enum Site {
         /// `Kind namespace/name`.
         object: String,
     },
+    /// A timed outage of a controller: from one of its sites after workload step `from_step`
+    /// until after step `from_step + steps` of the reference run.
+    Outage {
+        /// The controller cut off.
+        controller: String,
+        /// The workload step (1-based) after which it starts.
+        from_step: usize,
+        /// How many further workload steps it spans.
+        steps: usize,
+        /// How long it lasts.
+        duration_ms: u64,
+    },
     /// A write (by anyone) that changed an object.
     Transition {
         /// The writing node.
@@ -108,6 +121,13 @@ impl fmt::Display for Site {
             Site::Reconcile { controller, object } => write!(f, "{controller}'s reconcile of {object}"),
             Site::Transition { by, target, revision } => {
                 write!(f, "{by}'s change of {target} (rv {revision})")
+            }
+            Site::Outage { controller, from_step, steps, duration_ms } => {
+                let plural = if *steps == 1 { "" } else { "s" };
+                write!(
+                    f,
+                    "{controller}'s outage from step {from_step} over the next {steps} workload step{plural} ({duration_ms}ms)"
+                )
             }
         }
     }
@@ -163,12 +183,25 @@ pub struct PointSet {
     pub no_op_writes: usize,
     /// Points dropped because an earlier point planned the same fault.
     pub duplicates: usize,
+    /// Of the points, timed outages spanning workload steps.
+    pub outages: usize,
+    /// Faults left out because they could not act, by the reference's profile (a `staleReplica`
+    /// on a controller whose lists are consistent, ...).
+    pub cannot_act: usize,
 }
 
 /// The points of a fault-free reference run, with [`PointConfig::default`]. The report must keep
 /// its trace entries (`SimBuilder::keep_trace(true)`); a report without them has no points.
+/// Only points whose fault can act, by the report's profile.
 pub fn injection_points(report: &RunReport) -> Vec<InjectionPoint> {
-    injection_points_with(report.trace.entries(), &PointConfig::default()).points
+    injection_points_of(report, &PointConfig::default()).points
+}
+
+/// The points of a fault-free reference run with `config`, only those whose fault can act by the
+/// run's profile ([`RunReport::profile`]: a `staleReplica` only on a controller with an informer
+/// listing with resourceVersion "0", a pause only on one that reconciles, ...).
+pub fn injection_points_of(report: &RunReport, config: &PointConfig) -> PointSet {
+    injection_points_profiled(report.trace.entries(), Some(&report.profile), config)
 }
 
 /// A write as the trace shows it.
@@ -192,6 +225,8 @@ struct Reading {
     deliveries: Vec<(String, String, &'static str, String, u64, u64)>,
     /// Reconcile starts: (controller, object, time).
     reconciles: Vec<(String, String, u64)>,
+    /// Workload step starts (times).
+    steps: Vec<u64>,
     controllers: Vec<String>,
 }
 
@@ -250,6 +285,9 @@ fn read(entries: &[TraceEntry]) -> Reading {
                     reading.deliveries.push(delivery);
                 }
             }
+            TraceEvent::Note { text } if node == WORKLOAD_NODE && text.starts_with("step ") => {
+                reading.steps.push(entry.at_nanos);
+            }
             TraceEvent::ReconcileStart { controller, object } => {
                 reading.note_controller(controller);
                 since_reconcile.insert(controller.clone(), 0);
@@ -287,8 +325,18 @@ fn split_target(target: &str) -> (&str, &str) {
     (resource, if names_object { rest } else { "" })
 }
 
-/// The points of a reference run's trace entries, in exploration order (see [`PointSet::points`]).
+/// The points of a reference run's trace entries, in exploration order (see [`PointSet::points`]),
+/// without a profile: every kind is assumed to act wherever the trace gives it a site.
 pub fn injection_points_with(entries: &[TraceEntry], config: &PointConfig) -> PointSet {
+    injection_points_profiled(entries, None, config)
+}
+
+/// [`injection_points_with`], keeping only the faults that can act by `profile` (when given).
+pub fn injection_points_profiled(
+    entries: &[TraceEntry],
+    profile: Option<&Profile>,
+    config: &PointConfig,
+) -> PointSet {
     let reading = read(entries);
     let mut candidates: Vec<InjectionPoint> = Vec::new();
     let mut set = PointSet { controllers: reading.controllers.clone(), ..PointSet::default() };
@@ -296,10 +344,17 @@ pub fn injection_points_with(entries: &[TraceEntry], config: &PointConfig) -> Po
     delivery_points(&reading, config, &mut candidates);
     reconcile_points(&reading, config, &mut candidates);
     transition_points(&reading, config, &mut candidates);
+    outage_points(&reading, config, &mut candidates);
+    if let Some(profile) = profile {
+        let before = candidates.len();
+        candidates.retain(|p| can_act(&p.fault.fault, profile));
+        set.cannot_act = before - candidates.len();
+    }
     order(&mut candidates);
     let mut planned: BTreeSet<PlannedFault> = BTreeSet::new();
     for point in candidates {
         if planned.insert(point.fault.clone()) {
+            set.outages += usize::from(matches!(point.site, Site::Outage { .. }));
             set.points.push(point);
         } else {
             set.duplicates += 1;
@@ -338,6 +393,15 @@ fn tier(fault: &Fault) -> u8 {
 /// The fault's family, for ordering (each injected error is one; as each kind says).
 fn family(fault: &Fault) -> String {
     crate::faults::ops(fault.kind()).point_family(fault)
+}
+
+/// Whether `fault` can act in a world that did `profile` (its kind's precondition).
+fn can_act(fault: &Fault, profile: &Profile) -> bool {
+    let ops = crate::faults::ops(fault.kind());
+    match fault.controller() {
+        Some(controller) => ops.cannot_act(&profile.of(controller)).is_none(),
+        None => ops.cannot_act_in(profile).is_none(),
+    }
 }
 
 /// The faults every kind plans at `site`, kind by kind in `POINT_ORDER`.
@@ -513,6 +577,59 @@ fn transition_points(reading: &Reading, config: &PointConfig, out: &mut Vec<Inje
     }
 }
 
+/// Timed outages: for each controller and each workload step with a later one, from the
+/// controller's first site (a reconcile start or a delivery to it) after that step, until after
+/// one, two and three more steps (up to `outage_steps_max`): each of partition, held watches and
+/// paused reconciles, as the kinds plan them. Durations come from the reference's step times: the
+/// outage ends `outage_margin_ms_max` after the last step it spans (or halfway to the next step,
+/// if sooner), so that the step's change lands while it is in force. Shorter spans come first.
+fn outage_points(reading: &Reading, config: &PointConfig, out: &mut Vec<InjectionPoint>) {
+    let steps = &reading.steps;
+    let margin_max = config.outage_margin_ms_max.saturating_mul(1_000_000);
+    for controller in &reading.controllers {
+        let mut sites: Vec<u64> = reading
+            .reconciles
+            .iter()
+            .filter(|(c, _, _)| c == controller)
+            .map(|(_, _, at)| *at)
+            .chain(reading.deliveries.iter().filter(|d| &d.0 == controller).map(|d| d.5))
+            .collect();
+        sites.sort_unstable();
+        for (i, step_at) in steps.iter().enumerate() {
+            let next = steps.get(i + 1).copied();
+            // The controller's first site after this step, before the next one.
+            let Some(start) = sites.iter().copied().find(|at| at > step_at && next.is_none_or(|n| *at < n))
+            else {
+                continue;
+            };
+            let at_ms = ms_before(start);
+            for span in 1..=config.outage_steps_max as usize {
+                let Some(last) = steps.get(i + span).copied() else { break };
+                let margin =
+                    steps.get(i + span + 1).map_or(margin_max, |after| margin_max.min((after - last) / 2));
+                let end = last.saturating_add(margin);
+                let duration_ms = end.saturating_sub(at_ms.saturating_mul(1_000_000)).div_ceil(1_000_000);
+                let site = Site::Outage {
+                    controller: controller.clone(),
+                    from_step: i + 1,
+                    steps: span,
+                    duration_ms,
+                };
+                let class = format!("{controller} outage over {span} steps");
+                for fault in site_faults(&PointSite::Outage { controller, duration_ms }, config) {
+                    out.push(InjectionPoint {
+                        site: site.clone(),
+                        at_nanos: start,
+                        fault: PlannedFault { trigger: Trigger::AtTime { at_ms }, fault },
+                        object: String::new(),
+                        class: class.clone(),
+                    });
+                }
+            }
+        }
+    }
+}
+
 /// The change a write verb makes, as `OnObject` triggers name it. A write to an object whose
 /// deletion started counts as a delete for the engine; the trace does not show that, so such a
 /// trigger may not fire (and coverage then says so).
@@ -671,6 +788,75 @@ mod tests {
             ]
         );
         assert_eq!(set.points[1].class, "ctrl create secrets at step 1");
+    }
+
+    /// Workload steps at 0, 2 and 4 s; `ctrl` reconciles 10 ms after each.
+    fn stepped_entries() -> Vec<TraceEntry> {
+        let (ctrl, workload): (Arc<str>, Arc<str>) = (Arc::from("ctrl"), Arc::from(WORKLOAD_NODE));
+        let mut entries = Vec::new();
+        for step in 0..3u64 {
+            let text = format!("step {}: apply ConfigMap default/a", step + 1);
+            entries.push(TraceEntry {
+                at_nanos: step * 2_000 * MS,
+                node: workload.clone(),
+                event: TraceEvent::Note { text },
+            });
+            let start = TraceEvent::ReconcileStart {
+                controller: "ctrl".into(),
+                object: "ConfigMap default/a".into(),
+            };
+            entries.push(TraceEntry { at_nanos: (step * 2_000 + 10) * MS, node: ctrl.clone(), event: start });
+        }
+        entries
+    }
+
+    #[test]
+    fn timed_outages_start_after_each_step_and_last_until_after_the_next_ones_shortest_first() {
+        let config = PointConfig { outage_steps_max: 3, ..PointConfig::default() };
+        let set = injection_points_with(&stepped_entries(), &config);
+        let outages: Vec<String> = set
+            .points
+            .iter()
+            .filter(|p| matches!(p.site, Site::Outage { .. }))
+            .map(|p| format!("{} / {}", p.site, p.fault))
+            .collect();
+        assert_eq!(set.outages, outages.len());
+        // From step 1 (trigger at 9 ms): until 1 s after step 2 (half the 2 s to step 3), then
+        // 1 s after step 3 (the last); from step 2: until 1 s after step 3; none from step 3.
+        let want = [
+            "ctrl's outage from step 1 over the next 1 workload step (2991ms) / partition ctrl from the API server for 2991ms, at 9ms",
+            "ctrl's outage from step 1 over the next 1 workload step (2991ms) / hold ctrl's watches 2991ms, then force a 410 relist, at 9ms",
+            "ctrl's outage from step 1 over the next 1 workload step (2991ms) / pause ctrl's reconciles for 2991ms, at 9ms",
+            "ctrl's outage from step 1 over the next 2 workload steps (4991ms) / partition ctrl from the API server for 4991ms, at 9ms",
+        ];
+        for line in want {
+            assert!(outages.iter().any(|o| o == line), "{line} not in {outages:#?}");
+        }
+        assert_eq!(outages.len(), 9, "{outages:#?}");
+        // From one step, the shorter outages come first.
+        let at = |needle: &str| outages.iter().position(|o| o.starts_with(needle)).expect(needle);
+        assert!(
+            at("ctrl's outage from step 1 over the next 1 ")
+                < at("ctrl's outage from step 1 over the next 2 ")
+        );
+    }
+
+    #[test]
+    fn a_profile_leaves_out_the_points_whose_fault_cannot_act() {
+        let entries = stepped_entries();
+        let mut profile = Profile::default();
+        // `ctrl` reconciles and calls, but has no informer: held watches cannot act on it.
+        profile.note_reconcile("ctrl");
+        profile.note_call("ctrl", "get", "configmaps");
+        let all = injection_points_with(&entries, &PointConfig::default());
+        let acting = injection_points_profiled(&entries, Some(&profile), &PointConfig::default());
+        let holds = |set: &PointSet| {
+            set.points.iter().filter(|p| matches!(p.fault.fault, Fault::SkipByRelist { .. })).count()
+        };
+        assert!(holds(&all) > 0);
+        assert_eq!(holds(&acting), 0);
+        assert_eq!(acting.cannot_act, holds(&all));
+        assert_eq!(acting.points.len() + acting.cannot_act, all.points.len());
     }
 
     #[test]

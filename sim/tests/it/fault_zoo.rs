@@ -12,6 +12,8 @@ mod common;
 mod leader;
 #[path = "fault_zoo/memory.rs"]
 mod memory;
+#[path = "fault_zoo/migration.rs"]
+mod migration;
 #[path = "fault_zoo/reorder.rs"]
 mod reorder;
 #[path = "fault_zoo/stale_delete.rs"]
@@ -169,4 +171,131 @@ fn a_double_writer_is_found_by_a_leader_handover_within_300_seeds() {
 #[test]
 fn idempotent_writes_survive_1000_seeds_of_leader_handovers() {
     assert_passes(&leader::world(Variant::Fixed).swarm(leader_swarm()), leader::SCENARIO, FIXED_SEEDS);
+}
+
+/// The migration operator's property: every version's migration ran.
+const MIGRATIONS_RAN: &str = "every parent has exactly its expected children";
+
+fn breaks(report: &sim::RunReport, property: &str) -> bool {
+    matches!(&report.verdict, sim::Verdict::Correctness { property: p, .. } if p == property)
+}
+
+#[test]
+fn a_swarm_over_a_controller_with_consistent_lists_draws_no_stale_replica() {
+    use sim::decision::DecisionSource;
+    use sim::faults::{SwarmConfig, swarm_plan};
+    let every_kind = SwarmConfig { kinds: FaultKind::ALL.to_vec(), ..SwarmConfig::default() };
+    let consistent = migration::world(Variant::Fixed).swarm(every_kind.clone());
+    let profile = consistent.fault_profile();
+    assert!(!profile.of("zoo").informers.is_empty(), "the profile saw the informer: {profile:?}");
+    assert!(!profile.of("zoo").lists_any());
+    // What the engine draws in real runs...
+    for seed in 0..20 {
+        let report = consistent.run(seed);
+        let kinds: Vec<FaultKind> = report.plan.faults.iter().map(|f| f.fault.kind()).collect();
+        assert!(!kinds.contains(&FaultKind::StaleReplica), "seed {seed} drew {kinds:?}");
+    }
+    // ...and over many more seeds, as swarm selection draws them with that profile; the same
+    // operator listing with resourceVersion "0" does draw it.
+    let any = migration::world_listing_any(Variant::Fixed).fault_profile();
+    assert!(any.of("zoo").lists_any());
+    let drawn = |profile: &std::sync::Arc<sim::faults::profile::Profile>| {
+        let config = SwarmConfig {
+            controllers: vec!["zoo".into()],
+            profile: Some(profile.clone()),
+            ..every_kind.clone()
+        };
+        (0..2_000u64)
+            .flat_map(|seed| swarm_plan(&mut DecisionSource::new(seed), &config).faults)
+            .filter(|f| f.fault.kind() == FaultKind::StaleReplica)
+            .count()
+    };
+    assert_eq!(drawn(&profile), 0);
+    assert!(drawn(&any) > 100, "listing with resourceVersion \"0\", staleReplica is drawn");
+}
+
+#[test]
+fn the_trace_of_a_stale_replica_on_consistent_lists_says_it_did_nothing_and_why() {
+    use sim::faults::{Fault, FaultPlan, PlannedFault, Trigger};
+    let fault = PlannedFault {
+        trigger: Trigger::AtTime { at_ms: 2_500 },
+        fault: Fault::StaleReplica { controller: "zoo".into(), lag_revisions: 5, restart_after_ms: 100 },
+    };
+    let plan = FaultPlan { faults: vec![fault] };
+    let effects = |world: sim::SimBuilder| -> Vec<String> {
+        let report = world.faults(plan.clone()).keep_trace(true).run(1);
+        assert!(report.unfired.is_empty(), "the fault fired");
+        report
+            .trace
+            .entries()
+            .iter()
+            .filter_map(|e| match &e.event {
+                sim::TraceEvent::FaultEffect { description } => Some(description.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let consistent = effects(migration::world(Variant::Fixed));
+    assert!(
+        consistent.iter().any(|e| e.contains("lists consistently") && e.contains("the lag has no effect")),
+        "{consistent:?}"
+    );
+    assert!(
+        consistent.iter().any(|e| e.starts_with("fault plan #1 (") && e.contains("did nothing")),
+        "{consistent:?}"
+    );
+    let any = effects(migration::world_listing_any(Variant::Fixed));
+    assert!(any.iter().any(|e| e.contains("from the lagging replica")), "{any:?}");
+    assert!(!any.iter().any(|e| e.contains("did nothing")), "{any:?}");
+}
+
+#[test]
+fn skipped_upgrade_steps_after_an_outage_are_found_by_guided_exploration_within_100_runs() {
+    use sim::guided::{Explorer, GuidedConfig};
+    let world = migration::world(Variant::Buggy);
+    let config = GuidedConfig { runs_max: 100, ..GuidedConfig::default() };
+    let exploration = Explorer::new(&world, config)
+        .explore_until(|report| breaks(report, MIGRATIONS_RAN))
+        .expect("the reference passes");
+    println!("{exploration}");
+    let finding = exploration.failure.as_ref().expect("found within 100 runs");
+    println!(
+        "run {}: {}",
+        finding.run,
+        finding.plan.faults.iter().map(|f| f.to_string()).collect::<Vec<_>>().join("; ")
+    );
+    assert!(finding.run <= 100);
+    assert!(exploration.points.outages > 0, "the points include timed outages");
+}
+
+#[test]
+fn skipped_upgrade_steps_after_an_outage_are_found_by_the_default_swarm_within_500_seeds() {
+    let world = migration::world(Variant::Buggy).swarm(sim::faults::SwarmConfig::default());
+    let config = sim::SweepConfig::new(migration::SCENARIO).seeds(500).self_check_every(50);
+    let report = sim::sweep(&config, |seed, options| world.run_with(seed, options));
+    let first = report
+        .failures
+        .iter()
+        .find(|f| matches!(&f.verdict, sim::Verdict::Correctness { property, .. } if property == MIGRATIONS_RAN))
+        .unwrap_or_else(|| panic!("no seed of 500 broke \"{MIGRATIONS_RAN}\": {:?}", report.failures.first()));
+    let replay = world.clone().keep_trace(true).run(first.seed);
+    assert_eq!(replay.digest, first.digest, "the failing seed replays to the same trace");
+    println!(
+        "{} of {} seeds failed; first: seed {}: {}",
+        report.failures_total, report.seeds_run, first.seed, first.verdict
+    );
+    for planned in &replay.plan.faults {
+        println!("  {planned}");
+    }
+}
+
+#[test]
+fn running_every_migration_survives_guided_outages_and_the_default_swarm() {
+    use sim::guided::{Explorer, GuidedConfig};
+    let world = migration::world(Variant::Fixed);
+    let config = GuidedConfig { runs_max: 300, stop_at_first_failure: false, ..GuidedConfig::default() };
+    let exploration = Explorer::new(&world, config).explore().expect("the reference passes");
+    assert_eq!(exploration.failures, 0, "{exploration}");
+    let swarm = world.swarm(sim::faults::SwarmConfig::default());
+    assert_passes(&swarm, migration::SCENARIO, 300);
 }

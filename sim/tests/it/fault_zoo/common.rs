@@ -169,6 +169,7 @@ pub fn swarm_of(
         writes_max,
         time_max_ms,
         duration_max_ms,
+        profile: None,
     }
 }
 
