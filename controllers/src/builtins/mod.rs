@@ -100,10 +100,13 @@ pub use statefulset::statefulset_controller;
 /// reads fresh state.
 pub const ERROR_REQUEUE: Duration = Duration::from_millis(500);
 
+/// A function that adds one built-in controller to a world.
+type AddBuiltin = fn(SimBuilder) -> SimBuilder;
+
 /// Add every built-in controller to a world, but those it already has (a world that runs the
 /// garbage collector alone can be given all the others).
 pub fn all(builder: SimBuilder) -> SimBuilder {
-    let adders: [(&str, fn(SimBuilder) -> SimBuilder); 9] = [
+    let adders: [(&str, AddBuiltin); 9] = [
         (garbage_collector::NODE, garbage_collector),
         (namespace::NODE, namespace_controller),
         (deployment::NODE, deployment_controller),
