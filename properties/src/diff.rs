@@ -12,6 +12,7 @@ use model_apiserver::{ObjectKey, Snapshot, StoredEvent, StoredEventType};
 use serde_json::Value;
 use sim::Lifecycles;
 
+use crate::children;
 use crate::mask::Mask;
 use crate::normalize::{Normalizer, generated_marker, kind_of};
 use crate::path::{Path, Step};
@@ -60,6 +61,9 @@ pub struct ObjectCount {
     pub counts: Counts,
     /// The latest creation or deletion, when the source knows it (named in count violations).
     pub last: Option<LastChange>,
+    /// Whether the object is a child a built-in controller made (see the crate's section on
+    /// generated objects): under the built-in masks its counts are history, not compared.
+    pub child: bool,
 }
 
 /// One way the run's end state differs from the reference's.
@@ -207,21 +211,20 @@ pub fn count_key(key: &ObjectKey, object: &DynamicObject) -> ObjectKey {
 /// Creation and deletion counts from a run's stored events, in key order. The step of the
 /// latest creation or deletion is the event's revision; its virtual time is unknown.
 pub fn counts_from_events<'a>(events: impl IntoIterator<Item = &'a StoredEvent>) -> Vec<ObjectCount> {
-    let mut counts: BTreeMap<ObjectKey, (Counts, Option<LastChange>)> = BTreeMap::new();
-    for event in events {
-        let (entry, last) = counts.entry(count_key(&event.key, &event.object)).or_default();
-        match event.kind {
-            StoredEventType::Added => entry.created += 1,
-            StoredEventType::Deleted => entry.deleted += 1,
-            StoredEventType::Modified => continue,
-        }
-        *last = Some(LastChange { step: event.revision, at_millis: None });
-    }
-    counts
-        .into_iter()
-        .filter(|(_, (c, _))| c.created > 0 || c.deleted > 0)
-        .map(|(key, (counts, last))| ObjectCount { key, counts, last })
-        .collect()
+    let entries = events.into_iter().filter_map(|event| {
+        let counts = match event.kind {
+            StoredEventType::Added => Counts { created: 1, deleted: 0 },
+            StoredEventType::Deleted => Counts { created: 0, deleted: 1 },
+            StoredEventType::Modified => return None,
+        };
+        Some(ObjectCount {
+            key: count_key(&event.key, &event.object),
+            counts,
+            last: Some(LastChange { step: event.revision, at_millis: None }),
+            child: children::parent_of(&event.key.resource, &event.object).is_some(),
+        })
+    });
+    sum_counts(entries).into_values().collect()
 }
 
 /// Creation and deletion counts from the engine's per-object [`Lifecycles`] of one cluster (the
@@ -234,20 +237,26 @@ pub fn counts_from_lifecycles(lifecycles: &Lifecycles) -> Vec<ObjectCount> {
             step: lifecycle.last_revision,
             at_millis: Some(u64::try_from(lifecycle.last_at.as_millis()).unwrap_or(u64::MAX)),
         }),
+        child: children::parent_of(&key.resource, &lifecycle.object).is_some(),
     });
-    sum_counts(entries).into_iter().map(|(key, (counts, last))| ObjectCount { key, counts, last }).collect()
+    sum_counts(entries).into_values().collect()
 }
 
-/// Entries summed by key (generated names share one); the latest change is the latest step.
-fn sum_counts(
-    list: impl IntoIterator<Item = ObjectCount>,
-) -> BTreeMap<ObjectKey, (Counts, Option<LastChange>)> {
-    let mut map: BTreeMap<ObjectKey, (Counts, Option<LastChange>)> = BTreeMap::new();
+/// Entries summed by key (generated names share one); the latest change is the latest step, and
+/// a key is a child's if any entry is.
+fn sum_counts(list: impl IntoIterator<Item = ObjectCount>) -> BTreeMap<ObjectKey, ObjectCount> {
+    let mut map: BTreeMap<ObjectKey, ObjectCount> = BTreeMap::new();
     for entry in list {
-        let (counts, last) = map.entry(entry.key).or_default();
-        counts.created += entry.counts.created;
-        counts.deleted += entry.counts.deleted;
-        *last = (*last).max(entry.last);
+        let sum = map.entry(entry.key.clone()).or_insert_with(|| ObjectCount {
+            key: entry.key.clone(),
+            counts: Counts::default(),
+            last: None,
+            child: false,
+        });
+        sum.counts.created += entry.counts.created;
+        sum.counts.deleted += entry.counts.deleted;
+        sum.last = sum.last.max(entry.last);
+        sum.child |= entry.child;
     }
     map
 }
@@ -260,17 +269,21 @@ pub(crate) fn differing_counts(a: &[ObjectCount], b: &[ObjectCount]) -> Vec<Obje
 
 /// Compare per-object counts. Entries with the same key are summed; a key absent on one side
 /// counts zero there. Skipped: resources the mask masks whole (by storage key or `*`: counts
-/// carry no kind, so a whole-object rule naming a kind does not apply here), and keys whose
-/// counts the mask masks ([`Mask::masks_counts`]: learned from two fault-free runs).
+/// carry no kind, so a whole-object rule naming a kind does not apply here), keys whose counts
+/// the mask masks ([`Mask::masks_counts`]: learned from two fault-free runs), and with the
+/// built-in masks on, the children of built-in controllers ([`ObjectCount::child`]: how many
+/// ReplicaSets or Pods a rollout made is history).
 pub fn diff_counts(expected: &[ObjectCount], found: &[ObjectCount], mask: &Mask) -> Vec<Difference> {
     let expected = sum_counts(expected.iter().cloned());
     let found = sum_counts(found.iter().cloned());
     let keys: BTreeSet<&ObjectKey> = expected.keys().chain(found.keys()).collect();
+    let child = |key: &ObjectKey| [expected.get(key), found.get(key)].into_iter().flatten().any(|c| c.child);
     keys.into_iter()
         .filter(|key| !mask.masks_counts(key))
+        .filter(|key| !(mask.is_builtin_on() && child(key)))
         .filter_map(|key| {
-            let (e, _) = expected.get(key).copied().unwrap_or_default();
-            let (f, last) = found.get(key).copied().unwrap_or_default();
+            let e = expected.get(key).map(|c| c.counts).unwrap_or_default();
+            let (f, last) = found.get(key).map(|c| (c.counts, c.last)).unwrap_or_default();
             (e != f).then(|| Difference::Count { key: key.clone(), expected: e, found: f, last })
         })
         .collect()
@@ -279,9 +292,13 @@ pub fn diff_counts(expected: &[ObjectCount], found: &[ObjectCount], mask: &Mask)
 /// Every difference between `found` and `expected` under `mask`, ordered by object key.
 ///
 /// Objects are matched by key (resource, namespace, name), except that with the built-in masks
-/// on, objects whose name was generated from `metadata.generateName` are matched as a multiset
-/// per (resource, namespace, generateName, owner kind and name): identical objects pair first,
-/// the rest pair in order of their canonical form, and what is left over is missing or extra.
+/// on, objects whose name was generated from `metadata.generateName`, and the children of
+/// built-in controllers (see the crate's section on generated objects), are matched as a
+/// multiset per (resource, namespace, generateName or name with its hash suffix replaced, owner
+/// kind and name): identical objects pair first, the rest pair in order of their canonical form,
+/// and what is left over is missing or extra. Retired children (a Deployment's ReplicaSets
+/// scaled to zero, ControllerRevisions, a CronJob's finished Jobs, terminated Pods) are history
+/// and not compared.
 pub fn diff(expected: &Snapshot, found: &Snapshot, mask: &Mask) -> Vec<Difference> {
     diff_prepared(&Prepared::new(expected, mask), found, mask)
 }
@@ -341,12 +358,14 @@ pub fn diff_prepared(expected: &Prepared, found: &Snapshot, mask: &Mask) -> Vec<
     out
 }
 
-/// Objects generated from one prefix are matched within a group of this key.
+/// Objects generated from one prefix, or made by one built-in parent, are matched within a
+/// group of this key.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct GroupKey {
     resource: Arc<str>,
     namespace: Arc<str>,
-    generate_name: String,
+    /// The generateName, else the name, with hash suffixes replaced by their stand-ins.
+    name: String,
     /// The controller owner reference (else the first one): kind and normalised name.
     owner: Option<(String, String)>,
 }
@@ -375,13 +394,21 @@ impl<'a> Side<'a> {
             if mask.masks_object(&key.resource, kind_of(object)) {
                 continue;
             }
-            let prefix = generated_marker(object).and(object.metadata.generate_name.clone());
-            match prefix.filter(|_| mask.is_builtin_on()) {
-                Some(generate_name) => {
+            let child = mask.is_builtin_on() && children::parent_of(&key.resource, object).is_some();
+            if child && children::is_retired(&key.resource, object) {
+                continue;
+            }
+            let prefix = generated_marker(object).and(object.metadata.generate_name.as_deref());
+            let group_name = match prefix {
+                Some(prefix) => Some(normalizer.hashed(prefix)),
+                None => child.then(|| normalizer.hashed(&key.name)),
+            };
+            match group_name.filter(|_| mask.is_builtin_on()) {
+                Some(name) => {
                     let group = GroupKey {
                         resource: key.resource.clone(),
                         namespace: key.namespace.clone(),
-                        generate_name,
+                        name,
                         owner: owner_of(object, &normalizer),
                     };
                     let value = normalizer.normalize(key, object);

@@ -22,6 +22,23 @@
 //!   kind and path ([`Mask::user`]).
 //! - [`eventually_stable`]: Anvil's ESR over a sequence of [`Sample`]s.
 //!
+//! ## Generated objects: what the user asked for, not history
+//!
+//! The built-in controllers make children of the workloads a user's controller writes:
+//! ReplicaSets of a Deployment, Pods of a ReplicaSet, StatefulSet, DaemonSet or Job,
+//! ControllerRevisions, a CronJob's Jobs ([`MAKERS`]: a child is known by its controller owner
+//! reference). Their names carry hashes and random suffixes, and how many of them a rollout
+//! leaves depends on what the user's controller happened to see: relisted after a missed update,
+//! a correct controller goes straight to the last image and leaves one old ReplicaSet and one
+//! revision number fewer. Under the built-in mask the oracle compares what the parent asked for
+//! and got: the parent's spec and status, and its live children as a multiset (template, image,
+//! replica count, readiness), with hash suffixes replaced by stand-ins
+//! (`web-<pod-template-hash>`). It does not compare retired children (ReplicaSets scaled to
+//! zero, ControllerRevisions, finished Jobs of a CronJob, terminated Pods), the children's
+//! creation and deletion counts, or the parents' revision numbers and `collisionCount`. A
+//! missing, extra or recreated parent, a wrong image, a second live ReplicaSet or a Pod too many
+//! is still a difference.
+//!
 //! ## Built-in end-state checks
 //!
 //! [`no_orphans`] (owners matched by uid), [`no_stuck_deletions`] (with the finalizers that hold
@@ -95,6 +112,7 @@
 
 mod always;
 mod builtin;
+mod children;
 mod diff;
 mod error;
 mod esr;
@@ -109,6 +127,7 @@ pub use builtin::{
     NO_ERROR_LOOP, NO_ORPHANS, NO_STUCK_DELETIONS, no_error_loop, no_orphans, no_orphans_with,
     no_stuck_deletions,
 };
+pub use children::MAKERS;
 pub use diff::{
     Counts, Difference, EndState, LastChange, MATCHES_REFERENCE, ObjectCount, Prepared, count_key,
     counts_from_events, counts_from_lifecycles, diff, diff_counts, diff_prepared, matches_prepared,

@@ -95,6 +95,13 @@ impl fmt::Display for MaskRule {
 ///   meaningful, but its value counts spec writes, and retries after faults legitimately write
 ///   more; what a user relies on is that the controller has observed the latest spec.
 ///
+/// - compares the objects the built-in controllers make (ReplicaSets, Pods, ControllerRevisions,
+///   a CronJob's Jobs) by what their parent asked for, not by their history or their hash
+///   names: retired ones (old ReplicaSets, revisions, finished Jobs, terminated Pods) are left
+///   out, the rest matched per parent with hash suffixes replaced by stand-ins, their counts not
+///   compared, and the parents' revision numbers and collision counts masked (see the crate's
+///   section on generated objects).
+///
 /// Besides fields, a mask can hide an object's creation and deletion counts
 /// ([`Mask::learn_counts`]): an object that two fault-free runs create a different number of
 /// times is legitimately nondeterministic, and no run is faulted for it.
@@ -139,6 +146,14 @@ impl Mask {
         for path in BUILTIN_PATHS {
             let path = PathPattern::parse(path).expect("built-in mask paths are valid pointers");
             rules.insert(MaskRule { origin: Origin::Builtin, target: Target::All, path });
+        }
+        for (resource, path) in crate::children::HISTORY_PATHS {
+            let path = PathPattern::parse(path).expect("built-in mask paths are valid pointers");
+            rules.insert(MaskRule {
+                origin: Origin::Builtin,
+                target: Target::Named((*resource).to_owned()),
+                path,
+            });
         }
         for resource in BUILTIN_IGNORED_RESOURCES {
             rules.insert(MaskRule {

@@ -9,6 +9,7 @@ use kube_core::DynamicObject;
 use model_apiserver::{ObjectKey, Snapshot};
 use serde_json::Value;
 
+use crate::children::HashNames;
 use crate::mask::Mask;
 use crate::violation::describe_key;
 
@@ -25,18 +26,23 @@ pub(crate) struct Normalizer<'a> {
     mask: &'a Mask,
     /// uid -> the stand-in that replaces it.
     uids: BTreeMap<&'a str, String>,
-    /// Generated name -> `generateName*`.
+    /// Generated name -> `generateName*` (hash suffixes in it replaced).
     generated: BTreeMap<&'a str, String>,
+    /// The hash suffixes of built-in controllers' children, and their stand-ins.
+    hashes: HashNames,
 }
 
 impl<'a> Normalizer<'a> {
     pub(crate) fn new(snapshot: &'a Snapshot, mask: &'a Mask) -> Self {
         let mut uids = BTreeMap::new();
         let mut generated = BTreeMap::new();
+        let mut hashes = HashNames::default();
         if mask.is_builtin_on() {
+            hashes = HashNames::new(snapshot);
             for (key, object) in &snapshot.objects {
                 if let Some(marker) = generated_marker(object) {
                     // The first object in key order wins if two share a name across resources.
+                    let marker = hashes.replace(&marker).unwrap_or(marker);
                     generated.entry(key.name.as_ref()).or_insert(marker);
                 }
             }
@@ -45,17 +51,24 @@ impl<'a> Normalizer<'a> {
                     let name =
                         generated.get(key.name.as_ref()).cloned().unwrap_or_else(|| key.name.to_string());
                     let shown = ObjectKey { name: Arc::from(name), ..key.clone() };
-                    uids.insert(uid, format!("<uid of {}>", describe_key(&shown)));
+                    let stand_in = format!("<uid of {}>", describe_key(&shown));
+                    uids.insert(uid, hashes.replace(&stand_in).unwrap_or(stand_in));
                 }
             }
         }
-        Normalizer { mask, uids, generated }
+        Normalizer { mask, uids, generated, hashes }
     }
 
-    /// A name as compared: `generateName*` if it names a generated object of this snapshot
-    /// (and the built-in masks are on), else the name itself.
+    /// A name as compared: `generateName*` if it names a generated object of this snapshot, else
+    /// the name with its hash suffixes replaced (when the built-in masks are on), else the name.
     pub(crate) fn name(&self, name: &str) -> String {
-        self.generated.get(name).cloned().unwrap_or_else(|| name.to_owned())
+        self.generated.get(name).cloned().unwrap_or_else(|| self.hashed(name))
+    }
+
+    /// `text` with the hash suffixes of this snapshot's built-in children replaced by their
+    /// stand-ins (`web-5d4f8b9c7d` is `web-<pod-template-hash>`).
+    pub(crate) fn hashed(&self, text: &str) -> String {
+        self.hashes.replace(text).unwrap_or_else(|| text.to_owned())
     }
 
     /// The canonical JSON of `object`, stored at `key`.
@@ -83,6 +96,8 @@ impl<'a> Normalizer<'a> {
                     *text = stand_in.clone();
                 } else if let Some(marker) = self.generated.get(text.as_str()) {
                     *text = marker.clone();
+                } else if let Some(replaced) = self.hashes.replace(text) {
+                    *text = replaced;
                 }
             }
             Value::Array(items) => {

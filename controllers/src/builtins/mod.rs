@@ -100,17 +100,30 @@ pub use statefulset::statefulset_controller;
 /// reads fresh state.
 pub const ERROR_REQUEUE: Duration = Duration::from_millis(500);
 
-/// Add every built-in controller to a world.
+/// A function that adds one built-in controller to a world.
+type AddBuiltin = fn(SimBuilder) -> SimBuilder;
+
+/// Add every built-in controller to a world, but those it already has (a world that runs the
+/// garbage collector alone can be given all the others).
 pub fn all(builder: SimBuilder) -> SimBuilder {
-    let builder = garbage_collector(builder);
-    let builder = namespace_controller(builder);
-    let builder = deployment_controller(builder);
-    let builder = replicaset_controller(builder);
-    let builder = statefulset_controller(builder);
-    let builder = daemonset_controller(builder);
-    let builder = job_controller(builder);
-    let builder = cronjob_controller(builder);
-    kubelet(builder)
+    let adders: [(&str, AddBuiltin); 9] = [
+        (garbage_collector::NODE, garbage_collector),
+        (namespace::NODE, namespace_controller),
+        (deployment::NODE, deployment_controller),
+        (replicaset::NODE, replicaset_controller),
+        (statefulset::NODE, statefulset_controller),
+        (daemonset::NODE, daemonset_controller),
+        (job::NODE, job_controller),
+        (cronjob::NODE, cronjob_controller),
+        (kubelet::NODE, kubelet),
+    ];
+    let present = builder.controller_names();
+    adders.into_iter().fold(
+        builder,
+        |builder, (node, add)| {
+            if present.iter().any(|p| p == node) { builder } else { add(builder) }
+        },
+    )
 }
 
 /// The error policy of every built-in: retry after [`ERROR_REQUEUE`].

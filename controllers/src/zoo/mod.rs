@@ -19,6 +19,12 @@
 //! | `mongodb:duplicate-backup` | non-idempotent create under an ambiguous write | Percona backups made with generateName |
 //! | `yugabyte:missed-delete` | unobserved state (missed delete event) | yugabyte/yugabyte-operator#39 |
 //! | `nifikop:config-crash` | intermediate state | konpyutaika/nifikop#49 |
+//!
+//! `webapp:fixed` has no planted bug: an operator that owns a Deployment, with every built-in
+//! controller on, is the differential oracle's false-alarm check (ReplicaSets, Pods and Events
+//! it never names, with hash and random names and a history that depends on what it saw).
+//! [`fixed_with_builtins`] gives every other fixed variant with the built-in controllers on, for
+//! the same check.
 
 pub mod cassandra;
 pub mod casskop;
@@ -27,6 +33,7 @@ pub mod mongodb;
 pub mod nifikop;
 pub mod oracle;
 pub mod rabbitmq;
+pub mod webapp;
 pub mod yugabyte;
 pub mod zookeeper;
 
@@ -43,5 +50,36 @@ pub fn scenarios() -> Vec<Scenario> {
     all.extend(mongodb::scenarios());
     all.extend(yugabyte::scenarios());
     all.extend(nifikop::scenarios());
+    all.extend(webapp::scenarios());
     all
+}
+
+/// Every operator's fixed variant (but `webapp`, which always has them) with every built-in
+/// controller on ([`crate::builtins::all`]: the StatefulSet controller makes Pods and claims
+/// from the operators' StatefulSets, the kubelet runs them, Events are published), under the
+/// same swarm faults as the plain variant: `<operator>:fixed-with-builtins`. Not among
+/// [`scenarios`]; they pass every seed a correct operator passes, and the differential oracle
+/// must not flag the built-ins' generated objects.
+pub fn fixed_with_builtins() -> Vec<Scenario> {
+    let fixed: [(&str, sim::SimBuilder, sim::faults::SwarmConfig); 7] = [
+        ("rabbitmq", rabbitmq::fixed_world(), rabbitmq::swarm()),
+        ("zookeeper", zookeeper::fixed_world(), zookeeper::swarm()),
+        ("cassandra", cassandra::fixed_world(), cassandra::swarm()),
+        ("casskop", casskop::fixed_world(), casskop::swarm()),
+        ("mongodb", mongodb::fixed_world(), mongodb::swarm()),
+        ("yugabyte", yugabyte::fixed_world(), yugabyte::swarm()),
+        ("nifikop", nifikop::fixed_world(), nifikop::swarm()),
+    ];
+    fixed
+        .into_iter()
+        .map(|(operator, world, swarm)| {
+            oracle::scenario_with_liveness_wait(
+                &format!("{operator}:fixed-with-builtins"),
+                &format!("{operator}:fixed with every built-in controller on"),
+                crate::builtins::all(world),
+                swarm,
+                oracle::LIVENESS_WAIT_WITH_BUILTINS,
+            )
+        })
+        .collect()
 }

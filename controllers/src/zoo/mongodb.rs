@@ -256,6 +256,11 @@ fn world(bug: Bug) -> SimBuilder {
     crate::builtins::garbage_collector(builder)
 }
 
+/// The world of the fixed variant (the zoo also runs it with every built-in controller on).
+pub fn fixed_world() -> SimBuilder {
+    world(Bug::None)
+}
+
 /// Faults for this operator: see [`common::swarm`].
 pub fn swarm() -> SwarmConfig {
     common::swarm(NODE, 16)

@@ -160,9 +160,25 @@ pub fn same_failure(a: &sim::Verdict, b: &sim::Verdict) -> bool {
 /// The reference runs when the scenario is first run, not when it is declared, so that listing
 /// the zoo or running one of its scenarios does not run every scenario's reference.
 pub fn scenario(name: &str, description: &str, base: SimBuilder, swarm: SwarmConfig) -> Scenario {
+    scenario_with_liveness_wait(name, description, base, swarm, LIVENESS_WAIT)
+}
+
+/// How long a zoo world with the built-in controllers on may take to quiesce: a Pod the operator
+/// did not give a grace period takes Kubernetes' default 30 s to terminate, and an OrderedReady
+/// StatefulSet scaled down by two (cassandra's 3 → 1) terminates its Pods one after the other.
+pub const LIVENESS_WAIT_WITH_BUILTINS: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// [`scenario`] with another bound on quiescence (see [`LIVENESS_WAIT_WITH_BUILTINS`]).
+pub fn scenario_with_liveness_wait(
+    name: &str,
+    description: &str,
+    base: SimBuilder,
+    swarm: SwarmConfig,
+    liveness_wait: std::time::Duration,
+) -> Scenario {
     Scenario::lazy(name, description, move || {
         let base =
-            base.clone().liveness_wait(LIVENESS_WAIT).property(no_orphans()).property(no_stuck_deletions());
+            base.clone().liveness_wait(liveness_wait).property(no_orphans()).property(no_stuck_deletions());
         let reference = Arc::new(reference(&base));
         base.property(properties::hooks::matches_reference(reference)).swarm(swarm.clone())
     })

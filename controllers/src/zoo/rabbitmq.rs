@@ -179,6 +179,11 @@ fn world(bug: bool) -> SimBuilder {
         })
 }
 
+/// The world of the fixed variant (the zoo also runs it with every built-in controller on).
+pub fn fixed_world() -> SimBuilder {
+    world(false)
+}
+
 /// Faults for this operator: see [`common::swarm`].
 pub fn swarm() -> SwarmConfig {
     common::swarm(NODE, 10)

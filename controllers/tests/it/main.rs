@@ -17,3 +17,4 @@ mod builtins_namespace;
 mod builtins_replicaset;
 mod builtins_statefulset;
 mod zoo_sweeps;
+mod zoo_webapp;

@@ -314,6 +314,7 @@ fn matches_reference_reports_count_mismatches_after_state_differences() {
             key: key("configmaps", "default", "a"),
             counts: Counts { created, deleted },
             last: None,
+            child: false,
         }]
     };
     let reference = EndState { snapshot: snapshot(&[configmap("a", "1")]), counts: counts(1, 0) };
@@ -358,12 +359,13 @@ fn counts_from_events_count_generated_names_under_their_generate_name() {
             key: key("pods", "default", "web-*"),
             counts: Counts { created: 2, deleted: 1 },
             last: Some(LastChange { step: 5, at_millis: None }),
+            child: false,
         }]
     );
 }
 
 fn count(name: &str, created: u64, deleted: u64, last: Option<LastChange>) -> ObjectCount {
-    ObjectCount { key: key("pods", "default", name), counts: Counts { created, deleted }, last }
+    ObjectCount { key: key("pods", "default", name), counts: Counts { created, deleted }, last, child: false }
 }
 
 #[test]

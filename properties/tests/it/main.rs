@@ -6,9 +6,11 @@
 
 mod always;
 mod builtin;
+mod children;
 mod diff;
 mod diff_properties;
 mod esr;
+mod explore_dedup;
 mod hooks;
 mod path;
 mod violation;

@@ -43,10 +43,26 @@ impl Failure {
 /// The deduplication key: scenario, verdict kind, property and message shape.
 pub type Key = (usize, &'static str, String, String);
 
-/// The deduplication key of a failure.
+/// The deduplication key of a failure. A property that found several violations reports the
+/// first with a tally (`... (and 2 more violations)`, as `properties::summarize` writes it); the
+/// tally is left out, so one bug that leaves one or two extra objects is one failure.
 pub fn key(failure: &Failure) -> Key {
     let violation = failure.violation();
-    (failure.scenario, failure.verdict.kind(), violation.property, message_shape(&violation.message))
+    let message = without_tally(&violation.message);
+    (failure.scenario, failure.verdict.kind(), violation.property, message_shape(message))
+}
+
+/// `message` without a trailing ` (and N more violation[s])`.
+fn without_tally(message: &str) -> &str {
+    let Some(head) =
+        message.strip_suffix(" more violations)").or_else(|| message.strip_suffix(" more violation)"))
+    else {
+        return message;
+    };
+    match head.rsplit_once(" (and ") {
+        Some((first, count)) if !count.is_empty() && count.chars().all(|c| c.is_ascii_digit()) => first,
+        _ => message,
+    }
 }
 
 /// The violation a verdict records (a pass, which exploration never keeps, records nothing).
@@ -208,6 +224,27 @@ mod tests {
         ]);
         let seen: Vec<(usize, u64, u64)> = groups.iter().map(|(f, n)| (f.scenario, f.seed, *n)).collect();
         assert_eq!(seen, vec![(0, 3, 2), (0, 5, 1), (1, 4, 1)]);
+    }
+
+    #[test]
+    fn a_tally_of_further_violations_does_not_make_another_failure() {
+        let failure = |message: &str| Failure {
+            scenario: 0,
+            seed: 1,
+            run: 0,
+            verdict: Verdict::Correctness { property: "p".into(), message: message.into(), at_millis: 1 },
+            plan: FaultPlan::none(),
+        };
+        let one = key(&failure("configmaps default/b-x7k2p: expected absent, found present"));
+        let two = key(&failure(
+            "configmaps default/b-qqzzt: expected absent, found present (and 1 more violation)",
+        ));
+        let three = key(&failure(
+            "configmaps default/b-bcdfg: expected absent, found present (and 12 more violations)",
+        ));
+        assert_eq!(one, two);
+        assert_eq!(one, three);
+        assert_eq!(without_tally("odd (and many more violations)"), "odd (and many more violations)");
     }
 
     #[test]

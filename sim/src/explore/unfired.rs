@@ -42,11 +42,19 @@ pub fn why_unfired(planned: &PlannedFault, entries: &[TraceEntry], controllers: 
                 (None, Some(k)) => format!("write of {k}"),
                 (None, None) => "write".to_owned(),
             };
-            format!(
+            let mut why = format!(
                 "the trigger waits for {controller}'s write number {n} that is a {wanted}; {controller} made {} writes{}, of which {matching} matched",
                 writes.len(),
                 shapes(&writes),
-            )
+            );
+            // A write of that kind done by another node (a Deployment deleted by the garbage
+            // collector, not by the controller) is the usual reason: name who did it.
+            let by_others = others_matching(entries, controller, kind.as_deref(), verb.as_deref());
+            if !by_others.is_empty() {
+                why.push_str("; ");
+                why.push_str(&by_others.join(", "));
+            }
+            why
         }
         Trigger::OnObject { kind, namespace, name, change } => {
             let object = if namespace.is_empty() { name.clone() } else { format!("{namespace}/{name}") };
@@ -95,6 +103,58 @@ pub fn why_unfired(planned: &PlannedFault, entries: &[TraceEntry], controllers: 
                 .count();
             format!("none of {controller}'s {calls} calls drew the {per_mille}/1000 chance")
         }
+    }
+}
+
+/// At most this many writes by other nodes are named in one explanation.
+const OTHERS_NAMED_MAX: usize = 4;
+
+/// The writes of other nodes than `controller` that the trigger's kind and verb filters match,
+/// as `deployments/ns/nginx was deleted by garbage-collector`, distinct, in order of first
+/// occurrence (at most [`OTHERS_NAMED_MAX`], then `...`). None without a filter: every node
+/// writes something.
+fn others_matching(
+    entries: &[TraceEntry],
+    controller: &str,
+    kind: Option<&str>,
+    verb: Option<&str>,
+) -> Vec<String> {
+    if kind.is_none() && verb.is_none() {
+        return Vec::new();
+    }
+    let mut named: Vec<String> = Vec::new();
+    let mut more = false;
+    for entry in entries.iter().filter(|e| &*e.node != controller) {
+        let TraceEvent::ApiRequest { verb: v, target, .. } = &entry.event else { continue };
+        let resource = split_target(target).0;
+        let matches = WRITE_VERBS.contains(v)
+            && kind.is_none_or(|k| names_plural(k, resource))
+            && verb.is_none_or(|want| want.eq_ignore_ascii_case(v));
+        if !matches {
+            continue;
+        }
+        let line = format!("{target} was {} by {}", past_tense(v), entry.node);
+        if named.contains(&line) {
+            continue;
+        }
+        if named.len() == OTHERS_NAMED_MAX {
+            more = true;
+            break;
+        }
+        named.push(line);
+    }
+    if more {
+        named.push("...".to_owned());
+    }
+    named
+}
+
+/// `deleted` for `delete`: how an explanation says what another node did.
+fn past_tense(verb: &str) -> String {
+    match verb {
+        "deletecollection" => "deleted as part of a collection".to_owned(),
+        v if v.ends_with('e') => format!("{v}d"),
+        v => format!("{v}ed"),
     }
 }
 
@@ -186,7 +246,7 @@ mod tests {
         });
         assert_eq!(
             why_unfired(&planned, &entries, &["op".to_owned(), "garbage-collector".to_owned()]),
-            "the trigger waits for op's write number 1 that is a delete of Deployment; op made 14 writes (14 patch deployments), of which 0 matched"
+            "the trigger waits for op's write number 1 that is a delete of Deployment; op made 14 writes (14 patch deployments), of which 0 matched; deployments/ns/nginx was deleted by garbage-collector"
         );
         let on_object = crash_after(Trigger::OnObject {
             kind: "Deployment".to_owned(),
