@@ -82,8 +82,9 @@ impl fmt::Display for MaskRule {
 /// A set of mask rules, plus whether the built-in value normalisations are on.
 ///
 /// Built-in masking is more than paths: with it on, the oracle also
-/// - replaces every RFC 3339 timestamp in a field whose name ends in `Time` or `Timestamp`
-///   (`creationTimestamp`, `deletionTimestamp`, conditions' `lastTransitionTime`, ...) by a
+/// - replaces every RFC 3339 timestamp in a field whose name ends in `Time`, `Timestamp` or `At`
+///   (`creationTimestamp`, `deletionTimestamp`, conditions' `lastTransitionTime`, a container
+///   state's `startedAt` and `finishedAt`, ...) by a
 ///   placeholder, anywhere in the object, so that presence is compared and the instant is not;
 /// - replaces every string equal to the uid of an object in the same snapshot by
 ///   `<uid of resource namespace/name>` (owner labels such as `controller-uid` and selectors
@@ -124,6 +125,17 @@ const BUILTIN_PATHS: &[&str] = &[
     "/metadata/ownerReferences/*/uid",
 ];
 
+/// Built-in masked paths of one resource: a container's runtime id (`containerd://...`) is an
+/// identity the kubelet makes up for each container run, as the server makes up uids.
+const BUILTIN_RESOURCE_PATHS: &[(&str, &str)] = &[
+    ("pods", "/status/containerStatuses/*/containerID"),
+    ("pods", "/status/containerStatuses/*/state/terminated/containerID"),
+    ("pods", "/status/containerStatuses/*/lastState/terminated/containerID"),
+    ("pods", "/status/initContainerStatuses/*/containerID"),
+    ("pods", "/status/initContainerStatuses/*/state/terminated/containerID"),
+    ("pods", "/status/initContainerStatuses/*/lastState/terminated/containerID"),
+];
+
 /// Resources masked whole by default: Events record what happened on the way (retries, errors),
 /// not the end state, so a run with faults legitimately has different ones. Both Event APIs
 /// (core/v1 and events.k8s.io/v1) share the one `events` store, as on kube-apiserver.
@@ -147,7 +159,7 @@ impl Mask {
             let path = PathPattern::parse(path).expect("built-in mask paths are valid pointers");
             rules.insert(MaskRule { origin: Origin::Builtin, target: Target::All, path });
         }
-        for (resource, path) in crate::children::HISTORY_PATHS {
+        for (resource, path) in crate::children::HISTORY_PATHS.iter().chain(BUILTIN_RESOURCE_PATHS) {
             let path = PathPattern::parse(path).expect("built-in mask paths are valid pointers");
             rules.insert(MaskRule {
                 origin: Origin::Builtin,

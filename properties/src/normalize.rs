@@ -89,7 +89,8 @@ impl<'a> Normalizer<'a> {
         }
         match value {
             Value::String(text) => {
-                let timestamp_field = field.is_some_and(|f| f.ends_with("Time") || f.ends_with("Timestamp"));
+                let timestamp_field = field
+                    .is_some_and(|f| f.ends_with("Time") || f.ends_with("Timestamp") || f.ends_with("At"));
                 if timestamp_field && text.parse::<k8s_openapi::jiff::Timestamp>().is_ok() {
                     *text = TIMESTAMP_PLACEHOLDER.to_owned();
                 } else if let Some(stand_in) = self.uids.get(text.as_str()) {

@@ -58,7 +58,15 @@ fn main() {
     println!("scaling: configmapgen, N generators and their N ConfigMaps per seed, 1 thread");
     println!(
         "| {:>11} | {:>7} | {:>5} | {:>6} | {:>12} | {:>10} | {:>12} | {:>13} | {:>6} |",
-        "generators", "objects", "seeds", "passed", "events/seed", "ms/seed", "µs/object", "µs/event", "growth"
+        "generators",
+        "objects",
+        "seeds",
+        "passed",
+        "events/seed",
+        "ms/seed",
+        "µs/object",
+        "µs/event",
+        "growth"
     );
     let mut previous: Option<f64> = None;
     let mut n = 10;

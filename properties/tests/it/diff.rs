@@ -73,6 +73,34 @@ fn uid_resource_version_timestamps_managed_fields_and_generation_are_masked() {
     );
 }
 
+/// A Pod as the kubelet leaves it: a running container and the exit of the one before.
+fn running_pod(started: &str, id: &str, previous_id: &str) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web-0", "namespace": "default"},
+        "spec": {"containers": [{"name": "app", "image": "nginx:1"}]},
+        "status": {"phase": "Running", "containerStatuses": [{
+            "name": "app", "image": "nginx:1", "ready": true, "restartCount": 1, "containerID": id,
+            "state": {"running": {"startedAt": started}},
+            "lastState": {"terminated": {"exitCode": 1, "containerID": previous_id,
+                                         "startedAt": started, "finishedAt": started}}
+        }]}
+    })
+}
+
+#[test]
+fn container_start_and_finish_times_and_runtime_ids_are_masked_but_the_state_is_compared() {
+    let reference = snapshot(&[running_pod("2026-01-01T00:00:00Z", "containerd://a1", "containerd://a0")]);
+    let run = snapshot(&[running_pod("2026-01-01T00:00:31Z", "containerd://b1", "containerd://b0")]);
+    assert_eq!(diff(&reference, &run, &Mask::builtin()), vec![]);
+    assert_eq!(diff(&reference, &run, &Mask::none()).len(), 6, "three times and three ids differ");
+    let mut waiting = running_pod("2026-01-01T00:00:31Z", "containerd://b1", "containerd://b0");
+    waiting["status"]["containerStatuses"][0]["state"] = json!({"waiting": {"reason": "CrashLoopBackOff"}});
+    assert!(
+        !diff(&reference, &snapshot(&[waiting]), &Mask::builtin()).is_empty(),
+        "a container that is not running differs"
+    );
+}
+
 #[test]
 fn a_spec_field_difference_is_reported_with_path_expected_and_found() {
     let reference = snapshot(&[deployment(3, "uid-a", "10", "2026-01-01T00:00:00Z", 1, 1)]);
