@@ -82,9 +82,9 @@ impl fmt::Display for MaskRule {
 /// A set of mask rules, plus whether the built-in value normalisations are on.
 ///
 /// Built-in masking is more than paths: with it on, the oracle also
-/// - replaces every RFC 3339 timestamp in a field whose name ends in `Time`, `Timestamp` or `At`
-///   (`creationTimestamp`, `deletionTimestamp`, conditions' `lastTransitionTime`, a container
-///   state's `startedAt` and `finishedAt`, ...) by a
+/// - replaces every RFC 3339 timestamp in a field whose name ends in `Time` or `Timestamp`, or
+///   is a container state's `startedAt` or `finishedAt` (`creationTimestamp`,
+///   `deletionTimestamp`, conditions' `lastTransitionTime`, ...) by a
 ///   placeholder, anywhere in the object, so that presence is compared and the instant is not;
 /// - replaces every string equal to the uid of an object in the same snapshot by
 ///   `<uid of resource namespace/name>` (owner labels such as `controller-uid` and selectors

@@ -89,8 +89,11 @@ impl<'a> Normalizer<'a> {
         }
         match value {
             Value::String(text) => {
-                let timestamp_field = field
-                    .is_some_and(|f| f.ends_with("Time") || f.ends_with("Timestamp") || f.ends_with("At"));
+                // `startedAt` and `finishedAt` are a container state's (core/v1 ContainerState*), the
+                // only API timestamps named otherwise.
+                let timestamp_field = field.is_some_and(|f| {
+                    f.ends_with("Time") || f.ends_with("Timestamp") || f == "startedAt" || f == "finishedAt"
+                });
                 if timestamp_field && text.parse::<k8s_openapi::jiff::Timestamp>().is_ok() {
                     *text = TIMESTAMP_PLACEHOLDER.to_owned();
                 } else if let Some(stand_in) = self.uids.get(text.as_str()) {
