@@ -127,7 +127,7 @@ pub mod random {
         /// 64 random bits.
         pub fn u64(&self) -> u64 {
             match super::current() {
-                Some(world) => world.with(|w| w.decisions.stream(self.stream).next_u64()),
+                Some(world) => world.with(|w| w.decisions().stream(self.stream).next_u64()),
                 None => fallback(|rng| rng.next_u64()),
             }
         }
@@ -139,7 +139,7 @@ pub mod random {
                 return 0;
             }
             match super::current() {
-                Some(world) => world.with(|w| w.decisions.stream(self.stream).below(n)),
+                Some(world) => world.with(|w| w.decisions().stream(self.stream).below(n)),
                 // Outside a run the tiny modulo bias of a 64-bit draw does not matter.
                 None => fallback(|rng| rng.next_u64() % n),
             }
@@ -148,7 +148,7 @@ pub mod random {
         /// True with probability `p` (clamped to `0.0..=1.0`; NaN counts as 0).
         pub fn chance(&self, p: f64) -> bool {
             match super::current() {
-                Some(world) => world.with(|w| w.decisions.stream(self.stream).chance(p)),
+                Some(world) => world.with(|w| w.decisions().stream(self.stream).chance(p)),
                 None => fallback(|rng| ((rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64) < p),
             }
         }

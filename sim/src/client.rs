@@ -88,6 +88,44 @@ pub struct Client {
     pub(crate) node: Arc<str>,
 }
 
+/// The clients a controller or the workload may use: one per cluster.
+#[derive(Clone)]
+pub struct Clients {
+    pub(crate) world: World,
+    pub(crate) node: Arc<str>,
+    pub(crate) clusters: Arc<[Arc<str>]>,
+}
+
+impl Clients {
+    pub(crate) fn new(world: World, node: Arc<str>, clusters: Arc<[Arc<str>]>) -> Self {
+        Clients { world, node, clusters }
+    }
+    /// The client of the first declared cluster (`default` unless declared otherwise).
+    pub fn default_cluster(&self) -> Client {
+        Client::new(self.world.clone(), self.clusters[0].clone(), self.node.clone())
+    }
+    /// The client of the cluster called `name`.
+    ///
+    /// # Panics
+    ///
+    /// If no cluster of that name was declared: that is a mistake in the scenario, not in the
+    /// controller under test.
+    pub fn cluster(&self, name: &str) -> Client {
+        match self.clusters.iter().find(|c| &***c == name) {
+            Some(cluster) => Client::new(self.world.clone(), cluster.clone(), self.node.clone()),
+            None => panic!("no cluster named {name:?} was declared; declared: {:?}", self.clusters),
+        }
+    }
+    /// The declared clusters' names, in declaration order.
+    pub fn cluster_names(&self) -> impl Iterator<Item = &str> {
+        self.clusters.iter().map(|c| &**c)
+    }
+    /// The node these clients belong to.
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+}
+
 impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Client").field("cluster", &self.cluster).field("node", &self.node).finish()
@@ -112,7 +150,7 @@ impl Client {
     }
     /// Send a raw request through the transport.
     pub async fn request(&self, request: Request) -> Result<Response, Status> {
-        transport::call(self, request).await
+        transport::call(&self.world, &self.cluster, &self.node, request).await
     }
 }
 
@@ -289,7 +327,7 @@ where
     K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + Sync + 'static,
 {
     async fn send(&self, request: Request) -> Result<Response> {
-        Ok(transport::call(&self.client, request).await?)
+        Ok(transport::call(&self.client.world, &self.client.cluster, &self.client.node, request).await?)
     }
 
     fn ns(&self) -> Option<&str> {

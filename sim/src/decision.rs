@@ -370,6 +370,15 @@ impl Stream {
     }
 }
 
+/// Uids and generated names drawn from a decision stream (the model server's id source).
+pub(crate) struct StreamIds<'a>(pub(crate) &'a mut Stream);
+
+impl model_apiserver::IdSource for StreamIds<'_> {
+    fn next_u64(&mut self) -> u64 {
+        self.0.next_u64()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -30,9 +30,10 @@ use model_apiserver::{Request, Response, Revision};
 use crate::client::{Api, typed};
 use crate::faults::injector::{self, WatchEpochs};
 use crate::faults::stale_replica;
+use crate::quiescence::Progress;
 use crate::trace::TraceEvent;
 use crate::transport::{self, Delivery, DeliveryInfo, RETRY_BACKOFF, RevisionAbove};
-use crate::world::{Progress, Registration};
+use crate::world::Registration;
 
 /// The bounds of the delay before one watch event reaches the informer, in milliseconds (stream
 /// `watch`).
@@ -334,7 +335,7 @@ where
     K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + Sync + 'static,
 {
     let (store, ready) = Store::new();
-    let fault_epochs = WatchEpochs::current(&api.client);
+    let fault_epochs = WatchEpochs::current(&api.client.world, &api.client.node);
     let informer = Informer {
         api,
         config,
@@ -422,16 +423,22 @@ where
 
     async fn relist(&mut self, name: &Arc<str>) -> State {
         let api = &self.api;
-        let (params, replica_until) =
-            stale_replica::replica_list(&api.client, name, self.config.list_params());
+        let (params, replica_until) = stale_replica::replica_list(
+            &api.client.world,
+            &api.client.node,
+            &api.client.cluster,
+            name,
+            self.config.list_params(),
+        );
         let request = Request::list(&api.resource, api.namespace.as_deref(), params);
-        let list = match transport::call(&api.client, request).await {
-            Ok(Response::List(list)) => list,
-            _ => {
-                madsim::time::sleep(RETRY_BACKOFF).await;
-                return State::Empty;
-            }
-        };
+        let list =
+            match transport::call(&api.client.world, &api.client.cluster, &api.client.node, request).await {
+                Ok(Response::List(list)) => list,
+                _ => {
+                    madsim::time::sleep(RETRY_BACKOFF).await;
+                    return State::Empty;
+                }
+            };
         let Ok(revision) = list.resource_version.parse::<Revision>() else {
             madsim::time::sleep(RETRY_BACKOFF).await;
             return State::Empty;
@@ -444,7 +451,7 @@ where
         let touched: Vec<Arc<K>> = objects.iter().map(|(_, o)| o.clone()).collect();
         self.store.replace(objects);
         api.client.world.with(|w| {
-            w.profile.note_list(&api.client.node, name, self.config.list_semantic == ListSemantic::Any);
+            w.profile().note_list(&api.client.node, name, self.config.list_semantic == ListSemantic::Any);
             let event = TraceEvent::Relist {
                 watch: name.to_string(),
                 resource_version: list.resource_version.clone(),
@@ -466,7 +473,14 @@ where
     async fn watch(&mut self, name: &Arc<str>, revision: Revision) -> State {
         let client = self.api.client.clone();
         RevisionAbove { world: client.world.clone(), cluster: client.cluster.clone(), revision }.await;
-        let gate = injector::watch_gate(&client, &self.api.resource, name, &mut self.fault_epochs).await;
+        let gate = injector::watch_gate(
+            &client.world,
+            &client.node,
+            &self.api.resource,
+            name,
+            &mut self.fault_epochs,
+        )
+        .await;
         if gate == injector::Gate::Relist {
             return State::Empty;
         }
@@ -476,7 +490,7 @@ where
             &revision.to_string(),
             self.config.watch_params(),
         );
-        let (answer, polled_at) = transport::poll_watch(&client, request);
+        let (answer, polled_at) = transport::poll_watch(&client.world, &client.cluster, request);
         let events = match answer {
             Ok(Response::Watch(events)) => events,
             Err(status) if status.code == 410 => return State::Empty,
@@ -488,7 +502,7 @@ where
         for event in events {
             let Some((kind, object, resource_version)) = summarize(&event) else { continue };
             let (delay, fault) = client.world.with(|w| {
-                let delay = w.decisions.stream("watch").duration_ms(WATCH_DELAY_MS_MIN, WATCH_DELAY_MS_MAX);
+                let delay = w.decisions().stream("watch").duration_ms(WATCH_DELAY_MS_MIN, WATCH_DELAY_MS_MAX);
                 let info = DeliveryInfo {
                     node: &client.node,
                     cluster: &client.cluster,
@@ -497,7 +511,7 @@ where
                     object: &object,
                     resource_version: &resource_version,
                 };
-                (delay, w.faults.on_delivery(&info))
+                (delay, w.hook().on_delivery(&info))
             });
             let delay = match fault {
                 Delivery::Deliver => delay,
@@ -551,7 +565,7 @@ where
     fn trace_delivery(&self, name: &Arc<str>, kind: &'static str, object: String, resource_version: String) {
         let client = &self.api.client;
         client.world.with(|w| {
-            w.stats.watch_deliveries += 1;
+            w.recorder().stats.watch_deliveries += 1;
             let event = TraceEvent::WatchDelivery { watch: name.to_string(), kind, object, resource_version };
             w.trace(&client.node, event);
         });

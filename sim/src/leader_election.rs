@@ -23,15 +23,15 @@ use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
 use kube_core::ObjectMeta;
 use kube_core::params::PostParams;
-use model_apiserver::ObjectKey;
 
+use crate::builder::SimBuilder;
+use crate::client::Clients;
 use crate::client::{Api, Error};
 use crate::faults::injector::NodeAction;
 use crate::trace::TraceEvent;
-use crate::world::{Clients, SimBuilder, WorldState};
 
 /// The namespace of the Leases, as controller-manager keeps its own in `kube-system`.
-pub const LEASE_NAMESPACE: &str = "kube-system";
+pub use crate::cluster::LEASE_NAMESPACE;
 
 /// At most this many acquire attempts by one candidate: a standby replica retries for the whole
 /// run, which the run's time limit ends long before this.
@@ -115,24 +115,6 @@ impl SimBuilder {
     }
 }
 
-/// The leader of `name` (a replica group, or one of its replica nodes), as the model says: the
-/// `holderIdentity` of the group's Lease as the server stores it now, whoever wrote it last and
-/// whether or not it has expired (a paused leader whose lease ran out still holds it until another
-/// replica takes it over). `None` while no Lease of the group exists.
-pub(crate) fn current_leader(w: &WorldState, name: &str) -> Option<Arc<str>> {
-    let group = w.injector.group_of(name);
-    let server = w.default_server()?;
-    let leases = server.types().get("coordination.k8s.io", "v1", "leases")?;
-    let key = ObjectKey {
-        resource: leases.storage_key(),
-        namespace: Arc::from(LEASE_NAMESPACE),
-        name: Arc::from(group),
-    };
-    let snapshot = server.snapshot();
-    let holder = snapshot.get(&key)?.data.get("spec")?.get("holderIdentity")?.as_str()?;
-    Some(Arc::from(holder))
-}
-
 fn lease_api(clients: &Clients) -> Api<Lease> {
     Api::namespaced(clients.default_cluster(), LEASE_NAMESPACE)
 }
@@ -143,8 +125,8 @@ async fn acquire(clients: &Clients, group: &Arc<str>, config: &LeaderElectionCon
     let api = lease_api(clients);
     let node: Arc<str> = Arc::from(clients.node());
     clients.world.with(|w| {
-        w.injector.join_group(group, &node);
-        w.profile.note_group(&node, group);
+        w.injector().join_group(group, &node);
+        w.profile().note_group(&node, group);
     });
     for _ in 0..ACQUIRE_ATTEMPTS_MAX {
         if try_acquire_or_renew(clients, &api, group, config).await == Ok(true) {
@@ -182,7 +164,7 @@ async fn keep_renewing(clients: Clients, group: Arc<str>, config: LeaderElection
             let text = format!("{node} lost the lease of {group}: exiting");
             w.trace(&node, TraceEvent::Note { text });
             let reason = format!("{node} stopped leading {group}");
-            w.injector.request(NodeAction::Kill {
+            w.injector().request(NodeAction::Kill {
                 node: node.clone(),
                 restart_after: Duration::ZERO,
                 reason,

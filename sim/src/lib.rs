@@ -70,7 +70,9 @@
 #![warn(missing_docs)]
 
 mod ambient;
+mod builder;
 pub mod client;
+mod cluster;
 pub mod controller;
 pub mod decision;
 pub mod events;
@@ -85,11 +87,15 @@ pub mod lifecycles;
 pub mod logging;
 mod panic_quiet;
 pub mod property;
+mod quiescence;
+mod recorder;
 pub mod regression;
+mod run;
 pub mod run_options;
 pub mod runner;
 pub mod scenario;
 pub mod shrink;
+mod supervisor;
 pub mod sweep;
 pub mod trace;
 pub mod transport;
@@ -101,6 +107,8 @@ pub use ambient::{random, time};
 pub use client::{Api, Client, Either, Error, Result};
 // kube's root re-exports, so that `use kube::{Api, Client, Resource, ResourceExt, ...}` ports by
 // renaming the crate.
+pub use builder::{Sim, SimBuilder, SimError};
+pub use client::Clients;
 pub use decision::{DecisionSource, Stream};
 pub use kube_core as core;
 pub use kube_core::{CustomResourceExt, Resource, ResourceExt};
@@ -113,7 +121,6 @@ pub use trace::{Trace, TraceEntry, TraceEvent};
 pub use verdict::{RunReport, RunStats, Verdict};
 pub use workload::{Workload, WorkloadError};
 pub use world::live;
-pub use world::{Clients, Sim, SimBuilder, SimError};
 
 /// The kube-core types a controller uses with [`Api`], re-exported as kube's `api` module has them.
 pub mod api {

@@ -6,9 +6,9 @@
 
 use std::sync::{Arc, OnceLock};
 
+use crate::builder::SimBuilder;
 use crate::run_options::RunOptions;
 use crate::verdict::RunReport;
-use crate::world::SimBuilder;
 
 /// Makes a scenario's world the first time it is needed.
 type MakeBuilder = Arc<dyn Fn() -> SimBuilder + Send + Sync>;

@@ -28,9 +28,9 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use crate::builder::SimBuilder;
 use crate::faults::{FaultPlan, PlannedFault, Trigger};
 use crate::generate::GeneratedWorkload;
-use crate::world::SimBuilder;
 
 /// Limits of one shrink.
 #[derive(Clone, Debug)]

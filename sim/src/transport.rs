@@ -23,10 +23,9 @@ use std::task::{Context as TaskContext, Poll};
 use std::time::Duration;
 
 use kube_core::Status;
-use model_apiserver::{IdSource, Request, Response, Revision};
+use model_apiserver::{Request, Response, Revision};
 
-use crate::client::Client;
-use crate::decision::Stream;
+use crate::decision::StreamIds;
 use crate::trace::TraceEvent;
 use crate::world::{World, WorldState};
 
@@ -36,86 +35,7 @@ pub const LATENCY_MS_MIN: u64 = 1;
 pub const LATENCY_MS_MAX: u64 = 10;
 const _: () = assert!(LATENCY_MS_MIN <= LATENCY_MS_MAX && LATENCY_MS_MIN > 0);
 
-/// What a fault hook sees of a call.
-#[derive(Clone, Copy, Debug)]
-pub struct CallInfo<'a> {
-    /// The call's number in this run.
-    pub call: u64,
-    /// The calling node.
-    pub node: &'a str,
-    /// The cluster called.
-    pub cluster: &'a str,
-    /// The verb, as audit logs spell it (`create`, `patch`, ...).
-    pub verb: &'static str,
-    /// Whether the call can change state.
-    pub is_write: bool,
-    /// `resource[/namespace][/name]`.
-    pub target: &'a str,
-}
-
-/// What a fault hook sees of a watch event about to reach an informer.
-#[derive(Clone, Copy, Debug)]
-pub struct DeliveryInfo<'a> {
-    /// The informer's node.
-    pub node: &'a str,
-    /// The watched cluster.
-    pub cluster: &'a str,
-    /// The informer, as traces name it (`cluster/resource[/namespace]`).
-    pub watch: &'a str,
-    /// `ADDED`, `MODIFIED`, `DELETED` or `ERROR`.
-    pub kind: &'static str,
-    /// `namespace/name` of the object.
-    pub object: &'a str,
-    /// The event's resourceVersion.
-    pub resource_version: &'a str,
-}
-
-/// What happens to a watch event.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Delivery {
-    /// It arrives after the drawn delay.
-    Deliver,
-    /// It arrives this much later than drawn (and so does everything after it on this watch).
-    Delay(Duration),
-    /// The watch breaks with 410 Expired before it: the event is lost and the informer relists.
-    Expire,
-}
-
-/// Where faults act: on API calls and on watch deliveries. Every method defaults to doing
-/// nothing.
-pub trait FaultHook: Send {
-    /// Before the request reaches the server: `Some(status)` answers in the server's place, and the
-    /// request is not applied.
-    fn before_call(&mut self, call: &CallInfo<'_>, request: &Request) -> Option<Status> {
-        let _ = (call, request);
-        None
-    }
-    /// After the server answered: may replace the answer (an ambiguous write: applied, but the
-    /// client sees an error).
-    fn after_call(&mut self, call: &CallInfo<'_>, result: &mut Result<Response, Status>) {
-        let _ = (call, result);
-    }
-    /// Before a watch event reaches its informer.
-    fn on_delivery(&mut self, delivery: &DeliveryInfo<'_>) -> Delivery {
-        let _ = delivery;
-        Delivery::Deliver
-    }
-}
-
-/// The hook of a fault-free run.
-#[derive(Debug, Default)]
-pub struct NoFaults;
-
-impl FaultHook for NoFaults {}
-
-/// Uids and generated names drawn from a decision stream.
-pub(crate) struct StreamIds<'a>(pub(crate) &'a mut Stream);
-
-impl IdSource for StreamIds<'_> {
-    fn next_u64(&mut self) -> u64 {
-        self.0.next_u64()
-    }
-}
+pub use crate::faults::hook::{CallInfo, Delivery, DeliveryInfo, FaultHook, NoFaults};
 
 /// `resource[/namespace][/name]`, as the trace names a request's target.
 fn target(request: &Request) -> String {
@@ -151,38 +71,42 @@ fn answer_version(response: &Response) -> String {
     }
 }
 
-/// Send `request` from `client` to its cluster, and wait for the answer.
-pub(crate) async fn call(client: &Client, request: Request) -> Result<Response, Status> {
-    if client.world.with(|w| w.injector.is_dying(&client.node)) {
+/// Send `request` from `node` to `cluster`, and wait for the answer.
+pub(crate) async fn call(
+    world: &World,
+    cluster: &Arc<str>,
+    node: &Arc<str>,
+    request: Request,
+) -> Result<Response, Status> {
+    if world.with(|w| w.injector().is_dying(node)) {
         // A crash fired on this node: it is about to be killed, and no new call leaves it.
         return std::future::pending().await;
     }
-    let request = request.with_user(client.node.clone());
+    let request = request.with_user(node.clone());
     let target = target(&request);
-    let (call, latency) = client.world.with(|w| {
-        w.next_call += 1;
-        let call = w.next_call;
-        w.stats.api_calls += 1;
-        w.profile.note_call(&client.node, request.verb_name(), &request.resource.plural);
+    let (call, latency) = world.with(|w| {
+        let call = w.recorder().next_call();
+        w.recorder().stats.api_calls += 1;
+        w.profile().note_call(node, request.verb_name(), &request.resource.plural);
         let event = TraceEvent::ApiRequest { call, verb: request.verb_name(), target: target.clone() };
-        w.trace(&client.node, event);
-        let latency = w.decisions.stream("latency").duration_ms(LATENCY_MS_MIN, LATENCY_MS_MAX);
+        w.trace(node, event);
+        let latency = w.decisions().stream("latency").duration_ms(LATENCY_MS_MIN, LATENCY_MS_MAX);
         (call, latency)
     });
     tracing::trace!(call, verb = request.verb_name(), %target, "api request");
     madsim::time::sleep(latency).await;
-    let result = client.world.with(|w| {
+    let result = world.with(|w| {
         let info = CallInfo {
             call,
-            node: &client.node,
-            cluster: &client.cluster,
+            node,
+            cluster,
             verb: request.verb_name(),
             is_write: request.is_write(),
             target: &target,
         };
-        apply(w, &client.cluster, &client.node, &info, request)
+        apply(w, cluster, node, &info, request)
     });
-    if client.world.with(|w| w.injector.is_dying(&client.node)) {
+    if world.with(|w| w.injector().is_dying(node)) {
         // A crash fired on (or during) this call: the caller never sees the answer.
         return std::future::pending().await;
     }
@@ -200,8 +124,8 @@ fn apply(
     info: &CallInfo<'_>,
     request: Request,
 ) -> Result<Response, Status> {
-    let injected = crate::faults::injector::before_call(w, info, &request);
-    let mut result = match injected.or_else(|| w.faults.before_call(info, &request)) {
+    let injected = crate::faults::injector::before_call(&mut w.fault_ctx(), info, &request);
+    let mut result = match injected.or_else(|| w.hook().before_call(info, &request)) {
         Some(status) => {
             let description = format!(
                 "call {} {} {}: answered {} {}",
@@ -212,8 +136,8 @@ fn apply(
         }
         None => handle_on_server(w, cluster, request),
     };
-    w.faults.after_call(info, &mut result);
-    crate::faults::injector::after_call(w, info, &mut result);
+    w.hook().after_call(info, &mut result);
+    crate::faults::injector::after_call(&mut w.fault_ctx(), info, &mut result);
     let traced = match &result {
         Ok(response) => Ok(answer_version(response)),
         Err(status) => Err((status.code, status.reason.clone())),
@@ -229,7 +153,7 @@ fn handle_on_server(w: &mut WorldState, cluster: &Arc<str>, request: Request) ->
         return crate::world::live::handle(w, cluster, request);
     }
     let (now, at) = (w.now(), w.elapsed());
-    let WorldState { clusters, decisions, .. } = w;
+    let (clusters, decisions) = w.clusters_and_decisions();
     let Some(state) = clusters.get_mut(cluster) else {
         return Err(model_apiserver::errors::internal_error(&format!("no cluster named {cluster}")));
     };
@@ -240,32 +164,28 @@ fn handle_on_server(w: &mut WorldState, cluster: &Arc<str>, request: Request) ->
     let mut ctx = model_apiserver::Context::new(now, &mut ids);
     let result = state.server.handle(request, &mut ctx);
     if state.server.revision() != before {
-        state.lifecycles.observe(&state.server, at);
-        // Wake in registration order: deterministic, and each informer registered at most once.
-        for waker in state.watchers.drain(..) {
-            waker.wake();
-        }
-        if !heartbeat {
-            w.last_write = w.elapsed();
-        }
-        w.check_step(cluster);
+        state.revision_moved(at);
+        w.wrote(cluster, heartbeat);
     }
     result
 }
 
-/// Ask `client`'s cluster, without latency, for the watch events after `request`'s revision.
+/// Ask `cluster`, without latency, for the watch events after `request`'s revision.
 /// Returns the answer and the server's revision at that moment: a watcher that received everything
 /// may continue from there (a bookmark, in effect).
-pub(crate) fn poll_watch(client: &Client, request: Request) -> (Result<Response, Status>, Revision) {
-    client.world.with(|w| {
-        if crate::world::live::is_live(w, &client.cluster) {
-            return crate::world::live::poll_watch(w, &client.cluster, request);
+pub(crate) fn poll_watch(
+    world: &World,
+    cluster: &Arc<str>,
+    request: Request,
+) -> (Result<Response, Status>, Revision) {
+    world.with(|w| {
+        if crate::world::live::is_live(w, cluster) {
+            return crate::world::live::poll_watch(w, cluster, request);
         }
         let now = w.now();
-        let WorldState { clusters, decisions, .. } = w;
-        let Some(state) = clusters.get_mut(&client.cluster) else {
-            let status =
-                model_apiserver::errors::internal_error(&format!("no cluster named {}", client.cluster));
+        let (clusters, decisions) = w.clusters_and_decisions();
+        let Some(state) = clusters.get_mut(cluster) else {
+            let status = model_apiserver::errors::internal_error(&format!("no cluster named {}", cluster));
             return (Err(status), 0);
         };
         let mut ids = StreamIds(decisions.stream("ids"));
@@ -290,13 +210,12 @@ impl Future for RevisionAbove {
             if crate::world::live::is_live(w, &self.cluster) {
                 return crate::world::live::poll_revision_above(w, &self.cluster, self.revision, cx);
             }
-            let Some(state) = w.clusters.get_mut(&self.cluster) else { return Poll::Ready(()) };
+            let (clusters, _) = w.clusters_and_decisions();
+            let Some(state) = clusters.get_mut(&self.cluster) else { return Poll::Ready(()) };
             if state.server.revision() > self.revision {
                 return Poll::Ready(());
             }
-            if !state.watchers.iter().any(|waker| waker.will_wake(cx.waker())) {
-                state.watchers.push(cx.waker().clone());
-            }
+            state.wake_on_move(cx.waker());
             Poll::Pending
         })
     }

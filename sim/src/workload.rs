@@ -16,9 +16,9 @@ use kube_core::{
 };
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
+use crate::client::Clients;
 use crate::client::{Api, Client, Error, from_dynamic};
 use crate::trace::TraceEvent;
-use crate::world::Clients;
 
 /// How many times `apply` retries after a 409 (someone wrote between its read and its write).
 pub const APPLY_CONFLICT_RETRIES_MAX: u32 = 5;
@@ -176,7 +176,7 @@ impl Workload {
     fn discover(&self, client: &Client, object: &DynamicObject) -> Option<(ApiResource, bool)> {
         let types = object.types.as_ref()?;
         client.world.with(|w| {
-            let cluster = w.clusters.get(&client.cluster)?;
+            let cluster = w.clusters().get(&client.cluster)?;
             let ty = cluster.server.types().by_kind(&types.api_version, &types.kind)?;
             Some((ty.api.clone(), ty.namespaced))
         })
@@ -313,7 +313,7 @@ impl Workload {
         K: Resource,
     {
         api.client.world.with(|w| {
-            let Some(cluster) = w.clusters.get(&api.client.cluster) else { return Vec::new() };
+            let Some(cluster) = w.clusters().get(&api.client.cluster) else { return Vec::new() };
             let resource = api.resource();
             let Some(ty) = cluster.server.types().get(&resource.group, &resource.version, &resource.plural)
             else {
@@ -331,7 +331,7 @@ impl Workload {
         K: Resource,
     {
         api.client.world.with(|w| {
-            let cluster = w.clusters.get(&api.client.cluster)?;
+            let cluster = w.clusters().get(&api.client.cluster)?;
             let resource = api.resource();
             let ty = cluster.server.types().get(&resource.group, &resource.version, &resource.plural)?;
             let key = model_apiserver::ObjectKey {

@@ -17,8 +17,8 @@ pub fn list(registry: &Registry, out: &mut impl Write) -> Result<(), CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sim::SimBuilder;
     use sim::scenario::Scenario;
-    use sim::world::SimBuilder;
 
     #[test]
     fn list_prints_name_tab_description_per_scenario_in_registration_order() {

@@ -39,9 +39,11 @@ use serde::{Serialize, de::DeserializeOwned};
 
 use crate::client::Api;
 use crate::informer::{self, ObjectRef, Store};
+use crate::quiescence::Progress;
+use crate::runner::panic_message;
 use crate::trace::TraceEvent;
 use crate::verdict::Verdict;
-use crate::world::{Progress, Registration, World, panic_message};
+use crate::world::{Registration, World};
 use work_queue::{Scheduled, WorkQueue};
 
 /// What to do after a reconcile, as kube-runtime's `Action`.
@@ -371,7 +373,7 @@ where
     }
 
     fn progress(&self) -> Progress {
-        let start = self.world.with(|w| w.start);
+        let start = self.world.with(|w| w.recorder().start());
         let since_start = |at: Instant| at.saturating_duration_since(start);
         let next_due = self.queue.next_due().map(since_start);
         let next_awaited_due = self.queue.next_awaited_due().map(since_start);
@@ -451,7 +453,7 @@ where
                 self.describe(&object)
             );
             self.world.with(|w| {
-                w.queue_overflows += 1;
+                w.recorder().queue_overflows += 1;
                 w.trace(&self.node, TraceEvent::Note { text });
             });
             let _ = self.out.unbounded_send(Err(Error::QueueFull(self.queue.len(), object.erase())));
@@ -473,8 +475,8 @@ where
         };
         let described = self.describe(&object_ref);
         self.world.with(|w| {
-            w.stats.reconciles += 1;
-            w.profile.note_reconcile(&self.node);
+            w.recorder().stats.reconciles += 1;
+            w.profile().note_reconcile(&self.node);
             let event =
                 TraceEvent::ReconcileStart { controller: self.node.to_string(), object: described.clone() };
             w.trace(&self.node, event);
@@ -513,7 +515,7 @@ where
         let described = self.describe(&object_ref);
         let failed = outcome.is_err();
         self.world.with(|w| {
-            w.note_reconcile(&self.node, &described, failed.then_some(summary.as_str()));
+            w.quiescence().note_reconcile(&self.node, &described, failed.then_some(summary.as_str()));
             let event = TraceEvent::ReconcileEnd {
                 controller: self.node.to_string(),
                 object: described,
@@ -551,9 +553,9 @@ impl<F: Future + Unpin> Future for Writes<F> {
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Self::Output> {
-        let before = self.world.with(|w| w.revisions());
+        let before = self.world.with(|w| w.clusters().revisions());
         let poll = std::pin::Pin::new(&mut self.inner).poll(cx);
-        if self.world.with(|w| w.revisions()) != before {
+        if self.world.with(|w| w.clusters().revisions()) != before {
             self.wrote = true;
         }
         poll.map(|output| (output, self.wrote))

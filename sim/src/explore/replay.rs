@@ -7,11 +7,11 @@
 
 use std::path::Path;
 
+use crate::builder::SimBuilder;
 use crate::faults::FaultPlan;
 use crate::regression::{RecordedViolation, RegressionError, RegressionFile};
 use crate::scenario::{Registry, Scenario};
 use crate::verdict::{RunReport, RunStats, Verdict};
-use crate::world::SimBuilder;
 
 use super::{ExploreError, Run, Strategy, write_atomically};
 use crate::runner::on_fresh_thread;

@@ -4,11 +4,11 @@
 
 use std::path::Path;
 
+use crate::builder::SimBuilder;
 use crate::faults::FaultPlan;
 use crate::regression::{FORMAT_VERSION, Provenance, RecordedViolation, RegressionFile};
 use crate::scenario::{Registry, Scenario};
 use crate::shrink::{RunShrinkReport, ShrinkBounds, ShrinkReport, WorkloadShrinkReport, shrink_run};
-use crate::world::SimBuilder;
 
 use super::findings::Failure;
 use super::{ExploreError, replay, write_atomically};

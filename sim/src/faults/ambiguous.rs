@@ -7,9 +7,9 @@
 //! - shrinking: nothing to lower;
 //! - guided: at every controller write that changed something, after both crashes.
 
+use crate::faults::ctx::FaultCtx;
 use crate::faults::kind::{CallEffect, FaultKindOps, Firing, PointConfig, PointSite, SwarmDraw, mismatch};
 use crate::faults::plan::{Fault, FaultKind};
-use crate::world::WorldState;
 
 /// The operations of [`Fault::Ambiguous`].
 pub(crate) struct Ambiguous;
@@ -32,7 +32,7 @@ impl FaultKindOps for Ambiguous {
         true
     }
 
-    fn fire(&self, w: &mut WorldState, firing: &Firing<'_>) -> CallEffect {
+    fn fire(&self, w: &mut FaultCtx<'_>, firing: &Firing<'_>) -> CallEffect {
         let fault = &firing.planned.fault;
         let Fault::Ambiguous { controller } = fault else { mismatch(self.kind(), fault) };
         match firing.own_call {

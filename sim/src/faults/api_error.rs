@@ -9,9 +9,9 @@
 //! - guided: at every controller write that changed something, each configured error (tried
 //!   after every other family: a failed call is mostly retried).
 
+use crate::faults::ctx::FaultCtx;
 use crate::faults::kind::{CallEffect, FaultKindOps, Firing, PointConfig, PointSite, SwarmDraw, mismatch};
 use crate::faults::plan::{Fault, FaultKind, InjectedError};
-use crate::world::WorldState;
 use kube_core::Status;
 
 /// The 429 answer asks the client to wait this long.
@@ -42,7 +42,7 @@ impl FaultKindOps for ApiError {
         true
     }
 
-    fn fire(&self, w: &mut WorldState, firing: &Firing<'_>) -> CallEffect {
+    fn fire(&self, w: &mut FaultCtx<'_>, firing: &Firing<'_>) -> CallEffect {
         let fault = &firing.planned.fault;
         let Fault::ApiError { controller, error } = fault else { mismatch(self.kind(), fault) };
         if firing.own_call.is_some() {

@@ -15,7 +15,7 @@ use crate::faults::profile::Profile;
 
 /// The node world-wide faults' effects are counted on.
 const ENGINE: &str = "engine";
-use crate::world::WorldState;
+use crate::faults::ctx::FaultCtx;
 
 /// The operations of [`Fault::Compact`].
 pub(crate) struct Compact;
@@ -41,7 +41,7 @@ impl FaultKindOps for Compact {
         Some("every informer had seen the current revision: no watch was behind the compaction, nothing expired".to_owned())
     }
 
-    fn fire(&self, w: &mut WorldState, _firing: &Firing<'_>) -> CallEffect {
+    fn fire(&self, w: &mut FaultCtx<'_>, _firing: &Firing<'_>) -> CallEffect {
         for _ in 0..w.informers_behind() {
             w.injector.effect(ENGINE, FaultKind::Compact);
         }

@@ -13,12 +13,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::faults::ctx::FaultCtx;
 use crate::faults::injector::{NodeAction, client_timeout};
 use crate::faults::kind::{
     CallEffect, FaultKindOps, Firing, Knob, PointConfig, PointSite, SwarmDraw, mismatch,
 };
 use crate::faults::plan::{CallSide, Fault, FaultKind};
-use crate::world::WorldState;
 
 /// The operations of [`Fault::Crash`].
 pub(crate) struct Crash;
@@ -44,7 +44,7 @@ impl FaultKindOps for Crash {
         false
     }
 
-    fn fire(&self, w: &mut WorldState, firing: &Firing<'_>) -> CallEffect {
+    fn fire(&self, w: &mut FaultCtx<'_>, firing: &Firing<'_>) -> CallEffect {
         let planned = firing.planned;
         let Fault::Crash { controller, side, restart_after_ms } = &planned.fault else {
             mismatch(self.kind(), &planned.fault)

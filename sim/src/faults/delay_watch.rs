@@ -21,13 +21,13 @@ use std::time::Duration;
 use kube_core::ApiResource;
 
 use crate::decision::DecisionSource;
+use crate::faults::ctx::FaultCtx;
 use crate::faults::injector::names_resource;
 use crate::faults::kind::{
     CallEffect, FaultKindOps, Firing, Knob, PointConfig, PointSite, SwarmDraw, mismatch,
 };
 use crate::faults::plan::{Fault, FaultKind};
 use crate::faults::profile::ControllerProfile;
-use crate::world::WorldState;
 
 /// The decision stream the per-informer extra delay of `DelayWatch` is drawn from.
 pub const DELAY_STREAM: &str = "faults.delay";
@@ -65,7 +65,7 @@ impl FaultKindOps for DelayWatch {
         }
     }
 
-    fn fire(&self, w: &mut WorldState, firing: &Firing<'_>) -> CallEffect {
+    fn fire(&self, w: &mut FaultCtx<'_>, firing: &Firing<'_>) -> CallEffect {
         let fault = &firing.planned.fault;
         let Fault::DelayWatch { controller, resource, extra_ms, duration_ms } = fault else {
             mismatch(self.kind(), fault)

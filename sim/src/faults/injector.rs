@@ -28,16 +28,15 @@ use std::time::Duration;
 use kube_core::{ApiResource, Status};
 use model_apiserver::{Request, Response};
 
-use crate::client::Client;
 use crate::faults::api_error::injected_status;
+use crate::faults::ctx::{FaultCtx, Host};
 use crate::faults::delay_watch::{self, WatchDelay};
+use crate::faults::hook::CallInfo;
 use crate::faults::kind::{CallEffect, Firing};
 use crate::faults::plan::{FaultKind, FaultPlan, InjectedError, ObjectChange, PlannedFault, Trigger};
 use crate::faults::stale_replica::Replica;
 use crate::faults::watch_disconnect;
 use crate::trace::TraceEvent;
-use crate::transport::CallInfo;
-use crate::world::{World, WorldState};
 
 /// The decision stream `Rate` triggers draw from.
 pub const RATE_STREAM: &str = "faults.rate";
@@ -298,7 +297,7 @@ pub(super) fn client_timeout(what: &str) -> Status {
 
 /// Fire planned fault `index`: record it in the trace and put it in force. `call` is the caller's
 /// node when the trigger is an API call of that node (a crash then lands on the call).
-fn fire(w: &mut WorldState, index: usize, call: Option<(&str, u64)>) -> CallEffect {
+fn fire(w: &mut FaultCtx<'_>, index: usize, call: Option<(&str, u64)>) -> CallEffect {
     let planned = w.injector.plan[index].clone();
     let now = w.elapsed();
     let fault = &planned.fault;
@@ -326,7 +325,7 @@ fn fire(w: &mut WorldState, index: usize, call: Option<(&str, u64)>) -> CallEffe
 /// At the end of the run: trace every fired fault that did nothing (its kind counts what it does,
 /// and nothing was counted on its node since it fired), with the reason, so that no trace leaves
 /// an idle fault looking as if it acted.
-pub(crate) fn report_idle(w: &mut WorldState) {
+pub(crate) fn report_idle(w: &mut FaultCtx<'_>) {
     for index in 0..w.injector.plan.len() {
         let Some(before) = w.injector.effects_at_fire[index] else { continue };
         let planned = &w.injector.plan[index];
@@ -341,7 +340,7 @@ pub(crate) fn report_idle(w: &mut WorldState) {
 }
 
 /// Fire the `AtTime` fault `index` (called by the supervisor at its time).
-pub(crate) fn fire_timed(w: &mut WorldState, index: usize) {
+pub(crate) fn fire_timed(w: &mut FaultCtx<'_>, index: usize) {
     if w.injector.stopped || w.injector.fired.get(index).is_none_or(|n| *n > 0) {
         return;
     }
@@ -350,7 +349,7 @@ pub(crate) fn fire_timed(w: &mut WorldState, index: usize) {
 
 /// Before the request reaches the server: fire call triggers, then answer in the server's place
 /// if a fault says so (`Some`: the request is not applied).
-pub(crate) fn before_call(w: &mut WorldState, info: &CallInfo<'_>, request: &Request) -> Option<Status> {
+pub(crate) fn before_call(w: &mut FaultCtx<'_>, info: &CallInfo<'_>, request: &Request) -> Option<Status> {
     if !w.injector.is_active() {
         return None;
     }
@@ -387,7 +386,7 @@ pub(crate) fn before_call(w: &mut WorldState, info: &CallInfo<'_>, request: &Req
 }
 
 /// Whether planned fault `index` fires on this call (counts writes, draws rates).
-fn call_triggers(w: &mut WorldState, index: usize, info: &CallInfo<'_>, request: &Request) -> bool {
+fn call_triggers(w: &mut FaultCtx<'_>, index: usize, info: &CallInfo<'_>, request: &Request) -> bool {
     match &w.injector.plan[index].trigger {
         Trigger::NthWrite { controller, n, kind, verb } => {
             if !info.is_write || controller.as_str() != info.node {
@@ -440,7 +439,7 @@ fn call_object(request: &Request) -> CallObject {
 
 /// After the server answered: make the answer ambiguous if a fault said so, and fire the
 /// `OnObject` triggers the write satisfied.
-pub(crate) fn after_call(w: &mut WorldState, info: &CallInfo<'_>, result: &mut Result<Response, Status>) {
+pub(crate) fn after_call(w: &mut FaultCtx<'_>, info: &CallInfo<'_>, result: &mut Result<Response, Status>) {
     if w.injector.plan.is_empty() {
         return;
     }
@@ -497,8 +496,8 @@ pub(crate) struct WatchEpochs {
 
 impl WatchEpochs {
     /// The node's epochs now (a new informer owes nothing to earlier faults).
-    pub(crate) fn current(client: &Client) -> Self {
-        client.world.with(|w| match w.injector.nodes.get(&*client.node) {
+    pub(crate) fn current(host: &impl Host, node: &str) -> Self {
+        host.with_faults(|w| match w.injector.nodes.get(node) {
             Some(n) => {
                 WatchEpochs { relist: n.relist_epoch, disconnect: n.disconnect_epoch, replica_until: None }
             }
@@ -515,19 +514,19 @@ impl WatchEpochs {
 }
 
 /// Counts a task waiting in a gate for as long as it lives (a killed node drops it mid-wait).
-pub(super) struct Gated(World);
+pub(super) struct Gated<H: Host>(H);
 
-impl Gated {
+impl<H: Host> Gated<H> {
     /// Count one more task waiting in a gate.
-    pub(super) fn enter(world: &World) -> Self {
-        world.with(|w| w.injector.gated += 1);
-        Gated(world.clone())
+    pub(super) fn enter(host: &H) -> Self {
+        host.with_faults(|w| w.injector.gated += 1);
+        Gated(host.clone())
     }
 }
 
-impl Drop for Gated {
+impl<H: Host> Drop for Gated<H> {
     fn drop(&mut self) {
-        self.0.with(|w| w.injector.gated -= 1);
+        self.0.with_faults(|w| w.injector.gated -= 1);
     }
 }
 
@@ -547,29 +546,30 @@ const GATE_ROUNDS_MAX: usize = 64;
 /// Before an informer pulls watch events: wait out holds (partition, skip-by-relist, a lagging
 /// replica), a cut watch's reconnect and any extra delay; say whether to relist instead.
 pub(crate) async fn watch_gate(
-    client: &Client,
+    host: &impl Host,
+    node: &Arc<str>,
     resource: &ApiResource,
     informer: &Arc<str>,
     epochs: &mut WatchEpochs,
 ) -> Gate {
     for _ in 0..GATE_ROUNDS_MAX {
-        let step = client.world.with(|w| gate_step(w, client, resource, informer, epochs));
+        let step = host.with_faults(|w| gate_step(w, node, resource, informer, epochs));
         match step {
             GateStep::Sleep(d, note) => {
                 if let Some(text) = note {
-                    client.world.with(|w| w.trace(&client.node, TraceEvent::Note { text }));
+                    host.with_faults(|w| w.trace(node, TraceEvent::Note { text }));
                 }
-                let _gated = Gated::enter(&client.world);
+                let _gated = Gated::enter(host);
                 madsim::time::sleep(d).await;
             }
             GateStep::Delay(d) => {
-                let _gated = Gated::enter(&client.world);
+                let _gated = Gated::enter(host);
                 madsim::time::sleep(d).await;
                 return Gate::Pull;
             }
             GateStep::Relist => {
                 let text = format!("watch {informer} expired (410) after a held watch: relist");
-                client.world.with(|w| w.trace(&client.node, TraceEvent::Note { text }));
+                host.with_faults(|w| w.trace(node, TraceEvent::Note { text }));
                 return Gate::Relist;
             }
             GateStep::Pull => return Gate::Pull,
@@ -588,8 +588,8 @@ enum GateStep {
 }
 
 fn gate_step(
-    w: &mut WorldState,
-    client: &Client,
+    w: &mut FaultCtx<'_>,
+    node_name: &Arc<str>,
     resource: &ApiResource,
     informer: &Arc<str>,
     epochs: &mut WatchEpochs,
@@ -601,30 +601,30 @@ fn gate_step(
         }
         epochs.replica_until = None;
     }
-    let WorldState { injector, decisions, .. } = w;
-    let Some(node) = injector.nodes.get_mut(&*client.node) else { return GateStep::Pull };
+    let FaultCtx { injector, decisions, .. } = w;
+    let Some(node) = injector.nodes.get_mut(&**node_name) else { return GateStep::Pull };
     let in_force = |until: Option<Duration>| until.filter(|until| now < *until);
     let (held, partitioned) = (in_force(node.watch_held_until), in_force(node.partitioned_until));
     if let Some(until) = held.max(partitioned) {
         let by = if partitioned.is_some() { FaultKind::Partition } else { FaultKind::SkipByRelist };
-        injector.effect(&client.node, by);
+        injector.effect(node_name, by);
         return GateStep::Sleep(until - now, None);
     }
     if node.relist_epoch != epochs.relist {
         epochs.relist = node.relist_epoch;
         epochs.disconnect = node.disconnect_epoch;
-        injector.effect(&client.node, FaultKind::SkipByRelist);
+        injector.effect(node_name, FaultKind::SkipByRelist);
         return GateStep::Relist;
     }
     if node.disconnect_epoch != epochs.disconnect {
         epochs.disconnect = node.disconnect_epoch;
         let (delay, text) = watch_disconnect::rewatch(decisions, informer);
-        injector.effect(&client.node, FaultKind::WatchDisconnect);
+        injector.effect(node_name, FaultKind::WatchDisconnect);
         return GateStep::Sleep(delay, Some(text));
     }
     let extra = delay_watch::pull_delay_ms(&mut node.watch_delays, now, informer, resource, decisions);
     if extra > 0 {
-        injector.effect(&client.node, FaultKind::DelayWatch);
+        injector.effect(node_name, FaultKind::DelayWatch);
         // Only the pull is delayed: the events of one watch keep their order, while informers
         // with different delays drift apart.
         return GateStep::Delay(Duration::from_millis(extra));

@@ -9,10 +9,10 @@ use std::time::Duration;
 use kube_core::Status;
 
 use crate::decision::Stream;
+use crate::faults::ctx::FaultCtx;
 use crate::faults::plan::{Fault, FaultKind, InjectedError, PlannedFault};
 use crate::faults::profile::{ControllerProfile, Profile};
 use crate::faults::swarm::SwarmConfig;
-use crate::world::WorldState;
 
 /// The operations of one fault kind. Each kind implements it on a unit struct in its own file;
 /// every method that takes a [`Fault`] is given one of its own kind (the dispatch guarantees it).
@@ -71,12 +71,12 @@ pub(crate) trait FaultKindOps: Sync {
     }
     /// Whether the fault can act now; one that cannot is left unfired, so that the report says
     /// so. (A fault on a controller that is down or dying is never fired; that check is generic.)
-    fn ready(&self, _w: &WorldState, _fault: &Fault) -> bool {
+    fn ready(&self, _w: &FaultCtx<'_>, _fault: &Fault) -> bool {
         true
     }
     /// Put the fault in force (it was traced and counted as fired); say what it does to the
     /// triggering call.
-    fn fire(&self, w: &mut WorldState, firing: &Firing<'_>) -> CallEffect;
+    fn fire(&self, w: &mut FaultCtx<'_>, firing: &Firing<'_>) -> CallEffect;
 
     // Shrinking.
 

@@ -5,7 +5,7 @@
 //! - [`swarm`]: a plan drawn from the seed;
 //! - [`injector`]: the per-run state that fires triggers and puts faults in force at the points
 //!   where they act (API calls, watch pulls, relists, reconcile starts);
-//! - [`supervisor`]: the engine node that kills, restarts, pauses and resumes controller nodes
+//! - [`crate::supervisor`]: the engine node that kills, restarts, pauses and resumes controller nodes
 //!   and fires faults at a virtual time.
 //!
 //! ## One fault kind, one file
@@ -47,7 +47,9 @@ pub mod ambiguous;
 pub mod api_error;
 pub mod compact;
 pub mod crash;
+pub(crate) mod ctx;
 pub mod delay_watch;
+pub mod hook;
 pub mod injector;
 pub(crate) mod kind;
 pub mod partition;
@@ -57,7 +59,6 @@ pub mod plan;
 pub mod profile;
 pub mod skip_by_relist;
 pub mod stale_replica;
-pub mod supervisor;
 pub mod swarm;
 pub mod watch_disconnect;
 
@@ -69,9 +70,9 @@ pub use swarm::{PLAN_STREAM, SwarmConfig, swarm_plan};
 
 use std::sync::Arc;
 
+use crate::faults::ctx::FaultCtx;
 use crate::faults::kind::FaultKindOps;
 use crate::trace::TraceEvent;
-use crate::world::World;
 
 /// The operations of `kind`: the one dispatch from a kind to its file.
 pub(crate) fn ops(kind: FaultKind) -> &'static dyn FaultKindOps {
@@ -119,12 +120,16 @@ pub enum FaultSource {
     Swarm(SwarmConfig),
 }
 
+/// The name of the supervisor's node: the engine task that kills, restarts and pauses nodes
+/// and fires faults at a virtual time (see `crate::supervisor`).
+pub const SUPERVISOR_NODE: &str = "faults";
+
 /// The node name the engine's own trace entries carry.
 const ENGINE_NODE: &str = "engine";
 
 /// Decide the run's plan, log it, and install it. `true` if there is anything to inject.
-pub(crate) fn install_plan(world: &World, source: &FaultSource, controllers: &[String]) -> bool {
-    world.with(|w| {
+pub(crate) fn install_plan(w: &mut FaultCtx<'_>, source: &FaultSource, controllers: &[String]) -> bool {
+    {
         let plan = match source {
             FaultSource::None => return false,
             FaultSource::Plan(plan) => plan.clone(),
@@ -133,7 +138,7 @@ pub(crate) fn install_plan(world: &World, source: &FaultSource, controllers: &[S
                 if config.controllers.is_empty() {
                     config.controllers = controllers.to_vec();
                 }
-                swarm_plan(&mut w.decisions, &config)
+                swarm_plan(w.decisions, &config)
             }
         };
         let engine: Arc<str> = Arc::from(ENGINE_NODE);
@@ -144,9 +149,9 @@ pub(crate) fn install_plan(world: &World, source: &FaultSource, controllers: &[S
             let text = format!("fault plan #{}: {planned}", i + 1);
             w.trace(&engine, TraceEvent::Note { text });
         }
-        w.injector = injector::Injector::new(&plan);
+        *w.injector = injector::Injector::new(&plan);
         !plan.is_empty()
-    })
+    }
 }
 
 #[cfg(test)]

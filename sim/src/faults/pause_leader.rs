@@ -15,13 +15,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::faults::ctx::FaultCtx;
 use crate::faults::injector::NodeAction;
 use crate::faults::kind::{
     CallEffect, FaultKindOps, Firing, Knob, PointConfig, PointSite, SwarmDraw, mismatch,
 };
 use crate::faults::plan::{Fault, FaultKind};
 use crate::faults::profile::ControllerProfile;
-use crate::world::WorldState;
 
 /// The operations of [`Fault::PauseLeader`].
 pub(crate) struct PauseLeader;
@@ -46,12 +46,12 @@ impl FaultKindOps for PauseLeader {
 
     /// Pausing the leader of a controller without leader election (or before any replica leads)
     /// would do nothing.
-    fn ready(&self, w: &WorldState, fault: &Fault) -> bool {
+    fn ready(&self, w: &FaultCtx<'_>, fault: &Fault) -> bool {
         let Fault::PauseLeader { controller, .. } = fault else { mismatch(self.kind(), fault) };
-        crate::leader_election::current_leader(w, controller).is_some()
+        w.current_leader(controller).is_some()
     }
 
-    fn fire(&self, w: &mut WorldState, firing: &Firing<'_>) -> CallEffect {
+    fn fire(&self, w: &mut FaultCtx<'_>, firing: &Firing<'_>) -> CallEffect {
         let fault = &firing.planned.fault;
         let Fault::PauseLeader { controller, duration_ms } = fault else { mismatch(self.kind(), fault) };
         let duration = Duration::from_millis(*duration_ms);

@@ -10,13 +10,13 @@
 
 use std::time::Duration;
 
+use crate::faults::ctx::{FaultCtx, Host};
 use crate::faults::injector::Gated;
 use crate::faults::kind::{
     CallEffect, FaultKindOps, Firing, Knob, PointConfig, PointSite, SwarmDraw, mismatch,
 };
 use crate::faults::plan::{Fault, FaultKind};
 use crate::faults::profile::ControllerProfile;
-use crate::world::{World, WorldState};
 
 /// The operations of [`Fault::PauseReconciles`].
 pub(crate) struct PauseReconciles;
@@ -30,7 +30,7 @@ impl FaultKindOps for PauseReconciles {
         Fault::PauseReconciles { controller: draw.controller.to_owned(), duration_ms: draw.duration_ms }
     }
 
-    fn fire(&self, w: &mut WorldState, firing: &Firing<'_>) -> CallEffect {
+    fn fire(&self, w: &mut FaultCtx<'_>, firing: &Firing<'_>) -> CallEffect {
         let fault = &firing.planned.fault;
         let Fault::PauseReconciles { controller, duration_ms } = fault else { mismatch(self.kind(), fault) };
         let until = firing.now + Duration::from_millis(*duration_ms);
@@ -85,17 +85,17 @@ impl FaultKindOps for PauseReconciles {
 const PAUSE_ROUNDS_MAX: usize = 64;
 
 /// Before a controller starts reconciles: wait while its reconciles are paused.
-pub(crate) async fn reconcile_gate(world: &World, node: &str) {
+pub(crate) async fn reconcile_gate(host: &impl Host, node: &str) {
     for _ in 0..PAUSE_ROUNDS_MAX {
-        let wait = world.with(|w| {
+        let wait = host.with_faults(|w| {
             let now = w.elapsed();
             let until = w.injector.nodes.get(node)?.reconciles_paused_until?;
             (now < until).then(|| until - now)
         });
         match wait {
             Some(wait) => {
-                world.with(|w| w.injector.effect(node, FaultKind::PauseReconciles));
-                let _gated = Gated::enter(world);
+                host.with_faults(|w| w.injector.effect(node, FaultKind::PauseReconciles));
+                let _gated = Gated::enter(host);
                 madsim::time::sleep(wait).await;
             }
             None => return,

@@ -12,12 +12,12 @@
 
 use std::time::Duration;
 
+use crate::faults::ctx::FaultCtx;
 use crate::faults::kind::{
     CallEffect, FaultKindOps, Firing, Knob, PointConfig, PointSite, SwarmDraw, mismatch,
 };
 use crate::faults::plan::{Fault, FaultKind};
 use crate::faults::profile::ControllerProfile;
-use crate::world::WorldState;
 
 /// The operations of [`Fault::SkipByRelist`].
 pub(crate) struct SkipByRelist;
@@ -31,7 +31,7 @@ impl FaultKindOps for SkipByRelist {
         Fault::SkipByRelist { controller: draw.controller.to_owned(), duration_ms: draw.duration_ms }
     }
 
-    fn fire(&self, w: &mut WorldState, firing: &Firing<'_>) -> CallEffect {
+    fn fire(&self, w: &mut FaultCtx<'_>, firing: &Firing<'_>) -> CallEffect {
         let fault = &firing.planned.fault;
         let Fault::SkipByRelist { controller, duration_ms } = fault else { mismatch(self.kind(), fault) };
         let until = firing.now + Duration::from_millis(*duration_ms);

@@ -24,7 +24,8 @@ use std::time::Duration;
 use kube_core::params::{ListParams, VersionMatch};
 use model_apiserver::Revision;
 
-use crate::client::Client;
+use crate::faults::ctx::FaultCtx;
+use crate::faults::ctx::Host;
 use crate::faults::injector::{NodeAction, REPLICA_STREAM};
 use crate::faults::kind::{
     CallEffect, FaultKindOps, Firing, Knob, PointConfig, PointSite, SwarmDraw, mismatch,
@@ -32,7 +33,6 @@ use crate::faults::kind::{
 use crate::faults::plan::{Fault, FaultKind};
 use crate::faults::profile::ControllerProfile;
 use crate::trace::TraceEvent;
-use crate::world::WorldState;
 
 /// A lagging replica catches up within this long after the restart that connected to it.
 pub const REPLICA_CATCH_UP_MS_MAX: u64 = 2_000;
@@ -62,7 +62,7 @@ impl FaultKindOps for StaleReplica {
         }
     }
 
-    fn fire(&self, w: &mut WorldState, firing: &Firing<'_>) -> CallEffect {
+    fn fire(&self, w: &mut FaultCtx<'_>, firing: &Firing<'_>) -> CallEffect {
         let planned = firing.planned;
         let Fault::StaleReplica { controller, lag_revisions, restart_after_ms } = &planned.fault else {
             mismatch(self.kind(), &planned.fault)
@@ -118,7 +118,7 @@ impl FaultKindOps for StaleReplica {
 }
 
 /// Record the lagging replica a restarting node connects to (called by the supervisor).
-pub(crate) fn connect_replica(w: &mut WorldState, node: &str) {
+pub(crate) fn connect_replica(w: &mut FaultCtx<'_>, node: &str) {
     let Some(lag) = w.injector.nodes.get_mut(node).and_then(|n| n.stale_lag_next_restart.take()) else {
         return;
     };
@@ -146,21 +146,23 @@ pub(crate) fn connect_replica(w: &mut WorldState, node: &str) {
 /// (resourceVersion unset) is a quorum read that no lagging replica serves: it reads storage, and
 /// the trace says that the lag had no effect on it.
 pub(crate) fn replica_list(
-    client: &Client,
+    host: &impl Host,
+    node: &Arc<str>,
+    cluster: &str,
     informer: &str,
     mut params: ListParams,
 ) -> (ListParams, Option<Duration>) {
     let any = params.resource_version.as_deref() == Some("0");
-    let lagging = client.world.with(|w| {
+    let lagging = host.with_faults(|w| {
         let now = w.elapsed();
-        let replica = w.injector.nodes.get(&*client.node)?.replica.as_ref()?;
+        let replica = w.injector.nodes.get(&**node)?.replica.as_ref()?;
         if now >= replica.catch_up_at {
             return None;
         }
-        let (revision, until) = (*replica.revisions.get(&client.cluster)?, replica.catch_up_at);
-        let current = w.clusters.get(&client.cluster).map_or(revision, |c| c.server.revision());
+        let (revision, until) = (*replica.revisions.get(cluster)?, replica.catch_up_at);
+        let current = w.clusters.get(cluster).map_or(revision, |c| c.server.revision());
         let description = if any {
-            w.injector.effect(&client.node, FaultKind::StaleReplica);
+            w.injector.effect(node, FaultKind::StaleReplica);
             format!(
                 "{informer} lists with resourceVersion \"0\" from the lagging replica: revision {revision}, {} behind storage's {current}",
                 current.saturating_sub(revision)
@@ -170,7 +172,7 @@ pub(crate) fn replica_list(
                 "{informer} lists consistently (resourceVersion unset), a quorum read no lagging replica serves: the lag has no effect on it (revision {current})"
             )
         };
-        w.trace(&client.node, TraceEvent::FaultEffect { description });
+        w.trace(node, TraceEvent::FaultEffect { description });
         any.then_some((revision, until))
     });
     match lagging {

@@ -12,11 +12,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::decision::DecisionSource;
+use crate::faults::ctx::FaultCtx;
 use crate::faults::injector::REPLICA_STREAM;
 use crate::faults::kind::{CallEffect, FaultKindOps, Firing, SwarmDraw, mismatch};
 use crate::faults::plan::{Fault, FaultKind};
 use crate::faults::profile::ControllerProfile;
-use crate::world::WorldState;
 
 /// A cut watch is re-established within this long (client-go's reflector backs off about a
 /// second).
@@ -42,7 +42,7 @@ impl FaultKindOps for WatchDisconnect {
         Some("no informer of the controller pulled its watch again before the liveness phase: no watch was cut".to_owned())
     }
 
-    fn fire(&self, w: &mut WorldState, firing: &Firing<'_>) -> CallEffect {
+    fn fire(&self, w: &mut FaultCtx<'_>, firing: &Firing<'_>) -> CallEffect {
         let fault = &firing.planned.fault;
         let Fault::WatchDisconnect { controller } = fault else { mismatch(self.kind(), fault) };
         w.injector.node(controller).disconnect_epoch += 1;

@@ -14,13 +14,13 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
+use crate::builder::SimBuilder;
 use crate::decision::DecisionSource;
 use crate::faults::FaultPlan;
 use crate::guided::points::{InjectionPoint, PointConfig, PointSet, injection_points_of};
 use crate::runner::on_fresh_thread;
 use crate::scenario::Scenario;
 use crate::verdict::{RunReport, Verdict};
-use crate::world::SimBuilder;
 
 /// The decision stream multi-fault plans are drawn from.
 pub const MULTI_STREAM: &str = "guided.multi";

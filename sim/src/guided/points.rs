@@ -38,7 +38,7 @@ use crate::verdict::RunReport;
 use crate::world::WORKLOAD_NODE;
 
 /// Nodes whose trace entries are the engine's, not a controller's.
-const ENGINE_NODES: [&str; 3] = [WORKLOAD_NODE, "engine", crate::faults::supervisor::SUPERVISOR_NODE];
+const ENGINE_NODES: [&str; 3] = [WORKLOAD_NODE, "engine", crate::faults::SUPERVISOR_NODE];
 
 /// The verbs that can change state (as `Request::is_write` decides).
 const WRITE_VERBS: [&str; 5] = ["create", "update", "patch", "delete", "deletecollection"];

@@ -8,8 +8,8 @@
 //!
 //! - [`SharedCluster`] is the model: every call takes the model's own lock, so the controllers'
 //!   calls interleave with other writers' as they would on a real API server;
-//! - [`SimBuilder::run_live`] starts every declared controller on its own node, as
-//!   [`SimBuilder::run`] does, then paces: each round blocks the runtime's thread for [`TICK`] of
+//! - [`SimBuilder::run_live`](crate::SimBuilder::run_live) starts every declared controller on its own node, as
+//!   [`SimBuilder::run`](crate::SimBuilder::run) does, then paces: each round blocks the runtime's thread for [`TICK`] of
 //!   wall time, then lets pass the virtual time the wall clock is ahead by (that tick and the
 //!   controllers' own compute time), so that requeues, resyncs and the kubelet-lite's delays
 //!   take about as long as they say. (madsim jumps virtual time forward
@@ -49,8 +49,7 @@ use std::time::Duration;
 use kube_core::Status;
 use model_apiserver::{Request, Response, Revision};
 
-use super::{SimBuilder, WorldState};
-use crate::verdict::Verdict;
+use super::WorldState;
 
 /// One pacing round: wall time the runtime's thread sleeps, then virtual time let pass. Short
 /// enough that a write over HTTP reaches the informers promptly, long enough that an idle live
@@ -107,8 +106,14 @@ pub(crate) struct LiveCluster {
 }
 
 impl LiveCluster {
+    /// A live cluster served by `shared`.
+    pub(crate) fn new(shared: Arc<dyn SharedCluster>) -> Self {
+        let woken_at = shared.revision();
+        LiveCluster { shared, watchers: Vec::new(), woken_at }
+    }
+
     /// Wake every parked informer if `revision` differs from when they were last woken.
-    fn wake_if_moved(&mut self, revision: Revision) {
+    pub(crate) fn wake_if_moved(&mut self, revision: Revision) {
         if revision == self.woken_at {
             return;
         }
@@ -164,158 +169,22 @@ pub(crate) fn poll_revision_above(
     Poll::Pending
 }
 
-impl SimBuilder {
-    /// Run the declared controllers live against `cluster` until `stop` is stopped or a
-    /// controller panics, on a fresh madsim runtime on the calling thread (give it a thread of its
-    /// own: it blocks). The first declared cluster is `cluster`; calls to any other get 500.
-    ///
-    /// Answers [`Verdict::Pass`] when stopped, or the [`Verdict::Crash`] of the controller that
-    /// panicked. The workload, properties, faults and time limits of the builder do not apply.
-    ///
-    /// # Panics
-    ///
-    /// If the crate was built without `--cfg madsim` (see [`crate::ensure_simulated`]).
-    pub fn run_live(&self, cluster: Arc<dyn SharedCluster>, stop: &StopHandle) -> Verdict {
-        crate::runner::ensure_simulated();
-        #[cfg(madsim)]
-        {
-            run(self, cluster, stop)
+impl WorldState {
+    /// Serve cluster `name` from a live, shared model.
+    pub(crate) fn add_live(&mut self, name: Arc<str>, live: LiveCluster) {
+        self.live.insert(name, live);
+    }
+
+    /// Drop the live clusters (the live run ended).
+    pub(crate) fn clear_live(&mut self) {
+        self.live.clear();
+    }
+
+    /// Wake the informers of every live cluster whose revision moved since they were last woken.
+    pub(crate) fn wake_live_if_moved(&mut self) {
+        for live in self.live.values_mut() {
+            let revision = live.shared.revision();
+            live.wake_if_moved(revision);
         }
-        #[cfg(not(madsim))]
-        {
-            let _ = (cluster, stop);
-            unreachable!("ensure_simulated panics in a build without --cfg madsim")
-        }
-    }
-}
-
-#[cfg(madsim)]
-fn run(builder: &SimBuilder, cluster: Arc<dyn SharedCluster>, stop: &StopHandle) -> Verdict {
-    use std::panic::AssertUnwindSafe;
-    use std::sync::Mutex;
-
-    use super::World;
-
-    // Read outside the runtime, where the clock is still the real one.
-    let wall_start = cluster.now();
-    let scale = cluster.time_scale().max(1);
-    let seed = u64::try_from(wall_start.as_nanosecond().rem_euclid(1 << 63)).unwrap_or_default();
-    let runtime = madsim::runtime::Runtime::with_seed_and_config(seed, madsim::Config::default());
-    let world = World::new(crate::decision::DecisionSource::new(seed), false, Arc::from(Vec::new()));
-    let specs = builder.cluster_specs();
-    let woken_at = cluster.revision();
-    let live = LiveCluster { shared: cluster, watchers: Vec::new(), woken_at };
-    world.with(|w| {
-        w.epoch = wall_start;
-        w.live.insert(specs[0].name.clone(), live)
-    });
-    // Controller code finds the run through this (`sim::random`, `sim::time`), as in a simulated run.
-    let _ambient = crate::ambient::Enter::new(&world);
-    let names: Arc<[Arc<str>]> = specs.iter().map(|s| s.name.clone()).collect();
-    let nodes: Arc<Mutex<Vec<madsim::task::NodeId>>> = Arc::default();
-    let wall = WallClock::start();
-    let pacing = Pacing { stop: stop.clone(), wall_elapsed: wall.elapsed.clone(), scale };
-    let main = pace(builder.clone(), world.clone(), names, nodes.clone(), pacing);
-    let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| runtime.block_on(main)));
-    wall.stop();
-    super::shut_down(runtime, &nodes);
-    let failure = world.with(|w| {
-        w.live.clear();
-        w.failure.take()
-    });
-    failure.unwrap_or_else(|| match outcome {
-        Ok(()) => Verdict::Pass,
-        Err(payload) => Verdict::Crash {
-            node: "engine".to_owned(),
-            object: None,
-            message: super::panic_message(&*payload),
-        },
-    })
-}
-
-/// The wall time elapsed since a live run started, for its pacer: madsim answers the clock calls
-/// of the runtime's own thread with virtual time, so a thread of its own, outside the runtime,
-/// reads the real clock every millisecond. Live runs only: a simulated run has no real clock.
-#[cfg(madsim)]
-struct WallClock {
-    /// Microseconds since the start.
-    elapsed: Arc<std::sync::atomic::AtomicU64>,
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-#[cfg(madsim)]
-impl WallClock {
-    fn start() -> WallClock {
-        let elapsed = Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (e, s) = (elapsed.clone(), stop.clone());
-        let thread = std::thread::Builder::new()
-            .name("live-wall-clock".to_owned())
-            .spawn(move || {
-                let start = std::time::Instant::now();
-                while !s.load(Ordering::Acquire) {
-                    e.store(
-                        u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX),
-                        Ordering::Release,
-                    );
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-            })
-            .ok();
-        WallClock { elapsed, stop, thread }
-    }
-    fn stop(mut self) {
-        self.stop.store(true, Ordering::Release);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-/// What the pacer reads each round.
-#[cfg(madsim)]
-struct Pacing {
-    stop: StopHandle,
-    /// The wall time elapsed since the start ([`WallClock`]).
-    wall_elapsed: Arc<std::sync::atomic::AtomicU64>,
-    /// Virtual time runs this many times as fast as the wall clock.
-    scale: u32,
-}
-
-/// The main task: start the controllers, then pace virtual time to the wall clock (times the
-/// cluster's time scale) until stopped.
-#[cfg(madsim)]
-async fn pace(
-    builder: SimBuilder,
-    world: super::World,
-    names: Arc<[Arc<str>]>,
-    nodes: Arc<std::sync::Mutex<Vec<madsim::task::NodeId>>>,
-    pacing: Pacing,
-) {
-    let Pacing { stop, wall_elapsed, scale } = pacing;
-    let virtual_start = madsim::time::Instant::now();
-    world.with(|w| w.start = std::time::Instant::now());
-    let handle = madsim::runtime::Handle::current();
-    for spec in &builder.controllers {
-        let id = super::start_controller_node(&handle, spec, &world, &names);
-        nodes.lock().unwrap_or_else(|e| e.into_inner()).push(id);
-    }
-    // Unbounded by design: a live run lasts until `stop` (checked every round) or a crash.
-    while !stop.is_stopped() && world.with(|w| w.failure.is_none()) {
-        std::thread::sleep(TICK);
-        // Let pass the virtual time the wall clock is ahead by: the round's sleep, and the
-        // controllers' compute time, which a fixed step would lose, so that the run's clock
-        // drifted behind the wall clock the other writers stamp with.
-        // (A wall clock that could not start leaves the fixed step.)
-        let wall = Duration::from_micros(wall_elapsed.load(Ordering::Acquire)).saturating_mul(scale);
-        let behind = if wall.is_zero() { TICK } else { wall.saturating_sub(virtual_start.elapsed()) };
-        madsim::time::sleep(behind.max(Duration::from_millis(1))).await;
-        world.with(|w| {
-            for live in w.live.values_mut() {
-                let revision = live.shared.revision();
-                live.wake_if_moved(revision);
-            }
-        });
     }
 }

@@ -2,7 +2,7 @@
 //! cannot do itself (madsim kills a node from outside): killing and restarting controller nodes,
 //! pausing and resuming a leader, and firing faults at a virtual time.
 //!
-//! It wakes when the [injector](super::injector) queues an action or when its next timer is due.
+//! It wakes when the [injector](crate::faults::injector) queues an action or when its next timer is due.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -11,12 +11,10 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use crate::faults::SUPERVISOR_NODE;
 use crate::faults::injector::{self, NodeAction};
 use crate::trace::TraceEvent;
 use crate::world::World;
-
-/// The name of the supervisor's node.
-pub const SUPERVISOR_NODE: &str = "faults";
 
 /// At most this many rounds: each handles at least one action or timer, and both come from a
 /// finite plan (rates have a `max`), so reaching it means a runaway plan; it is traced.
@@ -31,10 +29,10 @@ impl Future for ActionQueued {
     type Output = ();
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         self.world.with(|w| {
-            if w.injector.has_actions() {
+            if w.injector().has_actions() {
                 Poll::Ready(())
             } else {
-                w.injector.set_supervisor(cx.waker());
+                w.injector().set_supervisor(cx.waker());
                 Poll::Pending
             }
         })
@@ -75,23 +73,23 @@ async fn run(world: World, ids: NodeIds) {
     use futures::future::select;
 
     let handle = madsim::runtime::Handle::current();
-    let start = world.with(|w| w.start);
+    let start = world.with(|w| w.recorder().start());
     let mut timers: BTreeMap<(Duration, u64), Timer> = BTreeMap::new();
     let mut next_seq = 0u64;
-    for (at, index) in world.with(|w| w.injector.timed()) {
+    for (at, index) in world.with(|w| w.injector().timed()) {
         timers.insert((at, next_seq), Timer::Fire(index));
         next_seq += 1;
     }
     let mut paused: BTreeMap<Arc<str>, ()> = BTreeMap::new();
     for _ in 0..SUPERVISOR_ROUNDS_MAX {
-        while let Some(action) = world.with(|w| w.injector.next_action()) {
+        while let Some(action) = world.with(|w| w.injector().next_action()) {
             let now = world.elapsed();
             match action {
                 NodeAction::Kill { node, restart_after, reason } => {
                     let Some(id) = ids.nodes.get(&node).copied() else {
                         // A plan naming no declared node: nothing to kill, and nothing may wait on it.
                         world.with(|w| {
-                            w.injector.nodes.remove(&node);
+                            w.injector().nodes.remove(&node);
                             let text = format!("no node named {node} to kill");
                             w.trace(&Arc::from(SUPERVISOR_NODE), TraceEvent::Note { text });
                         });
@@ -99,10 +97,10 @@ async fn run(world: World, ids: NodeIds) {
                     };
                     let stopped = world.with(|w| {
                         w.trace(&node, TraceEvent::NodeKill { reason });
-                        let state = w.injector.nodes.entry(node.clone()).or_default();
+                        let state = w.injector().nodes.entry(node.clone()).or_default();
                         state.dying = false;
                         state.down = true;
-                        w.injector.is_stopped()
+                        w.injector().is_stopped()
                     });
                     handle.kill(id);
                     let at = if stopped { now } else { now + restart_after };
@@ -110,7 +108,7 @@ async fn run(world: World, ids: NodeIds) {
                     next_seq += 1;
                 }
                 NodeAction::PauseLeader { controller, duration } => {
-                    let leader = world.with(|w| crate::leader_election::current_leader(w, &controller));
+                    let leader = world.with(|w| w.current_leader(&controller));
                     let Some(leader) = leader else { continue };
                     let Some(id) = ids.nodes.get(&*leader).copied() else { continue };
                     world.with(|w| {
@@ -126,7 +124,7 @@ async fn run(world: World, ids: NodeIds) {
                 NodeAction::StopAll => {
                     // Faults ending is activity: the quiet period starts over, so that nodes
                     // restarted or resumed now get the time to act before the world counts as quiet.
-                    world.with(|w| w.last_write = w.last_write.max(now));
+                    world.with(|w| w.quiescence().activity(now));
                     // Liveness phase: everything pending happens now; timed faults never fire.
                     let pending: Vec<Timer> = std::mem::take(&mut timers).into_values().collect();
                     for timer in pending {
@@ -144,17 +142,17 @@ async fn run(world: World, ids: NodeIds) {
                 break;
             }
             match entry.remove() {
-                Timer::Fire(index) => world.with(|w| injector::fire_timed(w, index)),
+                Timer::Fire(index) => world.with(|w| injector::fire_timed(&mut w.fault_ctx(), index)),
                 Timer::Restart(node) => {
                     let Some(id) = ids.nodes.get(&node).copied() else { continue };
                     world.with(|w| {
                         // A restart is activity: a restarted node (a leader candidate, say) may
                         // write once it has listed.
-                        w.last_write = w.last_write.max(now);
-                        if let Some(state) = w.injector.nodes.get_mut(&node) {
+                        w.quiescence().activity(now);
+                        if let Some(state) = w.injector().nodes.get_mut(&node) {
                             state.down = false;
                         }
-                        crate::faults::stale_replica::connect_replica(w, &node);
+                        crate::faults::stale_replica::connect_replica(&mut w.fault_ctx(), &node);
                     });
                     handle.restart(id);
                 }
@@ -162,7 +160,7 @@ async fn run(world: World, ids: NodeIds) {
                     let Some(id) = ids.nodes.get(&node).copied() else { continue };
                     if paused.remove(&node).is_some() {
                         world.with(|w| {
-                            w.last_write = w.last_write.max(now);
+                            w.quiescence().activity(now);
                             w.trace(&node, TraceEvent::Note { text: format!("{node} resumed") });
                         });
                         handle.resume(id);

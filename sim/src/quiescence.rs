@@ -1,0 +1,197 @@
+//! Quiescence: what the liveness phase waits for. Informers and controllers register their
+//! progress here; the liveness phase asks [`Quiescence::busy`] whether anything may still write.
+//!
+//! A component of the [world](crate::world): it owns its state and reads the cluster set, never
+//! the world.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use model_apiserver::Revision;
+
+use crate::cluster::Clusters;
+
+/// At most this many requeues that are not idle are waited for in one liveness phase: a
+/// controller that changes something on every periodic requeue never settles, and is reported
+/// once it has done so this often.
+pub const LIVENESS_REQUEUES_MAX: u32 = 100;
+const _: () = assert!(LIVENESS_REQUEUES_MAX > 0);
+
+/// What a registered informer or controller reports to the liveness phase.
+#[derive(Clone, Debug)]
+pub(crate) enum Progress {
+    /// An informer of `cluster` that has applied every event up to `seen`.
+    Informer { cluster: Arc<str>, name: Arc<str>, seen: Option<Revision> },
+    /// A controller with `running` reconciles in flight, its earliest queued request due at
+    /// `next_due` and its earliest awaited one (not an idle requeue) at `next_awaited_due`
+    /// (virtual times since start).
+    Controller {
+        name: Arc<str>,
+        running: usize,
+        next_due: Option<Duration>,
+        next_awaited_due: Option<Duration>,
+    },
+}
+
+/// The registrations and the last write.
+#[derive(Default)]
+pub(crate) struct Quiescence {
+    progress: BTreeMap<u64, Progress>,
+    next_progress: u64,
+    /// Per controller: its last failed reconcile (object, error) and how many in a row failed,
+    /// so that a liveness verdict names the error a controller keeps hitting.
+    reconcile_errors: BTreeMap<Arc<str>, (String, String, u64)>,
+    /// Virtual time of the last write that moved a revision (heartbeats left out).
+    last_write: Duration,
+}
+
+impl Quiescence {
+    /// Register an informer or a controller.
+    pub(crate) fn register(&mut self, progress: Progress) -> u64 {
+        let id = self.next_progress;
+        self.next_progress += 1;
+        self.progress.insert(id, progress);
+        id
+    }
+
+    /// Update a registration.
+    pub(crate) fn update(&mut self, id: u64, progress: Progress) {
+        self.progress.insert(id, progress);
+    }
+
+    /// Drop a registration (its node died or it stopped).
+    pub(crate) fn unregister(&mut self, id: u64) {
+        self.progress.remove(&id);
+    }
+
+    /// Drop every registration (the run is over).
+    pub(crate) fn clear(&mut self) {
+        self.progress.clear();
+    }
+
+    /// A write that is progress (not a heartbeat) happened at `at`.
+    pub(crate) fn wrote(&mut self, at: Duration) {
+        self.last_write = at;
+    }
+
+    /// Something that counts as activity happened at `at` (a fault ended, a node restarted or
+    /// resumed): the quiet period starts over, as after a write.
+    pub(crate) fn activity(&mut self, at: Duration) {
+        self.last_write = self.last_write.max(at);
+    }
+
+    /// Virtual time of the last write.
+    pub(crate) fn last_write(&self) -> Duration {
+        self.last_write
+    }
+
+    /// How many informers are behind their cluster's current revision (a compaction now expires
+    /// their watches).
+    pub(crate) fn informers_behind(&self, clusters: &Clusters) -> usize {
+        self.progress
+            .values()
+            .filter(|p| match p {
+                Progress::Informer { cluster, seen: Some(seen), .. } => *seen < clusters.revision(cluster),
+                _ => false,
+            })
+            .count()
+    }
+
+    /// The earliest awaited requeue of any controller (a request that is not idle), and whose.
+    pub(crate) fn awaited_requeue(&self) -> Option<(Duration, Arc<str>)> {
+        self.progress
+            .values()
+            .filter_map(|p| match p {
+                Progress::Controller { name, next_awaited_due: Some(due), .. } => Some((*due, name.clone())),
+                _ => None,
+            })
+            .min()
+    }
+
+    /// A controller's reconcile of `object` ended, with `error` if it failed.
+    pub(crate) fn note_reconcile(&mut self, controller: &Arc<str>, object: &str, error: Option<&str>) {
+        match error {
+            None => {
+                self.reconcile_errors.remove(controller);
+            }
+            Some(error) => {
+                let entry = self.reconcile_errors.entry(controller.clone()).or_default();
+                entry.2 += 1;
+                (entry.0, entry.1) = (object.to_owned(), error.to_owned());
+            }
+        }
+    }
+
+    /// What keeps `controller` busy beyond its queue: the error its reconciles keep failing with.
+    pub(crate) fn failing(&self, controller: &Arc<str>) -> String {
+        match self.reconcile_errors.get(controller) {
+            Some((object, error, times)) => {
+                format!(" (its last {times} reconciles failed; the last, of {object}: {error})")
+            }
+            None => String::new(),
+        }
+    }
+
+    /// `None` if the world is quiet at `now`; otherwise what keeps it busy. `faults_busy` is what
+    /// keeps the faults' side busy (a node down, a task in a gate), if anything.
+    pub(crate) fn busy(
+        &self,
+        clusters: &Clusters,
+        faults_busy: Option<String>,
+        now: Duration,
+        quiet: Duration,
+    ) -> Option<String> {
+        if let Some(busy) = faults_busy {
+            return Some(busy);
+        }
+        if now.saturating_sub(self.last_write) < quiet {
+            return Some(format!("last write at {}ms", self.last_write.as_millis()));
+        }
+        for progress in self.progress.values() {
+            match progress {
+                Progress::Informer { cluster, name, seen } => {
+                    let revision = clusters.revision(cluster);
+                    if seen.is_none_or(|seen| seen < revision) {
+                        return Some(format!("informer {name} behind revision {revision}"));
+                    }
+                }
+                Progress::Controller { name, running, next_due, .. } => {
+                    if *running > 0 {
+                        return Some(format!("controller {name} reconciling{}", self.failing(name)));
+                    }
+                    // A request due within the coming quiet period may still write: wait for it.
+                    if next_due.is_some_and(|due| due <= now + quiet) {
+                        return Some(format!("controller {name} has a request due{}", self.failing(name)));
+                    }
+                }
+            }
+        }
+        None
+    }
+}
+
+/// A terminating Pod whose grace period outlasts the liveness phase, if any: its deletion waits
+/// on the clock, not on a controller. `now_wall` is the virtual wall clock.
+pub(crate) fn grace_outlasting(clusters: &Clusters, now_wall: jiff::Timestamp) -> Option<String> {
+    for (cluster, state) in clusters.iter() {
+        let snapshot = state.server.snapshot();
+        for (key, object) in snapshot.iter_resource("pods", None) {
+            let (Some(deleting), Some(grace)) =
+                (&object.metadata.deletion_timestamp, object.metadata.deletion_grace_period_seconds)
+            else {
+                continue;
+            };
+            // The deletion timestamp is the end of the grace period.
+            if deleting.0 > now_wall {
+                let place = if clusters.len() > 1 { format!(" in cluster {cluster}") } else { String::new() };
+                return Some(format!(
+                    "pod {}/{}{place} is terminating with a {grace}s grace period, which ends after the liveness wait \
+                     (raise SimBuilder::liveness_wait, or delete with a shorter gracePeriodSeconds)",
+                    key.namespace, key.name
+                ));
+            }
+        }
+    }
+    None
+}
