@@ -18,6 +18,27 @@ use crate::cluster::Clusters;
 pub const LIVENESS_REQUEUES_MAX: u32 = 100;
 const _: () = assert!(LIVENESS_REQUEUES_MAX > 0);
 
+/// The kubelet's CrashLoopBackOff: the first restart of an exited container waits this long, and
+/// each one after it twice as long as the one before, up to [`CRASH_LOOP_BACKOFF_MAX`]
+/// (kubelet's `initialBackOff` and `MaxContainerBackOff`).
+pub const CRASH_LOOP_BACKOFF_INITIAL: Duration = Duration::from_secs(10);
+/// See [`CRASH_LOOP_BACKOFF_INITIAL`].
+pub const CRASH_LOOP_BACKOFF_MAX: Duration = Duration::from_secs(300);
+const _: () = assert!(CRASH_LOOP_BACKOFF_INITIAL.as_millis() <= CRASH_LOOP_BACKOFF_MAX.as_millis());
+
+/// One controller's restarts after its main future returned.
+#[derive(Clone, Debug)]
+struct CrashLoop {
+    /// How often it exited.
+    exits: u32,
+    /// The back-off its last exit got.
+    backoff: Duration,
+    /// When it last exited.
+    exited_at: Duration,
+    /// Its restart is due then, if it is waiting for one.
+    restart_at: Option<Duration>,
+}
+
 /// What a registered informer or controller reports to the liveness phase.
 #[derive(Clone, Debug)]
 pub(crate) enum Progress {
@@ -44,6 +65,8 @@ pub(crate) struct Quiescence {
     reconcile_errors: BTreeMap<Arc<str>, (String, String, u64)>,
     /// Virtual time of the last write that moved a revision (heartbeats left out).
     last_write: Duration,
+    /// Per controller whose main future returned: its CrashLoopBackOff.
+    crash_loops: BTreeMap<Arc<str>, CrashLoop>,
 }
 
 impl Quiescence {
@@ -79,6 +102,48 @@ impl Quiescence {
     /// resumed): the quiet period starts over, as after a write.
     pub(crate) fn activity(&mut self, at: Duration) {
         self.last_write = self.last_write.max(at);
+    }
+
+    /// Controller `name`'s main future returned at `now`: its container exited. The back-off
+    /// before its restart, as the kubelet's: 10 s, doubling with each exit up to 5 min, and
+    /// 10 s again once the last exit is more than twice the maximum ago.
+    pub(crate) fn container_exited(&mut self, name: &Arc<str>, now: Duration) -> (Duration, u32) {
+        let entry = self.crash_loops.entry(name.clone()).or_insert(CrashLoop {
+            exits: 0,
+            backoff: Duration::ZERO,
+            exited_at: now,
+            restart_at: None,
+        });
+        let expired = now.saturating_sub(entry.exited_at) > CRASH_LOOP_BACKOFF_MAX * 2;
+        entry.backoff = if entry.exits == 0 || expired {
+            CRASH_LOOP_BACKOFF_INITIAL
+        } else {
+            (entry.backoff * 2).min(CRASH_LOOP_BACKOFF_MAX)
+        };
+        entry.exits = entry.exits.saturating_add(1);
+        entry.exited_at = now;
+        entry.restart_at = Some(now + entry.backoff);
+        (entry.backoff, entry.exits)
+    }
+
+    /// Controller `name`'s container restarts now.
+    pub(crate) fn container_restarting(&mut self, name: &str) {
+        if let Some(entry) = self.crash_loops.get_mut(name) {
+            entry.restart_at = None;
+        }
+    }
+
+    /// A controller waiting in CrashLoopBackOff, if any: it is down until its restart.
+    fn crash_looping(&self) -> Option<String> {
+        self.crash_loops.iter().find_map(|(name, c)| {
+            let at = c.restart_at?;
+            let times = if c.exits == 1 { "once".to_owned() } else { format!("{} times", c.exits) };
+            Some(format!(
+                "controller {name} is in CrashLoopBackOff: its main future returned (the container exited) {times}, \
+                 the next restart is due at {}ms",
+                at.as_millis()
+            ))
+        })
     }
 
     /// Virtual time of the last write.
@@ -142,7 +207,7 @@ impl Quiescence {
         now: Duration,
         quiet: Duration,
     ) -> Option<String> {
-        if let Some(busy) = faults_busy {
+        if let Some(busy) = faults_busy.or_else(|| self.crash_looping()) {
             return Some(busy);
         }
         if now.saturating_sub(self.last_write) < quiet {

@@ -190,7 +190,7 @@ async fn run_phases(
     let has_faults = world.with(|w| crate::faults::install_plan(&mut w.fault_ctx(), &source, &controllers));
     let mut fault_ids = crate::supervisor::NodeIds::default();
     for spec in &builder.controllers {
-        let id = start_controller_node(&handle, spec, &world, &cluster_names);
+        let id = start_controller_node(&handle, spec, &world, &cluster_names, &nodes);
         nodes.lock().unwrap_or_else(|e| e.into_inner()).push(id);
         fault_ids.nodes.insert(spec.name.clone(), id);
     }
@@ -239,33 +239,82 @@ fn start_controller_node(
     spec: &ControllerSpec,
     world: &World,
     clusters: &Arc<[Arc<str>]>,
+    nodes: &Nodes,
 ) -> madsim::task::NodeId {
     let factory = spec.factory.clone();
     let world = world.clone();
     let clusters = clusters.clone();
     let name = spec.name.clone();
+    let nodes = nodes.clone();
     let node = handle
         .create_node()
         .name(&*spec.name)
         .init(move || {
             let clients = Clients::new(world.clone(), name.clone(), clusters.clone());
             let factory = factory.clone();
-            // The factory runs inside the node's task, so whatever it spawns lands on this node.
-            guarded_node(world.clone(), name.clone(), Box::new(move || factory(clients)))
+            let (world, name, nodes) = (world.clone(), name.clone(), nodes.clone());
+            async move {
+                let started = world.elapsed();
+                // The factory runs inside the node's task, so whatever it spawns lands on this node.
+                let make: Box<dyn FnOnce() -> LocalBoxFuture<'static, ()>> =
+                    Box::new(move || factory(clients));
+                if guarded_node(world.clone(), name.clone(), make).await {
+                    crash_loop(&world, &name, started, &nodes);
+                }
+            }
         })
         .build();
     node.id()
 }
 
+/// The nodes of a run, killed when it ends.
+pub(crate) type Nodes = Arc<Mutex<Vec<madsim::task::NodeId>>>;
+
+/// A controller's main future returned: its process exited, and the kubelet restarts its
+/// container with CrashLoopBackOff. The node is killed now (every task it spawned ends, as a
+/// process's threads do) and restarted after the back-off, by a node of its own; the trace says
+/// both. Until the restart the world is not quiet, so a controller that keeps exiting fails the
+/// liveness phase, named as in CrashLoopBackOff.
+#[cfg(madsim)]
+fn crash_loop(world: &World, name: &Arc<str>, started: Duration, nodes: &Nodes) {
+    let id = madsim::plugin::node();
+    let now = world.elapsed();
+    let backoff = world.with(|w| w.container_exited(name, now.saturating_sub(started), now));
+    let handle = madsim::runtime::Handle::current();
+    let (world, name) = (world.clone(), name.clone());
+    let restarter = handle
+        .create_node()
+        .name(format!("{name}-crashloop"))
+        .init(move || {
+            let (world, name, handle) = (world.clone(), name.clone(), madsim::runtime::Handle::current());
+            async move {
+                madsim::time::sleep(backoff).await;
+                world.with(|w| w.container_restarting(&name));
+                handle.restart(id);
+            }
+        })
+        .build();
+    nodes.lock().unwrap_or_else(|e| e.into_inner()).push(restarter.id());
+    handle.kill(id);
+}
+
 /// Run a node's main future, turning a panic into the run's Crash verdict. Reconciles catch their
-/// own panics (to name the object); this catches the rest.
-async fn guarded_node(world: World, node: Arc<str>, make: Box<dyn FnOnce() -> LocalBoxFuture<'static, ()>>) {
+/// own panics (to name the object); this catches the rest. `true` if the future returned.
+async fn guarded_node(
+    world: World,
+    node: Arc<str>,
+    make: Box<dyn FnOnce() -> LocalBoxFuture<'static, ()>>,
+) -> bool {
     use futures::FutureExt;
     world.with(|w| w.node_started(&node));
     let future = std::panic::AssertUnwindSafe(async move { make().await });
-    if let Err(payload) = future.catch_unwind().await {
-        let message = panic_message(&*payload);
-        world.with(|w| w.fail(Verdict::Crash { node: node.to_string(), object: None, message }));
+    match future.catch_unwind().await {
+        Ok(()) => true,
+        Err(payload) => {
+            let message = panic_message(&*payload);
+            world.with(|w| w.fail(Verdict::Crash { node: node.to_string(), object: None, message }));
+            false
+        }
     }
 }
 
@@ -299,7 +348,11 @@ fn start_workload_node(
                     let _ = tx.send(result);
                 }
             });
-            guarded_node(world.clone(), node_name.clone(), Box::new(move || future))
+            let (world, node_name) = (world.clone(), node_name.clone());
+            async move {
+                // The workload ending is the run's next phase, not an exit to restart.
+                guarded_node(world, node_name, Box::new(move || future)).await;
+            }
         })
         .build();
     (node.id(), done_rx)

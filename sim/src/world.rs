@@ -259,6 +259,24 @@ impl WorldState {
         self.recorder.trace(node, TraceEvent::NodeStart { restart });
     }
 
+    /// Controller `node`'s main future returned at `now`, `ran_for` after it started: trace
+    /// the exit, and answer the CrashLoopBackOff its restart waits.
+    pub(crate) fn container_exited(&mut self, node: &Arc<str>, ran_for: Duration, now: Duration) -> Duration {
+        let (backoff, exits) = self.quiescence.container_exited(node, now);
+        let reason = format!(
+            "its main future returned after {}ms (the container exited, {exits} so far): CrashLoopBackOff, restart in {}s",
+            ran_for.as_millis(),
+            backoff.as_secs()
+        );
+        self.recorder.trace(node, TraceEvent::NodeKill { reason });
+        backoff
+    }
+
+    /// Controller `node` restarts after its CrashLoopBackOff.
+    pub(crate) fn container_restarting(&mut self, node: &Arc<str>) {
+        self.quiescence.container_restarting(node);
+    }
+
     /// Create every cluster's server with its namespaces and CRDs, at the current virtual time.
     pub(crate) fn install_clusters(
         &mut self,

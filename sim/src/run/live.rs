@@ -142,7 +142,7 @@ async fn pace(
     world.with(|w| w.recorder().restart_clock());
     let handle = madsim::runtime::Handle::current();
     for spec in &builder.controllers {
-        let id = super::start_controller_node(&handle, spec, &world, &names);
+        let id = super::start_controller_node(&handle, spec, &world, &names, &nodes);
         nodes.lock().unwrap_or_else(|e| e.into_inner()).push(id);
     }
     // Unbounded by design: a live run lasts until `stop` (checked every round) or a crash.

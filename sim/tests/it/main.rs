@@ -7,6 +7,7 @@
 mod choices;
 mod client_api;
 mod configmapgen;
+mod crash_loop;
 mod custom_resource;
 mod delay_watch;
 mod determinism;
