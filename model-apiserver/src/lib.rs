@@ -118,6 +118,7 @@ pub mod store;
 pub mod strategic;
 mod strategy;
 mod validation;
+pub mod versions;
 mod watch;
 mod write;
 

@@ -354,8 +354,8 @@ where
                 resource_version: Some(list.resource_version),
                 continue_: list.continue_token,
                 remaining_item_count: list.remaining_item_count,
-                self_link: None,
-                shard_info: None,
+                // `selfLink` is never set, and `shardInfo` (new in 1.37) neither.
+                ..Default::default()
             },
             items: items.map_err(Error::SerdeError)?,
         })

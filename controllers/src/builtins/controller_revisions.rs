@@ -11,6 +11,7 @@ use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
+use model_apiserver::versions::{Required, present};
 use std::collections::BTreeMap;
 
 use sim::api::{
@@ -39,7 +40,7 @@ pub fn revision_data(template: &PodTemplateSpec) -> serde_json::Value {
 
 /// The template a revision holds (its data's `spec.template` without the `$patch` directive).
 pub fn template_of(revision: &ControllerRevision) -> Option<PodTemplateSpec> {
-    let mut template = revision.data.0.pointer("/spec/template")?.clone();
+    let mut template = revision.data.value().0.pointer("/spec/template")?.clone();
     template.as_object_mut()?.remove("$patch");
     serde_json::from_value(template).ok()
 }
@@ -57,7 +58,7 @@ pub fn hash(bytes: &[u8], collision_count: Option<i32>) -> String {
 
 /// The revision's number (0 when unset).
 pub fn number(revision: &ControllerRevision) -> i64 {
-    revision.revision.unwrap_or(0)
+    *revision.revision.value()
 }
 
 /// What a new revision is made of.
@@ -113,7 +114,7 @@ impl History {
         collision_count: &mut Option<i32>,
     ) -> Result<ControllerRevision, Error> {
         let next = revisions.last().map_or(1, |r| number(r) + 1);
-        match revisions.iter().rev().find(|r| r.data.0 == new.data) {
+        match revisions.iter().rev().find(|r| r.data.value().0 == new.data) {
             Some(r) if revisions.last().map(|l| &l.metadata.name) == Some(&r.metadata.name) => Ok(r.clone()),
             Some(r) => {
                 let patch = serde_json::json!({ "revision": next });
@@ -143,8 +144,8 @@ impl History {
                     owner_references: Some(vec![new.owner.clone()]),
                     ..ObjectMeta::default()
                 },
-                data: RawExtension(new.data.clone()),
-                revision: Some(next),
+                data: present(RawExtension(new.data.clone())),
+                revision: present(next),
             };
             match self.api.create(&PostParams::default(), &revision).await {
                 Ok(created) => return Ok(created),
@@ -152,7 +153,7 @@ impl History {
                     let Some(existing) = self.api.get_opt(&revision.name_any()).await? else {
                         return Err(e.into());
                     };
-                    if existing.data.0 == new.data {
+                    if existing.data.value().0 == new.data {
                         return Ok(existing);
                     }
                     *collision_count = Some(collision_count.unwrap_or(0).saturating_add(1));

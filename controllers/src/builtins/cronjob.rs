@@ -35,6 +35,7 @@ use k8s_openapi::api::batch::v1::{CronJob, CronJobStatus, Job};
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp, tz::TimeZone};
+use model_apiserver::versions::WorkloadSpec;
 use sim::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams, ResourceExt};
 use sim::runtime::controller::Action;
 use sim::runtime::{Controller, watcher};
@@ -148,7 +149,7 @@ pub async fn reconcile(cj: Arc<CronJob>, ctx: Arc<Context>) -> Result<Action, Er
     }
     sync.cleanup_finished(&jobs, &status).await?;
     let requeue =
-        if cj.spec.suspend == Some(true) { None } else { sync.schedule(&jobs, &mut status).await? };
+        if cj.spec().suspend == Some(true) { None } else { sync.schedule(&jobs, &mut status).await? };
     if cj.status.as_ref() != Some(&status) {
         // Conditional on the resourceVersion read: a sync from a stale cache must not write an
         // older lastScheduleTime or active list back (409, and the retry reads afresh).
@@ -233,7 +234,7 @@ impl Sync<'_> {
 
     /// Delete the oldest finished Jobs beyond the history limits.
     async fn cleanup_finished(&self, jobs: &[Job], status: &CronJobStatus) -> Result<(), Error> {
-        let spec = &self.cj.spec;
+        let spec = self.cj.spec();
         let limits = [
             (false, spec.successful_jobs_history_limit.unwrap_or(SUCCESSFUL_JOBS_HISTORY_LIMIT_DEFAULT)),
             (true, spec.failed_jobs_history_limit.unwrap_or(FAILED_JOBS_HISTORY_LIMIT_DEFAULT)),
@@ -285,11 +286,11 @@ impl Sync<'_> {
     /// again.
     async fn schedule(&self, jobs: &[Job], status: &mut CronJobStatus) -> Result<Option<Duration>, Error> {
         let cj = self.cj;
-        if let Some(zone) = cj.spec.time_zone.as_deref().filter(|z| !matches!(*z, "UTC" | "Etc/UTC")) {
+        if let Some(zone) = cj.spec().time_zone.as_deref().filter(|z| !matches!(*z, "UTC" | "Etc/UTC")) {
             let reason = format!("time zone {zone:?}: only UTC is modelled");
             return Err(Error::InvalidSpec { kind: "CronJob", name: cj.name_any(), reason });
         }
-        let cron = parse_schedule(&cj.spec.schedule).map_err(|reason| Error::InvalidSpec {
+        let cron = parse_schedule(&cj.spec().schedule).map_err(|reason| Error::InvalidSpec {
             kind: "CronJob",
             name: cj.name_any(),
             reason,
@@ -303,7 +304,7 @@ impl Sync<'_> {
             .as_ref()
             .or(cj.metadata.creation_timestamp.as_ref())
             .map_or(Timestamp::UNIX_EPOCH, |t| t.0);
-        let deadline = cj.spec.starting_deadline_seconds.map(SignedDuration::from_secs);
+        let deadline = cj.spec().starting_deadline_seconds.map(SignedDuration::from_secs);
         if let Some(deadline) = deadline {
             earliest = earliest.max(now - deadline);
         }
@@ -319,7 +320,7 @@ impl Sync<'_> {
         {
             return Ok(requeue);
         }
-        match cj.spec.concurrency_policy.as_deref() {
+        match cj.spec().concurrency_policy.as_deref() {
             Some("Forbid") if !active.is_empty() => {
                 let message =
                     "Not starting job because prior execution is running and concurrency policy is Forbid";
@@ -360,7 +361,7 @@ impl Sync<'_> {
 
     /// The Job of due time `due` (`getJobFromTemplate2`).
     fn job_for(&self, name: &str, due: Timestamp) -> Job {
-        let template = &self.cj.spec.job_template;
+        let template = &self.cj.spec().job_template;
         let meta = template.metadata.clone().unwrap_or_default();
         let mut annotations = meta.annotations.unwrap_or_default();
         annotations.insert(SCHEDULED_TIMESTAMP_ANNOTATION.to_owned(), due.to_string());

@@ -31,6 +31,7 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, DaemonSetStatus};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use model_apiserver::versions::WorkloadSpec;
 use sim::api::{Api, DeleteParams, ListParams, PostParams, Preconditions, ResourceExt};
 use sim::runtime::controller::Action;
 use sim::runtime::reflector::{ObjectRef, Store};
@@ -86,19 +87,19 @@ fn every_daemon_set(sets: &Store<DaemonSet>) -> Vec<ObjectRef<DaemonSet>> {
 
 /// Whether `node` should run a Pod of `ds` (its labels match the template's `nodeSelector`).
 pub fn should_run(ds: &DaemonSet, node: &Node) -> bool {
-    let selector = ds.spec.template.spec.as_ref().and_then(|s| s.node_selector.as_ref());
+    let selector = ds.spec().template.spec.as_ref().and_then(|s| s.node_selector.as_ref());
     let labels = node.labels();
     selector.into_iter().flatten().all(|(key, value)| labels.get(key) == Some(value))
 }
 
 fn is_on_delete(ds: &DaemonSet) -> bool {
-    ds.spec.update_strategy.as_ref().and_then(|s| s.type_.as_deref()) == Some("OnDelete")
+    ds.spec().update_strategy.as_ref().and_then(|s| s.type_.as_deref()) == Some("OnDelete")
 }
 
 /// `maxUnavailable` against the desired number (percentages round up, as upstream), at least 1.
 fn max_unavailable(ds: &DaemonSet, desired: usize) -> usize {
     let value = ds
-        .spec
+        .spec()
         .update_strategy
         .as_ref()
         .and_then(|s| s.rolling_update.as_ref())
@@ -126,7 +127,7 @@ pub async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Context>) -> Result<Action, 
     if ds.metadata.deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
-    if labels::is_empty(&ds.spec.selector) {
+    if labels::is_empty(&ds.spec().selector) {
         let reason = "empty selector is invalid for daemonset".to_owned();
         return Err(Error::InvalidSpec { kind: "DaemonSet", name, reason });
     }
@@ -199,7 +200,7 @@ pub async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Context>) -> Result<Action, 
         r.labels().get(REVISION_LABEL).is_some_and(|h| live.contains(&h.as_str()))
             || r.name_any() == revision.name_any()
     };
-    let limit = ds.spec.revision_history_limit.unwrap_or(REVISION_HISTORY_LIMIT_DEFAULT);
+    let limit = ds.spec().revision_history_limit.unwrap_or(REVISION_HISTORY_LIMIT_DEFAULT);
     history.truncate(&revisions, kept, limit).await?;
     update_status(&ds, status, &ctx.client, &namespace).await?;
     Ok(Action::await_change())
@@ -213,15 +214,15 @@ async fn current_revision(
     revisions: &[ControllerRevision],
 ) -> Result<(ControllerRevision, String, Option<i32>), Error> {
     let mut collision_count = ds.status.as_ref().and_then(|s| s.collision_count);
-    let template_bytes = serde_json::to_vec(&ds.spec.template).unwrap_or_default();
+    let template_bytes = serde_json::to_vec(&ds.spec().template).unwrap_or_default();
     let hash_for = |count: Option<i32>| controller_revisions::hash(&template_bytes, count);
     let namespace = ds.namespace().unwrap_or_default();
     let new = NewRevision {
         owner: owners::controller_ref(ds),
         namespace: &namespace,
-        labels: ds.spec.template.metadata.as_ref().and_then(|m| m.labels.clone()).unwrap_or_default(),
+        labels: ds.spec().template.metadata.as_ref().and_then(|m| m.labels.clone()).unwrap_or_default(),
         hash_label: REVISION_LABEL,
-        data: controller_revisions::revision_data(&ds.spec.template),
+        data: controller_revisions::revision_data(&ds.spec().template),
         hash_for: &hash_for,
     };
     let revision = history.update_revision(revisions, new, &mut collision_count).await?;
@@ -243,7 +244,7 @@ impl Sync<'_> {
         let ds = self.ds;
         let namespace = ds.namespace().unwrap_or_default();
         let mut pod = pod_from_template(
-            &ds.spec.template,
+            &ds.spec().template,
             PodName::Generate(format!("{}-", ds.name_any())),
             &namespace,
             owners::controller_ref(ds),

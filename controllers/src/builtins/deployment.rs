@@ -46,6 +46,7 @@ use k8s_openapi::api::apps::v1::{
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use model_apiserver::versions::{Text, WorkloadSpec, present};
 use sim::api::{
     Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams, Preconditions, ResourceExt,
 };
@@ -130,7 +131,7 @@ fn owners_of_replica_set(rs: &ReplicaSet, deployments: &Store<Deployment>) -> Ve
             .state()
             .iter()
             .filter(|d| d.namespace().as_deref() == Some(namespace.as_str()))
-            .filter(|d| labels::matches(&d.spec.selector, rs.metadata.labels.as_ref()))
+            .filter(|d| labels::matches(&d.spec().selector, rs.metadata.labels.as_ref()))
             .map(|d| ObjectRef::from_obj(&**d))
             .collect(),
     }
@@ -171,12 +172,12 @@ fn equal_ignore_hash(rs_template: Option<&PodTemplateSpec>, template: &PodTempla
 /// `deploymentutil.ResolveFenceposts`: surge rounds up, unavailable down, and both 0 would stall
 /// a rollout, so unavailable becomes 1.
 pub fn resolve_fenceposts(deployment: &Deployment) -> (i32, i32) {
-    let replicas = deployment.spec.replicas.unwrap_or(1);
+    let replicas = deployment.spec().replicas.unwrap_or(1);
     if is_recreate(deployment) {
         // MaxSurge and MaxUnavailable are 0 for anything but a rolling update.
         return (0, 0);
     }
-    let rolling = deployment.spec.strategy.as_ref().and_then(|s| s.rolling_update.as_ref());
+    let rolling = deployment.spec().strategy.as_ref().and_then(|s| s.rolling_update.as_ref());
     let default = |d: &str| IntOrString::String(d.to_owned());
     let surge = rolling.and_then(|r| r.max_surge.clone()).unwrap_or_else(|| default(MAX_SURGE_DEFAULT));
     let unavailable =
@@ -205,7 +206,7 @@ fn revision(rs: &ReplicaSet) -> i64 {
 }
 
 fn spec_replicas(rs: &ReplicaSet) -> i32 {
-    rs.spec.replicas.unwrap_or(1)
+    rs.spec().replicas.unwrap_or(1)
 }
 
 fn available(rs: &ReplicaSet) -> i32 {
@@ -213,16 +214,16 @@ fn available(rs: &ReplicaSet) -> i32 {
 }
 
 fn is_recreate(deployment: &Deployment) -> bool {
-    deployment.spec.strategy.as_ref().and_then(|s| s.type_.as_deref()) == Some("Recreate")
+    deployment.spec().strategy.as_ref().and_then(|s| s.type_.as_deref()) == Some("Recreate")
 }
 
 /// The Deployment's `replicas` (1 when unset, as defaulted).
 fn desired(deployment: &Deployment) -> i32 {
-    deployment.spec.replicas.unwrap_or(1)
+    deployment.spec().replicas.unwrap_or(1)
 }
 
 fn is_paused(deployment: &Deployment) -> bool {
-    deployment.spec.paused == Some(true)
+    deployment.spec().paused == Some(true)
 }
 
 fn status_replicas(rs: &ReplicaSet) -> i32 {
@@ -231,7 +232,7 @@ fn status_replicas(rs: &ReplicaSet) -> i32 {
 
 /// `util.HasProgressDeadline`: a deadline is set and is not "never" (`MaxInt32`).
 fn progress_deadline(deployment: &Deployment) -> Option<i32> {
-    deployment.spec.progress_deadline_seconds.filter(|s| *s != i32::MAX)
+    deployment.spec().progress_deadline_seconds.filter(|s| *s != i32::MAX)
 }
 
 /// The ReplicaSet's revision annotation as a number (0 when absent or malformed, as
@@ -249,7 +250,7 @@ pub async fn reconcile(deployment: Arc<Deployment>, ctx: Arc<Context>) -> Result
     if deployment.metadata.deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
-    if labels::is_empty(&deployment.spec.selector) {
+    if labels::is_empty(&deployment.spec().selector) {
         let reason = "empty selector is invalid for deployment".to_owned();
         return Err(Error::InvalidSpec { kind: "Deployment", name, reason });
     }
@@ -308,9 +309,9 @@ fn split_new_and_old(
     deployment: &Deployment,
     owned: Vec<ReplicaSet>,
 ) -> (Option<ReplicaSet>, Vec<ReplicaSet>) {
-    let template = &deployment.spec.template;
+    let template = &deployment.spec().template;
     let (new, old): (Vec<ReplicaSet>, Vec<ReplicaSet>) =
-        owned.into_iter().partition(|rs| equal_ignore_hash(rs.spec.template.as_ref(), template));
+        owned.into_iter().partition(|rs| equal_ignore_hash(rs.spec().template.as_ref(), template));
     // Several equal templates only after a hash collision: the oldest is the new one.
     let mut new = new.into_iter();
     let new_rs = new.next();
@@ -374,10 +375,10 @@ impl Sync<'_> {
         let new_revision = old.iter().map(revision).max().unwrap_or(0) + 1;
         let mut annotations = rs.annotations().clone();
         let changed = set_new_replica_set_annotations(d, &mut annotations, new_revision, true);
-        let rs = if changed || rs.spec.min_ready_seconds != d.spec.min_ready_seconds {
+        let rs = if changed || rs.spec().min_ready_seconds != d.spec().min_ready_seconds {
             let patch = serde_json::json!({
                 "metadata": { "annotations": annotations, "resourceVersion": rs.resource_version() },
-                "spec": { "minReadySeconds": d.spec.min_ready_seconds },
+                "spec": { "minReadySeconds": d.spec().min_ready_seconds },
             });
             self.api.patch(&rs.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await?
         } else {
@@ -418,14 +419,14 @@ impl Sync<'_> {
     ) -> Result<Option<ReplicaSet>, Error> {
         let new_revision = old.iter().map(revision).max().unwrap_or(0) + 1;
         let collision_count = d.status.as_ref().and_then(|s| s.collision_count);
-        let hash = template_hash(&d.spec.template, collision_count);
-        let mut template = d.spec.template.clone();
+        let hash = template_hash(&d.spec().template, collision_count);
+        let mut template = d.spec().template.clone();
         let template_meta = template.metadata.get_or_insert_with(ObjectMeta::default);
         template_meta
             .labels
             .get_or_insert_with(BTreeMap::new)
             .insert(POD_TEMPLATE_HASH_LABEL.to_owned(), hash.clone());
-        let mut selector: LabelSelector = d.spec.selector.clone();
+        let mut selector: LabelSelector = d.spec().selector.clone();
         selector
             .match_labels
             .get_or_insert_with(BTreeMap::new)
@@ -447,12 +448,12 @@ impl Sync<'_> {
                 owner_references: Some(vec![owners::controller_ref(d)]),
                 ..ObjectMeta::default()
             },
-            spec: ReplicaSetSpec {
+            spec: present(ReplicaSetSpec {
                 replicas: Some(replicas),
-                min_ready_seconds: d.spec.min_ready_seconds,
+                min_ready_seconds: d.spec().min_ready_seconds,
                 selector,
                 template: Some(template),
-            },
+            }),
             status: None,
         };
         let created = match self.api.create(&PostParams::default(), &rs).await {
@@ -490,7 +491,7 @@ impl Sync<'_> {
             return Err(error.into());
         };
         let ours = owners::is_controlled_by(&existing.metadata, d.uid().as_deref().unwrap_or_default())
-            && equal_ignore_hash(existing.spec.template.as_ref(), &d.spec.template);
+            && equal_ignore_hash(existing.spec().template.as_ref(), &d.spec().template);
         if !ours {
             let count = collision_count.unwrap_or(0).saturating_add(1);
             let patch = serde_json::json!({ "status": { "collisionCount": count } });
@@ -829,7 +830,7 @@ fn proportion(d: &Deployment, rs: &ReplicaSet, to_add: i32, added: i32) -> i32 {
 /// Delete old ReplicaSets scaled to zero beyond `revisionHistoryLimit`, oldest revision first.
 async fn cleanup(deployment: &Deployment, old: &[ReplicaSet], api: &Api<ReplicaSet>) -> Result<(), Error> {
     let limit =
-        usize::try_from(deployment.spec.revision_history_limit.unwrap_or(REVISION_HISTORY_LIMIT_DEFAULT))
+        usize::try_from(deployment.spec().revision_history_limit.unwrap_or(REVISION_HISTORY_LIMIT_DEFAULT))
             .unwrap_or(0);
     let mut idle: Vec<&ReplicaSet> = old
         .iter()
@@ -928,8 +929,8 @@ pub const SCALING_REASON: &str = "ScalingReplicaSet";
 fn condition(type_: &str, status: &str, reason: &str, message: String) -> DeploymentCondition {
     let now = sim::time::now_k8s();
     DeploymentCondition {
-        type_: Some(type_.to_owned()),
-        status: Some(status.to_owned()),
+        type_: present(type_.to_owned()),
+        status: present(status.to_owned()),
         reason: Some(reason.to_owned()),
         message: Some(message),
         last_update_time: Some(now.clone()),
@@ -938,19 +939,19 @@ fn condition(type_: &str, status: &str, reason: &str, message: String) -> Deploy
 }
 
 fn get_condition<'a>(status: &'a DeploymentStatus, type_: &str) -> Option<&'a DeploymentCondition> {
-    status.conditions.iter().flatten().find(|c| c.type_.as_deref() == Some(type_))
+    status.conditions.iter().flatten().find(|c| c.type_.text() == type_)
 }
 
 fn remove_condition(status: &mut DeploymentStatus, type_: &str) {
     if let Some(conditions) = status.conditions.as_mut() {
-        conditions.retain(|c| c.type_.as_deref() != Some(type_));
+        conditions.retain(|c| c.type_.text() != type_);
     }
 }
 
 /// `SetDeploymentCondition`: nothing if the same status and reason are there already; the
 /// transition time is kept while the status stays; the condition goes last.
 fn set_condition(status: &mut DeploymentStatus, mut condition: DeploymentCondition) {
-    let type_ = condition.type_.clone().unwrap_or_default();
+    let type_ = condition.type_.text().to_owned();
     if let Some(current) = get_condition(status, &type_) {
         if current.status == condition.status && current.reason == condition.reason {
             return;
@@ -1024,7 +1025,7 @@ fn sync_rollout_status(d: &Deployment, new_rs: Option<&ReplicaSet>, old: &[Repli
         let mut progressing =
             condition("Progressing", "True", RS_UPDATED_REASON, format!("{subject} is progressing."));
         if let Some(current) = &current {
-            if current.status.as_deref() == Some("True") {
+            if current.status.text() == "True" {
                 progressing.last_transition_time = current.last_transition_time.clone();
             }
             remove_condition(&mut status, "Progressing");
@@ -1045,7 +1046,7 @@ async fn claim_replica_sets(
     let uid = deployment.uid().unwrap_or_default();
     let mut owned = Vec::new();
     for rs in api.list(&ListParams::default()).await?.items {
-        let selected = labels::matches(&deployment.spec.selector, rs.metadata.labels.as_ref());
+        let selected = labels::matches(&deployment.spec().selector, rs.metadata.labels.as_ref());
         let patch = match owners::claim(&rs.metadata, &uid, selected) {
             Claim::Owned => {
                 owned.push(rs);
@@ -1070,7 +1071,7 @@ async fn claim_replica_sets(
 
 /// `deploymentutil.NewRSNewReplicas` for RollingUpdate: how far the new ReplicaSet may grow now.
 fn new_replicas_rolling(deployment: &Deployment, all_spec_replicas: i32, new_spec_replicas: i32) -> i32 {
-    let replicas = deployment.spec.replicas.unwrap_or(1);
+    let replicas = deployment.spec().replicas.unwrap_or(1);
     let (surge, _) = resolve_fenceposts(deployment);
     let max_total = replicas + surge;
     if all_spec_replicas >= max_total {

@@ -21,6 +21,7 @@ use std::sync::Arc;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetStatus};
 use k8s_openapi::api::core::v1::Pod;
+use model_apiserver::versions::WorkloadSpec;
 use sim::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions, ResourceExt};
 use sim::runtime::controller::Action;
 use sim::runtime::reflector::{ObjectRef, Store};
@@ -80,7 +81,7 @@ fn owners_of_pod(pod: &Pod, sets: &Store<ReplicaSet>) -> Vec<ObjectRef<ReplicaSe
             .state()
             .iter()
             .filter(|rs| rs.namespace().as_deref() == Some(namespace.as_str()))
-            .filter(|rs| labels::matches(&rs.spec.selector, pod.metadata.labels.as_ref()))
+            .filter(|rs| labels::matches(&rs.spec().selector, pod.metadata.labels.as_ref()))
             .map(|rs| ObjectRef::from_obj(&**rs))
             .collect(),
     }
@@ -95,7 +96,7 @@ pub async fn reconcile(rs: Arc<ReplicaSet>, ctx: Arc<Context>) -> Result<Action,
         // Its Pods are the garbage collector's now.
         return Ok(Action::await_change());
     }
-    let spec = rs.spec.clone();
+    let spec = rs.spec().clone();
     if labels::is_empty(&spec.selector) {
         let reason = "empty selector is invalid for replicaset".to_owned();
         return Err(Error::InvalidSpec { kind: "ReplicaSet", name, reason });

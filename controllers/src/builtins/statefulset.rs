@@ -47,6 +47,7 @@ use k8s_openapi::api::apps::v1::{ControllerRevision, StatefulSet, StatefulSetSta
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, PersistentVolumeClaimVolumeSource, Pod, Volume};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use model_apiserver::versions::WorkloadSpec;
 use sim::api::{
     Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams, Preconditions, ResourceExt,
 };
@@ -112,16 +113,16 @@ fn policy_deletes(
     set: &StatefulSet,
     when: fn(&k8s_openapi::api::apps::v1::StatefulSetPersistentVolumeClaimRetentionPolicy) -> Option<&String>,
 ) -> bool {
-    set.spec.persistent_volume_claim_retention_policy.as_ref().and_then(when).is_some_and(|p| p == "Delete")
+    set.spec().persistent_volume_claim_retention_policy.as_ref().and_then(when).is_some_and(|p| p == "Delete")
 }
 
 fn is_on_delete(set: &StatefulSet) -> bool {
-    set.spec.update_strategy.as_ref().and_then(|s| s.type_.as_deref()) == Some("OnDelete")
+    set.spec().update_strategy.as_ref().and_then(|s| s.type_.as_deref()) == Some("OnDelete")
 }
 
 /// The RollingUpdate `partition` (0 when unset).
 fn partition(set: &StatefulSet) -> i32 {
-    set.spec
+    set.spec()
         .update_strategy
         .as_ref()
         .and_then(|s| s.rolling_update.as_ref())
@@ -132,7 +133,7 @@ fn partition(set: &StatefulSet) -> i32 {
 
 /// The RollingUpdate `maxUnavailable` against `replicas` (rounded down, at least 1), if set.
 fn max_unavailable(set: &StatefulSet, replicas: i32) -> Option<i32> {
-    let value = set.spec.update_strategy.as_ref()?.rolling_update.as_ref()?.max_unavailable.as_ref()?;
+    let value = set.spec().update_strategy.as_ref()?.rolling_update.as_ref()?.max_unavailable.as_ref()?;
     let n = match value {
         IntOrString::Int(n) => *n,
         IntOrString::String(s) => {
@@ -160,7 +161,7 @@ pub async fn reconcile(set: Arc<StatefulSet>, ctx: Arc<Context>) -> Result<Actio
     if set.metadata.deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
-    if labels::is_empty(&set.spec.selector) {
+    if labels::is_empty(&set.spec().selector) {
         let reason = "empty selector is invalid for statefulset".to_owned();
         return Err(Error::InvalidSpec { kind: "StatefulSet", name, reason });
     }
@@ -178,10 +179,10 @@ pub async fn reconcile(set: Arc<StatefulSet>, ctx: Arc<Context>) -> Result<Actio
         current: &current,
         update: &update,
     };
-    let start = set.spec.ordinals.as_ref().and_then(|o| o.start).unwrap_or(0).max(0);
-    let replicas = set.spec.replicas.unwrap_or(1).max(0);
+    let start = set.spec().ordinals.as_ref().and_then(|o| o.start).unwrap_or(0).max(0);
+    let replicas = set.spec().replicas.unwrap_or(1).max(0);
     let wanted = start..start.saturating_add(replicas);
-    let ordered = set.spec.pod_management_policy.as_deref() != Some("Parallel");
+    let ordered = set.spec().pod_management_policy.as_deref() != Some("Parallel");
     let status = status_of(&set, &pods, &current, &update, collision_count);
     // Scale up and repair, lowest ordinal first.
     let mut blocked = false;
@@ -229,7 +230,7 @@ pub async fn reconcile(set: Arc<StatefulSet>, ctx: Arc<Context>) -> Result<Actio
         let name = r.name_any();
         live.contains(&name.as_str()) || name == current.name_any() || name == update.name_any()
     };
-    let limit = set.spec.revision_history_limit.unwrap_or(REVISION_HISTORY_LIMIT_DEFAULT);
+    let limit = set.spec().revision_history_limit.unwrap_or(REVISION_HISTORY_LIMIT_DEFAULT);
     history.truncate(&revisions, kept, limit).await?;
     update_status(&set, status, &ctx.client, &namespace).await?;
     Ok(Action::await_change())
@@ -292,11 +293,11 @@ impl Sync<'_> {
         let set_name = set.name_any();
         let owner: Option<OwnerReference> = policy_deletes(set, |p| p.when_deleted.as_ref())
             .then(|| OwnerReference { controller: None, ..owners::controller_ref(set) });
-        for template in set.spec.volume_claim_templates.iter().flatten() {
+        for template in set.spec().volume_claim_templates.iter().flatten() {
             let template_name = template.name_any();
             let name = claim_name(&template_name, &set_name, ordinal);
             let mut labels = template.metadata.labels.clone().unwrap_or_default();
-            labels.extend(set.spec.selector.match_labels.clone().unwrap_or_default());
+            labels.extend(set.spec().selector.match_labels.clone().unwrap_or_default());
             let claim = PersistentVolumeClaim {
                 metadata: ObjectMeta {
                     name: Some(name.clone()),
@@ -337,7 +338,7 @@ impl Sync<'_> {
         let namespace = set.namespace().unwrap_or_default();
         let from_current = !is_on_delete(set) && ordinal < start.saturating_add(partition(set));
         let revision = if from_current { self.current } else { self.update };
-        let template = template_of(revision).unwrap_or_else(|| set.spec.template.clone());
+        let template = template_of(revision).unwrap_or_else(|| set.spec().template.clone());
         let mut pod = pod_from_template(
             &template,
             PodName::Fixed(name.clone()),
@@ -350,9 +351,9 @@ impl Sync<'_> {
         labels.insert(REVISION_LABEL.to_owned(), revision.name_any());
         let spec = pod.spec.get_or_insert_with(Default::default);
         spec.hostname = Some(name.clone());
-        spec.subdomain = set.spec.service_name.clone().filter(|s| !s.is_empty());
+        spec.subdomain = set.spec().service_name.clone().filter(|s| !s.is_empty());
         let volumes = spec.volumes.get_or_insert_with(Vec::new);
-        for template in set.spec.volume_claim_templates.iter().flatten() {
+        for template in set.spec().volume_claim_templates.iter().flatten() {
             let volume_name = template.name_any();
             volumes.retain(|v| v.name != volume_name);
             volumes.push(Volume {
@@ -403,7 +404,7 @@ async fn current_and_update(
     history: &History,
     revisions: &[ControllerRevision],
 ) -> Result<(ControllerRevision, ControllerRevision, Option<i32>), Error> {
-    let data = controller_revisions::revision_data(&set.spec.template);
+    let data = controller_revisions::revision_data(&set.spec().template);
     let mut collision_count = set.status.as_ref().and_then(|s| s.collision_count);
     let bytes = serde_json::to_vec(&data).unwrap_or_default();
     let hash_for = |count: Option<i32>| controller_revisions::hash(&bytes, count);
@@ -411,7 +412,7 @@ async fn current_and_update(
     let new = NewRevision {
         owner: owners::controller_ref(set),
         namespace: &namespace,
-        labels: set.spec.template.metadata.as_ref().and_then(|m| m.labels.clone()).unwrap_or_default(),
+        labels: set.spec().template.metadata.as_ref().and_then(|m| m.labels.clone()).unwrap_or_default(),
         hash_label: HASH_LABEL,
         data: data.clone(),
         hash_for: &hash_for,
@@ -434,7 +435,7 @@ async fn claim_pods(set: &StatefulSet, api: &Api<Pod>) -> Result<BTreeMap<i32, P
     let mut pods = BTreeMap::new();
     for pod in api.list(&ListParams::default()).await?.items {
         let Some(ordinal) = ordinal_of(&name, &pod.name_any()) else { continue };
-        let selected = labels::matches(&set.spec.selector, pod.metadata.labels.as_ref());
+        let selected = labels::matches(&set.spec().selector, pod.metadata.labels.as_ref());
         let patch = match owners::claim(&pod.metadata, &uid, selected) {
             Claim::Owned => {
                 pods.insert(ordinal, pod);
@@ -465,7 +466,7 @@ async fn delete_condemned_claims(
 ) -> Result<(), Error> {
     let set_name = set.name_any();
     let templates: Vec<String> =
-        set.spec.volume_claim_templates.iter().flatten().map(|t| t.name_any()).collect();
+        set.spec().volume_claim_templates.iter().flatten().map(|t| t.name_any()).collect();
     for claim in api.list(&ListParams::default()).await?.items {
         let claim_name = claim.name_any();
         let ordinal = templates.iter().find_map(|t| {
@@ -516,7 +517,7 @@ fn status_of(
         current_revision: Some(current_name),
         update_revision: Some(update_name),
     };
-    let replicas = set.spec.replicas.unwrap_or(1);
+    let replicas = set.spec().replicas.unwrap_or(1);
     if !is_on_delete(set)
         && status.updated_replicas == Some(replicas)
         && status.ready_replicas == Some(replicas)

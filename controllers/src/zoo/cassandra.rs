@@ -21,6 +21,7 @@ use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kube::CustomResource;
 use kube_core::ResourceExt;
+use model_apiserver::versions::WorkloadSpec;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sim::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
@@ -71,7 +72,7 @@ async fn reconcile(dc: Arc<CassandraDataCenter>, ctx: Arc<Ctx>) -> Result<Action
     let owner = common::owner_of(&*dc);
     let nodes = dc.spec.nodes;
     let sts = ctx.statefulsets.get_opt(&name).await?;
-    let current = sts.as_ref().map_or(0, |s| s.spec.replicas.unwrap_or(1));
+    let current = sts.as_ref().map_or(0, |s| s.spec().replicas.unwrap_or(1));
     if nodes >= current {
         for ordinal in 0..nodes {
             common::create_if_absent(&ctx.pvcs, &common::pvc(&pvc_name(&name, ordinal), NODE, &owner, 1))
@@ -128,7 +129,8 @@ fn world(bug: bool) -> SimBuilder {
             let statefulsets: Api<StatefulSet> = Api::namespaced(w.client(), NAMESPACE);
             let mut dc = CassandraDataCenter::new(DATA_CENTER, CassandraDataCenterSpec { nodes: 1 });
             dc.metadata.namespace = Some(NAMESPACE.to_owned());
-            let sized = |n: i32| move |s: Option<&StatefulSet>| s.is_some_and(|s| s.spec.replicas == Some(n));
+            let sized =
+                |n: i32| move |s: Option<&StatefulSet>| s.is_some_and(|s| s.spec().replicas == Some(n));
             let timeout = Duration::from_secs(60);
             w.apply(&dcs, &dc).await?;
             w.wait_for(&statefulsets, DATA_CENTER, sized(1), timeout).await?;

@@ -13,6 +13,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReference};
 use kube_core::ObjectMeta;
+use model_apiserver::versions::present;
 use sim::api::{Api, PostParams};
 use sim::faults::{FaultKind, SwarmConfig};
 use sim::runtime::controller::Action;
@@ -198,7 +199,7 @@ pub fn statefulset(
             owner_references: Some(vec![owner.clone()]),
             ..ObjectMeta::default()
         },
-        spec: StatefulSetSpec {
+        spec: present(StatefulSetSpec {
             replicas: Some(replicas),
             service_name: Some(format!("{}-nodes", owner.name)),
             selector: LabelSelector { match_labels: Some(labels.clone()), ..LabelSelector::default() },
@@ -215,7 +216,7 @@ pub fn statefulset(
             },
             volume_claim_templates: claim.map(|c| vec![c]),
             ..StatefulSetSpec::default()
-        },
+        }),
         ..StatefulSet::default()
     }
 }

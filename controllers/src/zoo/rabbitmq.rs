@@ -28,6 +28,7 @@ use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use kube::CustomResource;
 use kube_core::ResourceExt;
+use model_apiserver::versions::WorkloadSpec;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sim::api::{Api, DeleteParams, Patch, PatchParams};
@@ -78,7 +79,7 @@ fn statefulset(cluster: &RabbitmqCluster) -> StatefulSet {
 
 /// The storage size of a StatefulSet's claim template.
 fn template_gi(statefulset: &StatefulSet) -> Option<u32> {
-    let templates = statefulset.spec.volume_claim_templates.as_ref()?;
+    let templates = statefulset.spec().volume_claim_templates.as_ref()?;
     common::requested_gi(templates.first()?)
 }
 
@@ -135,7 +136,7 @@ async fn reconcile(cluster: Arc<RabbitmqCluster>, ctx: Arc<Ctx>) -> Result<Actio
             }
             common::create_if_absent(&ctx.statefulsets, &statefulset(&cluster)).await?;
         }
-        Some(sts) if sts.spec.replicas != Some(cluster.spec.replicas) => {
+        Some(sts) if sts.spec().replicas != Some(cluster.spec.replicas) => {
             let patch = serde_json::json!({ "spec": { "replicas": cluster.spec.replicas } });
             ctx.statefulsets.patch(&sts_name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
         }

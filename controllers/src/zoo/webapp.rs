@@ -31,6 +31,7 @@ use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::CustomResource;
 use kube_core::{ObjectMeta, ResourceExt};
+use model_apiserver::versions::{WorkloadSpec, present};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sim::api::{Api, Patch, PatchParams};
@@ -89,7 +90,7 @@ fn deployment(app: &WebApp) -> Deployment {
             owner_references: Some(vec![common::owner_of(app)]),
             ..ObjectMeta::default()
         },
-        spec: DeploymentSpec {
+        spec: present(DeploymentSpec {
             replicas: Some(app.spec.replicas),
             selector: LabelSelector { match_labels: Some(labels.clone()), ..LabelSelector::default() },
             template: PodTemplateSpec {
@@ -105,14 +106,14 @@ fn deployment(app: &WebApp) -> Deployment {
                 }),
             },
             ..DeploymentSpec::default()
-        },
+        }),
         status: None,
     }
 }
 
 /// The image of a Deployment's first container.
 pub fn image_of(deployment: &Deployment) -> Option<&str> {
-    let spec = deployment.spec.template.spec.as_ref()?;
+    let spec = deployment.spec().template.spec.as_ref()?;
     spec.containers.first()?.image.as_deref()
 }
 
@@ -120,7 +121,7 @@ pub fn image_of(deployment: &Deployment) -> Option<&str> {
 pub fn rolled_out(deployment: &Deployment, image: &str, replicas: i32) -> bool {
     let Some(status) = deployment.status.as_ref() else { return false };
     image_of(deployment) == Some(image)
-        && deployment.spec.replicas == Some(replicas)
+        && deployment.spec().replicas == Some(replicas)
         && status.observed_generation == deployment.metadata.generation
         && status.updated_replicas == Some(replicas)
         && status.available_replicas == Some(replicas)
@@ -141,7 +142,8 @@ async fn reconcile(app: Arc<WebApp>, ctx: Arc<Ctx>) -> Result<Action, Error> {
         }
         Some(current) => current,
     };
-    if image_of(&current) != Some(app.spec.image.as_str()) || current.spec.replicas != Some(app.spec.replicas)
+    if image_of(&current) != Some(app.spec.image.as_str())
+        || current.spec().replicas != Some(app.spec.replicas)
     {
         // A strategic merge patch merges the container by name: only its image changes.
         let patch = serde_json::json!({ "spec": {

@@ -12,6 +12,8 @@ use k8s_openapi::{
 };
 use kube_core::response::StatusCause;
 
+use crate::versions::WorkloadSpec;
+
 use super::{
     core,
     field::{
@@ -81,7 +83,7 @@ fn selector_and_template(
 /// ValidateDeploymentSpec.
 pub(crate) fn deployment(d: &Deployment, out: &mut Vec<StatusCause>) {
     let path = Path::new("spec");
-    let spec = &d.spec;
+    let spec = d.spec();
     non_negative(spec.replicas.map(i64::from), &path.child("replicas"), out);
     selector_and_template(&spec.selector, Some(&spec.template), "deployment", &path, out);
     let strategy = path.child("strategy");
@@ -141,7 +143,7 @@ fn rolling_update(
 /// ValidateReplicaSetSpec.
 pub(crate) fn replica_set(rs: &ReplicaSet, out: &mut Vec<StatusCause>) {
     let path = Path::new("spec");
-    let spec = &rs.spec;
+    let spec = rs.spec();
     non_negative(spec.replicas.map(i64::from), &path.child("replicas"), out);
     non_negative(spec.min_ready_seconds.map(i64::from), &path.child("minReadySeconds"), out);
     selector_and_template(&spec.selector, spec.template.as_ref(), "deployment", &path, out);
@@ -150,7 +152,7 @@ pub(crate) fn replica_set(rs: &ReplicaSet, out: &mut Vec<StatusCause>) {
 /// ValidateStatefulSetSpec.
 pub(crate) fn stateful_set(sts: &StatefulSet, out: &mut Vec<StatusCause>) {
     let path = Path::new("spec");
-    let spec = &sts.spec;
+    let spec = sts.spec();
     one_of_if_set(
         spec.pod_management_policy.as_deref(),
         &path.child("podManagementPolicy"),
@@ -206,7 +208,7 @@ pub(crate) fn stateful_set(sts: &StatefulSet, out: &mut Vec<StatusCause>) {
 /// ValidateDaemonSetSpec.
 pub(crate) fn daemon_set(ds: &DaemonSet, out: &mut Vec<StatusCause>) {
     let path = Path::new("spec");
-    let spec = &ds.spec;
+    let spec = ds.spec();
     selector_and_template(&spec.selector, Some(&spec.template), "daemonset", &path, out);
     non_negative(spec.min_ready_seconds.map(i64::from), &path.child("minReadySeconds"), out);
     non_negative(spec.revision_history_limit.map(i64::from), &path.child("revisionHistoryLimit"), out);

@@ -5,6 +5,8 @@
 use k8s_openapi::api::batch::v1::{CronJob, Job, JobSpec};
 use kube_core::response::StatusCause;
 
+use crate::versions::WorkloadSpec;
+
 use super::{
     core,
     field::{
@@ -79,7 +81,7 @@ pub(crate) fn job(job: &Job, out: &mut Vec<StatusCause>) {
 /// validateCronJobSpec.
 pub(crate) fn cron_job(cj: &CronJob, out: &mut Vec<StatusCause>) {
     let path = Path::new("spec");
-    let spec = &cj.spec;
+    let spec = cj.spec();
     let schedule_path = path.child("schedule");
     if spec.schedule.is_empty() {
         out.push(required(&schedule_path, ""));

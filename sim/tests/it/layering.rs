@@ -1,6 +1,8 @@
 //! The workspace's layering, checked: the crates that a controller author's test build compiles
 //! (`sim`, `properties`, `controllers`, `model-apiserver`) pull in no HTTP server and no command
-//! line, the HTTP front does not depend on the engine, and no module cycle comes back in `sim`.
+//! line, the HTTP front does not depend on the engine, no library crate selects a Kubernetes
+//! version (k8s-openapi's `v1_NN` features: the final crate picks one), and no module cycle comes
+//! back in `sim`.
 //!
 //! The engine's top-level modules form layers: plain data (trace, decisions, fault plan,
 //! verdicts, properties), components that own their state and never import the world (the
@@ -53,6 +55,69 @@ fn the_http_front_does_not_depend_on_the_engine() {
         assert!(!deps.contains(engine), "model-apiserver-http depends on {engine}");
     }
     assert!(deps.contains("model-apiserver"), "{deps:?}");
+}
+
+/// The library crates of the workspace: a user's crate depends on them and picks the Kubernetes
+/// version itself.
+const LIBRARIES: [&str; 5] = ["model-apiserver", "model-apiserver-http", "sim", "properties", "controllers"];
+
+/// The k8s-openapi features that `cargo tree` resolves for `package` with `args` (its normal and
+/// build dependencies, plus `dev` ones when asked).
+fn k8s_openapi_features(package: &str, edges: &str, args: &[&str]) -> BTreeSet<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let output = Command::new(cargo)
+        .args(["tree", "-p", package, "-e", edges, "-i", "k8s-openapi", "--depth", "0"])
+        .args(["--format", "{p} [{f}]", "--offline"])
+        .args(args)
+        .current_dir(workspace_root())
+        .output()
+        .expect("cargo tree runs");
+    assert!(output.status.success(), "cargo tree -p {package}: {}", String::from_utf8_lossy(&output.stderr));
+    let text = String::from_utf8(output.stdout).expect("utf-8");
+    let line =
+        text.lines().find(|l| l.starts_with("k8s-openapi ")).unwrap_or_else(|| panic!("{package}: {text}"));
+    let features = line.split_once('[').and_then(|(_, rest)| rest.split_once(']')).expect("[features]").0;
+    features.split(',').filter(|f| !f.is_empty()).map(str::to_owned).collect()
+}
+
+/// k8s-openapi's version features: `v1_33` .. `v1_37` and their aliases.
+fn versions(features: &BTreeSet<String>) -> Vec<&str> {
+    features
+        .iter()
+        .map(String::as_str)
+        .filter(|f| f.starts_with("v1_") || *f == "earliest" || *f == "latest")
+        .collect()
+}
+
+#[test]
+fn no_library_crate_selects_a_kubernetes_version_so_a_users_crate_can_pick_its_own() {
+    for package in LIBRARIES {
+        let features = k8s_openapi_features(package, "normal,build", &[]);
+        assert!(
+            versions(&features).is_empty(),
+            "{package} selects k8s-openapi {:?}: a library must leave the version to the final crate \
+             (k8s-openapi allows one per build); select it under [dev-dependencies] instead",
+            versions(&features)
+        );
+    }
+    // The CLI crate is a library too: without its default feature, it leaves the choice as well.
+    let features = k8s_openapi_features("kube-sim", "normal,build", &["--no-default-features"]);
+    assert!(versions(&features).is_empty(), "kube-sim --no-default-features: {features:?}");
+}
+
+#[test]
+fn the_binary_and_the_test_builds_select_exactly_one_kubernetes_version() {
+    // `latest` and the one `v1_NN` it stands for.
+    let newest = |features: &BTreeSet<String>| {
+        let selected = versions(features);
+        selected.contains(&"latest") && selected.iter().filter(|f| f.starts_with("v1_")).count() == 1
+    };
+    let features = k8s_openapi_features("kube-sim", "normal,build", &[]);
+    assert!(newest(&features), "kube-sim: {features:?}");
+    for package in LIBRARIES {
+        let features = k8s_openapi_features(package, "normal,build,dev", &[]);
+        assert!(newest(&features), "{package}'s tests: {features:?}");
+    }
 }
 
 /// For each top-level module of `sim/src`, the top-level modules its non-test code names through

@@ -30,4 +30,5 @@ mod runtime_rules;
 mod scenario_registry;
 mod shrink;
 mod shrink_workload;
+mod tokio_shim;
 mod workload;
