@@ -50,6 +50,15 @@ fn current() -> Option<World> {
     CURRENT.with(|c| c.borrow().clone())
 }
 
+/// The current run and the name of the node the calling task runs on, for code handed no
+/// `Client` (`Controller::for_stream`). madsim answers `gethostname` with the node's name inside
+/// a task, as a Pod's hostname is its name; outside a run this is `None`.
+pub(crate) fn current_node() -> Option<(World, std::sync::Arc<str>)> {
+    let world = current()?;
+    let name = hostname::get().ok()?.into_string().ok()?;
+    Some((world, std::sync::Arc::from(name)))
+}
+
 /// Deterministic draws for controller code, from the run's decision source.
 ///
 /// ```no_run

@@ -48,7 +48,10 @@
 //! - [`random`] and [`time`]: deterministic draws and the virtual wall clock for controller code.
 //! - [`transport`]: the one function every API call passes through (latency, trace, faults).
 //! - [`client`]: `Client` and `Api<K>`, as kube-rs has them.
-//! - [`informer`]: watchers and their caches (`Store`), as kube-runtime's reflector.
+//! - [`watcher`], [`reflector`] and [`utils`]: kube-runtime's watcher stream, its `Store` and
+//!   `Writer`, and `WatchStreamExt` (backoff, predicates, reflect), over the simulated transport.
+//! - [`informer`]: a watcher reflected into a `Store` by a task of the node (what `Controller`
+//!   starts).
 //! - [`controller`]: the controller runtime and its work queue, with kube-runtime's rules.
 //! - [`finalizer`] and [`events`]: kube-runtime's finalizer helper and events `Recorder`.
 //! - [`workload`]: the kubectl-like script driver.
@@ -89,6 +92,7 @@ mod panic_quiet;
 pub mod property;
 mod quiescence;
 mod recorder;
+pub mod reflector;
 pub mod regression;
 mod run;
 pub mod run_options;
@@ -99,7 +103,9 @@ mod supervisor;
 pub mod sweep;
 pub mod trace;
 pub mod transport;
+pub mod utils;
 pub mod verdict;
+pub mod watcher;
 pub mod workload;
 pub mod world;
 
@@ -133,17 +139,34 @@ pub mod api {
     };
 }
 
-/// The controller runtime, laid out as kube-runtime's modules so that `use` lines port directly.
+/// The controller runtime, laid out as kube-runtime's modules so that `use` lines port directly
+/// (`kube::runtime::...` becomes `sim::runtime::...`). docs/porting.md lists each item.
 pub mod runtime {
-    pub use crate::controller::Controller;
+    pub use crate::controller::{Config, Controller};
+    pub use crate::finalizer::finalizer;
+    pub use crate::reflector::reflector;
+    pub use crate::utils::{Predicate, PredicateConfig, WatchStreamExt, predicates};
+    pub use crate::watcher::{watch_object, watcher};
 
-    /// Watcher configuration, as `kube::runtime::watcher`.
+    /// The watcher stream, as `kube::runtime::watcher`.
     pub mod watcher {
-        pub use crate::informer::{Config, ListSemantic};
+        pub use crate::watcher::{
+            Config, DefaultBackoff, Error, Event, ExponentialBackoff, InitialListStrategy, ListSemantic,
+            Result, watch_object, watcher,
+        };
     }
-    /// Caches, as `kube::runtime::reflector`.
+    /// Caches, as `kube::runtime::reflector`; [`informer`](crate::informer::informer) is the sim's
+    /// shorthand that starts a reflecting task and returns its store.
     pub mod reflector {
-        pub use crate::informer::{ObjectRef, Store, reflector};
+        pub use crate::informer::informer;
+        pub use crate::reflector::{ObjectRef, ReflectHandle, Store, reflector, store, store_shared};
+    }
+    /// Stream helpers, as `kube::runtime::utils`.
+    pub mod utils {
+        pub use crate::utils::{
+            Backoff, EventDecode, EventModify, Predicate, PredicateConfig, PredicateFilter, Reflect,
+            ResetTimerBackoff, StreamBackoff, WatchStreamExt, predicates,
+        };
     }
     /// The controller, as `kube::runtime::controller`.
     pub mod controller {
@@ -157,5 +180,4 @@ pub mod runtime {
     pub mod events {
         pub use crate::events::{Event, EventType, Recorder, Reporter};
     }
-    pub use finalizer::finalizer;
 }

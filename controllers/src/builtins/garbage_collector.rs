@@ -76,10 +76,8 @@ pub fn garbage_collector(builder: SimBuilder) -> SimBuilder {
 /// it), one scan per [`SCAN_INTERVAL`].
 pub async fn run(clients: Clients) {
     let client = clients.default_cluster();
-    let crds = reflector::reflector(
-        Api::<CustomResourceDefinition>::all(client.clone()),
-        watcher::Config::default(),
-    );
+    let crds =
+        reflector::informer(Api::<CustomResourceDefinition>::all(client.clone()), watcher::Config::default());
     let mut graph = Graph { client, kinds: BTreeMap::new() };
     for kind in kinds::builtin_kinds() {
         graph.watch(kind);
@@ -162,7 +160,7 @@ impl Graph {
             return;
         }
         let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &kind.resource);
-        let store = reflector::reflector(api, watcher::Config::default());
+        let store = reflector::informer(api, watcher::Config::default());
         self.kinds.insert(kind.key(), Watched { kind: Arc::new(kind), store });
     }
 

@@ -33,7 +33,7 @@
 //!
 //! The workload controllers (Deployment, ReplicaSet, StatefulSet, Job) and the namespace
 //! controller read what they manage with a live list at each sync. A cache of the managed kind
-//! (`Store::subscribe` with `Controller::owns_stream`/`watches_stream`) lags independently of the
+//! (`Store::subscribe` with `Controller::owns_shared_stream`/`watches_shared_stream`) lags independently of the
 //! one that triggered the sync, and reading it safely needs the real controllers' expectations,
 //! which these omit. The garbage
 //! collector reads informer caches and re-reads from the server before it acts; the kubelet-lite

@@ -53,7 +53,7 @@ pub struct Context {
 pub async fn run(clients: Clients) {
     let client = clients.default_cluster();
     // Pods are read with a live list at each sync rather than from the cache of the Pod watch:
-    // `sim` now offers that cache (`Store::subscribe` with `Controller::watches_stream`, as
+    // `sim` now offers that cache (`Store::subscribe` with `Controller::watches_shared_stream`, as
     // kube-runtime's shared reflectors), but reading it would need the real controller's
     // expectations to avoid creating twice while the cache lags, which this controller omits.
     let controller = Controller::new(Api::<ReplicaSet>::all(client.clone()), watcher::Config::default());

@@ -42,7 +42,9 @@ use crate::informer::{self, ObjectRef, Store};
 use crate::quiescence::Progress;
 use crate::runner::panic_message;
 use crate::trace::TraceEvent;
+use crate::utils::{StreamBackoff, backoff::DefaultBackoff};
 use crate::verdict::Verdict;
+use crate::watcher;
 use crate::world::{Registration, World};
 use work_queue::{Scheduled, WorkQueue};
 
@@ -117,7 +119,7 @@ impl Config {
 
 /// What the controller stream yields on failure, as kube-runtime's `controller::Error`.
 #[derive(Debug, thiserror::Error)]
-pub enum Error<E: std::error::Error + 'static> {
+pub enum Error<E: std::error::Error + 'static, Q: std::error::Error + 'static = watcher::Error> {
     /// The object was queued but is no longer in the cache (deleted meanwhile): not reconciled.
     #[error("object {0} not found in the cache")]
     ObjectNotFound(ObjectRef<DynamicObject>),
@@ -127,6 +129,10 @@ pub enum Error<E: std::error::Error + 'static> {
     /// The queue was full (`queue_len_max`): the request was dropped.
     #[error("queue full ({0} objects): request for {1} dropped")]
     QueueFull(usize, ObjectRef<DynamicObject>),
+    /// A trigger stream given to `for_stream`, `owns_stream` or `watches_stream` yielded an error
+    /// (a failed list or watch, an expiry); the stream backs off and goes on.
+    #[error("event queue error: {0}")]
+    QueueError(#[source] Q),
 }
 
 /// A finished reconcile.
@@ -144,8 +150,16 @@ struct Done<K, E> {
 enum Msg<K, E> {
     /// An informer touched an object that maps to this request.
     Trigger(ObjectRef<K>),
+    /// A trigger stream yielded an error.
+    QueueError(watcher::Error),
     /// A reconcile finished.
     Done(Done<K, E>),
+}
+
+/// What a trigger task sends the driver.
+enum Trigger<K> {
+    Request(ObjectRef<K>),
+    Error(watcher::Error),
 }
 
 /// The user's reconcile, with the context captured.
@@ -162,13 +176,23 @@ struct Handlers<K, E> {
     error_policy: ErrorPolicyFn<K, E>,
 }
 
+/// Where a controller runs and what it reconciles: its world, its node and its main kind.
+struct Origin {
+    world: World,
+    node: Arc<str>,
+    kind: String,
+    api_version: String,
+}
+
 /// A controller for `K`, as kube-runtime's `Controller`.
 pub struct Controller<K: Resource> {
-    api: Api<K>,
+    origin: Origin,
     store: Store<K>,
-    triggers: mpsc::UnboundedSender<ObjectRef<K>>,
-    trigger_rx: mpsc::UnboundedReceiver<ObjectRef<K>>,
+    triggers: mpsc::UnboundedSender<Trigger<K>>,
+    trigger_rx: mpsc::UnboundedReceiver<Trigger<K>>,
     config: Config,
+    /// Futures that start a graceful shutdown (any of them).
+    shutdown: Vec<futures::future::LocalBoxFuture<'static, ()>>,
 }
 
 impl<K> Controller<K>
@@ -180,9 +204,120 @@ where
         let (triggers, trigger_rx) = mpsc::unbounded();
         let tx = triggers.clone();
         let store = informer::spawn(api.clone(), config, move |object: &Arc<K>| {
-            let _ = tx.unbounded_send(ObjectRef::from_obj(&**object));
+            let _ = tx.unbounded_send(Trigger::Request(ObjectRef::from_obj(&**object)));
         });
-        Controller { api, store, triggers, trigger_rx, config: Config::default() }
+        let origin = Origin {
+            world: api.client.world.clone(),
+            node: api.client.node.clone(),
+            kind: api.resource.kind.clone(),
+            api_version: api.resource.api_version.clone(),
+        };
+        Controller { origin, store, triggers, trigger_rx, config: Config::default(), shutdown: Vec::new() }
+    }
+
+    /// A controller for the objects `trigger` yields, reading them from `reader`, as
+    /// kube-runtime's `for_stream`: the stream is typically a
+    /// [`watcher`](crate::watcher::watcher) reflected into `reader`'s writer.
+    ///
+    /// ```no_run
+    /// # use k8s_openapi::api::core::v1::ConfigMap;
+    /// use sim::runtime::{Controller, WatchStreamExt, predicates, reflector, watcher};
+    /// # fn f(api: sim::Api<ConfigMap>) {
+    /// let (reader, writer) = reflector::store();
+    /// let stream = watcher(api, watcher::Config::default())
+    ///     .default_backoff()
+    ///     .reflect(writer)
+    ///     .applied_objects()
+    ///     .predicate_filter(predicates::generation, Default::default());
+    /// let controller = Controller::for_stream(stream, reader);
+    /// # let _ = controller;
+    /// # }
+    /// ```
+    ///
+    /// The stream is polled by a task of the calling node (the node's name comes from madsim,
+    /// as a Pod's hostname is its name), so call it inside a simulated controller, as every
+    /// `Controller` constructor.
+    ///
+    /// # Panics
+    /// Outside a simulated run (no world to trace into).
+    pub fn for_stream(
+        trigger: impl Stream<Item = Result<K, watcher::Error>> + Send + 'static,
+        reader: Store<K>,
+    ) -> Self
+    where
+        K::DynamicType: Default,
+    {
+        Self::for_stream_with(trigger, reader, Default::default())
+    }
+
+    /// [`Controller::for_stream`] for a type known at run time, as kube-runtime's.
+    pub fn for_stream_with(
+        trigger: impl Stream<Item = Result<K, watcher::Error>> + Send + 'static,
+        reader: Store<K>,
+        dyntype: K::DynamicType,
+    ) -> Self {
+        let controller = Self::over(reader, &dyntype);
+        controller.trigger_from(trigger, |object: K| [ObjectRef::from_obj(&object)])
+    }
+
+    /// A controller for the objects a shared stream yields (a [`ReflectHandle`] of
+    /// [`reflector::store_shared`](crate::reflector::store_shared)), reading them from `reader`,
+    /// as kube-runtime's `for_shared_stream`.
+    ///
+    /// [`ReflectHandle`]: crate::reflector::ReflectHandle
+    pub fn for_shared_stream(trigger: impl Stream<Item = Arc<K>> + Send + 'static, reader: Store<K>) -> Self
+    where
+        K::DynamicType: Default,
+    {
+        Self::for_shared_stream_with(trigger, reader, Default::default())
+    }
+
+    /// [`Controller::for_shared_stream`] for a type known at run time, as kube-runtime's.
+    pub fn for_shared_stream_with(
+        trigger: impl Stream<Item = Arc<K>> + Send + 'static,
+        reader: Store<K>,
+        dyntype: K::DynamicType,
+    ) -> Self {
+        let controller = Self::over(reader, &dyntype);
+        controller.trigger_from_shared(trigger, |object: Arc<K>| [ObjectRef::from_obj(&*object)])
+    }
+
+    /// A controller with no informer of its own, over `reader`, on the calling node.
+    fn over(reader: Store<K>, dyntype: &K::DynamicType) -> Self {
+        let (world, node) = crate::ambient::current_node()
+            .expect("Controller::for_stream runs inside a simulated controller (a node of a Sim run)");
+        let origin = Origin {
+            world,
+            node,
+            kind: K::kind(dyntype).into_owned(),
+            api_version: K::api_version(dyntype).into_owned(),
+        };
+        let (triggers, trigger_rx) = mpsc::unbounded();
+        Controller {
+            origin,
+            store: reader,
+            triggers,
+            trigger_rx,
+            config: Config::default(),
+            shutdown: Vec::new(),
+        }
+    }
+
+    /// Start a graceful shutdown when `trigger` resolves, as kube-runtime's: no new reconcile
+    /// starts, the running ones finish, and then [`Controller::run`]'s stream ends. Additive:
+    /// the first of several triggers starts it.
+    #[must_use]
+    pub fn graceful_shutdown_on(mut self, trigger: impl Future<Output = ()> + 'static) -> Self {
+        self.shutdown.push(trigger.boxed_local());
+        self
+    }
+
+    /// Shut down on SIGINT or SIGTERM, as kube-runtime's. No signal reaches a simulated node,
+    /// so in a simulation this never fires (a crash is the fault engine's job); accepted so that
+    /// a production `main` ports unchanged.
+    #[must_use]
+    pub fn shutdown_on_signal(self) -> Self {
+        self
     }
 
     /// The main cache.
@@ -198,7 +333,8 @@ where
 
     /// Reconcile the owner of every `Child` that changes: every owner reference whose kind and
     /// apiVersion are the main kind's. The informer is the controller's own; to read its cache
-    /// too, start it with [`informer::reflector`] and use [`Controller::owns_stream`].
+    /// too, start it with [`informer::informer`] and use [`Controller::owns_shared_stream`], or
+    /// reflect a [`watcher`](crate::watcher::watcher) and use [`Controller::owns_stream`].
     pub fn owns<Child>(self, api: Api<Child>, config: informer::Config) -> Self
     where
         Child: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + Sync + 'static,
@@ -207,51 +343,85 @@ where
         let tx = self.triggers.clone();
         informer::spawn(api, config, move |child: &Arc<Child>| {
             for owner_ref in owners(&**child) {
-                let _ = tx.unbounded_send(owner_ref);
+                let _ = tx.unbounded_send(Trigger::Request(owner_ref));
             }
         });
         self
     }
 
-    /// As [`Controller::owns`], from the objects a shared informer touches (kube-runtime's
-    /// `owns_shared_stream`): the caller keeps the informer's [`Store`] to read the owned kind.
+    /// As [`Controller::owns`], from a stream of children (errors included), as kube-runtime's
+    /// `owns_stream`: typically `watcher(api, config).touched_objects()`, possibly reflected.
+    #[must_use]
+    pub fn owns_stream<Child>(
+        self,
+        trigger: impl Stream<Item = Result<Child, watcher::Error>> + Send + 'static,
+    ) -> Self
+    where
+        Child: Resource + Send + 'static,
+    {
+        let owners = self.owner_mapper();
+        self.trigger_from(trigger, move |child: Child| owners(&child))
+    }
+
+    /// As [`Controller::owns`], from a shared stream of children (a [`Store::subscribe`] or a
+    /// [`ReflectHandle`](crate::reflector::ReflectHandle)), as kube-runtime's
+    /// `owns_shared_stream`: the caller keeps the children's [`Store`] to read the owned kind.
     ///
     /// ```no_run
     /// # use k8s_openapi::api::core::v1::{ConfigMap, Secret};
     /// # use sim::runtime::{Controller, reflector, watcher};
     /// # fn f(parents: sim::Api<ConfigMap>, children: sim::Api<Secret>) {
-    /// let secrets = reflector::reflector(children, watcher::Config::default());
-    /// let controller = Controller::new(parents, watcher::Config::default()).owns_stream(secrets.subscribe());
+    /// let secrets = reflector::informer(children, watcher::Config::default());
+    /// let controller =
+    ///     Controller::new(parents, watcher::Config::default()).owns_shared_stream(secrets.subscribe());
     /// // `secrets.get(..)`, `secrets.state()` read the owned cache, e.g. from the reconcile's context.
     /// # }
     /// ```
-    pub fn owns_stream<Child>(self, children: impl Stream<Item = Arc<Child>> + Unpin + 'static) -> Self
+    #[must_use]
+    pub fn owns_shared_stream<Child>(self, children: impl Stream<Item = Arc<Child>> + 'static) -> Self
     where
         Child: Resource + 'static,
     {
         let owners = self.owner_mapper();
-        self.trigger_from(children, move |child: Arc<Child>| owners(&*child))
+        self.trigger_from_shared(children, move |child: Arc<Child>| owners(&*child))
     }
 
-    /// As [`Controller::watches`], from the objects a shared informer touches (kube-runtime's
-    /// `watches_shared_stream`): the caller keeps the informer's [`Store`] to read that kind.
+    /// As [`Controller::watches`], from a stream of objects (errors included), as kube-runtime's
+    /// `watches_stream`.
+    #[must_use]
     pub fn watches_stream<Other, I>(
         self,
-        others: impl Stream<Item = Arc<Other>> + Unpin + 'static,
+        trigger: impl Stream<Item = Result<Other, watcher::Error>> + Send + 'static,
+        mapper: impl Fn(Other) -> I + 'static,
+    ) -> Self
+    where
+        Other: 'static,
+        I: IntoIterator<Item = ObjectRef<K>>,
+    {
+        self.trigger_from(trigger, mapper)
+    }
+
+    /// As [`Controller::watches`], from a shared stream (a [`Store::subscribe`] or a
+    /// [`ReflectHandle`](crate::reflector::ReflectHandle)), as kube-runtime's
+    /// `watches_shared_stream`: the caller keeps that kind's [`Store`] to read it.
+    #[must_use]
+    pub fn watches_shared_stream<Other, I>(
+        self,
+        others: impl Stream<Item = Arc<Other>> + 'static,
         mapper: impl Fn(Arc<Other>) -> I + 'static,
     ) -> Self
     where
         Other: 'static,
         I: IntoIterator<Item = ObjectRef<K>>,
     {
-        self.trigger_from(others, mapper)
+        self.trigger_from_shared(others, mapper)
     }
 
-    /// Map every item of `stream` to triggers, in a task of the current node that ends with the
-    /// stream or with the controller.
-    fn trigger_from<T, I>(
+    /// Map every item of a shared `stream` to triggers, in a task of the current node that ends
+    /// with the stream or with the controller.
+    fn trigger_from_shared<T, I>(
         self,
-        mut stream: impl Stream<Item = T> + Unpin + 'static,
+        stream: impl Stream<Item = T> + 'static,
         mapper: impl Fn(T) -> I + 'static,
     ) -> Self
     where
@@ -260,9 +430,10 @@ where
     {
         let tx = self.triggers.clone();
         madsim::task::spawn_local(async move {
+            let mut stream = std::pin::pin!(stream);
             while let Some(item) = stream.next().await {
                 for target in mapper(item) {
-                    if tx.unbounded_send(target).is_err() {
+                    if tx.unbounded_send(Trigger::Request(target)).is_err() {
                         return;
                     }
                 }
@@ -271,10 +442,40 @@ where
         self
     }
 
+    /// Map every `Ok` item of a trigger stream to triggers and pass its errors on to
+    /// [`Controller::run`]'s stream, pausing the stream after each error with kube-runtime's
+    /// default trigger backoff ([`DefaultBackoff`]), in a task of the current node.
+    fn trigger_from<T, I>(
+        self,
+        stream: impl Stream<Item = Result<T, watcher::Error>> + 'static,
+        mapper: impl Fn(T) -> I + 'static,
+    ) -> Self
+    where
+        T: 'static,
+        I: IntoIterator<Item = ObjectRef<K>>,
+    {
+        let tx = self.triggers.clone();
+        madsim::task::spawn_local(async move {
+            let mut stream = std::pin::pin!(StreamBackoff::new(stream, DefaultBackoff::default()));
+            while let Some(item) = stream.next().await {
+                let sent = match item {
+                    Ok(object) => mapper(object)
+                        .into_iter()
+                        .all(|target| tx.unbounded_send(Trigger::Request(target)).is_ok()),
+                    Err(error) => tx.unbounded_send(Trigger::Error(error)).is_ok(),
+                };
+                if !sent {
+                    return;
+                }
+            }
+        });
+        self
+    }
+
     /// Maps a child to its owners of the main kind (by kind and apiVersion).
     fn owner_mapper<Child: Resource>(&self) -> impl Fn(&Child) -> Vec<ObjectRef<K>> + 'static {
-        let kind = self.api.resource.kind.clone();
-        let api_version = self.api.resource.api_version.clone();
+        let kind = self.origin.kind.clone();
+        let api_version = self.origin.api_version.clone();
         move |child: &Child| {
             let meta = child.meta();
             meta.owner_references
@@ -306,7 +507,7 @@ where
         let tx = self.triggers.clone();
         informer::spawn(api, config, move |other: &Arc<Other>| {
             for target in mapper((**other).clone()) {
-                let _ = tx.unbounded_send(target);
+                let _ = tx.unbounded_send(Trigger::Request(target));
             }
         });
         self
@@ -328,21 +529,24 @@ where
     {
         let (out_tx, out_rx) = mpsc::unbounded();
         let driver = Driver {
-            world: self.api.client.world.clone(),
-            node: self.api.client.node.clone(),
-            kind: Arc::from(self.api.resource.kind.as_str()),
+            world: self.origin.world.clone(),
+            node: self.origin.node.clone(),
+            kind: Arc::from(self.origin.kind.as_str()),
             store: self.store,
             queue: WorkQueue::new(self.config.queue_len_max),
             config: self.config,
             out: out_tx,
+            shutting_down: false,
         };
+        let shutdown = (!self.shutdown.is_empty())
+            .then(|| futures::future::select_all(self.shutdown).map(|_| ()).boxed_local());
         let reconcile_ctx = ctx.clone();
         let handlers = Handlers {
             reconcile: Box::new(move |object| reconcile(object, reconcile_ctx.clone()).boxed_local()),
             error_policy: Box::new(move |object, error| error_policy(object, error, ctx.clone())),
         };
         drop(self.triggers);
-        madsim::task::spawn_local(driver.run(self.trigger_rx, handlers));
+        madsim::task::spawn_local(driver.run(self.trigger_rx, handlers, shutdown));
         out_rx
     }
 }
@@ -356,6 +560,29 @@ struct Driver<K: Resource, E: std::error::Error + 'static> {
     queue: WorkQueue<ObjectRef<K>, Instant>,
     config: Config,
     out: mpsc::UnboundedSender<Outcome<K, E>>,
+    /// A graceful shutdown started: no reconcile starts; the driver ends when none runs.
+    shutting_down: bool,
+}
+
+/// What wakes the driver.
+enum Wake<M> {
+    /// A message, or `None` once the inbox ended.
+    Message(Option<M>),
+    /// The next due request fell due.
+    Due,
+    /// A graceful shutdown was asked for.
+    Shutdown,
+}
+
+/// Wait for the next message, or until `next_due`.
+async fn next_wake<M>(inbox: &mut (impl Stream<Item = M> + Unpin), next_due: Option<Instant>) -> Wake<M> {
+    match next_due {
+        Some(at) => match select(inbox.next(), Box::pin(madsim::time::sleep_until(at))).await {
+            Either::Left((message, _)) => Wake::Message(message),
+            Either::Right(_) => Wake::Due,
+        },
+        None => Wake::Message(inbox.next().await),
+    }
 }
 
 impl<K, E> Driver<K, E>
@@ -369,7 +596,8 @@ where
     }
 
     fn may_start(&self) -> bool {
-        self.config.concurrency == 0 || self.queue.running() < usize::from(self.config.concurrency)
+        !self.shutting_down
+            && (self.config.concurrency == 0 || self.queue.running() < usize::from(self.config.concurrency))
     }
 
     fn progress(&self) -> Progress {
@@ -387,14 +615,23 @@ where
 
     /// Runs for the node's lifetime: each round waits for a trigger, a finished reconcile or the
     /// next due time.
-    async fn run(mut self, triggers: mpsc::UnboundedReceiver<ObjectRef<K>>, mut handlers: Handlers<K, E>) {
+    async fn run(
+        mut self,
+        triggers: mpsc::UnboundedReceiver<Trigger<K>>,
+        mut handlers: Handlers<K, E>,
+        mut shutdown: Option<futures::future::LocalBoxFuture<'static, ()>>,
+    ) {
         let registration = Registration::new(&self.world, self.progress());
         if self.store.wait_until_ready().await.is_err() {
             return;
         }
         let (done_tx, done_rx) = mpsc::unbounded::<Done<K, E>>();
+        let triggers = triggers.map(|trigger| match trigger {
+            Trigger::Request(object) => Msg::Trigger(object),
+            Trigger::Error(error) => Msg::QueueError(error),
+        });
         // Both halves stay open (the driver holds `done_tx`), so the inbox never ends.
-        let mut inbox = futures::stream::select(triggers.map(Msg::Trigger), done_rx.map(Msg::Done));
+        let mut inbox = futures::stream::select(triggers, done_rx.map(Msg::Done));
         loop {
             // A PauseReconciles fault holds every start while the caches keep advancing.
             crate::faults::pause_reconciles::reconcile_gate(&self.world, &self.node).await;
@@ -405,13 +642,26 @@ where
                 self.start(object, by_requeue, &mut handlers, &done_tx);
             }
             registration.update(self.progress());
+            if self.shutting_down && self.queue.running() == 0 {
+                return;
+            }
             let next_due = self.queue.next_due().filter(|_| self.may_start());
-            let message = match next_due {
-                Some(at) => match select(inbox.next(), Box::pin(madsim::time::sleep_until(at))).await {
-                    Either::Left((message, _)) => message,
-                    Either::Right(_) => continue,
+            // Without a shutdown trigger the driver waits as it always did (one select fewer).
+            let wake = match shutdown.as_mut() {
+                Some(trigger) => match select(Box::pin(next_wake(&mut inbox, next_due)), trigger).await {
+                    Either::Left((wake, _)) => wake,
+                    Either::Right(_) => Wake::Shutdown,
                 },
-                None => inbox.next().await,
+                None => next_wake(&mut inbox, next_due).await,
+            };
+            let message = match wake {
+                Wake::Message(message) => message,
+                Wake::Due => continue,
+                Wake::Shutdown => {
+                    shutdown = None;
+                    self.shutting_down = true;
+                    continue;
+                }
             };
             let Some(message) = message else { return };
             self.receive(message, &handlers);
@@ -428,7 +678,12 @@ where
 
     fn receive(&mut self, message: Msg<K, E>, handlers: &Handlers<K, E>) {
         match message {
+            // Once shutting down, new triggers are not taken.
+            Msg::Trigger(_) if self.shutting_down => {}
             Msg::Trigger(object) => self.schedule(object, Instant::now()),
+            Msg::QueueError(error) => {
+                let _ = self.out.unbounded_send(Err(Error::QueueError(error)));
+            }
             Msg::Done(done) => self.finish(done, handlers),
         }
     }

@@ -35,7 +35,7 @@ fn run(duration_ms: u64, seed: u64) -> RunReport {
     Sim::builder()
         .controller("watcher", |clients: Clients| async move {
             let api: Api<ConfigMap> = Api::namespaced(clients.default_cluster(), "default");
-            let _store = reflector::reflector(api, watcher::Config::default());
+            let _store = reflector::informer(api, watcher::Config::default());
             futures::future::pending::<()>().await;
         })
         .workload(|w| async move {

@@ -84,7 +84,7 @@ fn a_hook_that_expires_a_watch_makes_the_informer_relist() {
         .fault_hook(|_seed| ExpireFirstAdded::default())
         .controller("reader", |clients: sim::Clients| async move {
             let api: Api<ConfigMap> = Api::default_namespaced(clients.default_cluster());
-            let store = sim::runtime::reflector::reflector(api, sim::runtime::watcher::Config::default());
+            let store = sim::runtime::reflector::informer(api, sim::runtime::watcher::Config::default());
             store.wait_until_ready().await.expect("listed");
             futures::future::pending::<()>().await;
         })

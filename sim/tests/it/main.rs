@@ -27,6 +27,7 @@ mod multicluster;
 mod random_and_clock;
 mod regression_file;
 mod runtime_rules;
+mod runtime_streams;
 mod scenario_registry;
 mod shrink;
 mod shrink_workload;

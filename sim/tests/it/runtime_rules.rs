@@ -397,7 +397,7 @@ fn a_store_is_ready_once_its_initial_list_is_applied_without_anyone_waiting_for_
                 let probe = probe.clone();
                 async move {
                     let api: Api<ConfigMap> = Api::namespaced(clients.default_cluster(), "default");
-                    let store = sim::runtime::reflector::reflector(api, watcher::Config::default());
+                    let store = sim::runtime::reflector::informer(api, watcher::Config::default());
                     probe.lock().unwrap().push((store.is_ready(), store.len()));
                     // Nobody awaits `wait_until_ready`: readiness must not depend on a poll.
                     madsim::time::sleep(Duration::from_secs(1)).await;
@@ -449,7 +449,7 @@ fn owns_maps_every_owner_reference_of_the_main_kind_and_no_other() {
 }
 
 #[test]
-fn owns_stream_maps_a_shared_informers_children_to_owners_whose_reconciles_read_its_cache() {
+fn owns_shared_stream_maps_a_shared_informers_children_to_owners_whose_reconciles_read_its_cache() {
     // What each reconcile of a parent saw in the shared Secret cache: "parent: child names".
     let seen: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
     let probe = seen.clone();
@@ -460,10 +460,10 @@ fn owns_stream_maps_a_shared_informers_children_to_owners_whose_reconciles_read_
                 let client = clients.default_cluster();
                 let parents: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
                 let children: Api<Secret> = Api::namespaced(client, "default");
-                let secrets = sim::runtime::reflector::reflector(children, watcher::Config::default());
+                let secrets = sim::runtime::reflector::informer(children, watcher::Config::default());
                 let ctx = Arc::new((secrets.clone(), probe));
                 Controller::new(parents, watcher::Config::default().labels("role=parent"))
-                    .owns_stream(secrets.subscribe())
+                    .owns_shared_stream(secrets.subscribe())
                     .run(
                         |cm: Arc<ConfigMap>, ctx: Arc<(sim::runtime::reflector::Store<Secret>, Seen)>| async move {
                             let name = cm.metadata.name.clone().unwrap_or_default();

@@ -71,7 +71,7 @@ async fn run(clients: Clients, variant: Variant) {
     let parents: Api<ConfigMap> = Api::namespaced(client.clone(), common::NS);
     let secrets: Api<Secret> = Api::namespaced(client.clone(), common::NS);
     // One child cache, read by the reconcile; reconciles start once it has listed.
-    let children = sim::runtime::reflector::reflector(secrets, watcher::Config::default());
+    let children = sim::runtime::reflector::informer(secrets, watcher::Config::default());
     if children.wait_until_ready().await.is_err() {
         return;
     }

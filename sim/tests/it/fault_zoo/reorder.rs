@@ -58,7 +58,7 @@ async fn run(clients: Clients, variant: Variant) {
     let client = clients.default_cluster();
     let parents_api: Api<ConfigMap> = Api::namespaced(client.clone(), common::NS);
     let secrets: Api<Secret> = Api::namespaced(client.clone(), common::NS);
-    let parents = sim::runtime::reflector::reflector(
+    let parents = sim::runtime::reflector::informer(
         parents_api,
         watcher::Config::default().labels(common::PARENT_SELECTOR),
     );

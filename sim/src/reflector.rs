@@ -1,0 +1,456 @@
+//! Caches, as kube-runtime's `reflector`: a [`Store`] read handle, the [`Writer`] that fills it
+//! from [`watcher::Event`]s, and [`reflector`], which passes a watcher stream through a writer.
+//!
+//! ```no_run
+//! use futures::StreamExt;
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//! use sim::runtime::{WatchStreamExt, reflector, watcher};
+//! # async fn f(api: sim::Api<ConfigMap>) {
+//! let (reader, writer) = reflector::store::<ConfigMap>();
+//! let stream = reflector(writer, watcher(api, watcher::Config::default())).applied_objects();
+//! // poll `stream`; `reader.get(..)`, `reader.state()` read what it reflected.
+//! # let _ = (reader, stream);
+//! # }
+//! ```
+//!
+//! The store keeps objects in a `BTreeMap` by namespace and name, so `state()` lists them in that
+//! order on every run (kube-runtime's hash map lists them in a random order).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+
+use futures::channel::mpsc;
+use futures::future::Shared;
+use futures::{FutureExt, Stream, StreamExt};
+use kube_core::Resource;
+
+use crate::watcher;
+
+pub use store::{store, store_shared};
+
+/// A reference to an object of `K` by namespace and name, as kube-runtime's `ObjectRef`.
+pub struct ObjectRef<K> {
+    /// The name.
+    pub name: String,
+    /// The namespace, `None` for cluster-scoped objects.
+    pub namespace: Option<String>,
+    kind: PhantomData<fn() -> K>,
+}
+
+impl<K> ObjectRef<K> {
+    /// A reference to the cluster-scoped object `name` (add a namespace with [`ObjectRef::within`]).
+    pub fn new(name: &str) -> Self {
+        ObjectRef { name: name.to_owned(), namespace: None, kind: PhantomData }
+    }
+    /// A reference for a type known at run time (the type is not part of the reference here).
+    pub fn new_with<D>(name: &str, _dyntype: D) -> Self {
+        Self::new(name)
+    }
+    /// The same reference in namespace `ns`.
+    pub fn within(mut self, ns: &str) -> Self {
+        self.namespace = Some(ns.to_owned());
+        self
+    }
+    /// `namespace/name`, or `name` for cluster-scoped objects.
+    pub fn key(&self) -> String {
+        match &self.namespace {
+            Some(ns) => format!("{ns}/{}", self.name),
+            None => self.name.clone(),
+        }
+    }
+    /// The same reference, for another type.
+    pub fn erase<L>(&self) -> ObjectRef<L> {
+        ObjectRef { name: self.name.clone(), namespace: self.namespace.clone(), kind: PhantomData }
+    }
+}
+
+impl<K: Resource> ObjectRef<K> {
+    /// The reference to `object`.
+    pub fn from_obj(object: &K) -> Self {
+        let meta = object.meta();
+        ObjectRef {
+            name: meta.name.clone().unwrap_or_default(),
+            namespace: meta.namespace.clone(),
+            kind: PhantomData,
+        }
+    }
+}
+
+/// `ObjectRef::from(&object)`, as kube-runtime has it.
+impl<K: Resource> From<&K> for ObjectRef<K> {
+    fn from(object: &K) -> Self {
+        ObjectRef::from_obj(object)
+    }
+}
+
+impl<K> Clone for ObjectRef<K> {
+    fn clone(&self) -> Self {
+        ObjectRef { name: self.name.clone(), namespace: self.namespace.clone(), kind: PhantomData }
+    }
+}
+impl<K> PartialEq for ObjectRef<K> {
+    fn eq(&self, other: &Self) -> bool {
+        self.namespace == other.namespace && self.name == other.name
+    }
+}
+impl<K> Eq for ObjectRef<K> {}
+impl<K> PartialOrd for ObjectRef<K> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<K> Ord for ObjectRef<K> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (&self.namespace, &self.name).cmp(&(&other.namespace, &other.name))
+    }
+}
+impl<K> std::hash::Hash for ObjectRef<K> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.namespace.hash(state);
+        self.name.hash(state);
+    }
+}
+impl<K> fmt::Debug for ObjectRef<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ObjectRef({})", self.key())
+    }
+}
+impl<K> fmt::Display for ObjectRef<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.key())
+    }
+}
+
+/// Why waiting for a store failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The writer filling the store was dropped before its first list was complete.
+    #[error("writer was dropped before store became ready")]
+    WriterDropped,
+}
+
+type ObjectKey = (String, String);
+
+/// A read handle on a reflector's cache, as kube-runtime's `reflector::Store`. Cheap to clone;
+/// reads may be stale, as in production.
+pub struct Store<K> {
+    objects: Arc<Mutex<BTreeMap<ObjectKey, Arc<K>>>>,
+    /// Set when the first list is applied, so that [`Store::is_ready`] needs nobody to poll
+    /// `ready` (a shared future only knows its value once someone polled it).
+    listed: Arc<AtomicBool>,
+    ready: Shared<futures::channel::oneshot::Receiver<()>>,
+    /// Where every object the informer touches is sent (see [`Store::subscribe`]). Each channel
+    /// holds at most what one relist touches before its reader runs, since the reader is a task
+    /// of the same node that runs as soon as the informer yields.
+    subscribers: Arc<Mutex<Vec<mpsc::UnboundedSender<Arc<K>>>>>,
+}
+
+impl<K> Clone for Store<K> {
+    fn clone(&self) -> Self {
+        Store {
+            objects: self.objects.clone(),
+            listed: self.listed.clone(),
+            ready: self.ready.clone(),
+            subscribers: self.subscribers.clone(),
+        }
+    }
+}
+
+impl<K> fmt::Debug for Store<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Store").field("len", &self.len()).finish()
+    }
+}
+
+fn key_of(namespace: Option<&str>, name: &str) -> ObjectKey {
+    (namespace.unwrap_or("").to_owned(), name.to_owned())
+}
+
+impl<K> Store<K> {
+    /// A new, empty store and the handle that signals its first list.
+    pub(crate) fn new() -> (Self, futures::channel::oneshot::Sender<()>) {
+        let (tx, rx) = futures::channel::oneshot::channel();
+        let store = Store {
+            objects: Arc::default(),
+            listed: Arc::default(),
+            ready: rx.shared(),
+            subscribers: Arc::default(),
+        };
+        (store, tx)
+    }
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<ObjectKey, Arc<K>>> {
+        self.objects.lock().unwrap_or_else(|e| e.into_inner())
+    }
+    /// The cached object, if any. A namespaced reference also finds a cluster-scoped object of
+    /// that name, as kube-runtime's (an owner reference carries no namespace of its own).
+    pub fn get(&self, key: &ObjectRef<K>) -> Option<Arc<K>> {
+        let objects = self.lock();
+        objects
+            .get(&key_of(key.namespace.as_deref(), &key.name))
+            .or_else(|| key.namespace.as_ref().and_then(|_| objects.get(&key_of(None, &key.name))))
+            .cloned()
+    }
+    /// Every cached object matching `predicate`, in namespace/name order.
+    pub fn state_filter(&self, predicate: impl Fn(&K) -> bool) -> Vec<Arc<K>> {
+        self.lock().values().filter(|o| predicate(o)).cloned().collect()
+    }
+    /// Every cached object, in namespace/name order.
+    pub fn state(&self) -> Vec<Arc<K>> {
+        self.lock().values().cloned().collect()
+    }
+    /// The first cached object (in namespace/name order) matching `predicate`.
+    pub fn find(&self, predicate: impl Fn(&K) -> bool) -> Option<Arc<K>> {
+        self.lock().values().find(|o| predicate(o)).cloned()
+    }
+    /// How many objects are cached.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+    /// Whether the cache is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Whether the initial list has been applied, as kube-runtime's `Store::is_ready`: true from
+    /// the moment the informer's first list is in the cache, whether or not anything waited for it.
+    pub fn is_ready(&self) -> bool {
+        self.listed.load(Ordering::Relaxed)
+    }
+    /// Every object the store's writer touches from now on (each event's object, deleted ones
+    /// included, and every object of each relist): a sim extension, close to kube-runtime's
+    /// [`Writer::subscribe`] but taken from the reader. What
+    /// [`Controller::owns_shared_stream`](crate::controller::Controller::owns_shared_stream) and
+    /// [`Controller::watches_shared_stream`](crate::controller::Controller::watches_shared_stream)
+    /// take, so that a controller reads the cache of an owned kind it also maps triggers from.
+    /// Subscribe before the node's first `.await`, or the initial list may pass before the
+    /// subscription.
+    pub fn subscribe(&self) -> mpsc::UnboundedReceiver<Arc<K>> {
+        let (tx, rx) = mpsc::unbounded();
+        self.subscribers.lock().unwrap_or_else(|e| e.into_inner()).push(tx);
+        rx
+    }
+
+    /// Send `object` to every subscriber still listening.
+    pub(crate) fn notify(&self, object: &Arc<K>) {
+        let mut subscribers = self.subscribers.lock().unwrap_or_else(|e| e.into_inner());
+        if !subscribers.is_empty() {
+            subscribers.retain(|tx| tx.unbounded_send(object.clone()).is_ok());
+        }
+    }
+
+    /// Wait until the initial list has been applied (the writer's first `InitDone`).
+    pub async fn wait_until_ready(&self) -> Result<(), StoreError> {
+        self.ready.clone().await.map_err(|_| StoreError::WriterDropped)
+    }
+    /// Replace the cache with a list's objects; the first list makes the store ready.
+    pub(crate) fn replace(&self, objects: Vec<(ObjectKey, Arc<K>)>) {
+        *self.lock() = objects.into_iter().collect();
+        self.listed.store(true, Ordering::Relaxed);
+    }
+    pub(crate) fn apply(&self, key: ObjectKey, object: Arc<K>) {
+        self.lock().insert(key, object);
+    }
+    pub(crate) fn remove(&self, key: &ObjectKey) {
+        self.lock().remove(key);
+    }
+}
+
+/// What the writer's buffer holds during a relist: the listed objects in list order.
+type Buffer<K> = Vec<(ObjectKey, Arc<K>)>;
+
+/// Where a shared writer sends the reference of every object it applies (see [`Writer::subscribe`]).
+type Dispatch<K> = Arc<Mutex<Vec<mpsc::UnboundedSender<ObjectRef<K>>>>>;
+
+/// The writing half of a [`Store`], as kube-runtime's `reflector::store::Writer`.
+pub struct Writer<K> {
+    store: Store<K>,
+    ready: Option<futures::channel::oneshot::Sender<()>>,
+    /// The objects of the relist in progress (between `Init` and `InitDone`).
+    buffer: Buffer<K>,
+    /// `Some` for a shared writer ([`store_shared`]).
+    dispatch: Option<Dispatch<K>>,
+}
+
+impl<K> fmt::Debug for Writer<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Writer").field("store", &self.store).finish()
+    }
+}
+
+impl<K> Default for Writer<K> {
+    fn default() -> Self {
+        let (store, ready) = Store::new();
+        Writer { store, ready: Some(ready), buffer: Vec::new(), dispatch: None }
+    }
+}
+
+fn key_of_object<K: Resource>(object: &K) -> ObjectKey {
+    let meta = object.meta();
+    key_of(meta.namespace.as_deref(), meta.name.as_deref().unwrap_or(""))
+}
+
+impl<K: Resource> Writer<K> {
+    /// A new writer for objects of `K` (kube's `dyntype` is `K`'s static type here).
+    pub fn new(_dyntype: K::DynamicType) -> Self {
+        Self::default()
+    }
+
+    /// A writer whose applied objects reach its subscribers ([`Writer::subscribe`]), as
+    /// kube-runtime's `Writer::new_shared`. `buf_size` is kube's bound on how far a subscriber may
+    /// lag; a simulated subscriber is a task of the same node and is never left behind, so the
+    /// channel is unbounded.
+    pub fn new_shared(_buf_size: usize, _dyntype: K::DynamicType) -> Self {
+        Writer { dispatch: Some(Arc::default()), ..Self::default() }
+    }
+
+    /// A read handle on this writer's store.
+    #[must_use]
+    pub fn as_reader(&self) -> Store<K> {
+        self.store.clone()
+    }
+
+    /// A stream of every object this (shared) writer applies from now on, and of every object
+    /// of each completed relist, as kube-runtime's `Writer::subscribe`; `None` for a writer made
+    /// by [`store`] rather than [`store_shared`].
+    pub fn subscribe(&self) -> Option<ReflectHandle<K>> {
+        let dispatch = self.dispatch.as_ref()?;
+        let (tx, rx) = mpsc::unbounded();
+        dispatch.lock().unwrap_or_else(|e| e.into_inner()).push(tx);
+        Some(ReflectHandle { rx, reader: self.as_reader() })
+    }
+
+    /// Apply one watcher event to the store, as kube-runtime's: `Apply` and `Delete` change it at
+    /// once; `Init` starts a buffer, `InitApply` fills it and `InitDone` swaps it in (and makes the
+    /// store ready the first time).
+    pub fn apply_watcher_event(&mut self, event: &watcher::Event<K>)
+    where
+        K: Clone,
+    {
+        let shared = event.clone().map(Arc::new);
+        self.apply_shared(&shared, &mut |_| {});
+    }
+
+    /// [`Writer::apply_watcher_event`] for shared objects; `touch` is called with every object an
+    /// event or a completed relist touches, just before the store's subscribers get it.
+    pub(crate) fn apply_shared(&mut self, event: &watcher::Event<Arc<K>>, touch: &mut dyn FnMut(&Arc<K>)) {
+        match event {
+            watcher::Event::Apply(object) => {
+                self.store.apply(key_of_object(&**object), object.clone());
+                touch(object);
+                self.store.notify(object);
+                self.dispatch(std::slice::from_ref(object));
+            }
+            watcher::Event::Delete(object) => {
+                self.store.remove(&key_of_object(&**object));
+                touch(object);
+                self.store.notify(object);
+            }
+            watcher::Event::Init => self.buffer.clear(),
+            watcher::Event::InitApply(object) => self.buffer.push((key_of_object(&**object), object.clone())),
+            watcher::Event::InitDone => {
+                let listed = std::mem::take(&mut self.buffer);
+                let touched: Vec<Arc<K>> = listed.iter().map(|(_, object)| object.clone()).collect();
+                self.store.replace(listed);
+                if let Some(ready) = self.ready.take() {
+                    let _ = ready.send(());
+                }
+                for object in &touched {
+                    touch(object);
+                    self.store.notify(object);
+                }
+                if self.dispatch.is_some() {
+                    self.dispatch(&self.store.state());
+                }
+            }
+        }
+    }
+
+    fn dispatch(&self, objects: &[Arc<K>]) {
+        let Some(dispatch) = &self.dispatch else { return };
+        let mut subscribers = dispatch.lock().unwrap_or_else(|e| e.into_inner());
+        for object in objects {
+            let object_ref = ObjectRef::from_obj(&**object);
+            subscribers.retain(|tx| tx.unbounded_send(object_ref.clone()).is_ok());
+        }
+    }
+}
+
+/// A subscriber of a shared writer, as kube-runtime's `reflector::ReflectHandle`: yields the
+/// store's current copy of every object the writer applies (an object deleted meanwhile is
+/// skipped). It ends when the writer and its reflector are gone.
+pub struct ReflectHandle<K> {
+    rx: mpsc::UnboundedReceiver<ObjectRef<K>>,
+    reader: Store<K>,
+}
+
+impl<K> ReflectHandle<K> {
+    /// The store this handle reads objects from.
+    #[must_use]
+    pub fn reader(&self) -> Store<K> {
+        self.reader.clone()
+    }
+}
+
+impl<K> Stream for ReflectHandle<K> {
+    type Item = Arc<K>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        // Bounded by what is queued: each round takes one reference off the channel.
+        loop {
+            match futures::ready!(self.rx.poll_next_unpin(cx)) {
+                Some(object_ref) => {
+                    if let Some(object) = self.reader.get(&object_ref) {
+                        return Poll::Ready(Some(object));
+                    }
+                }
+                None => return Poll::Ready(None),
+            }
+        }
+    }
+}
+
+/// Pass a watcher stream through `writer`, as kube-runtime's `reflector(writer, stream)`: every
+/// event is applied to the store before it is yielded, errors pass unchanged.
+pub fn reflector<K, W>(mut writer: Writer<K>, stream: W) -> impl Stream<Item = W::Item>
+where
+    K: Resource + Clone,
+    W: Stream<Item = watcher::Result<watcher::Event<K>>>,
+{
+    stream.map(move |item| {
+        if let Ok(event) = &item {
+            writer.apply_watcher_event(event);
+        }
+        item
+    })
+}
+
+/// kube-runtime's `reflector::store` module: the store, its writer and their constructors.
+pub mod store {
+    use kube_core::Resource;
+
+    pub use super::{Store, Writer};
+    /// The error of [`Store::wait_until_ready`](super::Store::wait_until_ready), under kube's name.
+    pub type WriterDropped = super::StoreError;
+
+    /// A new store and its writer, as kube-runtime's `reflector::store()`.
+    #[must_use]
+    pub fn store<K: Resource>() -> (Store<K>, Writer<K>) {
+        let writer = Writer::default();
+        (writer.as_reader(), writer)
+    }
+
+    /// A new store and a shared writer (see [`Writer::subscribe`]), as kube-runtime's
+    /// `reflector::store_shared`.
+    #[must_use]
+    pub fn store_shared<K: Resource>(buf_size: usize) -> (Store<K>, Writer<K>)
+    where
+        K::DynamicType: Default,
+    {
+        let writer = Writer::new_shared(buf_size, Default::default());
+        (writer.as_reader(), writer)
+    }
+}
