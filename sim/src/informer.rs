@@ -6,7 +6,7 @@
 //! The watcher lists, then watches from the list's resourceVersion; its events arrive in order
 //! within one watch, each after a drawn delay, while two informers (two tasks) drift apart. A 410
 //! Expired answer (a compacted revision) relists at once, which replaces the cache and touches
-//! every object. A failed list or watch is retried after [`RETRY_BACKOFF`].
+//! every object. A failed list or watch is retried after a pause (`RETRY_BACKOFF`, 500 ms).
 //!
 //! Everything runs on the node that created the informer: killing the node loses the cache.
 
