@@ -150,9 +150,9 @@ pub mod runtime {
 
     /// The watcher stream, as `kube::runtime::watcher`.
     pub mod watcher {
+        pub use crate::utils::backoff::{DefaultBackoff, ExponentialBackoff};
         pub use crate::watcher::{
-            Config, DefaultBackoff, Error, Event, ExponentialBackoff, InitialListStrategy, ListSemantic,
-            Result, watch_object, watcher,
+            Config, Error, Event, InitialListStrategy, ListSemantic, Result, watch_object, watcher,
         };
     }
     /// Caches, as `kube::runtime::reflector`; [`informer`](crate::informer::informer) is the sim's

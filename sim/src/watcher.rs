@@ -593,5 +593,3 @@ where
             }
         })
 }
-
-pub use crate::utils::backoff::{DefaultBackoff, ExponentialBackoff};

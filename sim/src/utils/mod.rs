@@ -26,7 +26,9 @@ use kube_core::Resource;
 use pin_project_lite::pin_project;
 
 use crate::reflector::Writer;
-use crate::watcher::{self, DefaultBackoff, Error, Event};
+use crate::watcher::{self, Error, Event};
+
+use backoff::DefaultBackoff;
 
 pub use backoff::{Backoff, ResetTimerBackoff, StreamBackoff};
 pub use predicate::{Combine, Config as PredicateConfig, Fallback, Predicate, PredicateFilter, predicates};
