@@ -402,6 +402,9 @@ fn a_store_is_ready_once_its_initial_list_is_applied_without_anyone_waiting_for_
                     // Nobody awaits `wait_until_ready`: readiness must not depend on a poll.
                     madsim::time::sleep(Duration::from_secs(1)).await;
                     probe.lock().unwrap().push((store.is_ready(), store.len()));
+                    // Stay up: a main future that returns is restarted like a Pod (after 10 s),
+                    // and the restarted one would probe again.
+                    std::future::pending::<()>().await;
                 }
             })
             .workload(|w| async move {
