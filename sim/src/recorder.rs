@@ -24,8 +24,6 @@ pub(crate) struct Recorder {
     end_elapsed: Option<Duration>,
     /// The wall clock at the start of the run.
     epoch: jiff::Timestamp,
-    /// How often a work queue hit its bound.
-    pub(crate) queue_overflows: u64,
 }
 
 impl Recorder {
@@ -40,7 +38,6 @@ impl Recorder {
             last_seen: Duration::ZERO,
             end_elapsed: None,
             epoch,
-            queue_overflows: 0,
         }
     }
 

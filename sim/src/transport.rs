@@ -210,8 +210,7 @@ impl Future for RevisionAbove {
             if crate::world::live::is_live(w, &self.cluster) {
                 return crate::world::live::poll_revision_above(w, &self.cluster, self.revision, cx);
             }
-            let (clusters, _) = w.clusters_and_decisions();
-            let Some(state) = clusters.get_mut(&self.cluster) else { return Poll::Ready(()) };
+            let Some(state) = w.clusters_mut().get_mut(&self.cluster) else { return Poll::Ready(()) };
             if state.server.revision() > self.revision {
                 return Poll::Ready(());
             }

@@ -157,6 +157,11 @@ impl WorldState {
         &self.clusters
     }
 
+    /// The cluster set, to change.
+    pub(crate) fn clusters_mut(&mut self) -> &mut Clusters {
+        &mut self.clusters
+    }
+
     /// The cluster set, to change, with the decisions that draw uids and generated names.
     pub(crate) fn clusters_and_decisions(&mut self) -> (&mut Clusters, &mut DecisionSource) {
         (&mut self.clusters, &mut self.decisions)

@@ -707,10 +707,7 @@ where
                 self.queue.len(),
                 self.describe(&object)
             );
-            self.world.with(|w| {
-                w.recorder().queue_overflows += 1;
-                w.trace(&self.node, TraceEvent::Note { text });
-            });
+            self.world.with(|w| w.trace(&self.node, TraceEvent::Note { text }));
             let _ = self.out.unbounded_send(Err(Error::QueueFull(self.queue.len(), object.erase())));
         }
     }
