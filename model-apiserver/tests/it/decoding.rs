@@ -99,6 +99,20 @@ fn an_unknown_field_is_dropped_with_a_warning_by_default() {
 }
 
 #[test]
+fn an_unknown_field_set_to_null_is_neither_warned_about_nor_stored() {
+    // encoding/json leaves a null unknown field as nothing to report, as the real server does.
+    let mut w = World::new();
+    let body = deployment(json!({"gone": null, "template": {"metadata": {"labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "web", "image": "nginx"}]}}}));
+    let request = Request::create(&deploy(), Some("default"), obj(body), PostParams::default());
+    let (answer, warnings) = handle_warned(&mut w, request);
+    answer.unwrap();
+    assert_eq!(warnings, Vec::<String>::new());
+    let stored = w.get(&deploy(), Some("default"), "web");
+    assert!(stored.data["spec"].get("gone").is_none());
+}
+
+#[test]
 fn strict_field_validation_refuses_a_create_naming_every_unknown_field() {
     let mut w = World::new();
     let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"},
