@@ -45,6 +45,11 @@ impl Drop for Enter {
     }
 }
 
+/// Whether this thread is executing a run.
+pub(crate) fn in_run() -> bool {
+    CURRENT.with(|c| c.borrow().is_some())
+}
+
 /// The current run of this thread, if any.
 fn current() -> Option<World> {
     CURRENT.with(|c| c.borrow().clone())

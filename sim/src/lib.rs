@@ -89,6 +89,9 @@ pub mod leader_election;
 pub mod lifecycles;
 pub mod logging;
 mod panic_quiet;
+// The one module with unsafe code: it defines libc's `exit` (see its docs for why).
+#[allow(unsafe_code)]
+pub mod process_exit;
 pub mod property;
 mod quiescence;
 mod recorder;

@@ -118,6 +118,23 @@ impl SimBuilder {
 
     #[cfg(madsim)]
     fn run_simulated(&self, seed: u64, options: &RunOptions) -> RunReport {
+        // A simulated `std::process::exit` that met another thread's exit in the same instant
+        // cannot finish; the run is deterministic, so it is run again (see `process_exit`).
+        const COLLISION_RETRIES_MAX: usize = 16;
+        crate::process_exit::prepare();
+        let mut attempt = 0;
+        loop {
+            match self.run_simulated_once(seed, options) {
+                Some(report) => return report,
+                None if attempt < COLLISION_RETRIES_MAX => attempt += 1,
+                None => panic!("seed {seed}: {COLLISION_RETRIES_MAX} runs met another thread's exit"),
+            }
+        }
+    }
+
+    /// One run of `seed`, `None` if a simulated exit collided with another thread's.
+    #[cfg(madsim)]
+    fn run_simulated_once(&self, seed: u64, options: &RunOptions) -> Option<RunReport> {
         use std::panic::AssertUnwindSafe;
 
         // A single-seed run (SIM_SEED) keeps its trace and lets panics print; a sweep stays quiet.
@@ -141,23 +158,30 @@ impl SimBuilder {
         let main = run_phases(self.for_seed(seed), specs, world.clone(), nodes.clone(), swarm);
         let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| runtime.block_on(main)));
         shut_down(runtime, &nodes);
+        if outcome.as_ref().is_err_and(|payload| payload.is::<crate::process_exit::ExitCollision>()) {
+            return None;
+        }
         let verdict = world.with(|w| w.take_failure()).unwrap_or_else(|| match outcome {
             Ok(verdict) => verdict,
-            Err(payload) => verdict_from_panic(&panic_message(&*payload), self.time_limit),
+            Err(payload) => verdict_from_panic(&*payload, self.time_limit),
         });
-        world.finish(self.scenario.clone(), seed, verdict)
+        Some(world.finish(self.scenario.clone(), seed, verdict))
     }
 }
 
 /// The verdict for a panic that escaped `block_on`: madsim's deadlock and time-limit panics are
-/// liveness failures; anything else is a crash of the engine's own (not a controller's).
-fn verdict_from_panic(message: &str, time_limit: Duration) -> Verdict {
-    if message.contains("no events, all tasks will block forever") {
+/// liveness failures; a simulated `std::process::exit` in a task madsim ran (a spawned one) is
+/// that node's exit; anything else is a crash of the engine's own (not a controller's).
+fn verdict_from_panic(payload: &(dyn std::any::Any + Send), time_limit: Duration) -> Verdict {
+    let message = panic_message(payload);
+    if payload.is::<crate::process_exit::ProcessExit>() {
+        crate::process_exit::verdict_for_unwind(payload, "engine", None)
+    } else if message.contains("no events, all tasks will block forever") {
         Verdict::Liveness { reason: format!("deadlock: {message}") }
     } else if message.contains("time limit exceeded") {
         Verdict::Liveness { reason: format!("time limit of {}s exceeded", time_limit.as_secs_f64()) }
     } else {
-        Verdict::Crash { node: "engine".to_owned(), object: None, message: message.to_owned() }
+        Verdict::Crash { node: "engine".to_owned(), object: None, message }
     }
 }
 
@@ -311,8 +335,8 @@ async fn guarded_node(
     match future.catch_unwind().await {
         Ok(()) => true,
         Err(payload) => {
-            let message = panic_message(&*payload);
-            world.with(|w| w.fail(Verdict::Crash { node: node.to_string(), object: None, message }));
+            let verdict = crate::process_exit::verdict_for_unwind(&*payload, &node, None);
+            world.with(|w| w.fail(verdict));
             false
         }
     }

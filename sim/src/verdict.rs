@@ -24,6 +24,13 @@ pub enum Verdict {
         /// The panic message.
         message: String,
     },
+    /// A node called `std::process::exit` (the seed ends there; the process goes on).
+    Exit {
+        /// The node whose task called it (a controller, or `workload`).
+        node: String,
+        /// The exit code it passed.
+        code: i32,
+    },
     /// No progress: madsim found no runnable task (deadlock), the time limit passed, or the world
     /// did not quiesce within the liveness wait.
     Liveness {
@@ -59,11 +66,12 @@ impl Verdict {
         matches!(self, Verdict::Pass)
     }
 
-    /// The verdict's kind: `pass`, `crash`, `liveness`, `correctness` or `nondeterminism`.
+    /// The verdict's kind: `pass`, `crash`, `exit`, `liveness`, `correctness` or `nondeterminism`.
     pub fn kind(&self) -> &'static str {
         match self {
             Verdict::Pass => "pass",
             Verdict::Crash { .. } => "crash",
+            Verdict::Exit { .. } => "exit",
             Verdict::Liveness { .. } => "liveness",
             Verdict::Correctness { .. } => "correctness",
             Verdict::Nondeterminism { .. } => "nondeterminism",
@@ -81,6 +89,9 @@ impl fmt::Display for Verdict {
             }
             Verdict::Crash { node, object: None, message } => {
                 write!(f, "{kind}: node \"{node}\" panicked: {message}")
+            }
+            Verdict::Exit { node, code } => {
+                write!(f, "{kind}: node \"{node}\" called std::process::exit({code})")
             }
             Verdict::Liveness { reason } => write!(f, "{kind}: {reason}"),
             Verdict::Correctness { property, message, at_millis } => {

@@ -40,10 +40,8 @@ use serde::{Serialize, de::DeserializeOwned};
 use crate::client::Api;
 use crate::informer::{self, ObjectRef, Store};
 use crate::quiescence::Progress;
-use crate::runner::panic_message;
 use crate::trace::TraceEvent;
 use crate::utils::{StreamBackoff, backoff::DefaultBackoff};
-use crate::verdict::Verdict;
 use crate::watcher;
 use crate::world::{Registration, World};
 use work_queue::{Scheduled, WorkQueue};
@@ -743,8 +741,7 @@ where
                     let _ = done.unbounded_send(Done { object_ref, object, result, by_requeue, wrote });
                 }
                 Err(payload) => {
-                    let message = panic_message(&*payload);
-                    let crash = Verdict::Crash { node: node.to_string(), object: Some(described), message };
+                    let crash = crate::process_exit::verdict_for_unwind(&*payload, &node, Some(described));
                     world.with(|w| w.fail(crash));
                 }
             }

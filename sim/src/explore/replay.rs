@@ -142,6 +142,7 @@ pub fn recorded_violation(verdict: &Verdict) -> Option<RecordedViolation> {
     let (property, message) = match verdict {
         Verdict::Pass => return None,
         Verdict::Crash { message, .. } => (String::new(), message.clone()),
+        Verdict::Exit { .. } => (String::new(), verdict.to_string()),
         Verdict::Liveness { reason } => (String::new(), reason.clone()),
         Verdict::Correctness { property, message, .. } => (property.clone(), message.clone()),
         Verdict::Nondeterminism { .. } => (String::new(), verdict.to_string()),

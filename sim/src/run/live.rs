@@ -69,11 +69,13 @@ fn run(builder: &SimBuilder, cluster: Arc<dyn SharedCluster>, stop: &StopHandle)
     });
     failure.unwrap_or_else(|| match outcome {
         Ok(()) => Verdict::Pass,
-        Err(payload) => Verdict::Crash {
+        // A live run is not rerun: an exit that met another thread's is reported as such.
+        Err(payload) if payload.is::<crate::process_exit::ExitCollision>() => Verdict::Crash {
             node: "engine".to_owned(),
             object: None,
-            message: super::panic_message(&*payload),
+            message: "std::process::exit met another thread's exit in the same instant".to_owned(),
         },
+        Err(payload) => crate::process_exit::verdict_for_unwind(&*payload, "engine", None),
     })
 }
 

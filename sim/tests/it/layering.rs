@@ -214,3 +214,65 @@ fn the_cycle_finder_finds_a_cycle_and_no_false_one() {
     );
     assert!(modules_in_cycles(&graph(&[("a", "b"), ("b", "c"), ("a", "c")])).is_empty());
 }
+
+/// Every `.rs` file under `dir`, skipping build output.
+fn rust_files(dir: &Path, found: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            if path.file_name().is_some_and(|n| n != "target" && n != ".git") {
+                rust_files(&path, found);
+            }
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            found.push(path);
+        }
+    }
+}
+
+#[test]
+fn unsafe_code_is_allowed_in_one_module_only_the_simulated_process_exit() {
+    // The workspace denies unsafe code; lifting that is a decision, recorded here.
+    let root = workspace_root();
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    let lifting: BTreeSet<String> = files
+        .iter()
+        .filter(|path| {
+            let text = std::fs::read_to_string(path).unwrap_or_default();
+            text.lines().any(|line| line.trim_start().starts_with("#") && line.contains("allow(unsafe_code)"))
+        })
+        .map(|path| path.strip_prefix(&root).expect("under the root").display().to_string())
+        .collect();
+    assert_eq!(lifting, BTreeSet::from(["sim/src/lib.rs".to_owned()]), "files that allow unsafe code");
+    let lib = std::fs::read_to_string(root.join("sim/src/lib.rs")).expect("sim's lib.rs");
+    assert!(lib.contains("#[allow(unsafe_code)]\npub mod process_exit;"), "only process_exit is allowed");
+}
+
+#[test]
+fn a_library_built_without_its_test_harness_has_no_unit_test_that_would_silently_never_run() {
+    // `[lib] test = false` saves compiling a large library twice in the test build; a `#[test]`
+    // added to its src/ afterwards would then never run. Such tests go in the crate's tests/it.
+    let root = workspace_root();
+    let mut checked = Vec::new();
+    for manifest in ["model-apiserver", "properties", "regressions", "sim/cli"] {
+        let text = std::fs::read_to_string(root.join(manifest).join("Cargo.toml")).expect("manifest");
+        let lib = text.split("\n[").find(|section| section.starts_with("lib]")).unwrap_or_default();
+        if !lib.lines().any(|line| line.trim() == "test = false") {
+            continue;
+        }
+        let mut files = Vec::new();
+        rust_files(&root.join(manifest).join("src"), &mut files);
+        let with_tests: Vec<String> = files
+            .iter()
+            .filter(|path| std::fs::read_to_string(path).unwrap_or_default().contains("#[test]"))
+            .map(|path| path.display().to_string())
+            .collect();
+        assert!(
+            with_tests.is_empty(),
+            "{manifest} has `[lib] test = false` but unit tests in {with_tests:?}"
+        );
+        checked.push(manifest);
+    }
+    assert_eq!(checked, ["model-apiserver", "properties", "regressions"], "the crates without a lib harness");
+}

@@ -24,6 +24,7 @@ mod layering;
 mod lifecycles;
 mod live;
 mod multicluster;
+mod process_exit;
 mod random_and_clock;
 mod regression_file;
 mod runtime_rules;

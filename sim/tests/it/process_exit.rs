@@ -1,0 +1,139 @@
+//! `std::process::exit` inside simulated code ends that seed with a verdict naming the node and
+//! the code, and the sweep goes on; outside a run it exits the process with its code as always.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube_core::ObjectMeta;
+use sim::api::{Api, PostParams};
+use sim::runtime::controller::Action;
+use sim::runtime::{Controller, watcher};
+use sim::{Clients, Sim, SweepConfig, Verdict, sweep};
+
+fn config_map(name: &str) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta { name: Some(name.to_owned()), ..ObjectMeta::default() },
+        ..ConfigMap::default()
+    }
+}
+
+/// A controller whose startup check fails and exits the process, as kube-rs's sample does.
+fn exits_on_startup(code: i32) -> sim::SimBuilder {
+    Sim::builder()
+        .controller("checker", move |clients: Clients| async move {
+            let api: Api<ConfigMap> = Api::namespaced(clients.default_cluster(), "default");
+            if api.get_opt("required").await.ok().flatten().is_none() {
+                eprintln!("ConfigMap `required` is missing: is the operator installed?");
+                std::process::exit(code);
+            }
+            std::future::pending::<()>().await;
+        })
+        .workload(|w| async move {
+            w.sleep(Duration::from_secs(1)).await;
+            Ok(())
+        })
+}
+
+#[test]
+fn an_exit_in_main_ends_the_seed_with_a_verdict_naming_the_node_and_the_code() {
+    let report = exits_on_startup(3).run(1);
+    assert_eq!(report.verdict, Verdict::Exit { node: "checker".to_owned(), code: 3 });
+    assert_eq!(report.verdict.to_string(), "exit: node \"checker\" called std::process::exit(3)");
+}
+
+#[test]
+fn a_sweep_over_exiting_seeds_on_fresh_threads_goes_on_reports_each_and_replays_them() {
+    // Every seed exits, on its own fresh thread, and the self-check runs each twice: std's
+    // one-exiting-thread guard must be cleared each time, or the second exit would wait forever.
+    let world = exits_on_startup(1);
+    let config = SweepConfig::new("exits").seeds(6).jobs(2).self_check_every(1);
+    let report = sweep(&config, |seed, options| world.run_with(seed, options));
+    assert_eq!(report.seeds_run, 6);
+    assert_eq!(report.failures_total, 6);
+    for failure in &report.failures {
+        assert_eq!(failure.verdict, Verdict::Exit { node: "checker".to_owned(), code: 1 });
+    }
+    // The determinism self-check ran every seed again and found the same verdict and digest.
+    assert_eq!(report.self_checks, 6);
+}
+
+#[test]
+fn an_exit_in_a_reconcile_or_in_a_spawned_task_names_the_controller_s_node() {
+    let in_reconcile = Sim::builder()
+        .controller("reconciler", |clients: Clients| async move {
+            let api: Api<ConfigMap> = Api::namespaced(clients.default_cluster(), "default");
+            Controller::new(api, watcher::Config::default())
+                .run(
+                    |cm: std::sync::Arc<ConfigMap>, _ctx: std::sync::Arc<()>| async move {
+                        if cm.metadata.name.as_deref() == Some("fatal") {
+                            std::process::exit(4);
+                        }
+                        Ok::<_, sim::Error>(Action::await_change())
+                    },
+                    |_, _: &sim::Error, _| Action::await_change(),
+                    std::sync::Arc::new(()),
+                )
+                .for_each(|_| async {})
+                .await;
+        })
+        .workload(|w| async move {
+            let api: Api<ConfigMap> = Api::namespaced(w.client(), "default");
+            w.apply(&api, &config_map("fine")).await?;
+            w.apply(&api, &config_map("fatal")).await?;
+            w.sleep(Duration::from_secs(5)).await;
+            Ok(())
+        });
+    let report = in_reconcile.run(2);
+    assert_eq!(report.verdict, Verdict::Exit { node: "reconciler".to_owned(), code: 4 });
+
+    let in_spawned = Sim::builder()
+        .controller("spawner", |clients: Clients| async move {
+            let client = clients.default_cluster();
+            // A background task of the controller's own (madsim's tokio shim is tokio here).
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                let api: Api<ConfigMap> = Api::namespaced(client, "default");
+                let _ = api.create(&PostParams::default(), &config_map("before-exit")).await;
+                std::process::exit(5);
+            });
+            std::future::pending::<()>().await;
+        })
+        .workload(|w| async move {
+            w.sleep(Duration::from_secs(10)).await;
+            Ok(())
+        });
+    let report = in_spawned.run(3);
+    assert_eq!(report.verdict, Verdict::Exit { node: "spawner".to_owned(), code: 5 });
+}
+
+/// Run by the next test in a child process of this test binary: exits with 7 outside any run,
+/// after a simulated exit of its own has been intercepted.
+#[test]
+#[ignore = "run by outside_a_run_exit_keeps_its_code_even_after_an_intercepted_one, in a child process"]
+fn child_exits_with_seven() {
+    if std::env::var_os("KUBE_SIM_EXIT_CHILD").is_none() {
+        return;
+    }
+    let report = exits_on_startup(9).run(4);
+    assert_eq!(report.verdict, Verdict::Exit { node: "checker".to_owned(), code: 9 });
+    std::process::exit(7);
+}
+
+#[test]
+fn outside_a_run_exit_keeps_its_code_even_after_an_intercepted_one() {
+    let exe = std::env::current_exe().expect("the test binary");
+    let output = std::process::Command::new(exe)
+        .args(["--ignored", "--exact", "process_exit::child_exits_with_seven", "--nocapture"])
+        .env("KUBE_SIM_EXIT_CHILD", "1")
+        .output()
+        .expect("run the child");
+    assert_eq!(
+        output.status.code(),
+        Some(7),
+        "stdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
