@@ -16,7 +16,7 @@
 //! The store keeps objects in a `BTreeMap` by namespace and name, so `state()` lists them in that
 //! order on every run (kube-runtime's hash map lists them in a random order).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::marker::PhantomData;
 use std::pin::Pin;
@@ -318,9 +318,7 @@ impl<K: Resource> Writer<K> {
     /// by [`store`] rather than [`store_shared`].
     pub fn subscribe(&self) -> Option<ReflectHandle<K>> {
         let dispatch = self.dispatch.as_ref()?;
-        let (tx, rx) = mpsc::unbounded();
-        dispatch.lock().unwrap_or_else(|e| e.into_inner()).push(tx);
-        Some(ReflectHandle { rx, reader: self.as_reader() })
+        Some(ReflectHandle::subscribe(Some(dispatch.clone()), self.as_reader(), VecDeque::new()))
     }
 
     /// Apply one watcher event to the store, as kube-runtime's: `Apply` and `Delete` change it at
@@ -381,13 +379,36 @@ impl<K: Resource> Writer<K> {
 
 /// A subscriber of a shared writer, as kube-runtime's `reflector::ReflectHandle`: yields the
 /// store's current copy of every object the writer applies (an object deleted meanwhile is
-/// skipped). It ends when the writer and its reflector are gone.
+/// skipped). It ends when the writer and its reflector are gone. A clone, as kube's (a broadcast
+/// receiver's clone), goes on from where the original is: it yields what the original has not
+/// yet taken, then everything the writer applies later.
 pub struct ReflectHandle<K> {
-    rx: mpsc::UnboundedReceiver<ObjectRef<K>>,
+    /// The references not yet yielded: what a clone took over from its original, then the
+    /// channel. A lock only so that `clone(&self)` can move the channel's waiting references
+    /// here (each handle has its own; it is never held across a poll).
+    pending: Mutex<Pending<K>>,
+    /// Where a clone subscribes. Weak, so that the channels end once the writer is gone.
+    dispatch: std::sync::Weak<Mutex<Vec<mpsc::UnboundedSender<ObjectRef<K>>>>>,
     reader: Store<K>,
 }
 
+/// What a [`ReflectHandle`] has not yet yielded.
+struct Pending<K> {
+    taken: VecDeque<ObjectRef<K>>,
+    rx: mpsc::UnboundedReceiver<ObjectRef<K>>,
+}
+
 impl<K> ReflectHandle<K> {
+    /// A handle registered with `dispatch` (if the writer still exists) that first yields `taken`.
+    fn subscribe(dispatch: Option<Dispatch<K>>, reader: Store<K>, taken: VecDeque<ObjectRef<K>>) -> Self {
+        let (tx, rx) = mpsc::unbounded();
+        if let Some(dispatch) = &dispatch {
+            dispatch.lock().unwrap_or_else(|e| e.into_inner()).push(tx);
+        }
+        let dispatch = dispatch.as_ref().map_or_else(std::sync::Weak::new, Arc::downgrade);
+        ReflectHandle { pending: Mutex::new(Pending { taken, rx }), dispatch, reader }
+    }
+
     /// The store this handle reads objects from.
     #[must_use]
     pub fn reader(&self) -> Store<K> {
@@ -395,15 +416,33 @@ impl<K> ReflectHandle<K> {
     }
 }
 
+impl<K> Clone for ReflectHandle<K> {
+    fn clone(&self) -> Self {
+        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        // Bounded by what is queued. The writer dispatches synchronously on the same thread, so
+        // nothing is sent between this drain and the clone's subscription.
+        while let Ok(object_ref) = pending.rx.try_recv() {
+            pending.taken.push_back(object_ref);
+        }
+        ReflectHandle::subscribe(self.dispatch.upgrade(), self.reader.clone(), pending.taken.clone())
+    }
+}
+
 impl<K> Stream for ReflectHandle<K> {
     type Item = Arc<K>;
 
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        // Bounded by what is queued: each round takes one reference off the channel.
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        let pending = this.pending.get_mut().unwrap_or_else(|e| e.into_inner());
+        // Bounded by what is queued: each round takes one reference off the queue.
         loop {
-            match futures::ready!(self.rx.poll_next_unpin(cx)) {
+            let next = match pending.taken.pop_front() {
+                Some(object_ref) => Some(object_ref),
+                None => futures::ready!(pending.rx.poll_next_unpin(cx)),
+            };
+            match next {
                 Some(object_ref) => {
-                    if let Some(object) = self.reader.get(&object_ref) {
+                    if let Some(object) = this.reader.get(&object_ref) {
                         return Poll::Ready(Some(object));
                     }
                 }

@@ -21,8 +21,9 @@
 //! five minutes lets the world quiesce after one such round. A write counts if it moved a
 //! revision (no-op patches do not); writes made by tasks a reconcile spawns are not seen.
 //!
-//! Everything (informers, queue, reconciles) runs as tasks of the node that built the controller,
-//! so killing the node loses it all.
+//! Everything runs on the node that built the controller (informers and reconciles as its tasks,
+//! the queue inside the stream `run` returns, which the node's main future polls), so killing the
+//! node loses it all.
 
 pub mod work_queue;
 
@@ -160,18 +161,19 @@ enum Trigger<K> {
     Error(watcher::Error),
 }
 
-/// The user's reconcile, with the context captured.
-type ReconcileFn<K, E> =
-    Box<dyn FnMut(Arc<K>) -> futures::future::LocalBoxFuture<'static, Result<Action, E>>>;
+/// The user's reconcile, with the context captured. The closure may borrow what outlives the
+/// run stream (`'a`); the futures it returns are `'static`, as kube-runtime's.
+type ReconcileFn<'a, K, E> =
+    Box<dyn FnMut(Arc<K>) -> futures::future::LocalBoxFuture<'static, Result<Action, E>> + 'a>;
 /// The user's error policy, with the context captured.
-type ErrorPolicyFn<K, E> = Box<dyn Fn(Arc<K>, &E) -> Action>;
+type ErrorPolicyFn<'a, K, E> = Box<dyn Fn(Arc<K>, &E) -> Action + 'a>;
 /// What the controller stream yields.
 type Outcome<K, E> = Result<(ObjectRef<K>, Action), Error<E>>;
 
 /// The user's reconcile and error policy, with the context captured.
-struct Handlers<K, E> {
-    reconcile: ReconcileFn<K, E>,
-    error_policy: ErrorPolicyFn<K, E>,
+struct Handlers<'a, K, E> {
+    reconcile: ReconcileFn<'a, K, E>,
+    error_policy: ErrorPolicyFn<'a, K, E>,
 }
 
 /// Where a controller runs and what it reconciles: its world, its node and its main kind.
@@ -511,17 +513,19 @@ where
         self
     }
 
-    /// Run the controller: a stream of reconcile outcomes, as kube-runtime's. The work happens in
-    /// tasks of the current node whether or not the stream is polled; poll it (`for_each`) to keep
-    /// the node's main future alive.
-    pub fn run<Ctx, E, Fut>(
+    /// Run the controller: a stream of reconcile outcomes, as kube-runtime's. As there, the
+    /// scheduler runs inside the returned stream, so poll it (`for_each`) for anything to be
+    /// reconciled; the closures may therefore borrow what outlives the stream (kube's `run`
+    /// needs no `'static` closures either), while each reconcile future is `'static` and runs
+    /// as a task of the current node.
+    pub fn run<'a, Ctx, E, Fut>(
         self,
-        mut reconcile: impl FnMut(Arc<K>, Arc<Ctx>) -> Fut + 'static,
-        error_policy: impl Fn(Arc<K>, &E, Arc<Ctx>) -> Action + 'static,
+        mut reconcile: impl FnMut(Arc<K>, Arc<Ctx>) -> Fut + 'a,
+        error_policy: impl Fn(Arc<K>, &E, Arc<Ctx>) -> Action + 'a,
         ctx: Arc<Ctx>,
-    ) -> impl Stream<Item = Result<(ObjectRef<K>, Action), Error<E>>>
+    ) -> impl Stream<Item = Result<(ObjectRef<K>, Action), Error<E>>> + 'a
     where
-        Ctx: 'static,
+        Ctx: 'a,
         E: std::error::Error + 'static,
         Fut: Future<Output = Result<Action, E>> + 'static,
     {
@@ -544,8 +548,11 @@ where
             error_policy: Box::new(move |object, error| error_policy(object, error, ctx.clone())),
         };
         drop(self.triggers);
-        madsim::task::spawn_local(driver.run(self.trigger_rx, handlers, shutdown));
-        out_rx
+        // The driver yields nothing itself: what it decides goes out through `out_tx`, which it
+        // owns, so the outcomes end once the driver has ended and they are all taken.
+        let driver = futures::stream::once(driver.run(self.trigger_rx, handlers, shutdown))
+            .filter_map(|()| futures::future::ready(None));
+        futures::stream::select(out_rx, driver)
     }
 }
 
@@ -616,7 +623,7 @@ where
     async fn run(
         mut self,
         triggers: mpsc::UnboundedReceiver<Trigger<K>>,
-        mut handlers: Handlers<K, E>,
+        mut handlers: Handlers<'_, K, E>,
         mut shutdown: Option<futures::future::LocalBoxFuture<'static, ()>>,
     ) {
         let registration = Registration::new(&self.world, self.progress());
@@ -674,7 +681,7 @@ where
         }
     }
 
-    fn receive(&mut self, message: Msg<K, E>, handlers: &Handlers<K, E>) {
+    fn receive(&mut self, message: Msg<K, E>, handlers: &Handlers<'_, K, E>) {
         match message {
             // Once shutting down, new triggers are not taken.
             Msg::Trigger(_) if self.shutting_down => {}
@@ -714,7 +721,7 @@ where
         &mut self,
         object_ref: ObjectRef<K>,
         by_requeue: bool,
-        handlers: &mut Handlers<K, E>,
+        handlers: &mut Handlers<'_, K, E>,
         done: &mpsc::UnboundedSender<Done<K, E>>,
     ) {
         let Some(object) = self.store.get(&object_ref) else {
@@ -748,7 +755,7 @@ where
         });
     }
 
-    fn finish(&mut self, done: Done<K, E>, handlers: &Handlers<K, E>) {
+    fn finish(&mut self, done: Done<K, E>, handlers: &Handlers<'_, K, E>) {
         let Done { object_ref, object, result, by_requeue, wrote } = done;
         self.queue.finish(&object_ref);
         // A requeue that found nothing to do and asks to be run again is a periodic no-op.

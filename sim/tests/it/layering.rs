@@ -58,8 +58,10 @@ fn the_http_front_does_not_depend_on_the_engine() {
 }
 
 /// The library crates of the workspace: a user's crate depends on them and picks the Kubernetes
-/// version itself.
-const LIBRARIES: [&str; 5] = ["model-apiserver", "model-apiserver-http", "sim", "properties", "controllers"];
+/// version itself. `ported-controllers` is the worked example of such a user's crate of
+/// controllers (docs/porting.md), a library as well.
+const LIBRARIES: [&str; 6] =
+    ["model-apiserver", "model-apiserver-http", "sim", "properties", "controllers", "ported-controllers"];
 
 /// The k8s-openapi features that `cargo tree` resolves for `package` with `args` (its normal and
 /// build dependencies, plus `dev` ones when asked).

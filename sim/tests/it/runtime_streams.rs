@@ -386,3 +386,113 @@ fn a_graceful_shutdown_stops_new_reconciles_and_ends_the_run_stream() {
     let seen = seen.lock().unwrap().clone();
     assert_eq!(seen, ["reconciled default/early", "stream ended"]);
 }
+
+/// kube's secret_syncer example builds its APIs inside the reconcile closure from the `client`
+/// that `main` holds: a closure that borrows. kube's `Controller::run` takes it (its closures
+/// need not be `'static`, only the futures they return), and so must the simulated one.
+async fn borrowing_controller(client: sim::Client, seen: Seen) {
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    Controller::new(cms, watcher::Config::default())
+        .run(
+            |cm: Arc<ConfigMap>, _ctx: Arc<()>| {
+                // Borrows `client` and `seen`, locals of this function.
+                let secrets: Api<Secret> = Api::namespaced(client.clone(), "default");
+                seen.lock().unwrap().push(format!("reconcile {}", cm.name_any()));
+                async move {
+                    let copy = Secret {
+                        metadata: ObjectMeta { name: Some(cm.name_any()), ..ObjectMeta::default() },
+                        string_data: cm.data.clone(),
+                        ..Secret::default()
+                    };
+                    secrets
+                        .patch(&cm.name_any(), &PatchParams::apply("borrower"), &Patch::Apply(&copy))
+                        .await?;
+                    Ok::<_, sim::Error>(Action::await_change())
+                }
+            },
+            |_, _, _| {
+                seen.lock().unwrap().push("error".to_owned());
+                Action::requeue(Duration::from_secs(1))
+            },
+            Arc::new(()),
+        )
+        .for_each(|_| async {})
+        .await;
+}
+
+#[test]
+fn controller_run_takes_closures_that_borrow_from_the_function_that_runs_it() {
+    let seen: Seen = Arc::default();
+    let probe = seen.clone();
+    let report = Sim::builder()
+        .controller("borrowing", move |clients: Clients| {
+            borrowing_controller(clients.default_cluster(), probe.clone())
+        })
+        .workload(|w| async move {
+            w.apply(&cms(&w), &config_map("a", "1")).await?;
+            let secrets: Api<Secret> = Api::namespaced(w.client(), "default");
+            let copied =
+                |s: Option<&Secret>| s.is_some_and(|s| s.data.as_ref().is_some_and(|d| d.contains_key("v")));
+            w.wait_for(&secrets, "a", copied, Duration::from_secs(30)).await
+        })
+        .run(0);
+    assert_eq!(report.verdict, Verdict::Pass, "{}", report.verdict);
+    assert_eq!(seen.lock().unwrap().first().map(String::as_str), Some("reconcile a"));
+}
+
+#[test]
+fn a_cloned_reflect_handle_yields_what_its_original_had_not_taken_then_everything_after() {
+    let seen: Seen = Arc::default();
+    let probe = seen.clone();
+    let report = Sim::builder()
+        .controller("cloning", move |clients: Clients| {
+            let probe = probe.clone();
+            async move {
+                let api: Api<ConfigMap> = Api::namespaced(clients.default_cluster(), "default");
+                let (_reader, writer) = reflector::store_shared::<ConfigMap>(16);
+                let mut original = writer.subscribe().expect("a shared writer has subscribers");
+                let mut stream =
+                    std::pin::pin!(watcher(api, watcher::Config::default()).reflect_shared(writer));
+                // Reflect until `a` and `b` were both dispatched, none of them taken yet.
+                while !probe.lock().unwrap().contains(&"listed".to_owned()) {
+                    if let Some(Ok(event)) = stream.next().await {
+                        let line = event.to_string();
+                        if line.starts_with("Apply(b)")
+                            || (line == "InitDone" && original.reader().len() == 2)
+                        {
+                            probe.lock().unwrap().push("listed".to_owned());
+                        }
+                    }
+                }
+                let first = original.next().await.map(|cm| cm.name_any());
+                // The clone starts where the original is: after `first`.
+                let clone = original.clone();
+                let rest = |handle: sim::runtime::reflector::ReflectHandle<ConfigMap>, who: &'static str| {
+                    let probe = probe.clone();
+                    madsim::task::spawn_local(handle.for_each(move |cm| {
+                        probe.lock().unwrap().push(format!("{who} {}", cm.name_any()));
+                        async {}
+                    }))
+                };
+                probe.lock().unwrap().push(format!("original took {}", first.unwrap_or_default()));
+                let _tasks = (rest(original, "original then"), rest(clone, "clone then"));
+                stream.for_each(|_| async {}).await;
+            }
+        })
+        .workload(|w| async move {
+            w.apply(&cms(&w), &config_map("a", "0")).await?;
+            w.apply(&cms(&w), &config_map("b", "0")).await?;
+            w.sleep(Duration::from_secs(1)).await;
+            w.apply(&cms(&w), &config_map("c", "0")).await?;
+            Ok(())
+        })
+        .run(0);
+    assert_eq!(report.verdict, Verdict::Pass);
+    let seen = seen.lock().unwrap().clone();
+    let of = |who: &str| -> Vec<String> {
+        seen.iter().filter_map(|l| l.strip_prefix(&format!("{who} ")).map(str::to_owned)).collect()
+    };
+    assert_eq!(of("original took"), ["a"], "{seen:?}");
+    assert_eq!(of("original then"), ["b", "c"], "{seen:?}");
+    assert_eq!(of("clone then"), ["b", "c"], "{seen:?}");
+}
