@@ -21,14 +21,14 @@ use sim::scenario::Scenario;
 
 use controllers::zoo;
 
-/// The schema-migration operator of sim's fault zoo, shared with sim's tests as they include it.
-#[allow(dead_code, clippy::duplicate_mod)]
-mod fault_zoo {
-    #[path = "../../../sim/tests/it/fault_zoo/common.rs"]
-    pub mod common;
-    #[path = "../../../sim/tests/it/fault_zoo/migration.rs"]
-    pub mod migration;
-}
+// The schema-migration operator of sim's fault zoo, included as sim's own tests include it (its
+// `super::common` is this crate's root).
+#[allow(dead_code)]
+#[path = "../../sim/tests/it/fault_zoo/common.rs"]
+mod common;
+#[allow(dead_code)]
+#[path = "../../sim/tests/it/fault_zoo/migration.rs"]
+mod migration;
 
 /// Seeds a search may use per scenario and base seed.
 const SEEDS_MAX_DEFAULT: u64 = 2_000;
@@ -109,13 +109,8 @@ fn main() {
     let bases: Vec<u64> = (0..env("SEARCH_BASES", BASES_DEFAULT)).map(|b| b * BASE_STRIDE).collect();
     let mut scenarios: Vec<Scenario> =
         zoo::scenarios().into_iter().filter(|s| !s.name().ends_with(":fixed")).collect();
-    let migration = fault_zoo::migration::world(fault_zoo::common::Variant::Buggy)
-        .swarm(sim::faults::SwarmConfig::default());
-    scenarios.push(Scenario::new(
-        fault_zoo::migration::SCENARIO,
-        "skipped upgrade steps after an outage",
-        migration,
-    ));
+    let migration = migration::world(common::Variant::Buggy).swarm(sim::faults::SwarmConfig::default());
+    scenarios.push(Scenario::new(migration::SCENARIO, "skipped upgrade steps after an outage", migration));
     println!(
         "seeds to the first failure (mean of {} first seeds for swarm and coverage; budget {seeds_max})",
         bases.len()

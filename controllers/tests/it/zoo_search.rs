@@ -66,7 +66,8 @@ type Seen = (BTreeMap<(usize, u64), Option<FaultPlan>>, Vec<Kept>);
 
 fn coverage_exploration(scenarios: &[&Scenario], seeds: u64, jobs: usize, shard: Shard) -> Seen {
     let references = references(scenarios, 0);
-    let coverage = CoverageSwarm::new(scenarios, &references, 0, Some(seeds), shard).expect("two shards at most");
+    let coverage =
+        CoverageSwarm::new(scenarios, &references, 0, Some(seeds), shard).expect("two shards at most");
     let recording = Recording::new(&coverage);
     let options = Options { jobs, ..Options::default() };
     let explored = explore::explore(scenarios, &recording, &references, &options, &Quiet);
@@ -87,11 +88,9 @@ fn coverage_search_finds_every_planted_bug_of_the_zoo_within_the_plain_swarms_bu
             CoverageSwarm::new(&chosen, &references, 0, Some(BUG_BUDGET), Shard::ALL).expect("one shard");
         let options = Options { stop_at_first_failure: true, ..Options::default() };
         let explored = explore::explore(&chosen, &coverage, &references, &options, &Quiet);
-        let (first, _) = explored
-            .groups
-            .iter()
-            .min_by_key(|(f, _)| f.seed)
-            .unwrap_or_else(|| panic!("{}: no seed of {BUG_BUDGET} failed under coverage search", scenario.name()));
+        let (first, _) = explored.groups.iter().min_by_key(|(f, _)| f.seed).unwrap_or_else(|| {
+            panic!("{}: no seed of {BUG_BUDGET} failed under coverage search", scenario.name())
+        });
         assert!(
             zoo::oracle::is_general_failure(&first.verdict),
             "{}: seed {} failed, but not by a general property: {}",
@@ -100,14 +99,24 @@ fn coverage_search_finds_every_planted_bug_of_the_zoo_within_the_plain_swarms_bu
             first.verdict
         );
         // The recorded plan alone, at that seed, fails the same way: what a regression file keeps.
-        let replay = zoo::oracle::run_on_fresh_thread(&scenario.builder().clone().faults(first.plan.clone()), first.seed);
+        let replay = zoo::oracle::run_on_fresh_thread(
+            &scenario.builder().clone().faults(first.plan.clone()),
+            first.seed,
+        );
         assert_eq!(replay.verdict, first.verdict, "{}: seed {} with its plan", scenario.name(), first.seed);
-        println!("{}: first failure at seed {} ({} faults): {}", scenario.name(), first.seed, first.plan.faults.len(), first.verdict);
+        println!(
+            "{}: first failure at seed {} ({} faults): {}",
+            scenario.name(),
+            first.seed,
+            first.plan.faults.len(),
+            first.verdict
+        );
     }
 }
 
 #[test]
-fn coverage_search_runs_the_same_plans_and_finds_the_same_failures_with_one_or_two_jobs_and_two_merged_shards() {
+fn coverage_search_runs_the_same_plans_and_finds_the_same_failures_with_one_or_two_jobs_and_two_merged_shards()
+ {
     let (rabbitmq, mongodb) = (scenario("rabbitmq:resize-crash"), scenario("mongodb:duplicate-backup"));
     let scenarios = [&rabbitmq, &mongodb];
     let seeds = 40;
@@ -165,7 +174,8 @@ fn a_regression_file_written_by_coverage_search_records_its_plan_and_replays() {
     let rabbitmq = registry.get("rabbitmq:resize-crash").expect("in the zoo");
     let chosen = [rabbitmq];
     let references = references(&chosen, 0);
-    let coverage = CoverageSwarm::new(&chosen, &references, 0, Some(BUG_BUDGET), Shard::ALL).expect("one shard");
+    let coverage =
+        CoverageSwarm::new(&chosen, &references, 0, Some(BUG_BUDGET), Shard::ALL).expect("one shard");
     let options = Options { stop_at_first_failure: true, ..Options::default() };
     let explored = explore::explore(&chosen, &coverage, &references, &options, &Quiet);
     assert!(!explored.groups.is_empty(), "coverage search found the resize crash");

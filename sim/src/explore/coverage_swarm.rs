@@ -23,7 +23,9 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use crate::decision::{DecisionSource, Stream};
-use crate::faults::{FaultKind, FaultPlan, PlannedFault, SwarmConfig, drawable_kinds, swarm_fault, swarm_plan};
+use crate::faults::{
+    FaultKind, FaultPlan, PlannedFault, SwarmConfig, drawable_kinds, swarm_fault, swarm_plan,
+};
 use crate::guided::point_map::fired;
 use crate::scenario::Scenario;
 
@@ -44,7 +46,9 @@ pub const CORPUS_MAX: usize = 32;
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum CoverageError {
     /// More shards than lanes: some shard would run nothing, and the lanes cannot be split finer.
-    #[error("coverage search splits the seed space into {lanes} lanes: --shard {shard} has more shards than that")]
+    #[error(
+        "coverage search splits the seed space into {lanes} lanes: --shard {shard} has more shards than that"
+    )]
     TooManyShards {
         /// The shard asked for.
         shard: Shard,
@@ -119,8 +123,9 @@ impl CoverageSwarm {
             .enumerate()
             .map(|(i, scenario)| arm(scenario, references.get(i).and_then(Option::as_ref)))
             .collect();
-        let offsets =
-            (0..LANES).filter(|t| (first_seed.wrapping_add(*t) % LANES) % shard.count == shard.index).collect();
+        let offsets = (0..LANES)
+            .filter(|t| (first_seed.wrapping_add(*t) % LANES) % shard.count == shard.index)
+            .collect();
         let lanes = arms
             .iter()
             .map(|arm| vec![Lane { hits: vec![0; arm.points], ..Lane::default() }; LANES as usize])
@@ -237,8 +242,7 @@ impl Strategy for CoverageSwarm {
 
     fn len(&self) -> Option<u64> {
         let seeds = self.seeds?;
-        let per_scenario: u64 =
-            self.offsets.iter().map(|t| seeds.saturating_sub(*t).div_ceil(LANES)).sum();
+        let per_scenario: u64 = self.offsets.iter().map(|t| seeds.saturating_sub(*t).div_ceil(LANES)).sum();
         Some(per_scenario * self.arms.len() as u64)
     }
 

@@ -102,7 +102,8 @@ fn draw_fault(
     };
     let duration_ms = 1 + stream.below(config.duration_max_ms.max(1));
     let ops = super::ops(kind);
-    let fault = ops.draw(&mut SwarmDraw { stream: &mut *stream, config, controller: &controller, duration_ms });
+    let fault =
+        ops.draw(&mut SwarmDraw { stream: &mut *stream, config, controller: &controller, duration_ms });
     let trigger = draw_trigger(stream, config, ops, &controller);
     PlannedFault { trigger, fault }
 }
@@ -141,7 +142,11 @@ pub fn swarm_fault(
 
 /// A new trigger for `planned`, drawn as swarm selection draws one for its kind and controller
 /// (a search that mutates a plan moves one fault to another moment this way).
-pub fn redraw_trigger(stream: &mut crate::decision::Stream, config: &SwarmConfig, planned: &PlannedFault) -> Trigger {
+pub fn redraw_trigger(
+    stream: &mut crate::decision::Stream,
+    config: &SwarmConfig,
+    planned: &PlannedFault,
+) -> Trigger {
     let controller = planned.fault.controller().unwrap_or_default();
     draw_trigger(stream, config, super::ops(planned.fault.kind()), controller)
 }
