@@ -55,8 +55,10 @@ impl SimBuilder {
             .clone()
     }
 
-    /// The swarm this builder draws from, with its profile filled in.
-    fn swarm_with_profile(&self) -> Option<crate::faults::SwarmConfig> {
+    /// The swarm this builder draws each seed's plan from, with its controllers and profile filled
+    /// in (`None` for a world with a fixed plan or no faults): what a search that draws its own
+    /// plans ([`crate::explore::coverage_swarm`]) draws from.
+    pub fn swarm_with_profile(&self) -> Option<crate::faults::SwarmConfig> {
         let crate::faults::FaultSource::Swarm(config) = &self.faults else { return None };
         let mut config = config.clone();
         if config.controllers.is_empty() {

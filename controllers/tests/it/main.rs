@@ -16,5 +16,6 @@ mod builtins_kubelet_clock;
 mod builtins_namespace;
 mod builtins_replicaset;
 mod builtins_statefulset;
+mod zoo_search;
 mod zoo_sweeps;
 mod zoo_webapp;

@@ -8,6 +8,8 @@
 //! A [`Strategy`] says which runs to make, one file each, as shuttle's schedulers are:
 //! - [`random::RandomSwarm`]: seed after seed, each with its scenario's swarm-drawn fault plan;
 //! - [`guided::Guided`]: every plan over the injection points of a fault-free reference run;
+//! - [`coverage_swarm::CoverageSwarm`]: swarm plans steered by the coverage of the runs before
+//!   (toward injection points and fault kinds that have fired least), in rounds;
 //! - [`replay::Replay`]: exactly the given runs (and [`replay`] replays regression files).
 //!
 //! [`explore`] runs a strategy's runs on workers and gives back what they found; [`shrink`]
@@ -26,6 +28,7 @@
 //! ```
 
 pub mod coverage;
+pub mod coverage_swarm;
 pub mod findings;
 pub mod guided;
 pub mod random;
@@ -84,8 +87,9 @@ pub struct Run {
     pub plan: Option<FaultPlan>,
 }
 
-/// Which runs an exploration makes. `run(i)` must be a pure function of `i` (workers take items
-/// in any order), and `None` from some `i` on ends the exploration.
+/// Which runs an exploration makes. `run(i)` must be a pure function of `i` and of what the
+/// strategy [`observe`](Strategy::observe)d of the rounds before `i`'s (workers take a round's
+/// items in any order), and `None` from some `i` on ends the exploration.
 #[allow(clippy::len_without_is_empty)] // `len() == Some(0)` says it: an `is_empty` would repeat it
 pub trait Strategy: Sync {
     /// How regression files record that a failure was found this way (`swarm`, `guided`, ...).
@@ -98,6 +102,32 @@ pub trait Strategy: Sync {
     fn counted_before(&self, _scenario: usize) -> u64 {
         0
     }
+    /// For a strategy that learns from its runs: work items come in rounds of this many, and no
+    /// item of round `r + 1` is asked for before every item of round `r` finished and was
+    /// [`observe`](Strategy::observe)d. `None` (the default): one round, nothing observed.
+    fn round_len(&self) -> Option<u64> {
+        None
+    }
+    /// What work item `index` of a round did, told between rounds in work-item order (never
+    /// concurrently with [`Strategy::run`]), so that what the strategy learns does not depend on
+    /// which worker finished first.
+    fn observe(&self, _index: u64, _outcome: &Outcome) {}
+}
+
+/// What one run did, as a strategy of rounds is told ([`Strategy::observe`]).
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// The run asked for.
+    pub run: Run,
+    /// The plan it ran with (drawn or given).
+    pub plan: FaultPlan,
+    /// Its planned faults that never fired.
+    pub unfired: Vec<crate::faults::PlannedFault>,
+    /// The injection points of its scenario's reference that its fired faults exercised
+    /// (indices, ascending; empty without a reference).
+    pub exercised: Vec<usize>,
+    /// Whether it failed.
+    pub failed: bool,
 }
 
 /// How an exploration runs.
@@ -107,11 +137,15 @@ pub struct Options {
     pub jobs: usize,
     /// Stop taking new runs at this wall-clock instant (runs already going finish).
     pub deadline: Option<Instant>,
+    /// Stop taking new runs once one failed (runs already going finish). Workers take items in
+    /// index order, so every item below the first failing one has run: the lowest failing item is
+    /// the same for any number of workers (what a seeds-to-first-failure benchmark counts).
+    pub stop_at_first_failure: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { jobs: crate::runner::default_jobs(), deadline: None }
+        Options { jobs: crate::runner::default_jobs(), deadline: None, stop_at_first_failure: false }
     }
 }
 
@@ -188,58 +222,90 @@ pub fn explore(
     let findings = Mutex::new(Findings::default());
     let unfired: Mutex<Vec<BTreeMap<FaultKind, u64>>> = Mutex::new(vec![BTreeMap::new(); scenarios.len()]);
     let ran: Mutex<Vec<bool>> = Mutex::new(vec![false; strategy.len().map_or(0, |n| n as usize)]);
-    let next = AtomicU64::new(0);
     let stop = AtomicBool::new(false);
-    crate::runner::each_on_workers(options.jobs, "explore-worker", |_| {
-        if stop.load(Ordering::Relaxed) {
-            return false;
-        }
-        let index = next.fetch_add(1, Ordering::Relaxed);
-        let within_time = options.deadline.is_none_or(|d| Instant::now() < d);
-        let (true, Some(run)) = (within_time, strategy.run(index)) else {
-            stop.store(true, Ordering::Relaxed);
-            return false;
-        };
-        let scenario = scenarios[run.scenario];
-        let report = match &run.plan {
-            Some(plan) => replay::run_plan(scenario, run.seed, plan, false),
-            None => replay::run_seed(scenario, run.seed),
-        };
-        seeds_run[run.scenario].fetch_add(1, Ordering::Relaxed);
-        if !report.unfired.is_empty() {
-            let mut unfired = unfired.lock().unwrap_or_else(|p| p.into_inner());
-            for planned in &report.unfired {
-                *unfired[run.scenario].entry(planned.fault.kind()).or_default() += 1;
+    let round_len = strategy.round_len().filter(|n| *n > 0);
+    let observed: Mutex<BTreeMap<u64, Outcome>> = Mutex::new(BTreeMap::new());
+    let mut round_start = 0u64;
+    loop {
+        let round_end = round_len.map_or(u64::MAX, |n| round_start.saturating_add(n));
+        let next = AtomicU64::new(round_start);
+        crate::runner::each_on_workers(options.jobs, "explore-worker", |_| {
+            if stop.load(Ordering::Relaxed) {
+                return false;
             }
-        }
-        let exercised = references[run.scenario].map(|r| r.map.exercised_by(&report));
-        let new_points = coverage.mark(run.scenario, &exercised.unwrap_or_default());
-        let failed = !report.verdict.is_pass();
-        if failed {
-            failing[run.scenario].fetch_add(1, Ordering::Relaxed);
-            failing_total.fetch_add(1, Ordering::Relaxed);
-            let failure = Failure {
-                scenario: run.scenario,
-                seed: run.seed,
-                run: run.ordinal,
-                verdict: report.verdict,
-                plan: report.plan,
+            let index = next.fetch_add(1, Ordering::Relaxed);
+            if index >= round_end {
+                return false;
+            }
+            let within_time = options.deadline.is_none_or(|d| Instant::now() < d);
+            let (true, Some(run)) = (within_time, strategy.run(index)) else {
+                stop.store(true, Ordering::Relaxed);
+                return false;
             };
-            findings.lock().unwrap_or_else(|p| p.into_inner()).add(failure);
-        }
-        if let Some(flag) = ran.lock().unwrap_or_else(|p| p.into_inner()).get_mut(index as usize) {
-            *flag = true;
-        }
-        let (points_exercised, points) = coverage.counts();
-        observer.ran(Progress {
-            runs: runs.fetch_add(1, Ordering::Relaxed) + 1,
-            failing: failing_total.load(Ordering::Relaxed),
-            points_exercised,
-            points,
-            news: failed || new_points,
+            let scenario = scenarios[run.scenario];
+            let report = match &run.plan {
+                Some(plan) => replay::run_plan(scenario, run.seed, plan, false),
+                None => replay::run_seed(scenario, run.seed),
+            };
+            seeds_run[run.scenario].fetch_add(1, Ordering::Relaxed);
+            if !report.unfired.is_empty() {
+                let mut unfired = unfired.lock().unwrap_or_else(|p| p.into_inner());
+                for planned in &report.unfired {
+                    *unfired[run.scenario].entry(planned.fault.kind()).or_default() += 1;
+                }
+            }
+            let exercised = references[run.scenario].map(|r| r.map.exercised_by(&report)).unwrap_or_default();
+            let new_points = coverage.mark(run.scenario, &exercised);
+            let failed = !report.verdict.is_pass();
+            if round_len.is_some() {
+                let outcome = Outcome {
+                    run: run.clone(),
+                    plan: report.plan.clone(),
+                    unfired: report.unfired.clone(),
+                    exercised,
+                    failed,
+                };
+                observed.lock().unwrap_or_else(|p| p.into_inner()).insert(index, outcome);
+            }
+            if failed {
+                failing[run.scenario].fetch_add(1, Ordering::Relaxed);
+                failing_total.fetch_add(1, Ordering::Relaxed);
+                let failure = Failure {
+                    scenario: run.scenario,
+                    seed: run.seed,
+                    run: run.ordinal,
+                    verdict: report.verdict,
+                    plan: report.plan,
+                };
+                findings.lock().unwrap_or_else(|p| p.into_inner()).add(failure);
+                if options.stop_at_first_failure {
+                    stop.store(true, Ordering::Relaxed);
+                }
+            }
+            if let Some(flag) = ran.lock().unwrap_or_else(|p| p.into_inner()).get_mut(index as usize) {
+                *flag = true;
+            }
+            let (points_exercised, points) = coverage.counts();
+            observer.ran(Progress {
+                runs: runs.fetch_add(1, Ordering::Relaxed) + 1,
+                failing: failing_total.load(Ordering::Relaxed),
+                points_exercised,
+                points,
+                news: failed || new_points,
+            });
+            true
         });
-        true
-    });
+        if round_len.is_none() || stop.load(Ordering::Relaxed) {
+            break;
+        }
+        // Between rounds, in work-item order: what the strategy learns is the same for any
+        // number of workers.
+        let outcomes = std::mem::take(&mut *observed.lock().unwrap_or_else(|p| p.into_inner()));
+        for (index, outcome) in &outcomes {
+            strategy.observe(*index, outcome);
+        }
+        round_start = round_end;
+    }
     Explored {
         seeds_run: seeds_run.into_iter().map(AtomicU64::into_inner).collect(),
         failing: failing.into_iter().map(AtomicU64::into_inner).collect(),

@@ -66,7 +66,7 @@ pub use plan::{
     CallSide, DELAY_WATCH_DURATION_MS_DEFAULT, Fault, FaultKind, FaultPlan, InjectedError, ObjectChange,
     PlannedFault, Trigger,
 };
-pub use swarm::{PLAN_STREAM, SwarmConfig, swarm_plan};
+pub use swarm::{PLAN_STREAM, SwarmConfig, drawable_kinds, redraw_trigger, swarm_fault, swarm_plan};
 
 use std::sync::Arc;
 

@@ -82,19 +82,73 @@ pub fn swarm_plan(source: &mut DecisionSource, config: &SwarmConfig) -> FaultPla
     let mut faults = Vec::with_capacity(count);
     for _ in 0..count {
         let (kind, controllers) = on[stream.below(on.len() as u64) as usize];
-        let controller = if controllers.is_empty() {
-            String::new()
-        } else {
-            controllers[stream.below(controllers.len() as u64) as usize].clone()
-        };
-        let duration_ms = 1 + stream.below(config.duration_max_ms.max(1));
-        let ops = super::ops(*kind);
-        let fault =
-            ops.draw(&mut SwarmDraw { stream: &mut *stream, config, controller: &controller, duration_ms });
-        let trigger = draw_trigger(stream, config, ops, &controller);
-        faults.push(PlannedFault { trigger, fault });
+        faults.push(draw_fault(stream, config, *kind, controllers));
     }
     FaultPlan { faults }
+}
+
+/// One fault of `kind`, drawn as swarm selection draws each fault of a plan: its controller
+/// (among `controllers`, which it can act on), one duration, its own parameters, its trigger.
+fn draw_fault(
+    stream: &mut crate::decision::Stream,
+    config: &SwarmConfig,
+    kind: FaultKind,
+    controllers: &[&String],
+) -> PlannedFault {
+    let controller = if controllers.is_empty() {
+        String::new()
+    } else {
+        controllers[stream.below(controllers.len() as u64) as usize].clone()
+    };
+    let duration_ms = 1 + stream.below(config.duration_max_ms.max(1));
+    let ops = super::ops(kind);
+    let fault =
+        ops.draw(&mut SwarmDraw { stream: &mut *stream, config, controller: &controller, duration_ms });
+    let trigger = draw_trigger(stream, config, ops, &controller);
+    PlannedFault { trigger, fault }
+}
+
+/// The kinds of `config` that swarm selection can turn on (each can act on some controller, or
+/// in the world), in `config.kinds` order.
+pub fn drawable_kinds(config: &SwarmConfig) -> Vec<FaultKind> {
+    config
+        .kinds
+        .iter()
+        .copied()
+        .filter(|kind| {
+            if super::ops(*kind).needs_controller() {
+                !acting_on(*kind, config).is_empty()
+            } else {
+                can_act_in(*kind, config)
+            }
+        })
+        .collect()
+}
+
+/// One fault of `kind` drawn from `stream` as a swarm plan draws its faults (on a controller it
+/// can act on), or `None` if swarm selection of `config` cannot draw the kind: what a search
+/// that steers toward rare kinds adds to a plan.
+pub fn swarm_fault(
+    stream: &mut crate::decision::Stream,
+    config: &SwarmConfig,
+    kind: FaultKind,
+) -> Option<PlannedFault> {
+    if !drawable_kinds(config).contains(&kind) {
+        return None;
+    }
+    let controllers = acting_on(kind, config);
+    Some(draw_fault(stream, config, kind, &controllers))
+}
+
+/// A new trigger for `planned`, drawn as swarm selection draws one for its kind and controller
+/// (a search that mutates a plan moves one fault to another moment this way).
+pub fn redraw_trigger(
+    stream: &mut crate::decision::Stream,
+    config: &SwarmConfig,
+    planned: &PlannedFault,
+) -> Trigger {
+    let controller = planned.fault.controller().unwrap_or_default();
+    draw_trigger(stream, config, super::ops(planned.fault.kind()), controller)
 }
 
 /// The controllers of `config` a fault of `kind` can act on (every one without a profile; none
