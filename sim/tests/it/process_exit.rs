@@ -137,3 +137,29 @@ fn outside_a_run_exit_keeps_its_code_even_after_an_intercepted_one() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+#[test]
+fn an_exiting_seed_shrinks_into_a_regression_file_that_replays_the_same_exit() {
+    use sim::explore::replay::{self, replay_file};
+    use sim::explore::shrink::shrink_to_file;
+    use sim::faults::FaultPlan;
+    use sim::regression::{Provenance, RegressionFile};
+    use sim::scenario::{Registry, Scenario};
+    use sim::shrink::ShrinkBounds;
+
+    let scenario = || Scenario::new("checker:exits", "a startup check that exits", exits_on_startup(2));
+    let found = scenario().builder().run(6);
+    let recorded = replay::recorded_violation(&found.verdict).expect("an exit is a failure");
+    assert_eq!(recorded.kind, "exit");
+    let provenance = Provenance { by: "manual".to_owned(), ..Provenance::default() };
+    let (file, _) =
+        shrink_to_file(&scenario(), 6, &FaultPlan::none(), recorded, &ShrinkBounds::default(), provenance);
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let path = file.write_to(dir.path()).expect("the file is written");
+    assert_eq!(RegressionFile::load(&path).expect("the file reads back"), file);
+    let registry = Registry::new([scenario()]).expect("one scenario");
+    let replayed = replay_file(&path, &registry).expect("the file replays");
+    assert!(replayed.reproduced, "{}", replayed.report.verdict);
+    assert_eq!(replayed.report.verdict, Verdict::Exit { node: "checker".to_owned(), code: 2 });
+    assert_eq!(replayed.report.digest, file.trace_digest);
+}
