@@ -31,5 +31,6 @@ mod runtime_streams;
 mod scenario_registry;
 mod shrink;
 mod shrink_workload;
+mod tokio_select;
 mod tokio_shim;
 mod workload;
