@@ -177,7 +177,11 @@ const REPEATS: usize = 32;
 fn outside_a_run_an_unbiased_select_still_works_and_starts_anywhere() {
     assert!(!sim::random::is_simulated());
     let winners: Vec<u32> = (0..REPEATS * 4)
-        .map(|_| block_on(async { tokio::select! { a = ready(0) => a, b = ready(1) => b } }))
+        .map(|_| {
+            block_on(async {
+                tokio::select! { a = ready(0) => a, b = ready(1) => b }
+            })
+        })
         .collect();
     assert!(winners.contains(&0) && winners.contains(&1), "{winners:?}");
 }
@@ -217,14 +221,18 @@ fn an_output_that_misses_its_pattern_disables_the_branch_and_else_runs_when_none
         assert_eq!(fallback, 9);
     }
     // Every precondition false: `else` without polling anything.
-    let never_polled = block_on(async { tokio::select! { x = pending::<u32>(), if false => x, else => 3 } });
+    let never_polled = block_on(async {
+        tokio::select! { x = pending::<u32>(), if false => x, else => 3 }
+    });
     assert_eq!(never_polled, 3);
 }
 
 #[test]
 #[should_panic(expected = "all branches are disabled and there is no else branch")]
 fn a_select_whose_branches_are_all_disabled_without_else_panics_as_tokios_does() {
-    block_on(async { tokio::select! { Some(x) = ready(None::<u32>) => x, y = ready(1), if false => y } });
+    block_on(async {
+        tokio::select! { Some(x) = ready(None::<u32>) => x, y = ready(1), if false => y }
+    });
 }
 
 #[test]
