@@ -32,5 +32,6 @@ mod runtime_streams;
 mod scenario_registry;
 mod shrink;
 mod shrink_workload;
+mod tokio_select;
 mod tokio_shim;
 mod workload;

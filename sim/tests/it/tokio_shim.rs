@@ -1,6 +1,7 @@
-//! Controller code written against tokio runs on the simulation unchanged: with madsim's tokio shim
-//! renamed as `tokio` in Cargo.toml (`tokio = { version = "0.2.30", package = "madsim-tokio" }`,
-//! as this crate's dev-dependencies do), `tokio::spawn`, `tokio::time::{sleep, interval, timeout,
+//! Controller code written against tokio runs on the simulation unchanged: with kube-sim's tokio
+//! shim renamed as `tokio` in Cargo.toml (`tokio = { package = "kube-sim-tokio", .. }`, madsim's
+//! tokio shim with a deterministic `select!`, see tokio_select.rs; as this crate's
+//! dev-dependencies do), `tokio::spawn`, `tokio::time::{sleep, interval, timeout,
 //! Instant}`, `std::time::SystemTime::now()` and `jiff::Timestamp::now()` all run on the seed's
 //! virtual clock and scheduler. A ten-minute sleep costs no real time, and the same seed gives the
 //! same readings and the same digest.
