@@ -27,6 +27,7 @@ mod multicluster;
 mod process_exit;
 mod random_and_clock;
 mod regression_file;
+mod runtime_reflector;
 mod runtime_rules;
 mod runtime_scheduling;
 mod runtime_streams;

@@ -319,3 +319,295 @@ fn a_scheduler_of_reconcile_requests_keeps_the_first_queued_reason_of_the_earlie
         drop(tx);
     });
 }
+
+// The controller's scheduling entry points: `applier`, `reconcile_on`, `reconcile_all_on` and
+// `trigger_backoff`, in simulated worlds.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::sync::{Arc, Mutex};
+
+use sim::api::Api;
+use sim::runtime::controller::{Action, Config, Error as ControllerError, applier};
+use sim::runtime::utils::Backoff;
+use sim::runtime::{Controller, reflector, watcher};
+use sim::{Clients, Sim, Verdict};
+
+/// The error type of controllers that never fail.
+#[derive(Debug, thiserror::Error)]
+#[error("never")]
+struct Never;
+
+/// A queue stream's error.
+#[derive(Debug, thiserror::Error)]
+#[error("queue broke")]
+struct QueueBroke;
+
+/// What a test's controller saw, one line per item, with its virtual time since the start.
+type Seen = Arc<Mutex<Vec<(Duration, String)>>>;
+
+fn note(seen: &Seen, start: Instant, line: String) {
+    seen.lock().unwrap().push((Instant::now() - start, line));
+}
+
+fn lines(seen: &Seen) -> Vec<String> {
+    seen.lock().unwrap().iter().map(|(_, line)| line.clone()).collect()
+}
+
+fn cms(w: &sim::Workload) -> Api<ConfigMap> {
+    Api::namespaced(w.client(), "default")
+}
+
+fn cm_ref(name: &str) -> ObjectRef<ConfigMap> {
+    ObjectRef::new(name).within("default")
+}
+
+#[test]
+fn an_applier_reconciles_what_its_queue_asks_for_and_ends_gracefully_when_the_queue_ends() {
+    for seed in 0..5 {
+        let seen: Seen = Arc::default();
+        let probe = seen.clone();
+        let report = Sim::builder()
+            .controller("applier", move |clients: Clients| {
+                let seen = probe.clone();
+                async move {
+                    let start = Instant::now();
+                    let api: Api<ConfigMap> = Api::namespaced(clients.default_cluster(), "default");
+                    let store = reflector::informer(api, watcher::Config::default());
+                    let (tx, rx) = mpsc::unbounded::<Result<ObjectRef<ConfigMap>, QueueBroke>>();
+                    madsim::task::spawn_local(async move {
+                        madsim::time::sleep(Duration::from_secs(1)).await;
+                        tx.unbounded_send(Ok(cm_ref("a"))).unwrap();
+                        tx.unbounded_send(Err(QueueBroke)).unwrap();
+                        tx.unbounded_send(Ok(cm_ref("missing"))).unwrap();
+                        madsim::time::sleep(Duration::from_secs(1)).await;
+                        // The queue ends: the applier shuts down once nothing runs.
+                    });
+                    let log = seen.clone();
+                    let reconcile = move |cm: Arc<ConfigMap>, _: Arc<()>| {
+                        let log = log.clone();
+                        async move {
+                            note(
+                                &log,
+                                start,
+                                format!("reconcile {}", cm.metadata.name.clone().unwrap_or_default()),
+                            );
+                            // A requeue the shutdown drops.
+                            Ok::<_, Never>(Action::requeue(Duration::from_secs(5)))
+                        }
+                    };
+                    let outcomes = applier(
+                        reconcile,
+                        |_, _: &Never, _| Action::await_change(),
+                        Arc::new(()),
+                        store,
+                        rx,
+                        Config::default(),
+                    );
+                    let mut outcomes = std::pin::pin!(outcomes);
+                    while let Some(outcome) = outcomes.next().await {
+                        let line = match outcome {
+                            Ok((object, action)) => format!("ok {object}: {action}"),
+                            Err(ControllerError::QueueError(error)) => format!("queue error: {error}"),
+                            Err(ControllerError::ObjectNotFound(object)) => format!("not found {object}"),
+                            Err(error) => format!("error: {error}"),
+                        };
+                        note(&seen, start, line);
+                    }
+                    note(&seen, start, "ended".to_owned());
+                    std::future::pending::<()>().await;
+                }
+            })
+            .workload(|w| async move {
+                w.apply(&cms(&w), &common::config_map("a", "1")).await?;
+                w.sleep(Duration::from_secs(10)).await;
+                Ok(())
+            })
+            .run(seed);
+        assert_eq!(report.verdict, Verdict::Pass, "seed {seed}");
+        assert_eq!(
+            lines(&seen),
+            [
+                "queue error: queue broke",
+                "not found default/missing",
+                "reconcile a",
+                "ok default/a: requeue 5000ms",
+                "ended"
+            ],
+            "seed {seed}"
+        );
+        let ended_at = seen.lock().unwrap().last().unwrap().0;
+        assert!(
+            ended_at >= Duration::from_secs(2) && ended_at < Duration::from_secs(5),
+            "seed {seed}: {ended_at:?}"
+        );
+    }
+}
+
+/// A ConfigMap controller over `default` on the calling node whose reconciles are logged; `add`
+/// adds triggers to it before it runs.
+async fn logging_controller(
+    clients: Clients,
+    seen: Seen,
+    add: impl FnOnce(Controller<ConfigMap>) -> Controller<ConfigMap>,
+) {
+    let start = Instant::now();
+    let api: Api<ConfigMap> = Api::namespaced(clients.default_cluster(), "default");
+    let log = seen.clone();
+    add(Controller::new(api, watcher::Config::default()))
+        .run(
+            move |cm: Arc<ConfigMap>, _: Arc<()>| {
+                let log = log.clone();
+                async move {
+                    note(&log, start, format!("reconcile {}", cm.metadata.name.clone().unwrap_or_default()));
+                    Ok::<_, Never>(Action::await_change())
+                }
+            },
+            |_, _: &Never, _| Action::await_change(),
+            Arc::new(()),
+        )
+        .for_each(|outcome| {
+            if let Err(error) = outcome {
+                note(&seen, start, format!("error: {error}"));
+            }
+            async {}
+        })
+        .await;
+}
+
+#[test]
+fn reconcile_on_reconciles_the_objects_an_external_stream_names() {
+    for seed in 0..5 {
+        let seen: Seen = Arc::default();
+        let probe = seen.clone();
+        let report = Sim::builder()
+            .controller("external", move |clients: Clients| {
+                let seen = probe.clone();
+                let (tx, rx) = mpsc::unbounded();
+                madsim::task::spawn_local(async move {
+                    madsim::time::sleep(Duration::from_secs(3)).await;
+                    tx.unbounded_send(cm_ref("b")).unwrap();
+                });
+                logging_controller(clients, seen, |c| c.reconcile_on(rx))
+            })
+            .workload(|w| async move {
+                w.apply(&cms(&w), &common::config_map("a", "1")).await?;
+                w.apply(&cms(&w), &common::config_map("b", "1")).await?;
+                w.sleep(Duration::from_secs(5)).await;
+                Ok(())
+            })
+            .run(seed);
+        assert_eq!(report.verdict, Verdict::Pass, "seed {seed}");
+        let seen = seen.lock().unwrap().clone();
+        let late: Vec<&str> =
+            seen.iter().filter(|(at, _)| *at >= Duration::from_secs(3)).map(|(_, l)| l.as_str()).collect();
+        assert_eq!(late, ["reconcile b"], "seed {seed}: {seen:?}");
+    }
+}
+
+#[test]
+fn reconcile_all_on_reconciles_every_cached_object_each_time_its_stream_yields() {
+    for seed in 0..5 {
+        let seen: Seen = Arc::default();
+        let probe = seen.clone();
+        let report = Sim::builder()
+            .controller("reload", move |clients: Clients| {
+                let seen = probe.clone();
+                let (tx, rx) = mpsc::unbounded();
+                madsim::task::spawn_local(async move {
+                    for _ in 0..2 {
+                        madsim::time::sleep(Duration::from_secs(3)).await;
+                        tx.unbounded_send(()).unwrap();
+                    }
+                });
+                logging_controller(clients, seen, |c| c.reconcile_all_on(rx))
+            })
+            .workload(|w| async move {
+                for name in ["a", "b", "c"] {
+                    w.apply(&cms(&w), &common::config_map(name, "1")).await?;
+                }
+                w.sleep(Duration::from_secs(8)).await;
+                Ok(())
+            })
+            .run(seed);
+        assert_eq!(report.verdict, Verdict::Pass, "seed {seed}");
+        let seen = seen.lock().unwrap().clone();
+        // Each round's reconciles start at the same instant, in the order madsim runs them.
+        let after = |from: u64, to: u64| -> Vec<&str> {
+            let range = Duration::from_secs(from)..Duration::from_secs(to);
+            let mut round: Vec<&str> =
+                seen.iter().filter(|(at, _)| range.contains(at)).map(|(_, l)| l.as_str()).collect();
+            round.sort_unstable();
+            round
+        };
+        assert_eq!(after(3, 6), ["reconcile a", "reconcile b", "reconcile c"], "seed {seed}: {seen:?}");
+        assert_eq!(after(6, 9), ["reconcile a", "reconcile b", "reconcile c"], "seed {seed}: {seen:?}");
+    }
+}
+
+/// A backoff that always waits `delay_secs` and counts its uses.
+struct Counting {
+    delay_secs: u64,
+    used: Arc<Mutex<u32>>,
+}
+
+impl Iterator for Counting {
+    type Item = Duration;
+    fn next(&mut self) -> Option<Duration> {
+        *self.used.lock().unwrap() += 1;
+        Some(Duration::from_secs(self.delay_secs))
+    }
+}
+
+impl Backoff for Counting {
+    fn reset(&mut self) {}
+}
+
+#[test]
+fn trigger_backoff_spaces_a_failing_trigger_stream_by_the_chosen_backoff() {
+    let seen: Seen = Arc::default();
+    let used: Arc<Mutex<u32>> = Arc::default();
+    let (probe, counter) = (seen.clone(), used.clone());
+    let report = Sim::builder()
+        .controller("backoff", move |_clients: Clients| {
+            let (seen, used) = (probe.clone(), counter.clone());
+            async move {
+                let start = Instant::now();
+                let (reader, mut writer) = reflector::store::<ConfigMap>();
+                writer.apply_watcher_event(&watcher::Event::Init);
+                writer.apply_watcher_event(&watcher::Event::InitDone);
+                let errors = futures::stream::iter((0..3).map(|_| Err(watcher::Error::NoResourceVersion)))
+                    .chain(futures::stream::pending());
+                let controller = Controller::for_stream(errors, reader)
+                    .trigger_backoff(Counting { delay_secs: 3, used: used.clone() });
+                controller
+                    .run(
+                        |_: Arc<ConfigMap>, _: Arc<()>| async { Ok::<_, Never>(Action::await_change()) },
+                        |_, _: &Never, _| Action::await_change(),
+                        Arc::new(()),
+                    )
+                    .for_each(|outcome| {
+                        if let Err(error) = outcome {
+                            note(&seen, start, format!("error: {error}"));
+                        }
+                        async {}
+                    })
+                    .await;
+            }
+        })
+        .workload(|w| async move {
+            w.sleep(Duration::from_secs(10)).await;
+            Ok(())
+        })
+        .run(1);
+    assert_eq!(report.verdict, Verdict::Pass);
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    for pair in seen.windows(2) {
+        let gap = pair[1].0 - pair[0].0;
+        // Give or take the clock's step per poll.
+        assert!(gap > Duration::from_millis(2_999) && gap < Duration::from_secs(4), "{seen:?}");
+    }
+    assert_eq!(*used.lock().unwrap(), 3, "every error asked the chosen backoff for its delay");
+}
