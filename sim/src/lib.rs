@@ -54,6 +54,9 @@
 //!   starts).
 //! - [`controller`]: the controller runtime and its work queue, with kube-runtime's rules.
 //! - [`finalizer`] and [`events`]: kube-runtime's finalizer helper and events `Recorder`.
+//! - [`scheduler`]: kube-runtime's scheduler (delay and deduplicate messages), on virtual time.
+//! - [`wait`]: kube-runtime's `await_condition`, its conditions and `delete_and_finalize`, over
+//!   the simulated watcher.
 //! - [`workload`]: the kubectl-like script driver.
 //! - [`property`]: the hook where invariants plug in.
 //! - [`decision`], [`trace`], [`verdict`], [`sweep`]: seeds, traces, outcomes and sweeps.
@@ -101,6 +104,7 @@ mod run;
 pub mod run_options;
 pub mod runner;
 pub mod scenario;
+pub mod scheduler;
 pub mod shrink;
 mod supervisor;
 pub mod sweep;
@@ -108,6 +112,7 @@ pub mod trace;
 pub mod transport;
 pub mod utils;
 pub mod verdict;
+pub mod wait;
 pub mod watcher;
 pub mod workload;
 pub mod world;
@@ -145,10 +150,12 @@ pub mod api {
 /// The controller runtime, laid out as kube-runtime's modules so that `use` lines port directly
 /// (`kube::runtime::...` becomes `sim::runtime::...`). docs/porting.md lists each item.
 pub mod runtime {
-    pub use crate::controller::{Config, Controller};
+    pub use crate::controller::{Config, Controller, applier};
     pub use crate::finalizer::finalizer;
     pub use crate::reflector::reflector;
+    pub use crate::scheduler::scheduler;
     pub use crate::utils::{Predicate, PredicateConfig, WatchStreamExt, predicates};
+    pub use crate::wait::conditions;
     pub use crate::watcher::{watch_object, watcher};
 
     /// The watcher stream, as `kube::runtime::watcher`.
@@ -162,7 +169,9 @@ pub mod runtime {
     /// shorthand that starts a reflecting task and returns its store.
     pub mod reflector {
         pub use crate::informer::informer;
-        pub use crate::reflector::{ObjectRef, ReflectHandle, Store, reflector, store, store_shared};
+        pub use crate::reflector::{
+            Extra as ObjectRefExtra, Lookup, ObjectRef, ReflectHandle, Store, reflector, store, store_shared,
+        };
     }
     /// Stream helpers, as `kube::runtime::utils`.
     pub mod utils {
@@ -173,7 +182,9 @@ pub mod runtime {
     }
     /// The controller, as `kube::runtime::controller`.
     pub mod controller {
-        pub use crate::controller::{Action, Config, Controller, Error};
+        pub use crate::controller::{
+            Action, Config, Controller, Error, ReconcileReason, ReconcileRequest, applier,
+        };
     }
     /// The finalizer helper, as `kube::runtime::finalizer`.
     pub mod finalizer {
@@ -182,5 +193,15 @@ pub mod runtime {
     /// Publishing Events, as `kube::runtime::events`.
     pub mod events {
         pub use crate::events::{Event, EventType, Recorder, Reporter};
+    }
+    /// Delaying and deduplicating messages, as `kube::runtime::scheduler`.
+    pub mod scheduler {
+        pub use crate::scheduler::{
+            Hold, HoldUnless, ScheduleRequest, Scheduler, debounced_scheduler, scheduler,
+        };
+    }
+    /// Waiting for conditions, as `kube::runtime::wait`.
+    pub mod wait {
+        pub use crate::wait::{Condition, Error, await_condition, conditions, delete};
     }
 }

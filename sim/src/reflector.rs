@@ -16,6 +16,7 @@
 //! The store keeps objects in a `BTreeMap` by namespace and name, so `state()` lists them in that
 //! order on every run (kube-runtime's hash map lists them in a random order).
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::marker::PhantomData;
@@ -27,31 +28,129 @@ use std::task::{Context, Poll};
 use futures::channel::mpsc;
 use futures::future::Shared;
 use futures::{FutureExt, Stream, StreamExt};
-use kube_core::Resource;
+use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube_core::{Resource, ResourceExt, Selector, SelectorExt};
 
 use crate::watcher;
 
 pub use store::{store, store_shared};
 
+/// The minimal lookup behaviour a [`Store`] needs, as kube-runtime's `reflector::Lookup`:
+/// implemented for every [`Resource`].
+pub trait Lookup {
+    /// Type information for types known only at run time, as [`Resource::DynamicType`].
+    type DynamicType;
+
+    /// The kind.
+    fn kind(dyntype: &Self::DynamicType) -> Cow<'_, str>;
+    /// The API group.
+    fn group(dyntype: &Self::DynamicType) -> Cow<'_, str>;
+    /// The API version.
+    fn version(dyntype: &Self::DynamicType) -> Cow<'_, str>;
+    /// The apiVersion (`group/version`, or `version` for the core group).
+    fn api_version(dyntype: &Self::DynamicType) -> Cow<'_, str> {
+        kube_core::api_version_from_group_version(Self::group(dyntype), Self::version(dyntype))
+    }
+    /// The plural resource name.
+    fn plural(dyntype: &Self::DynamicType) -> Cow<'_, str>;
+    /// The object's name.
+    fn name(&self) -> Option<Cow<'_, str>>;
+    /// The object's namespace.
+    fn namespace(&self) -> Option<Cow<'_, str>>;
+    /// The object's resourceVersion.
+    fn resource_version(&self) -> Option<Cow<'_, str>>;
+    /// The object's uid.
+    fn uid(&self) -> Option<Cow<'_, str>>;
+
+    /// The reference to this object, its [`ObjectRef::extra`] filled in.
+    ///
+    /// # Panics
+    /// If the object has no name, as kube's.
+    fn to_object_ref(&self, _dyntype: Self::DynamicType) -> ObjectRef<Self>
+    where
+        Self: Sized,
+    {
+        ObjectRef {
+            name: self.name().expect(".metadata.name missing").into_owned(),
+            namespace: self.namespace().map(Cow::into_owned),
+            extra: Extra {
+                resource_version: self.resource_version().map(Cow::into_owned),
+                uid: self.uid().map(Cow::into_owned),
+            },
+            kind: PhantomData,
+        }
+    }
+}
+
+impl<K: Resource> Lookup for K {
+    type DynamicType = K::DynamicType;
+
+    fn kind(dyntype: &Self::DynamicType) -> Cow<'_, str> {
+        K::kind(dyntype)
+    }
+    fn group(dyntype: &Self::DynamicType) -> Cow<'_, str> {
+        K::group(dyntype)
+    }
+    fn version(dyntype: &Self::DynamicType) -> Cow<'_, str> {
+        K::version(dyntype)
+    }
+    fn plural(dyntype: &Self::DynamicType) -> Cow<'_, str> {
+        K::plural(dyntype)
+    }
+    fn name(&self) -> Option<Cow<'_, str>> {
+        self.meta().name.as_deref().map(Cow::Borrowed)
+    }
+    fn namespace(&self) -> Option<Cow<'_, str>> {
+        self.meta().namespace.as_deref().map(Cow::Borrowed)
+    }
+    fn resource_version(&self) -> Option<Cow<'_, str>> {
+        self.meta().resource_version.as_deref().map(Cow::Borrowed)
+    }
+    fn uid(&self) -> Option<Cow<'_, str>> {
+        self.meta().uid.as_deref().map(Cow::Borrowed)
+    }
+}
+
+/// What an [`ObjectRef`] knows of its object besides its name, as kube-runtime's
+/// `ObjectRef::extra` (exported as `reflector::ObjectRefExtra`): not compared, but carried into
+/// an `ObjectReference`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Extra {
+    /// The object's resourceVersion when the reference was made.
+    pub resource_version: Option<String>,
+    /// The object's uid.
+    pub uid: Option<String>,
+}
+
 /// A reference to an object of `K` by namespace and name, as kube-runtime's `ObjectRef`.
+///
+/// Unlike kube's, it holds no `dyntype` (the type is `K`, known when compiled), and
+/// [`ObjectRef::erase`] gives a reference of any type rather than `ObjectRef<DynamicObject>`
+/// with the type's resource information.
 pub struct ObjectRef<K> {
     /// The name.
     pub name: String,
     /// The namespace, `None` for cluster-scoped objects.
     pub namespace: Option<String>,
+    /// The object's uid and resourceVersion when known (from [`ObjectRef::from_obj`] or
+    /// [`ObjectRef::from_owner_ref`]); ignored by comparisons, as kube's.
+    pub extra: Extra,
     kind: PhantomData<fn() -> K>,
 }
 
 impl<K> ObjectRef<K> {
     /// A reference to the cluster-scoped object `name` (add a namespace with [`ObjectRef::within`]).
     pub fn new(name: &str) -> Self {
-        ObjectRef { name: name.to_owned(), namespace: None, kind: PhantomData }
+        ObjectRef { name: name.to_owned(), namespace: None, extra: Extra::default(), kind: PhantomData }
     }
     /// A reference for a type known at run time (the type is not part of the reference here).
     pub fn new_with<D>(name: &str, _dyntype: D) -> Self {
         Self::new(name)
     }
     /// The same reference in namespace `ns`.
+    #[must_use]
     pub fn within(mut self, ns: &str) -> Self {
         self.namespace = Some(ns.to_owned());
         self
@@ -65,19 +164,52 @@ impl<K> ObjectRef<K> {
     }
     /// The same reference, for another type.
     pub fn erase<L>(&self) -> ObjectRef<L> {
-        ObjectRef { name: self.name.clone(), namespace: self.namespace.clone(), kind: PhantomData }
+        ObjectRef {
+            name: self.name.clone(),
+            namespace: self.namespace.clone(),
+            extra: self.extra.clone(),
+            kind: PhantomData,
+        }
+    }
+    /// The same reference, for `K2`, as kube-runtime's `into_kind_unchecked`: nothing checks that
+    /// such an object exists (every Service has an Endpoints, a Pod no Deployment).
+    #[must_use]
+    pub fn into_kind_unchecked<K2>(self, _dt2: impl Sized) -> ObjectRef<K2> {
+        ObjectRef { name: self.name, namespace: self.namespace, extra: self.extra, kind: PhantomData }
     }
 }
 
 impl<K: Resource> ObjectRef<K> {
-    /// The reference to `object`.
+    /// The reference to `object`, its uid and resourceVersion in [`ObjectRef::extra`].
     pub fn from_obj(object: &K) -> Self {
         let meta = object.meta();
         ObjectRef {
             name: meta.name.clone().unwrap_or_default(),
             namespace: meta.namespace.clone(),
+            extra: Extra { resource_version: meta.resource_version.clone(), uid: meta.uid.clone() },
             kind: PhantomData,
         }
+    }
+    /// [`ObjectRef::from_obj`] for a type known at run time, as kube-runtime's.
+    pub fn from_obj_with(object: &K, _dyntype: K::DynamicType) -> Self {
+        Self::from_obj(object)
+    }
+    /// The owner an owner reference names, in `namespace`, if its kind and apiVersion are
+    /// `K`'s, as kube-runtime's: the owner's uid goes into [`ObjectRef::extra`].
+    pub fn from_owner_ref(
+        namespace: Option<&str>,
+        owner: &OwnerReference,
+        dyntype: K::DynamicType,
+    ) -> Option<Self> {
+        if owner.api_version != K::api_version(&dyntype) || owner.kind != K::kind(&dyntype) {
+            return None;
+        }
+        Some(ObjectRef {
+            name: owner.name.clone(),
+            namespace: namespace.map(str::to_owned),
+            extra: Extra { resource_version: None, uid: Some(owner.uid.clone()) },
+            kind: PhantomData,
+        })
     }
 }
 
@@ -88,9 +220,28 @@ impl<K: Resource> From<&K> for ObjectRef<K> {
     }
 }
 
+/// An `ObjectReference` (as Events and `involvedObject` carry) with `K`'s kind and apiVersion.
+impl<K: Resource> From<ObjectRef<K>> for ObjectReference
+where
+    K::DynamicType: Default,
+{
+    fn from(object_ref: ObjectRef<K>) -> Self {
+        let dyntype = K::DynamicType::default();
+        ObjectReference {
+            api_version: Some(K::api_version(&dyntype).into_owned()),
+            kind: Some(K::kind(&dyntype).into_owned()),
+            field_path: None,
+            name: Some(object_ref.name),
+            namespace: object_ref.namespace,
+            resource_version: object_ref.extra.resource_version,
+            uid: object_ref.extra.uid,
+        }
+    }
+}
+
 impl<K> Clone for ObjectRef<K> {
     fn clone(&self) -> Self {
-        ObjectRef { name: self.name.clone(), namespace: self.namespace.clone(), kind: PhantomData }
+        self.erase()
     }
 }
 impl<K> PartialEq for ObjectRef<K> {
@@ -198,6 +349,14 @@ impl<K> Store<K> {
     /// Every cached object matching `predicate`, in namespace/name order.
     pub fn state_filter(&self, predicate: impl Fn(&K) -> bool) -> Vec<Arc<K>> {
         self.lock().values().filter(|o| predicate(o)).cloned().collect()
+    }
+    /// Every cached object whose labels match `selector`, in namespace/name order, as
+    /// kube-runtime's `Store::state_filter_selector`.
+    pub fn state_filter_selector(&self, selector: &Selector) -> Vec<Arc<K>>
+    where
+        K: ResourceExt,
+    {
+        self.state_filter(|object| selector.matches(object.labels()))
     }
     /// Every cached object, in namespace/name order.
     pub fn state(&self) -> Vec<Arc<K>> {

@@ -16,6 +16,7 @@ mod builtins_kubelet_clock;
 mod builtins_namespace;
 mod builtins_replicaset;
 mod builtins_statefulset;
+mod runtime_wait;
 mod zoo_search;
 mod zoo_sweeps;
 mod zoo_webapp;

@@ -29,12 +29,12 @@ pub mod work_queue;
 
 use std::fmt;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::channel::mpsc;
 use futures::future::{Either, select};
-use futures::{FutureExt, Stream, StreamExt};
+use futures::{FutureExt, Stream, StreamExt, TryFuture, TryFutureExt, TryStream, TryStreamExt};
 use kube_core::{DynamicObject, Resource};
 use serde::{Serialize, de::DeserializeOwned};
 
@@ -42,7 +42,7 @@ use crate::client::Api;
 use crate::informer::{self, ObjectRef, Store};
 use crate::quiescence::Progress;
 use crate::trace::TraceEvent;
-use crate::utils::{StreamBackoff, backoff::DefaultBackoff};
+use crate::utils::{Backoff, StreamBackoff, backoff::DefaultBackoff};
 use crate::watcher;
 use crate::world::{Registration, World};
 use work_queue::{Scheduled, WorkQueue};
@@ -76,6 +76,101 @@ impl fmt::Display for Action {
         match self.requeue_after {
             Some(d) => write!(f, "requeue {}ms", d.as_millis()),
             None => f.write_str("await change"),
+        }
+    }
+}
+
+/// A request to reconcile an object, with why it was made, as kube-runtime's
+/// `controller::ReconcileRequest`. Requests compare (and deduplicate) by object only: the reason
+/// is ignored, so an object takes one place in a queue whatever the reasons it was asked for.
+pub struct ReconcileRequest<K> {
+    /// The object to reconcile.
+    pub obj_ref: ObjectRef<K>,
+    /// Why the reconcile was asked for.
+    pub reason: ReconcileReason,
+}
+
+impl<K> From<ObjectRef<K>> for ReconcileRequest<K> {
+    fn from(obj_ref: ObjectRef<K>) -> Self {
+        ReconcileRequest { obj_ref, reason: ReconcileReason::Unknown }
+    }
+}
+
+impl<K> Clone for ReconcileRequest<K> {
+    fn clone(&self) -> Self {
+        ReconcileRequest { obj_ref: self.obj_ref.clone(), reason: self.reason.clone() }
+    }
+}
+impl<K> fmt::Debug for ReconcileRequest<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReconcileRequest")
+            .field("obj_ref", &self.obj_ref)
+            .field("reason", &self.reason)
+            .finish()
+    }
+}
+impl<K> PartialEq for ReconcileRequest<K> {
+    fn eq(&self, other: &Self) -> bool {
+        self.obj_ref == other.obj_ref
+    }
+}
+impl<K> Eq for ReconcileRequest<K> {}
+impl<K> PartialOrd for ReconcileRequest<K> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+/// By object only, as equality: what [`scheduler`](crate::scheduler::scheduler) orders by (kube
+/// hashes instead).
+impl<K> Ord for ReconcileRequest<K> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.obj_ref.cmp(&other.obj_ref)
+    }
+}
+impl<K> std::hash::Hash for ReconcileRequest<K> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.obj_ref.hash(state);
+    }
+}
+
+/// Why a reconcile was asked for, as kube-runtime's `controller::ReconcileReason`. As in kube, the
+/// reconciler does not see it.
+#[derive(Clone, Debug)]
+pub enum ReconcileReason {
+    /// A request from [`Controller::reconcile_on`], or one made from a bare `ObjectRef`.
+    Unknown,
+    /// The object itself changed.
+    ObjectUpdated,
+    /// A related object changed and a mapper (`owns`, `watches`) led to this one.
+    RelatedObjectUpdated {
+        /// The related object.
+        obj_ref: Box<ObjectRef<DynamicObject>>,
+    },
+    /// The reconciler's `Action` asked for a requeue.
+    ReconcilerRequestedRetry,
+    /// The error policy's `Action` asked for a requeue.
+    ErrorPolicyRequestedRetry,
+    /// [`Controller::reconcile_all_on`] asked for every object.
+    BulkReconcile,
+    /// A reason of the caller's own, for requests put into the queue stream directly.
+    Custom {
+        /// The reason.
+        reason: String,
+    },
+}
+
+impl fmt::Display for ReconcileReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReconcileReason::Unknown => f.write_str("unknown"),
+            ReconcileReason::ObjectUpdated => f.write_str("object updated"),
+            ReconcileReason::RelatedObjectUpdated { obj_ref } => {
+                write!(f, "related object updated: {obj_ref}")
+            }
+            ReconcileReason::BulkReconcile => f.write_str("bulk reconcile requested"),
+            ReconcileReason::ReconcilerRequestedRetry => f.write_str("reconciler requested retry"),
+            ReconcileReason::ErrorPolicyRequestedRetry => f.write_str("error policy requested retry"),
+            ReconcileReason::Custom { reason } => f.write_str(reason),
         }
     }
 }
@@ -146,11 +241,13 @@ struct Done<K, E> {
 }
 
 /// What reaches the controller's driver.
-enum Msg<K, E> {
+enum Msg<K, E, Q> {
     /// An informer touched an object that maps to this request.
     Trigger(ObjectRef<K>),
     /// A trigger stream yielded an error.
-    QueueError(watcher::Error),
+    QueueError(Q),
+    /// The queue stream of an [`applier`] ended: shut down gracefully, as kube's applier does.
+    QueueEnded,
     /// A reconcile finished.
     Done(Done<K, E>),
 }
@@ -168,7 +265,9 @@ type ReconcileFn<'a, K, E> =
 /// The user's error policy, with the context captured.
 type ErrorPolicyFn<'a, K, E> = Box<dyn Fn(Arc<K>, &E) -> Action + 'a>;
 /// What the controller stream yields.
-type Outcome<K, E> = Result<(ObjectRef<K>, Action), Error<E>>;
+type Outcome<K, E, Q> = Result<(ObjectRef<K>, Action), Error<E, Q>>;
+/// A future that starts a graceful shutdown.
+type ShutdownFn = futures::future::LocalBoxFuture<'static, ()>;
 
 /// The user's reconcile and error policy, with the context captured.
 struct Handlers<'a, K, E> {
@@ -193,6 +292,46 @@ pub struct Controller<K: Resource> {
     config: Config,
     /// Futures that start a graceful shutdown (any of them).
     shutdown: Vec<futures::future::LocalBoxFuture<'static, ()>>,
+    /// The backoff set by [`Controller::trigger_backoff`], shared by every trigger stream.
+    trigger_backoff: SharedBackoff,
+}
+
+/// A backoff that [`Controller::trigger_backoff`] may set after trigger streams started.
+type SharedBackoff = Arc<Mutex<Option<Box<dyn Backoff>>>>;
+
+/// The backoff of one trigger stream: kube's default ([`DefaultBackoff`]), its own, until
+/// [`Controller::trigger_backoff`] sets one that every trigger stream then shares (kube applies
+/// one backoff to the merged trigger streams).
+struct TriggerBackoff {
+    own: DefaultBackoff,
+    chosen: SharedBackoff,
+}
+
+impl TriggerBackoff {
+    fn chosen(&self) -> std::sync::MutexGuard<'_, Option<Box<dyn Backoff>>> {
+        self.chosen.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Iterator for TriggerBackoff {
+    type Item = Duration;
+
+    fn next(&mut self) -> Option<Duration> {
+        let chosen = self.chosen().as_mut().map(|backoff| backoff.next());
+        match chosen {
+            Some(delay) => delay,
+            None => self.own.next(),
+        }
+    }
+}
+
+impl Backoff for TriggerBackoff {
+    fn reset(&mut self) {
+        if let Some(backoff) = self.chosen().as_mut() {
+            backoff.reset();
+        }
+        self.own.reset();
+    }
 }
 
 impl<K> Controller<K>
@@ -212,7 +351,15 @@ where
             kind: api.resource.kind.clone(),
             api_version: api.resource.api_version.clone(),
         };
-        Controller { origin, store, triggers, trigger_rx, config: Config::default(), shutdown: Vec::new() }
+        Controller {
+            origin,
+            store,
+            triggers,
+            trigger_rx,
+            config: Config::default(),
+            shutdown: Vec::new(),
+            trigger_backoff: SharedBackoff::default(),
+        }
     }
 
     /// A controller for the objects `trigger` yields, reading them from `reader`, as
@@ -300,6 +447,7 @@ where
             trigger_rx,
             config: Config::default(),
             shutdown: Vec::new(),
+            trigger_backoff: SharedBackoff::default(),
         }
     }
 
@@ -329,6 +477,37 @@ where
     pub fn with_config(mut self, config: Config) -> Self {
         self.config = config;
         self
+    }
+
+    /// Back off the trigger streams with `backoff` after an error, as kube-runtime's
+    /// `trigger_backoff` (instead of [`DefaultBackoff`]). One backoff for all of them, as kube's
+    /// over its merged trigger streams: the streams of [`Controller::for_stream`],
+    /// [`Controller::owns_stream`] and [`Controller::watches_stream`], made before or after this
+    /// call. The informers that [`Controller::new`], [`Controller::owns`] and
+    /// [`Controller::watches`] start retry after the engine's informer pause instead.
+    #[must_use]
+    pub fn trigger_backoff(self, backoff: impl Backoff + 'static) -> Self {
+        *self.trigger_backoff.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(backoff));
+        self
+    }
+
+    /// Reconcile object `object_ref` whenever `trigger` yields it, as kube-runtime's
+    /// `reconcile_on` (for objects whose changes come from outside the cluster). Additive; a
+    /// stream that ends just stops being polled.
+    #[must_use]
+    pub fn reconcile_on(self, trigger: impl Stream<Item = ObjectRef<K>> + Send + 'static) -> Self {
+        self.trigger_from_shared(trigger, |object_ref| [object_ref])
+    }
+
+    /// Reconcile every object of the main cache whenever `trigger` yields, as kube-runtime's
+    /// `reconcile_all_on` (a configuration reload, say). Additive; a stream that ends just stops
+    /// being polled.
+    #[must_use]
+    pub fn reconcile_all_on(self, trigger: impl Stream<Item = ()> + Send + 'static) -> Self {
+        let store = self.store();
+        self.trigger_from_shared(trigger, move |()| {
+            store.state().iter().map(|object| ObjectRef::from_obj(&**object)).collect::<Vec<_>>()
+        })
     }
 
     /// Reconcile the owner of every `Child` that changes: every owner reference whose kind and
@@ -455,8 +634,9 @@ where
         I: IntoIterator<Item = ObjectRef<K>>,
     {
         let tx = self.triggers.clone();
+        let backoff = TriggerBackoff { own: DefaultBackoff::default(), chosen: self.trigger_backoff.clone() };
         madsim::task::spawn_local(async move {
-            let mut stream = std::pin::pin!(StreamBackoff::new(stream, DefaultBackoff::default()));
+            let mut stream = std::pin::pin!(StreamBackoff::new(stream, backoff));
             while let Some(item) = stream.next().await {
                 let sent = match item {
                     Ok(object) => mapper(object)
@@ -529,17 +709,6 @@ where
         E: std::error::Error + 'static,
         Fut: Future<Output = Result<Action, E>> + 'static,
     {
-        let (out_tx, out_rx) = mpsc::unbounded();
-        let driver = Driver {
-            world: self.origin.world.clone(),
-            node: self.origin.node.clone(),
-            kind: Arc::from(self.origin.kind.as_str()),
-            store: self.store,
-            queue: WorkQueue::new(self.config.queue_len_max),
-            config: self.config,
-            out: out_tx,
-            shutting_down: false,
-        };
         let shutdown = (!self.shutdown.is_empty())
             .then(|| futures::future::select_all(self.shutdown).map(|_| ()).boxed_local());
         let reconcile_ctx = ctx.clone();
@@ -548,23 +717,141 @@ where
             error_policy: Box::new(move |object, error| error_policy(object, error, ctx.clone())),
         };
         drop(self.triggers);
-        // The driver yields nothing itself: what it decides goes out through `out_tx`, which it
-        // owns, so the outcomes end once the driver has ended and they are all taken.
-        let driver = futures::stream::once(driver.run(self.trigger_rx, handlers, shutdown))
-            .filter_map(|()| futures::future::ready(None));
-        futures::stream::select(out_rx, driver)
+        let triggers = self.trigger_rx.map(|trigger| match trigger {
+            Trigger::Request(object) => Msg::Trigger(object),
+            Trigger::Error(error) => Msg::QueueError(error),
+        });
+        drive(self.origin, self.store, self.config, triggers, handlers, shutdown)
     }
 }
 
+/// The stream of a controller's outcomes, with its driver inside: what [`Controller::run`] and
+/// [`applier`] return.
+fn drive<'a, K, E, Q>(
+    origin: Origin,
+    store: Store<K>,
+    config: Config,
+    triggers: impl Stream<Item = Msg<K, E, Q>> + Unpin + 'a,
+    handlers: Handlers<'a, K, E>,
+    shutdown: Option<ShutdownFn>,
+) -> impl Stream<Item = Outcome<K, E, Q>> + 'a
+where
+    K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + Sync + 'static,
+    E: std::error::Error + 'static,
+    Q: std::error::Error + 'static,
+{
+    let (out_tx, out_rx) = mpsc::unbounded();
+    let driver = Driver {
+        world: origin.world,
+        node: origin.node,
+        kind: Arc::from(origin.kind.as_str()),
+        store,
+        queue: WorkQueue::new(config.queue_len_max),
+        config,
+        out: out_tx,
+        shutting_down: false,
+    };
+    // The driver yields nothing itself: what it decides goes out through `out_tx`, which it
+    // owns, so the outcomes end once the driver has ended and they are all taken.
+    let driver = futures::stream::once(driver.run(triggers, handlers, shutdown))
+        .filter_map(|()| futures::future::ready(None));
+    futures::stream::select(out_rx, driver)
+}
+
+/// Apply a reconciler to the objects a queue stream asks for, as kube-runtime's `applier`: the
+/// "hard-mode" [`Controller`], with kube's rules (see [`work_queue`]). `store` is the cache the
+/// objects are read from (typically a [`reflector`](crate::reflector::reflector)'s), `queue` a
+/// stream of requests (anything `Into<ReconcileRequest<K>>`, such as an `ObjectRef<K>`) and of
+/// errors, which come out as [`Error::QueueError`]. Nothing is reconciled before `store` is
+/// ready. When `queue` ends, the applier shuts down gracefully: requeues are dropped, running
+/// reconciles finish, then the stream ends.
+///
+/// As [`Controller::run`], the scheduler runs inside the returned stream, on the calling node
+/// (call it inside a simulated controller), and each reconcile future is a task of that node.
+/// `config.debounce` and `config.concurrency` apply as in kube.
+///
+/// ```no_run
+/// # use std::sync::Arc;
+/// # use futures::StreamExt;
+/// # use k8s_openapi::api::core::v1::ConfigMap;
+/// use sim::runtime::controller::{Action, Config, applier};
+/// use sim::runtime::{WatchStreamExt, reflector, watcher};
+/// # #[derive(Debug, thiserror::Error)] #[error("e")] struct E;
+/// # async fn f(api: sim::Api<ConfigMap>) {
+/// let (reader, writer) = reflector::store();
+/// let queue = watcher(api, watcher::Config::default())
+///     .default_backoff()
+///     .reflect(writer)
+///     .touched_objects()
+///     .map(|object| object.map(|cm| reflector::ObjectRef::from_obj(&cm)));
+/// applier(
+///     |_cm: Arc<ConfigMap>, _ctx: Arc<()>| async { Ok::<_, E>(Action::await_change()) },
+///     |_cm, _error, _ctx| Action::await_change(),
+///     Arc::new(()),
+///     reader,
+///     queue,
+///     Config::default(),
+/// )
+/// .for_each(|_| async {})
+/// .await;
+/// # }
+/// ```
+///
+/// # Panics
+/// Outside a simulated run (no node to run on).
+pub fn applier<'a, K, QueueStream, ReconcilerFut, Ctx>(
+    mut reconciler: impl FnMut(Arc<K>, Arc<Ctx>) -> ReconcilerFut + 'a,
+    error_policy: impl Fn(Arc<K>, &ReconcilerFut::Error, Arc<Ctx>) -> Action + 'a,
+    context: Arc<Ctx>,
+    store: Store<K>,
+    queue: QueueStream,
+    config: Config,
+) -> impl Stream<Item = Outcome<K, ReconcilerFut::Error, QueueStream::Error>> + 'a
+where
+    K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + Sync + 'static,
+    K::DynamicType: Default,
+    Ctx: 'a,
+    ReconcilerFut: TryFuture<Ok = Action> + 'static,
+    ReconcilerFut::Error: std::error::Error + 'static,
+    QueueStream: TryStream + 'a,
+    QueueStream::Ok: Into<ReconcileRequest<K>>,
+    QueueStream::Error: std::error::Error + 'static,
+{
+    let (world, node) = crate::ambient::current_node()
+        .expect("applier runs inside a simulated controller (a node of a Sim run)");
+    let dyntype = K::DynamicType::default();
+    let origin = Origin {
+        world,
+        node,
+        kind: K::kind(&dyntype).into_owned(),
+        api_version: K::api_version(&dyntype).into_owned(),
+    };
+    let reconcile_ctx = context.clone();
+    let handlers = Handlers {
+        reconcile: Box::new(move |object| {
+            TryFutureExt::into_future(reconciler(object, reconcile_ctx.clone())).boxed_local()
+        }),
+        error_policy: Box::new(move |object, error| error_policy(object, error, context.clone())),
+    };
+    let triggers = queue
+        .into_stream()
+        .map(|item| match item {
+            Ok(request) => Msg::Trigger(request.into().obj_ref),
+            Err(error) => Msg::QueueError(error),
+        })
+        .chain(futures::stream::once(futures::future::ready(Msg::QueueEnded)));
+    drive(origin, store, config, Box::pin(triggers), handlers, None)
+}
+
 /// The controller's scheduler loop, on the controller's node.
-struct Driver<K: Resource, E: std::error::Error + 'static> {
+struct Driver<K: Resource, E: std::error::Error + 'static, Q: std::error::Error + 'static> {
     world: World,
     node: Arc<str>,
     kind: Arc<str>,
     store: Store<K>,
     queue: WorkQueue<ObjectRef<K>, Instant>,
     config: Config,
-    out: mpsc::UnboundedSender<Outcome<K, E>>,
+    out: mpsc::UnboundedSender<Outcome<K, E, Q>>,
     /// A graceful shutdown started: no reconcile starts; the driver ends when none runs.
     shutting_down: bool,
 }
@@ -590,10 +877,11 @@ async fn next_wake<M>(inbox: &mut (impl Stream<Item = M> + Unpin), next_due: Opt
     }
 }
 
-impl<K, E> Driver<K, E>
+impl<K, E, Q> Driver<K, E, Q>
 where
     K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + Sync + 'static,
     E: std::error::Error + 'static,
+    Q: std::error::Error + 'static,
 {
     /// `Kind namespace/name`, as traces and verdicts name a reconciled object.
     fn describe(&self, object: &ObjectRef<K>) -> String {
@@ -622,19 +910,15 @@ where
     /// next due time.
     async fn run(
         mut self,
-        triggers: mpsc::UnboundedReceiver<Trigger<K>>,
+        triggers: impl Stream<Item = Msg<K, E, Q>> + Unpin,
         mut handlers: Handlers<'_, K, E>,
-        mut shutdown: Option<futures::future::LocalBoxFuture<'static, ()>>,
+        mut shutdown: Option<ShutdownFn>,
     ) {
         let registration = Registration::new(&self.world, self.progress());
         if self.store.wait_until_ready().await.is_err() {
             return;
         }
         let (done_tx, done_rx) = mpsc::unbounded::<Done<K, E>>();
-        let triggers = triggers.map(|trigger| match trigger {
-            Trigger::Request(object) => Msg::Trigger(object),
-            Trigger::Error(error) => Msg::QueueError(error),
-        });
         // Both halves stay open (the driver holds `done_tx`), so the inbox never ends.
         let mut inbox = futures::stream::select(triggers, done_rx.map(Msg::Done));
         loop {
@@ -681,7 +965,7 @@ where
         }
     }
 
-    fn receive(&mut self, message: Msg<K, E>, handlers: &Handlers<'_, K, E>) {
+    fn receive(&mut self, message: Msg<K, E, Q>, handlers: &Handlers<'_, K, E>) {
         match message {
             // Once shutting down, new triggers are not taken.
             Msg::Trigger(_) if self.shutting_down => {}
@@ -689,6 +973,7 @@ where
             Msg::QueueError(error) => {
                 let _ = self.out.unbounded_send(Err(Error::QueueError(error)));
             }
+            Msg::QueueEnded => self.shutting_down = true,
             Msg::Done(done) => self.finish(done, handlers),
         }
     }
