@@ -97,7 +97,9 @@ fn is_on_delete(ds: &DaemonSet) -> bool {
 }
 
 /// `maxUnavailable` against the desired number (percentages round up, as upstream), at least 1.
-fn max_unavailable(ds: &DaemonSet, desired: usize) -> usize {
+// `pub` (hidden from the docs) for its test in tests/it/builtins/daemonset.rs only.
+#[doc(hidden)]
+pub fn max_unavailable(ds: &DaemonSet, desired: usize) -> usize {
     let value = ds
         .spec()
         .update_strategy
@@ -379,50 +381,4 @@ async fn update_status(
 ) -> Result<(), Error> {
     let api: Api<DaemonSet> = Api::namespaced(client.clone(), namespace);
     super::status_patch::write(&api, &ds.name_any(), ds.status.as_ref(), &status).await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use k8s_openapi::api::apps::v1::{DaemonSetUpdateStrategy, RollingUpdateDaemonSet};
-    use k8s_openapi::api::core::v1::PodSpec;
-    use sim::api::ObjectMeta;
-
-    fn node(labels: &[(&str, &str)]) -> Node {
-        Node {
-            metadata: ObjectMeta {
-                name: Some("n".to_owned()),
-                labels: Some(labels.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()),
-                ..ObjectMeta::default()
-            },
-            ..Node::default()
-        }
-    }
-
-    #[test]
-    fn a_node_runs_the_pod_when_its_labels_match_the_node_selector() {
-        let mut ds = DaemonSet::default();
-        assert!(should_run(&ds, &node(&[])));
-        ds.spec.template.spec = Some(PodSpec {
-            node_selector: Some(BTreeMap::from([("disk".to_owned(), "ssd".to_owned())])),
-            ..PodSpec::default()
-        });
-        assert!(should_run(&ds, &node(&[("disk", "ssd"), ("zone", "a")])));
-        assert!(!should_run(&ds, &node(&[("disk", "hdd")])));
-        assert!(!should_run(&ds, &node(&[])));
-    }
-
-    #[test]
-    fn max_unavailable_defaults_to_one_and_rounds_percentages_up() {
-        let mut ds = DaemonSet::default();
-        assert_eq!(max_unavailable(&ds, 10), 1);
-        let with = |v: IntOrString| DaemonSetUpdateStrategy {
-            type_: Some("RollingUpdate".to_owned()),
-            rolling_update: Some(RollingUpdateDaemonSet { max_unavailable: Some(v), max_surge: None }),
-        };
-        ds.spec.update_strategy = Some(with(IntOrString::String("25%".to_owned())));
-        assert_eq!(max_unavailable(&ds, 10), 3);
-        ds.spec.update_strategy = Some(with(IntOrString::Int(0)));
-        assert_eq!(max_unavailable(&ds, 10), 1);
-    }
 }

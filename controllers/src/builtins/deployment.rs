@@ -149,7 +149,9 @@ pub fn template_hash(template: &PodTemplateSpec, collision_count: Option<i32>) -
 }
 
 /// Whether a ReplicaSet's template is the Deployment's, ignoring the `pod-template-hash` label.
-fn equal_ignore_hash(rs_template: Option<&PodTemplateSpec>, template: &PodTemplateSpec) -> bool {
+// `pub` (hidden from the docs) for its test in tests/it/builtins/deployment.rs only.
+#[doc(hidden)]
+pub fn equal_ignore_hash(rs_template: Option<&PodTemplateSpec>, template: &PodTemplateSpec) -> bool {
     let Some(rs_template) = rs_template else { return false };
     let mut rs_template = rs_template.clone();
     if let Some(labels) = rs_template.metadata.as_mut().and_then(|m| m.labels.as_mut()) {
@@ -1079,58 +1081,4 @@ fn new_replicas_rolling(deployment: &Deployment, all_spec_replicas: i32, new_spe
     }
     let scale_up = (max_total - all_spec_replicas).min(replicas - new_spec_replicas).max(0);
     new_spec_replicas + scale_up
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use k8s_openapi::api::apps::v1::{DeploymentStrategy, RollingUpdateDeployment};
-
-    fn with(replicas: i32, surge: Option<IntOrString>, unavailable: Option<IntOrString>) -> Deployment {
-        let mut d = Deployment::default();
-        d.spec.replicas = Some(replicas);
-        d.spec.strategy = Some(DeploymentStrategy {
-            type_: None,
-            rolling_update: Some(RollingUpdateDeployment { max_surge: surge, max_unavailable: unavailable }),
-        });
-        d
-    }
-
-    #[test]
-    fn default_fenceposts_round_surge_up_and_unavailable_down() {
-        assert_eq!(resolve_fenceposts(&with(4, None, None)), (1, 1));
-        assert_eq!(resolve_fenceposts(&with(3, None, None)), (1, 0));
-        assert_eq!(resolve_fenceposts(&with(10, None, None)), (3, 2));
-    }
-
-    #[test]
-    fn zero_surge_and_zero_unavailable_become_one_unavailable() {
-        let zero = || Some(IntOrString::Int(0));
-        assert_eq!(resolve_fenceposts(&with(5, zero(), zero())), (0, 1));
-        let percent = |p: &str| Some(IntOrString::String(p.to_owned()));
-        assert_eq!(resolve_fenceposts(&with(10, percent("50%"), percent("0%"))), (5, 0));
-    }
-
-    #[test]
-    fn a_template_equals_its_hashed_copy_but_not_a_changed_one() {
-        let template = PodTemplateSpec {
-            metadata: Some(ObjectMeta {
-                labels: Some(BTreeMap::from([("app".to_owned(), "web".to_owned())])),
-                ..ObjectMeta::default()
-            }),
-            spec: None,
-        };
-        let mut hashed = template.clone();
-        let hash = template_hash(&template, None);
-        if let Some(labels) = hashed.metadata.as_mut().and_then(|m| m.labels.as_mut()) {
-            labels.insert(POD_TEMPLATE_HASH_LABEL.to_owned(), hash);
-        }
-        assert!(equal_ignore_hash(Some(&hashed), &template));
-        let mut changed = hashed.clone();
-        if let Some(labels) = changed.metadata.as_mut().and_then(|m| m.labels.as_mut()) {
-            labels.insert("tier".to_owned(), "x".to_owned());
-        }
-        assert!(!equal_ignore_hash(Some(&changed), &template));
-        assert_ne!(template_hash(&template, None), template_hash(&template, Some(1)));
-    }
 }

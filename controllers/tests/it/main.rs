@@ -4,6 +4,18 @@
 // file was its own binary.
 #![allow(clippy::duplicate_mod, clippy::module_inception)]
 
+/// The former unit tests of `controllers::builtins`' modules, one file each.
+mod builtins {
+    mod controller_revisions;
+    mod cronjob;
+    mod daemonset;
+    mod deployment;
+    mod events;
+    mod hashing;
+    mod kinds;
+    mod statefulset;
+    mod status_patch;
+}
 mod builtins_all;
 mod builtins_cronjob;
 mod builtins_daemonset;

@@ -42,7 +42,9 @@ pub const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
 const DESCRIPTORS: &[u8] = include_bytes!("../proto/kubernetes-1.36.0.fds");
 
 /// The descriptors, decoded once: immutable data, the same for every request and run.
-static POOL: LazyLock<Result<DescriptorPool, String>> =
+// `pub` (hidden from the docs) for its test in tests/it/protobuf.rs only.
+#[doc(hidden)]
+pub static POOL: LazyLock<Result<DescriptorPool, String>> =
     LazyLock::new(|| DescriptorPool::decode(DESCRIPTORS).map_err(|e| e.to_string()));
 
 /// How deep objects may nest: far beyond any built-in kind, and it keeps a hostile body from
@@ -70,7 +72,9 @@ const GROUP_PACKAGES: &[(&str, &str)] = &[
 ];
 
 /// Message names of the types whose JSON is not their message shape.
-mod names {
+// `pub` (hidden from the docs) for its test in tests/it/protobuf.rs only.
+#[doc(hidden)]
+pub mod names {
     pub const UNKNOWN: &str = "apimachinery.pkg.runtime.Unknown";
     pub const TIME: &str = "apimachinery.pkg.apis.meta.v1.Time";
     pub const MICRO_TIME: &str = "apimachinery.pkg.apis.meta.v1.MicroTime";
@@ -163,7 +167,9 @@ pub fn decode(body: &[u8]) -> Result<Value, Status> {
 }
 
 /// The message of `kind` in `apiVersion`, if the descriptor set has it.
-fn message_for(pool: &DescriptorPool, api_version: &str, kind: &str) -> Option<MessageDescriptor> {
+// `pub` (hidden from the docs) for its test in tests/it/protobuf.rs only.
+#[doc(hidden)]
+pub fn message_for(pool: &DescriptorPool, api_version: &str, kind: &str) -> Option<MessageDescriptor> {
     // Every group version carries meta/v1's option kinds (client-go encodes a DeleteOptions
     // body in the group version of the resource it deletes).
     if kind == "DeleteOptions" {
@@ -214,7 +220,9 @@ fn bytes_field(message: &DynamicMessage, name: &str) -> bytes::Bytes {
 
 /// Fields that are Go structs embedded with `json:",inline"`: one protobuf field each, whose
 /// fields are the enclosing object's in JSON (message, field).
-const INLINE_FIELDS: &[(&str, &str)] = &[
+// `pub` (hidden from the docs) for its test in tests/it/protobuf.rs only.
+#[doc(hidden)]
+pub const INLINE_FIELDS: &[(&str, &str)] = &[
     ("api.core.v1.Volume", "volumeSource"),
     ("api.core.v1.PersistentVolumeSpec", "persistentVolumeSource"),
     ("api.core.v1.Probe", "handler"),
@@ -232,7 +240,9 @@ const INLINE_FIELDS: &[(&str, &str)] = &[
 ];
 
 /// A message as JSON; `None` values (`Value::Null`) are fields Go's JSON leaves out.
-fn to_json(message: &DynamicMessage, depth: usize) -> Result<Value, Status> {
+// `pub` (hidden from the docs) for its test in tests/it/protobuf.rs only.
+#[doc(hidden)]
+pub fn to_json(message: &DynamicMessage, depth: usize) -> Result<Value, Status> {
     if depth > NESTING_DEPTH_MAX {
         return Err(errors::bad_request("the protobuf object nests too deeply"));
     }
@@ -357,7 +367,9 @@ fn embedded_json(raw: &[u8], what: &str) -> Result<Value, Status> {
 }
 
 /// Nanoseconds as Go's `time.Duration.String()` writes them (`1h2m3.5s`, `1.5ms`, `0s`).
-fn go_duration(nanos: i64) -> String {
+// `pub` (hidden from the docs) for its test in tests/it/protobuf.rs only.
+#[doc(hidden)]
+pub fn go_duration(nanos: i64) -> String {
     if nanos == 0 {
         return "0s".to_owned();
     }
@@ -391,236 +403,5 @@ fn go_duration(nanos: i64) -> String {
         (0, 0) => format!("{sign}{seconds}s"),
         (0, m) => format!("{sign}{m}m{seconds}s"),
         (h, m) => format!("{sign}{h}h{m}m{seconds}s"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use prost_reflect::prost::Message;
-
-    use super::*;
-
-    /// A message of the descriptor set, with `fields` set.
-    fn message(name: &str, fields: Vec<(&str, PbValue)>) -> PbValue {
-        let pool = POOL.as_ref().expect("the descriptor set decodes");
-        let mut message = DynamicMessage::new(pool.get_message_by_name(name).expect("a known message"));
-        for (field, value) in fields {
-            message.set_field_by_name(field, value);
-        }
-        PbValue::Message(message)
-    }
-
-    fn string(s: &str) -> PbValue {
-        PbValue::String(s.to_owned())
-    }
-
-    /// `object` in the envelope kubectl sends.
-    fn envelope(api_version: &str, kind: &str, object: PbValue) -> Vec<u8> {
-        let PbValue::Message(object) = object else { panic!("a message") };
-        let type_meta = message(
-            "apimachinery.pkg.runtime.TypeMeta",
-            vec![("apiVersion", string(api_version)), ("kind", string(kind))],
-        );
-        let PbValue::Message(unknown) = message(
-            names::UNKNOWN,
-            vec![("typeMeta", type_meta), ("raw", PbValue::Bytes(object.encode_to_vec().into()))],
-        ) else {
-            panic!("a message")
-        };
-        [MAGIC, &unknown.encode_to_vec()].concat()
-    }
-
-    #[test]
-    fn special_wire_types_decode_to_their_json_forms() {
-        let time = |seconds: i64| message(names::TIME, vec![("seconds", PbValue::I64(seconds))]);
-        let int_or_string = |fields| message(names::INT_OR_STRING, fields);
-        let quantity = message(names::QUANTITY, vec![("string", string("500m"))]);
-        let limits = PbValue::Map([(MapKey::String("cpu".to_owned()), quantity)].into_iter().collect());
-        let container = message(
-            "api.core.v1.Container",
-            vec![
-                ("name", string("app")),
-                ("stdin", PbValue::Bool(false)),
-                ("resources", message("api.core.v1.ResourceRequirements", vec![("limits", limits)])),
-            ],
-        );
-        let template = message(
-            "api.core.v1.PodTemplateSpec",
-            vec![
-                (
-                    "metadata",
-                    message(
-                        "apimachinery.pkg.apis.meta.v1.ObjectMeta",
-                        vec![("creationTimestamp", message(names::TIME, vec![]))],
-                    ),
-                ),
-                (
-                    "spec",
-                    message("api.core.v1.PodSpec", vec![("containers", PbValue::List(vec![container]))]),
-                ),
-            ],
-        );
-        let rolling = message(
-            "api.apps.v1.RollingUpdateDeployment",
-            vec![
-                ("maxSurge", int_or_string(vec![("type", PbValue::I64(1)), ("strVal", string("25%"))])),
-                (
-                    "maxUnavailable",
-                    int_or_string(vec![("type", PbValue::I64(0)), ("intVal", PbValue::I32(1))]),
-                ),
-            ],
-        );
-        let deployment = message(
-            "api.apps.v1.Deployment",
-            vec![
-                (
-                    "metadata",
-                    message(
-                        "apimachinery.pkg.apis.meta.v1.ObjectMeta",
-                        vec![
-                            ("name", string("web")),
-                            ("namespace", string("")),
-                            ("generation", PbValue::I64(0)),
-                            ("creationTimestamp", time(1_767_225_600)),
-                        ],
-                    ),
-                ),
-                (
-                    "spec",
-                    message(
-                        "api.apps.v1.DeploymentSpec",
-                        vec![
-                            ("replicas", PbValue::I32(0)),
-                            ("paused", PbValue::Bool(false)),
-                            (
-                                "strategy",
-                                message("api.apps.v1.DeploymentStrategy", vec![("rollingUpdate", rolling)]),
-                            ),
-                            ("template", template),
-                        ],
-                    ),
-                ),
-            ],
-        );
-        let json = decode(&envelope("apps/v1", "Deployment", deployment)).expect("a Deployment");
-        assert_eq!(
-            json,
-            serde_json::json!({
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
-                "metadata": {"name": "web", "creationTimestamp": "2026-01-01T00:00:00Z"},
-                "spec": {
-                    "replicas": 0,
-                    "strategy": {"rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 1}},
-                    "template": {
-                        "metadata": {},
-                        "spec": {"containers": [{"name": "app", "resources": {"limits": {"cpu": "500m"}}}]}
-                    }
-                }
-            })
-        );
-    }
-
-    #[test]
-    fn secret_bytes_become_base64_and_raw_extensions_their_json() {
-        let data = PbValue::Map(
-            [(MapKey::String("pass".to_owned()), PbValue::Bytes(b"s3cr3t".to_vec().into()))]
-                .into_iter()
-                .collect(),
-        );
-        let secret = message("api.core.v1.Secret", vec![("data", data), ("type", string("Opaque"))]);
-        let json = decode(&envelope("v1", "Secret", secret)).expect("a Secret");
-        assert_eq!(json["data"], serde_json::json!({"pass": "czNjcjN0"}));
-        let raw =
-            message(names::RAW_EXTENSION, vec![("raw", PbValue::Bytes(br#"{"a":[1]}"#.to_vec().into()))]);
-        assert_eq!(to_json(&unwrap_message(raw), 0).expect("JSON"), serde_json::json!({"a": [1]}));
-    }
-
-    #[test]
-    fn an_empty_label_value_is_kept_and_an_empty_string_field_left_out() {
-        let labels = PbValue::Map([(MapKey::String("canary".to_owned()), string(""))].into_iter().collect());
-        let metadata = message(
-            "apimachinery.pkg.apis.meta.v1.ObjectMeta",
-            vec![("name", string("c")), ("generateName", string("")), ("labels", labels)],
-        );
-        let configmap = message("api.core.v1.ConfigMap", vec![("metadata", metadata)]);
-        let json = decode(&envelope("v1", "ConfigMap", configmap)).expect("a ConfigMap");
-        assert_eq!(json["metadata"], serde_json::json!({"name": "c", "labels": {"canary": ""}}));
-    }
-
-    fn unwrap_message(value: PbValue) -> DynamicMessage {
-        match value {
-            PbValue::Message(m) => m,
-            _ => panic!("a message"),
-        }
-    }
-
-    #[test]
-    fn go_durations_are_written_as_go_writes_them() {
-        assert_eq!(go_duration(0), "0s");
-        assert_eq!(go_duration(1_500_000), "1.5ms");
-        assert_eq!(go_duration(3_723_500_000_000), "1h2m3.5s");
-        assert_eq!(go_duration(-90_000_000_000), "-1m30s");
-        assert_eq!(go_duration(999), "999ns");
-    }
-
-    #[test]
-    fn every_inline_field_is_a_message_field_of_the_descriptor_set() {
-        let pool = POOL.as_ref().expect("the descriptor set decodes");
-        for (message, field) in INLINE_FIELDS {
-            let descriptor =
-                pool.get_message_by_name(message).unwrap_or_else(|| panic!("no message {message}"));
-            let field =
-                descriptor.get_field_by_name(field).unwrap_or_else(|| panic!("no field {message}.{field}"));
-            assert!(
-                matches!(field.kind(), prost_reflect::Kind::Message(_)),
-                "{message}.{} embeds a struct",
-                field.name()
-            );
-        }
-    }
-
-    #[test]
-    fn inline_structs_lend_their_fields_to_the_enclosing_object() {
-        let volume = message(
-            "api.core.v1.Volume",
-            vec![
-                ("name", string("config")),
-                (
-                    "volumeSource",
-                    message(
-                        "api.core.v1.VolumeSource",
-                        vec![(
-                            "configMap",
-                            message(
-                                "api.core.v1.ConfigMapVolumeSource",
-                                vec![(
-                                    "localObjectReference",
-                                    message(
-                                        "api.core.v1.LocalObjectReference",
-                                        vec![("name", string("app"))],
-                                    ),
-                                )],
-                            ),
-                        )],
-                    ),
-                ),
-            ],
-        );
-        assert_eq!(
-            to_json(&unwrap_message(volume), 0).expect("decodes"),
-            serde_json::json!({"name": "config", "configMap": {"name": "app"}})
-        );
-    }
-
-    #[test]
-    fn every_group_of_the_table_has_messages_in_the_descriptor_set() {
-        let pool = POOL.as_ref().expect("the descriptor set decodes");
-        assert!(message_for(pool, "apps/v1", "Deployment").is_some());
-        assert!(message_for(pool, "v1", "ConfigMap").is_some());
-        assert!(message_for(pool, "rbac.authorization.k8s.io/v1", "ClusterRoleBinding").is_some());
-        assert!(message_for(pool, "scheduling.k8s.io/v1", "PriorityClass").is_some());
-        assert!(message_for(pool, "example.com/v1", "Deployment").is_none());
-        assert!(message_for(pool, "v1", "Config.Map").is_none());
     }
 }

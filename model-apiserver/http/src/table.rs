@@ -175,7 +175,9 @@ fn crd_columns(version: &str, crd: Option<&DynamicObject>) -> Vec<Column> {
 
 /// A CRD column's cell: nothing found is a null cell (kubectl prints `<none>`); one result is
 /// converted by the column's type; several are joined with commas.
-fn typed_cell(kind: &str, found: &[&Value], now: jiff::Timestamp) -> Value {
+// `pub` (hidden from the docs) for its test in tests/it/table.rs only.
+#[doc(hidden)]
+pub fn typed_cell(kind: &str, found: &[&Value], now: jiff::Timestamp) -> Value {
     match found {
         [] => Value::Null,
         [one] => match (kind, one) {
@@ -692,7 +694,9 @@ mod printers {
 
 /// The subset of Kubernetes JSONPath that printer columns use: `.field`, `['field']`, `[n]`
 /// and `[*]`, optionally wrapped in `{...}`.
-mod jsonpath {
+// `pub` (hidden from the docs) for its test in tests/it/table.rs only.
+#[doc(hidden)]
+pub mod jsonpath {
     use serde_json::Value;
 
     /// The most steps a path may have; a longer one finds nothing.
@@ -705,7 +709,7 @@ mod jsonpath {
     }
 
     /// The values `path` selects in `object`; none when the path is malformed.
-    pub(super) fn find<'a>(object: &'a Value, path: &str) -> Vec<&'a Value> {
+    pub fn find<'a>(object: &'a Value, path: &str) -> Vec<&'a Value> {
         let Some(steps) = parse(path) else { return Vec::new() };
         let mut found = vec![object];
         for step in &steps {
@@ -764,45 +768,5 @@ mod jsonpath {
             }
         }
         Some(steps)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::{jsonpath, typed_cell};
-
-    fn now() -> jiff::Timestamp {
-        "2026-01-01T00:10:00Z".parse().unwrap()
-    }
-
-    #[test]
-    fn jsonpath_reads_fields_quoted_keys_indices_and_wildcards() {
-        let o = json!({"spec": {"a.b": 1, "ports": [{"port": 80}, {"port": 443}]}});
-        assert_eq!(jsonpath::find(&o, ".spec['a.b']"), [&json!(1)]);
-        assert_eq!(jsonpath::find(&o, "{.spec.ports[1].port}"), [&json!(443)]);
-        assert_eq!(jsonpath::find(&o, ".spec.ports[*].port"), [&json!(80), &json!(443)]);
-        assert!(jsonpath::find(&o, ".spec.missing").is_empty());
-    }
-
-    #[test]
-    fn a_malformed_jsonpath_finds_nothing_instead_of_panicking() {
-        let o = json!({"spec": {"ports": [1]}});
-        for path in ["spec", ".spec.ports[", ".spec.ports[x]", "..spec", ".spec.ports[99999999999999999999]"]
-        {
-            assert!(jsonpath::find(&o, path).is_empty(), "{path}");
-        }
-    }
-
-    #[test]
-    fn cells_follow_the_column_type_and_a_date_prints_as_an_age() {
-        assert_eq!(typed_cell("integer", &[&json!(3)], now()), json!(3));
-        assert_eq!(typed_cell("integer", &[&json!("3")], now()), json!(null));
-        assert_eq!(typed_cell("string", &[&json!(true)], now()), json!("true"));
-        assert_eq!(typed_cell("date", &[&json!("2026-01-01T00:05:00Z")], now()), json!("5m"));
-        assert_eq!(typed_cell("date", &[&json!("yesterday")], now()), json!("<invalid>"));
-        assert_eq!(typed_cell("string", &[&json!("a"), &json!(2)], now()), json!("a,2"));
-        assert_eq!(typed_cell("string", &[], now()), json!(null));
     }
 }

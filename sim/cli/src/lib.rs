@@ -110,11 +110,13 @@ pub enum Command {
 }
 
 /// Deterministic simulation testing for Kubernetes controllers.
+// `pub` (hidden from the docs) for its test in tests/it/run.rs only.
+#[doc(hidden)]
 #[derive(Debug, Parser)]
 #[command(name = "kube-sim", version)]
-struct Cli {
+pub struct Cli {
     #[command(subcommand)]
-    command: Command,
+    pub command: Command,
 }
 
 /// Parse the process's arguments and run the subcommand against `registry`.
@@ -175,7 +177,9 @@ pub fn replay_command(file: &std::path::Path) -> String {
 static BINARY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
 /// The file stem of the program's own path (`argv[0]`), as cargo names binaries.
-fn binary_name_of(program: Option<std::ffi::OsString>) -> String {
+// `pub` (hidden from the docs) for its test in tests/it/run.rs only.
+#[doc(hidden)]
+pub fn binary_name_of(program: Option<std::ffi::OsString>) -> String {
     program
         .as_deref()
         .map(std::path::Path::new)
@@ -183,50 +187,4 @@ fn binary_name_of(program: Option<std::ffi::OsString>) -> String {
         .map(|stem| stem.to_string_lossy().into_owned())
         .filter(|stem| !stem.is_empty())
         .unwrap_or_else(|| "kube-sim".to_owned())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_replay_hint_names_the_running_binary_as_cargo_names_it() {
-        assert_eq!(
-            binary_name_of(Some("/home/u/op/target/release/my-operator-sim".into())),
-            "my-operator-sim"
-        );
-        assert_eq!(binary_name_of(Some("kube-sim".into())), "kube-sim");
-        assert_eq!(binary_name_of(None), "kube-sim");
-    }
-
-    #[test]
-    fn explore_takes_a_search_by_name_and_a_bad_one_or_a_clash_with_guided_exits_with_code_2() {
-        let parse = |args: &[&str]| match Cli::try_parse_from(args) {
-            Ok(Cli { command: Command::Explore(args) }) => Ok(args.search()),
-            Ok(other) => panic!("not explore: {other:?}"),
-            Err(e) => Err(e.to_string()),
-        };
-        assert_eq!(parse(&["kube-sim", "explore"]), Ok(explore::Search::Coverage));
-        assert_eq!(parse(&["kube-sim", "explore", "--guided"]), Ok(explore::Search::Guided));
-        assert_eq!(parse(&["kube-sim", "explore", "--random"]), Ok(explore::Search::Swarm));
-        assert_eq!(parse(&["kube-sim", "explore", "--search", "coverage"]), Ok(explore::Search::Coverage));
-        let bad = parse(&["kube-sim", "explore", "--search", "rare"]).expect_err("no such search");
-        assert!(bad.contains("swarm") && bad.contains("coverage") && bad.contains("guided"), "{bad}");
-        assert!(parse(&["kube-sim", "explore", "--search", "swarm", "--guided"]).is_err());
-        let registry = Registry::default();
-        let code = run(["kube-sim", "explore", "--search", "rare"], &registry);
-        assert_eq!(code, ExitCode::from(EXIT_USAGE));
-        // More shards than the coverage search has lanes is bad usage, not a silent empty shard.
-        let code = run(["kube-sim", "explore", "--search", "coverage", "--shard", "0/9"], &registry);
-        assert_eq!(code, ExitCode::from(EXIT_USAGE));
-        let code = run(["kube-sim", "explore", "--random", "--shard", "0/9"], &registry);
-        assert_eq!(code, ExitCode::from(EXIT_PASS), "plain swarm splits into any number of shards");
-    }
-
-    #[test]
-    fn an_unknown_argument_exits_with_code_2() {
-        let registry = Registry::default();
-        let code = run(["kube-sim", "explore", "--no-such-flag"], &registry);
-        assert_eq!(code, ExitCode::from(EXIT_USAGE));
-    }
 }

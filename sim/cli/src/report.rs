@@ -139,16 +139,3 @@ impl ExploreReport {
 pub(crate) fn write_atomically(path: &Path, text: &str) -> Result<(), CliError> {
     Ok(sim::explore::write_atomically(path, text)?)
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_report_written_before_coverage_existed_reads_with_no_points_found() {
-        let summary: ScenarioSummary =
-            serde_json::from_str(r#"{"name": "a", "seedsRun": 3, "failingSeeds": 0, "distinctFailures": 0}"#)
-                .expect("a summary");
-        assert_eq!(summary.coverage, PointCoverage::default());
-    }
-}

@@ -259,9 +259,17 @@ fn unsafe_code_is_allowed_in_one_module_only_the_simulated_process_exit() {
 fn a_library_built_without_its_test_harness_has_no_unit_test_that_would_silently_never_run() {
     // `[lib] test = false` saves compiling a large library twice in the test build; a `#[test]`
     // added to its src/ afterwards would then never run. Such tests go in the crate's tests/it.
+    // The check itself: it sees unit tests and their modules, not prose about them.
+    for attribute in ["#[test]", "    #[tokio::test]", "#[madsim::test(flavor = \"x\")]", "#[cfg(test)]"] {
+        assert!(is_test_attribute(attribute), "{attribute}");
+    }
+    for other in ["/// A `#[test]` here would never run.", "#[cfg(madsim)]", "#[derive(Debug)]"] {
+        assert!(!is_test_attribute(other), "{other}");
+    }
     let root = workspace_root();
     let mut checked = Vec::new();
-    for manifest in ["model-apiserver", "properties", "regressions", "sim/cli"] {
+    let members = workspace_members();
+    for manifest in members.iter().map(String::as_str) {
         let text = std::fs::read_to_string(root.join(manifest).join("Cargo.toml")).expect("manifest");
         let lib = text.split("\n[").find(|section| section.starts_with("lib]")).unwrap_or_default();
         if !lib.lines().any(|line| line.trim() == "test = false") {
@@ -271,7 +279,7 @@ fn a_library_built_without_its_test_harness_has_no_unit_test_that_would_silently
         rust_files(&root.join(manifest).join("src"), &mut files);
         let with_tests: Vec<String> = files
             .iter()
-            .filter(|path| std::fs::read_to_string(path).unwrap_or_default().contains("#[test]"))
+            .filter(|path| std::fs::read_to_string(path).unwrap_or_default().lines().any(is_test_attribute))
             .map(|path| path.display().to_string())
             .collect();
         assert!(
@@ -280,5 +288,40 @@ fn a_library_built_without_its_test_harness_has_no_unit_test_that_would_silently
         );
         checked.push(manifest);
     }
-    assert_eq!(checked, ["model-apiserver", "properties", "regressions"], "the crates without a lib harness");
+    // Every crate but `sim` (whose unit tests stay in src).
+    assert_eq!(
+        checked,
+        [
+            "model-apiserver",
+            "model-apiserver/http",
+            "sim/cli",
+            "sim/tokio",
+            "properties",
+            "controllers",
+            "controllers/ported",
+            "regressions"
+        ],
+        "the crates without a lib harness"
+    );
+}
+
+/// The member directories of the workspace, as the root Cargo.toml lists them (nested crates
+/// included), so that a crate added later is checked too.
+fn workspace_members() -> Vec<String> {
+    let text = std::fs::read_to_string(workspace_root().join("Cargo.toml")).expect("the workspace manifest");
+    let line = text.lines().find(|line| line.starts_with("members = [")).expect("a one-line members list");
+    let members: Vec<String> = line.split('"').skip(1).step_by(2).map(str::to_owned).collect();
+    assert!(members.contains(&"sim/cli".to_owned()), "members read from {line:?}");
+    members
+}
+
+/// A line that makes what follows exist or run only in a test build: `#[test]`, `#[tokio::test]`
+/// (and other runtimes' test attributes, with or without arguments), `#[cfg(test)]`.
+fn is_test_attribute(line: &str) -> bool {
+    let line = line.trim_start();
+    line.starts_with("#[")
+        && (line.starts_with("#[test]")
+            || line.contains("::test]")
+            || line.contains("::test(")
+            || line.contains("cfg(test)"))
 }

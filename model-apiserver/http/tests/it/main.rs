@@ -4,11 +4,18 @@
 // file was its own binary.
 #![allow(clippy::duplicate_mod, clippy::module_inception)]
 
+mod decode;
+mod discovery;
 mod fuzz_requests;
+mod guard;
 mod kubectl_tools;
+mod protobuf;
+mod route;
 mod serve_hostile;
 mod serve_http;
 mod serve_kube_rs;
 mod serve_kubectl;
 mod serve_table;
 mod serve_tools;
+mod table;
+mod wire;

@@ -7,7 +7,17 @@
 mod cli_commands;
 mod cli_deploy;
 mod cli_hostile;
+mod explain;
+mod explore;
+mod list;
+mod perfetto;
+mod report;
+mod run;
 mod serve_builtins;
 mod serve_replay;
 mod serve_rollouts;
 mod serve_tools;
+/// The former unit tests of `kube_sim::serve`'s modules.
+mod serve {
+    mod replay;
+}
