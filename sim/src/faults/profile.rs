@@ -90,7 +90,9 @@ impl Profile {
     }
 
     /// An informer of `node` listed, with resourceVersion "0" (`any`) or consistently.
-    pub(crate) fn note_list(&mut self, node: &str, informer: &str, any: bool) {
+    // `pub` (hidden from the docs) for its test in tests/it/faults/profile.rs only.
+    #[doc(hidden)]
+    pub fn note_list(&mut self, node: &str, informer: &str, any: bool) {
         let informers = &mut self.node(node).informers;
         if let Some(known) = informers.get_mut(informer) {
             *known |= any;
@@ -100,7 +102,10 @@ impl Profile {
     }
 
     /// `node` sent a request.
-    pub(crate) fn note_call(&mut self, node: &str, verb: &str, resource: &str) {
+    // `pub` (hidden from the docs) for the tests in tests/it/faults/profile.rs and
+    // tests/it/guided/points.rs only.
+    #[doc(hidden)]
+    pub fn note_call(&mut self, node: &str, verb: &str, resource: &str) {
         if verb == "watch" {
             return;
         }
@@ -113,12 +118,17 @@ impl Profile {
     }
 
     /// `node` started a reconcile.
-    pub(crate) fn note_reconcile(&mut self, node: &str) {
+    // `pub` (hidden from the docs) for the tests in tests/it/faults/profile.rs and
+    // tests/it/guided/points.rs only.
+    #[doc(hidden)]
+    pub fn note_reconcile(&mut self, node: &str) {
         self.node(node).reconciles += 1;
     }
 
     /// `node` is a replica of `group`.
-    pub(crate) fn note_group(&mut self, node: &str, group: &str) {
+    // `pub` (hidden from the docs) for its test in tests/it/faults/profile.rs only.
+    #[doc(hidden)]
+    pub fn note_group(&mut self, node: &str, group: &str) {
         self.groups.insert(node.to_owned(), group.to_owned());
     }
 }
@@ -135,27 +145,5 @@ impl fmt::Display for ControllerProfile {
             self.reconciles,
             if self.leader_elected { ", leader-elected" } else { "" }
         )
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_group_is_the_union_of_its_replicas_and_any_semantic_wins() {
-        let mut profile = Profile::default();
-        profile.note_group("ctrl-0", "ctrl");
-        profile.note_group("ctrl-1", "ctrl");
-        profile.note_list("ctrl-0", "default/pods", false);
-        profile.note_list("ctrl-1", "default/pods", true);
-        profile.note_call("ctrl-0", "patch", "leases");
-        profile.note_call("ctrl-1", "watch", "pods");
-        profile.note_reconcile("ctrl-1");
-        let group = profile.of("ctrl");
-        assert!(group.lists_any());
-        assert_eq!((group.calls, group.writes, group.reconciles, group.leader_elected), (1, 1, 1, true));
-        assert!(!profile.of("ctrl-0").lists_any());
-        assert_eq!(profile.of("nobody"), ControllerProfile::default());
     }
 }

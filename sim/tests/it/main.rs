@@ -7,26 +7,49 @@
 mod choices;
 mod client_api;
 mod configmapgen;
+/// The former unit tests of `sim::controller`'s modules.
+mod controller {
+    mod work_queue;
+}
 mod crash_loop;
 mod custom_resource;
+mod decision;
 mod delay_watch;
 mod determinism;
 mod events;
+/// The former unit tests of `sim::explore`'s modules, one file each.
+mod explore {
+    mod coverage;
+    mod coverage_swarm;
+    mod findings;
+    mod random;
+    mod shard;
+    mod unfired;
+}
 mod fault_hook;
 mod fault_plan;
 mod fault_zoo;
+/// The former unit tests of `sim::faults` (and of `sim::faults::profile`, in it).
+mod faults;
 mod faults_engine;
 mod finalizer;
 mod generate_schema;
 mod generate_workload;
+/// The former unit tests of `sim::guided`'s modules, one file each.
+mod guided {
+    mod point_map;
+    mod points;
+}
 mod guided_zoo;
 mod layering;
 mod lifecycles;
 mod live;
+mod logging;
 mod multicluster;
 mod process_exit;
 mod random_and_clock;
 mod regression_file;
+mod runner;
 mod runtime_reflector;
 mod runtime_rules;
 mod runtime_scheduling;
@@ -35,6 +58,9 @@ mod runtime_wait;
 mod scenario_registry;
 mod shrink;
 mod shrink_workload;
+mod sweep;
 mod tokio_select;
 mod tokio_shim;
+mod trace;
+mod verdict;
 mod workload;
