@@ -37,4 +37,5 @@ mod shrink;
 mod shrink_workload;
 mod tokio_select;
 mod tokio_shim;
+mod watch_wakeups;
 mod workload;
