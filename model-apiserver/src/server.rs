@@ -277,6 +277,18 @@ impl ApiServer {
             None => Err(errors::expired(revision, self.store.oldest())),
         }
     }
+    /// The stored changes after `revision`, in order, borrowed (no copy of the history);
+    /// `None` if compacted. What the simulator reads after every write: which objects it
+    /// changed, to wake only their watchers.
+    pub fn changes_after(&self, revision: Revision) -> Option<impl Iterator<Item = &StoredEvent>> {
+        self.store.events_after(revision)
+    }
+    /// The retained changes after `revision`, borrowed, and whether they are all of them (see
+    /// [`ApiServer::changes_after`]); what is left of a write whose revisions were compacted at
+    /// once.
+    pub fn retained_changes_after(&self, revision: Revision) -> (bool, impl Iterator<Item = &StoredEvent>) {
+        self.store.retained_events_after(revision)
+    }
     /// Drop history before `revision` (as etcd compaction does).
     pub fn compact(&mut self, revision: Revision) {
         self.store.compact(revision);

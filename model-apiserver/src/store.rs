@@ -205,6 +205,21 @@ impl Store {
         Some(self.history.range(first..).filter_map(|e| e.event.as_ref()))
     }
 
+    /// The retained events after `revision` (exclusive), oldest first, and whether that is every
+    /// one of them (`false` when compaction dropped some: a write whose own revisions were
+    /// compacted at once, say).
+    pub(crate) fn retained_events_after(
+        &self,
+        revision: Revision,
+    ) -> (bool, impl Iterator<Item = &StoredEvent>) {
+        let oldest = self.oldest();
+        let skip = revision.saturating_add(1).saturating_sub(oldest);
+        let first = usize::try_from(skip).unwrap_or(usize::MAX).min(self.history.len());
+        let entries = self.history.range(first..);
+        let complete = revision.saturating_add(1) >= oldest && entries.clone().all(|e| e.event.is_some());
+        (complete, entries.filter_map(|e| e.event.as_ref()))
+    }
+
     /// Apply one change, written at virtual time `now`, as a new revision and return it.
     /// `object` must already carry the new revision as its resourceVersion (see
     /// [`Store::next_revision`]).

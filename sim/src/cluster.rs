@@ -18,32 +18,149 @@ use crate::lifecycles::Lifecycles;
 /// The namespace of the Leases that leader election uses, as client-go's default.
 pub const LEASE_NAMESPACE: &str = "kube-system";
 
-/// One cluster: its server, and the wakers of informers waiting for its revision to move.
+/// What a watcher waits for: writes to one resource type (its storage key, so that every version
+/// and every alias of a type is one scope), in one namespace or in all of them.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct WatchScope {
+    /// [`model_apiserver::ResourceType::storage_key`].
+    pub(crate) resource: Arc<str>,
+    /// `None`: every namespace (and a cluster-scoped type).
+    pub(crate) namespace: Option<Arc<str>>,
+}
+
+/// A parked watcher: woken by the first write into its scope (`None`: by any write).
+struct Waiter {
+    id: u64,
+    scope: Option<WatchScope>,
+    waker: Waker,
+}
+
+/// One cluster: its server, the watchers parked until a write reaches their scope, and its
+/// per-object lifecycle counts.
 pub(crate) struct ClusterState {
     pub(crate) server: ApiServer,
-    /// Woken in registration order whenever the revision moves. Bounded: drained at every move,
-    /// and a task registers at most once between moves.
-    pub(crate) watchers: Vec<Waker>,
+    /// Parked watchers, in registration order. A write wakes (and removes) those whose scope it
+    /// touched; the others stay parked, so a write costs nothing to the watchers of other types.
+    waiters: Vec<Waiter>,
+    /// Woken waiters, by id, with the revision just before the write that woke them: nothing in
+    /// their scope changed from the revision they parked at up to that one, so their watch may
+    /// resume from there (a bookmark, in effect). Taken by the waiter's next poll.
+    woken: BTreeMap<u64, Revision>,
+    next_waiter: u64,
+    /// The last revision that wrote each resource type, and each namespace of it.
+    written: BTreeMap<Arc<str>, Revision>,
+    written_in: BTreeMap<(Arc<str>, Arc<str>), Revision>,
+    /// Writes whose objects are unknown (compacted before they were read) count for every scope.
+    written_any: Revision,
     /// Per-object creation and deletion counts over the whole run (the server's history is
     /// bounded; these are not).
     pub(crate) lifecycles: Lifecycles,
 }
 
 impl ClusterState {
-    /// A write moved the revision at virtual time `at`: count creations and deletions, and wake
-    /// every waiting informer, in registration order (deterministic, each registered at most once).
-    pub(crate) fn revision_moved(&mut self, at: Duration) {
-        self.lifecycles.observe(&self.server, at);
-        for waker in self.watchers.drain(..) {
-            waker.wake();
+    fn new(server: ApiServer, lifecycles: Lifecycles) -> Self {
+        ClusterState {
+            server,
+            waiters: Vec::new(),
+            woken: BTreeMap::new(),
+            next_waiter: 0,
+            written: BTreeMap::new(),
+            written_in: BTreeMap::new(),
+            written_any: 0,
+            lifecycles,
         }
     }
 
-    /// Park `waker` until the revision moves (once: a task polled twice registers once).
-    pub(crate) fn wake_on_move(&mut self, waker: &Waker) {
-        if !self.watchers.iter().any(|w| w.will_wake(waker)) {
-            self.watchers.push(waker.clone());
+    /// A write moved the revision from `before`, at virtual time `at`: count creations and
+    /// deletions, note which scopes it wrote, and wake the waiters of those scopes in
+    /// registration order (deterministic, each registered at most once).
+    pub(crate) fn revision_moved(&mut self, before: Revision, at: Duration) {
+        self.lifecycles.observe(&self.server, at);
+        let revision = self.server.revision();
+        // Usually one object; a few for a write that cascades (a namespace, a collection).
+        let mut touched: Vec<(Arc<str>, Arc<str>)> = Vec::new();
+        let (complete, changes) = self.server.retained_changes_after(before);
+        for change in changes {
+            let key = (change.key.resource.clone(), change.key.namespace.clone());
+            if !touched.contains(&key) {
+                touched.push(key);
+            }
         }
+        if !complete {
+            // Some of its changes are gone already: wake every watcher, as any of them may care.
+            self.written_any = revision;
+        }
+        for (resource, namespace) in &touched {
+            self.written.insert(resource.clone(), revision);
+            self.written_in.insert((resource.clone(), namespace.clone()), revision);
+        }
+        let every = self.written_any == revision;
+        let reached = |scope: &Option<WatchScope>| match scope {
+            None => true,
+            Some(_) if every => true,
+            Some(scope) => touched.iter().any(|(resource, namespace)| {
+                *resource == scope.resource && scope.namespace.as_ref().is_none_or(|ns| ns == namespace)
+            }),
+        };
+        let mut parked = Vec::with_capacity(self.waiters.len());
+        for waiter in std::mem::take(&mut self.waiters) {
+            if reached(&waiter.scope) {
+                self.woken.insert(waiter.id, before);
+                waiter.waker.wake();
+            } else {
+                parked.push(waiter);
+            }
+        }
+        self.waiters = parked;
+    }
+
+    /// The last revision that wrote into `scope` (`None`: the current revision).
+    pub(crate) fn scope_revision(&self, scope: Option<&WatchScope>) -> Revision {
+        let Some(scope) = scope else { return self.server.revision() };
+        let written = match &scope.namespace {
+            None => self.written.get(&scope.resource),
+            Some(ns) => self.written_in.get(&(scope.resource.clone(), ns.clone())),
+        };
+        written.copied().unwrap_or(0).max(self.written_any)
+    }
+
+    /// Park waiter `id` (a new one if `None`) until a write reaches `scope`; returns its id.
+    /// A waiter parked again before it is woken keeps its place and takes the newer waker.
+    pub(crate) fn park(&mut self, id: Option<u64>, scope: Option<&WatchScope>, waker: &Waker) -> u64 {
+        if let Some(id) = id
+            && let Some(waiter) = self.waiters.iter_mut().find(|w| w.id == id)
+        {
+            if !waiter.waker.will_wake(waker) {
+                waiter.waker = waker.clone();
+            }
+            return id;
+        }
+        let id = self.next_waiter;
+        self.next_waiter += 1;
+        self.waiters.push(Waiter { id, scope: scope.cloned(), waker: waker.clone() });
+        id
+    }
+
+    /// If waiter `id` was woken: the revision just before the write that woke it.
+    pub(crate) fn take_woken(&mut self, id: u64) -> Option<Revision> {
+        self.woken.remove(&id)
+    }
+
+    /// Forget waiter `id` (its watch went on without being woken).
+    pub(crate) fn unpark(&mut self, id: u64) {
+        self.waiters.retain(|w| w.id != id);
+        self.woken.remove(&id);
+    }
+
+    /// The scope of a watch of `resource` in `namespace` (`None` for every namespace), if the
+    /// server serves that type.
+    pub(crate) fn watch_scope(
+        &self,
+        resource: &kube_core::ApiResource,
+        namespace: Option<&str>,
+    ) -> Option<WatchScope> {
+        let served = self.server.types().get(&resource.group, &resource.version, &resource.plural)?;
+        Some(WatchScope { resource: served.storage_key(), namespace: namespace.map(Arc::from) })
     }
 }
 
@@ -90,7 +207,7 @@ impl Clusters {
             }
         }
         let lifecycles = Lifecycles::new(&server, Duration::ZERO);
-        self.clusters.insert(name.clone(), ClusterState { server, watchers: Vec::new(), lifecycles });
+        self.clusters.insert(name.clone(), ClusterState::new(server, lifecycles));
         if self.first.is_none() {
             self.first = Some(name.clone());
         }
@@ -132,9 +249,9 @@ impl Clusters {
         self.clusters.get(name).map(|cluster| &cluster.server)
     }
 
-    /// Cluster `name`'s current revision (0 if there is none).
-    pub(crate) fn revision(&self, name: &str) -> Revision {
-        self.clusters.get(name).map_or(0, |c| c.server.revision())
+    /// The last revision of cluster `name` that wrote into `scope` (`None`: its current revision).
+    pub(crate) fn scope_revision(&self, name: &str, scope: Option<&WatchScope>) -> Revision {
+        self.clusters.get(name).map_or(0, |c| c.scope_revision(scope))
     }
 
     /// Every cluster's current state.

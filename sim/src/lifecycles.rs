@@ -64,13 +64,13 @@ impl Lifecycles {
         if revision <= self.counted_to {
             return;
         }
-        match server.events_after(self.counted_to) {
-            Ok(events) => {
+        match server.changes_after(self.counted_to) {
+            Some(events) => {
                 for event in events {
                     self.record(event, at);
                 }
             }
-            Err(_) => {
+            None => {
                 self.missed += revision - self.counted_to;
             }
         }
@@ -78,18 +78,18 @@ impl Lifecycles {
     }
 
     /// Count one stored event: creations and deletions only.
-    fn record(&mut self, event: StoredEvent, at: Duration) {
+    fn record(&mut self, event: &StoredEvent, at: Duration) {
         let created = match event.kind {
             StoredEventType::Added => true,
             StoredEventType::Deleted => false,
             StoredEventType::Modified => return,
         };
         let StoredEvent { key, object, revision, .. } = event;
-        let entry = self.by_key.entry(key).or_insert_with(|| Lifecycle {
+        let entry = self.by_key.entry(key.clone()).or_insert_with(|| Lifecycle {
             created: 0,
             deleted: 0,
             object: object.clone(),
-            last_revision: revision,
+            last_revision: *revision,
             last_at: at,
         });
         if created {
@@ -97,8 +97,8 @@ impl Lifecycles {
         } else {
             entry.deleted += 1;
         }
-        entry.object = object;
-        entry.last_revision = revision;
+        entry.object = object.clone();
+        entry.last_revision = *revision;
         entry.last_at = at;
     }
 

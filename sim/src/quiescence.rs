@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use model_apiserver::Revision;
 
-use crate::cluster::Clusters;
+use crate::cluster::{Clusters, WatchScope};
 
 /// At most this many requeues that are not idle are waited for in one liveness phase: a
 /// controller that changes something on every periodic requeue never settles, and is reported
@@ -43,7 +43,8 @@ struct CrashLoop {
 #[derive(Clone, Debug)]
 pub(crate) enum Progress {
     /// An informer of `cluster` that has applied every event up to `seen`.
-    Informer { cluster: Arc<str>, name: Arc<str>, seen: Option<Revision> },
+    /// Only writes into `scope` (its type and namespace; `None`: any write) concern it.
+    Informer { cluster: Arc<str>, name: Arc<str>, scope: Option<WatchScope>, seen: Option<Revision> },
     /// A controller with `running` reconciles in flight, its earliest queued request due at
     /// `next_due` and its earliest awaited one (not an idle requeue) at `next_awaited_due`
     /// (virtual times since start).
@@ -151,13 +152,15 @@ impl Quiescence {
         self.last_write
     }
 
-    /// How many informers are behind their cluster's current revision (a compaction now expires
-    /// their watches).
+    /// How many informers have not seen the last write into their scope (a compaction now
+    /// expires their watches: they resume from a revision before it).
     pub(crate) fn informers_behind(&self, clusters: &Clusters) -> usize {
         self.progress
             .values()
             .filter(|p| match p {
-                Progress::Informer { cluster, seen: Some(seen), .. } => *seen < clusters.revision(cluster),
+                Progress::Informer { cluster, scope, seen: Some(seen), .. } => {
+                    *seen < clusters.scope_revision(cluster, scope.as_ref())
+                }
                 _ => false,
             })
             .count()
@@ -215,8 +218,8 @@ impl Quiescence {
         }
         for progress in self.progress.values() {
             match progress {
-                Progress::Informer { cluster, name, seen } => {
-                    let revision = clusters.revision(cluster);
+                Progress::Informer { cluster, name, scope, seen } => {
+                    let revision = clusters.scope_revision(cluster, scope.as_ref());
                     if seen.is_none_or(|seen| seen < revision) {
                         return Some(format!("informer {name} behind revision {revision}"));
                     }

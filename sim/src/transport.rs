@@ -25,6 +25,7 @@ use std::time::Duration;
 use kube_core::Status;
 use model_apiserver::{Request, Response, Revision};
 
+use crate::cluster::WatchScope;
 use crate::decision::StreamIds;
 use crate::trace::TraceEvent;
 use crate::world::{World, WorldState};
@@ -164,7 +165,7 @@ fn handle_on_server(w: &mut WorldState, cluster: &Arc<str>, request: Request) ->
     let mut ctx = model_apiserver::Context::new(now, &mut ids);
     let result = state.server.handle(request, &mut ctx);
     if state.server.revision() != before {
-        state.revision_moved(at);
+        state.revision_moved(before, at);
         w.wrote(cluster, heartbeat);
     }
     result
@@ -195,26 +196,45 @@ pub(crate) fn poll_watch(
     })
 }
 
-/// Resolves once `cluster`'s revision is above `revision`. Parks without a timer, so that a
-/// world where nothing can happen is a deadlock madsim detects.
+/// Resolves once a write into `scope` (`None`: any write) moved `cluster`'s revision above
+/// `revision`, to the revision a watch may resume from: `revision`, or, for a watcher that was
+/// parked, the revision just before the write that woke it (nothing in its scope changed in
+/// between). Parks without a timer, so that a world where nothing can happen is a deadlock
+/// madsim detects. A write to another type or namespace never wakes it.
 pub(crate) struct RevisionAbove {
     pub(crate) world: World,
     pub(crate) cluster: Arc<str>,
     pub(crate) revision: Revision,
+    pub(crate) scope: Option<WatchScope>,
+    /// Its place among the cluster's parked waiters, once parked.
+    pub(crate) waiter: Option<u64>,
 }
 
 impl Future for RevisionAbove {
-    type Output = ();
-    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<()> {
-        self.world.with(|w| {
-            if crate::world::live::is_live(w, &self.cluster) {
-                return crate::world::live::poll_revision_above(w, &self.cluster, self.revision, cx);
+    type Output = Revision;
+    fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Revision> {
+        let this = &mut *self;
+        this.world.with(|w| {
+            if crate::world::live::is_live(w, &this.cluster) {
+                return crate::world::live::poll_revision_above(w, &this.cluster, this.revision, cx)
+                    .map(|()| this.revision);
             }
-            let Some(state) = w.clusters_mut().get_mut(&self.cluster) else { return Poll::Ready(()) };
-            if state.server.revision() > self.revision {
-                return Poll::Ready(());
+            let Some(state) = w.clusters_mut().get_mut(&this.cluster) else {
+                return Poll::Ready(this.revision);
+            };
+            if let Some(id) = this.waiter
+                && let Some(before) = state.take_woken(id)
+            {
+                this.waiter = None;
+                return Poll::Ready(before.max(this.revision));
             }
-            state.wake_on_move(cx.waker());
+            if state.scope_revision(this.scope.as_ref()) > this.revision {
+                if let Some(id) = this.waiter.take() {
+                    state.unpark(id);
+                }
+                return Poll::Ready(this.revision);
+            }
+            this.waiter = Some(state.park(this.waiter, this.scope.as_ref(), cx.waker()));
             Poll::Pending
         })
     }

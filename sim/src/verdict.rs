@@ -119,6 +119,9 @@ pub struct RunStats {
     pub api_calls: u64,
     /// Watch events delivered to informers.
     pub watch_deliveries: u64,
+    /// Watch pulls: a parked watcher woken to ask for new events. A write wakes only the watchers
+    /// of its type (and namespace), so a write to Secrets costs a ConfigMap watcher nothing.
+    pub watch_pulls: u64,
     /// Reconciles run.
     pub reconciles: u64,
     /// Virtual milliseconds the run took.

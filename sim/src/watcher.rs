@@ -32,6 +32,7 @@ use serde::de::DeserializeOwned;
 use model_apiserver::{Request, Response, Revision};
 
 use crate::client::{Api, typed};
+use crate::cluster::WatchScope;
 use crate::faults::injector::{self, WatchEpochs};
 use crate::faults::stale_replica;
 use crate::quiescence::Progress;
@@ -293,6 +294,8 @@ struct Machine<K: Resource> {
     epochs: WatchEpochs,
     /// The watcher's progress, as the liveness phase reads it; made on the first poll.
     registration: Option<Registration>,
+    /// The writes that wake it: its type (and namespace), once the server serves the type.
+    scope: Option<WatchScope>,
     state: State<K>,
 }
 
@@ -322,15 +325,34 @@ where
     fn new(api: Api<K>, config: Config) -> Self {
         let epochs = WatchEpochs::current(&api.client.world, &api.client.node);
         let name = watch_name(&api);
-        Machine { api, config, name, epochs, registration: None, state: State::Empty }
+        Machine { api, config, name, epochs, registration: None, scope: None, state: State::Empty }
+    }
+
+    /// Find which writes concern this watch, once its type is served. Until then (a CRD not
+    /// yet created) any write wakes it, and the liveness phase waits for it to see every one.
+    fn resolve_scope(&mut self) {
+        if self.scope.is_some() {
+            return;
+        }
+        let (client, api) = (&self.api.client, &self.api);
+        self.scope = client.world.with(|w| {
+            let cluster = w.clusters().get(&client.cluster)?;
+            cluster.watch_scope(&api.resource, api.namespace.as_deref())
+        });
     }
 
     fn progress(&self, seen: Option<Revision>) -> Progress {
-        Progress::Informer { cluster: self.api.client.cluster.clone(), name: self.name.clone(), seen }
+        Progress::Informer {
+            cluster: self.api.client.cluster.clone(),
+            name: self.name.clone(),
+            scope: self.scope.clone(),
+            seen,
+        }
     }
 
     /// The next item: loops (without yielding) over steps that produce nothing.
     async fn next(&mut self) -> Result<Event<Arc<K>>> {
+        self.resolve_scope();
         if self.registration.is_none() {
             self.registration = Some(Registration::new(&self.api.client.world, self.progress(None)));
         }
@@ -424,7 +446,17 @@ where
     /// Wait for the revision to move past `revision`, pass the watch gate, and pull the events.
     async fn pull(&mut self, revision: Revision) -> Result<Batch> {
         let client = self.api.client.clone();
-        RevisionAbove { world: client.world.clone(), cluster: client.cluster.clone(), revision }.await;
+        self.resolve_scope();
+        let scope = self.scope.clone();
+        let from = RevisionAbove {
+            world: client.world.clone(),
+            cluster: client.cluster.clone(),
+            revision,
+            scope,
+            waiter: None,
+        }
+        .await;
+        client.world.with(|w| w.recorder().stats.watch_pulls += 1);
         let gate = injector::watch_gate(
             &client.world,
             &client.node,
@@ -439,7 +471,7 @@ where
         let request = Request::watch(
             &self.api.resource,
             self.api.namespace.as_deref(),
-            &revision.to_string(),
+            &from.to_string(),
             self.config.watch_params(),
         );
         let (answer, polled_at) = transport::poll_watch(&client.world, &client.cluster, request);

@@ -63,4 +63,5 @@ mod tokio_select;
 mod tokio_shim;
 mod trace;
 mod verdict;
+mod watch_wakeups;
 mod workload;
