@@ -1,0 +1,51 @@
+//! `cargo bench -p controllers --bench world`: the real-sized world of issue 17, an operator that
+//! owns a Deployment (`webapp:fixed`) with every built-in controller on (kubelet-lite, the
+//! Deployment and ReplicaSet controllers, the garbage collector, the namespace controller, ...)
+//! and swarm faults on, and every other fixed operator with the built-ins on: milliseconds per
+//! seed on one thread, and per seed the API calls, watch deliveries and watch pulls (a pull is a
+//! parked watcher woken by a write into its type and namespace).
+//!
+//! `WORLD_SEEDS` seeds per scenario (default 200). Prints numbers only: no assertion.
+
+use std::time::Instant;
+
+use sim::scenario::Scenario;
+
+use controllers::zoo;
+
+const SEEDS_DEFAULT: u64 = 200;
+
+fn main() {
+    sim::ensure_simulated();
+    let seeds = std::env::var("WORLD_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(SEEDS_DEFAULT);
+    println!(
+        "{:<36} {:>6} {:>8} {:>10} {:>10} {:>10} {:>9}",
+        "scenario", "seeds", "ms/seed", "calls", "deliveries", "pulls", "failing"
+    );
+    let mut scenarios: Vec<Scenario> =
+        zoo::scenarios().into_iter().filter(|s| s.name() == "webapp:fixed").collect();
+    scenarios.extend(zoo::fixed_with_builtins());
+    for scenario in &scenarios {
+        let (mut calls, mut deliveries, mut pulls, mut failing) = (0u64, 0u64, 0u64, 0u64);
+        let started = Instant::now();
+        for seed in 0..seeds {
+            let report = scenario.run(seed);
+            calls += report.stats.api_calls;
+            deliveries += report.stats.watch_deliveries;
+            pulls += report.stats.watch_pulls;
+            failing += u64::from(!report.verdict.is_pass());
+        }
+        let per_seed_ms = started.elapsed().as_secs_f64() * 1000.0 / seeds as f64;
+        let per = |n: u64| n as f64 / seeds as f64;
+        println!(
+            "{:<36} {:>6} {:>8.2} {:>10.1} {:>10.1} {:>10.1} {:>9}",
+            scenario.name(),
+            seeds,
+            per_seed_ms,
+            per(calls),
+            per(deliveries),
+            per(pulls),
+            failing
+        );
+    }
+}
