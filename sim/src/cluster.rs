@@ -102,16 +102,16 @@ impl ClusterState {
                 *resource == scope.resource && scope.namespace.as_ref().is_none_or(|ns| ns == namespace)
             }),
         };
-        let mut parked = Vec::with_capacity(self.waiters.len());
-        for waiter in std::mem::take(&mut self.waiters) {
-            if reached(&waiter.scope) {
-                self.woken.insert(waiter.id, before);
-                waiter.waker.wake();
-            } else {
-                parked.push(waiter);
+        // In place, in parking order (the order the woken tasks are scheduled in).
+        let woken = &mut self.woken;
+        self.waiters.retain(|waiter| {
+            if !reached(&waiter.scope) {
+                return true;
             }
-        }
-        self.waiters = parked;
+            woken.insert(waiter.id, before);
+            waiter.waker.wake_by_ref();
+            false
+        });
     }
 
     /// The last revision that wrote into `scope` (`None`: the current revision).
