@@ -95,6 +95,9 @@ pub struct SimBuilder {
     /// The world's fault profile, measured once on a fault-free run (shared by clones; a change
     /// to what the world runs starts a new one).
     pub(crate) profile: Arc<OnceLock<Arc<crate::faults::profile::Profile>>>,
+    /// The clusters as every run starts them, installed once (shared by clones; a change to the
+    /// clusters, their CRDs or the server config starts a new one).
+    pub(crate) installed: Arc<OnceLock<Arc<[crate::cluster::InstalledCluster]>>>,
 }
 
 impl Default for SimBuilder {
@@ -129,6 +132,7 @@ impl SimBuilder {
             choices: ChoiceMode::Off,
             generated: None,
             profile: Arc::default(),
+            installed: Arc::default(),
         }
     }
 
@@ -146,6 +150,7 @@ impl SimBuilder {
     }
 
     fn cluster_mut(&mut self, name: Arc<str>) -> &mut ClusterSpec {
+        self.installed = Arc::default();
         let index = match self.clusters.iter().position(|c| c.name == name) {
             Some(index) => index,
             None => {
@@ -304,6 +309,7 @@ impl SimBuilder {
     /// The bounds of every cluster's model server (a short history makes watches expire: 410).
     pub fn server_config(mut self, config: ServerConfig) -> Self {
         self.server_config = config;
+        self.installed = Arc::default();
         self
     }
 

@@ -109,6 +109,21 @@ impl SimBuilder {
         builder
     }
 
+    /// The clusters of `specs` (this builder's [`Self::cluster_specs`]) as every run starts
+    /// them: installed by the first run that asks, then shared.
+    fn installed(&self, specs: &[ClusterSpec]) -> Arc<[crate::cluster::InstalledCluster]> {
+        let install = || {
+            let epoch =
+                jiff::Timestamp::from_second(crate::world::EPOCH_UNIX_SECONDS).expect("a valid epoch");
+            let installed = specs.iter().enumerate().map(|(index, spec)| {
+                let config = &self.server_config;
+                crate::cluster::InstalledCluster::new(index, &spec.name, &spec.crds, config, epoch)
+            });
+            installed.collect()
+        };
+        self.installed.get_or_init(install).clone()
+    }
+
     /// The declared clusters, or the implicit `default` one.
     fn cluster_specs(&self) -> Vec<ClusterSpec> {
         if self.clusters.is_empty() {
@@ -200,9 +215,7 @@ async fn run_phases(
 
     let failure = world.with(|w| {
         w.recorder().restart_clock();
-        let clusters: Vec<(Arc<str>, &[Arc<kube_core::DynamicObject>])> =
-            specs.iter().map(|spec| (spec.name.clone(), spec.crds.as_slice())).collect();
-        w.install_clusters(&clusters, &builder.server_config);
+        w.install_clusters(&builder.installed(&specs));
         w.take_failure_signal()
     });
     let failure = failure.expect("the failure signal is taken once per run");

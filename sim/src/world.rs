@@ -18,8 +18,6 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use model_apiserver::ServerConfig;
-
 use crate::cluster::Clusters;
 use crate::decision::DecisionSource;
 use crate::faults::ctx::{FaultCtx, Host};
@@ -282,17 +280,11 @@ impl WorldState {
         self.quiescence.container_restarting(node);
     }
 
-    /// Create every cluster's server with its namespaces and CRDs, at the current virtual time.
-    pub(crate) fn install_clusters(
-        &mut self,
-        specs: &[(Arc<str>, &[Arc<kube_core::DynamicObject>])],
-        config: &ServerConfig,
-    ) {
-        let now = self.recorder.now();
-        for (name, crds) in specs {
-            let mut ids = crate::decision::StreamIds(self.decisions.stream("ids"));
-            let mut ctx = model_apiserver::Context::new(now, &mut ids);
-            self.clusters.install(name, crds, config, &mut ctx);
+    /// Start every cluster from its installed state (namespaces and CRDs, see
+    /// [`crate::cluster::InstalledCluster`]).
+    pub(crate) fn install_clusters(&mut self, installed: &[crate::cluster::InstalledCluster]) {
+        for cluster in installed {
+            self.clusters.install(cluster);
         }
     }
 
