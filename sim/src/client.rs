@@ -160,7 +160,7 @@ impl Client {
 /// serde buffer the whole object once more before deserializing it. Here the object's JSON map
 /// is split: `apiVersion` and `kind` become the type, `metadata` is decoded, and the rest is
 /// moved into `data` as it is.
-pub(crate) fn to_dynamic<T: Serialize>(object: &T) -> serde_json::Result<DynamicObject> {
+pub(crate) fn to_dynamic<T: Resource + Serialize>(object: &T) -> serde_json::Result<DynamicObject> {
     let serde_json::Value::Object(mut map) = serde_json::to_value(object)? else {
         return serde_json::from_value(serde_json::to_value(object)?);
     };
@@ -182,10 +182,10 @@ pub(crate) fn to_dynamic<T: Serialize>(object: &T) -> serde_json::Result<Dynamic
             return serde_json::from_value(serde_json::Value::Object(map));
         }
     };
-    let metadata = match map.remove("metadata") {
-        Some(m) => serde_json::from_value(m)?,
-        None => kube_core::ObjectMeta::default(),
-    };
+    // The metadata is the object's own, cloned: decoding it back from its JSON would give the
+    // same value at many times the cost.
+    map.remove("metadata");
+    let metadata = object.meta().clone();
     Ok(DynamicObject { types, metadata, data: serde_json::Value::Object(map) })
 }
 
@@ -194,7 +194,7 @@ pub(crate) fn to_dynamic<T: Serialize>(object: &T) -> serde_json::Result<Dynamic
 /// The typed object is decoded straight from the stored object's parts (its type, its metadata
 /// as JSON, and the entries of `data` borrowed as they are), instead of from a copy of the whole
 /// object serialized into one JSON value first.
-pub(crate) fn from_dynamic<K: DeserializeOwned>(object: &DynamicObject) -> serde_json::Result<K> {
+pub(crate) fn from_dynamic<K: Resource + DeserializeOwned>(object: &DynamicObject) -> serde_json::Result<K> {
     let serde_json::Value::Object(data) = &object.data else {
         return serde_json::from_value(serde_json::to_value(object)?);
     };
@@ -205,19 +205,24 @@ pub(crate) fn from_dynamic<K: DeserializeOwned>(object: &DynamicObject) -> serde
         ),
         None => (None, None),
     };
-    let metadata = serde_json::to_value(&object.metadata)?;
-    let head = [("apiVersion", api_version.as_ref()), ("kind", kind.as_ref()), ("metadata", Some(&metadata))];
+    // `K`'s metadata is an `ObjectMeta`, the stored object's: it is decoded from an empty map and
+    // then set to a clone, instead of being serialized to JSON and decoded back (the largest part
+    // of a conversion).
+    let empty = serde_json::Value::Object(serde_json::Map::new());
+    let head = [("apiVersion", api_version.as_ref()), ("kind", kind.as_ref()), ("metadata", Some(&empty))];
     let entries = head.into_iter().filter_map(|(k, v)| v.map(|v| (k, v))).chain(
         data.iter()
             .filter(|(k, _)| !matches!(k.as_str(), "apiVersion" | "kind" | "metadata"))
             .map(|(k, v)| (k.as_str(), v)),
     );
-    K::deserialize(serde::de::value::MapDeserializer::<_, serde_json::Error>::new(entries))
+    let mut typed = K::deserialize(serde::de::value::MapDeserializer::<_, serde_json::Error>::new(entries))?;
+    *typed.meta_mut() = object.metadata.clone();
+    Ok(typed)
 }
 
 /// A shared typed view of a stored object: free (a pointer copy) when `K` is `DynamicObject`,
 /// a conversion otherwise.
-pub(crate) fn typed<K: DeserializeOwned + Send + Sync + 'static>(
+pub(crate) fn typed<K: Resource + DeserializeOwned + Send + Sync + 'static>(
     object: &Arc<DynamicObject>,
 ) -> serde_json::Result<Arc<K>> {
     let any: Arc<dyn std::any::Any + Send + Sync> = object.clone();
