@@ -24,14 +24,14 @@ use std::sync::Arc;
 
 use futures::{Stream, StreamExt};
 use kube_core::{
-    DynamicObject, Resource, ResourceExt, Selector, Status, WatchEvent,
+    DynamicObject, PartialObjectMeta, Resource, ResourceExt, Selector, Status, WatchEvent,
     params::{ListParams, VersionMatch, WatchParams},
 };
 use serde::de::DeserializeOwned;
 
 use model_apiserver::{Request, Response, Revision};
 
-use crate::client::{Api, typed};
+use crate::client::{Api, typed_view};
 use crate::cluster::WatchScope;
 use crate::faults::injector::{self, WatchEpochs};
 use crate::faults::stale_replica;
@@ -538,7 +538,8 @@ where
             return Err(Error::NoResourceVersion);
         };
         // An object that does not decode as `K` is left out, as a list that skips it.
-        let objects: VecDeque<Arc<K>> = list.items.iter().filter_map(|item| typed::<K>(item).ok()).collect();
+        let objects: VecDeque<Arc<K>> =
+            list.items.iter().filter_map(|item| typed_view::<K>(item).ok()).collect();
         api.client.world.with(|w| {
             w.profile().note_list(
                 &api.client.node,
@@ -566,9 +567,9 @@ where
         }
         match event {
             WatchEvent::Added(o) | WatchEvent::Modified(o) => {
-                typed::<K>(&o).ok().map(|o| Ok(Event::Apply(o)))
+                typed_view::<K>(&o).ok().map(|o| Ok(Event::Apply(o)))
             }
-            WatchEvent::Deleted(o) => typed::<K>(&o).ok().map(|o| Ok(Event::Delete(o))),
+            WatchEvent::Deleted(o) => typed_view::<K>(&o).ok().map(|o| Ok(Event::Delete(o))),
             WatchEvent::Bookmark(_) => None,
             WatchEvent::Error(status) => {
                 if status.code == 410 {
@@ -633,6 +634,21 @@ where
     K: Resource + Clone + DeserializeOwned + fmt::Debug + Send + Sync + 'static,
 {
     shared(api, config).map(|item| item.map(|event| event.map(Arc::unwrap_or_clone)))
+}
+
+/// Watch the objects' metadata, as kube-runtime's `metadata_watcher`: [`watcher`] over
+/// `Api<PartialObjectMeta<K>>`, whose objects are their metadata alone, typed `meta.k8s.io/v1`
+/// `PartialObjectMetadata`.
+#[deprecated(note = "Use `watcher(Api::<PartialObjectMeta<K>>::all(client), config)` instead. \
+            `Api<PartialObjectMeta<K>>` now automatically uses metadata-only requests.")]
+pub fn metadata_watcher<K>(
+    api: Api<K>,
+    config: Config,
+) -> impl Stream<Item = Result<Event<PartialObjectMeta<K>>>> + Send
+where
+    K: Resource + Clone + DeserializeOwned + fmt::Debug + Send + Sync + 'static,
+{
+    watcher(api.metadata(), config)
 }
 
 /// Watch one named object, as kube-runtime's `watch_object`: `Some(object)` when it is found or
