@@ -35,6 +35,10 @@ pub enum Error {
     /// served schema).
     #[error("SerdeError: {0}")]
     SerdeError(#[source] serde_json::Error),
+    /// The request was refused before it was sent, by kube-core's own checks (a `WatchParams`
+    /// with `send_initial_events` but not `bookmarks`), as kube-rs refuses it.
+    #[error("Failed to build request: {0}")]
+    BuildRequest(#[source] kube_core::request::Error),
 }
 
 impl Error {
@@ -42,7 +46,7 @@ impl Error {
     pub fn status(&self) -> Option<&Status> {
         match self {
             Error::Api(status) => Some(status),
-            Error::SerdeError(_) => None,
+            Error::SerdeError(_) | Error::BuildRequest(_) => None,
         }
     }
 }
@@ -484,7 +488,7 @@ where
 
 /// Metadata-only reads, as kube's: the same requests through `Api<PartialObjectMeta<K>>`, whose
 /// objects are their metadata alone, typed `meta.k8s.io/v1` `PartialObjectMetadata` (lists:
-/// `PartialObjectMetadataList`).
+/// `PartialObjectMetadataList`). The watch is [`Api::watch_metadata`].
 impl<K> Api<K>
 where
     K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + Sync + 'static,

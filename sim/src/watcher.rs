@@ -14,7 +14,8 @@
 //! The informers of [`Controller`](crate::controller::Controller) and
 //! [`informer`](crate::informer::informer) are this stream reflected into a
 //! [`Store`](crate::reflector::Store): every fault reaches a user's own `watcher()` exactly as it
-//! reaches them.
+//! reaches them. So does kube-client's raw [`Api::watch`] stream, which takes the same watch path
+//! (`WatchLink`) without the list and the relists.
 //!
 //! [`WatchStreamExt::default_backoff`]: crate::utils::WatchStreamExt::default_backoff
 
@@ -33,12 +34,16 @@ use model_apiserver::{Request, Response, Revision};
 
 use crate::client::{Api, typed_view};
 use crate::cluster::WatchScope;
-use crate::faults::injector::{self, WatchEpochs};
+use crate::faults::injector::{self, OnCut, WatchEpochs};
 use crate::faults::stale_replica;
 use crate::quiescence::Progress;
 use crate::trace::TraceEvent;
 use crate::transport::{self, Delivery, DeliveryInfo, RevisionAbove};
 use crate::world::Registration;
+
+mod raw;
+
+pub use raw::WATCH_TIMEOUT_SECONDS_DEFAULT;
 
 /// The bounds of the delay before one watch event reaches the watcher, in milliseconds (stream
 /// `watch`).
@@ -284,9 +289,9 @@ struct Batch {
     polled_at: Revision,
 }
 
-/// One watch of `api` on the simulated transport: how the watcher's state machine waits, pulls
-/// and delivers (per-scope wakeups, the watch gate and its faults, delivery delays and faults, the
-/// liveness phase's view), apart from what it does with the events.
+/// One watch of `api` on the simulated transport: what the watcher's state machine and a raw
+/// [`Api::watch`] stream share, so that both wait, pull and deliver the same way (per-scope
+/// wakeups, the watch gate and its faults, delivery delays and faults, the liveness phase's view).
 struct WatchLink<K: Resource> {
     api: Api<K>,
     /// `cluster/resource[/namespace]`, as traces name the watch.
@@ -297,13 +302,15 @@ struct WatchLink<K: Resource> {
     registration: Option<Registration>,
     /// The writes that wake it: its type (and namespace), once the server serves the type.
     scope: Option<WatchScope>,
+    /// Whether a cut watch re-watches (a watcher) or ends (a raw watch).
+    on_cut: OnCut,
 }
 
 impl<K: Resource> WatchLink<K> {
-    fn new(api: Api<K>) -> Self {
+    fn new(api: Api<K>, on_cut: OnCut) -> Self {
         let epochs = WatchEpochs::current(&api.client.world, &api.client.node);
         let name = watch_name(&api);
-        WatchLink { api, name, epochs, registration: None, scope: None }
+        WatchLink { api, name, epochs, registration: None, scope: None, on_cut }
     }
 
     /// Find which writes concern this watch, once its type is served. Until then (a CRD not
@@ -343,6 +350,11 @@ impl<K: Resource> WatchLink<K> {
         }
     }
 
+    /// The watch ended: the liveness phase no longer waits for it.
+    fn unregister(&mut self) {
+        self.registration = None;
+    }
+
     /// Resolves once a write into the watch's scope moved the revision above `revision`, to the
     /// revision to pull from.
     fn wait(&mut self, revision: Revision) -> RevisionAbove {
@@ -357,8 +369,9 @@ impl<K: Resource> WatchLink<K> {
         }
     }
 
-    /// Pass the watch gate and pull the events after `from`.
-    async fn pull(&mut self, from: Revision, params: WatchParams) -> Result<Batch> {
+    /// Pass the watch gate and pull the events after `from`; `None` if the watch was cut and ends
+    /// (only with [`OnCut::End`]).
+    async fn pull(&mut self, from: Revision, params: WatchParams) -> Result<Option<Batch>> {
         let client = self.api.client.clone();
         client.world.with(|w| w.recorder().stats.watch_pulls += 1);
         let gate = injector::watch_gate(
@@ -367,16 +380,19 @@ impl<K: Resource> WatchLink<K> {
             &self.api.resource,
             &self.name,
             &mut self.epochs,
+            self.on_cut,
         )
         .await;
-        if gate == injector::Gate::Relist {
-            return Err(Error::WatchError(self.expired()));
+        match gate {
+            injector::Gate::Relist => return Err(Error::WatchError(self.expired())),
+            injector::Gate::Cut => return Ok(None),
+            injector::Gate::Pull => {}
         }
         let request =
             Request::watch(&self.api.resource, self.api.namespace.as_deref(), &from.to_string(), params);
         let (answer, polled_at) = transport::poll_watch(&client.world, &client.cluster, request);
         match answer {
-            Ok(Response::Watch(events)) => Ok(Batch { events: events.into(), polled_at }),
+            Ok(Response::Watch(events)) => Ok(Some(Batch { events: events.into(), polled_at })),
             Err(status) if status.code == 410 => Err(Error::WatchError(Box::new(status))),
             Ok(_) => Err(Error::WatchStartFailed(unexpected("watch"))),
             Err(status) => Err(Error::WatchStartFailed(status.into())),
@@ -457,7 +473,7 @@ where
     K: Resource + DeserializeOwned + Send + Sync + 'static,
 {
     fn new(api: Api<K>, config: Config) -> Self {
-        Machine { link: WatchLink::new(api), config, state: State::Empty }
+        Machine { link: WatchLink::new(api, OnCut::Rewatch), config, state: State::Empty }
     }
 
     /// The next item: loops (without yielding) over steps that produce nothing.
@@ -479,7 +495,7 @@ where
                 State::Watching { revision, batch: None } => {
                     let from = self.link.wait(revision).await;
                     match self.link.pull(from, self.config.watch_params()).await {
-                        Ok(batch) => self.state = State::Watching { revision, batch: Some(batch) },
+                        Ok(batch) => self.state = State::Watching { revision, batch },
                         // An expired watch relists (the state stays `Empty`); a failed one retries.
                         Err(error @ Error::WatchError(_)) => return Err(error),
                         Err(error) => {
