@@ -183,8 +183,8 @@ pub mod runtime {
     /// Stream helpers, as `kube::runtime::utils`.
     pub mod utils {
         pub use crate::utils::{
-            Backoff, EventDecode, EventModify, Predicate, PredicateConfig, PredicateFilter, Reflect,
-            ResetTimerBackoff, StreamBackoff, WatchStreamExt, predicates,
+            Backoff, CancelableJoinHandle, EventDecode, EventModify, Predicate, PredicateConfig,
+            PredicateFilter, Reflect, ResetTimerBackoff, StreamBackoff, WatchStreamExt, predicates,
         };
     }
     /// The controller, as `kube::runtime::controller`.
