@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::autoscaling::v1::Scale;
 use kube_core::{
-    ApiResource, DynamicObject, ObjectList, Resource, Status,
+    ApiResource, DynamicObject, ObjectList, PartialObjectMeta, Resource, Status, TypeMeta,
     params::{DeleteParams, GetParams, ListParams, Patch, PatchParams, PostParams},
 };
 use serde::{Serialize, de::DeserializeOwned};
@@ -35,6 +35,10 @@ pub enum Error {
     /// served schema).
     #[error("SerdeError: {0}")]
     SerdeError(#[source] serde_json::Error),
+    /// The request was refused before it was sent, by kube-core's own checks (a `WatchParams`
+    /// with `send_initial_events` but not `bookmarks`), as kube-rs refuses it.
+    #[error("Failed to build request: {0}")]
+    BuildRequest(#[source] kube_core::request::Error),
 }
 
 impl Error {
@@ -42,7 +46,7 @@ impl Error {
     pub fn status(&self) -> Option<&Status> {
         match self {
             Error::Api(status) => Some(status),
-            Error::SerdeError(_) => None,
+            Error::SerdeError(_) | Error::BuildRequest(_) => None,
         }
     }
 }
@@ -232,6 +236,29 @@ pub(crate) fn typed<K: Resource + DeserializeOwned + Send + Sync + 'static>(
     }
 }
 
+/// The type kube-apiserver gives the objects of a metadata-only read (`meta.k8s.io/v1`
+/// `PartialObjectMetadata`), whatever their own type.
+pub(crate) fn partial_type() -> TypeMeta {
+    TypeMeta { api_version: "meta.k8s.io/v1".to_owned(), kind: "PartialObjectMetadata".to_owned() }
+}
+
+/// A stored object as a read through `Api<K>` shows it: the object itself or, for
+/// `K = PartialObjectMeta<_>` (kube's metadata-only requests, `Resource::metadata_api`), its
+/// metadata alone, typed [`partial_type`], as kube-apiserver answers them.
+pub(crate) fn typed_view<K: Resource + DeserializeOwned + Send + Sync + 'static>(
+    object: &Arc<DynamicObject>,
+) -> serde_json::Result<Arc<K>> {
+    if !K::metadata_api() {
+        return typed(object);
+    }
+    let partial = DynamicObject {
+        types: Some(partial_type()),
+        metadata: object.metadata.clone(),
+        data: serde_json::Value::Object(serde_json::Map::new()),
+    };
+    from_dynamic(&partial).map(Arc::new)
+}
+
 /// The API of one resource type, in all namespaces or in one, as kube-rs's `Api<K>`.
 pub struct Api<K: Resource> {
     pub(crate) client: Client,
@@ -242,12 +269,7 @@ pub struct Api<K: Resource> {
 
 impl<K: Resource> Clone for Api<K> {
     fn clone(&self) -> Self {
-        Api {
-            client: self.client.clone(),
-            resource: self.resource.clone(),
-            namespace: self.namespace.clone(),
-            kind: PhantomData,
-        }
+        self.with_parts(self.namespace.clone())
     }
 }
 
@@ -318,12 +340,15 @@ impl<K: Resource> Api<K> {
     }
     /// The same API in namespace `ns` (used by controllers to reach an object's namespace).
     pub(crate) fn in_namespace(&self, ns: Option<&str>) -> Self {
-        Api {
-            client: self.client.clone(),
-            resource: self.resource.clone(),
-            namespace: ns.map(str::to_owned),
-            kind: PhantomData,
-        }
+        self.with_parts(ns.map(str::to_owned))
+    }
+    /// The same API with metadata-only reads, as kube's `Api<PartialObjectMeta<K>>`.
+    pub(crate) fn metadata(&self) -> Api<PartialObjectMeta<K>> {
+        self.with_parts(self.namespace.clone())
+    }
+    /// This API's client and resource, for objects of type `L` in `namespace`.
+    fn with_parts<L: Resource>(&self, namespace: Option<String>) -> Api<L> {
+        Api { client: self.client.clone(), resource: self.resource.clone(), namespace, kind: PhantomData }
     }
 }
 
@@ -339,22 +364,38 @@ where
         self.namespace.as_deref()
     }
 
-    fn object(response: Response) -> Result<K> {
-        match response.object() {
-            Some(object) => typed(object).map(Arc::unwrap_or_clone).map_err(Error::SerdeError),
-            None => Err(unexpected_answer()),
-        }
+    /// The answer's object; a `read` (a verb that kube makes metadata-only for
+    /// `Api<PartialObjectMeta<_>>`: get, list, patch and watch) shows it through [`typed_view`].
+    fn object_as(response: Response, read: bool) -> Result<K> {
+        let Some(object) = response.object() else { return Err(unexpected_answer()) };
+        let decoded = if read { typed_view::<K>(object) } else { typed::<K>(object) };
+        decoded.map(Arc::unwrap_or_clone).map_err(Error::SerdeError)
     }
 
-    fn list_of(response: Response) -> Result<ObjectList<K>> {
+    fn object(response: Response) -> Result<K> {
+        Self::object_as(response, false)
+    }
+
+    /// The answer's list; a `read` as in [`Api::object_as`].
+    fn list_as(response: Response, read: bool) -> Result<ObjectList<K>> {
         let Response::List(list) = response else { return Err(unexpected_answer()) };
+        let decode = if read { typed_view::<K> } else { typed::<K> };
         let items = list
             .items
             .iter()
-            .map(|o| typed(o).map(Arc::unwrap_or_clone))
+            .map(|o| decode(o).map(Arc::unwrap_or_clone))
             .collect::<serde_json::Result<Vec<K>>>();
+        // A metadata-only list is kube-apiserver's `PartialObjectMetadataList`.
+        let types = if read && K::metadata_api() {
+            TypeMeta {
+                api_version: "meta.k8s.io/v1".to_owned(),
+                kind: "PartialObjectMetadataList".to_owned(),
+            }
+        } else {
+            TypeMeta { api_version: "v1".to_owned(), kind: "List".to_owned() }
+        };
         Ok(ObjectList {
-            types: kube_core::TypeMeta { api_version: "v1".to_owned(), kind: "List".to_owned() },
+            types,
             metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ListMeta {
                 resource_version: Some(list.resource_version),
                 continue_: list.continue_token,
@@ -368,21 +409,16 @@ where
 
     /// GET one object: 404 NotFound if it does not exist.
     pub async fn get(&self, name: &str) -> Result<K> {
-        let request = Request::get(&self.resource, self.ns(), name, GetParams::default());
-        Self::object(self.send(request).await?)
+        self.get_with(name, &GetParams::default()).await
     }
     /// GET one object, `None` on 404.
     pub async fn get_opt(&self, name: &str) -> Result<Option<K>> {
-        match self.get(name).await {
-            Ok(object) => Ok(Some(object)),
-            Err(Error::Api(status)) if status.code == 404 => Ok(None),
-            Err(e) => Err(e),
-        }
+        found(self.get(name).await)
     }
     /// GET one object with explicit params (`GetParams::any()` may read a stale cache).
     pub async fn get_with(&self, name: &str, params: &GetParams) -> Result<K> {
         let request = Request::get(&self.resource, self.ns(), name, params.clone());
-        Self::object(self.send(request).await?)
+        Self::object_as(self.send(request).await?, true)
     }
     /// GET `/status`.
     pub async fn get_status(&self, name: &str) -> Result<K> {
@@ -393,7 +429,7 @@ where
     /// LIST.
     pub async fn list(&self, params: &ListParams) -> Result<ObjectList<K>> {
         let request = Request::list(&self.resource, self.ns(), params.clone());
-        Self::list_of(self.send(request).await?)
+        Self::list_as(self.send(request).await?, true)
     }
     /// CREATE.
     pub async fn create(&self, params: &PostParams, data: &K) -> Result<K> {
@@ -422,7 +458,7 @@ where
         patch: &Patch<P>,
     ) -> Result<K> {
         let request = Request::patch(&self.resource, self.ns(), name, to_value_patch(patch)?, params.clone());
-        Self::object(self.send(request).await?)
+        Self::object_as(self.send(request).await?, true)
     }
     /// PATCH `/status`.
     pub async fn patch_status<P: Serialize + fmt::Debug>(
@@ -451,7 +487,50 @@ where
         list: &ListParams,
     ) -> Result<Either<ObjectList<K>, Status>> {
         let request = Request::delete_collection(&self.resource, self.ns(), list.clone(), params.clone());
-        Self::list_of(self.send(request).await?).map(Either::Left)
+        Self::list_as(self.send(request).await?, false).map(Either::Left)
+    }
+}
+
+/// Metadata-only reads, as kube's: the same requests through `Api<PartialObjectMeta<K>>`, whose
+/// objects are their metadata alone, typed `meta.k8s.io/v1` `PartialObjectMetadata` (lists:
+/// `PartialObjectMetadataList`). The watch is [`Api::watch_metadata`].
+impl<K> Api<K>
+where
+    K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + Sync + 'static,
+{
+    /// GET one object's metadata: 404 NotFound if it does not exist.
+    pub async fn get_metadata(&self, name: &str) -> Result<PartialObjectMeta<K>> {
+        self.metadata().get(name).await
+    }
+    /// GET one object's metadata with explicit params.
+    pub async fn get_metadata_with(&self, name: &str, params: &GetParams) -> Result<PartialObjectMeta<K>> {
+        self.metadata().get_with(name, params).await
+    }
+    /// GET one object's metadata, `None` on 404.
+    pub async fn get_metadata_opt(&self, name: &str) -> Result<Option<PartialObjectMeta<K>>> {
+        self.metadata().get_opt(name).await
+    }
+    /// GET one object's metadata with explicit params, `None` on 404.
+    pub async fn get_metadata_opt_with(
+        &self,
+        name: &str,
+        params: &GetParams,
+    ) -> Result<Option<PartialObjectMeta<K>>> {
+        found(self.metadata().get_with(name, params).await)
+    }
+    /// LIST the objects' metadata.
+    pub async fn list_metadata(&self, params: &ListParams) -> Result<ObjectList<PartialObjectMeta<K>>> {
+        self.metadata().list(params).await
+    }
+    /// PATCH, answered with the object's metadata (an apply patch carries `K`'s own type, as
+    /// `ObjectMeta::into_request_partial::<K>()` builds it).
+    pub async fn patch_metadata<P: Serialize + fmt::Debug>(
+        &self,
+        name: &str,
+        params: &PatchParams,
+        patch: &Patch<P>,
+    ) -> Result<PartialObjectMeta<K>> {
+        self.metadata().patch(name, params, patch).await
     }
 }
 
@@ -488,6 +567,15 @@ where
         let request = Request::update(&self.resource, self.ns(), name, object, params.clone())
             .with_subresource(Subresource::Scale);
         Self::scale_of(self.send(request).await?)
+    }
+}
+
+/// A read's answer with 404 NotFound as `None`, as kube's `get_opt`.
+fn found<T>(read: Result<T>) -> Result<Option<T>> {
+    match read {
+        Ok(object) => Ok(Some(object)),
+        Err(Error::Api(status)) if status.code == 404 => Ok(None),
+        Err(e) => Err(e),
     }
 }
 

@@ -140,10 +140,13 @@ pub use world::live;
 pub mod api {
     pub use crate::client::{Api, Either};
     pub use kube_core::params::{
-        DeleteParams, GetParams, ListParams, Patch, PatchParams, PostParams, Preconditions, PropagationPolicy,
+        DeleteParams, GetParams, ListParams, Patch, PatchParams, PostParams, Preconditions,
+        PropagationPolicy, ValidationDirective, VersionMatch, WatchParams,
     };
     pub use kube_core::{
-        ApiResource, DynamicObject, GroupVersionKind, ObjectList, ObjectMeta, Resource, ResourceExt, TypeMeta,
+        ApiResource, DynamicObject, GroupVersionKind, GroupVersionResource, ListMeta, NotUsed, Object,
+        ObjectList, ObjectMeta, PartialObjectMeta, PartialObjectMetaExt, Resource, ResourceExt, TypeMeta,
+        WatchEvent,
     };
 }
 
@@ -156,11 +159,15 @@ pub mod runtime {
     pub use crate::scheduler::scheduler;
     pub use crate::utils::{Predicate, PredicateConfig, WatchStreamExt, predicates};
     pub use crate::wait::conditions;
+    #[allow(deprecated)]
+    pub use crate::watcher::metadata_watcher;
     pub use crate::watcher::{watch_object, watcher};
 
     /// The watcher stream, as `kube::runtime::watcher`.
     pub mod watcher {
         pub use crate::utils::backoff::{DefaultBackoff, ExponentialBackoff};
+        #[allow(deprecated)]
+        pub use crate::watcher::metadata_watcher;
         pub use crate::watcher::{
             Config, Error, Event, InitialListStrategy, ListSemantic, Result, watch_object, watcher,
         };
@@ -176,8 +183,8 @@ pub mod runtime {
     /// Stream helpers, as `kube::runtime::utils`.
     pub mod utils {
         pub use crate::utils::{
-            Backoff, EventDecode, EventModify, Predicate, PredicateConfig, PredicateFilter, Reflect,
-            ResetTimerBackoff, StreamBackoff, WatchStreamExt, predicates,
+            Backoff, CancelableJoinHandle, EventDecode, EventModify, Predicate, PredicateConfig,
+            PredicateFilter, Reflect, ResetTimerBackoff, StreamBackoff, WatchStreamExt, predicates,
         };
     }
     /// The controller, as `kube::runtime::controller`.

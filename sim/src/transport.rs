@@ -210,6 +210,19 @@ pub(crate) struct RevisionAbove {
     pub(crate) waiter: Option<u64>,
 }
 
+impl RevisionAbove {
+    /// Stop waiting (a watch that timed out): leave the cluster's parked waiters, so that a later
+    /// write wakes nothing for it.
+    pub(crate) fn cancel(mut self) {
+        let Some(id) = self.waiter.take() else { return };
+        self.world.with(|w| {
+            if let Some(state) = w.clusters_mut().get_mut(&self.cluster) {
+                state.unpark(id);
+            }
+        });
+    }
+}
+
 impl Future for RevisionAbove {
     type Output = Revision;
     fn poll(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Revision> {

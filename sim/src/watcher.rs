@@ -14,7 +14,8 @@
 //! The informers of [`Controller`](crate::controller::Controller) and
 //! [`informer`](crate::informer::informer) are this stream reflected into a
 //! [`Store`](crate::reflector::Store): every fault reaches a user's own `watcher()` exactly as it
-//! reaches them.
+//! reaches them. So does kube-client's raw [`Api::watch`] stream, which takes the same watch path
+//! (`WatchLink`) without the list and the relists.
 //!
 //! [`WatchStreamExt::default_backoff`]: crate::utils::WatchStreamExt::default_backoff
 
@@ -24,21 +25,25 @@ use std::sync::Arc;
 
 use futures::{Stream, StreamExt};
 use kube_core::{
-    DynamicObject, Resource, ResourceExt, Selector, Status, WatchEvent,
+    DynamicObject, PartialObjectMeta, Resource, ResourceExt, Selector, Status, WatchEvent,
     params::{ListParams, VersionMatch, WatchParams},
 };
 use serde::de::DeserializeOwned;
 
 use model_apiserver::{Request, Response, Revision};
 
-use crate::client::{Api, typed};
+use crate::client::{Api, typed_view};
 use crate::cluster::WatchScope;
-use crate::faults::injector::{self, WatchEpochs};
+use crate::faults::injector::{self, OnCut, WatchEpochs};
 use crate::faults::stale_replica;
 use crate::quiescence::Progress;
 use crate::trace::TraceEvent;
 use crate::transport::{self, Delivery, DeliveryInfo, RevisionAbove};
 use crate::world::Registration;
+
+mod raw;
+
+pub use raw::WATCH_TIMEOUT_SECONDS_DEFAULT;
 
 /// The bounds of the delay before one watch event reaches the watcher, in milliseconds (stream
 /// `watch`).
@@ -284,48 +289,28 @@ struct Batch {
     polled_at: Revision,
 }
 
-/// The watcher's state machine and what it owns.
-struct Machine<K: Resource> {
+/// One watch of `api` on the simulated transport: what the watcher's state machine and a raw
+/// [`Api::watch`] stream share, so that both wait, pull and deliver the same way (per-scope
+/// wakeups, the watch gate and its faults, delivery delays and faults, the liveness phase's view).
+struct WatchLink<K: Resource> {
     api: Api<K>,
-    config: Config,
     /// `cluster/resource[/namespace]`, as traces name the watch.
     name: Arc<str>,
-    /// What the watcher knows of its node's faults (forced relists, cut watches, a lagging replica).
+    /// What the watch knows of its node's faults (forced relists, cut watches, a lagging replica).
     epochs: WatchEpochs,
-    /// The watcher's progress, as the liveness phase reads it; made on the first poll.
+    /// The watch's progress, as the liveness phase reads it; made on the first poll.
     registration: Option<Registration>,
     /// The writes that wake it: its type (and namespace), once the server serves the type.
     scope: Option<WatchScope>,
-    state: State<K>,
+    /// Whether a cut watch re-watches (a watcher) or ends (a raw watch).
+    on_cut: OnCut,
 }
 
-/// The name a watcher has in traces: `cluster/resource[/namespace]`.
-pub(crate) fn watch_name<K: Resource>(api: &Api<K>) -> Arc<str> {
-    let mut name = format!("{}/{}", api.client.cluster, api.resource.plural);
-    if let Some(ns) = &api.namespace {
-        name.push('/');
-        name.push_str(ns);
-    }
-    Arc::from(name)
-}
-
-fn expired(what: &str) -> Error {
-    let status = Status::failure(&format!("{what}: too old resource version"), "Expired").with_code(410);
-    Error::WatchError(Box::new(status))
-}
-
-fn unexpected(verb: &str) -> crate::Error {
-    crate::Error::from(model_apiserver::errors::internal_error(&format!("unexpected answer to a {verb}")))
-}
-
-impl<K> Machine<K>
-where
-    K: Resource + DeserializeOwned + Send + Sync + 'static,
-{
-    fn new(api: Api<K>, config: Config) -> Self {
+impl<K: Resource> WatchLink<K> {
+    fn new(api: Api<K>, on_cut: OnCut) -> Self {
         let epochs = WatchEpochs::current(&api.client.world, &api.client.node);
         let name = watch_name(&api);
-        Machine { api, config, name, epochs, registration: None, scope: None, state: State::Empty }
+        WatchLink { api, name, epochs, registration: None, scope: None, on_cut }
     }
 
     /// Find which writes concern this watch, once its type is served. Until then (a CRD not
@@ -350,112 +335,44 @@ where
         }
     }
 
-    /// The next item: loops (without yielding) over steps that produce nothing.
-    async fn next(&mut self) -> Result<Event<Arc<K>>> {
+    /// At each poll: resolve the scope and, the first time, register with the liveness phase.
+    fn poll_started(&mut self) {
         self.resolve_scope();
         if self.registration.is_none() {
             self.registration = Some(Registration::new(&self.api.client.world, self.progress(None)));
         }
-        loop {
-            match std::mem::replace(&mut self.state, State::Empty) {
-                State::Empty => return self.list().await,
-                State::InitPage { mut objects, revision } => match objects.pop_front() {
-                    Some(object) => {
-                        self.state = State::InitPage { objects, revision };
-                        return Ok(Event::InitApply(object));
-                    }
-                    None => {
-                        self.watch_from(None, revision);
-                        return Ok(Event::InitDone);
-                    }
-                },
-                State::Watching { revision, batch: None } => match self.pull(revision).await {
-                    Ok(batch) => self.state = State::Watching { revision, batch: Some(batch) },
-                    Err(error) => return Err(error),
-                },
-                State::Watching { revision, batch: Some(mut batch) } => {
-                    let Some(event) = batch.events.pop_front() else {
-                        self.watch_from(Some(revision), batch.polled_at.max(revision));
-                        continue;
-                    };
-                    self.state = State::Watching { revision, batch: Some(batch) };
-                    if let Some(item) = self.deliver(event).await {
-                        return item;
-                    }
-                }
-            }
-        }
     }
 
-    /// Watch from `revision` on, and say so to the liveness phase.
-    fn watch_from(&mut self, before: Option<Revision>, revision: Revision) {
-        // Within one watch, the revision only moves forward; only a relist may go back (onto a
-        // lagging replica, for one).
-        if let Some(before) = before {
-            assert!(
-                revision >= before,
-                "watcher {}: watched revision went back from {before} to {revision}",
-                self.name
-            );
-        }
-        self.state = State::Watching { revision, batch: None };
+    /// Every event up to `revision` is yielded: say so to the liveness phase.
+    fn seen(&self, revision: Revision) {
         if let Some(registration) = &self.registration {
             registration.update(self.progress(Some(revision)));
         }
     }
 
-    async fn list(&mut self) -> Result<Event<Arc<K>>> {
-        let api = &self.api;
-        let (params, replica_until) = stale_replica::replica_list(
-            &api.client.world,
-            &api.client.node,
-            &api.client.cluster,
-            &self.name,
-            self.config.list_params(),
-        );
-        let request = Request::list(&api.resource, api.namespace.as_deref(), params);
-        let list =
-            match transport::call(&api.client.world, &api.client.cluster, &api.client.node, request).await {
-                Ok(Response::List(list)) => list,
-                Ok(_) => return Err(Error::InitialListFailed(unexpected("list"))),
-                Err(status) => return Err(Error::InitialListFailed(status.into())),
-            };
-        let Ok(revision) = list.resource_version.parse::<Revision>() else {
-            return Err(Error::NoResourceVersion);
-        };
-        // An object that does not decode as `K` is left out, as a list that skips it.
-        let objects: VecDeque<Arc<K>> = list.items.iter().filter_map(|item| typed::<K>(item).ok()).collect();
-        api.client.world.with(|w| {
-            w.profile().note_list(
-                &api.client.node,
-                &self.name,
-                self.config.list_semantic == ListSemantic::Any,
-            );
-            let event = TraceEvent::Relist {
-                watch: self.name.to_string(),
-                resource_version: list.resource_version.clone(),
-                items: objects.len(),
-            };
-            w.trace(&api.client.node, event);
-        });
-        self.epochs.listed_from_replica(replica_until);
-        self.state = State::InitPage { objects, revision };
-        Ok(Event::Init)
+    /// The watch ended: the liveness phase no longer waits for it.
+    fn unregister(&mut self) {
+        self.registration = None;
     }
 
-    /// Wait for the revision to move past `revision`, pass the watch gate, and pull the events.
-    async fn pull(&mut self, revision: Revision) -> Result<Batch> {
-        let client = self.api.client.clone();
+    /// Resolves once a write into the watch's scope moved the revision above `revision`, to the
+    /// revision to pull from.
+    fn wait(&mut self, revision: Revision) -> RevisionAbove {
         self.resolve_scope();
-        let scope = self.scope.clone();
-        let from = RevisionAbove {
+        let client = &self.api.client;
+        RevisionAbove {
             world: client.world.clone(),
             cluster: client.cluster.clone(),
             revision,
-            scope,
+            scope: self.scope.clone(),
             waiter: None,
         }
-        .await;
+    }
+
+    /// Pass the watch gate and pull the events after `from`; `None` if the watch was cut and ends
+    /// (only with [`OnCut::End`]).
+    async fn pull(&mut self, from: Revision, params: WatchParams) -> Result<Option<Batch>> {
+        let client = self.api.client.clone();
         client.world.with(|w| w.recorder().stats.watch_pulls += 1);
         let gate = injector::watch_gate(
             &client.world,
@@ -463,36 +380,30 @@ where
             &self.api.resource,
             &self.name,
             &mut self.epochs,
+            self.on_cut,
         )
         .await;
-        if gate == injector::Gate::Relist {
-            return Err(expired(&format!("watch {}", self.name)));
+        match gate {
+            injector::Gate::Relist => return Err(Error::WatchError(self.expired())),
+            injector::Gate::Cut => return Ok(None),
+            injector::Gate::Pull => {}
         }
-        let request = Request::watch(
-            &self.api.resource,
-            self.api.namespace.as_deref(),
-            &from.to_string(),
-            self.config.watch_params(),
-        );
+        let request =
+            Request::watch(&self.api.resource, self.api.namespace.as_deref(), &from.to_string(), params);
         let (answer, polled_at) = transport::poll_watch(&client.world, &client.cluster, request);
         match answer {
-            Ok(Response::Watch(events)) => Ok(Batch { events: events.into(), polled_at }),
+            Ok(Response::Watch(events)) => Ok(Some(Batch { events: events.into(), polled_at })),
             Err(status) if status.code == 410 => Err(Error::WatchError(Box::new(status))),
-            Ok(_) => {
-                self.state = State::Watching { revision, batch: None };
-                Err(Error::WatchStartFailed(unexpected("watch")))
-            }
-            Err(status) => {
-                self.state = State::Watching { revision, batch: None };
-                Err(Error::WatchStartFailed(status.into()))
-            }
+            Ok(_) => Err(Error::WatchStartFailed(unexpected("watch"))),
+            Err(status) => Err(Error::WatchStartFailed(status.into())),
         }
     }
 
-    /// Deliver one pulled event after its drawn delay (and any injected fault); `None` for an
-    /// event that yields nothing (a bookmark, an object that does not decode as `K`).
-    async fn deliver(&mut self, event: WatchEvent<Arc<DynamicObject>>) -> Option<Result<Event<Arc<K>>>> {
-        let (kind, object, resource_version) = summarize(&event)?;
+    /// Deliver one pulled event: wait its drawn delay (and any injected delay), and trace it.
+    /// `false` if an injected fault expired the watch before it arrived. A bookmark (no object,
+    /// nothing changes) arrives at once.
+    async fn arrive(&self, event: &WatchEvent<Arc<DynamicObject>>) -> bool {
+        let Some((kind, object, resource_version)) = summarize(event) else { return true };
         let client = &self.api.client;
         let name = &self.name;
         let (delay, fault) = client.world.with(|w| {
@@ -517,8 +428,7 @@ where
             Delivery::Expire => {
                 let description = format!("watch {name} expired before {kind} {object}");
                 client.world.with(|w| w.trace(&client.node, TraceEvent::Fault { description }));
-                self.state = State::Empty;
-                return Some(Err(expired(&format!("watch {name}"))));
+                return false;
             }
         };
         madsim::time::sleep(delay).await;
@@ -527,11 +437,155 @@ where
             let event = TraceEvent::WatchDelivery { watch: name.to_string(), kind, object, resource_version };
             w.trace(&client.node, event);
         });
+        true
+    }
+
+    /// The 410 Expired the watch gets when an injected fault expires it.
+    fn expired(&self) -> Box<Status> {
+        let message = format!("watch {}: too old resource version", self.name);
+        Box::new(Status::failure(&message, "Expired").with_code(410))
+    }
+}
+
+/// The watcher's state machine and what it owns.
+struct Machine<K: Resource> {
+    link: WatchLink<K>,
+    config: Config,
+    state: State<K>,
+}
+
+/// The name a watcher has in traces: `cluster/resource[/namespace]`.
+pub(crate) fn watch_name<K: Resource>(api: &Api<K>) -> Arc<str> {
+    let mut name = format!("{}/{}", api.client.cluster, api.resource.plural);
+    if let Some(ns) = &api.namespace {
+        name.push('/');
+        name.push_str(ns);
+    }
+    Arc::from(name)
+}
+
+fn unexpected(verb: &str) -> crate::Error {
+    crate::Error::from(model_apiserver::errors::internal_error(&format!("unexpected answer to a {verb}")))
+}
+
+impl<K> Machine<K>
+where
+    K: Resource + DeserializeOwned + Send + Sync + 'static,
+{
+    fn new(api: Api<K>, config: Config) -> Self {
+        Machine { link: WatchLink::new(api, OnCut::Rewatch), config, state: State::Empty }
+    }
+
+    /// The next item: loops (without yielding) over steps that produce nothing.
+    async fn next(&mut self) -> Result<Event<Arc<K>>> {
+        self.link.poll_started();
+        loop {
+            match std::mem::replace(&mut self.state, State::Empty) {
+                State::Empty => return self.list().await,
+                State::InitPage { mut objects, revision } => match objects.pop_front() {
+                    Some(object) => {
+                        self.state = State::InitPage { objects, revision };
+                        return Ok(Event::InitApply(object));
+                    }
+                    None => {
+                        self.watch_from(None, revision);
+                        return Ok(Event::InitDone);
+                    }
+                },
+                State::Watching { revision, batch: None } => {
+                    let from = self.link.wait(revision).await;
+                    match self.link.pull(from, self.config.watch_params()).await {
+                        Ok(batch) => self.state = State::Watching { revision, batch },
+                        // An expired watch relists (the state stays `Empty`); a failed one retries.
+                        Err(error @ Error::WatchError(_)) => return Err(error),
+                        Err(error) => {
+                            self.state = State::Watching { revision, batch: None };
+                            return Err(error);
+                        }
+                    }
+                }
+                State::Watching { revision, batch: Some(mut batch) } => {
+                    let Some(event) = batch.events.pop_front() else {
+                        self.watch_from(Some(revision), batch.polled_at.max(revision));
+                        continue;
+                    };
+                    self.state = State::Watching { revision, batch: Some(batch) };
+                    if let Some(item) = self.deliver(event).await {
+                        return item;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Watch from `revision` on, and say so to the liveness phase.
+    fn watch_from(&mut self, before: Option<Revision>, revision: Revision) {
+        // Within one watch, the revision only moves forward; only a relist may go back (onto a
+        // lagging replica, for one).
+        if let Some(before) = before {
+            assert!(
+                revision >= before,
+                "watcher {}: watched revision went back from {before} to {revision}",
+                self.link.name
+            );
+        }
+        self.state = State::Watching { revision, batch: None };
+        self.link.seen(revision);
+    }
+
+    async fn list(&mut self) -> Result<Event<Arc<K>>> {
+        let link = &mut self.link;
+        let api = &link.api;
+        let (params, replica_until) = stale_replica::replica_list(
+            &api.client.world,
+            &api.client.node,
+            &api.client.cluster,
+            &link.name,
+            self.config.list_params(),
+        );
+        let request = Request::list(&api.resource, api.namespace.as_deref(), params);
+        let list =
+            match transport::call(&api.client.world, &api.client.cluster, &api.client.node, request).await {
+                Ok(Response::List(list)) => list,
+                Ok(_) => return Err(Error::InitialListFailed(unexpected("list"))),
+                Err(status) => return Err(Error::InitialListFailed(status.into())),
+            };
+        let Ok(revision) = list.resource_version.parse::<Revision>() else {
+            return Err(Error::NoResourceVersion);
+        };
+        // An object that does not decode as `K` is left out, as a list that skips it.
+        let objects: VecDeque<Arc<K>> =
+            list.items.iter().filter_map(|item| typed_view::<K>(item).ok()).collect();
+        api.client.world.with(|w| {
+            w.profile().note_list(
+                &api.client.node,
+                &link.name,
+                self.config.list_semantic == ListSemantic::Any,
+            );
+            let event = TraceEvent::Relist {
+                watch: link.name.to_string(),
+                resource_version: list.resource_version.clone(),
+                items: objects.len(),
+            };
+            w.trace(&api.client.node, event);
+        });
+        link.epochs.listed_from_replica(replica_until);
+        self.state = State::InitPage { objects, revision };
+        Ok(Event::Init)
+    }
+
+    /// Deliver one pulled event after its drawn delay (and any injected fault); `None` for an
+    /// event that yields nothing (a bookmark, an object that does not decode as `K`).
+    async fn deliver(&mut self, event: WatchEvent<Arc<DynamicObject>>) -> Option<Result<Event<Arc<K>>>> {
+        if !self.link.arrive(&event).await {
+            self.state = State::Empty;
+            return Some(Err(Error::WatchError(self.link.expired())));
+        }
         match event {
             WatchEvent::Added(o) | WatchEvent::Modified(o) => {
-                typed::<K>(&o).ok().map(|o| Ok(Event::Apply(o)))
+                typed_view::<K>(&o).ok().map(|o| Ok(Event::Apply(o)))
             }
-            WatchEvent::Deleted(o) => typed::<K>(&o).ok().map(|o| Ok(Event::Delete(o))),
+            WatchEvent::Deleted(o) => typed_view::<K>(&o).ok().map(|o| Ok(Event::Delete(o))),
             WatchEvent::Bookmark(_) => None,
             WatchEvent::Error(status) => {
                 if status.code == 410 {
@@ -596,6 +650,21 @@ where
     K: Resource + Clone + DeserializeOwned + fmt::Debug + Send + Sync + 'static,
 {
     shared(api, config).map(|item| item.map(|event| event.map(Arc::unwrap_or_clone)))
+}
+
+/// Watch the objects' metadata, as kube-runtime's `metadata_watcher`: [`watcher`] over
+/// `Api<PartialObjectMeta<K>>`, whose objects are their metadata alone, typed `meta.k8s.io/v1`
+/// `PartialObjectMetadata`.
+#[deprecated(note = "Use `watcher(Api::<PartialObjectMeta<K>>::all(client), config)` instead. \
+            `Api<PartialObjectMeta<K>>` now automatically uses metadata-only requests.")]
+pub fn metadata_watcher<K>(
+    api: Api<K>,
+    config: Config,
+) -> impl Stream<Item = Result<Event<PartialObjectMeta<K>>>> + Send
+where
+    K: Resource + Clone + DeserializeOwned + fmt::Debug + Send + Sync + 'static,
+{
+    watcher(api.metadata(), config)
 }
 
 /// Watch one named object, as kube-runtime's `watch_object`: `Some(object)` when it is found or

@@ -54,6 +54,7 @@ fn describe_error(error: &Error) -> String {
     match error {
         Error::Api(status) => describe_status(status),
         Error::SerdeError(e) => format!("serialization: {e}"),
+        Error::BuildRequest(e) => format!("request: {e}"),
     }
 }
 

@@ -537,6 +537,18 @@ pub(crate) enum Gate {
     Pull,
     /// The watch expired (410): relist.
     Relist,
+    /// The watch was cut and ends (only for [`OnCut::End`]).
+    Cut,
+}
+
+/// What a watch does when its node's watches are cut (`watchDisconnect`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OnCut {
+    /// Wait a reconnect, then pull again from the same revision: a watcher re-watches from the
+    /// last revision it saw, as client-go's reflector and kube-runtime's watcher do.
+    Rewatch,
+    /// End: a raw `Api::watch` stream ends with its HTTP response, and its caller re-watches.
+    End,
 }
 
 /// At most this many hold rounds per gate: each round sleeps until a hold ends, and holds are
@@ -544,16 +556,18 @@ pub(crate) enum Gate {
 const GATE_ROUNDS_MAX: usize = 64;
 
 /// Before an informer pulls watch events: wait out holds (partition, skip-by-relist, a lagging
-/// replica), a cut watch's reconnect and any extra delay; say whether to relist instead.
+/// replica), a cut watch's reconnect (or end it, as `on_cut` says) and any extra delay; say
+/// whether to relist instead.
 pub(crate) async fn watch_gate(
     host: &impl Host,
     node: &Arc<str>,
     resource: &ApiResource,
     informer: &Arc<str>,
     epochs: &mut WatchEpochs,
+    on_cut: OnCut,
 ) -> Gate {
     for _ in 0..GATE_ROUNDS_MAX {
-        let step = host.with_faults(|w| gate_step(w, node, resource, informer, epochs));
+        let step = host.with_faults(|w| gate_step(w, node, resource, informer, epochs, on_cut));
         match step {
             GateStep::Sleep(d, note) => {
                 if let Some(text) = note {
@@ -572,6 +586,11 @@ pub(crate) async fn watch_gate(
                 host.with_faults(|w| w.trace(node, TraceEvent::Note { text }));
                 return Gate::Relist;
             }
+            GateStep::Cut => {
+                let text = format!("watch {informer} cut: the stream ends");
+                host.with_faults(|w| w.trace(node, TraceEvent::Note { text }));
+                return Gate::Cut;
+            }
             GateStep::Pull => return Gate::Pull,
         }
     }
@@ -584,6 +603,8 @@ enum GateStep {
     /// Wait, then pull (an extra delay applies once per pull).
     Delay(Duration),
     Relist,
+    /// The watch was cut and ends ([`OnCut::End`]).
+    Cut,
     Pull,
 }
 
@@ -593,6 +614,7 @@ fn gate_step(
     resource: &ApiResource,
     informer: &Arc<str>,
     epochs: &mut WatchEpochs,
+    on_cut: OnCut,
 ) -> GateStep {
     let now = w.elapsed();
     if let Some(until) = epochs.replica_until {
@@ -618,6 +640,10 @@ fn gate_step(
     }
     if node.disconnect_epoch != epochs.disconnect {
         epochs.disconnect = node.disconnect_epoch;
+        if on_cut == OnCut::End {
+            injector.effect(node_name, FaultKind::WatchDisconnect);
+            return GateStep::Cut;
+        }
         let (delay, text) = watch_disconnect::rewatch(decisions, informer);
         injector.effect(node_name, FaultKind::WatchDisconnect);
         return GateStep::Sleep(delay, Some(text));

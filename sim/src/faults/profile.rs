@@ -101,6 +101,12 @@ impl Profile {
         }
     }
 
+    /// A raw watch (`Api::watch`) of `node` started: watch faults act on it as on an informer's
+    /// watch. It lists nothing, so it counts as an informer that lists consistently.
+    pub(crate) fn note_watch(&mut self, node: &str, watch: &str) {
+        self.note_list(node, watch, false);
+    }
+
     /// `node` sent a request.
     // `pub` (hidden from the docs) for the tests in tests/it/faults/profile.rs and
     // tests/it/guided/points.rs only.

@@ -382,6 +382,7 @@ fn describe(error: &Error) -> String {
     match error {
         Error::Api(status) => format!("{} {}: {}", status.code, status.reason, status.message),
         Error::SerdeError(e) => format!("serialization: {e}"),
+        Error::BuildRequest(e) => format!("request: {e}"),
     }
 }
 

@@ -1,5 +1,7 @@
 //! Stream helpers, as kube-runtime's `utils`: [`WatchStreamExt`] on every watcher stream (backoff,
-//! decoding events into objects, predicates, reflecting into a store) and the types it returns.
+//! decoding events into objects, predicates, reflecting into a store) and the types it returns,
+//! and [`CancelableJoinHandle`]. A raw [`Api::watch`](crate::Api::watch) stream takes what kube
+//! gives any `TryStream`: `default_backoff` and `backoff`.
 //!
 //! ```no_run
 //! use k8s_openapi::api::apps::v1::Deployment;
@@ -18,6 +20,7 @@
 pub mod backoff;
 mod predicate;
 
+use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -198,3 +201,59 @@ pub trait WatchStreamExt: Stream {
 }
 
 impl<St: ?Sized> WatchStreamExt for St where St: Stream {}
+
+/// A task handle that aborts its task when dropped, rather than detaching it, as kube-runtime's
+/// `CancelableJoinHandle`: awaiting it yields the task's output.
+///
+/// `runtime` is tokio's `Handle` as kube-sim's tokio shim has it (`tokio::runtime::Handle::current()`
+/// in a controller crate that renames `kube-sim-tokio` as `tokio`): under `--cfg madsim` it spawns
+/// on the simulation's scheduler, on the current node, so a crash of the node kills the task.
+///
+/// ```no_run
+/// use sim::runtime::utils::CancelableJoinHandle;
+/// # async fn f() {
+/// let handle = tokio::runtime::Handle::current();
+/// let task = CancelableJoinHandle::spawn(async { 40 + 2 }, &handle);
+/// assert_eq!(task.await, 42);
+/// # }
+/// ```
+#[must_use = "a dropped handle aborts its task"]
+pub struct CancelableJoinHandle<T> {
+    inner: madsim_tokio::task::JoinHandle<T>,
+}
+
+impl<T> CancelableJoinHandle<T>
+where
+    T: Send + 'static,
+{
+    /// Spawn `future` through `runtime`, and hold it in a handle that aborts it when dropped.
+    pub fn spawn(
+        future: impl Future<Output = T> + Send + 'static,
+        runtime: &madsim_tokio::runtime::Handle,
+    ) -> Self {
+        CancelableJoinHandle { inner: runtime.spawn(future) }
+    }
+}
+
+impl<T> Drop for CancelableJoinHandle<T> {
+    fn drop(&mut self) {
+        self.inner.abort();
+    }
+}
+
+impl<T> Future for CancelableJoinHandle<T> {
+    type Output = T;
+
+    /// The task's output.
+    ///
+    /// # Panics
+    ///
+    /// If the task was aborted (which only dropping this handle does, or killing its node, which
+    /// also ends whoever awaits it there) or panicked, as kube's.
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        Pin::new(&mut self.inner).poll(cx).map(|joined| match joined {
+            Ok(output) => output,
+            Err(error) => panic!("CancelableJoinHandle: {error}"),
+        })
+    }
+}

@@ -4,6 +4,7 @@
 // file was its own binary.
 #![allow(clippy::duplicate_mod, clippy::module_inception)]
 
+mod api_watch;
 mod choices;
 mod client_api;
 mod configmapgen;
