@@ -12,6 +12,10 @@
 //! Runs on every core (the lowest failing seed is the same for any number of workers). Prints
 //! numbers only: no assertion, no wall time.
 
+// The allocator of every binary that runs seeds (see the workspace Cargo.toml's `mimalloc`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use sim::explore::coverage_swarm::CoverageSwarm;
 use sim::explore::random::RandomSwarm;
 use sim::explore::shard::Shard;

@@ -5,13 +5,18 @@
 //! seed on one thread, and per seed the API calls, watch deliveries and watch pulls (a pull is a
 //! parked watcher woken by a write into its type and namespace).
 //!
-//! `WORLD_SEEDS` seeds per scenario (default 200). Prints numbers only: no assertion.
+//! `WORLD_SEEDS` seeds per scenario (default 200); `WORLD_SCENARIO=webapp:fixed` runs only the
+//! scenarios whose name contains it. Prints numbers only: no assertion.
 
 use std::time::Instant;
 
 use sim::scenario::Scenario;
 
 use controllers::zoo;
+
+// The allocator of every binary that runs seeds (see the workspace Cargo.toml's `mimalloc`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const SEEDS_DEFAULT: u64 = 200;
 
@@ -25,6 +30,9 @@ fn main() {
     let mut scenarios: Vec<Scenario> =
         zoo::scenarios().into_iter().filter(|s| s.name() == "webapp:fixed").collect();
     scenarios.extend(zoo::fixed_with_builtins());
+    if let Ok(only) = std::env::var("WORLD_SCENARIO") {
+        scenarios.retain(|s| s.name().contains(only.as_str()));
+    }
     for scenario in &scenarios {
         let (mut calls, mut deliveries, mut pulls, mut failing) = (0u64, 0u64, 0u64, 0u64);
         let started = Instant::now();

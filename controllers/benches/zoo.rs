@@ -5,6 +5,10 @@
 //!
 //! `ZOO_SEEDS_MAX` bounds the search per scenario (default 5,000).
 
+// The allocator of every binary that runs seeds (see the workspace Cargo.toml's `mimalloc`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::time::{Duration, Instant};
 
 use sim::shrink::{ShrinkBounds, shrink_plan};

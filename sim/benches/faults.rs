@@ -7,6 +7,10 @@
 //! noisy), with the failing-seed count next to it (the fixed controllers should have none, so a
 //! faulted sweep is not cut short by failures). It asserts nothing about time.
 
+// The allocator of every binary that runs seeds (see the workspace Cargo.toml's `mimalloc`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[path = "../tests/it/fault_zoo/common.rs"]
 #[allow(dead_code)]
 mod common;

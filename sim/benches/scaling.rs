@@ -10,6 +10,10 @@
 //! `BENCH_SCALE_BUDGET=N` sets roughly how many generators each row runs in all (default 2560,
 //! so small worlds run several seeds and large ones one). It asserts nothing about time.
 
+// The allocator of every binary that runs seeds (see the workspace Cargo.toml's `mimalloc`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[path = "../tests/it/support/configmapgen.rs"]
 mod configmapgen;
 

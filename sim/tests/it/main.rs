@@ -4,6 +4,10 @@
 // file was its own binary.
 #![allow(clippy::duplicate_mod, clippy::module_inception)]
 
+// The allocator of every binary that runs seeds (see the workspace Cargo.toml's `mimalloc`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod api_watch;
 mod choices;
 mod client_api;

@@ -5,6 +5,10 @@ use std::{net::SocketAddr, path::PathBuf, process::ExitCode};
 
 use clap::{Parser, Subcommand};
 
+// The allocator of every binary that runs seeds (see the workspace Cargo.toml's `mimalloc`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Deterministic simulation testing for Kubernetes controllers.
 #[derive(Parser)]
 #[command(name = "kube-sim", version)]

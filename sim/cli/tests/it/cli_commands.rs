@@ -461,3 +461,50 @@ fn guided_shards_split_the_runs_and_their_merge_has_the_unsharded_runs_and_cover
     assert_eq!(merged["failingSeeds"], unsharded["failingSeeds"]);
     assert_eq!(coverage_of(&merged), coverage_of(&unsharded));
 }
+
+/// Issue 15: one bug is one failure. `mongodb:duplicate-backup` creates its backups with
+/// `generateName`, so each failing seed names different objects (`mongo-backup-x7k2p`, ...); over
+/// 500 seeds the duplicate is one distinct failure with one regression file. (The variant also
+/// keeps the stale-view volume deletion that only `mongodb:fixed` guards against: that is another
+/// property, and another failure.)
+#[test]
+fn a_generate_name_duplicate_over_500_seeds_is_one_distinct_failure() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let out = dir.path().to_str().expect("utf-8");
+    let args = [
+        "explore",
+        "--scenario",
+        "mongodb:duplicate-backup",
+        "--seeds",
+        "500",
+        "--shrink-replays",
+        "0",
+        "--out",
+        out,
+    ];
+    let (code, stdout, stderr) = run(&args);
+    assert_eq!(code, 1, "{stdout}{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    let duplicates: Vec<usize> =
+        (1..lines.len()).filter(|&i| lines[i].contains("property \"children_within_spec\"")).collect();
+    assert_eq!(duplicates.len(), 1, "{stdout}");
+    // Many seeds failed that way, each with its own generated names, and became that one failure:
+    // `failure 1: mongodb:duplicate-backup seed 11 (107 seeds alike)`.
+    let header = lines[duplicates[0] - 1];
+    let alike: u64 = header
+        .split_once('(')
+        .and_then(|(_, rest)| rest.split_once(" seeds alike)"))
+        .and_then(|(n, _)| n.parse().ok())
+        .unwrap_or_else(|| panic!("no seed count in {header:?}"));
+    assert!(alike > 10, "{stdout}");
+    let files = files_under(dir.path());
+    let distinct = stdout.lines().filter(|l| l.starts_with("failure ")).count();
+    assert_eq!(files.len(), distinct, "{stdout}");
+    let duplicate_files = files
+        .iter()
+        .filter(|p| {
+            RegressionFile::load(p).expect("a valid file").violation.property == "children_within_spec"
+        })
+        .count();
+    assert_eq!(duplicate_files, 1, "{stdout}");
+}
