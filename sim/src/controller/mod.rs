@@ -238,6 +238,8 @@ struct Done<K, E> {
     by_requeue: bool,
     /// It changed something in some cluster.
     wrote: bool,
+    /// `Kind namespace/name`, as the start was traced (see `Driver::describe`).
+    described: String,
 }
 
 /// What reaches the controller's driver.
@@ -1030,7 +1032,8 @@ where
         madsim::task::spawn_local(async move {
             match std::panic::AssertUnwindSafe(future).catch_unwind().await {
                 Ok((result, wrote)) => {
-                    let _ = done.unbounded_send(Done { object_ref, object, result, by_requeue, wrote });
+                    let done_message = Done { object_ref, object, result, by_requeue, wrote, described };
+                    let _ = done.unbounded_send(done_message);
                 }
                 Err(payload) => {
                     let crash = crate::process_exit::verdict_for_unwind(&*payload, &node, Some(described));
@@ -1041,7 +1044,7 @@ where
     }
 
     fn finish(&mut self, done: Done<K, E>, handlers: &Handlers<'_, K, E>) {
-        let Done { object_ref, object, result, by_requeue, wrote } = done;
+        let Done { object_ref, object, result, by_requeue, wrote, described } = done;
         self.queue.finish(&object_ref);
         // A requeue that found nothing to do and asks to be run again is a periodic no-op.
         let idle = by_requeue && result.is_ok() && !wrote;
@@ -1053,7 +1056,6 @@ where
                 (action, Err(Error::ReconcilerFailed(error, object_ref.erase())), summary)
             }
         };
-        let described = self.describe(&object_ref);
         let failed = outcome.is_err();
         self.world.with(|w| {
             w.quiescence().note_reconcile(&self.node, &described, failed.then_some(summary.as_str()));

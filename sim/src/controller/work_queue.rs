@@ -15,8 +15,13 @@
 //!   [`WorkQueue::next_awaited_due`]). Merging two requests keeps a flag only if both have it.
 //!
 //! Time is a type parameter so the rules are testable without a runtime.
+//!
+//! Each queued object is held once, behind an `Arc` shared by the three indexes and the in-flight
+//! set: an object reference is two `String`s, and cloning it for every index update cost about a
+//! tenth of a small seed.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// What [`WorkQueue::schedule`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,13 +67,13 @@ impl Origin {
 /// Requests keyed by object, each with a due time, plus the set of objects in flight.
 #[derive(Clone, Debug)]
 pub struct WorkQueue<T: Ord + Clone, Tm: Ord + Copy> {
-    due: BTreeMap<T, (Tm, Origin)>,
+    due: BTreeMap<Arc<T>, (Tm, Origin)>,
     /// The same requests ordered by (due time, object): ties break by object, deterministically.
-    order: BTreeSet<(Tm, T)>,
+    order: BTreeSet<(Tm, Arc<T>)>,
     /// The requests that are not idle, ordered as `order`, so that the earliest is found without
     /// walking past idle ones.
-    awaited: BTreeSet<(Tm, T)>,
-    in_flight: BTreeSet<T>,
+    awaited: BTreeSet<(Tm, Arc<T>)>,
+    in_flight: BTreeSet<Arc<T>>,
     len_max: usize,
 }
 
@@ -105,25 +110,28 @@ impl<T: Ord + Clone, Tm: Ord + Copy> WorkQueue<T, Tm> {
 
     /// Queue or merge a request of `origin`.
     fn merge(&mut self, item: T, requested: Tm, due: Tm, origin: Origin) -> Scheduled {
-        let (scheduled, at, origin) = match self.due.get(&item).copied() {
-            Some((queued, queued_origin)) => {
+        let (key, scheduled, at, origin) = match self.due.get_key_value(&item) {
+            Some((key, &(queued, queued_origin))) => {
+                let key = key.clone();
                 let merged = queued_origin.merge(origin);
-                self.order.remove(&(queued, item.clone()));
-                self.awaited.remove(&(queued, item.clone()));
+                let queued_entry = (queued, key);
+                self.order.remove(&queued_entry);
+                self.awaited.remove(&queued_entry);
+                let (_, key) = queued_entry;
                 if queued < requested || queued == due {
-                    (Scheduled::Kept, queued, merged)
+                    (key, Scheduled::Kept, queued, merged)
                 } else {
-                    (Scheduled::Replaced, due, merged)
+                    (key, Scheduled::Replaced, due, merged)
                 }
             }
             None if self.due.len() >= self.len_max => return Scheduled::Full,
-            None => (Scheduled::Added, due, origin),
+            None => (Arc::new(item), Scheduled::Added, due, origin),
         };
-        self.order.insert((at, item.clone()));
+        self.order.insert((at, key.clone()));
         if !origin.is_idle() {
-            self.awaited.insert((at, item.clone()));
+            self.awaited.insert((at, key.clone()));
         }
-        self.due.insert(item, (at, origin));
+        self.due.insert(key, (at, origin));
         self.debug_check();
         scheduled
     }
@@ -157,16 +165,18 @@ impl<T: Ord + Clone, Tm: Ord + Copy> WorkQueue<T, Tm> {
 
     /// As [`WorkQueue::pop_due`], with the request's origin.
     pub fn pop_due_request(&mut self, now: Tm) -> Option<(T, Origin)> {
-        let (at, item) = self
+        let entry = self
             .order
             .iter()
             .take_while(|(at, _)| *at <= now)
-            .find(|(_, item)| !self.in_flight.contains(item))
+            .find(|(_, item)| !self.in_flight.contains(&**item))
             .cloned()?;
-        self.order.remove(&(at, item.clone()));
-        self.awaited.remove(&(at, item.clone()));
-        let (_, origin) = self.due.remove(&item)?;
-        let first_flight = self.in_flight.insert(item.clone());
+        self.order.remove(&entry);
+        self.awaited.remove(&entry);
+        let (_, key) = entry;
+        let (_, origin) = self.due.remove(&*key)?;
+        let item = T::clone(&key);
+        let first_flight = self.in_flight.insert(key);
         assert!(first_flight, "no object is reconciled twice at once");
         self.debug_check();
         Some((item, origin))
@@ -179,13 +189,13 @@ impl<T: Ord + Clone, Tm: Ord + Copy> WorkQueue<T, Tm> {
 
     /// The earliest due time among requests whose object is not in flight.
     pub fn next_due(&self) -> Option<Tm> {
-        self.order.iter().find(|(_, item)| !self.in_flight.contains(item)).map(|(at, _)| *at)
+        self.order.iter().find(|(_, item)| !self.in_flight.contains(&**item)).map(|(at, _)| *at)
     }
 
     /// The earliest due time among requests that are not idle and whose object is not in flight:
     /// what the liveness phase waits for.
     pub fn next_awaited_due(&self) -> Option<Tm> {
-        self.awaited.iter().find(|(_, item)| !self.in_flight.contains(item)).map(|(at, _)| *at)
+        self.awaited.iter().find(|(_, item)| !self.in_flight.contains(&**item)).map(|(at, _)| *at)
     }
 
     /// The origin of `item`'s queued request, if queued.
