@@ -259,6 +259,27 @@ pub(crate) fn typed_view<K: Resource + DeserializeOwned + Send + Sync + 'static>
     from_dynamic(&partial).map(Arc::new)
 }
 
+/// `object` as `K` (`view`: as [`typed_view`] shows it, metadata alone for
+/// `K = PartialObjectMeta<_>`), decoded at most once per run for each type and view and shared by
+/// every caller (see [`crate::typed_cache`]).
+pub(crate) fn typed_in<K: Resource + DeserializeOwned + Send + Sync + 'static>(
+    world: &World,
+    object: &Arc<DynamicObject>,
+    view: bool,
+) -> serde_json::Result<Arc<K>> {
+    if std::any::TypeId::of::<K>() == std::any::TypeId::of::<DynamicObject>() {
+        return typed(object);
+    }
+    // For any type but a metadata-only one, the view is the object itself.
+    let view = view && K::metadata_api();
+    if let Some(hit) = world.with(|w| w.typed_views().get::<K>(object, view)) {
+        return Ok(hit);
+    }
+    let decoded = if view { typed_view::<K>(object)? } else { typed::<K>(object)? };
+    world.with(|w| w.typed_views().insert(object, view, decoded.clone()));
+    Ok(decoded)
+}
+
 /// The API of one resource type, in all namespaces or in one, as kube-rs's `Api<K>`.
 pub struct Api<K: Resource> {
     pub(crate) client: Client,
@@ -366,24 +387,23 @@ where
 
     /// The answer's object; a `read` (a verb that kube makes metadata-only for
     /// `Api<PartialObjectMeta<_>>`: get, list, patch and watch) shows it through [`typed_view`].
-    fn object_as(response: Response, read: bool) -> Result<K> {
+    fn object_as(&self, response: Response, read: bool) -> Result<K> {
         let Some(object) = response.object() else { return Err(unexpected_answer()) };
-        let decoded = if read { typed_view::<K>(object) } else { typed::<K>(object) };
+        let decoded = typed_in::<K>(&self.client.world, object, read);
         decoded.map(Arc::unwrap_or_clone).map_err(Error::SerdeError)
     }
 
-    fn object(response: Response) -> Result<K> {
-        Self::object_as(response, false)
+    fn object(&self, response: Response) -> Result<K> {
+        self.object_as(response, false)
     }
 
     /// The answer's list; a `read` as in [`Api::object_as`].
-    fn list_as(response: Response, read: bool) -> Result<ObjectList<K>> {
+    fn list_as(&self, response: Response, read: bool) -> Result<ObjectList<K>> {
         let Response::List(list) = response else { return Err(unexpected_answer()) };
-        let decode = if read { typed_view::<K> } else { typed::<K> };
         let items = list
             .items
             .iter()
-            .map(|o| decode(o).map(Arc::unwrap_or_clone))
+            .map(|o| typed_in::<K>(&self.client.world, o, read).map(Arc::unwrap_or_clone))
             .collect::<serde_json::Result<Vec<K>>>();
         // A metadata-only list is kube-apiserver's `PartialObjectMetadataList`.
         let types = if read && K::metadata_api() {
@@ -418,37 +438,37 @@ where
     /// GET one object with explicit params (`GetParams::any()` may read a stale cache).
     pub async fn get_with(&self, name: &str, params: &GetParams) -> Result<K> {
         let request = Request::get(&self.resource, self.ns(), name, params.clone());
-        Self::object_as(self.send(request).await?, true)
+        self.object_as(self.send(request).await?, true)
     }
     /// GET `/status`.
     pub async fn get_status(&self, name: &str) -> Result<K> {
         let request = Request::get(&self.resource, self.ns(), name, GetParams::default())
             .with_subresource(Subresource::Status);
-        Self::object(self.send(request).await?)
+        self.object(self.send(request).await?)
     }
     /// LIST.
     pub async fn list(&self, params: &ListParams) -> Result<ObjectList<K>> {
         let request = Request::list(&self.resource, self.ns(), params.clone());
-        Self::list_as(self.send(request).await?, true)
+        self.list_as(self.send(request).await?, true)
     }
     /// CREATE.
     pub async fn create(&self, params: &PostParams, data: &K) -> Result<K> {
         let object = to_dynamic(data).map_err(Error::SerdeError)?;
         let request = Request::create(&self.resource, self.ns(), object, params.clone());
-        Self::object(self.send(request).await?)
+        self.object(self.send(request).await?)
     }
     /// REPLACE (PUT): 409 Conflict if `data`'s resourceVersion is stale.
     pub async fn replace(&self, name: &str, params: &PostParams, data: &K) -> Result<K> {
         let object = to_dynamic(data).map_err(Error::SerdeError)?;
         let request = Request::update(&self.resource, self.ns(), name, object, params.clone());
-        Self::object(self.send(request).await?)
+        self.object(self.send(request).await?)
     }
     /// REPLACE `/status`, with the object as JSON bytes (as kube-rs takes it).
     pub async fn replace_status(&self, name: &str, params: &PostParams, data: Vec<u8>) -> Result<K> {
         let object: DynamicObject = serde_json::from_slice(&data).map_err(Error::SerdeError)?;
         let request = Request::update(&self.resource, self.ns(), name, object, params.clone())
             .with_subresource(Subresource::Status);
-        Self::object(self.send(request).await?)
+        self.object(self.send(request).await?)
     }
     /// PATCH (merge, JSON, strategic or apply).
     pub async fn patch<P: Serialize + fmt::Debug>(
@@ -458,7 +478,7 @@ where
         patch: &Patch<P>,
     ) -> Result<K> {
         let request = Request::patch(&self.resource, self.ns(), name, to_value_patch(patch)?, params.clone());
-        Self::object_as(self.send(request).await?, true)
+        self.object_as(self.send(request).await?, true)
     }
     /// PATCH `/status`.
     pub async fn patch_status<P: Serialize + fmt::Debug>(
@@ -469,7 +489,7 @@ where
     ) -> Result<K> {
         let request = Request::patch(&self.resource, self.ns(), name, to_value_patch(patch)?, params.clone())
             .with_subresource(Subresource::Status);
-        Self::object(self.send(request).await?)
+        self.object(self.send(request).await?)
     }
     /// DELETE: `Left(object)` if deletion started (finalizers pending), `Right(status)` if the
     /// object is gone.
@@ -477,7 +497,7 @@ where
         let request = Request::delete(&self.resource, self.ns(), name, params.clone());
         match self.send(request).await? {
             Response::Deleted { status, .. } => Ok(Either::Right(status)),
-            other => Self::object(other).map(Either::Left),
+            other => self.object(other).map(Either::Left),
         }
     }
     /// DELETE a collection: the objects whose deletion started or finished.
@@ -487,7 +507,7 @@ where
         list: &ListParams,
     ) -> Result<Either<ObjectList<K>, Status>> {
         let request = Request::delete_collection(&self.resource, self.ns(), list.clone(), params.clone());
-        Self::list_as(self.send(request).await?, false).map(Either::Left)
+        self.list_as(self.send(request).await?, false).map(Either::Left)
     }
 }
 

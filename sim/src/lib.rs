@@ -110,6 +110,7 @@ mod supervisor;
 pub mod sweep;
 pub mod trace;
 pub mod transport;
+mod typed_cache;
 pub mod utils;
 pub mod verdict;
 pub mod wait;

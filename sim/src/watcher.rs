@@ -32,7 +32,7 @@ use serde::de::DeserializeOwned;
 
 use model_apiserver::{Request, Response, Revision};
 
-use crate::client::{Api, typed_view};
+use crate::client::{Api, typed_in};
 use crate::cluster::WatchScope;
 use crate::faults::injector::{self, OnCut, WatchEpochs};
 use crate::faults::stale_replica;
@@ -555,7 +555,7 @@ where
         };
         // An object that does not decode as `K` is left out, as a list that skips it.
         let objects: VecDeque<Arc<K>> =
-            list.items.iter().filter_map(|item| typed_view::<K>(item).ok()).collect();
+            list.items.iter().filter_map(|item| typed_in::<K>(&api.client.world, item, true).ok()).collect();
         api.client.world.with(|w| {
             w.profile().note_list(
                 &api.client.node,
@@ -583,9 +583,11 @@ where
         }
         match event {
             WatchEvent::Added(o) | WatchEvent::Modified(o) => {
-                typed_view::<K>(&o).ok().map(|o| Ok(Event::Apply(o)))
+                typed_in::<K>(&self.link.api.client.world, &o, true).ok().map(|o| Ok(Event::Apply(o)))
             }
-            WatchEvent::Deleted(o) => typed_view::<K>(&o).ok().map(|o| Ok(Event::Delete(o))),
+            WatchEvent::Deleted(o) => {
+                typed_in::<K>(&self.link.api.client.world, &o, true).ok().map(|o| Ok(Event::Delete(o)))
+            }
             WatchEvent::Bookmark(_) => None,
             WatchEvent::Error(status) => {
                 if status.code == 410 {

@@ -72,6 +72,7 @@ impl World {
             failure_tx: Some(failure_tx),
             node_starts: BTreeMap::new(),
             live: BTreeMap::new(),
+            typed_views: Default::default(),
         };
         World(Arc::new(Mutex::new(state)))
     }
@@ -147,9 +148,16 @@ pub(crate) struct WorldState {
     node_starts: BTreeMap<Arc<str>, u64>,
     /// The clusters of a live run (`SimBuilder::run_live`); empty in a simulated run.
     live: BTreeMap<Arc<str>, live::LiveCluster>,
+    /// Stored objects decoded as the types watchers and callers read them, shared.
+    typed_views: crate::typed_cache::TypedViews,
 }
 
 impl WorldState {
+    /// The typed views of stored objects decoded so far in this run.
+    pub(crate) fn typed_views(&mut self) -> &mut crate::typed_cache::TypedViews {
+        &mut self.typed_views
+    }
+
     /// The cluster set.
     pub(crate) fn clusters(&self) -> &Clusters {
         &self.clusters
