@@ -24,6 +24,7 @@ floor_target="$target/madsim-floor"
 (cd "$floor_dir" && CARGO_TARGET_DIR="$floor_target" cargo build --release --quiet)
 floor_bin="$floor_target/release/madsim-floor"
 bench_bin=$(cargo bench -p sim --bench configmapgen --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\))/\1/p' | tail -n 1)
+case "$bench_bin" in /*) ;; *) bench_bin="$(pwd)/$bench_bin" ;; esac
 best_floor_us=999999999; best_sim_us=999999999
 for round in $(seq "$rounds"); do
   floor_out=$(cd "$floor_dir" && LEAK_SEEDS=1000 "$floor_bin")
