@@ -7,9 +7,10 @@
 //!
 //! The Go types are k8s-openapi's: a body is deserialized into the kind's type (which tells a
 //! type error and its path), serialized back, and every field of the body that the round trip
-//! lost is unknown. [`crate::validation`] checks the object as admission leaves it (defaulted,
-//! and changed by mutating hooks), so it deserializes that one again ([`decode_typed`]), for
-//! the kinds it validates by type only.
+//! lost is unknown; where that is certain to name the same fields, the fields the type ignored
+//! while deserializing ([`crate::ignored`]) stand in for the round trip. [`crate::validation`]
+//! checks the object as admission leaves it (defaulted, and changed by mutating hooks), so it
+//! deserializes that one again ([`decode_typed`]), for the kinds it validates by type only.
 
 use k8s_openapi::{
     api::{
@@ -107,15 +108,17 @@ fn type_error<T: DeserializeOwned>(value: &Value, plain: &serde_json::Error) -> 
     }
 }
 
-/// Decode `value` (a whole object) as the built-in kind `ty`, naming its unknown fields; `None`
-/// for a kind the model has no Go type for (custom resources among them).
-pub(crate) fn decode_builtin(ty: &ResourceType, value: &Value) -> Option<Result<Decoded, TypeError>> {
-    let decoded = decode_kind(ty, value)?;
-    Some(decoded.map(|round_trip| {
-        let (mut unknown, mut nulls) = (Vec::new(), Vec::new());
-        unknown_fields(value, &round_trip, &mut String::new(), &mut unknown, &mut nulls);
-        Decoded { unknown, nulls }
-    }))
+/// Decode `value` as `T` and name its unknown fields: the fields `T` ignored while
+/// deserializing it, where that is certain to be what the round trip loses
+/// ([`crate::ignored`]), else the round trip itself.
+fn check<T: DeserializeOwned + Serialize>(value: &Value) -> Result<Decoded, TypeError> {
+    if let Some((_, unknown)) = crate::ignored::deserialize::<T>(value) {
+        return Ok(Decoded { unknown, nulls: Vec::new() });
+    }
+    let known = round_trip::<T>(value)?;
+    let (mut unknown, mut nulls) = (Vec::new(), Vec::new());
+    unknown_fields(value, &known, &mut String::new(), &mut unknown, &mut nulls);
+    Ok(Decoded { unknown, nulls })
 }
 
 /// `object` in its Go type, for validation: `None` for a kind [`crate::validation`] does not
@@ -151,15 +154,15 @@ pub(crate) fn decode_typed(ty: &ResourceType, object: &DynamicObject) -> Option<
     Some(typed)
 }
 
-/// Decode `value` as the built-in kind `ty` and serialize it back, for the unknown-field walk;
-/// `None` for a kind the model has no Go type for.
-fn decode_kind(ty: &ResourceType, value: &Value) -> Option<Result<Value, TypeError>> {
+/// Decode `value` (a whole object) as the built-in kind `ty`, naming its unknown fields; `None`
+/// for a kind the model has no Go type for (custom resources among them).
+pub(crate) fn decode_builtin(ty: &ResourceType, value: &Value) -> Option<Result<Decoded, TypeError>> {
     if ty.custom {
         return None;
     }
     macro_rules! decode {
         ($t:ty) => {
-            round_trip::<$t>(value)
+            check::<$t>(value)
         };
     }
     use k8s_openapi::api::{events::v1 as events, rbac::v1 as rbac, scheduling::v1 as scheduling};

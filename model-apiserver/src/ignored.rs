@@ -1,0 +1,395 @@
+//! The fields of a JSON body that a type ignores, found during its one deserialization.
+//!
+//! [`crate::decode`] names a built-in object's unknown fields by deserializing the body into
+//! its k8s-openapi type, serializing that back and walking both: every field of the body the
+//! round trip lost is unknown. That serializes a second copy of the object on every write. The
+//! types ignore exactly those fields while deserializing (k8s-openapi reads an unknown key as
+//! `IgnoredAny`), so a deserializer over the body that notes every ignored value, with its path,
+//! finds them in the one pass.
+//!
+//! The two agree because k8s-openapi serializes back every field it read (an `Option` when
+//! set, any other field always) and no field it ignored. This deserializer stands in for the
+//! round trip only where nothing else can differ, and says so ([`deserialize`] answers `None`
+//! otherwise, and the caller does the round trip); `tests/it/unknown_fields.rs` checks it
+//! against the round trip over randomly changed bodies of every decoded kind:
+//! - No `null` anywhere it reads: a type keeps some null fields (a required list read as
+//!   `Option` and defaulted) and drops others, which only the round trip tells apart.
+//! - Every value is read through this deserializer. It mirrors serde_json's own deserializer of
+//!   a borrowed [`Value`] call for call (the same visitor calls, the same checks of unread
+//!   entries), so a type reads the same object from both; a route that would read nested values
+//!   behind its back (an enum, bytes from an array, a map key read as anything but a string)
+//!   gives up.
+//! - The deserialization succeeds: a body that does not fit its type goes the long way, whose
+//!   errors the callers word.
+//!
+//! Why not the `serde_ignored` crate: it wraps any deserializer generically and records each
+//! key as an owned `String` on the way (an allocation per field, what made `serde_path_to_error`
+//! expensive), and it reports an ignored `null` like any other field while a known field's
+//! `null` goes unreported, so it could not tell the nulls the walk drops.
+
+use std::cell::{Cell, RefCell};
+use std::fmt::Write as _;
+
+use serde::de::{self, DeserializeOwned, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Error, Map, Value};
+
+/// Deserialize `value` as `T`, and name the paths of the fields `T` ignored (`spec.foo`,
+/// `spec.containers[0].bar`), in the body's order: exactly the fields a round trip through `T`
+/// loses, or `None` where that is not certain (see the module doc).
+pub(crate) fn deserialize<T: DeserializeOwned>(value: &Value) -> Option<(T, Vec<String>)> {
+    let state = State::default();
+    let object = T::deserialize(Tracked { value, path: &Path::Root, state: &state }).ok()?;
+    if state.inexact.get() {
+        return None;
+    }
+    Some((object, state.ignored.into_inner()))
+}
+
+/// What one deserialization found.
+#[derive(Default)]
+struct State {
+    /// The paths of the ignored values.
+    ignored: RefCell<Vec<String>>,
+    /// A null was read, or a value was read by a route this deserializer does not follow.
+    inexact: Cell<bool>,
+}
+
+/// Where a value is, as a chain of borrowed steps: nothing is allocated unless a value is
+/// ignored.
+enum Path<'a> {
+    Root,
+    Key(&'a Path<'a>, &'a str),
+    Index(&'a Path<'a>, usize),
+}
+
+impl Path<'_> {
+    /// Append this path to `out` as [`crate::decode::unknown_fields`] spells it.
+    fn render(&self, out: &mut String) {
+        match self {
+            Path::Root => {}
+            Path::Key(parent, key) => {
+                parent.render(out);
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(key);
+            }
+            Path::Index(parent, i) => {
+                parent.render(out);
+                let _ = write!(out, "[{i}]");
+            }
+        }
+    }
+}
+
+/// A borrowed value at a path: serde_json's deserializer of `&Value`, noting what is ignored.
+struct Tracked<'a, 'de> {
+    value: &'de Value,
+    path: &'a Path<'a>,
+    state: &'a State,
+}
+
+impl Tracked<'_, '_> {
+    /// A null, or a container read by serde_json itself (which would read its nested values
+    /// untracked), makes the result inexact.
+    fn note_leaf(&self) {
+        if matches!(self.value, Value::Null | Value::Array(_) | Value::Object(_)) {
+            self.state.inexact.set(true);
+        }
+    }
+}
+
+/// Methods that read a scalar: serde_json's own, after [`Tracked::note_leaf`].
+macro_rules! leaf {
+    ($($method:ident)*) => {
+        $(
+            fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+                self.note_leaf();
+                self.value.$method(visitor)
+            }
+        )*
+    };
+}
+
+impl<'de> Deserializer<'de> for Tracked<'_, 'de> {
+    type Error = Error;
+
+    leaf! {
+        deserialize_bool deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64
+        deserialize_i128 deserialize_u8 deserialize_u16 deserialize_u32 deserialize_u64
+        deserialize_u128 deserialize_f32 deserialize_f64 deserialize_char deserialize_str
+        deserialize_string deserialize_bytes deserialize_byte_buf deserialize_unit
+        deserialize_identifier
+    }
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        match self.value {
+            Value::Array(items) => visit_array(items, self.path, self.state, visitor),
+            Value::Object(map) => visit_object(map, self.path, self.state, visitor),
+            _ => {
+                self.note_leaf();
+                self.value.deserialize_any(visitor)
+            }
+        }
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        match self.value {
+            Value::Null => {
+                self.state.inexact.set(true);
+                visitor.visit_none()
+            }
+            _ => visitor.visit_some(self),
+        }
+    }
+
+    fn deserialize_unit_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        self.note_leaf();
+        self.value.deserialize_unit_struct(name, visitor)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        match self.value {
+            Value::Array(items) => visit_array(items, self.path, self.state, visitor),
+            _ => {
+                self.note_leaf();
+                self.value.deserialize_seq(visitor)
+            }
+        }
+    }
+
+    fn deserialize_tuple<V: Visitor<'de>>(self, _len: usize, visitor: V) -> Result<V::Value, Error> {
+        self.deserialize_seq(visitor)
+    }
+
+    fn deserialize_tuple_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _len: usize,
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        self.deserialize_seq(visitor)
+    }
+
+    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        match self.value {
+            Value::Object(map) => visit_object(map, self.path, self.state, visitor),
+            _ => {
+                self.note_leaf();
+                self.value.deserialize_map(visitor)
+            }
+        }
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        match self.value {
+            Value::Array(items) => visit_array(items, self.path, self.state, visitor),
+            Value::Object(map) => visit_object(map, self.path, self.state, visitor),
+            _ => {
+                self.note_leaf();
+                self.value.deserialize_struct(name, fields, visitor)
+            }
+        }
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        // serde_json reads the variant's content itself: untracked.
+        self.state.inexact.set(true);
+        self.value.deserialize_enum(name, variants, visitor)
+    }
+
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        if self.value.is_null() {
+            self.state.inexact.set(true);
+        }
+        let mut path = String::new();
+        self.path.render(&mut path);
+        self.state.ignored.borrow_mut().push(path);
+        self.value.deserialize_ignored_any(visitor)
+    }
+}
+
+/// serde_json's `visit_array_ref`, with each item tracked at its index.
+fn visit_array<'de, V: Visitor<'de>>(
+    items: &'de [Value],
+    path: &Path<'_>,
+    state: &State,
+    visitor: V,
+) -> Result<V::Value, Error> {
+    let len = items.len();
+    let mut seq = Items { iter: items.iter().enumerate(), path, state };
+    let out = visitor.visit_seq(&mut seq)?;
+    if seq.iter.len() == 0 {
+        Ok(out)
+    } else {
+        Err(de::Error::invalid_length(len, &"fewer elements in array"))
+    }
+}
+
+/// serde_json's `Map::deserialize_any` of a borrowed map, with each value tracked at its key.
+fn visit_object<'de, V: Visitor<'de>>(
+    map: &'de Map<String, Value>,
+    path: &Path<'_>,
+    state: &State,
+    visitor: V,
+) -> Result<V::Value, Error> {
+    let len = map.len();
+    let mut entries = Entries { iter: map.iter(), value: None, path, state };
+    let out = visitor.visit_map(&mut entries)?;
+    if entries.iter.len() == 0 {
+        Ok(out)
+    } else {
+        Err(de::Error::invalid_length(len, &"fewer elements in map"))
+    }
+}
+
+/// serde_json's `SeqRefDeserializer`.
+struct Items<'a, 'de> {
+    iter: std::iter::Enumerate<std::slice::Iter<'de, Value>>,
+    path: &'a Path<'a>,
+    state: &'a State,
+}
+
+impl<'de> SeqAccess<'de> for Items<'_, 'de> {
+    type Error = Error;
+
+    fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, Error> {
+        match self.iter.next() {
+            Some((i, value)) => {
+                let path = Path::Index(self.path, i);
+                seed.deserialize(Tracked { value, path: &path, state: self.state }).map(Some)
+            }
+            None => Ok(None),
+        }
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        match self.iter.size_hint() {
+            (lower, Some(upper)) if lower == upper => Some(upper),
+            _ => None,
+        }
+    }
+}
+
+/// serde_json's `MapRefDeserializer`.
+struct Entries<'a, 'de> {
+    iter: serde_json::map::Iter<'de>,
+    /// The entry whose key was just read.
+    value: Option<(&'de str, &'de Value)>,
+    path: &'a Path<'a>,
+    state: &'a State,
+}
+
+impl<'de> MapAccess<'de> for Entries<'_, 'de> {
+    type Error = Error;
+
+    fn next_key_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, Error> {
+        match self.iter.next() {
+            Some((key, value)) => {
+                self.value = Some((key, value));
+                seed.deserialize(Key { key, state: self.state }).map(Some)
+            }
+            None => Ok(None),
+        }
+    }
+
+    fn next_value_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<T::Value, Error> {
+        match self.value.take() {
+            Some((key, value)) => {
+                let path = Path::Key(self.path, key);
+                seed.deserialize(Tracked { value, path: &path, state: self.state })
+            }
+            None => Err(de::Error::custom("value is missing")),
+        }
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        match self.iter.size_hint() {
+            (lower, Some(upper)) if lower == upper => Some(upper),
+            _ => None,
+        }
+    }
+}
+
+/// A map key: serde_json's `MapKeyDeserializer` for a key read as a string (field names, the
+/// keys of string maps). A key read as a number, a bool or an enum, which serde_json parses,
+/// makes the result inexact.
+struct Key<'a, 'de> {
+    key: &'de str,
+    state: &'a State,
+}
+
+/// Methods serde_json parses the key for: not followed.
+macro_rules! parsed_key {
+    ($($method:ident)*) => {
+        $(
+            fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+                self.state.inexact.set(true);
+                visitor.visit_borrowed_str(self.key)
+            }
+        )*
+    };
+}
+
+impl<'de> Deserializer<'de> for Key<'_, 'de> {
+    type Error = Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        visitor.visit_borrowed_str(self.key)
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        visitor.visit_some(self)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        self.state.inexact.set(true);
+        visitor.visit_borrowed_str(self.key)
+    }
+
+    parsed_key! {
+        deserialize_bool deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64
+        deserialize_i128 deserialize_u8 deserialize_u16 deserialize_u32 deserialize_u64
+        deserialize_u128 deserialize_f32 deserialize_f64
+    }
+
+    serde::forward_to_deserialize_any! {
+        char str string bytes byte_buf unit unit_struct seq tuple tuple_struct map struct
+        identifier ignored_any
+    }
+}
