@@ -8,9 +8,10 @@
 //! The Go types are k8s-openapi's: a body is deserialized into the kind's type (which tells a
 //! type error and its path), serialized back, and every field of the body that the round trip
 //! lost is unknown; where that is certain to name the same fields, the fields the type ignored
-//! while deserializing ([`crate::ignored`]) stand in for the round trip. [`crate::validation`]
-//! checks the object as admission leaves it (defaulted, and changed by mutating hooks), so it
-//! deserializes that one again ([`decode_typed`]), for the kinds it validates by type only.
+//! while deserializing ([`crate::ignored`]) stand in for the round trip, and the object is read
+//! where it is instead of being converted to JSON first. [`crate::validation`] checks the object
+//! as admission leaves it (defaulted, and changed by mutating hooks), so it deserializes that one
+//! again ([`decode_typed`]), for the kinds it validates by type only.
 
 use k8s_openapi::{
     api::{
@@ -129,7 +130,11 @@ pub(crate) fn decode_typed(ty: &ResourceType, object: &DynamicObject) -> Option<
         return None;
     }
     fn typed<T: DeserializeOwned>(object: &DynamicObject) -> Option<Box<T>> {
-        // No path is needed, so plain serde (see [`typed`]).
+        // Read where it is, else converted; no path is needed, so plain serde (see
+        // [`round_trip`]).
+        if let Ok((typed, _)) = crate::ignored::deserialize_object::<T>(object) {
+            return Some(Box::new(typed));
+        }
         let value = serde_json::to_value(object).ok()?;
         T::deserialize(&value).ok().map(Box::new)
     }
@@ -157,12 +162,52 @@ pub(crate) fn decode_typed(ty: &ResourceType, object: &DynamicObject) -> Option<
 /// Decode `value` (a whole object) as the built-in kind `ty`, naming its unknown fields; `None`
 /// for a kind the model has no Go type for (custom resources among them).
 pub(crate) fn decode_builtin(ty: &ResourceType, value: &Value) -> Option<Result<Decoded, TypeError>> {
+    by_kind(ty, FromValue(value))
+}
+
+/// [`decode_builtin`] of `object` without converting it to JSON first
+/// ([`crate::ignored::deserialize_object`]): `Some` for an object that decodes and whose unknown
+/// fields are certain, `None` otherwise (the caller converts it and decodes that).
+fn decode_builtin_object(ty: &ResourceType, object: &DynamicObject) -> Option<Decoded> {
+    by_kind(ty, FromObject(object)).flatten()
+}
+
+/// A decoding, generic over the kind's Go type.
+trait DecodeAs {
+    type Out;
+    fn decode<T: DeserializeOwned + Serialize>(self) -> Self::Out;
+}
+
+struct FromValue<'a>(&'a Value);
+
+impl DecodeAs for FromValue<'_> {
+    type Out = Result<Decoded, TypeError>;
+    fn decode<T: DeserializeOwned + Serialize>(self) -> Self::Out {
+        check::<T>(self.0)
+    }
+}
+
+struct FromObject<'a>(&'a DynamicObject);
+
+impl DecodeAs for FromObject<'_> {
+    type Out = Option<Decoded>;
+    fn decode<T: DeserializeOwned + Serialize>(self) -> Self::Out {
+        match crate::ignored::deserialize_object::<T>(self.0) {
+            Ok((_, Some(unknown))) => Some(Decoded { unknown, nulls: Vec::new() }),
+            _ => None,
+        }
+    }
+}
+
+/// `decoding` with the Go type of the built-in kind `ty`; `None` for a kind the model has no Go
+/// type for (custom resources among them).
+fn by_kind<D: DecodeAs>(ty: &ResourceType, decoding: D) -> Option<D::Out> {
     if ty.custom {
         return None;
     }
     macro_rules! decode {
         ($t:ty) => {
-            check::<$t>(value)
+            decoding.decode::<$t>()
         };
     }
     use k8s_openapi::api::{events::v1 as events, rbac::v1 as rbac, scheduling::v1 as scheduling};
@@ -376,11 +421,16 @@ impl ApiServer {
         if t.ty.custom {
             return self.check_pruned_fields(t, object, ctx, Write::Body);
         }
-        let value = serde_json::to_value(&*object)
-            .map_err(|e| errors::internal_error(&format!("encoding the object: {e}")))?;
-        let Some(decoded) = decode_builtin(&t.ty, &value) else { return Ok(()) };
-        let (kind, version) = (&t.ty.api.kind, &t.ty.api.version);
-        let decoded = decoded.map_err(|e| cannot_handle(kind, version, kind, &e.go_message(&value)))?;
+        let decoded = match decode_builtin_object(&t.ty, object) {
+            Some(decoded) => decoded,
+            None => {
+                let value = serde_json::to_value(&*object)
+                    .map_err(|e| errors::internal_error(&format!("encoding the object: {e}")))?;
+                let Some(decoded) = decode_builtin(&t.ty, &value) else { return Ok(()) };
+                let (kind, version) = (&t.ty.api.kind, &t.ty.api.version);
+                decoded.map_err(|e| cannot_handle(kind, version, kind, &e.go_message(&value)))?
+            }
+        };
         remove_paths(&mut object.data, &decoded.nulls);
         self.handle_unknown(t, object, &decoded.unknown, ctx, Write::Body)
     }
@@ -396,10 +446,15 @@ impl ApiServer {
         if t.ty.custom {
             return self.check_pruned_fields(t, object, ctx, Write::Patch);
         }
-        let value = serde_json::to_value(&*object)
-            .map_err(|e| errors::internal_error(&format!("encoding the object: {e}")))?;
-        let Some(decoded) = decode_builtin(&t.ty, &value) else { return Ok(()) };
-        let decoded = decoded.map_err(|e| invalid_patch(&value, &e.go_message(&value)))?;
+        let decoded = match decode_builtin_object(&t.ty, object) {
+            Some(decoded) => decoded,
+            None => {
+                let value = serde_json::to_value(&*object)
+                    .map_err(|e| errors::internal_error(&format!("encoding the object: {e}")))?;
+                let Some(decoded) = decode_builtin(&t.ty, &value) else { return Ok(()) };
+                decoded.map_err(|e| invalid_patch(&value, &e.go_message(&value)))?
+            }
+        };
         remove_paths(&mut object.data, &decoded.nulls);
         self.handle_unknown(t, object, &decoded.unknown, ctx, Write::Patch)
     }

@@ -30,6 +30,7 @@
 use std::cell::{Cell, RefCell};
 use std::fmt::Write as _;
 
+use kube_core::DynamicObject;
 use serde::de::{self, DeserializeOwned, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Error, Map, Value};
 
@@ -43,6 +44,38 @@ pub(crate) fn deserialize<T: DeserializeOwned>(value: &Value) -> Option<(T, Vec<
         return None;
     }
     Some((object, state.ignored.into_inner()))
+}
+
+/// Deserialize `object` as `T` as from `serde_json::to_value(object)`, without building that
+/// copy of the object: its content is read where it is, only its metadata is converted. Like
+/// [`deserialize`], with the ignored fields' paths where they are certain (`Ok((_, None))`
+/// otherwise). `Err` where it cannot tell: the object does not deserialize, or does not look
+/// like `to_value`'s object (content that is no JSON object, or that holds `apiVersion`, `kind`
+/// or `metadata`, which would overwrite the typed ones); the caller then converts it.
+pub(crate) fn deserialize_object<T: DeserializeOwned>(
+    object: &DynamicObject,
+) -> Result<(T, Option<Vec<String>>), ()> {
+    const TYPED: [&str; 3] = ["apiVersion", "kind", "metadata"];
+    let data = match &object.data {
+        Value::Object(map) if !TYPED.iter().any(|k| map.contains_key(*k)) => Some(map),
+        Value::Null => None,
+        _ => return Err(()),
+    };
+    let types =
+        object.types.as_ref().map(|t| (Value::String(t.api_version.clone()), Value::String(t.kind.clone())));
+    let metadata = serde_json::to_value(&object.metadata).map_err(|_| ())?;
+    // The entries of `to_value`'s map, in its order (serde_json's Map is sorted by key).
+    let mut entries: Vec<(&str, &Value)> = Vec::with_capacity(3 + data.map_or(0, Map::len));
+    if let Some((api_version, kind)) = &types {
+        entries.extend([("apiVersion", api_version), ("kind", kind)]);
+    }
+    entries.push(("metadata", &metadata));
+    entries.extend(data.into_iter().flatten().map(|(k, v)| (k.as_str(), v)));
+    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let state = State::default();
+    let object = T::deserialize(Root { entries: &entries, state: &state }).map_err(|_| ())?;
+    let ignored = (!state.inexact.get()).then(|| state.ignored.into_inner());
+    Ok((object, ignored))
 }
 
 /// What one deserialization found.
@@ -255,14 +288,112 @@ fn visit_object<'de, V: Visitor<'de>>(
     state: &State,
     visitor: V,
 ) -> Result<V::Value, Error> {
-    let len = map.len();
-    let mut entries = Entries { iter: map.iter(), value: None, path, state };
+    visit_entries(map.iter().map(|(k, v)| (k.as_str(), v)), path, state, visitor)
+}
+
+/// [`visit_object`] over the entries `iter` yields.
+fn visit_entries<'de, I, V>(iter: I, path: &Path<'_>, state: &State, visitor: V) -> Result<V::Value, Error>
+where
+    I: ExactSizeIterator<Item = (&'de str, &'de Value)>,
+    V: Visitor<'de>,
+{
+    let len = iter.len();
+    let mut entries = Entries { iter, value: None, path, state };
     let out = visitor.visit_map(&mut entries)?;
     if entries.iter.len() == 0 {
         Ok(out)
     } else {
         Err(de::Error::invalid_length(len, &"fewer elements in map"))
     }
+}
+
+/// Methods of [`Root`] it does not follow.
+macro_rules! not_followed {
+    ($($method:ident)*) => {
+        $(
+            fn $method<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Error> {
+                Err(not_followed())
+            }
+        )*
+    };
+}
+
+/// The root of an object as [`deserialize_object`] presents it: a map of borrowed entries.
+/// Anything but reading it as a map is not followed (an error, so that the caller converts).
+struct Root<'a, 'de> {
+    entries: &'a [(&'de str, &'de Value)],
+    state: &'a State,
+}
+
+impl<'de> Deserializer<'de> for Root<'_, 'de> {
+    type Error = Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        visit_entries(self.entries.iter().copied(), &Path::Root, self.state, visitor)
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        visitor.visit_some(self)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        self.deserialize_any(visitor)
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        self.deserialize_any(visitor)
+    }
+
+    not_followed! {
+        deserialize_bool deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64
+        deserialize_i128 deserialize_u8 deserialize_u16 deserialize_u32 deserialize_u64
+        deserialize_u128 deserialize_f32 deserialize_f64 deserialize_char deserialize_str
+        deserialize_string deserialize_bytes deserialize_byte_buf deserialize_unit deserialize_seq
+        deserialize_identifier deserialize_ignored_any
+    }
+
+    fn deserialize_unit_struct<V: Visitor<'de>>(self, _: &'static str, _: V) -> Result<V::Value, Error> {
+        Err(not_followed())
+    }
+
+    fn deserialize_tuple<V: Visitor<'de>>(self, _: usize, _: V) -> Result<V::Value, Error> {
+        Err(not_followed())
+    }
+
+    fn deserialize_tuple_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        _: usize,
+        _: V,
+    ) -> Result<V::Value, Error> {
+        Err(not_followed())
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        _: &'static [&'static str],
+        _: V,
+    ) -> Result<V::Value, Error> {
+        Err(not_followed())
+    }
+}
+
+fn not_followed() -> Error {
+    de::Error::custom("not followed: read the converted object")
 }
 
 /// serde_json's `SeqRefDeserializer`.
@@ -294,15 +425,14 @@ impl<'de> SeqAccess<'de> for Items<'_, 'de> {
 }
 
 /// serde_json's `MapRefDeserializer`.
-struct Entries<'a, 'de> {
-    iter: serde_json::map::Iter<'de>,
+struct Entries<'a, 'de, I> {
+    iter: I,
     /// The entry whose key was just read.
     value: Option<(&'de str, &'de Value)>,
     path: &'a Path<'a>,
     state: &'a State,
 }
-
-impl<'de> MapAccess<'de> for Entries<'_, 'de> {
+impl<'de, I: Iterator<Item = (&'de str, &'de Value)>> MapAccess<'de> for Entries<'_, 'de, I> {
     type Error = Error;
 
     fn next_key_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, Error> {
