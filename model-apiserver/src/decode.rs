@@ -13,6 +13,7 @@
 //! as admission leaves it (defaulted, and changed by mutating hooks), so it deserializes that one
 //! again ([`decode_typed`]), for the kinds it validates by type only.
 
+use k8s_openapi::{Metadata, apimachinery::pkg::apis::meta::v1::ObjectMeta};
 use k8s_openapi::{
     api::{
         apps::v1 as apps, batch::v1 as batch, coordination::v1 as coordination, core::v1 as core,
@@ -129,10 +130,11 @@ pub(crate) fn decode_typed(ty: &ResourceType, object: &DynamicObject) -> Option<
     if ty.custom {
         return None;
     }
-    fn typed<T: DeserializeOwned>(object: &DynamicObject) -> Option<Box<T>> {
+    fn typed<T: DeserializeOwned + Metadata<Ty = ObjectMeta>>(object: &DynamicObject) -> Option<Box<T>> {
         // Read where it is, else converted; no path is needed, so plain serde (see
         // [`round_trip`]).
-        if let Ok((typed, _)) = crate::ignored::deserialize_object::<T>(object) {
+        if let Ok((mut typed, _)) = crate::ignored::deserialize_object::<T>(object) {
+            *typed.metadata_mut() = object.metadata.clone();
             return Some(Box::new(typed));
         }
         let value = serde_json::to_value(object).ok()?;

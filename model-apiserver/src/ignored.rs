@@ -47,11 +47,15 @@ pub(crate) fn deserialize<T: DeserializeOwned>(value: &Value) -> Option<(T, Vec<
 }
 
 /// Deserialize `object` as `T` as from `serde_json::to_value(object)`, without building that
-/// copy of the object: its content is read where it is, only its metadata is converted. Like
-/// [`deserialize`], with the ignored fields' paths where they are certain (`Ok((_, None))`
-/// otherwise). `Err` where it cannot tell: the object does not deserialize, or does not look
-/// like `to_value`'s object (content that is no JSON object, or that holds `apiVersion`, `kind`
-/// or `metadata`, which would overwrite the typed ones); the caller then converts it.
+/// copy of the object: its content is read where it is. Like [`deserialize`], with the ignored
+/// fields' paths where they are certain (`Ok((_, None))` otherwise).
+///
+/// The metadata is not read, and `T`'s is the default: being typed already, it converts to JSON
+/// and back as itself, so it can neither hold an unknown field nor fail to deserialize; a
+/// caller that needs it sets it. `Err` where this cannot tell: the object does not deserialize,
+/// or does not look like `to_value`'s object (content that is no JSON object, or that holds
+/// `apiVersion`, `kind` or `metadata`, which would overwrite the typed ones); the caller then
+/// converts it.
 pub(crate) fn deserialize_object<T: DeserializeOwned>(
     object: &DynamicObject,
 ) -> Result<(T, Option<Vec<String>>), ()> {
@@ -63,13 +67,12 @@ pub(crate) fn deserialize_object<T: DeserializeOwned>(
     };
     let types =
         object.types.as_ref().map(|t| (Value::String(t.api_version.clone()), Value::String(t.kind.clone())));
-    let metadata = serde_json::to_value(&object.metadata).map_err(|_| ())?;
-    // The entries of `to_value`'s map, in its order (serde_json's Map is sorted by key).
-    let mut entries: Vec<(&str, &Value)> = Vec::with_capacity(3 + data.map_or(0, Map::len));
+    // The entries of `to_value`'s map but metadata, in its order (serde_json's Map is sorted
+    // by key).
+    let mut entries: Vec<(&str, &Value)> = Vec::with_capacity(2 + data.map_or(0, Map::len));
     if let Some((api_version, kind)) = &types {
         entries.extend([("apiVersion", api_version), ("kind", kind)]);
     }
-    entries.push(("metadata", &metadata));
     entries.extend(data.into_iter().flatten().map(|(k, v)| (k.as_str(), v)));
     entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
     let state = State::default();
