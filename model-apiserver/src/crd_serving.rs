@@ -79,9 +79,10 @@ impl ApiServer {
             self.clean_up_crd(t, stored, ctx);
             return;
         }
-        let Ok(crd) = as_crd(stored) else { return };
+        let Ok(mut crd) = as_crd(stored) else { return };
         self.unserve(&crd.spec.group, &crd.spec.names.plural);
-        for ty in crd::resource_types(&crd) {
+        // The schemas go to the types; what follows reads the names, versions and status.
+        for ty in crd::take_resource_types(&mut crd) {
             self.types.insert(ty);
         }
         let established = established_status(&crd, stored, ctx);
