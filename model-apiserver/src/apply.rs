@@ -121,6 +121,32 @@ impl FieldSet {
         Value::Object(root)
     }
 
+    /// [`FieldSet::to_fields_v1`] in one pass, for the sets this module makes: their elements
+    /// are as [`collect`] and [`FieldSet::from_fields_v1`] make them (a list item's values as
+    /// serde_json prints them), so each element encodes to its own key and decodes back to
+    /// itself. In the sorted set, the paths below a member follow it at once: a member holds
+    /// `"."` when the next path is below it, which the general walk finds by decoding every key
+    /// of the document (the dearer half of writing managedFields).
+    fn to_fields_v1_sorted(&self) -> Value {
+        let mut root = Map::new();
+        let mut paths = self.0.iter().peekable();
+        while let Some(path) = paths.next() {
+            let mut node = &mut root;
+            for element in path {
+                let entry = node.entry(encode_element(element)).or_insert_with(|| Value::Object(Map::new()));
+                let Value::Object(child) = entry else { unreachable!("FieldsV1 nodes are objects") };
+                node = child;
+            }
+            let has_child =
+                paths.peek().is_some_and(|next| next.len() > path.len() && next.starts_with(path));
+            // The root is never a member (the general walk would not mark it either).
+            if has_child && !path.is_empty() {
+                node.insert(".".to_owned(), Value::Object(Map::new()));
+            }
+        }
+        Value::Object(root)
+    }
+
     /// Whether `path`, or a field below it, is a member.
     fn owns_at_or_below(&self, path: &[PathElement]) -> bool {
         self.0.range(path.to_vec()..).next().is_some_and(|p| p.starts_with(path))
@@ -711,7 +737,7 @@ fn write_entries(obj: &mut Value, entries: Vec<Entry>) {
         .filter(|e| !e.fields.0.is_empty())
         .map(|mut e| {
             e.meta.fields_type = Some("FieldsV1".to_owned());
-            e.meta.fields_v1 = Some(FieldsV1(e.fields.to_fields_v1()));
+            e.meta.fields_v1 = Some(FieldsV1(e.fields.to_fields_v1_sorted()));
             serde_json::to_value(e.meta).unwrap_or(Value::Null)
         })
         .collect();
