@@ -24,6 +24,7 @@ use std::collections::BTreeSet;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry, Time};
 use kube_core::{ApiResource, Status, response::StatusDetails};
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::{
@@ -55,9 +56,13 @@ impl FieldSet {
     /// The fields of `obj` (a whole object, or the part of it that `scope` owns), with the
     /// server-owned identity fields left out.
     pub fn of_object(obj: &Value, resource: &ApiResource) -> FieldSet {
+        Self::of_scoped(obj, |_| true, resource)
+    }
+
+    /// [`FieldSet::of_object`] of the part of `obj` whose top-level keys `in_scope` keeps.
+    fn of_scoped(obj: &Value, in_scope: impl Fn(&str) -> bool, resource: &ApiResource) -> FieldSet {
         let mut set = BTreeSet::new();
-        let ownable = ownable(obj);
-        collect(&ownable, TypeRef::root(resource), Nodes::Owned, &mut Vec::new(), &mut set);
+        collect_ownable(obj, in_scope, TypeRef::root(resource), Nodes::Owned, &mut set);
         FieldSet(set)
     }
 
@@ -67,10 +72,11 @@ impl FieldSet {
     /// typed objects before and after an update, and a map or list that the write added is
     /// added with its contents: its manager owns it too (`"."` in FieldsV1), so it keeps an entry
     /// after another manager takes the fields inside.
-    fn nodes_of_object(obj: &Value, resource: &ApiResource) -> FieldSet {
+    ///
+    /// Of the part of `obj` whose top-level keys `in_scope` keeps ([`scope`]).
+    fn nodes_of_object(obj: &Value, in_scope: impl Fn(&str) -> bool, resource: &ApiResource) -> FieldSet {
         let mut set = BTreeSet::new();
-        let ownable = ownable(obj);
-        collect(&ownable, TypeRef::root(resource), Nodes::All, &mut Vec::new(), &mut set);
+        collect_ownable(obj, in_scope, TypeRef::root(resource), Nodes::All, &mut set);
         let conditions: Vec<FieldPath> = set
             .iter()
             .filter(|p| {
@@ -112,6 +118,32 @@ impl FieldSet {
             }
         }
         mark_owned_parents(&mut root, &self.0, &mut Vec::new());
+        Value::Object(root)
+    }
+
+    /// [`FieldSet::to_fields_v1`] in one pass, for the sets this module makes: their elements
+    /// are as [`collect`] and [`FieldSet::from_fields_v1`] make them (a list item's values as
+    /// serde_json prints them), so each element encodes to its own key and decodes back to
+    /// itself. In the sorted set, the paths below a member follow it at once: a member holds
+    /// `"."` when the next path is below it, which the general walk finds by decoding every key
+    /// of the document (the dearer half of writing managedFields).
+    fn to_fields_v1_sorted(&self) -> Value {
+        let mut root = Map::new();
+        let mut paths = self.0.iter().peekable();
+        while let Some(path) = paths.next() {
+            let mut node = &mut root;
+            for element in path {
+                let entry = node.entry(encode_element(element)).or_insert_with(|| Value::Object(Map::new()));
+                let Value::Object(child) = entry else { unreachable!("FieldsV1 nodes are objects") };
+                node = child;
+            }
+            let has_child =
+                paths.peek().is_some_and(|next| next.len() > path.len() && next.starts_with(path));
+            // The root is never a member (the general walk would not mark it either).
+            if has_child && !path.is_empty() {
+                node.insert(".".to_owned(), Value::Object(Map::new()));
+            }
+        }
         Value::Object(root)
     }
 
@@ -201,22 +233,46 @@ fn parse_fields_v1(doc: &Value, at: &mut FieldPath, out: &mut BTreeSet<FieldPath
     }
 }
 
-/// `obj` without the fields nobody owns: apiVersion, kind, and metadata set by the server.
-fn ownable(obj: &Value) -> Value {
-    let mut obj = obj.clone();
-    if let Value::Object(m) = &mut obj {
-        m.remove("apiVersion");
-        m.remove("kind");
-        if let Some(Value::Object(meta)) = m.get_mut("metadata") {
-            for server_owned in SERVER_OWNED_METADATA {
-                meta.remove(*server_owned);
+/// [`collect`] of `obj` without the fields nobody owns (apiVersion, kind, and metadata set by
+/// the server; metadata left empty by that is no field either) and without the top-level keys
+/// `in_scope` drops: what collecting a copy of `obj` with those removed collects, read in place
+/// (copying the object twice per tracked write was most of its cost).
+fn collect_ownable(
+    obj: &Value,
+    in_scope: impl Fn(&str) -> bool,
+    ty: TypeRef,
+    nodes: Nodes,
+    out: &mut BTreeSet<FieldPath>,
+) {
+    // A root that is no object, or is left empty, has no fields.
+    let Value::Object(m) = obj else { return };
+    let at = &mut Vec::new();
+    for (key, child) in m.iter().filter(|(k, _)| in_scope(k) && !matches!(k.as_str(), "apiVersion" | "kind"))
+    {
+        match child {
+            Value::Object(meta) if key == "metadata" => {
+                let owned = |k: &&String| !SERVER_OWNED_METADATA.contains(&k.as_str());
+                if !meta.keys().any(|k| owned(&k)) {
+                    continue;
+                }
+                // [`collect_entry`] of the metadata without the server's keys.
+                at.push(PathElement::Field(key.clone()));
+                if is_atomic_map(ty, key) {
+                    out.insert(at.clone());
+                } else {
+                    let (meta_ty, _) = ty.field(key);
+                    if nodes == Nodes::All {
+                        out.insert(at.clone());
+                    }
+                    for (k, v) in meta.iter().filter(|(k, _)| owned(k)) {
+                        collect_entry(k, v, meta_ty, nodes, at, out);
+                    }
+                }
+                at.pop();
             }
-            if meta.is_empty() {
-                m.remove("metadata");
-            }
+            _ => collect_entry(key, child, ty, nodes, at, out),
         }
     }
-    obj
 }
 
 /// Metadata that the server sets or that identifies the object: never in a field set.
@@ -250,18 +306,7 @@ fn collect(v: &Value, ty: TypeRef, nodes: Nodes, at: &mut FieldPath, out: &mut B
                 out.insert(at.clone());
             }
             for (key, child) in m {
-                if child.is_null() {
-                    continue;
-                }
-                let (child_ty, strategy) = ty.field(key);
-                at.push(PathElement::Field(key.clone()));
-                if is_atomic_map(ty, key) {
-                    out.insert(at.clone());
-                } else {
-                    let keys = list_keys(ty, key, strategy);
-                    collect_field(child, child_ty, keys, has_atomic_items(ty, key), nodes, at, out);
-                }
-                at.pop();
+                collect_entry(key, child, ty, nodes, at, out);
             }
         }
         _ if !at.is_empty() => {
@@ -269,6 +314,29 @@ fn collect(v: &Value, ty: TypeRef, nodes: Nodes, at: &mut FieldPath, out: &mut B
         }
         _ => {}
     }
+}
+
+/// The field `key` (holding `child`) of a map of Go type `ty` at `at`.
+fn collect_entry(
+    key: &str,
+    child: &Value,
+    ty: TypeRef,
+    nodes: Nodes,
+    at: &mut FieldPath,
+    out: &mut BTreeSet<FieldPath>,
+) {
+    if child.is_null() {
+        return;
+    }
+    let (child_ty, strategy) = ty.field(key);
+    at.push(PathElement::Field(key.to_owned()));
+    if is_atomic_map(ty, key) {
+        out.insert(at.clone());
+    } else {
+        let keys = list_keys(ty, key, strategy);
+        collect_field(child, child_ty, keys, has_atomic_items(ty, key), nodes, at, out);
+    }
+    at.pop();
 }
 
 fn collect_field(
@@ -649,7 +717,7 @@ impl Entry {
 
 fn read_entries(obj: &Value) -> Vec<Entry> {
     let Some(list) = obj.pointer("/metadata/managedFields") else { return Vec::new() };
-    let entries: Vec<ManagedFieldsEntry> = serde_json::from_value(list.clone()).unwrap_or_default();
+    let entries = Vec::<ManagedFieldsEntry>::deserialize(list).unwrap_or_default();
     entries
         .into_iter()
         .map(|meta| {
@@ -669,7 +737,7 @@ fn write_entries(obj: &mut Value, entries: Vec<Entry>) {
         .filter(|e| !e.fields.0.is_empty())
         .map(|mut e| {
             e.meta.fields_type = Some("FieldsV1".to_owned());
-            e.meta.fields_v1 = Some(FieldsV1(e.fields.to_fields_v1()));
+            e.meta.fields_v1 = Some(FieldsV1(e.fields.to_fields_v1_sorted()));
             serde_json::to_value(e.meta).unwrap_or(Value::Null)
         })
         .collect();
@@ -727,8 +795,8 @@ pub fn apply(
             )));
         }
     }
+    let new_set = FieldSet::of_scoped(applied, scope(manager.subresource, status_subresource), resource);
     let mut applied = applied.clone();
-    let scoped = scope(&applied, manager.subresource, status_subresource);
     if let Value::Object(m) = &mut applied
         && status_subresource
         && manager.subresource.is_none()
@@ -740,7 +808,6 @@ pub fn apply(
     }
     let live = live.cloned().unwrap_or_else(|| Value::Object(Map::new()));
     let mut entries = read_entries(&live);
-    let new_set = FieldSet::of_object(&scoped, resource);
     let own = entries.iter().position(|e| e.is(manager, OPERATION_APPLY));
     let old_set = own.map(|i| entries[i].fields.clone()).unwrap_or_default();
 
@@ -783,15 +850,14 @@ pub fn apply(
     Ok(merged)
 }
 
-/// The part of `obj` a write to `subresource` owns: `.status` alone for `/status`, everything
-/// but `.status` for the main resource of a kind with a status subresource.
-fn scope(obj: &Value, subresource: Option<&str>, status_subresource: bool) -> Value {
-    let Value::Object(m) = obj else { return obj.clone() };
-    let keep = |k: &str| match subresource {
+/// Which top-level keys of an object a write to `subresource` owns: `status` alone for
+/// `/status`, everything but `status` for the main resource of a kind with a status
+/// subresource.
+fn scope(subresource: Option<&str>, status_subresource: bool) -> impl Fn(&str) -> bool + '_ {
+    move |k: &str| match subresource {
         Some("status") => k == "status",
         _ => !(status_subresource && k == "status"),
-    };
-    Value::Object(m.iter().filter(|(k, _)| keep(k)).map(|(k, v)| (k.clone(), v.clone())).collect())
+    }
 }
 
 /// 409 Conflict as apimachinery's `NewApplyConflict` words it.
@@ -858,10 +924,9 @@ pub fn update_managed_fields(
 ) {
     let empty = Value::Object(Map::new());
     let old_obj = old.unwrap_or(&empty);
-    let old_scoped = scope(old_obj, manager.subresource, status_subresource);
-    let new_scoped = scope(new, manager.subresource, status_subresource);
-    let old_set = FieldSet::nodes_of_object(&old_scoped, resource);
-    let new_set = FieldSet::nodes_of_object(&new_scoped, resource);
+    let old_set =
+        FieldSet::nodes_of_object(old_obj, scope(manager.subresource, status_subresource), resource);
+    let new_set = FieldSet::nodes_of_object(new, scope(manager.subresource, status_subresource), resource);
     // The maps a built-in kind's Go value always has (a create compares with its zero value,
     // an update with the decoded old object, which has them even where the stored JSON has
     // none, as a Deployment's `status` before its controller writes one); every object has

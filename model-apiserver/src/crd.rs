@@ -602,11 +602,38 @@ fn validate_scale(scale: &CustomResourceSubresourceScale, path: &str, causes: &m
 
 /// One served resource type per served version of `crd`, in the CRD's version order.
 pub fn resource_types(crd: &CustomResourceDefinition) -> Vec<ResourceType> {
+    let schemas = crd
+        .spec
+        .versions
+        .iter()
+        .map(|v| v.schema.as_ref().and_then(|s| s.open_api_v3_schema.clone()))
+        .collect();
+    types_with_schemas(crd, schemas)
+}
+
+/// [`resource_types`], moving each version's schema out of `crd` instead of copying it (a
+/// schema is the bulk of a CRD).
+pub(crate) fn take_resource_types(crd: &mut CustomResourceDefinition) -> Vec<ResourceType> {
+    let schemas = crd
+        .spec
+        .versions
+        .iter_mut()
+        .map(|v| v.schema.as_mut().and_then(|s| s.open_api_v3_schema.take()))
+        .collect();
+    types_with_schemas(crd, schemas)
+}
+
+/// The types of `crd`'s served versions, `schemas` holding each version's schema.
+fn types_with_schemas(
+    crd: &CustomResourceDefinition,
+    schemas: Vec<Option<JSONSchemaProps>>,
+) -> Vec<ResourceType> {
     let spec = &crd.spec;
     spec.versions
         .iter()
-        .filter(|v| v.served)
-        .map(|v| {
+        .zip(schemas)
+        .filter(|(v, _)| v.served)
+        .map(|(v, schema)| {
             let sub = v.subresources.as_ref();
             ResourceType {
                 api: ApiResource {
@@ -627,7 +654,7 @@ pub fn resource_types(crd: &CustomResourceDefinition) -> Vec<ResourceType> {
                 tracks_generation: true,
                 name_rule: NameRule::Subdomain,
                 custom: true,
-                schema: v.schema.as_ref().and_then(|s| s.open_api_v3_schema.clone()).map(Arc::new),
+                schema: schema.map(Arc::new),
                 selectable_fields: SelectableFields::Custom {
                     namespaced: spec.scope == "Namespaced",
                     labels: v

@@ -33,8 +33,13 @@ pub(crate) fn is_crd_type(t: &Target) -> bool {
     !t.ty.custom && t.ty.api.group == APIEXTENSIONS_GROUP && t.ty.api.kind == "CustomResourceDefinition"
 }
 
-/// Decode a stored object as a CRD.
+/// Decode a stored object as a CRD: read where it is ([`crate::ignored::deserialize_object`],
+/// with the object's own metadata), else converted to JSON first, whose error words a refusal.
 fn as_crd(object: &DynamicObject) -> Result<CustomResourceDefinition, serde_json::Error> {
+    if let Ok((mut crd, _)) = crate::ignored::deserialize_object::<CustomResourceDefinition>(object) {
+        crd.metadata = object.metadata.clone();
+        return Ok(crd);
+    }
     serde_json::to_value(object).and_then(serde_json::from_value)
 }
 
@@ -74,9 +79,10 @@ impl ApiServer {
             self.clean_up_crd(t, stored, ctx);
             return;
         }
-        let Ok(crd) = as_crd(stored) else { return };
+        let Ok(mut crd) = as_crd(stored) else { return };
         self.unserve(&crd.spec.group, &crd.spec.names.plural);
-        for ty in crd::resource_types(&crd) {
+        // The schemas go to the types; what follows reads the names, versions and status.
+        for ty in crd::take_resource_types(&mut crd) {
             self.types.insert(ty);
         }
         let established = established_status(&crd, stored, ctx);

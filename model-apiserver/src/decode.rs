@@ -7,9 +7,13 @@
 //!
 //! The Go types are k8s-openapi's: a body is deserialized into the kind's type (which tells a
 //! type error and its path), serialized back, and every field of the body that the round trip
-//! lost is unknown. The typed object is kept for [`crate::validation`], so a write deserializes
-//! once.
+//! lost is unknown; where that is certain to name the same fields, the fields the type ignored
+//! while deserializing ([`crate::ignored`]) stand in for the round trip, and the object is read
+//! where it is instead of being converted to JSON first. [`crate::validation`] checks the object
+//! as admission leaves it (defaulted, and changed by mutating hooks), so it deserializes that one
+//! again ([`decode_typed`]), for the kinds it validates by type only.
 
+use k8s_openapi::{Metadata, apimachinery::pkg::apis::meta::v1::ObjectMeta};
 use k8s_openapi::{
     api::{
         apps::v1 as apps, batch::v1 as batch, coordination::v1 as coordination, core::v1 as core,
@@ -47,8 +51,6 @@ pub(crate) enum Typed {
     Ingress(Box<networking::Ingress>),
     PodDisruptionBudget(Box<policy::PodDisruptionBudget>),
     Lease(Box<coordination::Lease>),
-    /// A kind decoded only for its fields (no spec validation in the model).
-    Other,
 }
 
 /// A built-in object that decoded: the paths of the fields its type lacks (`spec.foo`,
@@ -86,58 +88,138 @@ impl TypeError {
     }
 }
 
-/// Deserialize `value` as `T`; with `round_trip`, also serialize it back.
-fn typed<T: DeserializeOwned + Serialize>(value: &Value, round_trip: bool) -> Result<(T, Value), TypeError> {
-    let object: T = serde_path_to_error::deserialize(value)
-        .map_err(|e| TypeError { path: e.path().to_string(), message: e.inner().to_string() })?;
-    if !round_trip {
-        return Ok((object, Value::Null));
+/// Deserialize `value` as `T` and serialize it back.
+///
+/// Plain serde first: naming the path of a type error takes `serde_path_to_error`, which wraps
+/// every visitor and records every key on the way (it was most of a write's decoding cost), so
+/// it runs only on a body that failed, to name where. Both deserialize the same value with the
+/// same `Deserialize` impl, so they fail alike.
+fn round_trip<T: DeserializeOwned + Serialize>(value: &Value) -> Result<Value, TypeError> {
+    let object = T::deserialize(value).map_err(|e| type_error::<T>(value, &e))?;
+    serde_json::to_value(&object).map_err(|e| TypeError { path: String::new(), message: e.to_string() })
+}
+
+/// The path and words of the error `value` gives as `T`: `serde_path_to_error` reruns the
+/// deserialization that failed with `plain`, to name where.
+#[cold]
+fn type_error<T: DeserializeOwned>(value: &Value, plain: &serde_json::Error) -> TypeError {
+    match serde_path_to_error::deserialize::<_, T>(value) {
+        Err(e) => TypeError { path: e.path().to_string(), message: e.inner().to_string() },
+        // Not expected (the same impl on the same value); serde's words without a path then.
+        Ok(_) => TypeError { path: String::new(), message: plain.to_string() },
     }
-    let round_trip = serde_json::to_value(&object)
-        .map_err(|e| TypeError { path: String::new(), message: e.to_string() })?;
-    Ok((object, round_trip))
+}
+
+/// Decode `value` as `T` and name its unknown fields: the fields `T` ignored while
+/// deserializing it, where that is certain to be what the round trip loses
+/// ([`crate::ignored`]), else the round trip itself.
+fn check<T: DeserializeOwned + Serialize>(value: &Value) -> Result<Decoded, TypeError> {
+    if let Some((_, unknown)) = crate::ignored::deserialize::<T>(value) {
+        return Ok(Decoded { unknown, nulls: Vec::new() });
+    }
+    let known = round_trip::<T>(value)?;
+    let (mut unknown, mut nulls) = (Vec::new(), Vec::new());
+    unknown_fields(value, &known, &mut String::new(), &mut unknown, &mut nulls);
+    Ok(Decoded { unknown, nulls })
+}
+
+/// `object` in its Go type, for validation: `None` for a kind [`crate::validation`] does not
+/// check by type (nothing is decoded then) and for an object that does not decode (admission
+/// hooks broke it; decoding refused every body that did not before).
+pub(crate) fn decode_typed(ty: &ResourceType, object: &DynamicObject) -> Option<Typed> {
+    if ty.custom {
+        return None;
+    }
+    fn typed<T: DeserializeOwned + Metadata<Ty = ObjectMeta>>(object: &DynamicObject) -> Option<Box<T>> {
+        // Read where it is, else converted; no path is needed, so plain serde (see
+        // [`round_trip`]).
+        if let Ok((mut typed, _)) = crate::ignored::deserialize_object::<T>(object) {
+            *typed.metadata_mut() = object.metadata.clone();
+            return Some(Box::new(typed));
+        }
+        let value = serde_json::to_value(object).ok()?;
+        T::deserialize(&value).ok().map(Box::new)
+    }
+    let typed = match (ty.api.group.as_str(), ty.api.kind.as_str()) {
+        ("", "Pod") => Typed::Pod(typed(object)?),
+        ("", "ConfigMap") => Typed::ConfigMap(typed(object)?),
+        ("", "Secret") => Typed::Secret(typed(object)?),
+        ("", "Service") => Typed::Service(typed(object)?),
+        ("", "ServiceAccount") => Typed::ServiceAccount(typed(object)?),
+        ("", "PersistentVolumeClaim") => Typed::PersistentVolumeClaim(typed(object)?),
+        ("apps", "Deployment") => Typed::Deployment(typed(object)?),
+        ("apps", "ReplicaSet") => Typed::ReplicaSet(typed(object)?),
+        ("apps", "StatefulSet") => Typed::StatefulSet(typed(object)?),
+        ("apps", "DaemonSet") => Typed::DaemonSet(typed(object)?),
+        ("batch", "Job") => Typed::Job(typed(object)?),
+        ("batch", "CronJob") => Typed::CronJob(typed(object)?),
+        ("networking.k8s.io", "Ingress") => Typed::Ingress(typed(object)?),
+        ("policy", "PodDisruptionBudget") => Typed::PodDisruptionBudget(typed(object)?),
+        ("coordination.k8s.io", "Lease") => Typed::Lease(typed(object)?),
+        _ => return None,
+    };
+    Some(typed)
 }
 
 /// Decode `value` (a whole object) as the built-in kind `ty`, naming its unknown fields; `None`
 /// for a kind the model has no Go type for (custom resources among them).
 pub(crate) fn decode_builtin(ty: &ResourceType, value: &Value) -> Option<Result<Decoded, TypeError>> {
-    let decoded = decode_kind(ty, value, true)?;
-    Some(decoded.map(|(_, round_trip)| {
-        let (mut unknown, mut nulls) = (Vec::new(), Vec::new());
-        unknown_fields(value, &round_trip, &mut String::new(), &mut unknown, &mut nulls);
-        Decoded { unknown, nulls }
-    }))
+    by_kind(ty, FromValue(value))
 }
 
-/// Decode `value` as the built-in kind `ty`, for validation (no unknown-field walk).
-pub(crate) fn decode_typed(ty: &ResourceType, value: &Value) -> Option<Result<Typed, TypeError>> {
-    Some(decode_kind(ty, value, false)?.map(|(typed, _)| typed))
+/// [`decode_builtin`] of `object` without converting it to JSON first
+/// ([`crate::ignored::deserialize_object`]): `Some` for an object that decodes and whose unknown
+/// fields are certain, `None` otherwise (the caller converts it and decodes that).
+fn decode_builtin_object(ty: &ResourceType, object: &DynamicObject) -> Option<Decoded> {
+    by_kind(ty, FromObject(object)).flatten()
 }
 
-fn decode_kind(
-    ty: &ResourceType,
-    value: &Value,
-    round_trip: bool,
-) -> Option<Result<(Typed, Value), TypeError>> {
+/// A decoding, generic over the kind's Go type.
+trait DecodeAs {
+    type Out;
+    fn decode<T: DeserializeOwned + Serialize>(self) -> Self::Out;
+}
+
+struct FromValue<'a>(&'a Value);
+
+impl DecodeAs for FromValue<'_> {
+    type Out = Result<Decoded, TypeError>;
+    fn decode<T: DeserializeOwned + Serialize>(self) -> Self::Out {
+        check::<T>(self.0)
+    }
+}
+
+struct FromObject<'a>(&'a DynamicObject);
+
+impl DecodeAs for FromObject<'_> {
+    type Out = Option<Decoded>;
+    fn decode<T: DeserializeOwned + Serialize>(self) -> Self::Out {
+        match crate::ignored::deserialize_object::<T>(self.0) {
+            Ok((_, Some(unknown))) => Some(Decoded { unknown, nulls: Vec::new() }),
+            _ => None,
+        }
+    }
+}
+
+/// `decoding` with the Go type of the built-in kind `ty`; `None` for a kind the model has no Go
+/// type for (custom resources among them).
+fn by_kind<D: DecodeAs>(ty: &ResourceType, decoding: D) -> Option<D::Out> {
     if ty.custom {
         return None;
     }
     macro_rules! decode {
-        ($t:ty, $variant:ident) => {
-            typed::<$t>(value, round_trip).map(|(o, v)| (Typed::$variant(Box::new(o)), v))
-        };
         ($t:ty) => {
-            typed::<$t>(value, round_trip).map(|(_, v): ($t, Value)| (Typed::Other, v))
+            decoding.decode::<$t>()
         };
     }
     use k8s_openapi::api::{events::v1 as events, rbac::v1 as rbac, scheduling::v1 as scheduling};
     let decoded = match (ty.api.group.as_str(), ty.api.kind.as_str()) {
-        ("", "Pod") => decode!(core::Pod, Pod),
-        ("", "ConfigMap") => decode!(core::ConfigMap, ConfigMap),
-        ("", "Secret") => decode!(core::Secret, Secret),
-        ("", "Service") => decode!(core::Service, Service),
-        ("", "ServiceAccount") => decode!(core::ServiceAccount, ServiceAccount),
-        ("", "PersistentVolumeClaim") => decode!(core::PersistentVolumeClaim, PersistentVolumeClaim),
+        ("", "Pod") => decode!(core::Pod),
+        ("", "ConfigMap") => decode!(core::ConfigMap),
+        ("", "Secret") => decode!(core::Secret),
+        ("", "Service") => decode!(core::Service),
+        ("", "ServiceAccount") => decode!(core::ServiceAccount),
+        ("", "PersistentVolumeClaim") => decode!(core::PersistentVolumeClaim),
         ("", "Namespace") => decode!(core::Namespace),
         ("", "Node") => decode!(core::Node),
         ("", "PersistentVolume") => decode!(core::PersistentVolume),
@@ -145,15 +227,15 @@ fn decode_kind(
         ("", "ResourceQuota") => decode!(core::ResourceQuota),
         ("", "LimitRange") => decode!(core::LimitRange),
         ("", "Event") => decode!(core::Event),
-        ("apps", "Deployment") => decode!(apps::Deployment, Deployment),
-        ("apps", "ReplicaSet") => decode!(apps::ReplicaSet, ReplicaSet),
-        ("apps", "StatefulSet") => decode!(apps::StatefulSet, StatefulSet),
-        ("apps", "DaemonSet") => decode!(apps::DaemonSet, DaemonSet),
-        ("batch", "Job") => decode!(batch::Job, Job),
-        ("batch", "CronJob") => decode!(batch::CronJob, CronJob),
-        ("networking.k8s.io", "Ingress") => decode!(networking::Ingress, Ingress),
-        ("policy", "PodDisruptionBudget") => decode!(policy::PodDisruptionBudget, PodDisruptionBudget),
-        ("coordination.k8s.io", "Lease") => decode!(coordination::Lease, Lease),
+        ("apps", "Deployment") => decode!(apps::Deployment),
+        ("apps", "ReplicaSet") => decode!(apps::ReplicaSet),
+        ("apps", "StatefulSet") => decode!(apps::StatefulSet),
+        ("apps", "DaemonSet") => decode!(apps::DaemonSet),
+        ("batch", "Job") => decode!(batch::Job),
+        ("batch", "CronJob") => decode!(batch::CronJob),
+        ("networking.k8s.io", "Ingress") => decode!(networking::Ingress),
+        ("policy", "PodDisruptionBudget") => decode!(policy::PodDisruptionBudget),
+        ("coordination.k8s.io", "Lease") => decode!(coordination::Lease),
         ("events.k8s.io", "Event") => decode!(events::Event),
         ("scheduling.k8s.io", "PriorityClass") => decode!(scheduling::PriorityClass),
         ("rbac.authorization.k8s.io", "Role") => decode!(rbac::Role),
@@ -341,11 +423,16 @@ impl ApiServer {
         if t.ty.custom {
             return self.check_pruned_fields(t, object, ctx, Write::Body);
         }
-        let value = serde_json::to_value(&*object)
-            .map_err(|e| errors::internal_error(&format!("encoding the object: {e}")))?;
-        let Some(decoded) = decode_builtin(&t.ty, &value) else { return Ok(()) };
-        let (kind, version) = (&t.ty.api.kind, &t.ty.api.version);
-        let decoded = decoded.map_err(|e| cannot_handle(kind, version, kind, &e.go_message(&value)))?;
+        let decoded = match decode_builtin_object(&t.ty, object) {
+            Some(decoded) => decoded,
+            None => {
+                let value = serde_json::to_value(&*object)
+                    .map_err(|e| errors::internal_error(&format!("encoding the object: {e}")))?;
+                let Some(decoded) = decode_builtin(&t.ty, &value) else { return Ok(()) };
+                let (kind, version) = (&t.ty.api.kind, &t.ty.api.version);
+                decoded.map_err(|e| cannot_handle(kind, version, kind, &e.go_message(&value)))?
+            }
+        };
         remove_paths(&mut object.data, &decoded.nulls);
         self.handle_unknown(t, object, &decoded.unknown, ctx, Write::Body)
     }
@@ -361,10 +448,15 @@ impl ApiServer {
         if t.ty.custom {
             return self.check_pruned_fields(t, object, ctx, Write::Patch);
         }
-        let value = serde_json::to_value(&*object)
-            .map_err(|e| errors::internal_error(&format!("encoding the object: {e}")))?;
-        let Some(decoded) = decode_builtin(&t.ty, &value) else { return Ok(()) };
-        let decoded = decoded.map_err(|e| invalid_patch(&value, &e.go_message(&value)))?;
+        let decoded = match decode_builtin_object(&t.ty, object) {
+            Some(decoded) => decoded,
+            None => {
+                let value = serde_json::to_value(&*object)
+                    .map_err(|e| errors::internal_error(&format!("encoding the object: {e}")))?;
+                let Some(decoded) = decode_builtin(&t.ty, &value) else { return Ok(()) };
+                decoded.map_err(|e| invalid_patch(&value, &e.go_message(&value)))?
+            }
+        };
         remove_paths(&mut object.data, &decoded.nulls);
         self.handle_unknown(t, object, &decoded.unknown, ctx, Write::Patch)
     }

@@ -104,6 +104,7 @@ pub mod errors;
 pub mod events;
 pub mod fields;
 mod filter;
+mod ignored;
 mod metadata;
 pub mod patch;
 mod read;

@@ -2,7 +2,7 @@
 //! and the dispatch of each request to its verb (implemented in `read`, `write`, `deletion`,
 //! `watch` and `crd_serving`).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use kube_core::{ApiResource, DynamicObject, Status, TypeMeta};
 
@@ -12,7 +12,7 @@ use crate::{
     errors,
     request::{FieldValidation, Request, Response, Verb},
     resources::{ResourceType, ResourceTypes},
-    store::{ObjectKey, Revision, Snapshot, Store, StoredEvent},
+    store::{ObjectKey, Revision, Snapshot, Store, StoredEvent, StoredEventType},
 };
 /// The namespaces a fresh cluster has (kube-apiserver's bootstrap and system namespaces
 /// controllers create them).
@@ -138,6 +138,31 @@ pub(crate) fn resource_not_found() -> Status {
     Status::failure("the server could not find the requested resource", "NotFound").with_code(404)
 }
 
+/// The default namespaces as creating them in a fresh server stores them, without what differs
+/// from server to server (uid, creationTimestamp, resourceVersion): made once per process (for
+/// each value of [`ServerConfig::builtin_defaults`], the one setting a create of a namespace
+/// depends on) by those very creates. Immutable, so no run's state is shared.
+fn default_namespace_templates(builtin_defaults: bool) -> &'static [DynamicObject] {
+    static TEMPLATES: [OnceLock<Vec<DynamicObject>>; 2] = [OnceLock::new(), OnceLock::new()];
+    TEMPLATES[usize::from(builtin_defaults)].get_or_init(|| {
+        let config = ServerConfig { builtin_defaults, ..ServerConfig::default() };
+        let mut ids = crate::SeqIds::default();
+        let mut ctx = Context::new(jiff::Timestamp::UNIX_EPOCH, &mut ids);
+        let server = ApiServer::with_config(config).create_default_namespaces(&mut ctx);
+        DEFAULT_NAMESPACES
+            .iter()
+            .map(|name| {
+                let stored = server.store.current().get(&server.namespace_key(name)).expect("created");
+                let mut template = DynamicObject::clone(stored);
+                template.metadata.uid = None;
+                template.metadata.creation_timestamp = None;
+                template.metadata.resource_version = None;
+                template
+            })
+            .collect()
+    })
+}
+
 impl Default for ApiServer {
     fn default() -> Self {
         Self::new()
@@ -164,7 +189,40 @@ impl ApiServer {
     }
     /// Create `default`, `kube-system`, `kube-public` and `kube-node-lease` (where nodes keep
     /// their heartbeat Leases), as a fresh cluster has them.
+    ///
+    /// Every simulated run starts a server, so the usual case is quick: without admission hooks
+    /// to show the creates to, and none of the namespaces there yet, the objects that four
+    /// creates would store are stored from a per-process template, with the uids (drawn from
+    /// `ctx.ids` as a create draws them), creationTimestamps and resourceVersions the creates
+    /// would give them.
     pub fn with_default_namespaces(mut self, ctx: &mut Context<'_>) -> Self {
+        let exists =
+            |server: &Self, name: &str| server.store.current().get(&server.namespace_key(name)).is_some();
+        let quick = self.mutating.is_empty()
+            && self.validating.is_empty()
+            && !DEFAULT_NAMESPACES.iter().any(|name| exists(&self, name));
+        let served = self.types.get_with_storage_key("", "v1", "namespaces").filter(|(ty, _)| !ty.custom);
+        let Some((_, storage_key)) = served.filter(|_| quick) else {
+            return self.create_default_namespaces(ctx);
+        };
+        let storage_key = storage_key.clone();
+        for template in default_namespace_templates(self.config.builtin_defaults) {
+            // What `handle` and a create do, in their order.
+            self.advance_clock(ctx.now);
+            let mut object = template.clone();
+            object.metadata.uid = Some(crate::metadata::new_uid(ctx.ids));
+            object.metadata.creation_timestamp = Some(crate::metadata::timestamp(ctx.now));
+            object.metadata.resource_version = Some(self.store.next_revision().to_string());
+            let name = object.metadata.name.as_deref().expect("a template has a name");
+            let key =
+                ObjectKey { resource: storage_key.clone(), namespace: Arc::from(""), name: Arc::from(name) };
+            self.store.commit(StoredEventType::Added, key, Arc::new(object), self.clock);
+        }
+        self
+    }
+
+    /// [`ApiServer::with_default_namespaces`] through four creates.
+    fn create_default_namespaces(mut self, ctx: &mut Context<'_>) -> Self {
         let ns = self.types.get("", "v1", "namespaces").expect("namespaces are built in").api.clone();
         for name in DEFAULT_NAMESPACES {
             let obj = DynamicObject::new(name, &ns);

@@ -660,7 +660,10 @@ pub(crate) fn record_update(
 ) {
     let Ok(mut new_value) = serde_json::to_value(&*new) else { return };
     crate::apply::update_managed_fields(old, &mut new_value, &t.ty.api, manager, t.ty.status_subresource);
-    let entries = new_value.pointer("/metadata/managedFields").cloned().map(serde_json::from_value);
+    let entries = new_value
+        .pointer_mut("/metadata/managedFields")
+        .map(serde_json::Value::take)
+        .map(serde_json::from_value);
     match entries {
         Some(Ok(entries)) => new.metadata.managed_fields = Some(entries),
         None => new.metadata.managed_fields = None,

@@ -277,8 +277,7 @@ pub(crate) fn validate_builtin(ty: &ResourceType, object: &DynamicObject) -> Vec
     if ty.custom {
         return Vec::new();
     }
-    let Ok(value) = serde_json::to_value(object) else { return Vec::new() };
-    let Some(Ok(typed)) = decode::decode_typed(ty, &value) else { return Vec::new() };
+    let Some(typed) = decode::decode_typed(ty, object) else { return Vec::new() };
     let mut out = Vec::new();
     match &typed {
         Typed::Pod(pod) => match &pod.spec {
@@ -299,19 +298,15 @@ pub(crate) fn validate_builtin(ty: &ResourceType, object: &DynamicObject) -> Vec
         Typed::Ingress(ing) => networking::ingress(ing, &mut out),
         Typed::PodDisruptionBudget(pdb) => policy::pod_disruption_budget(pdb, &mut out),
         Typed::Lease(lease) => coordination::lease(lease, &mut out),
-        Typed::Other => {}
     }
     out
 }
 
 /// A claim's spec may change only in its storage request.
 fn claim_update(ty: &ResourceType, old: &DynamicObject, new: &DynamicObject) -> Vec<StatusCause> {
-    let typed = |o: &DynamicObject| {
-        let value = serde_json::to_value(o).ok()?;
-        match decode::decode_typed(ty, &value)? {
-            Ok(Typed::PersistentVolumeClaim(pvc)) => Some(pvc),
-            _ => None,
-        }
+    let typed = |o: &DynamicObject| match decode::decode_typed(ty, o)? {
+        Typed::PersistentVolumeClaim(pvc) => Some(pvc),
+        _ => None,
     };
     let (Some(old), Some(new)) = (typed(old), typed(new)) else { return Vec::new() };
     let mut out = Vec::new();

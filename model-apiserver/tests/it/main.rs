@@ -29,5 +29,6 @@ mod server_apply;
 mod state_machine;
 mod status;
 mod strategic;
+mod unknown_fields;
 mod validation;
 mod watch;

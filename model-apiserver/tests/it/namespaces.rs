@@ -1,11 +1,16 @@
 //! Namespaces: existence and termination checks on create, the Terminating phase, and finalize.
+// The admission hook answers what ApiServer::handle answers: a Status error.
+#![allow(clippy::result_large_err)]
 
 #[path = "common/mod.rs"]
 mod common;
 
 use common::*;
-use kube_core::params::PostParams;
-use model_apiserver::{Context, Request, Response};
+use kube_core::{DynamicObject, params::PostParams};
+use model_apiserver::{
+    AdmissionRequest, ApiServer, Context, IdSource, Request, Response, SeqIds, ServerConfig,
+    server::DEFAULT_NAMESPACES,
+};
 use serde_json::json;
 
 fn namespace(name: &str) -> serde_json::Value {
@@ -90,6 +95,74 @@ fn a_fresh_server_has_the_four_default_namespaces_kube_node_lease_included() {
     assert_eq!(names, ["default", "kube-node-lease", "kube-public", "kube-system"]);
     // Revision 1 is the empty store; each namespace is one write.
     assert_eq!(server.revision(), 5);
+}
+
+/// What four creates of the default namespaces leave: the state, the event log, the revision,
+/// and the id source's next draw.
+fn four_creates(config: ServerConfig, now: jiff::Timestamp, ids: &mut SeqIds) -> (ApiServer, u64) {
+    let mut ctx = Context::new(now, ids);
+    let mut server = ApiServer::with_config(config);
+    for name in DEFAULT_NAMESPACES {
+        let body = DynamicObject::new(name, &namespaces());
+        server.handle(Request::create(&namespaces(), None, body, PostParams::default()), &mut ctx).unwrap();
+    }
+    (server, ids.next_u64())
+}
+
+fn assert_same_servers(quick: &ApiServer, created: &ApiServer) {
+    assert_eq!(quick.revision(), created.revision());
+    assert_eq!(quick.snapshot().objects, created.snapshot().objects);
+    let events = |s: &ApiServer| -> Vec<_> {
+        s.events_after(s.oldest_revision())
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.revision, e.kind, e.key, e.object, e.previous))
+            .collect()
+    };
+    assert_eq!(events(quick), events(created));
+}
+
+#[test]
+fn with_default_namespaces_stores_what_creating_each_namespace_stores() {
+    // It stores the namespaces from a template unless hooks must see the creates; the objects,
+    // events, revisions and uids must be the creates' own, whatever the clock, the id source's
+    // position and the defaulting setting.
+    let now = jiff::Timestamp::from_second(T0_SECONDS + 12_345).unwrap();
+    for builtin_defaults in [true, false] {
+        let config = ServerConfig { builtin_defaults, ..ServerConfig::default() };
+        for skipped_ids in [0, 3] {
+            let mut ids = SeqIds::default();
+            for _ in 0..skipped_ids {
+                ids.next_u64();
+            }
+            let mut created_ids = ids.clone();
+            let quick = ApiServer::with_config(config.clone())
+                .with_default_namespaces(&mut Context::new(now, &mut ids));
+            let (created, next) = four_creates(config.clone(), now, &mut created_ids);
+            assert_same_servers(&quick, &created);
+            assert_eq!(ids.next_u64(), next, "the same ids were drawn");
+        }
+    }
+}
+
+#[test]
+fn with_default_namespaces_shows_each_create_to_admission_hooks_registered_before() {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut server = ApiServer::new();
+    let record = seen.clone();
+    server.add_mutating_hook(std::sync::Arc::new(
+        move |request: &AdmissionRequest<'_>, object: &mut DynamicObject| {
+            record
+                .lock()
+                .unwrap()
+                .push((request.operation, object.metadata.name.clone().unwrap_or_default()));
+            Ok(())
+        },
+    ));
+    let mut ids = SeqIds::default();
+    let _server = server.with_default_namespaces(&mut Context::new(jiff::Timestamp::UNIX_EPOCH, &mut ids));
+    let expected: Vec<_> = DEFAULT_NAMESPACES.iter().map(|n| ("create", (*n).to_owned())).collect();
+    assert_eq!(*seen.lock().unwrap(), expected);
 }
 
 #[test]
