@@ -18,6 +18,11 @@ pub(crate) struct Recorder {
     /// The number of the last API call.
     next_call: u64,
     start: Instant,
+    /// madsim's clock, held once the run is inside its runtime: reading it directly answers what
+    /// `Instant::now()` answers there (madsim's `clock_gettime` reads the same clock), without
+    /// that path's thread-local lookup and two reference-count round trips on every trace entry.
+    /// `None` outside madsim (a live run), where `Instant::now()` is the real clock.
+    clock: Option<madsim::time::TimeHandle>,
     /// The latest virtual time the engine saw (for reports of runs that ended in a panic).
     last_seen: Duration,
     /// Virtual time when the main task ended.
@@ -35,6 +40,7 @@ impl Recorder {
             stats: RunStats::default(),
             next_call: 0,
             start: Instant::now(),
+            clock: madsim::time::TimeHandle::try_current(),
             last_seen: Duration::ZERO,
             end_elapsed: None,
             epoch,
@@ -43,7 +49,8 @@ impl Recorder {
 
     /// Start the clock now (the run's main task began).
     pub(crate) fn restart_clock(&mut self) {
-        self.start = Instant::now();
+        self.clock = madsim::time::TimeHandle::try_current();
+        self.start = self.clock_now();
     }
 
     /// The instant the run started, on madsim's clock.
@@ -61,9 +68,17 @@ impl Recorder {
         self.epoch
     }
 
+    /// The clock's reading now: madsim's virtual time inside a run.
+    fn clock_now(&self) -> Instant {
+        match &self.clock {
+            Some(clock) => clock.now_instant(),
+            None => Instant::now(),
+        }
+    }
+
     /// Virtual time since the start of the run.
     pub(crate) fn elapsed(&mut self) -> Duration {
-        let elapsed = Instant::now().saturating_duration_since(self.start);
+        let elapsed = self.clock_now().saturating_duration_since(self.start);
         self.last_seen = self.last_seen.max(elapsed);
         elapsed
     }
