@@ -8,7 +8,13 @@
 //! event (an API call or a watch delivery), and the growth factor of the time per seed from the
 //! previous row: about 2 when the cost grows linearly, 4 when it grows with the square.
 //! `BENCH_SCALE_BUDGET=N` sets roughly how many generators each row runs in all (default 2560,
-//! so small worlds run several seeds and large ones one). It asserts nothing about time.
+//! so small worlds run several seeds and large ones one).
+//!
+//! Two more tables keep the objects fixed (20 generators) and double one other dimension:
+//! the controllers (1 to `BENCH_SCALE_CONTROLLERS`, default 32, copies of the controller on their
+//! own nodes, each watching and reconciling everything) and the events (1 to
+//! `BENCH_SCALE_EDITS`, default 512, edits of one generator, each waited for until its ConfigMap
+//! shows it). Each row runs `BENCH_SCALE_SEEDS` seeds (default 8). It asserts nothing about time.
 
 // The allocator of every binary that runs seeds (see the workspace Cargo.toml's `mimalloc`).
 #[global_allocator]
@@ -36,7 +42,11 @@ struct Row {
 }
 
 fn measure(generators: u64, seeds: u64) -> Row {
-    let world = configmapgen::world(generators as usize);
+    measure_world(generators, 1, 1, seeds)
+}
+
+fn measure_world(generators: u64, controllers: u64, edits: u64, seeds: u64) -> Row {
+    let world = configmapgen::world_with(generators as usize, controllers as usize, edits as usize);
     let (mut passed, mut events) = (0, 0);
     let start = Instant::now();
     for seed in 0..seeds {
@@ -93,4 +103,39 @@ fn main() {
         previous = Some(row.micros_per_seed);
         n *= 2;
     }
+    let seeds = env_count("BENCH_SCALE_SEEDS", 8).max(1);
+    let generators = 20;
+    let dimension = |what: &str, max: u64, row_of: &dyn Fn(u64) -> Row| {
+        println!();
+        println!(
+            "scaling: configmapgen, {generators} generators, {what} doubling, 1 thread, {seeds} seeds per row"
+        );
+        println!(
+            "| {:>11} | {:>5} | {:>6} | {:>12} | {:>10} | {:>13} | {:>6} |",
+            what, "seeds", "passed", "events/seed", "ms/seed", "µs/event", "growth"
+        );
+        let mut previous: Option<f64> = None;
+        let mut n = 1;
+        while n <= max {
+            let row = row_of(n);
+            let growth =
+                previous.map_or_else(|| "-".to_owned(), |p| format!("{:.2}", row.micros_per_seed / p));
+            println!(
+                "| {:>11} | {:>5} | {:>6} | {:>12} | {:>10.2} | {:>13.2} | {:>6} |",
+                n,
+                row.seeds,
+                row.passed,
+                row.events,
+                row.micros_per_seed / 1e3,
+                row.micros_per_seed / row.events.max(1) as f64,
+                growth
+            );
+            previous = Some(row.micros_per_seed);
+            n *= 2;
+        }
+    };
+    let controllers = env_count("BENCH_SCALE_CONTROLLERS", 32).max(1);
+    dimension("controllers", controllers, &|n| measure_world(generators, n, 1, seeds));
+    let edits = env_count("BENCH_SCALE_EDITS", 512).max(1);
+    dimension("edits", edits, &|n| measure_world(generators, 1, n, seeds));
 }

@@ -136,17 +136,31 @@ pub fn generator(name: &str, content: &str) -> ConfigMapGenerator {
 /// The workload: create `count` generators, then edit the first and wait until its ConfigMap
 /// shows the edit.
 pub async fn workload(w: Workload, count: usize) -> Result<(), WorkloadError> {
+    workload_with_edits(w, count, 1).await
+}
+
+/// The workload with `edits` edits of the first generator, each waited for until its ConfigMap
+/// shows it (the last writes "edited"): the scaling benchmark's events dimension, since every
+/// edit is a reconcile, a write and their deliveries. `edits` 1 is [`workload`].
+pub async fn workload_with_edits(w: Workload, count: usize, edits: usize) -> Result<(), WorkloadError> {
     let generators: Api<ConfigMapGenerator> = Api::namespaced(w.client(), "default");
     for i in 0..count {
         w.apply(&generators, &generator(&format!("gen-{i}"), &format!("content {i}"))).await?;
     }
-    let patch = serde_json::json!({ "spec": { "content": "edited" } });
-    w.patch(&generators, "gen-0", &Patch::Merge(&patch)).await?;
     let configmaps: Api<ConfigMap> = Api::namespaced(w.client(), "default");
-    let edited = |cm: Option<&ConfigMap>| {
-        cm.and_then(|cm| cm.data.as_ref()).and_then(|data| data.get("content")).is_some_and(|c| c == "edited")
-    };
-    w.wait_for(&configmaps, "gen-0", edited, WAIT_TIMEOUT).await
+    let edits = edits.max(1);
+    for edit in 1..=edits {
+        let content = if edit == edits { "edited".to_owned() } else { format!("edit {edit}") };
+        let patch = serde_json::json!({ "spec": { "content": content } });
+        w.patch(&generators, "gen-0", &Patch::Merge(&patch)).await?;
+        let shows_it = |cm: Option<&ConfigMap>| {
+            cm.and_then(|cm| cm.data.as_ref())
+                .and_then(|data| data.get("content"))
+                .is_some_and(|c| *c == content)
+        };
+        w.wait_for(&configmaps, "gen-0", shows_it, WAIT_TIMEOUT).await?;
+    }
+    Ok(())
 }
 
 /// The property: every generator has a ConfigMap of the same name, owned by it, holding its
@@ -182,14 +196,24 @@ pub fn check_generators_have_their_configmaps(view: &EndView<'_>) -> Result<(), 
 /// The whole world: the CRD, the controller on node `cmgen`, the workload with `count`
 /// generators, and the property.
 pub fn world(count: usize) -> SimBuilder {
-    Sim::builder()
+    world_with(count, 1, 1)
+}
+
+/// The world with `controllers` copies of the controller (nodes `cmgen`, `cmgen-2`, ...: each
+/// watches every generator and ConfigMap and reconciles them all, as replicas without leader
+/// election would) and `edits` edits of the first generator (see [`workload_with_edits`]). The
+/// scaling benchmark grows each; `world_with(count, 1, 1)` is [`world`].
+pub fn world_with(count: usize, controllers: usize, edits: usize) -> SimBuilder {
+    let mut builder = Sim::builder()
         .scenario(SCENARIO)
         .crds_yaml("default", &crd_yaml())
-        .expect("the derived CRD installs")
-        .controller("cmgen", run_controller)
-        .workload(move |w| workload(w, count))
-        .property(FnProperty::at_end(
-            "generators have their ConfigMaps",
-            check_generators_have_their_configmaps,
-        ))
+        .expect("the derived CRD installs");
+    for replica in 1..=controllers.max(1) {
+        let node = if replica == 1 { "cmgen".to_owned() } else { format!("cmgen-{replica}") };
+        builder = builder.controller(node, run_controller);
+    }
+    builder.workload(move |w| workload_with_edits(w, count, edits)).property(FnProperty::at_end(
+        "generators have their ConfigMaps",
+        check_generators_have_their_configmaps,
+    ))
 }
