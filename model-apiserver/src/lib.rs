@@ -125,7 +125,7 @@ mod write;
 
 pub use admission::{AdmissionHook, AdmissionRequest};
 pub use context::{Context, IdSource, SeqIds};
-pub use request::{FieldValidation, Request, Response, Subresource, Verb};
+pub use request::{FieldValidation, IntoResource, Request, Response, Subresource, Verb};
 pub use resources::{ResourceType, ResourceTypes};
 pub use server::{ApiServer, ServerConfig};
 pub use store::{ObjectKey, Revision, Snapshot, StoredEvent, StoredEventType};

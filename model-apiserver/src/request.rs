@@ -122,11 +122,37 @@ pub enum Verb {
     },
 }
 
+/// What a [`Request`]'s constructors take for its resource: an `&ApiResource`, copied into the
+/// request, or an `&Arc<ApiResource>` (or the `Arc` itself), shared without a copy.
+pub trait IntoResource {
+    /// The resource, shared.
+    fn into_resource(self) -> Arc<ApiResource>;
+}
+
+impl IntoResource for &ApiResource {
+    fn into_resource(self) -> Arc<ApiResource> {
+        Arc::new(self.clone())
+    }
+}
+
+impl IntoResource for &Arc<ApiResource> {
+    fn into_resource(self) -> Arc<ApiResource> {
+        Arc::clone(self)
+    }
+}
+
+impl IntoResource for Arc<ApiResource> {
+    fn into_resource(self) -> Arc<ApiResource> {
+        self
+    }
+}
+
 /// One request to the model API server.
 #[derive(Clone, Debug)]
 pub struct Request {
-    /// Which resource: group, version and plural are used; kind is informative.
-    pub resource: ApiResource,
+    /// Which resource: group, version and plural are used; kind is informative. Shared, so that
+    /// a client holding its resources behind `Arc`s copies no strings per call.
+    pub resource: Arc<ApiResource>,
     /// The namespace for namespaced resources; `None` means all namespaces for list, watch and
     /// deletecollection, and is 404 NotFound for a single object (as the real server's path
     /// would be), except for create, which then takes the body's `metadata.namespace`. A
@@ -144,9 +170,9 @@ pub struct Request {
 }
 
 impl Request {
-    fn new(resource: &ApiResource, namespace: Option<&str>, verb: Verb) -> Self {
+    fn new(resource: impl IntoResource, namespace: Option<&str>, verb: Verb) -> Self {
         Request {
-            resource: resource.clone(),
+            resource: resource.into_resource(),
             namespace: namespace.map(str::to_owned),
             verb,
             user: None,
@@ -154,16 +180,16 @@ impl Request {
         }
     }
     /// GET `name`.
-    pub fn get(resource: &ApiResource, namespace: Option<&str>, name: &str, params: GetParams) -> Self {
+    pub fn get(resource: impl IntoResource, namespace: Option<&str>, name: &str, params: GetParams) -> Self {
         Self::new(resource, namespace, Verb::Get { name: name.to_owned(), params, subresource: None })
     }
     /// LIST.
-    pub fn list(resource: &ApiResource, namespace: Option<&str>, params: ListParams) -> Self {
+    pub fn list(resource: impl IntoResource, namespace: Option<&str>, params: ListParams) -> Self {
         Self::new(resource, namespace, Verb::List { params })
     }
     /// CREATE `object`.
     pub fn create(
-        resource: &ApiResource,
+        resource: impl IntoResource,
         namespace: Option<&str>,
         object: DynamicObject,
         params: PostParams,
@@ -172,7 +198,7 @@ impl Request {
     }
     /// UPDATE (replace) `name` with `object`.
     pub fn update(
-        resource: &ApiResource,
+        resource: impl IntoResource,
         namespace: Option<&str>,
         name: &str,
         object: DynamicObject,
@@ -186,7 +212,7 @@ impl Request {
     }
     /// PATCH `name`.
     pub fn patch(
-        resource: &ApiResource,
+        resource: impl IntoResource,
         namespace: Option<&str>,
         name: &str,
         patch: Patch<serde_json::Value>,
@@ -199,12 +225,17 @@ impl Request {
         )
     }
     /// DELETE `name`.
-    pub fn delete(resource: &ApiResource, namespace: Option<&str>, name: &str, params: DeleteParams) -> Self {
+    pub fn delete(
+        resource: impl IntoResource,
+        namespace: Option<&str>,
+        name: &str,
+        params: DeleteParams,
+    ) -> Self {
         Self::new(resource, namespace, Verb::Delete { name: name.to_owned(), params })
     }
     /// DELETE a collection.
     pub fn delete_collection(
-        resource: &ApiResource,
+        resource: impl IntoResource,
         namespace: Option<&str>,
         list: ListParams,
         params: DeleteParams,
@@ -213,7 +244,7 @@ impl Request {
     }
     /// WATCH from `resource_version`.
     pub fn watch(
-        resource: &ApiResource,
+        resource: impl IntoResource,
         namespace: Option<&str>,
         resource_version: &str,
         params: WatchParams,

@@ -260,7 +260,7 @@ impl ApiServer {
     /// `metadata.namespace` would); a namespace on a cluster-scoped type is a path the real
     /// server does not serve. Both get 404, as the real router answers.
     fn resolve(&self, request: &Request) -> Result<Target, Status> {
-        let ApiResource { group, version, plural, .. } = &request.resource;
+        let ApiResource { group, version, plural, .. } = &*request.resource;
         let (ty, resource) =
             self.types.get_with_storage_key(group, version, plural).ok_or_else(resource_not_found)?;
         let (ty, resource) = (ty.clone(), resource.clone());
