@@ -49,8 +49,10 @@ where
 {
     let (store, mut writer) = crate::reflector::store::<K>();
     let stream = crate::watcher::shared(api, config);
-    madsim::task::spawn_local(async move {
-        let mut stream = std::pin::pin!(stream);
+    // Boxed: the task then holds a pointer, not the stream's whole state machine (about 2 KiB,
+    // which the task's state would otherwise hold twice and every move would copy).
+    let mut stream = Box::pin(stream);
+    let task = async move {
         // The watcher never ends: this task lives as long as its node.
         while let Some(item) = stream.next().await {
             match item {
@@ -59,6 +61,7 @@ where
                 Err(_) => {}
             }
         }
-    });
+    };
+    madsim::task::spawn_local(task);
     store
 }
