@@ -153,21 +153,25 @@ pub fn template_hash(template: &PodTemplateSpec, collision_count: Option<i32>) -
 #[doc(hidden)]
 pub fn equal_ignore_hash(rs_template: Option<&PodTemplateSpec>, template: &PodTemplateSpec) -> bool {
     let Some(rs_template) = rs_template else { return false };
-    let mut rs_template = rs_template.clone();
-    if let Some(labels) = rs_template.metadata.as_mut().and_then(|m| m.labels.as_mut()) {
-        labels.remove(POD_TEMPLATE_HASH_LABEL);
+    // Compared as typed values, which is comparing their JSON forms (k8s-openapi writes every set
+    // field and no unset one) without building them, except for the labels: there an empty map
+    // and no map are the same template, and the ReplicaSet's hash label does not count.
+    // Destructured, so that a field k8s-openapi adds is not silently left out.
+    let PodTemplateSpec { metadata: rs_meta, spec: rs_spec } = rs_template;
+    let PodTemplateSpec { metadata: meta, spec } = template;
+    fn labels(meta: &Option<ObjectMeta>) -> Option<&BTreeMap<String, String>> {
+        meta.as_ref().and_then(|m| m.labels.as_ref())
     }
-    let normalize = |t: &PodTemplateSpec| {
-        let mut value = serde_json::to_value(t).unwrap_or_default();
-        // An empty label map and no label map are the same template.
-        if value.pointer("/metadata/labels").and_then(|l| l.as_object()).is_some_and(|l| l.is_empty())
-            && let Some(meta) = value.pointer_mut("/metadata").and_then(|m| m.as_object_mut())
-        {
-            meta.remove("labels");
-        }
-        value
-    };
-    normalize(&rs_template) == normalize(template)
+    let rs_labels = labels(rs_meta).into_iter().flatten().filter(|(k, _)| *k != POD_TEMPLATE_HASH_LABEL);
+    if rs_spec != spec || !rs_labels.eq(labels(meta).into_iter().flatten()) {
+        return false;
+    }
+    let without_labels = |m: &ObjectMeta| ObjectMeta { labels: None, ..m.clone() };
+    match (rs_meta, meta) {
+        (Some(rs_meta), Some(meta)) => without_labels(rs_meta) == without_labels(meta),
+        (None, None) => true,
+        _ => false,
+    }
 }
 
 /// `maxSurge` and `maxUnavailable` resolved against `replicas`, as
