@@ -78,7 +78,7 @@ pub async fn run(clients: Clients) {
     let client = clients.default_cluster();
     let crds =
         reflector::informer(Api::<CustomResourceDefinition>::all(client.clone()), watcher::Config::default());
-    let mut graph = Graph { client, kinds: BTreeMap::new() };
+    let mut graph = Graph { client, kinds: BTreeMap::new(), last: None };
     for kind in kinds::builtin_kinds() {
         graph.watch(kind);
     }
@@ -115,6 +115,9 @@ impl Node {
     fn name(&self) -> &str {
         self.meta().name.as_deref().unwrap_or_default()
     }
+    fn owners(&self) -> &[OwnerReference] {
+        self.meta().owner_references.as_deref().unwrap_or_default()
+    }
 }
 
 /// What an owner reference points at.
@@ -142,15 +145,61 @@ fn owner_state(object: &DynamicObject) -> Owner {
 }
 
 /// The graph of one scan: every cached object, by uid, and each owner uid's dependents.
+///
+/// The indexes are sorted index lists into `nodes`, searched by the uids the nodes hold, instead
+/// of maps keyed by copies of those uids: a scan runs every [`SCAN_INTERVAL`] over every cached
+/// object, and copying each uid into a map was most of what it cost.
 struct Snapshot {
     nodes: Vec<Node>,
-    by_uid: BTreeMap<String, usize>,
-    dependents: BTreeMap<String, Vec<usize>>,
+    /// Every node's index, by uid (stably: among equal uids the last node is the one found).
+    by_uid: Vec<usize>,
+    /// `(node, reference)` for every owner reference of every node, by the owner's uid (stably:
+    /// a uid's dependents in node order).
+    dependents: Vec<(usize, usize)>,
+}
+
+impl Snapshot {
+    fn new(nodes: Vec<Node>) -> Self {
+        let mut by_uid: Vec<usize> = (0..nodes.len()).collect();
+        by_uid.sort_by(|&a, &b| nodes[a].uid().cmp(nodes[b].uid()));
+        let mut dependents: Vec<(usize, usize)> = nodes
+            .iter()
+            .enumerate()
+            .flat_map(|(index, node)| (0..node.owners().len()).map(move |reference| (index, reference)))
+            .collect();
+        dependents.sort_by(|&a, &b| Self::owner_uid_in(&nodes, a).cmp(Self::owner_uid_in(&nodes, b)));
+        Snapshot { nodes, by_uid, dependents }
+    }
+
+    fn owner_uid_in(nodes: &[Node], (index, reference): (usize, usize)) -> &str {
+        &nodes[index].owners()[reference].uid
+    }
+
+    /// The node with this uid (the last, should two share it).
+    fn node_by_uid(&self, uid: &str) -> Option<&Node> {
+        let end = self.by_uid.partition_point(|&i| self.nodes[i].uid() <= uid);
+        let last = *self.by_uid[..end].last()?;
+        (self.nodes[last].uid() == uid).then(|| &self.nodes[last])
+    }
+
+    /// The indexes of the nodes with an owner reference to `uid`, once per such reference, in
+    /// node order.
+    fn dependents_of<'a>(&'a self, uid: &'a str) -> impl Iterator<Item = usize> + 'a {
+        let start = self.dependents.partition_point(|&d| Self::owner_uid_in(&self.nodes, d) < uid);
+        self.dependents[start..]
+            .iter()
+            .take_while(move |&&d| Self::owner_uid_in(&self.nodes, d) == uid)
+            .map(|&(index, _)| index)
+    }
 }
 
 struct Graph {
     client: sim::Client,
     kinds: BTreeMap<(String, String), Watched>,
+    /// The last scan's graph: the next scan reuses it when the caches hold the very same objects
+    /// (the same `Arc`s, of the same kinds, in the same order), as most scans of a quiet world
+    /// find, instead of indexing them again.
+    last: Option<Arc<Snapshot>>,
 }
 
 impl Graph {
@@ -173,7 +222,7 @@ impl Graph {
 
     /// The graph from the caches; `None` until every cache has done its initial list (acting
     /// on a partial graph would take present owners for absent ones).
-    fn snapshot(&self) -> Option<Snapshot> {
+    fn snapshot(&mut self) -> Option<Arc<Snapshot>> {
         if !self.kinds.values().all(|w| w.store.is_ready()) {
             return None;
         }
@@ -183,19 +232,23 @@ impl Graph {
                 nodes.push(Node { kind: watched.kind.clone(), object });
             }
         }
-        let mut by_uid = BTreeMap::new();
-        let mut dependents: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-        for (index, node) in nodes.iter().enumerate() {
-            by_uid.insert(node.uid().to_owned(), index);
-            for owner in node.meta().owner_references.iter().flatten() {
-                dependents.entry(owner.uid.clone()).or_default().push(index);
-            }
+        if let Some(last) = &self.last
+            && last.nodes.len() == nodes.len()
+            && last
+                .nodes
+                .iter()
+                .zip(&nodes)
+                .all(|(a, b)| Arc::ptr_eq(&a.kind, &b.kind) && Arc::ptr_eq(&a.object, &b.object))
+        {
+            return Some(last.clone());
         }
-        Some(Snapshot { nodes, by_uid, dependents })
+        let graph = Arc::new(Snapshot::new(nodes));
+        self.last = Some(graph.clone());
+        Some(graph)
     }
 
     /// One pass over the graph. Failed actions are retried by the next scan.
-    async fn scan(&self) {
+    async fn scan(&mut self) {
         let Some(graph) = self.snapshot() else { return };
         for node in &graph.nodes {
             let meta = node.meta();
@@ -244,7 +297,7 @@ impl Graph {
         graph: &Snapshot,
     ) -> Option<Owner> {
         let Ok(Some((kind, lookup_ns))) = self.resolve(reference, namespace) else { return None };
-        let node = &graph.nodes[*graph.by_uid.get(&reference.uid)?];
+        let node = graph.node_by_uid(&reference.uid)?;
         let same_place = node.kind.key() == kind.key()
             && node.name() == reference.name
             && node.meta().namespace.as_deref().filter(|_| kind.namespaced) == lookup_ns;
@@ -320,7 +373,7 @@ impl Graph {
                 api.patch(node.name(), &PatchParams::default(), &Patch::Merge(&patch)).await,
             );
         }
-        let has_dependents = graph.dependents.get(node.uid()).is_some_and(|d| !d.is_empty());
+        let has_dependents = graph.dependents_of(node.uid()).next().is_some();
         let policy = if waiting > 0 && has_dependents {
             PropagationPolicy::Foreground
         } else if has_finalizer(&latest.metadata, ORPHAN_FINALIZER) {
@@ -350,7 +403,7 @@ impl Graph {
 
     /// Orphan propagation: drop the owner's references from its dependents, then its finalizer.
     async fn orphan_dependents(&self, owner: &Node, graph: &Snapshot) -> Result<(), sim::Error> {
-        for &index in graph.dependents.get(owner.uid()).into_iter().flatten() {
+        for index in graph.dependents_of(owner.uid()) {
             let dependent = &graph.nodes[index];
             let kept: Vec<&OwnerReference> =
                 dependent.meta().owner_references.iter().flatten().filter(|r| r.uid != owner.uid()).collect();
@@ -372,7 +425,7 @@ impl Graph {
     /// dependents themselves are deleted by [`Graph::attempt_to_delete`], which sees their owner
     /// waiting.)
     async fn process_deleting_dependents(&self, owner: &Node, graph: &Snapshot) -> Result<(), sim::Error> {
-        let blocking = graph.dependents.get(owner.uid()).into_iter().flatten().any(|&index| {
+        let blocking = graph.dependents_of(owner.uid()).any(|index| {
             graph.nodes[index]
                 .meta()
                 .owner_references
