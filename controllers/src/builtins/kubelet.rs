@@ -147,7 +147,7 @@ pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, Error
     let namespace = pod.namespace().ok_or(Error::MissingNamespace { kind: "Pod", name: name.clone() })?;
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
     if pod_state::is_terminating(&pod) {
-        return terminate(&api, &pod, &ctx).await;
+        return Box::pin(terminate(&api, &pod, &ctx)).await;
     }
     if pod_state::is_finished(&pod) {
         return Ok(Action::await_change());
@@ -157,22 +157,22 @@ pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, Error
         let bind = serde_json::json!({ "spec": { "nodeName": NODE_NAME }, "metadata": { "uid": pod.uid() } });
         api.patch(&name, &PatchParams::default(), &Patch::Merge(&bind)).await?;
         let message = format!("Successfully assigned {namespace}/{name} to {NODE_NAME}");
-        events::scheduled(&ctx.scheduler, &events::reference(&*pod), message).await;
+        Box::pin(events::scheduled(&ctx.scheduler, &events::reference(&*pod), message)).await;
         return Ok(Action::await_change());
     }
     match pod_state::phase(&pod) {
         pod_state::PHASE_PENDING => {
             let delay = delay_between(START_DELAY_MS_MIN, START_DELAY_MS_MAX);
             madsim::time::sleep(delay).await;
-            if transition(&api, &pod, pod_state::PHASE_PENDING, started_status).await? {
-                publish_started(&ctx, &pod).await;
+            if Box::pin(transition(&api, &pod, pod_state::PHASE_PENDING, started_status)).await? {
+                Box::pin(publish_started(&ctx, &pod)).await;
             }
             Ok(Action::await_change())
         }
         pod_state::PHASE_RUNNING if runs_to_completion(&pod) && !fails(&pod) => {
             let delay = delay_between(RUN_DELAY_MS_MIN, RUN_DELAY_MS_MAX);
             madsim::time::sleep(delay).await;
-            transition(&api, &pod, pod_state::PHASE_RUNNING, succeeded_status).await?;
+            Box::pin(transition(&api, &pod, pod_state::PHASE_RUNNING, succeeded_status)).await?;
             Ok(Action::await_change())
         }
         _ => Ok(Action::await_change()),

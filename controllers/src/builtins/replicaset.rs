@@ -102,13 +102,14 @@ pub async fn reconcile(rs: Arc<ReplicaSet>, ctx: Arc<Context>) -> Result<Action,
         return Err(Error::InvalidSpec { kind: "ReplicaSet", name, reason });
     }
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
-    let claimed = claim_pods(&rs, &spec.selector, &pods).await?;
+    let claimed = Box::pin(claim_pods(&rs, &spec.selector, &pods)).await?;
     let replicas = usize::try_from(spec.replicas.unwrap_or(1)).unwrap_or(0);
     let mut deleted = Vec::new();
     let managed = if claimed.len() < replicas {
-        create_pods(&rs, &spec, replicas - claimed.len(), &pods, &ctx.recorder).await
+        Box::pin(create_pods(&rs, &spec, replicas - claimed.len(), &pods, &ctx.recorder)).await
     } else if claimed.len() > replicas {
-        delete_pods(&rs, &claimed, claimed.len() - replicas, &pods, &mut deleted, &ctx.recorder).await
+        Box::pin(delete_pods(&rs, &claimed, claimed.len() - replicas, &pods, &mut deleted, &ctx.recorder))
+            .await
     } else {
         Ok(())
     };
@@ -117,7 +118,7 @@ pub async fn reconcile(rs: Arc<ReplicaSet>, ctx: Arc<Context>) -> Result<Action,
     // status meanwhile counts Pods already going away as available, which can take a rollout
     // below `replicas - maxUnavailable`.
     let remaining: Vec<Arc<Pod>> = claimed.into_iter().filter(|p| !deleted.contains(&p.uid())).collect();
-    update_status(&rs, &spec, &remaining, &ctx.client, &namespace).await?;
+    Box::pin(update_status(&rs, &spec, &remaining, &ctx.client, &namespace)).await?;
     managed.map(|()| Action::await_change())
 }
 
