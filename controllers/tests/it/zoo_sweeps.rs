@@ -149,20 +149,26 @@ fn webapp_fixed_owning_a_deployment_passes_its_sweep_with_the_builtins_on() {
 /// this count small).
 const WITH_BUILTINS_SEEDS: u64 = 30;
 
-/// Sweep every `<operator>:fixed-with-builtins` for `seeds` seeds each; print each one's figures
-/// and return the failures (scenario, seed, verdict), the first few of each.
-fn sweep_fixed_with_builtins(seeds: u64) -> Vec<(String, u64, String)> {
+/// Sweep `scenario` for `seeds` seeds and print its figures.
+fn sweep_printed(scenario: &Scenario, seeds: u64) -> SweepReport {
+    let report = sweep(scenario, seeds);
+    println!(
+        "{}: {} of {} seeds failed ({:.1} s, {:.0} seeds/s)",
+        scenario.name(),
+        report.failures_total,
+        report.seeds_run,
+        report.wall_seconds,
+        report.seeds_per_second()
+    );
+    report
+}
+
+/// Sweep each of `scenarios` for `seeds` seeds; print each one's figures and return the
+/// failures (scenario, seed, verdict), the first few of each.
+fn sweep_each(scenarios: impl IntoIterator<Item = Scenario>, seeds: u64) -> Vec<(String, u64, String)> {
     let mut failures = Vec::new();
-    for scenario in zoo::fixed_with_builtins() {
-        let report = sweep(&scenario, seeds);
-        println!(
-            "{}: {} of {} seeds failed ({:.1} s, {:.0} seeds/s)",
-            scenario.name(),
-            report.failures_total,
-            report.seeds_run,
-            report.wall_seconds,
-            report.seeds_per_second()
-        );
+    for scenario in scenarios {
+        let report = sweep_printed(&scenario, seeds);
         for failure in report.failures.iter().take(3) {
             failures.push((scenario.name().to_owned(), failure.seed, failure.verdict.to_string()));
         }
@@ -175,7 +181,7 @@ fn sweep_fixed_with_builtins(seeds: u64) -> Vec<(String, u64, String)> {
 /// differential oracle must not flag them.
 #[test]
 fn every_fixed_variant_passes_its_sweep_with_the_builtins_on() {
-    let failures = sweep_fixed_with_builtins(WITH_BUILTINS_SEEDS);
+    let failures = sweep_each(zoo::fixed_with_builtins(), WITH_BUILTINS_SEEDS);
     assert!(failures.is_empty(), "false alarms on fixed operators: {failures:#?}");
 }
 
@@ -185,16 +191,7 @@ fn every_fixed_variant_passes_its_sweep_with_the_builtins_on() {
 #[test]
 #[ignore = "2,000 seeds: run in release with --ignored"]
 fn webapp_fixed_passes_2000_seeds() {
-    let scenario = scenario("webapp:fixed");
-    let report = sweep(&scenario, 2_000);
-    println!(
-        "webapp:fixed: {} of {} seeds failed ({:.1} s, {:.0} seeds/s)",
-        report.failures_total,
-        report.seeds_run,
-        report.wall_seconds,
-        report.seeds_per_second()
-    );
-    report.assert_all_passed();
+    sweep_printed(&scenario("webapp:fixed"), 2_000).assert_all_passed();
 }
 
 /// Issue 15's figure: every fixed variant with the built-ins on and swarm faults, 10,000 seeds
@@ -204,18 +201,8 @@ fn webapp_fixed_passes_2000_seeds() {
 #[test]
 #[ignore = "80,000 seeds: run in release with --ignored"]
 fn fixed_variants_with_the_builtins_pass_10000_seeds_each() {
-    let mut failures = sweep_fixed_with_builtins(10_000);
-    let report = sweep(&scenario("webapp:fixed"), 10_000);
-    println!(
-        "webapp:fixed: {} of {} seeds failed ({:.1} s, {:.0} seeds/s)",
-        report.failures_total,
-        report.seeds_run,
-        report.wall_seconds,
-        report.seeds_per_second()
-    );
-    for failure in report.failures.iter().take(3) {
-        failures.push(("webapp:fixed".to_owned(), failure.seed, failure.verdict.to_string()));
-    }
+    let scenarios = zoo::fixed_with_builtins().into_iter().chain([scenario("webapp:fixed")]);
+    let failures = sweep_each(scenarios, 10_000);
     assert!(failures.is_empty(), "false alarms on fixed operators: {failures:#?}");
 }
 
