@@ -165,7 +165,9 @@ impl Client {
 /// is split: `apiVersion` and `kind` become the type, `metadata` is decoded, and the rest is
 /// moved into `data` as it is.
 pub(crate) fn to_dynamic<T: Resource + Serialize>(object: &T) -> serde_json::Result<DynamicObject> {
-    let serde_json::Value::Object(mut map) = serde_json::to_value(object)? else {
+    // The JSON without the metadata, where the type serializes as a struct: see
+    // [`crate::without_metadata`].
+    let serde_json::Value::Object(mut map) = crate::without_metadata::to_value(object)? else {
         return serde_json::from_value(serde_json::to_value(object)?);
     };
     let api_version = map.remove("apiVersion");

@@ -115,6 +115,7 @@ pub mod utils;
 pub mod verdict;
 pub mod wait;
 pub mod watcher;
+mod without_metadata;
 pub mod workload;
 pub mod world;
 

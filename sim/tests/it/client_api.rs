@@ -302,3 +302,123 @@ fn a_force_apply_takes_a_field_from_its_creator_who_keeps_owning_the_map() {
     });
     assert_eq!(verdict, Verdict::Pass);
 }
+
+/// What a typed create sends is the object's JSON, all of it but what the server sets: the
+/// conversion leaves the metadata out of the JSON it builds (the typed metadata is sent as it
+/// is), and nothing else may go missing or change with it. A Deployment (nested structs, lists,
+/// maps, an int-or-string), a ConfigMap with labels, annotations and an owner, and a
+/// `DynamicObject` (a map, not a struct) are read back untyped and compared with their JSON.
+#[test]
+fn a_typed_create_stores_the_objects_json_with_its_metadata() {
+    let verdict = run_script(|w| async move {
+        let owner = k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+            api_version: "v1".to_owned(),
+            kind: "Secret".to_owned(),
+            name: "owner".to_owned(),
+            uid: "0b7c7a2e-0000-4000-8000-000000000001".to_owned(),
+            controller: Some(true),
+            block_owner_deletion: None,
+        };
+        let mut configmap = cm("labelled", None);
+        configmap.metadata.labels = Some(BTreeMap::from([("app".to_owned(), "web".to_owned())]));
+        configmap.metadata.annotations = Some(BTreeMap::from([("note".to_owned(), "kept".to_owned())]));
+        configmap.metadata.owner_references = Some(vec![owner]);
+        configmap.binary_data =
+            Some(BTreeMap::from([("blob".to_owned(), k8s_openapi::ByteString(vec![0, 1, 2, 255]))]));
+        let labels = BTreeMap::from([("app".to_owned(), "web".to_owned())]);
+        let deployment = Deployment {
+            metadata: ObjectMeta { name: Some("web".to_owned()), ..ObjectMeta::default() },
+            spec: DeploymentSpec {
+                replicas: Some(3),
+                selector: LabelSelector { match_labels: Some(labels.clone()), ..LabelSelector::default() },
+                template: PodTemplateSpec {
+                    metadata: Some(ObjectMeta { labels: Some(labels), ..ObjectMeta::default() }),
+                    spec: Some(
+                        serde_json::from_value(serde_json::json!({
+                            "containers": [{
+                                "name": "web",
+                                "image": "nginx:1.27",
+                                "ports": [{ "containerPort": 80 }],
+                                "env": [{ "name": "MODE", "value": "prod" }],
+                            }],
+                        }))
+                        .expect("a pod spec"),
+                    ),
+                },
+                strategy: Some(
+                    serde_json::from_value(serde_json::json!({
+                        "type": "RollingUpdate",
+                        "rollingUpdate": { "maxSurge": "25%", "maxUnavailable": 1 },
+                    }))
+                    .expect("a strategy"),
+                ),
+                ..DeploymentSpec::default()
+            },
+            ..Deployment::default()
+        };
+        let untyped_configmaps: Api<DynamicObject> =
+            Api::default_namespaced_with(w.client(), &ApiResource::erase::<ConfigMap>(&()));
+        let untyped_deployments: Api<DynamicObject> =
+            Api::default_namespaced_with(w.client(), &ApiResource::erase::<Deployment>(&()));
+        let configmaps: Api<ConfigMap> = Api::default_namespaced(w.client());
+        let deployments: Api<Deployment> = Api::default_namespaced(w.client());
+        configmaps.create(&PostParams::default(), &configmap).await.expect("create the ConfigMap");
+        deployments.create(&PostParams::default(), &deployment).await.expect("create the Deployment");
+        let mut dynamic = DynamicObject::new("untyped", &ApiResource::erase::<ConfigMap>(&()));
+        dynamic.data = serde_json::json!({ "data": { "k": "v" }, "immutable": false });
+        untyped_configmaps.create(&PostParams::default(), &dynamic).await.expect("create the DynamicObject");
+
+        let sent = [
+            ("labelled", serde_json::to_value(&configmap).expect("json"), &untyped_configmaps),
+            ("web", serde_json::to_value(&deployment).expect("json"), &untyped_deployments),
+            ("untyped", serde_json::to_value(&dynamic).expect("json"), &untyped_configmaps),
+        ];
+        for (name, json, api) in sent {
+            let stored = api.get(name).await.expect("read back");
+            let meta = &stored.metadata;
+            assert_eq!(
+                meta.labels,
+                serde_json::from_value(json["metadata"]["labels"].clone()).expect("labels")
+            );
+            let annotations =
+                serde_json::from_value(json["metadata"]["annotations"].clone()).expect("annotations");
+            assert_eq!(meta.annotations, annotations, "{name}");
+            let owners = serde_json::from_value(json["metadata"]["ownerReferences"].clone()).expect("owners");
+            assert_eq!(meta.owner_references, owners, "{name}");
+            // Everything but the metadata, as sent (the server defaults nothing in these fields
+            // but a Deployment's spec and status, compared field by field below).
+            let serde_json::Value::Object(mut fields) = json else { panic!("an object") };
+            fields.remove("metadata");
+            for (field, value) in fields {
+                let stored_value = match field.as_str() {
+                    "apiVersion" => serde_json::json!(stored.types.as_ref().expect("typed").api_version),
+                    "kind" => serde_json::json!(stored.types.as_ref().expect("typed").kind),
+                    _ => stored.data[&field].clone(),
+                };
+                assert_contains(&stored_value, &value, &format!("{name}: {field}"));
+            }
+        }
+        Ok(())
+    });
+    assert_eq!(verdict, Verdict::Pass);
+}
+
+/// `sent` is within `stored`: every field it has is there with the same value (the server may
+/// add defaults).
+fn assert_contains(stored: &serde_json::Value, sent: &serde_json::Value, at: &str) {
+    match (stored, sent) {
+        (serde_json::Value::Object(stored), serde_json::Value::Object(sent)) => {
+            for (key, value) in sent {
+                let inner = stored.get(key).unwrap_or_else(|| panic!("{at}.{key}: missing from {stored:?}"));
+                assert_contains(inner, value, &format!("{at}.{key}"));
+            }
+        }
+        (serde_json::Value::Array(stored), serde_json::Value::Array(sent)) => {
+            assert_eq!(stored.len(), sent.len(), "{at}: length");
+            for (i, (a, b)) in stored.iter().zip(sent).enumerate() {
+                assert_contains(a, b, &format!("{at}[{i}]"));
+            }
+        }
+        _ => assert_eq!(stored, sent, "{at}"),
+    }
+}
