@@ -157,10 +157,19 @@ impl<K> ObjectRef<K> {
     }
     /// `namespace/name`, or `name` for cluster-scoped objects.
     pub fn key(&self) -> String {
-        match &self.namespace {
-            Some(ns) => format!("{ns}/{}", self.name),
-            None => self.name.clone(),
+        let mut key = String::new();
+        self.write_key(&mut key);
+        key
+    }
+    /// Append [`ObjectRef::key`] to `out`, without the formatting machinery (traces name an
+    /// object at every reconcile).
+    pub(crate) fn write_key(&self, out: &mut String) {
+        if let Some(ns) = &self.namespace {
+            out.reserve(ns.len() + 1 + self.name.len());
+            out.push_str(ns);
+            out.push('/');
         }
+        out.push_str(&self.name);
     }
     /// The same reference, for another type.
     pub fn erase<L>(&self) -> ObjectRef<L> {
@@ -273,7 +282,11 @@ impl<K> fmt::Debug for ObjectRef<K> {
 }
 impl<K> fmt::Display for ObjectRef<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.key())
+        if let Some(ns) = &self.namespace {
+            f.write_str(ns)?;
+            f.write_str("/")?;
+        }
+        f.write_str(&self.name)
     }
 }
 

@@ -887,7 +887,11 @@ where
 {
     /// `Kind namespace/name`, as traces and verdicts name a reconciled object.
     fn describe(&self, object: &ObjectRef<K>) -> String {
-        format!("{} {}", self.kind, object.key())
+        let mut described = String::with_capacity(self.kind.len() + 1 + object.name.len() + 16);
+        described.push_str(&self.kind);
+        described.push(' ');
+        object.write_key(&mut described);
+        described
     }
 
     fn may_start(&self) -> bool {
