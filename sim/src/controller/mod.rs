@@ -231,7 +231,8 @@ pub enum Error<E: std::error::Error + 'static, Q: std::error::Error + 'static = 
 
 /// A finished reconcile.
 struct Done<K, E> {
-    object_ref: ObjectRef<K>,
+    /// The queue's own reference (see [`WorkQueue::pop_due_shared`]).
+    object_ref: Arc<ObjectRef<K>>,
     object: Arc<K>,
     result: Result<Action, E>,
     /// The reconcile was started by a requeue (no trigger merged with it).
@@ -932,7 +933,7 @@ where
             crate::faults::pause_reconciles::reconcile_gate(&self.world, &self.node).await;
             let now = Instant::now();
             while self.may_start() {
-                let Some((object, origin)) = self.queue.pop_due_request(now) else { break };
+                let Some((object, origin)) = self.queue.pop_due_shared(now) else { break };
                 let by_requeue = matches!(origin, work_queue::Origin::Requeue { .. });
                 self.start(object, by_requeue, &mut handlers, &done_tx);
             }
@@ -975,7 +976,7 @@ where
         match message {
             // Once shutting down, new triggers are not taken.
             Msg::Trigger(_) if self.shutting_down => {}
-            Msg::Trigger(object) => self.schedule(object, Instant::now()),
+            Msg::Trigger(object) => self.enqueue(object, Instant::now(), None),
             Msg::QueueError(error) => {
                 let _ = self.out.unbounded_send(Err(Error::QueueError(error)));
             }
@@ -984,33 +985,32 @@ where
         }
     }
 
-    /// Queue a request made now for `at` (plus the debounce, which applies to every request, as
-    /// in kube-runtime's scheduler).
-    fn schedule(&mut self, object: ObjectRef<K>, at: Instant) {
-        self.enqueue(object, at, None);
-    }
-
-    /// Queue a trigger (`requeue: None`) or a requeue (`Some(idle)`).
-    fn enqueue(&mut self, object: ObjectRef<K>, at: Instant, requeue: Option<bool>) {
-        let due = at + self.config.debounce;
-        let scheduled = match requeue {
-            Some(idle) => self.queue.schedule_requeue(object.clone(), at, due, idle),
-            None => self.queue.schedule_debounced(object.clone(), at, due),
-        };
-        if scheduled == Scheduled::Full {
+    /// Queue a trigger (`requeue: None`) or a requeue (`Some(idle)`) made at `at` (plus the
+    /// debounce, which applies to every request, as in kube-runtime's scheduler). The queue takes
+    /// the object as it is: it is copied only into the report of a full queue.
+    fn enqueue<R>(&mut self, object: R, at: Instant, requeue: Option<bool>)
+    where
+        R: Into<Arc<ObjectRef<K>>> + std::borrow::Borrow<ObjectRef<K>>,
+    {
+        let object_ref: &ObjectRef<K> = object.borrow();
+        if self.queue.refuses(object_ref) {
             let text = format!(
                 "queue full ({} objects): request for {} dropped",
                 self.queue.len(),
-                self.describe(&object)
+                self.describe(object_ref)
             );
             self.world.with(|w| w.trace(&self.node, TraceEvent::Note { text }));
-            let _ = self.out.unbounded_send(Err(Error::QueueFull(self.queue.len(), object.erase())));
+            let _ = self.out.unbounded_send(Err(Error::QueueFull(self.queue.len(), object_ref.erase())));
+            return;
         }
+        let due = at + self.config.debounce;
+        let scheduled = self.queue.schedule_shared(object.into(), at, due, requeue);
+        debug_assert!(scheduled != Scheduled::Full, "a request the queue does not refuse is queued");
     }
 
     fn start(
         &mut self,
-        object_ref: ObjectRef<K>,
+        object_ref: Arc<ObjectRef<K>>,
         by_requeue: bool,
         handlers: &mut Handlers<'_, K, E>,
         done: &mpsc::UnboundedSender<Done<K, E>>,
@@ -1053,7 +1053,7 @@ where
         // A requeue that found nothing to do and asks to be run again is a periodic no-op.
         let idle = by_requeue && result.is_ok() && !wrote;
         let (action, outcome, summary) = match result {
-            Ok(action) => (action, Ok((object_ref.clone(), action)), action.to_string()),
+            Ok(action) => (action, Ok(action), action.to_string()),
             Err(error) => {
                 let action = (handlers.error_policy)(object, &error);
                 let summary = format!("error: {error}; {action}");
@@ -1070,10 +1070,13 @@ where
             };
             w.trace(&self.node, event);
         });
-        let _ = self.out.unbounded_send(outcome);
-        if let Some(after) = action.requeue_after() {
-            // Due at finish time plus requeue_after, as kube-runtime's runner schedules it.
-            self.enqueue(object_ref, Instant::now() + after, Some(idle));
+        // Due at finish time plus requeue_after, as kube-runtime's runner schedules it.
+        let requeue = action.requeue_after().map(|after| (Instant::now() + after, object_ref.clone()));
+        // The queue let go of its reference above: the output takes the reference as it is,
+        // unless a requeue shares it.
+        let _ = self.out.unbounded_send(outcome.map(|action| (Arc::unwrap_or_clone(object_ref), action)));
+        if let Some((at, object_ref)) = requeue {
+            self.enqueue(object_ref, at, Some(idle));
         }
     }
 }

@@ -108,9 +108,37 @@ impl<T: Ord + Clone, Tm: Ord + Copy> WorkQueue<T, Tm> {
         self.merge(item, requested, due, Origin::Requeue { idle })
     }
 
+    /// [`WorkQueue::schedule_debounced`] (`requeue: None`) or [`WorkQueue::schedule_requeue`]
+    /// (`Some(idle)`) of an object the caller already shares: a reconcile's object, handed back
+    /// by [`WorkQueue::pop_due_shared`], is queued again without a copy.
+    pub fn schedule_shared(
+        &mut self,
+        item: Arc<T>,
+        requested: Tm,
+        due: Tm,
+        requeue: Option<bool>,
+    ) -> Scheduled {
+        let origin = match requeue {
+            Some(idle) => Origin::Requeue { idle },
+            None => Origin::Trigger,
+        };
+        self.merge(item, requested, due, origin)
+    }
+
+    /// Whether a request for `item` would be refused: it is not queued and the queue is full.
+    pub fn refuses(&self, item: &T) -> bool {
+        self.due.len() >= self.len_max && !self.due.contains_key(item)
+    }
+
     /// Queue or merge a request of `origin`.
-    fn merge(&mut self, item: T, requested: Tm, due: Tm, origin: Origin) -> Scheduled {
-        let (key, scheduled, at, origin) = match self.due.get_key_value(&item) {
+    fn merge(
+        &mut self,
+        item: impl Into<Arc<T>> + std::borrow::Borrow<T>,
+        requested: Tm,
+        due: Tm,
+        origin: Origin,
+    ) -> Scheduled {
+        let (key, scheduled, at, origin) = match self.due.get_key_value(item.borrow()) {
             Some((key, &(queued, queued_origin))) => {
                 let key = key.clone();
                 let merged = queued_origin.merge(origin);
@@ -125,7 +153,7 @@ impl<T: Ord + Clone, Tm: Ord + Copy> WorkQueue<T, Tm> {
                 }
             }
             None if self.due.len() >= self.len_max => return Scheduled::Full,
-            None => (Arc::new(item), Scheduled::Added, due, origin),
+            None => (item.into(), Scheduled::Added, due, origin),
         };
         self.order.insert((at, key.clone()));
         if !origin.is_idle() {
@@ -165,6 +193,12 @@ impl<T: Ord + Clone, Tm: Ord + Copy> WorkQueue<T, Tm> {
 
     /// As [`WorkQueue::pop_due`], with the request's origin.
     pub fn pop_due_request(&mut self, now: Tm) -> Option<(T, Origin)> {
+        self.pop_due_shared(now).map(|(item, origin)| (T::clone(&item), origin))
+    }
+
+    /// [`WorkQueue::pop_due_request`], handing out the queue's own shared object (the one its
+    /// in-flight set holds) instead of a copy.
+    pub fn pop_due_shared(&mut self, now: Tm) -> Option<(Arc<T>, Origin)> {
         let entry = self
             .order
             .iter()
@@ -175,11 +209,10 @@ impl<T: Ord + Clone, Tm: Ord + Copy> WorkQueue<T, Tm> {
         self.awaited.remove(&entry);
         let (_, key) = entry;
         let (_, origin) = self.due.remove(&*key)?;
-        let item = T::clone(&key);
-        let first_flight = self.in_flight.insert(key);
+        let first_flight = self.in_flight.insert(key.clone());
         assert!(first_flight, "no object is reconciled twice at once");
         self.debug_check();
-        Some((item, origin))
+        Some((key, origin))
     }
 
     /// The reconcile of `item` finished: a request that fell due meanwhile may now run.
