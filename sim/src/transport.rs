@@ -41,11 +41,6 @@ pub use crate::faults::hook::{CallInfo, Delivery, DeliveryInfo, FaultHook, NoFau
 /// `resource[/namespace][/name]`, as the trace names a request's target.
 fn target(request: &Request) -> String {
     use model_apiserver::Verb;
-    let mut target = request.resource.plural.clone();
-    if let Some(ns) = &request.namespace {
-        target.push('/');
-        target.push_str(ns);
-    }
     let name = match &request.verb {
         Verb::Get { name, .. }
         | Verb::Update { name, .. }
@@ -54,6 +49,17 @@ fn target(request: &Request) -> String {
         Verb::Create { object, .. } => object.metadata.name.as_deref(),
         Verb::List { .. } | Verb::DeleteCollection { .. } | Verb::Watch { .. } => None,
     };
+    // Sized once: every API call names its target.
+    let namespace = request.namespace.as_deref();
+    let len = request.resource.plural.len()
+        + namespace.map_or(0, |ns| ns.len() + 1)
+        + name.map_or(0, |name| name.len() + 1);
+    let mut target = String::with_capacity(len);
+    target.push_str(&request.resource.plural);
+    if let Some(ns) = namespace {
+        target.push('/');
+        target.push_str(ns);
+    }
     if let Some(name) = name {
         target.push('/');
         target.push_str(name);
