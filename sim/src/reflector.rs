@@ -298,7 +298,69 @@ pub enum StoreError {
     WriterDropped,
 }
 
-type ObjectKey = (String, String);
+/// A cached object's key: its namespace (`""` for a cluster-scoped object) and name, ordered
+/// so. Looked up as a [`KeyParts`] of borrowed strings, so that a read or an event for an object
+/// already cached allocates no key.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct ObjectKey {
+    namespace: String,
+    name: String,
+}
+
+/// A key's namespace and name, however held: [`ObjectKey`] borrows as `dyn KeyParts`, which
+/// orders as `ObjectKey` does (namespace, then name).
+trait KeyParts {
+    fn parts(&self) -> (&str, &str);
+}
+
+impl KeyParts for ObjectKey {
+    fn parts(&self) -> (&str, &str) {
+        (&self.namespace, &self.name)
+    }
+}
+
+impl KeyParts for (&str, &str) {
+    fn parts(&self) -> (&str, &str) {
+        *self
+    }
+}
+
+impl<'a> std::borrow::Borrow<dyn KeyParts + 'a> for ObjectKey {
+    fn borrow(&self) -> &(dyn KeyParts + 'a) {
+        self
+    }
+}
+
+impl PartialEq for dyn KeyParts + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        self.parts() == other.parts()
+    }
+}
+
+impl Eq for dyn KeyParts + '_ {}
+
+impl PartialOrd for dyn KeyParts + '_ {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for dyn KeyParts + '_ {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.parts().cmp(&other.parts())
+    }
+}
+
+/// The borrowed key of `namespace`/`name`, to look up.
+fn lookup_key<'a>(namespace: Option<&'a str>, name: &'a str) -> (&'a str, &'a str) {
+    (namespace.unwrap_or(""), name)
+}
+
+/// The borrowed key of an object, to look up.
+fn object_lookup_key<K: Resource>(object: &K) -> (&str, &str) {
+    let meta = object.meta();
+    lookup_key(meta.namespace.as_deref(), meta.name.as_deref().unwrap_or(""))
+}
 
 /// A read handle on a reflector's cache, as kube-runtime's `reflector::Store`. Cheap to clone;
 /// reads may be stale, as in production.
@@ -331,10 +393,6 @@ impl<K> fmt::Debug for Store<K> {
     }
 }
 
-fn key_of(namespace: Option<&str>, name: &str) -> ObjectKey {
-    (namespace.unwrap_or("").to_owned(), name.to_owned())
-}
-
 impl<K> Store<K> {
     /// A new, empty store and the handle that signals its first list.
     pub(crate) fn new() -> (Self, futures::channel::oneshot::Sender<()>) {
@@ -355,8 +413,12 @@ impl<K> Store<K> {
     pub fn get(&self, key: &ObjectRef<K>) -> Option<Arc<K>> {
         let objects = self.lock();
         objects
-            .get(&key_of(key.namespace.as_deref(), &key.name))
-            .or_else(|| key.namespace.as_ref().and_then(|_| objects.get(&key_of(None, &key.name))))
+            .get(&lookup_key(key.namespace.as_deref(), &key.name) as &dyn KeyParts)
+            .or_else(|| {
+                key.namespace
+                    .as_ref()
+                    .and_then(|_| objects.get(&lookup_key(None, &key.name) as &dyn KeyParts))
+            })
             .cloned()
     }
     /// Every cached object matching `predicate`, in namespace/name order.
@@ -423,11 +485,19 @@ impl<K> Store<K> {
         *self.lock() = objects.into_iter().collect();
         self.listed.store(true, Ordering::Relaxed);
     }
-    pub(crate) fn apply(&self, key: ObjectKey, object: Arc<K>) {
-        self.lock().insert(key, object);
+    /// Cache `object` under `key` (an object already cached is replaced in place: no new key).
+    pub(crate) fn apply(&self, key: (&str, &str), object: Arc<K>) {
+        let mut objects = self.lock();
+        match objects.get_mut(&key as &dyn KeyParts) {
+            Some(cached) => *cached = object,
+            None => {
+                let (namespace, name) = key;
+                objects.insert(ObjectKey { namespace: namespace.to_owned(), name: name.to_owned() }, object);
+            }
+        }
     }
-    pub(crate) fn remove(&self, key: &ObjectKey) {
-        self.lock().remove(key);
+    pub(crate) fn remove(&self, key: (&str, &str)) {
+        self.lock().remove(&key as &dyn KeyParts);
     }
 }
 
@@ -461,8 +531,8 @@ impl<K> Default for Writer<K> {
 }
 
 fn key_of_object<K: Resource>(object: &K) -> ObjectKey {
-    let meta = object.meta();
-    key_of(meta.namespace.as_deref(), meta.name.as_deref().unwrap_or(""))
+    let (namespace, name) = object_lookup_key(object);
+    ObjectKey { namespace: namespace.to_owned(), name: name.to_owned() }
 }
 
 impl<K: Resource> Writer<K> {
@@ -509,13 +579,13 @@ impl<K: Resource> Writer<K> {
     pub(crate) fn apply_shared(&mut self, event: &watcher::Event<Arc<K>>, touch: &mut dyn FnMut(&Arc<K>)) {
         match event {
             watcher::Event::Apply(object) => {
-                self.store.apply(key_of_object(&**object), object.clone());
+                self.store.apply(object_lookup_key(&**object), object.clone());
                 touch(object);
                 self.store.notify(object);
                 self.dispatch(std::slice::from_ref(object));
             }
             watcher::Event::Delete(object) => {
-                self.store.remove(&key_of_object(&**object));
+                self.store.remove(object_lookup_key(&**object));
                 touch(object);
                 self.store.notify(object);
             }
