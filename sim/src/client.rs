@@ -308,21 +308,41 @@ impl<K: Resource> fmt::Debug for Api<K> {
 
 impl<K> Api<K>
 where
-    K: Resource,
+    K: Resource + 'static,
     K::DynamicType: Default,
 {
     /// All objects of `K`, cluster-wide (list and watch) or cluster-scoped.
     pub fn all(client: Client) -> Self {
-        Self::all_with(client, &K::DynamicType::default())
+        Api { client, resource: default_resource::<K>(), namespace: None, kind: PhantomData }
     }
     /// The objects of `K` in namespace `ns`.
     pub fn namespaced(client: Client, ns: &str) -> Self {
-        Self::namespaced_with(client, ns, &K::DynamicType::default())
+        Api { client, resource: default_resource::<K>(), namespace: Some(ns.to_owned()), kind: PhantomData }
     }
     /// The objects of `K` in the client's default namespace.
     pub fn default_namespaced(client: Client) -> Self {
-        Self::default_namespaced_with(client, &K::DynamicType::default())
+        let ns = client.default_namespace().to_owned();
+        Self::namespaced(client, &ns)
     }
+}
+
+/// `K`'s resource for its default dynamic type (a static type's own), erased once per process
+/// and shared: a controller builds an `Api` per reconcile, kube's idiom, and erasing copies five
+/// strings each time. The resource is a function of the type alone, so sharing it across runs
+/// and threads changes nothing they see.
+fn default_resource<K>() -> Arc<ApiResource>
+where
+    K: Resource + 'static,
+    K::DynamicType: Default,
+{
+    type Resources = std::sync::Mutex<std::collections::BTreeMap<std::any::TypeId, Arc<ApiResource>>>;
+    static RESOURCES: std::sync::OnceLock<Resources> = std::sync::OnceLock::new();
+    let resources = RESOURCES.get_or_init(Resources::default);
+    let mut resources = resources.lock().unwrap_or_else(|e| e.into_inner());
+    resources
+        .entry(std::any::TypeId::of::<K>())
+        .or_insert_with(|| Arc::new(ApiResource::erase::<K>(&K::DynamicType::default())))
+        .clone()
 }
 
 impl<K: Resource> Api<K> {
