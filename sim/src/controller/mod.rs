@@ -32,10 +32,13 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::channel::mpsc;
 use futures::future::{Either, select};
 use futures::{FutureExt, Stream, StreamExt, TryFuture, TryFutureExt, TryStream, TryStreamExt};
 use kube_core::{DynamicObject, Resource};
+// The driver's channels: one node's tasks only, so a single-threaded channel (no per-message
+// node allocation nor atomic waker, which futures' mpsc has for threads): the driver polls its
+// inbox several times per message.
+use local_channel::mpsc;
 use serde::{Serialize, de::DeserializeOwned};
 
 use crate::client::Api;
@@ -290,8 +293,8 @@ struct Origin {
 pub struct Controller<K: Resource> {
     origin: Origin,
     store: Store<K>,
-    triggers: mpsc::UnboundedSender<Trigger<K>>,
-    trigger_rx: mpsc::UnboundedReceiver<Trigger<K>>,
+    triggers: mpsc::Sender<Trigger<K>>,
+    trigger_rx: mpsc::Receiver<Trigger<K>>,
     config: Config,
     /// Futures that start a graceful shutdown (any of them).
     shutdown: Vec<futures::future::LocalBoxFuture<'static, ()>>,
@@ -343,10 +346,10 @@ where
 {
     /// A controller for the objects of `api` matching `config`; starts its main informer.
     pub fn new(api: Api<K>, config: informer::Config) -> Self {
-        let (triggers, trigger_rx) = mpsc::unbounded();
+        let (triggers, trigger_rx) = mpsc::channel();
         let tx = triggers.clone();
         let store = informer::spawn(api.clone(), config, move |object: &Arc<K>| {
-            let _ = tx.unbounded_send(Trigger::Request(ObjectRef::from_obj(&**object)));
+            let _ = tx.send(Trigger::Request(ObjectRef::from_obj(&**object)));
         });
         let origin = Origin {
             world: api.client.world.clone(),
@@ -442,7 +445,7 @@ where
             kind: K::kind(dyntype).into_owned(),
             api_version: K::api_version(dyntype).into_owned(),
         };
-        let (triggers, trigger_rx) = mpsc::unbounded();
+        let (triggers, trigger_rx) = mpsc::channel();
         Controller {
             origin,
             store: reader,
@@ -525,7 +528,7 @@ where
         let tx = self.triggers.clone();
         informer::spawn(api, config, move |child: &Arc<Child>| {
             for owner_ref in owners(&**child) {
-                let _ = tx.unbounded_send(Trigger::Request(owner_ref));
+                let _ = tx.send(Trigger::Request(owner_ref));
             }
         });
         self
@@ -615,7 +618,7 @@ where
             let mut stream = std::pin::pin!(stream);
             while let Some(item) = stream.next().await {
                 for target in mapper(item) {
-                    if tx.unbounded_send(Trigger::Request(target)).is_err() {
+                    if tx.send(Trigger::Request(target)).is_err() {
                         return;
                     }
                 }
@@ -642,10 +645,10 @@ where
             let mut stream = std::pin::pin!(StreamBackoff::new(stream, backoff));
             while let Some(item) = stream.next().await {
                 let sent = match item {
-                    Ok(object) => mapper(object)
-                        .into_iter()
-                        .all(|target| tx.unbounded_send(Trigger::Request(target)).is_ok()),
-                    Err(error) => tx.unbounded_send(Trigger::Error(error)).is_ok(),
+                    Ok(object) => {
+                        mapper(object).into_iter().all(|target| tx.send(Trigger::Request(target)).is_ok())
+                    }
+                    Err(error) => tx.send(Trigger::Error(error)).is_ok(),
                 };
                 if !sent {
                     return;
@@ -690,7 +693,7 @@ where
         let tx = self.triggers.clone();
         informer::spawn(api, config, move |other: &Arc<Other>| {
             for target in mapper((**other).clone()) {
-                let _ = tx.unbounded_send(Trigger::Request(target));
+                let _ = tx.send(Trigger::Request(target));
             }
         });
         self
@@ -743,7 +746,7 @@ where
     E: std::error::Error + 'static,
     Q: std::error::Error + 'static,
 {
-    let (out_tx, out_rx) = mpsc::unbounded();
+    let (out_tx, out_rx) = mpsc::channel();
     let driver = Driver {
         world: origin.world,
         node: origin.node,
@@ -854,7 +857,7 @@ struct Driver<K: Resource, E: std::error::Error + 'static, Q: std::error::Error 
     store: Store<K>,
     queue: WorkQueue<ObjectRef<K>, Instant>,
     config: Config,
-    out: mpsc::UnboundedSender<Outcome<K, E, Q>>,
+    out: mpsc::Sender<Outcome<K, E, Q>>,
     /// A graceful shutdown started: no reconcile starts; the driver ends when none runs.
     shutting_down: bool,
 }
@@ -925,7 +928,7 @@ where
         if self.store.wait_until_ready().await.is_err() {
             return;
         }
-        let (done_tx, done_rx) = mpsc::unbounded::<Done<K, E>>();
+        let (done_tx, done_rx) = mpsc::channel::<Done<K, E>>();
         // Both halves stay open (the driver holds `done_tx`), so the inbox never ends.
         let mut inbox = futures::stream::select(triggers, done_rx.map(Msg::Done));
         loop {
@@ -978,7 +981,7 @@ where
             Msg::Trigger(_) if self.shutting_down => {}
             Msg::Trigger(object) => self.enqueue(object, Instant::now(), None),
             Msg::QueueError(error) => {
-                let _ = self.out.unbounded_send(Err(Error::QueueError(error)));
+                let _ = self.out.send(Err(Error::QueueError(error)));
             }
             Msg::QueueEnded => self.shutting_down = true,
             Msg::Done(done) => self.finish(done, handlers),
@@ -1000,7 +1003,7 @@ where
                 self.describe(object_ref)
             );
             self.world.with(|w| w.trace(&self.node, TraceEvent::Note { text }));
-            let _ = self.out.unbounded_send(Err(Error::QueueFull(self.queue.len(), object_ref.erase())));
+            let _ = self.out.send(Err(Error::QueueFull(self.queue.len(), object_ref.erase())));
             return;
         }
         let due = at + self.config.debounce;
@@ -1013,12 +1016,12 @@ where
         object_ref: Arc<ObjectRef<K>>,
         by_requeue: bool,
         handlers: &mut Handlers<'_, K, E>,
-        done: &mpsc::UnboundedSender<Done<K, E>>,
+        done: &mpsc::Sender<Done<K, E>>,
     ) {
         let Some(object) = self.store.get(&object_ref) else {
             // Deleted since it was queued: kube-runtime reports it and does not reconcile.
             self.queue.finish(&object_ref);
-            let _ = self.out.unbounded_send(Err(Error::ObjectNotFound(object_ref.erase())));
+            let _ = self.out.send(Err(Error::ObjectNotFound(object_ref.erase())));
             return;
         };
         let described = self.describe(&object_ref);
@@ -1037,7 +1040,7 @@ where
             match std::panic::AssertUnwindSafe(future).catch_unwind().await {
                 Ok((result, wrote)) => {
                     let done_message = Done { object_ref, object, result, by_requeue, wrote, described };
-                    let _ = done.unbounded_send(done_message);
+                    let _ = done.send(done_message);
                 }
                 Err(payload) => {
                     let crash = crate::process_exit::verdict_for_unwind(&*payload, &node, Some(described));
@@ -1074,7 +1077,7 @@ where
         let requeue = action.requeue_after().map(|after| (Instant::now() + after, object_ref.clone()));
         // The queue let go of its reference above: the output takes the reference as it is,
         // unless a requeue shares it.
-        let _ = self.out.unbounded_send(outcome.map(|action| (Arc::unwrap_or_clone(object_ref), action)));
+        let _ = self.out.send(outcome.map(|action| (Arc::unwrap_or_clone(object_ref), action)));
         if let Some((at, object_ref)) = requeue {
             self.enqueue(object_ref, at, Some(idle));
         }
