@@ -207,13 +207,19 @@ fn crd_from_value(
             });
         }
     }
-    let crd: CustomResourceDefinition =
-        serde_path_to_error::deserialize(value).map_err(|e| CrdLoadError::Malformed {
-            origin: origin.to_owned(),
-            document,
-            field: e.path().to_string(),
-            message: e.inner().to_string(),
-        })?;
+    // The decoder of written bodies names where the document does not fit, as
+    // `serde_path_to_error` does (the CRD type takes no route it leaves unfollowed).
+    let crd: CustomResourceDefinition = match crate::ignored::deserialize(&value) {
+        Ok((crd, _)) => crd,
+        Err(failure) => {
+            return Err(CrdLoadError::Malformed {
+                origin: origin.to_owned(),
+                document,
+                field: failure.path,
+                message: failure.error.to_string(),
+            });
+        }
+    };
     if let Some(first) = validate_crd(&crd).into_iter().next() {
         return Err(CrdLoadError::Invalid {
             origin: origin.to_owned(),

@@ -88,39 +88,46 @@ impl TypeError {
     }
 }
 
-/// Deserialize `value` as `T` and serialize it back.
-///
-/// Plain serde first: naming the path of a type error takes `serde_path_to_error`, which wraps
-/// every visitor and records every key on the way (it was most of a write's decoding cost), so
-/// it runs only on a body that failed, to name where. Both deserialize the same value with the
-/// same `Deserialize` impl, so they fail alike.
-fn round_trip<T: DeserializeOwned + Serialize>(value: &Value) -> Result<Value, TypeError> {
-    let object = T::deserialize(value).map_err(|e| type_error::<T>(value, &e))?;
-    serde_json::to_value(&object).map_err(|e| TypeError { path: String::new(), message: e.to_string() })
-}
-
-/// The path and words of the error `value` gives as `T`: `serde_path_to_error` reruns the
-/// deserialization that failed with `plain`, to name where.
-#[cold]
-fn type_error<T: DeserializeOwned>(value: &Value, plain: &serde_json::Error) -> TypeError {
-    match serde_path_to_error::deserialize::<_, T>(value) {
-        Err(e) => TypeError { path: e.path().to_string(), message: e.inner().to_string() },
-        // Not expected (the same impl on the same value); serde's words without a path then.
-        Ok(_) => TypeError { path: String::new(), message: plain.to_string() },
-    }
-}
-
 /// Decode `value` as `T` and name its unknown fields: the fields `T` ignored while
 /// deserializing it, where that is certain to be what the round trip loses
-/// ([`crate::ignored`]), else the round trip itself.
+/// ([`crate::ignored`]), else the round trip itself. A type error and its path are the ignored
+/// fields' deserializer's, which fails as plain serde fails and notes where.
 fn check<T: DeserializeOwned + Serialize>(value: &Value) -> Result<Decoded, TypeError> {
-    if let Some((_, unknown)) = crate::ignored::deserialize::<T>(value) {
-        return Ok(Decoded { unknown, nulls: Vec::new() });
-    }
-    let known = round_trip::<T>(value)?;
+    let untracked = match crate::ignored::deserialize::<T>(value) {
+        Ok((_, Some(unknown))) => return Ok(Decoded { unknown, nulls: Vec::new() }),
+        Ok((_, None)) => None,
+        Err(failure) if failure.followed => return Err(TypeError::from(failure)),
+        Err(failure) => Some(failure),
+    };
+    let known = round_trip::<T>(value, untracked)?;
     let (mut unknown, mut nulls) = (Vec::new(), Vec::new());
     unknown_fields(value, &known, &mut String::new(), &mut unknown, &mut nulls);
     Ok(Decoded { unknown, nulls })
+}
+
+/// Deserialize `value` as `T` and serialize it back. `untracked` is the failure of the ignored
+/// fields' deserializer where a route it does not follow was taken: plain serde's error decides
+/// then, named at the innermost value that deserializer followed.
+fn round_trip<T: DeserializeOwned + Serialize>(
+    value: &Value,
+    untracked: Option<crate::ignored::Failure>,
+) -> Result<Value, TypeError> {
+    let object = T::deserialize(value).map_err(|e| type_error(&e, untracked))?;
+    serde_json::to_value(&object).map_err(|e| TypeError { path: String::new(), message: e.to_string() })
+}
+
+/// The type error plain serde gave: where the ignored fields' deserializer failed.
+#[cold]
+fn type_error(plain: &serde_json::Error, untracked: Option<crate::ignored::Failure>) -> TypeError {
+    // Without a failure there (not expected: both make the same calls), the whole body.
+    let path = untracked.map_or_else(|| ".".to_owned(), |f| f.path);
+    TypeError { path, message: plain.to_string() }
+}
+
+impl From<crate::ignored::Failure> for TypeError {
+    fn from(failure: crate::ignored::Failure) -> Self {
+        TypeError { path: failure.path, message: failure.error.to_string() }
+    }
 }
 
 /// `object` in its Go type, for validation: `None` for a kind [`crate::validation`] does not
@@ -131,8 +138,7 @@ pub(crate) fn decode_typed(ty: &ResourceType, object: &DynamicObject) -> Option<
         return None;
     }
     fn typed<T: DeserializeOwned + Metadata<Ty = ObjectMeta>>(object: &DynamicObject) -> Option<Box<T>> {
-        // Read where it is, else converted; no path is needed, so plain serde (see
-        // [`round_trip`]).
+        // Read where it is, else converted; no path is needed, so plain serde.
         if let Ok((mut typed, _)) = crate::ignored::deserialize_object::<T>(object) {
             *typed.metadata_mut() = object.metadata.clone();
             return Some(Box::new(typed));

@@ -19,8 +19,17 @@
 //!   entries), so a type reads the same object from both; a route that would read nested values
 //!   behind its back (an enum, bytes from an array, a map key read as anything but a string)
 //!   gives up.
-//! - The deserialization succeeds: a body that does not fit its type goes the long way, whose
-//!   errors the callers word.
+//! - The deserialization succeeds.
+//!
+//! A body that does not fit its type fails here as it fails serde_json (the same calls give the
+//! same error), and the deserializer notes where: the path of the innermost value whose reading
+//! failed (`spec.template.spec.containers[0].ports[0].containerPort`, `.` for the whole body), as
+//! `serde_path_to_error` names it. That crate wraps a second deserialization, which compiled
+//! every type's `Deserialize` once more just to name where a refused body went wrong. The path is
+//! exactly that crate's wherever this deserializer follows the reading ([`Failure::followed`]);
+//! under a route it leaves to serde_json (see above) it is the innermost value it did follow, a
+//! prefix of that crate's path. No k8s-openapi type takes such a route: none has an enum, bytes
+//! read from an array or a map key that is not a string.
 //!
 //! Why not the `serde_ignored` crate: it wraps any deserializer generically and records each
 //! key as an owned `String` on the way (an allocation per field, what made `serde_path_to_error`
@@ -36,14 +45,28 @@ use serde_json::{Error, Map, Value};
 
 /// Deserialize `value` as `T`, and name the paths of the fields `T` ignored (`spec.foo`,
 /// `spec.containers[0].bar`), in the body's order: exactly the fields a round trip through `T`
-/// loses, or `None` where that is not certain (see the module doc).
-pub(crate) fn deserialize<T: DeserializeOwned>(value: &Value) -> Option<(T, Vec<String>)> {
+/// loses, or `None` where that is not certain (see the module doc). A `value` that does not fit
+/// `T` fails with serde_json's error and its path.
+pub(crate) fn deserialize<T: DeserializeOwned>(value: &Value) -> Result<(T, Option<Vec<String>>), Failure> {
     let state = State::default();
-    let object = T::deserialize(Tracked { value, path: &Path::Root, state: &state }).ok()?;
-    if state.inexact.get() {
-        return None;
+    match T::deserialize(Tracked { value, path: &Path::Root, state: &state }) {
+        Ok(object) => Ok((object, state.into_ignored())),
+        Err(error) => Err(state.into_failure(error)),
     }
-    Some((object, state.ignored.into_inner()))
+}
+
+/// A value that does not fit its type: serde_json's error, and where.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    /// serde_json's error, as deserializing the `&Value` itself gives it.
+    pub(crate) error: Error,
+    /// The path of the innermost value whose reading failed, as `serde_path_to_error` displays
+    /// it: `spec.containers[0].image`, `metadata.labels.app`, `.` for the whole value.
+    pub(crate) path: String,
+    /// Every value was read through this deserializer, so `path` is exactly
+    /// `serde_path_to_error`'s; else it is the innermost value this deserializer followed (see
+    /// the module doc).
+    pub(crate) followed: bool,
 }
 
 /// Deserialize `object` as `T` as from `serde_json::to_value(object)`, without building that
@@ -77,8 +100,7 @@ pub(crate) fn deserialize_object<T: DeserializeOwned>(
     entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
     let state = State::default();
     let object = T::deserialize(Root { entries: &entries, state: &state }).map_err(|_| ())?;
-    let ignored = (!state.inexact.get()).then(|| state.ignored.into_inner());
-    Ok((object, ignored))
+    Ok((object, state.into_ignored()))
 }
 
 /// What one deserialization found.
@@ -88,6 +110,38 @@ struct State {
     ignored: RefCell<Vec<String>>,
     /// A null was read, or a value was read by a route this deserializer does not follow.
     inexact: Cell<bool>,
+    /// A value was read by a route this deserializer does not follow: serde_json read some
+    /// nested values itself, whose failure it could not place.
+    untracked: Cell<bool>,
+    /// The path of the first value whose reading failed (the innermost: an error passes every
+    /// enclosing value on its way out), as [`Failure::path`].
+    failed_at: RefCell<Option<String>>,
+}
+
+impl State {
+    /// The ignored fields' paths, where they are certain.
+    fn into_ignored(self) -> Option<Vec<String>> {
+        (!self.inexact.get()).then(|| self.ignored.into_inner())
+    }
+
+    /// Reading the value at `path` failed with `error`; the first failure noted is the
+    /// innermost, as `serde_path_to_error`'s `Track` keeps its first.
+    #[cold]
+    fn failed(&self, path: &Path<'_>, error: Error) -> Error {
+        let mut failed_at = self.failed_at.borrow_mut();
+        if failed_at.is_none() {
+            *failed_at = Some(path.error_path());
+        }
+        error
+    }
+
+    /// The deserialization failed with `error`: where. Nothing noted is the root (the root
+    /// value's own visitor failed, or a scalar root).
+    #[cold]
+    fn into_failure(self, error: Error) -> Failure {
+        let path = self.failed_at.into_inner().unwrap_or_else(|| Path::Root.error_path());
+        Failure { error, path, followed: !self.untracked.get() }
+    }
 }
 
 /// Where a value is, as a chain of borrowed steps: nothing is allocated unless a value is
@@ -116,6 +170,36 @@ impl Path<'_> {
             }
         }
     }
+
+    /// This path as `serde_path_to_error`'s `Path` displays it: its segments joined by `.`, an
+    /// index as `[0]` without one before it, and `.` for no segment. (Unlike [`Path::render`],
+    /// the root is `.`, and an empty first key is a segment: `x` under it is `.x`.)
+    fn error_path(&self) -> String {
+        let mut out = String::new();
+        if !self.render_segments(&mut out) {
+            out.push('.');
+        }
+        out
+    }
+
+    /// Append the segments to `out`; whether there were any.
+    fn render_segments(&self, out: &mut String) -> bool {
+        match self {
+            Path::Root => false,
+            Path::Key(parent, key) => {
+                if parent.render_segments(out) {
+                    out.push('.');
+                }
+                out.push_str(key);
+                true
+            }
+            Path::Index(parent, i) => {
+                parent.render_segments(out);
+                let _ = write!(out, "[{i}]");
+                true
+            }
+        }
+    }
 }
 
 /// A borrowed value at a path: serde_json's deserializer of `&Value`, noting what is ignored.
@@ -131,6 +215,14 @@ impl Tracked<'_, '_> {
     fn note_leaf(&self) {
         if matches!(self.value, Value::Null | Value::Array(_) | Value::Object(_)) {
             self.state.inexact.set(true);
+        }
+    }
+
+    /// Bytes from an array: serde_json reads the items itself, untracked.
+    fn note_bytes(&self) {
+        self.note_leaf();
+        if self.value.is_array() {
+            self.state.untracked.set(true);
         }
     }
 }
@@ -154,8 +246,17 @@ impl<'de> Deserializer<'de> for Tracked<'_, 'de> {
         deserialize_bool deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64
         deserialize_i128 deserialize_u8 deserialize_u16 deserialize_u32 deserialize_u64
         deserialize_u128 deserialize_f32 deserialize_f64 deserialize_char deserialize_str
-        deserialize_string deserialize_bytes deserialize_byte_buf deserialize_unit
-        deserialize_identifier
+        deserialize_string deserialize_unit deserialize_identifier
+    }
+
+    fn deserialize_bytes<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        self.note_bytes();
+        self.value.deserialize_bytes(visitor)
+    }
+
+    fn deserialize_byte_buf<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+        self.note_bytes();
+        self.value.deserialize_byte_buf(visitor)
     }
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
@@ -253,6 +354,7 @@ impl<'de> Deserializer<'de> for Tracked<'_, 'de> {
     ) -> Result<V::Value, Error> {
         // serde_json reads the variant's content itself: untracked.
         self.state.inexact.set(true);
+        self.state.untracked.set(true);
         self.value.deserialize_enum(name, variants, visitor)
     }
 
@@ -413,7 +515,10 @@ impl<'de> SeqAccess<'de> for Items<'_, 'de> {
         match self.iter.next() {
             Some((i, value)) => {
                 let path = Path::Index(self.path, i);
-                seed.deserialize(Tracked { value, path: &path, state: self.state }).map(Some)
+                match seed.deserialize(Tracked { value, path: &path, state: self.state }) {
+                    Ok(item) => Ok(Some(item)),
+                    Err(e) => Err(self.state.failed(&path, e)),
+                }
             }
             None => Ok(None),
         }
@@ -442,7 +547,11 @@ impl<'de, I: Iterator<Item = (&'de str, &'de Value)>> MapAccess<'de> for Entries
         match self.iter.next() {
             Some((key, value)) => {
                 self.value = Some((key, value));
-                seed.deserialize(Key { key, state: self.state }).map(Some)
+                match seed.deserialize(Key { key, state: self.state }) {
+                    Ok(read) => Ok(Some(read)),
+                    // `serde_path_to_error` names a key that fails by the key.
+                    Err(e) => Err(self.state.failed(&Path::Key(self.path, key), e)),
+                }
             }
             None => Ok(None),
         }
@@ -452,7 +561,10 @@ impl<'de, I: Iterator<Item = (&'de str, &'de Value)>> MapAccess<'de> for Entries
         match self.value.take() {
             Some((key, value)) => {
                 let path = Path::Key(self.path, key);
-                seed.deserialize(Tracked { value, path: &path, state: self.state })
+                match seed.deserialize(Tracked { value, path: &path, state: self.state }) {
+                    Ok(read) => Ok(read),
+                    Err(e) => Err(self.state.failed(&path, e)),
+                }
             }
             None => Err(de::Error::custom("value is missing")),
         }
@@ -468,7 +580,7 @@ impl<'de, I: Iterator<Item = (&'de str, &'de Value)>> MapAccess<'de> for Entries
 
 /// A map key: serde_json's `MapKeyDeserializer` for a key read as a string (field names, the
 /// keys of string maps). A key read as a number, a bool or an enum, which serde_json parses,
-/// makes the result inexact.
+/// makes the result inexact, and a failure untracked (serde_json's error could differ).
 struct Key<'a, 'de> {
     key: &'de str,
     state: &'a State,
@@ -480,6 +592,7 @@ macro_rules! parsed_key {
         $(
             fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
                 self.state.inexact.set(true);
+                self.state.untracked.set(true);
                 visitor.visit_borrowed_str(self.key)
             }
         )*
@@ -512,6 +625,7 @@ impl<'de> Deserializer<'de> for Key<'_, 'de> {
         visitor: V,
     ) -> Result<V::Value, Error> {
         self.state.inexact.set(true);
+        self.state.untracked.set(true);
         visitor.visit_borrowed_str(self.key)
     }
 

@@ -29,6 +29,7 @@ mod server_apply;
 mod state_machine;
 mod status;
 mod strategic;
+mod type_errors;
 mod unknown_fields;
 mod validation;
 mod watch;
