@@ -157,19 +157,19 @@ impl<K> ObjectRef<K> {
     }
     /// `namespace/name`, or `name` for cluster-scoped objects.
     pub fn key(&self) -> String {
-        let mut key = String::new();
-        self.write_key(&mut key);
+        let mut key =
+            String::with_capacity(self.namespace.as_ref().map_or(0, |ns| ns.len() + 1) + self.name.len());
+        let _ = self.write_key(&mut key);
         key
     }
     /// Append [`ObjectRef::key`] to `out`, without the formatting machinery (traces name an
     /// object at every reconcile).
-    pub(crate) fn write_key(&self, out: &mut String) {
+    pub(crate) fn write_key(&self, out: &mut impl fmt::Write) -> fmt::Result {
         if let Some(ns) = &self.namespace {
-            out.reserve(ns.len() + 1 + self.name.len());
-            out.push_str(ns);
-            out.push('/');
+            out.write_str(ns)?;
+            out.write_char('/')?;
         }
-        out.push_str(&self.name);
+        out.write_str(&self.name)
     }
     /// The same reference, for another type.
     pub fn erase<L>(&self) -> ObjectRef<L> {
@@ -282,11 +282,7 @@ impl<K> fmt::Debug for ObjectRef<K> {
 }
 impl<K> fmt::Display for ObjectRef<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(ns) = &self.namespace {
-            f.write_str(ns)?;
-            f.write_str("/")?;
-        }
-        f.write_str(&self.name)
+        self.write_key(f)
     }
 }
 
@@ -305,6 +301,13 @@ pub enum StoreError {
 pub(crate) struct ObjectKey {
     namespace: String,
     name: String,
+}
+
+impl ObjectKey {
+    /// The owned key of a borrowed one ([`lookup_key`]).
+    fn new((namespace, name): (&str, &str)) -> Self {
+        ObjectKey { namespace: namespace.to_owned(), name: name.to_owned() }
+    }
 }
 
 /// A key's namespace and name, however held: [`ObjectKey`] borrows as `dyn KeyParts`, which
@@ -491,8 +494,7 @@ impl<K> Store<K> {
         match objects.get_mut(&key as &dyn KeyParts) {
             Some(cached) => *cached = object,
             None => {
-                let (namespace, name) = key;
-                objects.insert(ObjectKey { namespace: namespace.to_owned(), name: name.to_owned() }, object);
+                objects.insert(ObjectKey::new(key), object);
             }
         }
     }
@@ -531,8 +533,7 @@ impl<K> Default for Writer<K> {
 }
 
 fn key_of_object<K: Resource>(object: &K) -> ObjectKey {
-    let (namespace, name) = object_lookup_key(object);
-    ObjectKey { namespace: namespace.to_owned(), name: name.to_owned() }
+    ObjectKey::new(object_lookup_key(object))
 }
 
 impl<K: Resource> Writer<K> {

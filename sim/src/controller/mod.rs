@@ -894,7 +894,7 @@ where
         let mut described = String::with_capacity(self.kind.len() + 1 + object.name.len() + 16);
         described.push_str(&self.kind);
         described.push(' ');
-        object.write_key(&mut described);
+        let _ = object.write_key(&mut described);
         described
     }
 
