@@ -11,24 +11,12 @@
 # Needs valgrind (Debian: apt-get install valgrind).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-unset RUSTFLAGS
 if ! command -v valgrind > /dev/null || ! command -v callgrind_annotate > /dev/null; then
   echo "cache-profile: needs valgrind and callgrind_annotate (Debian: apt-get install valgrind)" >&2
   exit 2
 fi
-floor_dir=${FLOOR:-../shared/bench/madsim-floor}
 seeds=${SEEDS:-100}
-if [ ! -f "$floor_dir/Cargo.toml" ]; then
-  echo "cache-profile: no madsim floor at $floor_dir (set FLOOR=)" >&2
-  exit 2
-fi
-target=${CARGO_TARGET_DIR:-target}
-case "$target" in /*) ;; *) target="$(pwd)/$target" ;; esac
-floor_target="$target/madsim-floor"
-(cd "$floor_dir" && CARGO_TARGET_DIR="$floor_target" cargo build --release --quiet)
-floor_bin="$floor_target/release/madsim-floor"
-bench_bin=$(cargo bench -p sim --bench configmapgen --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\))/\1/p' | tail -n 1)
-case "$bench_bin" in /*) ;; *) bench_bin="$(pwd)/$bench_bin" ;; esac
+. sim/benches/build-floor-and-bench.sh cache-profile
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 

@@ -9,22 +9,9 @@
 #   FLOOR=/path/to/madsim-floor ROUNDS=5 SEEDS=2000 bash sim/benches/side-by-side.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-unset RUSTFLAGS
-floor_dir=${FLOOR:-../shared/bench/madsim-floor}
 rounds=${ROUNDS:-3}
 seeds=${SEEDS:-1000}
-if [ ! -f "$floor_dir/Cargo.toml" ]; then
-  echo "side-by-side: no madsim floor at $floor_dir (set FLOOR=)" >&2
-  exit 2
-fi
-target=${CARGO_TARGET_DIR:-target}
-case "$target" in /*) ;; *) target="$(pwd)/$target" ;; esac
-# The floor is its own workspace: its own target dir under ours, so its build never touches ours.
-floor_target="$target/madsim-floor"
-(cd "$floor_dir" && CARGO_TARGET_DIR="$floor_target" cargo build --release --quiet)
-floor_bin="$floor_target/release/madsim-floor"
-bench_bin=$(cargo bench -p sim --bench configmapgen --no-run 2>&1 | sed -n 's/.*Executable .*(\(.*\))/\1/p' | tail -n 1)
-case "$bench_bin" in /*) ;; *) bench_bin="$(pwd)/$bench_bin" ;; esac
+. sim/benches/build-floor-and-bench.sh side-by-side
 best_floor_us=999999999; best_sim_us=999999999
 for round in $(seq "$rounds"); do
   floor_out=$(cd "$floor_dir" && LEAK_SEEDS=1000 "$floor_bin")
