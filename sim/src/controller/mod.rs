@@ -872,14 +872,55 @@ enum Wake<M> {
     Shutdown,
 }
 
-/// Wait for the next message, or until `next_due`.
-async fn next_wake<M>(inbox: &mut (impl Stream<Item = M> + Unpin), next_due: Option<Instant>) -> Wake<M> {
+/// Wait for the next message, or until `next_due` (on `timer`, kept across rounds).
+async fn next_wake<M>(
+    inbox: &mut (impl Stream<Item = M> + Unpin),
+    next_due: Option<Instant>,
+    timer: &mut DueTimer,
+) -> Wake<M> {
     match next_due {
-        Some(at) => match select(inbox.next(), Box::pin(madsim::time::sleep_until(at))).await {
+        Some(at) => match select(inbox.next(), timer.until(at)).await {
             Either::Left((message, _)) => Wake::Message(message),
             Either::Right(_) => Wake::Due,
         },
         None => Wake::Message(inbox.next().await),
+    }
+}
+
+/// The driver's wait for its next due time, one timer per deadline.
+///
+/// madsim's `Sleep` adds a timer to the runtime's heap on every pending poll, and a dropped
+/// `Sleep` leaves its timer there until the deadline. The driver waits in rounds (every trigger
+/// or finished reconcile is one), mostly for the same deadline (a requeue minutes away): a fresh
+/// `Sleep` per round left one timer per round behind. This keeps one `Sleep` while the deadline
+/// holds and polls it once, which adds the one timer that wakes the driver's task at the deadline;
+/// later rounds only look at the clock.
+#[derive(Default)]
+struct DueTimer {
+    sleep: Option<std::pin::Pin<Box<madsim::time::Sleep>>>,
+    /// The `Sleep` was polled: its timer is in the heap, holding the driver task's waker.
+    armed: bool,
+}
+
+impl DueTimer {
+    /// A future that is ready once `at` is reached.
+    fn until(&mut self, at: Instant) -> impl Future<Output = ()> + Unpin + '_ {
+        if self.sleep.as_ref().is_none_or(|sleep| sleep.deadline() != at) {
+            self.sleep = Some(Box::pin(madsim::time::sleep_until(at)));
+            self.armed = false;
+        }
+        std::future::poll_fn(move |cx| {
+            let Some(sleep) = self.sleep.as_mut() else { return std::task::Poll::Ready(()) };
+            if sleep.is_elapsed() {
+                return std::task::Poll::Ready(());
+            }
+            if !self.armed {
+                // Pending (the deadline is ahead): the timer now holds this task's waker.
+                let _ = sleep.as_mut().poll(cx);
+                self.armed = true;
+            }
+            std::task::Poll::Pending
+        })
     }
 }
 
@@ -931,6 +972,7 @@ where
         let (done_tx, done_rx) = mpsc::channel::<Done<K, E>>();
         // Both halves stay open (the driver holds `done_tx`), so the inbox never ends.
         let mut inbox = futures::stream::select(triggers, done_rx.map(Msg::Done));
+        let mut timer = DueTimer::default();
         loop {
             // A PauseReconciles fault holds every start while the caches keep advancing.
             crate::faults::pause_reconciles::reconcile_gate(&self.world, &self.node).await;
@@ -947,11 +989,13 @@ where
             let next_due = self.queue.next_due().filter(|_| self.may_start());
             // Without a shutdown trigger the driver waits as it always did (one select fewer).
             let wake = match shutdown.as_mut() {
-                Some(trigger) => match select(Box::pin(next_wake(&mut inbox, next_due)), trigger).await {
-                    Either::Left((wake, _)) => wake,
-                    Either::Right(_) => Wake::Shutdown,
-                },
-                None => next_wake(&mut inbox, next_due).await,
+                Some(trigger) => {
+                    match select(Box::pin(next_wake(&mut inbox, next_due, &mut timer)), trigger).await {
+                        Either::Left((wake, _)) => wake,
+                        Either::Right(_) => Wake::Shutdown,
+                    }
+                }
+                None => next_wake(&mut inbox, next_due, &mut timer).await,
             };
             let message = match wake {
                 Wake::Message(message) => message,
