@@ -2,10 +2,11 @@
 //! engine's overhead over applying the same API operations straight to `model-apiserver`.
 //!
 //! Run: `cargo bench -p sim --bench configmapgen` (release). `BENCH_SEEDS=N` sets the seeds per
-//! sweep (default 2000) and `BENCH_DIRECT_ROUNDS=N` the rounds of the direct baseline (default
-//! 2000). Each measure is the best of 3 (the machines are shared and noisy). It prints a table,
-//! with the process's RSS before and after the sweeps (it should not grow with the number of
-//! seeds); it asserts nothing about time. `BENCH_RSS_SEEDS=100000` instead runs one long sweep and
+//! sweep (default 2000), `BENCH_DIRECT_ROUNDS=N` the rounds of the direct baseline (default 2000)
+//! and `BENCH_GENERATORS=N` the generators the workload creates (default 3; runs with 1 and 3 split
+//! a seed's cost into a fixed part and a part per event). Each measure is the best of 3 (the
+//! machines are shared and noisy). It prints a table, with the process's RSS before and after the
+//! sweeps (it should not grow with the number of seeds); it asserts nothing about time. `BENCH_RSS_SEEDS=100000` instead runs one long sweep and
 //! prints the RSS as it goes.
 //!
 //! The baseline: one run of seed 0 is traced, and its API requests (verb and target, in order)
@@ -34,8 +35,9 @@ use kube_core::{ApiResource, DynamicObject, Resource};
 use model_apiserver::{ApiServer, Context, Request, Response, SeqIds};
 use sim::{RunReport, RunStats, SweepConfig, Trace, TraceEvent, Verdict, sweep};
 
-/// Generators the workload creates (as in the test).
-const GENERATORS: usize = 3;
+/// Generators the workload creates (as in the test, unless `BENCH_GENERATORS` says otherwise).
+static GENERATORS: std::sync::LazyLock<usize> =
+    std::sync::LazyLock::new(|| env_count("BENCH_GENERATORS", 3) as usize);
 const SEEDS_DEFAULT: u64 = 2_000;
 const DIRECT_ROUNDS_DEFAULT: u64 = 2_000;
 /// Each measure is the best of this many runs.
@@ -75,7 +77,7 @@ fn resource_of(plural: &str) -> ApiResource {
 
 /// The operations of one traced run of seed 0.
 fn record() -> (Vec<Op>, u64) {
-    let report = configmapgen::world(GENERATORS).keep_trace(true).run(0);
+    let report = configmapgen::world(*GENERATORS).keep_trace(true).run(0);
     assert_eq!(report.verdict, Verdict::Pass, "seed 0 must pass to be a baseline");
     let mut ops = Vec::new();
     let mut created = 0usize;
@@ -220,7 +222,7 @@ fn crd_object() -> (DynamicObject, ApiResource) {
 
 /// Runs a sweep of `seeds` seeds on `jobs` workers (0: every core), without the self-check.
 fn seeds_per_second(seeds: u64, jobs: usize) -> (f64, f64) {
-    let world = configmapgen::world(GENERATORS);
+    let world = configmapgen::world(*GENERATORS);
     let config = SweepConfig::new(configmapgen::SCENARIO).seeds(seeds).jobs(jobs).self_check_every(0);
     let report = sweep(&config, |seed, options| world.run_with(seed, options));
     report.assert_all_passed();
@@ -265,7 +267,7 @@ fn empty_report(seed: u64) -> RunReport {
 /// The long-sweep mode (`BENCH_RSS_SEEDS=N`): N seeds in ten chunks on every core, printing the
 /// RSS after each chunk. It should stay flat: nothing of a passing seed outlives its thread.
 fn rss_over_a_long_sweep(total: u64) {
-    let world = configmapgen::world(GENERATORS);
+    let world = configmapgen::world(*GENERATORS);
     let chunk = (total / 10).max(1);
     println!("| seeds run | RSS      | seeds/s |");
     println!("|-----------|----------|---------|");
@@ -289,7 +291,7 @@ fn main() {
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     let profile =
         if cfg!(debug_assertions) { "debug (numbers mean little: use cargo bench)" } else { "release" };
-    println!("ConfigMap-generator scenario ({GENERATORS} generators), {profile} build, {cores} cores");
+    println!("ConfigMap-generator scenario ({} generators), {profile} build, {cores} cores", *GENERATORS);
 
     // Warm up (page in code, grow the allocator's pools) so that RSS compares like with like.
     seeds_per_second(seeds.min(200), 0);
