@@ -893,13 +893,13 @@ async fn next_wake<M>(
 /// `Sleep` leaves its timer there until the deadline. The driver waits in rounds (every trigger
 /// or finished reconcile is one), mostly for the same deadline (a requeue minutes away): a fresh
 /// `Sleep` per round left one timer per round behind. This keeps one `Sleep` while the deadline
-/// holds and polls it once, which adds the one timer that wakes the driver's task at the deadline;
-/// later rounds only look at the clock.
+/// holds and polls it again only when the waker changes, so one timer wakes the driver at the
+/// deadline; the other rounds only look at the clock.
 #[derive(Default)]
 struct DueTimer {
     sleep: Option<std::pin::Pin<Box<madsim::time::Sleep>>>,
-    /// The `Sleep` was polled: its timer is in the heap, holding the driver task's waker.
-    armed: bool,
+    /// The waker the `Sleep`'s timer holds, once polled.
+    armed: Option<std::task::Waker>,
 }
 
 impl DueTimer {
@@ -907,17 +907,17 @@ impl DueTimer {
     fn until(&mut self, at: Instant) -> impl Future<Output = ()> + Unpin + '_ {
         if self.sleep.as_ref().is_none_or(|sleep| sleep.deadline() != at) {
             self.sleep = Some(Box::pin(madsim::time::sleep_until(at)));
-            self.armed = false;
+            self.armed = None;
         }
         std::future::poll_fn(move |cx| {
             let Some(sleep) = self.sleep.as_mut() else { return std::task::Poll::Ready(()) };
             if sleep.is_elapsed() {
                 return std::task::Poll::Ready(());
             }
-            if !self.armed {
-                // Pending (the deadline is ahead): the timer now holds this task's waker.
+            if !self.armed.as_ref().is_some_and(|waker| waker.will_wake(cx.waker())) {
+                // Pending (the deadline is ahead): a timer now holds this waker.
                 let _ = sleep.as_mut().poll(cx);
-                self.armed = true;
+                self.armed = Some(cx.waker().clone());
             }
             std::task::Poll::Pending
         })

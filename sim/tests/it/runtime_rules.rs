@@ -178,6 +178,100 @@ fn a_requeue_is_due_at_finish_time_plus_requeue_after() {
     }
 }
 
+/// `(start, end)` times of the reconciles of `name`, in order.
+fn reconciles_of(report: &sim::RunReport, name: &str) -> (Vec<Duration>, Vec<Duration>) {
+    let of = |list: Vec<(Duration, String)>| {
+        list.into_iter()
+            .filter(|(_, object)| object.ends_with(&format!("/{name}")))
+            .map(|(at, _)| at)
+            .collect()
+    };
+    (of(reconcile_starts(report)), of(reconcile_ends(report)))
+}
+
+/// The first reconcile of each ConfigMap named in `requeues` asks to run again after its
+/// duration; every other reconcile waits for a change.
+fn first_reconcile_requeues(
+    requeues: &'static [(&'static str, Duration)],
+) -> impl FnMut(Arc<ConfigMap>, Arc<Ctx>) -> std::future::Ready<Result<Action, Never>> {
+    move |cm, ctx| {
+        let name = cm.metadata.name.as_deref().unwrap_or_default();
+        let action = match requeues.iter().position(|(n, _)| *n == name) {
+            Some(i) if ctx.reconciles.fetch_or(1 << i, Ordering::Relaxed) & (1 << i) == 0 => {
+                Action::requeue(requeues[i].1)
+            }
+            _ => Action::await_change(),
+        };
+        std::future::ready(Ok(action))
+    }
+}
+
+#[test]
+fn a_requeue_keeps_its_time_while_other_triggers_keep_the_controller_busy() {
+    // `a` asks for a run 2 s later; meanwhile `b` changes every 150 ms, and each change is a round
+    // of the controller's loop waiting for the same deadline.
+    const REQUEUES: &[(&str, Duration)] = &[("a", Duration::from_secs(2))];
+    let world = Sim::builder()
+        .controller("busy", |clients: Clients| {
+            run_cm_controller(clients, Config::default(), first_reconcile_requeues(REQUEUES))
+        })
+        .workload(|w| async move {
+            w.apply(&cms(&w), &config_map("a", "1")).await?;
+            for i in 0..20 {
+                w.apply(&cms(&w), &config_map("b", &i.to_string())).await?;
+                madsim::time::sleep(Duration::from_millis(150)).await;
+            }
+            Ok(())
+        })
+        .keep_trace(true);
+    for seed in 0..5 {
+        let report = world.run(seed);
+        assert_eq!(report.verdict, Verdict::Pass, "seed {seed}");
+        let (starts, ends) = reconciles_of(&report, "a");
+        assert_eq!(starts.len(), 2, "seed {seed}: {starts:?}");
+        let gap = starts[1] - ends[0];
+        assert!(
+            gap >= Duration::from_secs(2) && gap < Duration::from_millis(2001),
+            "seed {seed}: gap {gap:?}"
+        );
+        let (b_starts, _) = reconciles_of(&report, "b");
+        let busy = b_starts.iter().filter(|at| **at > ends[0] && **at < starts[1]).count();
+        assert!(busy >= 5, "seed {seed}: b ran {busy} times while a's requeue was pending");
+    }
+}
+
+#[test]
+fn an_earlier_requeue_runs_first_and_the_later_one_still_runs_on_time() {
+    // `a` asks for 10 s, then `b`, created a second later, for 1 s: the controller's next due time
+    // moves earlier, then back to `a`'s.
+    const REQUEUES: &[(&str, Duration)] = &[("a", Duration::from_secs(10)), ("b", Duration::from_secs(1))];
+    let world = Sim::builder()
+        .controller("two", |clients: Clients| {
+            run_cm_controller(clients, Config::default(), first_reconcile_requeues(REQUEUES))
+        })
+        .workload(|w| async move {
+            w.apply(&cms(&w), &config_map("a", "1")).await?;
+            madsim::time::sleep(Duration::from_secs(1)).await;
+            w.apply(&cms(&w), &config_map("b", "1")).await?;
+            Ok(())
+        })
+        .keep_trace(true);
+    for seed in 0..5 {
+        let report = world.run(seed);
+        assert_eq!(report.verdict, Verdict::Pass, "seed {seed}");
+        let (a_starts, a_ends) = reconciles_of(&report, "a");
+        let (b_starts, b_ends) = reconciles_of(&report, "b");
+        assert_eq!((a_starts.len(), b_starts.len()), (2, 2), "seed {seed}: {a_starts:?} {b_starts:?}");
+        let due = |starts: &[Duration], ends: &[Duration], after: Duration| {
+            let gap = starts[1] - ends[0];
+            gap >= after && gap < after + Duration::from_millis(1)
+        };
+        assert!(due(&b_starts, &b_ends, Duration::from_secs(1)), "seed {seed}: b {b_starts:?} {b_ends:?}");
+        assert!(due(&a_starts, &a_ends, Duration::from_secs(10)), "seed {seed}: a {a_starts:?} {a_ends:?}");
+        assert!(b_starts[1] < a_starts[1], "seed {seed}");
+    }
+}
+
 #[test]
 fn a_periodic_requeue_that_changes_nothing_runs_once_then_lets_the_world_quiesce() {
     // Every reconcile reads and asks to run again in five minutes, as controller-rs does. The
