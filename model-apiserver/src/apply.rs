@@ -190,7 +190,8 @@ fn mark_owned_parents(node: &mut Map<String, Value>, members: &BTreeSet<FieldPat
 
 fn encode_element(e: &PathElement) -> String {
     match e {
-        PathElement::Field(f) => format!("f:{f}"),
+        // Every field of every write's managedFields: `concat`, not `format!` (same text).
+        PathElement::Field(f) => ["f:", f.as_str()].concat(),
         PathElement::Key(fields) => {
             let fields: Vec<String> = fields
                 .iter()

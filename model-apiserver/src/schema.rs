@@ -109,8 +109,10 @@ fn json_eq(a: &Value, b: &Value) -> bool {
     }
 }
 
+/// `path.key`: built for every field a schema validates, so by `concat` (one allocation, no
+/// formatting machinery) rather than `format!`.
 fn child(path: &str, key: &str) -> String {
-    if path.is_empty() { key.to_owned() } else { format!("{path}.{key}") }
+    if path.is_empty() { key.to_owned() } else { [path, ".", key].concat() }
 }
 
 fn items_schema(schema: &JSONSchemaProps) -> Option<&JSONSchemaProps> {

@@ -613,7 +613,8 @@ fn summarize(event: &WatchEvent<Arc<DynamicObject>>) -> Option<(&'static str, St
         WatchEvent::Bookmark(_) => return None,
         WatchEvent::Error(status) => return Some(("ERROR", String::new(), status.code.to_string())),
     };
-    let name = format!("{}/{}", object.metadata.namespace.as_deref().unwrap_or(""), name_of(object));
+    // Every delivery is summarized: `concat` rather than `format!`, the same text for less work.
+    let name = [object.metadata.namespace.as_deref().unwrap_or(""), "/", name_of(object)].concat();
     Some((kind, name, object.metadata.resource_version.clone().unwrap_or_default()))
 }
 

@@ -64,7 +64,7 @@ fn describe_status(status: &Status) -> String {
 
 fn object_name(namespace: Option<&str>, name: &str) -> String {
     match namespace {
-        Some(ns) => format!("{ns}/{name}"),
+        Some(ns) => [ns, "/", name].concat(),
         None => name.to_owned(),
     }
 }
@@ -89,7 +89,7 @@ impl Workload {
         let step = self.steps.get() + 1;
         self.steps.set(step);
         let node = self.clients.node.clone();
-        let text = format!("step {step}: {action}");
+        let text = ["step ", &step.to_string(), ": ", action].concat();
         self.clients.world.with(|w| w.trace(&node, TraceEvent::Note { text }));
         step
     }
