@@ -68,8 +68,9 @@ pub enum Verb {
     },
     /// POST an object.
     Create {
-        /// The new object (`name` or `generateName` set).
-        object: DynamicObject,
+        /// The new object (`name` or `generateName` set). Boxed, as in `Update`: inline it made
+        /// every request 560 bytes, moved whole at each step of a call.
+        object: Box<DynamicObject>,
         /// `dryRun` and `fieldManager`.
         params: PostParams,
     },
@@ -78,7 +79,7 @@ pub enum Verb {
         /// The object's name (the URL's; the body may repeat it but not contradict it).
         name: String,
         /// The replacement (a Scale for `/scale`).
-        object: DynamicObject,
+        object: Box<DynamicObject>,
         /// `dryRun` and `fieldManager`.
         params: PostParams,
         /// `/status` or `/scale`.
@@ -194,7 +195,7 @@ impl Request {
         object: DynamicObject,
         params: PostParams,
     ) -> Self {
-        Self::new(resource, namespace, Verb::Create { object, params })
+        Self::new(resource, namespace, Verb::Create { object: Box::new(object), params })
     }
     /// UPDATE (replace) `name` with `object`.
     pub fn update(
@@ -207,7 +208,7 @@ impl Request {
         Self::new(
             resource,
             namespace,
-            Verb::Update { name: name.to_owned(), object, params, subresource: None },
+            Verb::Update { name: name.to_owned(), object: Box::new(object), params, subresource: None },
         )
     }
     /// PATCH `name`.

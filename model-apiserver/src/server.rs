@@ -238,9 +238,9 @@ impl ApiServer {
         match request.verb {
             Verb::Get { name, params, subresource } => self.get(&target, &name, &params, subresource),
             Verb::List { params } => self.list(&target, &params).map(Response::List),
-            Verb::Create { object, params } => self.create(&target, object, &params, ctx),
+            Verb::Create { object, params } => self.create(&target, *object, &params, ctx),
             Verb::Update { name, object, params, subresource } => {
-                self.update(&target, &name, object, &params, subresource, ctx)
+                self.update(&target, &name, *object, &params, subresource, ctx)
             }
             Verb::Patch { name, patch, params, subresource } => {
                 self.patch(&target, &name, &patch, &params, subresource, ctx)
