@@ -6,8 +6,8 @@
 //! and `BENCH_GENERATORS=N` the generators the workload creates (default 3; runs with 1 and 3 split
 //! a seed's cost into a fixed part and a part per event). Each measure is the best of 3 (the
 //! machines are shared and noisy). It prints a table, with the process's RSS before and after the
-//! sweeps (it should not grow with the number of seeds); it asserts nothing about time. `BENCH_RSS_SEEDS=100000` instead runs one long sweep and
-//! prints the RSS as it goes.
+//! sweeps (it should not grow with the number of seeds); it asserts nothing about time.
+//! `BENCH_RSS_SEEDS=100000` instead runs one long sweep and prints the RSS as it goes.
 //!
 //! The baseline: one run of seed 0 is traced, and its API requests (verb and target, in order)
 //! and watch deliveries are rebuilt as model requests: the same gets, lists, creates, patches and

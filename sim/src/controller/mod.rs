@@ -897,7 +897,8 @@ async fn next_wake<M>(
 /// deadline; the other rounds only look at the clock.
 #[derive(Default)]
 struct DueTimer {
-    sleep: Option<std::pin::Pin<Box<madsim::time::Sleep>>>,
+    /// madsim's `Sleep` is `Unpin`: kept by value.
+    sleep: Option<madsim::time::Sleep>,
     /// The waker the `Sleep`'s timer holds, once polled.
     armed: Option<std::task::Waker>,
 }
@@ -905,19 +906,22 @@ struct DueTimer {
 impl DueTimer {
     /// A future that is ready once `at` is reached.
     fn until(&mut self, at: Instant) -> impl Future<Output = ()> + Unpin + '_ {
-        if self.sleep.as_ref().is_none_or(|sleep| sleep.deadline() != at) {
-            self.sleep = Some(Box::pin(madsim::time::sleep_until(at)));
-            self.armed = None;
-        }
+        let sleep = match self.sleep.take() {
+            Some(sleep) if sleep.deadline() == at => self.sleep.insert(sleep),
+            _ => {
+                self.armed = None;
+                self.sleep.insert(madsim::time::sleep_until(at))
+            }
+        };
+        let armed = &mut self.armed;
         std::future::poll_fn(move |cx| {
-            let Some(sleep) = self.sleep.as_mut() else { return std::task::Poll::Ready(()) };
             if sleep.is_elapsed() {
                 return std::task::Poll::Ready(());
             }
-            if !self.armed.as_ref().is_some_and(|waker| waker.will_wake(cx.waker())) {
+            if !armed.as_ref().is_some_and(|waker| waker.will_wake(cx.waker())) {
                 // Pending (the deadline is ahead): a timer now holds this waker.
-                let _ = sleep.as_mut().poll(cx);
-                self.armed = Some(cx.waker().clone());
+                let _ = std::pin::Pin::new(&mut *sleep).poll(cx);
+                *armed = Some(cx.waker().clone());
             }
             std::task::Poll::Pending
         })
