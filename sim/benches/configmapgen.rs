@@ -6,7 +6,9 @@
 //! and `BENCH_GENERATORS=N` the generators the workload creates (default 3; runs with 1 and 3 split
 //! a seed's cost into a fixed part and a part per event). Each measure is the best of 3 (the
 //! machines are shared and noisy). It prints a table, with the process's RSS before and after the
-//! sweeps (it should not grow with the number of seeds); it asserts nothing about time.
+//! sweeps (it should not grow with the number of seeds); it asserts nothing about time. A reference
+//! row runs the same seeds one after another on one thread, which sweeps never do (see
+//! `same_thread_us_per_seed`): its difference from the sweep is what a seed's fresh thread costs.
 //! `BENCH_RSS_SEEDS=100000` instead runs one long sweep and prints the RSS as it goes.
 //!
 //! The baseline: one run of seed 0 is traced, and its API requests (verb and target, in order)
@@ -229,6 +231,24 @@ fn seeds_per_second(seeds: u64, jobs: usize) -> (f64, f64) {
     (report.seeds_per_second(), report.wall_seconds)
 }
 
+/// Wall microseconds per seed of the same seeds run one after another on one thread: a reference
+/// only. Sweeps never do this: std's `HashMap` keys are drawn once per thread (madsim seeds them
+/// from the run's seed on a fresh thread), so on a reused thread a controller that iterates a
+/// `HashMap` would see an order set by the seeds that ran before, and a seed would not replay
+/// alone. The difference from the sweep's figure is what the fresh thread costs a seed.
+fn same_thread_us_per_seed(seeds: u64) -> f64 {
+    let world = configmapgen::world(*GENERATORS);
+    sim::runner::on_fresh_thread("same-thread", || {
+        let started = Instant::now();
+        for seed in 0..seeds {
+            let report = world.run(seed);
+            assert!(report.verdict.is_pass(), "seed {seed}: {:?}", report.verdict);
+        }
+        started.elapsed().as_secs_f64() / seeds as f64 * 1e6
+    })
+    .expect("the same-thread reference run panicked")
+}
+
 /// The resident set size in KiB (Linux; `None` elsewhere).
 fn rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -299,7 +319,7 @@ fn main() {
     // The machine is shared and noisy: each measure is the best of REPEATS, interleaved.
     let (mut one_core, mut one_core_wall) = (0.0, f64::MAX);
     let (mut all_cores, mut all_cores_wall) = (0.0, f64::MAX);
-    let (mut thread_us, mut runtime_us) = (f64::MAX, f64::MAX);
+    let (mut thread_us, mut runtime_us, mut same_thread_us) = (f64::MAX, f64::MAX, f64::MAX);
     for _ in 0..REPEATS {
         let (rate, wall) = seeds_per_second(seeds, 1);
         if wall < one_core_wall {
@@ -315,6 +335,7 @@ fn main() {
             runtime.block_on(async {});
             empty_report(seed)
         }));
+        same_thread_us = same_thread_us.min(same_thread_us_per_seed(seeds));
     }
     let rss_after = rss_text();
 
@@ -342,6 +363,7 @@ fn main() {
         "| API calls per seed (seed 0) + deliveries  | {:>12} |",
         format!("{api_calls} + {}", ops.len() as u64 - api_calls)
     );
+    println!("| same seeds on one thread (reference, us)  | {same_thread_us:>12.1} |");
     println!("| of which: fresh thread + logging (us)     | {thread_us:>12.1} |");
     println!("| of which: + empty madsim runtime (us)     | {runtime_us:>12.1} |");
     println!("| direct model ops per round (us)           | {direct_per_round_us:>12.1} |");
