@@ -74,12 +74,24 @@ impl Action {
     }
 }
 
+impl Action {
+    /// The text [`fmt::Display`] writes (`requeue 300000ms`, `await change`), built directly: every
+    /// reconcile's end is traced with it, and the formatting machinery over a `u128` of
+    /// milliseconds cost about a percent of a small seed.
+    fn text(self) -> String {
+        match self.requeue_after {
+            // Beyond u64::MAX milliseconds (585 million years) the text saturates.
+            Some(d) => {
+                ["requeue ", &u64::try_from(d.as_millis()).unwrap_or(u64::MAX).to_string(), "ms"].concat()
+            }
+            None => "await change".to_owned(),
+        }
+    }
+}
+
 impl fmt::Display for Action {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.requeue_after {
-            Some(d) => write!(f, "requeue {}ms", d.as_millis()),
-            None => f.write_str("await change"),
-        }
+        f.write_str(&self.text())
     }
 }
 
@@ -756,6 +768,7 @@ where
         config,
         out: out_tx,
         shutting_down: false,
+        clock: madsim::time::TimeHandle::try_current(),
     };
     // The driver yields nothing itself: what it decides goes out through `out_tx`, which it
     // owns, so the outcomes end once the driver has ended and they are all taken.
@@ -860,6 +873,10 @@ struct Driver<K: Resource, E: std::error::Error + 'static, Q: std::error::Error 
     out: mpsc::Sender<Outcome<K, E, Q>>,
     /// A graceful shutdown started: no reconcile starts; the driver ends when none runs.
     shutting_down: bool,
+    /// madsim's clock, if the driver was made inside a run: read directly, it answers what
+    /// `Instant::now()` answers there, without that path's thread-local lookup (about forty
+    /// reads a seed). `None` outside madsim, where `Instant::now()` is the real clock.
+    clock: Option<madsim::time::TimeHandle>,
 }
 
 /// What wakes the driver.
@@ -943,6 +960,14 @@ where
         described
     }
 
+    /// The clock's reading now (see `clock`).
+    fn now(&self) -> Instant {
+        match &self.clock {
+            Some(clock) => clock.now_instant(),
+            None => Instant::now(),
+        }
+    }
+
     fn may_start(&self) -> bool {
         !self.shutting_down
             && (self.config.concurrency == 0 || self.queue.running() < usize::from(self.config.concurrency))
@@ -980,7 +1005,7 @@ where
         loop {
             // A PauseReconciles fault holds every start while the caches keep advancing.
             crate::faults::pause_reconciles::reconcile_gate(&self.world, &self.node).await;
-            let now = Instant::now();
+            let now = self.now();
             while self.may_start() {
                 let Some((object, origin)) = self.queue.pop_due_shared(now) else { break };
                 let by_requeue = matches!(origin, work_queue::Origin::Requeue { .. });
@@ -1027,7 +1052,10 @@ where
         match message {
             // Once shutting down, new triggers are not taken.
             Msg::Trigger(_) if self.shutting_down => {}
-            Msg::Trigger(object) => self.enqueue(object, Instant::now(), None),
+            Msg::Trigger(object) => {
+                let now = self.now();
+                self.enqueue(object, now, None);
+            }
             Msg::QueueError(error) => {
                 let _ = self.out.send(Err(Error::QueueError(error)));
             }
@@ -1104,7 +1132,7 @@ where
         // A requeue that found nothing to do and asks to be run again is a periodic no-op.
         let idle = by_requeue && result.is_ok() && !wrote;
         let (action, outcome, summary) = match result {
-            Ok(action) => (action, Ok(action), action.to_string()),
+            Ok(action) => (action, Ok(action), action.text()),
             Err(error) => {
                 let action = (handlers.error_policy)(object, &error);
                 let summary = format!("error: {error}; {action}");
@@ -1122,7 +1150,7 @@ where
             w.trace(&self.node, event);
         });
         // Due at finish time plus requeue_after, as kube-runtime's runner schedules it.
-        let requeue = action.requeue_after().map(|after| (Instant::now() + after, object_ref.clone()));
+        let requeue = action.requeue_after().map(|after| (self.now() + after, object_ref.clone()));
         // The queue let go of its reference above: the output takes the reference as it is,
         // unless a requeue shares it.
         let _ = self.out.send(outcome.map(|action| (Arc::unwrap_or_clone(object_ref), action)));
