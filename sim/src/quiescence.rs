@@ -209,33 +209,64 @@ impl Quiescence {
         faults_busy: Option<String>,
         now: Duration,
         quiet: Duration,
-    ) -> Option<String> {
+    ) -> Option<Busy> {
         if let Some(busy) = faults_busy.or_else(|| self.crash_looping()) {
-            return Some(busy);
+            return Some(Busy::Described(busy));
         }
         if now.saturating_sub(self.last_write) < quiet {
-            return Some(format!("last write at {}ms", self.last_write.as_millis()));
+            return Some(Busy::LastWrite(self.last_write));
         }
         for progress in self.progress.values() {
             match progress {
                 Progress::Informer { cluster, name, scope, seen } => {
                     let revision = clusters.scope_revision(cluster, scope.as_ref());
                     if seen.is_none_or(|seen| seen < revision) {
-                        return Some(format!("informer {name} behind revision {revision}"));
+                        return Some(Busy::InformerBehind { name: name.clone(), revision });
                     }
                 }
                 Progress::Controller { name, running, next_due, .. } => {
                     if *running > 0 {
-                        return Some(format!("controller {name} reconciling{}", self.failing(name)));
+                        return Some(Busy::Reconciling { name: name.clone(), failing: self.failing(name) });
                     }
                     // A request due within the coming quiet period may still write: wait for it.
                     if next_due.is_some_and(|due| due <= now + quiet) {
-                        return Some(format!("controller {name} has a request due{}", self.failing(name)));
+                        return Some(Busy::RequestDue { name: name.clone(), failing: self.failing(name) });
                     }
                 }
             }
         }
         None
+    }
+}
+
+/// What keeps a world busy ([`Quiescence::busy`]), as its `Display` says it. The liveness phase
+/// asks several times per seed and shows the text only when the world never quiets, so the text
+/// is written only then.
+#[derive(Debug)]
+pub(crate) enum Busy {
+    /// Already a text: the faults' side, or a controller in CrashLoopBackOff.
+    Described(String),
+    /// A write less than a quiet period ago, at this virtual time.
+    LastWrite(Duration),
+    /// An informer that has not seen `revision` (the last write into its scope).
+    InformerBehind { name: Arc<str>, revision: Revision },
+    /// A controller with a reconcile in flight; `failing` is [`Quiescence::failing`]'s note.
+    Reconciling { name: Arc<str>, failing: String },
+    /// A controller with a request due within the coming quiet period.
+    RequestDue { name: Arc<str>, failing: String },
+}
+
+impl std::fmt::Display for Busy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Busy::Described(text) => f.write_str(text),
+            Busy::LastWrite(at) => write!(f, "last write at {}ms", at.as_millis()),
+            Busy::InformerBehind { name, revision } => {
+                write!(f, "informer {name} behind revision {revision}")
+            }
+            Busy::Reconciling { name, failing } => write!(f, "controller {name} reconciling{failing}"),
+            Busy::RequestDue { name, failing } => write!(f, "controller {name} has a request due{failing}"),
+        }
     }
 }
 

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::trace::{Trace, TraceEvent};
+use crate::trace::{EventRef, Trace, TraceEvent};
 use crate::verdict::RunStats;
 
 /// The run's clock, trace and counters.
@@ -104,6 +104,12 @@ impl Recorder {
     pub(crate) fn trace(&mut self, node: &Arc<str>, event: TraceEvent) {
         let at = u64::try_from(self.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.trace.push(at, node, event);
+    }
+
+    /// [`Recorder::trace`] of a borrowed event (see [`EventRef`]).
+    pub(crate) fn trace_ref(&mut self, node: &Arc<str>, event: EventRef<'_>) {
+        let at = u64::try_from(self.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.trace.push_ref(at, node, event);
     }
 
     /// The trace, to append at a time the caller read (see [`Recorder::elapsed`]).

@@ -149,32 +149,122 @@ impl Encoder<'_> {
     }
 }
 
-impl TraceEvent {
+/// A [`TraceEvent`] whose texts are borrowed: the engine's hot paths (every API call and answer,
+/// delivery and reconcile) push this form, so that a sweep, which keeps no entries, hashes their
+/// texts without first copying them into owned strings. The canonical encoding is defined here,
+/// once, for both forms.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum EventRef<'a> {
+    NodeStart { restart: bool },
+    NodeKill { reason: &'a str },
+    ApiRequest { call: u64, verb: &'static str, target: &'a str },
+    ApiResponse { call: u64, result: Result<&'a str, (u16, &'a str)> },
+    WatchDelivery { watch: &'a str, kind: &'static str, object: &'a str, resource_version: &'a str },
+    Relist { watch: &'a str, resource_version: &'a str, items: usize },
+    ReconcileStart { controller: &'a str, object: &'a str },
+    ReconcileEnd { controller: &'a str, object: &'a str, result: &'a str },
+    Fault { description: &'a str },
+    FaultEffect { description: &'a str },
+    Note { text: &'a str },
+}
+
+impl EventRef<'_> {
     /// The event's canonical encoding: a tag per variant (and per `Ok`/`Err`), then every field in
     /// declaration order.
-    fn encode(&self, out: &mut Encoder<'_>) {
+    fn encode(self, out: &mut Encoder<'_>) {
         match self {
-            TraceEvent::NodeStart { restart } => out.tag(0).tag(u8::from(*restart)),
-            TraceEvent::NodeKill { reason } => out.tag(1).str(reason),
-            TraceEvent::ApiRequest { call, verb, target } => out.tag(2).u64(*call).str(verb).str(target),
-            TraceEvent::ApiResponse { call, result: Ok(rv) } => out.tag(3).u64(*call).tag(0).str(rv),
-            TraceEvent::ApiResponse { call, result: Err((code, reason)) } => {
-                out.tag(3).u64(*call).tag(1).u64(u64::from(*code)).str(reason)
+            EventRef::NodeStart { restart } => out.tag(0).tag(u8::from(restart)),
+            EventRef::NodeKill { reason } => out.tag(1).str(reason),
+            EventRef::ApiRequest { call, verb, target } => out.tag(2).u64(call).str(verb).str(target),
+            EventRef::ApiResponse { call, result: Ok(rv) } => out.tag(3).u64(call).tag(0).str(rv),
+            EventRef::ApiResponse { call, result: Err((code, reason)) } => {
+                out.tag(3).u64(call).tag(1).u64(u64::from(code)).str(reason)
             }
-            TraceEvent::WatchDelivery { watch, kind, object, resource_version } => {
+            EventRef::WatchDelivery { watch, kind, object, resource_version } => {
                 out.tag(4).str(watch).str(kind).str(object).str(resource_version)
             }
-            TraceEvent::Relist { watch, resource_version, items } => {
-                out.tag(5).str(watch).str(resource_version).u64(*items as u64)
+            EventRef::Relist { watch, resource_version, items } => {
+                out.tag(5).str(watch).str(resource_version).u64(items as u64)
             }
-            TraceEvent::ReconcileStart { controller, object } => out.tag(6).str(controller).str(object),
-            TraceEvent::ReconcileEnd { controller, object, result } => {
+            EventRef::ReconcileStart { controller, object } => out.tag(6).str(controller).str(object),
+            EventRef::ReconcileEnd { controller, object, result } => {
                 out.tag(7).str(controller).str(object).str(result)
             }
-            TraceEvent::Fault { description } => out.tag(8).str(description),
-            TraceEvent::FaultEffect { description } => out.tag(9).str(description),
-            TraceEvent::Note { text } => out.tag(10).str(text),
+            EventRef::Fault { description } => out.tag(8).str(description),
+            EventRef::FaultEffect { description } => out.tag(9).str(description),
+            EventRef::Note { text } => out.tag(10).str(text),
         };
+    }
+
+    /// The owned event, for a trace that keeps its entries.
+    fn to_event(self) -> TraceEvent {
+        match self {
+            EventRef::NodeStart { restart } => TraceEvent::NodeStart { restart },
+            EventRef::NodeKill { reason } => TraceEvent::NodeKill { reason: reason.to_owned() },
+            EventRef::ApiRequest { call, verb, target } => {
+                TraceEvent::ApiRequest { call, verb, target: target.to_owned() }
+            }
+            EventRef::ApiResponse { call, result } => TraceEvent::ApiResponse {
+                call,
+                result: result.map(str::to_owned).map_err(|(code, reason)| (code, reason.to_owned())),
+            },
+            EventRef::WatchDelivery { watch, kind, object, resource_version } => TraceEvent::WatchDelivery {
+                watch: watch.to_owned(),
+                kind,
+                object: object.to_owned(),
+                resource_version: resource_version.to_owned(),
+            },
+            EventRef::Relist { watch, resource_version, items } => TraceEvent::Relist {
+                watch: watch.to_owned(),
+                resource_version: resource_version.to_owned(),
+                items,
+            },
+            EventRef::ReconcileStart { controller, object } => {
+                TraceEvent::ReconcileStart { controller: controller.to_owned(), object: object.to_owned() }
+            }
+            EventRef::ReconcileEnd { controller, object, result } => TraceEvent::ReconcileEnd {
+                controller: controller.to_owned(),
+                object: object.to_owned(),
+                result: result.to_owned(),
+            },
+            EventRef::Fault { description } => TraceEvent::Fault { description: description.to_owned() },
+            EventRef::FaultEffect { description } => {
+                TraceEvent::FaultEffect { description: description.to_owned() }
+            }
+            EventRef::Note { text } => TraceEvent::Note { text: text.to_owned() },
+        }
+    }
+}
+
+impl TraceEvent {
+    /// The same event, borrowed.
+    fn borrowed(&self) -> EventRef<'_> {
+        match self {
+            TraceEvent::NodeStart { restart } => EventRef::NodeStart { restart: *restart },
+            TraceEvent::NodeKill { reason } => EventRef::NodeKill { reason },
+            TraceEvent::ApiRequest { call, verb, target } => {
+                EventRef::ApiRequest { call: *call, verb, target }
+            }
+            TraceEvent::ApiResponse { call, result } => EventRef::ApiResponse {
+                call: *call,
+                result: result.as_deref().map_err(|(code, reason)| (*code, reason.as_str())),
+            },
+            TraceEvent::WatchDelivery { watch, kind, object, resource_version } => {
+                EventRef::WatchDelivery { watch, kind, object, resource_version }
+            }
+            TraceEvent::Relist { watch, resource_version, items } => {
+                EventRef::Relist { watch, resource_version, items: *items }
+            }
+            TraceEvent::ReconcileStart { controller, object } => {
+                EventRef::ReconcileStart { controller, object }
+            }
+            TraceEvent::ReconcileEnd { controller, object, result } => {
+                EventRef::ReconcileEnd { controller, object, result }
+            }
+            TraceEvent::Fault { description } => EventRef::Fault { description },
+            TraceEvent::FaultEffect { description } => EventRef::FaultEffect { description },
+            TraceEvent::Note { text } => EventRef::Note { text },
+        }
     }
 }
 
@@ -207,6 +297,9 @@ impl fmt::Display for TraceEntry {
     }
 }
 
+/// Bytes of entry encodings gathered before they are fed to the digest (see `Trace::pending`).
+const HASH_BLOCK_BYTES: usize = 4096;
+
 /// The trace of a run.
 #[derive(Clone, Default)]
 pub struct Trace {
@@ -214,9 +307,10 @@ pub struct Trace {
     entries: Vec<TraceEntry>,
     len: usize,
     hasher: Xxh3,
-    // Reused for each entry's canonical encoding, so that a sweep (which keeps no entries) does
-    // not allocate per entry.
-    scratch: Vec<u8>,
+    // The canonical encodings of the entries not yet fed to `hasher`, fed in blocks of about
+    // `HASH_BLOCK_BYTES`: XXH3's streaming digest depends only on the bytes, not on how they are
+    // split, and one update per block costs less than one per entry.
+    pending: Vec<u8>,
 }
 
 impl fmt::Debug for Trace {
@@ -232,7 +326,8 @@ impl fmt::Debug for Trace {
 impl Trace {
     /// An empty trace that keeps its entries (`keep_entries`) or only the running digest (sweeps).
     pub fn new(keep_entries: bool) -> Self {
-        Trace { keep_entries, ..Trace::default() }
+        // Room for a block and the entry that completes it, so the buffer grows once per run.
+        Trace { keep_entries, pending: Vec::with_capacity(HASH_BLOCK_BYTES * 2), ..Trace::default() }
     }
 
     /// Whether this trace keeps its entries.
@@ -242,16 +337,31 @@ impl Trace {
 
     /// Append an entry (and fold it into the digest).
     pub fn push(&mut self, at_nanos: u64, node: &Arc<str>, event: TraceEvent) {
-        self.scratch.clear();
-        // The exact time (the line shows only microseconds), the node and the event.
-        let mut encoder = Encoder(&mut self.scratch);
-        encoder.u64(at_nanos).str(node);
-        event.encode(&mut encoder);
-        self.hasher.update(&self.scratch);
-        self.len += 1;
+        self.fold(at_nanos, node, event.borrowed());
         if self.keep_entries {
             self.entries.push(TraceEntry { at_nanos, node: Arc::clone(node), event });
         }
+    }
+
+    /// [`Trace::push`] of a borrowed event: its texts are copied only if the entries are kept.
+    pub(crate) fn push_ref(&mut self, at_nanos: u64, node: &Arc<str>, event: EventRef<'_>) {
+        self.fold(at_nanos, node, event);
+        if self.keep_entries {
+            self.entries.push(TraceEntry { at_nanos, node: Arc::clone(node), event: event.to_event() });
+        }
+    }
+
+    /// Fold an entry into the digest and count it.
+    fn fold(&mut self, at_nanos: u64, node: &Arc<str>, event: EventRef<'_>) {
+        // The exact time (the line shows only microseconds), the node and the event.
+        let mut encoder = Encoder(&mut self.pending);
+        encoder.u64(at_nanos).str(node);
+        event.encode(&mut encoder);
+        if self.pending.len() >= HASH_BLOCK_BYTES {
+            self.hasher.update(&self.pending);
+            self.pending.clear();
+        }
+        self.len += 1;
     }
 
     /// The entries, if kept.
@@ -271,7 +381,14 @@ impl Trace {
 
     /// The stable digest: a hex string, equal for equal sequences of entries on any machine.
     pub fn digest(&self) -> String {
-        format!("{:032x}", self.hasher.digest128())
+        let digest = if self.pending.is_empty() {
+            self.hasher.digest128()
+        } else {
+            let mut hasher = self.hasher.clone();
+            hasher.update(&self.pending);
+            hasher.digest128()
+        };
+        format!("{digest:032x}")
     }
 
     /// The kept entries, one line each (empty when entries are not kept).

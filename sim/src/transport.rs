@@ -27,7 +27,7 @@ use model_apiserver::{Request, Response, Revision};
 
 use crate::cluster::WatchScope;
 use crate::decision::StreamIds;
-use crate::trace::TraceEvent;
+use crate::trace::{EventRef, TraceEvent};
 use crate::world::{World, WorldState};
 
 /// The bounds of the latency of one API call, in milliseconds (stream `latency`).
@@ -67,17 +67,6 @@ fn target(request: &Request) -> String {
     target
 }
 
-/// The resourceVersion an answer carries, for the trace.
-fn answer_version(response: &Response) -> String {
-    match response {
-        Response::Object(o) | Response::Deleted { object: o, .. } => {
-            o.metadata.resource_version.clone().unwrap_or_default()
-        }
-        Response::List(list) => list.resource_version.clone(),
-        Response::Watch(events) => events.len().to_string(),
-    }
-}
-
 /// Send `request` from `node` to `cluster`, and wait for the answer.
 pub(crate) async fn call(
     world: &World,
@@ -95,8 +84,7 @@ pub(crate) async fn call(
         let call = w.recorder().next_call();
         w.recorder().stats.api_calls += 1;
         w.profile().note_call(node, request.verb_name(), &request.resource.plural);
-        let event = TraceEvent::ApiRequest { call, verb: request.verb_name(), target: target.clone() };
-        w.trace(node, event);
+        w.trace_ref(node, EventRef::ApiRequest { call, verb: request.verb_name(), target: &target });
         let latency = w.decisions().stream("latency").duration_ms(LATENCY_MS_MIN, LATENCY_MS_MAX);
         (call, latency)
     });
@@ -145,11 +133,20 @@ fn apply(
     };
     w.hook().after_call(info, &mut result);
     crate::faults::injector::after_call(&mut w.fault_ctx(), info, &mut result);
+    // A watch answer's version is its count of events, the only one to format.
+    let count;
     let traced = match &result {
-        Ok(response) => Ok(answer_version(response)),
-        Err(status) => Err((status.code, status.reason.clone())),
+        Ok(Response::Object(o) | Response::Deleted { object: o, .. }) => {
+            Ok(o.metadata.resource_version.as_deref().unwrap_or_default())
+        }
+        Ok(Response::List(list)) => Ok(list.resource_version.as_str()),
+        Ok(Response::Watch(events)) => {
+            count = events.len().to_string();
+            Ok(count.as_str())
+        }
+        Err(status) => Err((status.code, status.reason.as_str())),
     };
-    w.trace(node, TraceEvent::ApiResponse { call: info.call, result: traced });
+    w.trace_ref(node, EventRef::ApiResponse { call: info.call, result: traced });
     result
 }
 

@@ -37,7 +37,7 @@ use crate::cluster::WatchScope;
 use crate::faults::injector::{self, OnCut, WatchEpochs};
 use crate::faults::stale_replica;
 use crate::quiescence::Progress;
-use crate::trace::TraceEvent;
+use crate::trace::{EventRef, TraceEvent};
 use crate::transport::{self, Delivery, DeliveryInfo, RevisionAbove};
 use crate::world::Registration;
 
@@ -434,8 +434,13 @@ impl<K: Resource> WatchLink<K> {
         madsim::time::sleep(delay).await;
         client.world.with(|w| {
             w.recorder().stats.watch_deliveries += 1;
-            let event = TraceEvent::WatchDelivery { watch: name.to_string(), kind, object, resource_version };
-            w.trace(&client.node, event);
+            let event = EventRef::WatchDelivery {
+                watch: name,
+                kind,
+                object: &object,
+                resource_version: &resource_version,
+            };
+            w.trace_ref(&client.node, event);
         });
         true
     }

@@ -236,6 +236,11 @@ impl WorldState {
         self.recorder.trace(node, event);
     }
 
+    /// [`WorldState::trace`] of a borrowed event: the hot paths' form (see [`crate::trace::EventRef`]).
+    pub(crate) fn trace_ref(&mut self, node: &Arc<str>, event: crate::trace::EventRef<'_>) {
+        self.recorder.trace_ref(node, event);
+    }
+
     /// Record the run's first failure and wake the main task so that the run ends.
     pub(crate) fn fail(&mut self, verdict: Verdict) {
         if self.failure.is_none() {
@@ -340,7 +345,7 @@ impl WorldState {
     }
 
     /// `None` if the world is quiet at `now`; otherwise what keeps it busy.
-    pub(crate) fn busy(&self, now: Duration, quiet: Duration) -> Option<String> {
+    pub(crate) fn busy(&self, now: Duration, quiet: Duration) -> Option<crate::quiescence::Busy> {
         self.quiescence.busy(&self.clusters, self.injector.busy(), now, quiet)
     }
 

@@ -44,7 +44,7 @@ use serde::{Serialize, de::DeserializeOwned};
 use crate::client::Api;
 use crate::informer::{self, ObjectRef, Store};
 use crate::quiescence::Progress;
-use crate::trace::TraceEvent;
+use crate::trace::{EventRef, TraceEvent};
 use crate::utils::{Backoff, StreamBackoff, backoff::DefaultBackoff};
 use crate::watcher;
 use crate::world::{Registration, World};
@@ -1104,9 +1104,7 @@ where
         self.world.with(|w| {
             w.recorder().stats.reconciles += 1;
             w.profile().note_reconcile(&self.node);
-            let event =
-                TraceEvent::ReconcileStart { controller: self.node.to_string(), object: described.clone() };
-            w.trace(&self.node, event);
+            w.trace_ref(&self.node, EventRef::ReconcileStart { controller: &self.node, object: &described });
         });
         let future = Writes::watch(self.world.clone(), (handlers.reconcile)(object.clone()));
         let done = done.clone();
@@ -1142,12 +1140,9 @@ where
         let failed = outcome.is_err();
         self.world.with(|w| {
             w.quiescence().note_reconcile(&self.node, &described, failed.then_some(summary.as_str()));
-            let event = TraceEvent::ReconcileEnd {
-                controller: self.node.to_string(),
-                object: described,
-                result: summary,
-            };
-            w.trace(&self.node, event);
+            let event =
+                EventRef::ReconcileEnd { controller: &self.node, object: &described, result: &summary };
+            w.trace_ref(&self.node, event);
         });
         // Due at finish time plus requeue_after, as kube-runtime's runner schedules it.
         let requeue = action.requeue_after().map(|after| (self.now() + after, object_ref.clone()));
