@@ -72,18 +72,15 @@ impl Action {
     pub const fn requeue_after(&self) -> Option<Duration> {
         self.requeue_after
     }
-}
 
-impl Action {
     /// The text [`fmt::Display`] writes (`requeue 300000ms`, `await change`), built directly: every
     /// reconcile's end is traced with it, and the formatting machinery over a `u128` of
     /// milliseconds cost about a percent of a small seed.
     fn text(self) -> String {
-        match self.requeue_after {
-            // Beyond u64::MAX milliseconds (585 million years) the text saturates.
-            Some(d) => {
-                ["requeue ", &u64::try_from(d.as_millis()).unwrap_or(u64::MAX).to_string(), "ms"].concat()
-            }
+        match self.requeue_after.map(|d| (d, u64::try_from(d.as_millis()))) {
+            Some((_, Ok(millis))) => ["requeue ", &millis.to_string(), "ms"].concat(),
+            // Beyond u64::MAX milliseconds (585 million years): the exact figure, the slow way.
+            Some((d, Err(_))) => format!("requeue {}ms", d.as_millis()),
             None => "await change".to_owned(),
         }
     }

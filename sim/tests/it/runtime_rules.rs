@@ -896,6 +896,27 @@ fn a_controller_that_writes_on_every_reconcile_gets_a_liveness_verdict() {
 }
 
 #[test]
+fn a_reconcile_that_never_ends_is_named_in_the_liveness_verdict() {
+    let report = Sim::builder()
+        .liveness_wait(Duration::from_secs(5))
+        .controller("stuck", |clients: Clients| {
+            run_cm_controller(clients, Config::default(), |_cm, _ctx| async move {
+                madsim::time::sleep(Duration::from_secs(3_600)).await;
+                Ok(Action::await_change())
+            })
+        })
+        .workload(|w| async move {
+            w.apply(&cms(&w), &config_map("a", "1")).await?;
+            Ok(())
+        })
+        .run(22);
+    assert_eq!(
+        report.verdict,
+        Verdict::Liveness { reason: "did not quiesce within 5s: controller stuck reconciling".to_owned() }
+    );
+}
+
+#[test]
 fn a_run_past_its_time_limit_gets_a_liveness_verdict() {
     let report = Sim::builder()
         .time_limit(Duration::from_secs(10))
@@ -1194,4 +1215,14 @@ fn a_liveness_verdict_of_a_controller_in_an_error_loop_names_the_error_it_keeps_
         reason.contains("reconciles failed; the last, of ConfigMap default/a: error: the upstream database refused the connection"),
         "{reason}"
     );
+}
+
+/// A reconcile's outcome reads as the trace shows it: the requeue delay in whole milliseconds,
+/// exact even beyond what a u64 of milliseconds holds.
+#[test]
+fn an_action_reads_as_its_requeue_delay_in_whole_milliseconds() {
+    assert_eq!(Action::requeue(Duration::from_secs(300)).to_string(), "requeue 300000ms");
+    assert_eq!(Action::requeue(Duration::from_micros(1_500)).to_string(), "requeue 1ms");
+    assert_eq!(Action::await_change().to_string(), "await change");
+    assert_eq!(Action::requeue(Duration::MAX).to_string(), "requeue 18446744073709551615999ms");
 }

@@ -70,6 +70,32 @@ fn the_digest_is_pinned() {
     assert_eq!(trace.digest(), "8188c202fbb9fa6ce0330030226b2643");
 }
 
+/// The digest is XXH3-128 of every entry's encoding in order, however many entries there are
+/// (well past the blocks the trace feeds to the hash at a time) and whenever it is read.
+#[test]
+fn the_digest_covers_every_entry_across_hash_blocks() {
+    let node: Arc<str> = Arc::from("n");
+    let mut trace = Trace::new(false);
+    let mut encoding = Vec::new();
+    for i in 0..1_000u64 {
+        let text = format!("entry {i}");
+        trace.push(i, &node, TraceEvent::Note { text: text.clone() });
+        encoding.extend_from_slice(&i.to_le_bytes());
+        encoding.extend_from_slice(&1u64.to_le_bytes());
+        encoding.push(b'n');
+        encoding.push(10);
+        encoding.extend_from_slice(&(text.len() as u64).to_le_bytes());
+        encoding.extend_from_slice(text.as_bytes());
+        if i % 97 == 0 {
+            let expected = format!("{:032x}", xxhash_rust::xxh3::xxh3_128(&encoding));
+            assert_eq!(trace.digest(), expected, "after entry {i}");
+        }
+    }
+    assert!(encoding.len() > 3 * 4096, "the entries span several blocks");
+    assert_eq!(trace.digest(), format!("{:032x}", xxhash_rust::xxh3::xxh3_128(&encoding)));
+    assert_eq!(trace.len(), 1_000);
+}
+
 /// Every field of every event is in the digest: changing any one of them changes it, and no two
 /// variants with the same field values collide.
 #[test]
