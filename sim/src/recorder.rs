@@ -10,6 +10,34 @@ use std::time::{Duration, Instant};
 use crate::trace::{EventRef, Trace, TraceEvent};
 use crate::verdict::RunStats;
 
+/// The clock a run reads: madsim's, held once the code is inside its runtime, so that reading it
+/// answers what `Instant::now()` answers there (madsim's `clock_gettime` reads the same clock)
+/// without that path's thread-local lookup and two reference-count round trips on every read.
+/// Outside madsim (a live run) it is the real clock.
+#[derive(Clone)]
+pub(crate) struct RunClock(Option<madsim::time::TimeHandle>);
+
+impl RunClock {
+    /// The clock of the runtime the caller is in, if any.
+    pub(crate) fn current() -> Self {
+        RunClock(madsim::time::TimeHandle::try_current())
+    }
+
+    /// The clock's reading now.
+    pub(crate) fn now(&self) -> Instant {
+        match &self.0 {
+            Some(clock) => clock.now_instant(),
+            None => Instant::now(),
+        }
+    }
+
+    /// madsim's own elapsed time since its runtime began (`None` outside madsim): differences of
+    /// it are differences of [`RunClock::now`] without the two `Instant` conversions.
+    fn advance(&self) -> Option<Duration> {
+        self.0.as_ref().map(madsim::time::TimeHandle::elapsed)
+    }
+}
+
 /// The run's clock, trace and counters.
 pub(crate) struct Recorder {
     trace: Trace,
@@ -18,16 +46,11 @@ pub(crate) struct Recorder {
     /// The number of the last API call.
     next_call: u64,
     start: Instant,
-    /// madsim's own elapsed time (its clock's advance since the runtime began) at `start`: inside
-    /// a run, the elapsed time is madsim's advance now minus this, the same duration as
-    /// `now_instant() - start` without the two `Instant` conversions (about 2 % of a small seed's
-    /// instructions, read on every trace entry and call).
+    /// [`RunClock::advance`] at `start`: inside a run, the elapsed time is the advance now minus
+    /// this, the same duration as `now() - start` without the two `Instant` conversions (about
+    /// 2 % of a small seed's instructions, read on every trace entry and call).
     start_advance: Duration,
-    /// madsim's clock, held once the run is inside its runtime: reading it directly answers what
-    /// `Instant::now()` answers there (madsim's `clock_gettime` reads the same clock), without
-    /// that path's thread-local lookup and two reference-count round trips on every trace entry.
-    /// `None` outside madsim (a live run), where `Instant::now()` is the real clock.
-    clock: Option<madsim::time::TimeHandle>,
+    clock: RunClock,
     /// The latest virtual time the engine saw (for reports of runs that ended in a panic).
     last_seen: Duration,
     /// Virtual time when the main task ended.
@@ -40,25 +63,26 @@ impl Recorder {
     /// A recorder whose wall clock starts at `epoch`; `keep_trace` keeps every entry (otherwise
     /// only the digest).
     pub(crate) fn new(keep_trace: bool, epoch: jiff::Timestamp) -> Self {
-        let clock = madsim::time::TimeHandle::try_current();
-        Recorder {
+        let mut recorder = Recorder {
             trace: Trace::new(keep_trace),
             stats: RunStats::default(),
             next_call: 0,
             start: Instant::now(),
-            start_advance: clock.as_ref().map_or(Duration::ZERO, madsim::time::TimeHandle::elapsed),
-            clock,
+            start_advance: Duration::ZERO,
+            clock: RunClock(None),
             last_seen: Duration::ZERO,
             end_elapsed: None,
             epoch,
-        }
+        };
+        recorder.restart_clock();
+        recorder
     }
 
     /// Start the clock now (the run's main task began).
     pub(crate) fn restart_clock(&mut self) {
-        self.clock = madsim::time::TimeHandle::try_current();
-        self.start = self.clock_now();
-        self.start_advance = self.clock.as_ref().map_or(Duration::ZERO, madsim::time::TimeHandle::elapsed);
+        self.clock = RunClock::current();
+        self.start = self.clock.now();
+        self.start_advance = self.clock.advance().unwrap_or_default();
     }
 
     /// The instant the run started, on madsim's clock.
@@ -76,19 +100,11 @@ impl Recorder {
         self.epoch
     }
 
-    /// The clock's reading now: madsim's virtual time inside a run.
-    fn clock_now(&self) -> Instant {
-        match &self.clock {
-            Some(clock) => clock.now_instant(),
-            None => Instant::now(),
-        }
-    }
-
     /// Virtual time since the start of the run.
     pub(crate) fn elapsed(&mut self) -> Duration {
-        let elapsed = match &self.clock {
-            Some(clock) => clock.elapsed().saturating_sub(self.start_advance),
-            None => Instant::now().saturating_duration_since(self.start),
+        let elapsed = match self.clock.advance() {
+            Some(advance) => advance.saturating_sub(self.start_advance),
+            None => self.clock.now().saturating_duration_since(self.start),
         };
         self.last_seen = self.last_seen.max(elapsed);
         elapsed

@@ -44,6 +44,7 @@ use serde::{Serialize, de::DeserializeOwned};
 use crate::client::Api;
 use crate::informer::{self, ObjectRef, Store};
 use crate::quiescence::Progress;
+use crate::recorder::RunClock;
 use crate::trace::{EventRef, TraceEvent};
 use crate::utils::{Backoff, StreamBackoff, backoff::DefaultBackoff};
 use crate::watcher;
@@ -765,7 +766,7 @@ where
         config,
         out: out_tx,
         shutting_down: false,
-        clock: madsim::time::TimeHandle::try_current(),
+        clock: RunClock::current(),
     };
     // The driver yields nothing itself: what it decides goes out through `out_tx`, which it
     // owns, so the outcomes end once the driver has ended and they are all taken.
@@ -870,10 +871,8 @@ struct Driver<K: Resource, E: std::error::Error + 'static, Q: std::error::Error 
     out: mpsc::Sender<Outcome<K, E, Q>>,
     /// A graceful shutdown started: no reconcile starts; the driver ends when none runs.
     shutting_down: bool,
-    /// madsim's clock, if the driver was made inside a run: read directly, it answers what
-    /// `Instant::now()` answers there, without that path's thread-local lookup (about forty
-    /// reads a seed). `None` outside madsim, where `Instant::now()` is the real clock.
-    clock: Option<madsim::time::TimeHandle>,
+    /// The run's clock (about forty reads a seed), read without `Instant::now()`'s detour.
+    clock: RunClock,
 }
 
 /// What wakes the driver.
@@ -957,14 +956,6 @@ where
         described
     }
 
-    /// The clock's reading now (see `clock`).
-    fn now(&self) -> Instant {
-        match &self.clock {
-            Some(clock) => clock.now_instant(),
-            None => Instant::now(),
-        }
-    }
-
     fn may_start(&self) -> bool {
         !self.shutting_down
             && (self.config.concurrency == 0 || self.queue.running() < usize::from(self.config.concurrency))
@@ -1002,7 +993,7 @@ where
         loop {
             // A PauseReconciles fault holds every start while the caches keep advancing.
             crate::faults::pause_reconciles::reconcile_gate(&self.world, &self.node).await;
-            let now = self.now();
+            let now = self.clock.now();
             while self.may_start() {
                 let Some((object, origin)) = self.queue.pop_due_shared(now) else { break };
                 let by_requeue = matches!(origin, work_queue::Origin::Requeue { .. });
@@ -1050,7 +1041,7 @@ where
             // Once shutting down, new triggers are not taken.
             Msg::Trigger(_) if self.shutting_down => {}
             Msg::Trigger(object) => {
-                let now = self.now();
+                let now = self.clock.now();
                 self.enqueue(object, now, None);
             }
             Msg::QueueError(error) => {
@@ -1142,7 +1133,7 @@ where
             w.trace_ref(&self.node, event);
         });
         // Due at finish time plus requeue_after, as kube-runtime's runner schedules it.
-        let requeue = action.requeue_after().map(|after| (self.now() + after, object_ref.clone()));
+        let requeue = action.requeue_after().map(|after| (self.clock.now() + after, object_ref.clone()));
         // The queue let go of its reference above: the output takes the reference as it is,
         // unless a requeue shares it.
         let _ = self.out.send(outcome.map(|action| (Arc::unwrap_or_clone(object_ref), action)));
