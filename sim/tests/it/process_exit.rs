@@ -108,10 +108,10 @@ fn an_exit_in_a_reconcile_or_in_a_spawned_task_names_the_controller_s_node() {
     assert_eq!(report.verdict, Verdict::Exit { node: "spawner".to_owned(), code: 5 });
 }
 
-/// Run by the next test in a child process of this test binary: exits with 7 outside any run,
-/// after a simulated exit of its own has been intercepted.
+/// Run by the next tests in a child process of this test binary (or of a stripped copy): exits
+/// with 7 outside any run, after a simulated exit of its own has been intercepted.
 #[test]
-#[ignore = "run by outside_a_run_exit_keeps_its_code_even_after_an_intercepted_one, in a child process"]
+#[ignore = "run by outside_a_run_exit_keeps_its_code_even_after_an_intercepted_one and in_a_stripped_build_an_exit_in_a_run_ends_the_process_with_its_code_and_says_why, in a child process"]
 fn child_exits_with_seven() {
     if std::env::var_os("KUBE_SIM_EXIT_CHILD").is_none() {
         return;
@@ -135,6 +135,35 @@ fn outside_a_run_exit_keeps_its_code_even_after_an_intercepted_one() {
         "stdout: {}\nstderr: {}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn in_a_stripped_build_an_exit_in_a_run_ends_the_process_with_its_code_and_says_why() {
+    // A user's release profile may strip symbols: std's exit guard cannot be found then, so the
+    // exit cannot return safely and must end the process as it would have anyway, saying why.
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let stripped = dir.path().join("stripped");
+    std::fs::copy(std::env::current_exe().expect("the test binary"), &stripped).expect("copy it");
+    let strip = std::process::Command::new("strip")
+        .arg(&stripped)
+        .status()
+        .expect("binutils' strip (it comes with the C toolchain that links Rust on Linux)");
+    assert!(strip.success(), "strip failed");
+    let output = std::process::Command::new(&stripped)
+        .args(["--ignored", "--exact", "process_exit::child_exits_with_seven", "--nocapture"])
+        .env("KUBE_SIM_EXIT_CHILD", "1")
+        .output()
+        .expect("run the child");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    // The controller's code, 9, not the 7 the child would exit with after an intercepted exit.
+    assert_eq!(output.status.code(), Some(9), "stderr: {stderr}");
+    assert!(
+        stderr.contains(
+            "kube-sim: node \"checker\" called std::process::exit(9) inside a simulated run, and it \
+             ends the process: std's exit guard"
+        ) && stderr.contains("symbol table (a stripped build?)"),
+        "stderr: {stderr}"
     );
 }
 
