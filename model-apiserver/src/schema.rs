@@ -39,25 +39,29 @@ const PATTERN_CACHE_MAX: usize = 256;
 /// cloned: a clone starts with an empty pool of match caches, which its first match fills again.
 static PATTERNS: Mutex<BTreeMap<String, Result<Arc<Regex>, String>>> = Mutex::new(BTreeMap::new());
 
+/// The compiled `pattern`, or its compile error on one line, from the process's cache: what the
+/// server validates a value's `pattern` with, for whoever needs the same regex (the workload
+/// generator, say) without compiling it again.
+pub fn compiled_pattern(pattern: &str) -> Result<Arc<Regex>, String> {
+    let cached = PATTERNS.lock().unwrap_or_else(PoisonError::into_inner).get(pattern).cloned();
+    if let Some(compiled) = cached {
+        return compiled;
+    }
+    // Compiled outside the lock: another thread may compile the same pattern meanwhile, to the
+    // same result.
+    let compiled = Regex::new(pattern).map(Arc::new).map_err(|e| regex_error_line(&e));
+    let mut cache = PATTERNS.lock().unwrap_or_else(PoisonError::into_inner);
+    if cache.len() >= PATTERN_CACHE_MAX {
+        cache.clear();
+    }
+    cache.insert(pattern.to_owned(), compiled.clone());
+    compiled
+}
+
 /// Whether `value` matches `pattern`; the compile error (on one line) when the pattern is not a
 /// valid regular expression.
 fn pattern_matches(pattern: &str, value: &str) -> Result<bool, String> {
-    let cached = PATTERNS.lock().unwrap_or_else(PoisonError::into_inner).get(pattern).cloned();
-    let compiled = match cached {
-        Some(compiled) => compiled,
-        None => {
-            // Compiled outside the lock: another thread may compile the same pattern meanwhile,
-            // to the same result.
-            let compiled = Regex::new(pattern).map(Arc::new).map_err(|e| regex_error_line(&e));
-            let mut cache = PATTERNS.lock().unwrap_or_else(PoisonError::into_inner);
-            if cache.len() >= PATTERN_CACHE_MAX {
-                cache.clear();
-            }
-            cache.insert(pattern.to_owned(), compiled.clone());
-            compiled
-        }
-    };
-    compiled.map(|re| re.is_match(value))
+    compiled_pattern(pattern).map(|re| re.is_match(value))
 }
 
 /// The regex crate's multi-line error message (pattern, caret, message) as its last line, the

@@ -16,9 +16,9 @@
 use std::fmt;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps;
+use model_apiserver::schema::compiled_pattern;
 use proptest::prelude::*;
 use proptest::strategy::Union;
-use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -516,7 +516,7 @@ fn not_in_enum(schema: &JSONSchemaProps) -> Option<Value> {
 /// A string that does not match `pattern` (none when the pattern is invalid, which the server
 /// answers differently, or when every candidate matches).
 fn pattern_mismatch(pattern: &str) -> Option<String> {
-    let regex = Regex::new(pattern).ok()?;
+    let regex = compiled_pattern(pattern).ok()?;
     const CANDIDATES: [&str; 8] = ["", "-", "!", "A", "0", " ", "~not matching~", "ZZ__99"];
     CANDIDATES.iter().find(|c| !regex.is_match(c)).map(|c| (*c).to_owned())
 }

@@ -16,9 +16,9 @@ use std::collections::BTreeMap;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
 };
+use model_apiserver::schema::compiled_pattern;
 use proptest::prelude::*;
 use proptest::strategy::Union;
-use regex::Regex;
 use serde_json::{Map, Number, Value};
 
 /// Deepest object/array nesting generated; below it, objects get only their required
@@ -244,10 +244,11 @@ fn unanchored(pattern: &str) -> &str {
     }
 }
 
-/// Strings matching `pattern` (checked with the regex crate, as the server does) within the
-/// length bounds.
+/// Strings matching `pattern` (checked with the server's own compiled regex, which is compiled
+/// once for the process: this runs for every seed of a generated workload) within the length
+/// bounds.
 fn patterned(pattern: &str, lo: i64, max: Option<i64>) -> BoxedStrategy<String> {
-    let Ok(regex) = Regex::new(pattern) else {
+    let Ok(regex) = compiled_pattern(pattern) else {
         // No value is valid: the server fails every value against an invalid pattern.
         return Just(String::new()).boxed();
     };
