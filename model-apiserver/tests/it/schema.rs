@@ -261,6 +261,38 @@ fn pattern_mismatch_is_invalid_value() {
 }
 
 #[test]
+fn a_pattern_gives_the_same_answers_on_every_thread_and_past_the_cache_bound() {
+    // Sweeps run every seed on a fresh thread, and the server's compiled patterns are one cache
+    // for the process: a pattern compiled on one thread answers on another, an invalid one fails
+    // the same way the second time (from the cache), and more distinct patterns than the cache
+    // keeps still validate.
+    let s = json!({"type": "object", "properties": {"image": {"type": "string", "pattern": "^[a-z]+$"}}});
+    let bad = json!({"type": "object", "properties": {"f": {"type": "string", "pattern": "+"}}});
+    let here = (causes(s.clone(), json!({"image": "Nginx"})), causes(bad.clone(), json!({"f": "foo"})));
+    let there = std::thread::spawn({
+        let (s, bad) = (s.clone(), bad.clone());
+        move || (causes(s, json!({"image": "Nginx"})), causes(bad, json!({"f": "foo"})))
+    })
+    .join()
+    .expect("the other thread validates");
+    assert_eq!(here, there);
+    assert_eq!(here.0.len(), 1, "the mismatch is one cause");
+    assert!(here.1[0].2.contains("but pattern is invalid"), "{:?}", here.1);
+    let compiled = model_apiserver::schema::compiled_pattern("^[a-z]+$").expect("valid");
+    let again = std::thread::spawn(|| model_apiserver::schema::compiled_pattern("^[a-z]+$").expect("valid"))
+        .join()
+        .expect("the other thread compiles");
+    assert!(std::sync::Arc::ptr_eq(&compiled, &again), "compiled once for the process");
+    for i in 0..300 {
+        let numbered =
+            json!({"type": "object", "properties": {"n": {"type": "string", "pattern": format!("^n{i}$")}}});
+        assert_eq!(causes(numbered.clone(), json!({"n": format!("n{i}")})), vec![], "pattern {i}");
+        assert_eq!(causes(numbered, json!({"n": "other"})).len(), 1, "pattern {i}");
+    }
+    assert_eq!(causes(s, json!({"image": "nginx"})), vec![], "after the cache started over");
+}
+
+#[test]
 fn max_length_is_too_long_and_min_length_is_invalid() {
     let s =
         json!({"type": "object", "properties": {"name": {"type": "string", "minLength": 2, "maxLength": 4}}});
