@@ -56,7 +56,7 @@ impl ApiServer {
             params.force,
             t.ty.status_subresource,
         )?;
-        let object: DynamicObject = serde_json::from_value(merged)
+        let object: DynamicObject = crate::patch::object_from_value(merged)
             .map_err(|e| errors::bad_request(&format!("the applied object is not valid: {e}")))?;
         let opts = WriteOpts::patch(params, true);
         match live {

@@ -184,3 +184,117 @@ fn an_object_built_without_content_is_created_and_patched() {
     let patched = w.try_merge(&cm(), Some("default"), "a", json!({"data": {"k": "v"}})).unwrap();
     assert_eq!(patched.data["data"], json!({"k": "v"}));
 }
+
+mod object_from_value {
+    //! `model_apiserver::patch::object_from_value` decodes every patched and applied document
+    //! without serde's buffering of `DynamicObject`'s flattened fields; it must answer exactly
+    //! what serde does, object or error message, whatever the document.
+
+    use kube_core::DynamicObject;
+    use model_apiserver::patch::object_from_value;
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    fn serde_answer(doc: &Value) -> Result<DynamicObject, String> {
+        serde_json::from_value(doc.clone()).map_err(|e| e.to_string())
+    }
+
+    fn answer(doc: &Value) -> Result<DynamicObject, String> {
+        object_from_value(doc.clone()).map_err(|e| e.to_string())
+    }
+
+    /// A JSON value of the kinds a document's fields hold, wrong ones included.
+    fn any_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
+            "[a-z0-9.-]{0,8}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(3, 16, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..3).prop_map(Value::from),
+                prop::collection::btree_map("[a-z]{1,6}", inner, 0..3)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// `metadata`: absent, a valid one, or one whose fields have any value.
+    fn any_metadata() -> impl Strategy<Value = Option<Value>> {
+        let valid =
+            ("[a-z]{1,6}", prop::option::of(prop::collection::btree_map("[a-z]{1,4}", "[a-z]{0,4}", 0..3)))
+                .prop_map(|(name, labels)| {
+                    json!({"name": name, "namespace": "default", "uid": "u-1", "resourceVersion": "7",
+                       "generation": 2, "labels": labels,
+                       "managedFields": [{"manager": "m", "operation": "Update", "apiVersion": "v1",
+                                          "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {}}}]})
+                });
+        let fields = prop::collection::btree_map(
+            prop_oneof![Just("name"), Just("labels"), Just("generation"), Just("finalizers"), Just("other")],
+            any_value(),
+            0..4,
+        )
+        .prop_map(|m| Value::Object(m.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()));
+        prop_oneof![Just(None), valid.prop_map(Some), fields.prop_map(Some), any_value().prop_map(Some)]
+    }
+
+    fn type_field() -> impl Strategy<Value = Option<Value>> {
+        prop_oneof![
+            3 => "[a-zA-Z/0-9]{1,10}".prop_map(|s| Some(Value::from(s))),
+            1 => Just(None),
+            1 => any_value().prop_map(Some),
+        ]
+    }
+
+    prop_compose! {
+        fn any_document()(
+            api_version in type_field(),
+            kind in type_field(),
+            metadata in any_metadata(),
+            rest in prop::collection::btree_map("[a-z]{1,6}", any_value(), 0..4),
+        ) -> Value {
+            let mut map: serde_json::Map<String, Value> = rest.into_iter().collect();
+            for (key, value) in [("apiVersion", api_version), ("kind", kind), ("metadata", metadata)] {
+                if let Some(value) = value {
+                    map.insert(key.to_owned(), value);
+                }
+            }
+            Value::Object(map)
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        #[test]
+        fn a_document_decodes_as_serde_decodes_it(doc in any_document()) {
+            prop_assert_eq!(answer(&doc), serde_answer(&doc));
+        }
+
+        #[test]
+        fn a_value_that_is_not_a_map_fails_as_with_serde(doc in any_value()) {
+            prop_assert_eq!(answer(&doc), serde_answer(&doc));
+        }
+    }
+
+    #[test]
+    fn the_edge_cases_answer_as_serde_does() {
+        for doc in [
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "v"}}),
+            json!({"metadata": {"name": "a"}, "data": {}}),
+            json!({"apiVersion": "v1", "metadata": {"name": "a"}}),
+            json!({"kind": "ConfigMap"}),
+            json!({"apiVersion": 1, "kind": "ConfigMap"}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": null}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"labels": "not a map"}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generation": 1.5}}),
+            json!({}),
+            json!([]),
+            json!("text"),
+        ] {
+            assert_eq!(answer(&doc), serde_answer(&doc), "{doc}");
+        }
+    }
+}
