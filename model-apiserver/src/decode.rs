@@ -133,23 +133,36 @@ impl From<crate::ignored::Failure> for TypeError {
 /// `object` in its Go type, for validation: `None` for a kind [`crate::validation`] does not
 /// check by type (nothing is decoded then) and for an object that does not decode (admission
 /// hooks broke it; decoding refused every body that did not before).
+///
+/// Validation checks the object's own metadata elsewhere, once for every kind, so the typed
+/// value's metadata is left empty, except for a Secret, whose type-specific checks read its
+/// annotations: every write of a built-in kind would otherwise copy its whole metadata
+/// (managedFields included) once more.
 pub(crate) fn decode_typed(ty: &ResourceType, object: &DynamicObject) -> Option<Typed> {
     if ty.custom {
         return None;
     }
-    fn typed<T: DeserializeOwned + Metadata<Ty = ObjectMeta>>(object: &DynamicObject) -> Option<Box<T>> {
+    fn decode<T: DeserializeOwned + Metadata<Ty = ObjectMeta>>(
+        object: &DynamicObject,
+        with_metadata: bool,
+    ) -> Option<Box<T>> {
         // Read where it is, else converted; no path is needed, so plain serde.
         if let Ok((mut typed, _)) = crate::ignored::deserialize_object::<T>(object) {
-            *typed.metadata_mut() = object.metadata.clone();
+            if with_metadata {
+                *typed.metadata_mut() = object.metadata.clone();
+            }
             return Some(Box::new(typed));
         }
         let value = serde_json::to_value(object).ok()?;
         T::deserialize(&value).ok().map(Box::new)
     }
+    fn typed<T: DeserializeOwned + Metadata<Ty = ObjectMeta>>(object: &DynamicObject) -> Option<Box<T>> {
+        decode(object, false)
+    }
     let typed = match (ty.api.group.as_str(), ty.api.kind.as_str()) {
         ("", "Pod") => Typed::Pod(typed(object)?),
         ("", "ConfigMap") => Typed::ConfigMap(typed(object)?),
-        ("", "Secret") => Typed::Secret(typed(object)?),
+        ("", "Secret") => Typed::Secret(decode(object, true)?),
         ("", "Service") => Typed::Service(typed(object)?),
         ("", "ServiceAccount") => Typed::ServiceAccount(typed(object)?),
         ("", "PersistentVolumeClaim") => Typed::PersistentVolumeClaim(typed(object)?),
@@ -572,6 +585,14 @@ enum Write {
 /// resource's validation says which of the two is wrong: 422 Invalid on `kind` or `apiVersion`.
 /// Another served version of the same custom resource is accepted (conversion strategy None).
 fn check_body_type(t: &Target, object: &mut DynamicObject, types: &ResourceTypes) -> Result<(), Status> {
+    // Nearly every body names its own type: then there is nothing to fill in or to copy.
+    if object
+        .types
+        .as_ref()
+        .is_some_and(|given| given.kind == t.ty.api.kind && given.api_version == t.ty.api.api_version)
+    {
+        return Ok(());
+    }
     let expected = t.type_meta();
     let given = object.types.clone().unwrap_or_default();
     let kind = if given.kind.is_empty() { expected.kind.clone() } else { given.kind };
