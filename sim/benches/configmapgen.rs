@@ -9,6 +9,9 @@
 //! sweeps (it should not grow with the number of seeds); it asserts nothing about time. A reference
 //! row runs the same seeds one after another on one thread, which sweeps never do (see
 //! `same_thread_us_per_seed`): its difference from the sweep is what a seed's fresh thread costs.
+//! The events per seed (API calls and watch deliveries) are printed for seed 0, whose operations
+//! the direct baseline replays, and as the mean over the sweep's seeds, which the cost per event
+//! divides by (`sim/benches/side-by-side.sh`), as the madsim floor averages its own.
 //! `BENCH_RSS_SEEDS=100000` instead runs one long sweep and prints the RSS as it goes.
 //!
 //! The baseline: one run of seed 0 is traced, and its API requests (verb and target, in order)
@@ -249,6 +252,26 @@ fn same_thread_us_per_seed(seeds: u64) -> f64 {
     .expect("the same-thread reference run panicked")
 }
 
+/// API calls and watch deliveries per seed, averaged over the sweep's seeds (as the madsim floor
+/// reports its own): a seed's count depends on its interleaving (how often the workload's wait
+/// polls, whether a write meets a conflict), so seed 0 alone need not be typical. Counted in a
+/// sweep of their own, outside every timed run.
+fn mean_events_per_seed(seeds: u64) -> (f64, f64) {
+    let world = configmapgen::world(*GENERATORS);
+    let totals = std::sync::Mutex::new((0u64, 0u64));
+    let config = SweepConfig::new(configmapgen::SCENARIO).seeds(seeds).self_check_every(0);
+    let report = sweep(&config, |seed, options| {
+        let report = world.run_with(seed, options);
+        let mut totals = totals.lock().unwrap_or_else(|e| e.into_inner());
+        totals.0 += report.stats.api_calls;
+        totals.1 += report.stats.watch_deliveries;
+        report
+    });
+    report.assert_all_passed();
+    let (calls, deliveries) = totals.into_inner().unwrap_or_else(|e| e.into_inner());
+    (calls as f64 / seeds as f64, deliveries as f64 / seeds as f64)
+}
+
 /// The resident set size in KiB (Linux; `None` elsewhere).
 fn rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -362,6 +385,11 @@ fn main() {
     println!(
         "| API calls per seed (seed 0) + deliveries  | {:>12} |",
         format!("{api_calls} + {}", ops.len() as u64 - api_calls)
+    );
+    let (mean_calls, mean_deliveries) = mean_events_per_seed(seeds);
+    println!(
+        "| API calls + deliveries, mean of the seeds | {:>12} |",
+        format!("{mean_calls:.1} + {mean_deliveries:.1}")
     );
     println!("| same seeds on one thread (reference, us)  | {same_thread_us:>12.1} |");
     println!("| of which: fresh thread + logging (us)     | {thread_us:>12.1} |");

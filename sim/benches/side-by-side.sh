@@ -22,7 +22,7 @@ for round in $(seq "$rounds"); do
   if awk "BEGIN{exit !($fsame < $best_floor_same_us)}"; then best_floor_same_us=$fsame; fi
   sim_out=$(cd sim && BENCH_SEEDS=$seeds BENCH_DIRECT_ROUNDS=$seeds "$bench_bin" --bench)
   sus=$(sed -n 's/^| wall time per seed, 1 worker (us) *| *\([0-9.]*\) |$/\1/p' <<<"$sim_out")
-  sim_events=$(sed -n 's/^| API calls per seed (seed 0) + deliveries *| *\([0-9]* + [0-9]*\) |$/\1/p' <<<"$sim_out")
+  sim_events=$(sed -n 's/^| API calls + deliveries, mean of the seeds *| *\([0-9.]* + [0-9.]*\) |$/\1/p' <<<"$sim_out")
   overhead=$(sed -n 's/^| engine overhead (seed \/ direct) *| *\([0-9.]*\)x |$/\1/p' <<<"$sim_out")
   direct=$(sed -n 's/^| direct model ops per round (us) *| *\([0-9.]*\) |$/\1/p' <<<"$sim_out")
   ssame=$(sed -n 's/^| same seeds on one thread (reference, us) *| *\([0-9.]*\) |$/\1/p' <<<"$sim_out")
@@ -38,7 +38,7 @@ awk -v fu="$best_floor_us" -v fn="$floor_n" -v su="$best_sim_us" -v sn="$sim_n" 
   printf "\n| best of the rounds, 1 worker, fresh thread per seed | madsim-floor | kube-sim configmapgen |\n|---|---|---|\n"
   printf "| us per seed | %.1f | %.1f |\n", fu, su
   printf "| seeds/s | %.0f | %.0f |\n", 1e6 / fu, 1e6 / su
-  printf "| events per seed (API calls + watch deliveries) | %.1f | %d |\n", fn, sn
+  printf "| events per seed (API calls + watch deliveries, mean of the seeds) | %.1f | %.1f |\n", fn, sn
   printf "| us per event | %.2f | %.2f |\n", fe, se
   printf "| cost per event, ratio to the floor | 1 | %.2f x (target 1.5 x) |\n", se / fe
   printf "| direct model ops per seed (us) | | %.1f |\n", di
