@@ -19,13 +19,15 @@ pub(crate) fn apply_to_object(
     old: &DynamicObject,
     patch: &Patch<serde_json::Value>,
 ) -> Result<DynamicObject, Status> {
-    let mut doc: serde_json::Value = serde_json::to_value(old)
-        .map_err(|e| errors::internal_error(&format!("encoding the stored object: {e}")))?;
-    match patch {
-        Patch::Merge(p) => json_patch::merge(&mut doc, p),
-        Patch::Json(p) => apply_json_patch(&mut doc, p)?,
+    let doc = match patch {
+        Patch::Merge(p) => return merge_patch(old, p),
+        Patch::Json(p) => {
+            let mut doc = encode(old)?;
+            apply_json_patch(&mut doc, p)?;
+            doc
+        }
         Patch::Strategic(_) if ty.custom => return Err(unsupported(CUSTOM_MEDIA_TYPES)),
-        Patch::Strategic(p) => doc = crate::strategic::strategic_merge(&doc, p, &ty.api)?,
+        Patch::Strategic(p) => crate::strategic::strategic_merge(&encode(old)?, p, &ty.api)?,
         // Applies go through `server_apply`; only `/scale` gets here, whose Scale view has no
         // field ownership in the model.
         Patch::Apply(_) => {
@@ -34,8 +36,70 @@ pub(crate) fn apply_to_object(
             ));
         }
         _ => return Err(unsupported(CUSTOM_MEDIA_TYPES)),
+    };
+    decode(doc)
+}
+
+/// A JSON merge patch (RFC 7386) applied to the stored object `old`, as [`apply_to_object`]
+/// applies one: exactly the object (or error) that encoding `old` as JSON, merging `patch` into
+/// it and decoding the result gives, and for most patches without encoding all of `old` (see
+/// [`merge_keeping_types`]).
+pub fn merge_patch(old: &DynamicObject, patch: &serde_json::Value) -> Result<DynamicObject, Status> {
+    if let Some(patched) = merge_keeping_types(old, patch) {
+        return Ok(patched);
     }
+    let mut doc = encode(old)?;
+    json_patch::merge(&mut doc, patch);
+    decode(doc)
+}
+
+/// The stored object as the JSON document a patch applies to.
+fn encode(old: &DynamicObject) -> Result<serde_json::Value, Status> {
+    serde_json::to_value(old).map_err(|e| errors::internal_error(&format!("encoding the stored object: {e}")))
+}
+
+/// A patched document as the object it describes.
+fn decode(doc: serde_json::Value) -> Result<DynamicObject, Status> {
     object_from_value(doc).map_err(|e| errors::bad_request(&format!("the patched object is not valid: {e}")))
+}
+
+/// A JSON merge patch that names neither `apiVersion` nor `kind`, applied without encoding the
+/// whole stored object: the merge runs on a copy of its content, with its metadata encoded only
+/// if the patch names `metadata`; the type fields and any metadata the patch leaves alone are
+/// the stored object's own. RFC 7386 changes only the keys a patch names, so the result is the
+/// general path's (encode all, merge, decode): a status patch, the built-in controllers' most
+/// common write, no longer encodes and decodes the object's whole metadata (managedFields
+/// included). `None` where that path must answer: a patch that is not an object or names a type
+/// field, content that is not a map, metadata the patch made undecodable (its error is the
+/// general path's to give).
+fn merge_keeping_types(old: &DynamicObject, patch: &serde_json::Value) -> Option<DynamicObject> {
+    use serde_json::Value;
+    const TYPE_FIELDS: [&str; 3] = ["apiVersion", "kind", "metadata"];
+    let Value::Object(named) = patch else { return None };
+    let Value::Object(content) = &old.data else { return None };
+    if named.contains_key("apiVersion")
+        || named.contains_key("kind")
+        || TYPE_FIELDS.iter().any(|key| content.contains_key(*key))
+    {
+        return None;
+    }
+    let mut doc = content.clone();
+    let names_metadata = named.contains_key("metadata");
+    if names_metadata {
+        doc.insert("metadata".to_owned(), serde_json::to_value(&old.metadata).ok()?);
+    }
+    let mut doc = Value::Object(doc);
+    json_patch::merge(&mut doc, patch);
+    let Value::Object(mut doc) = doc else { return None };
+    let metadata = if names_metadata {
+        match doc.remove("metadata") {
+            None => ObjectMeta::default(),
+            Some(metadata) => ObjectMeta::deserialize(&metadata).ok()?,
+        }
+    } else {
+        old.metadata.clone()
+    };
+    Some(DynamicObject { types: old.types.clone(), metadata, data: Value::Object(doc) })
 }
 
 /// A patched or applied document as an object: exactly what `serde_json::from_value::<DynamicObject>`

@@ -298,3 +298,155 @@ mod object_from_value {
         }
     }
 }
+
+mod merge_patch {
+    //! `model_apiserver::patch::merge_patch` applies most merge patches to a copy of the stored
+    //! object's content alone, without encoding its metadata unless the patch names it. It must
+    //! answer exactly what the general path does, object or error: encode the whole object as
+    //! JSON, merge the patch into it (RFC 7386), decode the result.
+
+    use kube_core::{DynamicObject, ObjectMeta};
+    use model_apiserver::patch::{merge_patch, object_from_value};
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    fn general_path(old: &DynamicObject, patch: &Value) -> Result<DynamicObject, String> {
+        let mut doc = serde_json::to_value(old).expect("a stored object encodes");
+        json_patch::merge(&mut doc, patch);
+        object_from_value(doc).map_err(|e| format!("the patched object is not valid: {e}"))
+    }
+
+    fn answer(old: &DynamicObject, patch: &Value) -> Result<DynamicObject, String> {
+        merge_patch(old, patch).map_err(|status| status.message)
+    }
+
+    /// A JSON value of the kinds patches hold, `null` (a deletion) and wrong types included.
+    fn any_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            2 => Just(Value::Null),
+            1 => any::<bool>().prop_map(Value::from),
+            1 => (0i64..100).prop_map(Value::from),
+            3 => "[a-z0-9.-]{0,6}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(3, 12, 3, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..3).prop_map(Value::from),
+                prop::collection::btree_map(
+                    prop_oneof![Just("a".to_owned()), Just("replicas".to_owned()), "[a-z]{1,5}"],
+                    inner,
+                    0..3
+                )
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// A stored object: with or without its type fields, metadata that a server stores
+    /// (timestamps in whole seconds, as they serialize), and content under `spec`, `status`,
+    /// `data` or any other key.
+    fn any_stored() -> impl Strategy<Value = DynamicObject> {
+        (
+            any::<bool>(),
+            prop::option::of(prop::collection::btree_map("[a-z]{1,4}", "[a-z]{0,4}", 0..3)),
+            prop::option::of(prop::collection::vec("[a-z.]{1,8}/[a-z]{1,4}", 0..2)),
+            any::<bool>(),
+            prop::collection::btree_map(
+                prop_oneof![Just("spec"), Just("status"), Just("data"), Just("other")],
+                any_value(),
+                0..3,
+            ),
+        )
+            .prop_map(|(typed, labels, finalizers, managed, content)| {
+                let mut metadata = json!({
+                    "name": "a", "namespace": "default", "uid": "u-1", "resourceVersion": "7",
+                    "generation": 2, "creationTimestamp": "2026-12-04T10:00:00Z",
+                    "labels": labels, "finalizers": finalizers,
+                    "ownerReferences": [{"apiVersion": "example.com/v1", "kind": "Owner", "name": "o",
+                                         "uid": "u-0", "controller": true}],
+                });
+                if managed {
+                    metadata["managedFields"] = json!([{"manager": "m", "operation": "Update",
+                        "apiVersion": "v1", "time": "2026-12-04T10:00:01Z", "fieldsType": "FieldsV1",
+                        "fieldsV1": {"f:spec": {}}}]);
+                }
+                let metadata: ObjectMeta = serde_json::from_value(metadata).expect("valid metadata");
+                let types = typed.then(|| kube_core::TypeMeta {
+                    api_version: "example.com/v1".to_owned(),
+                    kind: "Thing".to_owned(),
+                });
+                let data = Value::Object(content.into_iter().map(|(k, v)| (k.to_owned(), v)).collect());
+                DynamicObject { types, metadata, data }
+            })
+    }
+
+    /// A merge patch: usually a map naming content keys, metadata (valid or not) or a type field;
+    /// sometimes not a map at all.
+    fn any_patch() -> impl Strategy<Value = Value> {
+        let metadata = prop_oneof![
+            Just(Value::Null),
+            Just(json!({"labels": {"x": "y"}})),
+            Just(json!({"labels": null, "finalizers": ["example.com/f"]})),
+            Just(json!({"annotations": {"note": "n"}, "ownerReferences": null})),
+            Just(json!({"generation": "not a number"})),
+            Just(json!({"managedFields": null})),
+            any_value(),
+        ];
+        let map = prop::collection::btree_map(
+            prop_oneof![
+                4 => Just("spec".to_owned()),
+                4 => Just("status".to_owned()),
+                2 => Just("data".to_owned()),
+                1 => Just("apiVersion".to_owned()),
+                1 => Just("kind".to_owned()),
+                2 => "[a-z]{1,5}",
+            ],
+            any_value(),
+            0..3,
+        );
+        prop_oneof![
+            6 => (map, prop::option::of(metadata)).prop_map(|(m, metadata)| {
+                let mut patch: serde_json::Map<String, Value> = m.into_iter().collect();
+                if let Some(metadata) = metadata {
+                    patch.insert("metadata".to_owned(), metadata);
+                }
+                Value::Object(patch)
+            }),
+            1 => any_value(),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        #[test]
+        fn a_merge_patch_answers_as_encoding_the_whole_object_does(old in any_stored(), patch in any_patch()) {
+            prop_assert_eq!(answer(&old, &patch), general_path(&old, &patch));
+        }
+    }
+
+    #[test]
+    fn the_edge_cases_answer_as_the_general_path_does() {
+        let old: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "a", "namespace": "default", "labels": {"k": "v"}},
+            "data": {"k": "v"}, "status": {"phase": "Ready"},
+        }))
+        .unwrap();
+        for patch in [
+            json!({"status": {"phase": "Done"}}),
+            json!({"status": null}),
+            json!({"metadata": null}),
+            json!({"metadata": {"labels": {"k": null}}}),
+            json!({"metadata": {"labels": "not a map"}}),
+            json!({"metadata": 5}),
+            json!({"apiVersion": "v2"}),
+            json!({"kind": null}),
+            json!({}),
+            json!(null),
+            json!([1]),
+            json!("text"),
+        ] {
+            assert_eq!(answer(&old, &patch), general_path(&old, &patch), "{patch}");
+        }
+    }
+}
