@@ -131,3 +131,59 @@ fn a_scale_write_shows_hooks_the_scale_subresource() {
     w.handle(r).unwrap();
     assert_eq!(*seen.lock().unwrap(), ["create None", "update Some(\"scale\")"]);
 }
+
+/// A Deployment whose pod template is valid, in `default`.
+fn valid_deployment(name: &str) -> serde_json::Value {
+    json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+        "spec": {"selector": {"matchLabels": {"app": name}}, "template": {"metadata": {"labels": {"app": name}},
+            "spec": {"containers": [{"name": "c", "image": "i:1"}]}}}})
+}
+
+/// A mutating hook that gives a Deployment a negative replica count, which the spec rules refuse.
+fn negative_replicas() -> model_apiserver::AdmissionHook {
+    Arc::new(|req, obj| {
+        if req.operation == "update" {
+            obj.data["spec"]["replicas"] = json!(-1);
+        }
+        Ok(())
+    })
+}
+
+#[test]
+fn a_status_write_is_validated_by_the_status_rules_not_the_spec_rules() {
+    // As kube-apiserver's status strategies (ValidateDeploymentStatusUpdate and its kin) do: a
+    // write of /status checks the metadata and leaves the spec rules to the object's own writes.
+    let mut w = World::new();
+    w.create(&deployments(), Some("default"), valid_deployment("d"));
+    w.server.add_mutating_hook(negative_replicas());
+    let status = kube_core::params::Patch::Merge(json!({"status": {"observedGeneration": 1}}));
+    let r = model_apiserver::Request::patch(&deployments(), Some("default"), "d", status, Default::default())
+        .with_subresource(model_apiserver::Subresource::Status);
+    let written = object(w.handle(r).expect("the status rules hold"));
+    assert_eq!(written.data["status"]["observedGeneration"], json!(1));
+
+    // The same object through the main resource: the spec rules refuse it.
+    let main = kube_core::params::Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}}));
+    let r = model_apiserver::Request::patch(&deployments(), Some("default"), "d", main, Default::default());
+    let err = w.handle(r).unwrap_err();
+    assert_eq!(code_reason(&err), (422, "Invalid"));
+    assert!(err.message.contains("spec.replicas"), "{}", err.message);
+}
+
+#[test]
+fn a_status_write_still_gets_the_metadata_rules() {
+    let mut w = World::new();
+    w.create(&deployments(), Some("default"), valid_deployment("d"));
+    w.server.add_mutating_hook(Arc::new(|req, obj| {
+        if req.subresource == Some("status") {
+            obj.metadata.labels.get_or_insert_with(Default::default).insert("bad key!".into(), "v".into());
+        }
+        Ok(())
+    }));
+    let status = kube_core::params::Patch::Merge(json!({"status": {"observedGeneration": 1}}));
+    let r = model_apiserver::Request::patch(&deployments(), Some("default"), "d", status, Default::default())
+        .with_subresource(model_apiserver::Subresource::Status);
+    let err = w.handle(r).unwrap_err();
+    assert_eq!(code_reason(&err), (422, "Invalid"));
+    assert!(err.message.contains("metadata.labels"), "{}", err.message);
+}
