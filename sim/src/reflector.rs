@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::marker::PhantomData;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
@@ -372,6 +372,8 @@ pub struct Store<K> {
     /// Set when the first list is applied, so that [`Store::is_ready`] needs nobody to poll
     /// `ready` (a shared future only knows its value once someone polled it).
     listed: Arc<AtomicBool>,
+    /// How many times the writer has changed the cache (see [`Store::changes`]).
+    changes: Arc<AtomicU64>,
     ready: Shared<futures::channel::oneshot::Receiver<()>>,
     /// Where every object the informer touches is sent (see [`Store::subscribe`]). Each channel
     /// holds at most what one relist touches before its reader runs, since the reader is a task
@@ -384,6 +386,7 @@ impl<K> Clone for Store<K> {
         Store {
             objects: self.objects.clone(),
             listed: self.listed.clone(),
+            changes: self.changes.clone(),
             ready: self.ready.clone(),
             subscribers: self.subscribers.clone(),
         }
@@ -403,6 +406,7 @@ impl<K> Store<K> {
         let store = Store {
             objects: Arc::default(),
             listed: Arc::default(),
+            changes: Arc::default(),
             ready: rx.shared(),
             subscribers: Arc::default(),
         };
@@ -410,6 +414,11 @@ impl<K> Store<K> {
     }
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<ObjectKey, Arc<K>>> {
         self.objects.lock().unwrap_or_else(|e| e.into_inner())
+    }
+    /// The cache for the writer to change: counts the change (see [`Store::changes`]).
+    fn lock_to_change(&self) -> std::sync::MutexGuard<'_, BTreeMap<ObjectKey, Arc<K>>> {
+        self.changes.fetch_add(1, Ordering::Relaxed);
+        self.lock()
     }
     /// The cached object, if any. A namespaced reference also finds a cluster-scoped object of
     /// that name, as kube-runtime's (an owner reference carries no namespace of its own).
@@ -457,6 +466,13 @@ impl<K> Store<K> {
     pub fn is_ready(&self) -> bool {
         self.listed.load(Ordering::Relaxed)
     }
+    /// A count that moves whenever the writer changes the cache (an event applied, an object
+    /// removed, a relist): equal counts mean the cache holds the very same objects. A sim
+    /// extension for code that polls a cache and skips its work when nothing changed, as the
+    /// built-in garbage collector does; kube-runtime's stores have no such count.
+    pub fn changes(&self) -> u64 {
+        self.changes.load(Ordering::Relaxed)
+    }
     /// Every object the store's writer touches from now on (each event's object, deleted ones
     /// included, and every object of each relist): a sim extension, close to kube-runtime's
     /// [`Writer::subscribe`] but taken from the reader. What
@@ -485,12 +501,12 @@ impl<K> Store<K> {
     }
     /// Replace the cache with a list's objects; the first list makes the store ready.
     pub(crate) fn replace(&self, objects: Vec<(ObjectKey, Arc<K>)>) {
-        *self.lock() = objects.into_iter().collect();
+        *self.lock_to_change() = objects.into_iter().collect();
         self.listed.store(true, Ordering::Relaxed);
     }
     /// Cache `object` under `key` (an object already cached is replaced in place: no new key).
     pub(crate) fn apply(&self, key: (&str, &str), object: Arc<K>) {
-        let mut objects = self.lock();
+        let mut objects = self.lock_to_change();
         match objects.get_mut(&key as &dyn KeyParts) {
             Some(cached) => *cached = object,
             None => {
@@ -499,7 +515,7 @@ impl<K> Store<K> {
         }
     }
     pub(crate) fn remove(&self, key: (&str, &str)) {
-        self.lock().remove(&key as &dyn KeyParts);
+        self.lock_to_change().remove(&key as &dyn KeyParts);
     }
 }
 

@@ -36,6 +36,10 @@
 //! [`SCAN_INTERVAL`] rebuilds the graph (uids, owners, dependents) from the caches. Caches may be
 //! stale, so before acting on an object it re-reads the object and any owner the cache does not
 //! show from the server, as the real collector does before it deletes.
+//!
+//! A scan that finds every cache as the last scan left it, when that scan decided everything
+//! from the caches alone (no request, no error), is skipped: it would decide the same again, as
+//! the real collector, driven by events, does nothing while none arrive.
 // NEEDS(sim): a dynamic, multi-kind watch with event callbacks (kube-runtime's `metadata_watcher`
 // over every discovered resource, or `Controller::reconcile_on(stream)`), so that the collector
 // is event-driven instead of rescanning its caches.
@@ -78,7 +82,7 @@ pub async fn run(clients: Clients) {
     let client = clients.default_cluster();
     let crds =
         reflector::informer(Api::<CustomResourceDefinition>::all(client.clone()), watcher::Config::default());
-    let mut graph = Graph { client, kinds: BTreeMap::new(), last: None };
+    let mut graph = Graph { client, kinds: BTreeMap::new(), settled: false };
     for kind in kinds::builtin_kinds() {
         graph.watch(kind);
     }
@@ -97,6 +101,8 @@ pub async fn run(clients: Clients) {
 struct Watched {
     kind: Arc<Kind>,
     store: Store<DynamicObject>,
+    /// The store's [`Store::changes`] when the last snapshot was taken.
+    seen: Option<u64>,
 }
 
 /// One object of the graph.
@@ -129,6 +135,15 @@ enum Owner {
     Waiting,
     /// No such owner where the reference resolves (or one with another uid).
     Dangling,
+}
+
+/// How a scan decided what an object needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Decided {
+    /// From the caches alone, without a request: nothing to do.
+    FromCache,
+    /// With requests to the server (reads or writes), whatever they answered.
+    WithRequests,
 }
 
 fn has_finalizer(meta: &ObjectMeta, finalizer: &str) -> bool {
@@ -195,22 +210,29 @@ impl Snapshot {
 
 struct Graph {
     client: sim::Client,
-    kinds: BTreeMap<(String, String), Watched>,
-    /// The last scan's graph: the next scan reuses it when the caches hold the very same objects
-    /// (the same `Arc`s, of the same kinds, in the same order), as most scans of a quiet world
-    /// find, instead of indexing them again.
-    last: Option<Arc<Snapshot>>,
+    /// The watched kinds by group, then kind (the key owner references resolve by), so that a
+    /// reference is resolved with the strings it holds.
+    kinds: BTreeMap<String, BTreeMap<String, Watched>>,
+    /// Whether the last scan saw the caches as they are and decided everything from them alone
+    /// (no request sent, none failed): then a scan of the same caches would only repeat it.
+    settled: bool,
 }
 
 impl Graph {
     /// Start watching `kind`, unless it is watched already.
     fn watch(&mut self, kind: Kind) {
-        if self.kinds.contains_key(&kind.key()) {
+        let group = self.kinds.entry(kind.resource.group.clone()).or_default();
+        if group.contains_key(&kind.resource.kind) {
             return;
         }
         let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &kind.resource);
         let store = reflector::informer(api, watcher::Config::default());
-        self.kinds.insert(kind.key(), Watched { kind: Arc::new(kind), store });
+        group.insert(kind.resource.kind.clone(), Watched { kind: Arc::new(kind), store, seen: None });
+        self.settled = false;
+    }
+
+    fn watched(&self) -> impl Iterator<Item = &Watched> {
+        self.kinds.values().flat_map(BTreeMap::values)
     }
 
     fn api(&self, kind: &Kind, namespace: Option<&str>) -> Api<DynamicObject> {
@@ -221,35 +243,32 @@ impl Graph {
     }
 
     /// The graph from the caches; `None` until every cache has done its initial list (acting
-    /// on a partial graph would take present owners for absent ones).
-    fn snapshot(&mut self) -> Option<Arc<Snapshot>> {
-        if !self.kinds.values().all(|w| w.store.is_ready()) {
+    /// on a partial graph would take present owners for absent ones), and `None` when the caches
+    /// are as the last scan saw them and it settled everything from them.
+    fn snapshot(&mut self) -> Option<Snapshot> {
+        if !self.watched().all(|w| w.store.is_ready()) {
+            self.settled = false;
+            return None;
+        }
+        let unchanged = self.watched().all(|w| w.seen == Some(w.store.changes()));
+        if unchanged && self.settled {
             return None;
         }
         let mut nodes = Vec::new();
-        for watched in self.kinds.values() {
+        for watched in self.kinds.values_mut().flat_map(BTreeMap::values_mut) {
+            // Counted before the read: a change after it moves the count again.
+            watched.seen = Some(watched.store.changes());
             for object in watched.store.state() {
                 nodes.push(Node { kind: watched.kind.clone(), object });
             }
         }
-        if let Some(last) = &self.last
-            && last.nodes.len() == nodes.len()
-            && last
-                .nodes
-                .iter()
-                .zip(&nodes)
-                .all(|(a, b)| Arc::ptr_eq(&a.kind, &b.kind) && Arc::ptr_eq(&a.object, &b.object))
-        {
-            return Some(last.clone());
-        }
-        let graph = Arc::new(Snapshot::new(nodes));
-        self.last = Some(graph.clone());
-        Some(graph)
+        Some(Snapshot::new(nodes))
     }
 
     /// One pass over the graph. Failed actions are retried by the next scan.
     async fn scan(&mut self) {
         let Some(graph) = self.snapshot() else { return };
+        let mut settled = true;
         for node in &graph.nodes {
             let meta = node.meta();
             let result = if meta.deletion_timestamp.is_some() {
@@ -259,17 +278,23 @@ impl Graph {
                     self.process_deleting_dependents(node, &graph).await
                 } else {
                     // Being deleted: a one-way trip; its dependents are looked at once it is gone.
-                    Ok(())
+                    Ok(Decided::FromCache)
                 }
             } else if meta.owner_references.as_ref().is_some_and(|r| !r.is_empty()) {
                 self.attempt_to_delete(node, &graph).await
             } else {
-                Ok(())
+                Ok(Decided::FromCache)
             };
-            if let Err(error) = result {
-                tracing::debug!(%error, object = node.name(), "garbage collection failed; next scan retries");
+            match result {
+                Ok(Decided::FromCache) => {}
+                Ok(Decided::WithRequests) => settled = false,
+                Err(error) => {
+                    settled = false;
+                    tracing::debug!(%error, object = node.name(), "garbage collection failed; next scan retries");
+                }
             }
         }
+        self.settled = settled;
     }
 
     /// Where `reference` of a dependent in `namespace` resolves: `Err(())` when it cannot
@@ -279,8 +304,10 @@ impl Graph {
         reference: &OwnerReference,
         namespace: Option<&'a str>,
     ) -> Result<Option<(&'a Kind, Option<&'a str>)>, ()> {
-        let key = (kinds::group_of(&reference.api_version).to_owned(), reference.kind.clone());
-        let Some(watched) = self.kinds.get(&key) else { return Ok(None) };
+        let group = kinds::group_of(&reference.api_version);
+        let Some(watched) = self.kinds.get(group).and_then(|kinds| kinds.get(&reference.kind)) else {
+            return Ok(None);
+        };
         let kind = &*watched.kind;
         match (kind.namespaced, namespace) {
             (true, Some(ns)) => Ok(Some((kind, Some(ns)))),
@@ -298,7 +325,8 @@ impl Graph {
     ) -> Option<Owner> {
         let Ok(Some((kind, lookup_ns))) = self.resolve(reference, namespace) else { return None };
         let node = graph.node_by_uid(&reference.uid)?;
-        let same_place = node.kind.key() == kind.key()
+        // One `Kind` per watched key, so the same one is the same key.
+        let same_place = std::ptr::eq(&*node.kind, kind)
             && node.name() == reference.name
             && node.meta().namespace.as_deref().filter(|_| kind.namespaced) == lookup_ns;
         same_place.then(|| owner_state(&node.object))
@@ -330,18 +358,18 @@ impl Graph {
 
     /// A dependent with owner references: delete it if every owner is absent (or waiting for
     /// its dependents), or drop its references to absent owners if another owner remains.
-    async fn attempt_to_delete(&self, node: &Node, graph: &Snapshot) -> Result<(), sim::Error> {
+    async fn attempt_to_delete(&self, node: &Node, graph: &Snapshot) -> Result<Decided, sim::Error> {
         let namespace = node.meta().namespace.as_deref();
         let refs = node.meta().owner_references.clone().unwrap_or_default();
         if refs.iter().all(|r| self.cached_owner(r, namespace, graph) == Some(Owner::Solid)) {
-            return Ok(());
+            return Ok(Decided::FromCache);
         }
         // Act on the object as the server has it now, not as the cache had it.
         let api = self.api(&node.kind, namespace);
-        let Some(latest) = api.get_opt(node.name()).await? else { return Ok(()) };
+        let Some(latest) = api.get_opt(node.name()).await? else { return Ok(Decided::WithRequests) };
         if latest.metadata.uid.as_deref() != Some(node.uid()) || latest.metadata.deletion_timestamp.is_some()
         {
-            return Ok(());
+            return Ok(Decided::WithRequests);
         }
         let mut solid = 0;
         let mut gone = Vec::new();
@@ -358,7 +386,7 @@ impl Graph {
         }
         if solid > 0 {
             if gone.is_empty() {
-                return Ok(());
+                return Ok(Decided::WithRequests);
             }
             let kept: Vec<&OwnerReference> = latest
                 .metadata
@@ -392,7 +420,7 @@ impl Graph {
     }
 
     /// Remove `finalizer` from the owner (conditional on the cached resourceVersion).
-    async fn remove_finalizer(&self, node: &Node, finalizer: &str) -> Result<(), sim::Error> {
+    async fn remove_finalizer(&self, node: &Node, finalizer: &str) -> Result<Decided, sim::Error> {
         let kept: Vec<&String> =
             node.meta().finalizers.iter().flatten().filter(|f| *f != finalizer).collect();
         let patch = serde_json::json!({ "metadata": {
@@ -402,7 +430,7 @@ impl Graph {
     }
 
     /// Orphan propagation: drop the owner's references from its dependents, then its finalizer.
-    async fn orphan_dependents(&self, owner: &Node, graph: &Snapshot) -> Result<(), sim::Error> {
+    async fn orphan_dependents(&self, owner: &Node, graph: &Snapshot) -> Result<Decided, sim::Error> {
         for index in graph.dependents_of(owner.uid()) {
             let dependent = &graph.nodes[index];
             let kept: Vec<&OwnerReference> =
@@ -414,7 +442,7 @@ impl Graph {
                 Ok(_) => {}
                 Err(e) if has_code(&e, 404) => {}
                 // The cache was stale: keep the finalizer until the next scan has orphaned it.
-                Err(e) if has_code(&e, 409) => return Ok(()),
+                Err(e) if has_code(&e, 409) => return Ok(Decided::WithRequests),
                 Err(e) => return Err(e),
             }
         }
@@ -424,7 +452,11 @@ impl Graph {
     /// Foreground propagation: once no dependent blocks the owner, remove its finalizer. (The
     /// dependents themselves are deleted by [`Graph::attempt_to_delete`], which sees their owner
     /// waiting.)
-    async fn process_deleting_dependents(&self, owner: &Node, graph: &Snapshot) -> Result<(), sim::Error> {
+    async fn process_deleting_dependents(
+        &self,
+        owner: &Node,
+        graph: &Snapshot,
+    ) -> Result<Decided, sim::Error> {
         let blocking = graph.dependents_of(owner.uid()).any(|index| {
             graph.nodes[index]
                 .meta()
@@ -434,7 +466,7 @@ impl Graph {
                 .any(|r| r.uid == owner.uid() && r.block_owner_deletion == Some(true))
         });
         if blocking {
-            return Ok(());
+            return Ok(Decided::FromCache);
         }
         self.remove_finalizer(owner, FOREGROUND_FINALIZER).await
     }
@@ -442,10 +474,10 @@ impl Graph {
 
 /// An object gone (404) or changed meanwhile (409 on its resourceVersion or uid) needs nothing
 /// more now: the next scan sees the new state.
-fn tolerate_gone<T>(result: Result<T, sim::Error>) -> Result<(), sim::Error> {
+fn tolerate_gone<T>(result: Result<T, sim::Error>) -> Result<Decided, sim::Error> {
     match result {
-        Ok(_) => Ok(()),
-        Err(e) if has_code(&e, 404) || has_code(&e, 409) => Ok(()),
+        Ok(_) => Ok(Decided::WithRequests),
+        Err(e) if has_code(&e, 404) || has_code(&e, 409) => Ok(Decided::WithRequests),
         Err(e) => Err(e),
     }
 }

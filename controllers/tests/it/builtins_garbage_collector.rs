@@ -12,6 +12,7 @@ use kube::{CustomResource, CustomResourceExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sim::api::{Api, DeleteParams, ObjectMeta, Patch, ResourceExt};
+use sim::faults::{Fault, FaultPlan, InjectedError, PlannedFault, Trigger};
 use sim::{FnProperty, Sim, SimBuilder, SweepConfig, Workload, WorkloadError, sweep};
 
 const SEEDS: u64 = 30;
@@ -91,6 +92,40 @@ fn background_deletion_of_an_owner_deletes_its_dependents() {
             if left.is_empty() { Ok(()) } else { Err(format!("left: {left:?}")) }
         }));
     run_sweep(&world, "builtins-gc-background");
+}
+
+/// A collection that fails is retried by the next scan, though nothing in the collector's
+/// caches changes meanwhile: scans of unchanged caches are skipped only after one that decided
+/// everything from the caches.
+#[test]
+fn a_delete_of_the_collector_that_fails_is_retried_though_no_cache_changes() {
+    // One dependent: its failed delete is the collector's only action, so no other collection
+    // changes a cache after it.
+    let world = gc_world("builtins-gc-retry").workload(|w| async move {
+        let maps: Api<ConfigMap> = Api::namespaced(w.client(), "default");
+        let owner = w.apply(&maps, &config_map("owner", "default", None, None)).await?;
+        w.apply(&maps, &config_map("dependent", "default", Some(reference(&owner, false)), None)).await?;
+        w.delete(&maps, "owner").await?;
+        w.wait_for(&maps, "dependent", gone, WAIT).await
+    });
+    let failing_delete = PlannedFault {
+        trigger: Trigger::NthWrite {
+            controller: builtins::garbage_collector::NODE.to_owned(),
+            n: 1,
+            kind: None,
+            verb: Some("delete".to_owned()),
+        },
+        fault: Fault::ApiError {
+            controller: builtins::garbage_collector::NODE.to_owned(),
+            error: InjectedError::InternalError,
+        },
+    };
+    let world = world.faults(FaultPlan { faults: vec![failing_delete] });
+    for seed in 0..SEEDS {
+        let report = world.run(seed);
+        assert!(report.verdict.is_pass(), "seed {seed}: {}", report.verdict);
+        assert!(report.unfired.is_empty(), "seed {seed}: the collector's first delete did not fail");
+    }
 }
 
 #[test]
