@@ -129,6 +129,23 @@ pub(crate) fn prepare_for_update(
     }
 }
 
+/// What a built-in kind's status strategy resets in the metadata of a `/status` write (whose
+/// content is already the stored object's but for `.status`). Most kinds reset nothing there,
+/// so labels, annotations, finalizers and owner references sent with a status write persist, as
+/// on kube-apiserver; a Deployment keeps its labels (`deploymentStatusStrategy`) and a Pod its
+/// owner references (`podStatusStrategy`: old kubelets corrupted them). A CRD's strategy calls
+/// `ResetObjectMetaForStatus` with the new object twice, which resets nothing.
+pub(crate) fn prepare_for_status_update(t: &Target, old: &DynamicObject, new: &mut DynamicObject) {
+    if t.ty.custom {
+        return;
+    }
+    match (t.ty.api.group.as_str(), t.ty.api.kind.as_str()) {
+        ("apps", "Deployment") => new.metadata.labels = old.metadata.labels.clone(),
+        ("", "Pod") => new.metadata.owner_references = old.metadata.owner_references.clone(),
+        _ => {}
+    }
+}
+
 /// Whether `ty` is batch/v1 Job.
 fn is_job(ty: &ResourceType) -> bool {
     !ty.custom && ty.api.group == "batch" && ty.api.kind == "Job"

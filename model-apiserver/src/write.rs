@@ -340,9 +340,10 @@ impl ApiServer {
         ctx: &mut Context<'_>,
     ) -> Result<Response, Status> {
         let name = old.metadata.name.clone().unwrap_or_default();
-        if subresource == Some(Subresource::Status) {
-            // `/status` takes only `.status`; everything else, metadata included, stays (but
-            // for the managedFields an apply computed).
+        if subresource == Some(Subresource::Status) && t.ty.custom {
+            // A custom resource's `/status` takes only `.status`; everything else, metadata
+            // included, stays (but for the managedFields an apply computed), as the
+            // apiextensions server's status strategy copies the stored object.
             let status = status_of(&new);
             let applied_fields = new.metadata.managed_fields.take().filter(|_| opts.applied);
             new = DynamicObject::clone(old);
@@ -350,6 +351,15 @@ impl ApiServer {
             if applied_fields.is_some() {
                 new.metadata.managed_fields = applied_fields;
             }
+        } else if subresource == Some(Subresource::Status) {
+            // A built-in kind's status strategy keeps the stored content but for `.status`, and
+            // takes the metadata from the request as any update does (the same fields are the
+            // server's), but for what its kind resets ([`strategy::prepare_for_status_update`]).
+            self.preserve_server_fields(t, old, &mut new, opts.applied)?;
+            let status = status_of(&new);
+            new.data = old.data.clone();
+            set_status(&mut new, status);
+            strategy::prepare_for_status_update(t, old, &mut new);
         } else {
             self.preserve_server_fields(t, old, &mut new, opts.applied)?;
             strategy::prepare_for_update(t, old, &mut new, self.config.builtin_defaults);

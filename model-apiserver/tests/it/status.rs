@@ -140,3 +140,119 @@ fn kinds_without_generation_tracking_have_no_generation() {
     let b = w.try_merge(&cm(), Some("default"), "a", json!({"data": {"k": "2"}})).unwrap();
     assert_eq!(b.metadata.generation, None);
 }
+
+/// A `/status` write of `kind`'s object `name` in `default`: the stored object with `edit`
+/// applied to it, sent as a PUT.
+fn put_status(
+    w: &mut World,
+    ar: &kube_core::ApiResource,
+    name: &str,
+    edit: impl FnOnce(&mut serde_json::Value),
+) -> std::sync::Arc<kube_core::DynamicObject> {
+    let stored = object(w.handle(Request::get(ar, Some("default"), name, GetParams::default())).unwrap());
+    let mut body = serde_json::to_value(&*stored).unwrap();
+    edit(&mut body);
+    object(
+        w.handle(
+            Request::update(ar, Some("default"), name, obj(body), PostParams::default())
+                .with_subresource(Subresource::Status),
+        )
+        .unwrap(),
+    )
+}
+
+fn replica_set(name: &str) -> serde_json::Value {
+    json!({
+        "apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": name},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                 "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}},
+    })
+}
+
+/// kube-apiserver's status strategies of the built-in kinds reset the spec and (but for a
+/// Deployment's labels and a Pod's owner references) no metadata: what a status write sends in
+/// `metadata` persists, as in an update of the main resource.
+#[test]
+fn a_status_write_of_a_replica_set_persists_the_metadata_it_sends_but_not_the_spec() {
+    let mut w = World::new();
+    w.create(&builtin("apps", "replicasets"), Some("default"), replica_set("rs"));
+    let rs = put_status(&mut w, &builtin("apps", "replicasets"), "rs", |body| {
+        body["metadata"]["labels"] = json!({"tier": "web"});
+        body["metadata"]["annotations"] = json!({"note": "from the status writer"});
+        body["metadata"]["finalizers"] = json!(["example.com/hold"]);
+        body["spec"]["replicas"] = json!(9);
+        body["status"] = json!({"replicas": 1});
+    });
+    assert_eq!(rs.data["status"], json!({"replicas": 1}));
+    assert_eq!(rs.data["spec"]["replicas"], json!(1), "the spec stays the stored one");
+    assert_eq!(rs.metadata.labels.as_ref().unwrap()["tier"], "web");
+    assert_eq!(rs.metadata.annotations.as_ref().unwrap()["note"], "from the status writer");
+    assert_eq!(rs.metadata.finalizers, Some(vec!["example.com/hold".to_owned()]));
+    assert_eq!(rs.metadata.generation, Some(1), "a status write bumps no generation");
+}
+
+#[test]
+fn a_deployment_status_write_keeps_the_stored_labels_and_takes_the_annotations() {
+    let mut w = World::new();
+    let mut body = deployment("d", 1);
+    body["metadata"]["labels"] = json!({"app": "d"});
+    w.create(&deployments(), Some("default"), body);
+    let d = put_status(&mut w, &deployments(), "d", |body| {
+        body["metadata"]["labels"] = json!({"app": "other"});
+        body["metadata"]["annotations"] = json!({"note": "n"});
+        body["status"] = json!({"replicas": 1});
+    });
+    assert_eq!(d.metadata.labels.as_ref().unwrap()["app"], "d");
+    assert_eq!(d.metadata.annotations.as_ref().unwrap()["note"], "n");
+    assert_eq!(
+        d.metadata.generation,
+        Some(1),
+        "annotations bump a Deployment's generation only through the main resource"
+    );
+}
+
+#[test]
+fn a_pod_status_write_keeps_the_stored_owner_references_and_takes_the_labels() {
+    let mut w = World::new();
+    w.create(
+        &pods(),
+        Some("default"),
+        json!({"metadata": {"name": "p", "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": "u-1"}]},
+               "spec": {"containers": [{"name": "c", "image": "i:1"}]}}),
+    );
+    let p = put_status(&mut w, &pods(), "p", |body| {
+        body["metadata"]["ownerReferences"] = json!([]);
+        body["metadata"]["labels"] = json!({"ready": "yes"});
+        body["status"]["phase"] = json!("Running");
+    });
+    assert_eq!(p.metadata.owner_references.as_ref().map(Vec::len), Some(1));
+    assert_eq!(p.metadata.labels.as_ref().unwrap()["ready"], "yes");
+    assert_eq!(p.data["status"]["phase"], json!("Running"));
+}
+
+/// What a status write sends in `metadata` is validated as in any update.
+#[test]
+fn a_status_write_with_an_invalid_label_gets_422_invalid() {
+    let mut w = World::new();
+    w.create(&builtin("apps", "replicasets"), Some("default"), replica_set("rs"));
+    let stored = object(
+        w.handle(Request::get(&builtin("apps", "replicasets"), Some("default"), "rs", GetParams::default()))
+            .unwrap(),
+    );
+    let mut body = (*stored).clone();
+    body.metadata.labels = Some([("not a key!".to_owned(), "x".to_owned())].into());
+    let err = w
+        .handle(
+            Request::update(
+                &builtin("apps", "replicasets"),
+                Some("default"),
+                "rs",
+                body,
+                PostParams::default(),
+            )
+            .with_subresource(Subresource::Status),
+        )
+        .unwrap_err();
+    assert_eq!(code_reason(&err), (422, "Invalid"));
+    assert!(err.message.contains("metadata.labels"), "{}", err.message);
+}
