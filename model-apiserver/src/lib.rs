@@ -26,8 +26,10 @@
 //! - **Metadata.** uid (a v4 UUID from the [`IdSource`]), creationTimestamp (second
 //!   precision), generation (kinds with a spec; bumped by spec changes and deletion),
 //!   `generateName` (8 tries, then 409 AlreadyExists), name rules, owner references.
-//! - **Status and scale.** `/status` writes only `.status` and the main resource ignores it;
-//!   `/scale` is an `autoscaling/v1` Scale view.
+//! - **Status and scale.** `/status` writes only `.status` of the content and the main resource
+//!   ignores it; the metadata a status write sends persists for built-in kinds (but a
+//!   Deployment's labels and a Pod's owner references) and not for custom resources, as
+//!   kube-apiserver's status strategies do; `/scale` is an `autoscaling/v1` Scale view.
 //! - **Deletion.** Finalizers, graceful pod deletion, preconditions, propagation policies (as
 //!   finalizers for the garbage collector in `controllers`), namespaces that terminate until
 //!   [`ApiServer::finalize_namespace`] (the namespace controller's `/finalize`).

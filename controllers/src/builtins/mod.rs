@@ -54,8 +54,9 @@
 //! - They publish the Events the real controllers and the kubelet publish ([`events`]), best
 //!   effort.
 //! - The garbage collector rebuilds its graph from informer caches every
-//!   [`garbage_collector::SCAN_INTERVAL`] instead of from a dynamic event stream (see
-//!   `NEEDS(sim)` there).
+//!   [`garbage_collector::SCAN_INTERVAL`] (skipping the scan while no cache has changed since
+//!   one that needed no request) instead of from a dynamic event stream (see `NEEDS(sim)`
+//!   there).
 
 pub mod checks;
 pub mod controller_revisions;
