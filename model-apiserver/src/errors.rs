@@ -113,6 +113,12 @@ pub fn forbidden(group: &str, plural: &str, name: &str, why: &str) -> Status {
         .with_details(details(group, plural, name))
 }
 
+/// 404 NotFound for a path the server does not serve (an unknown resource or subresource, or a
+/// subresource the kind does not have), with kube-apiserver's message.
+pub fn resource_not_found() -> Status {
+    Status::failure("the server could not find the requested resource", "NotFound").with_code(404)
+}
+
 /// 405 MethodNotAllowed.
 pub fn method_not_allowed(message: &str) -> Status {
     Status::failure(message, "MethodNotAllowed").with_code(405)

@@ -135,7 +135,7 @@ pub(crate) fn is_namespace_type(ty: &ResourceType) -> bool {
 
 /// 404 NotFound for a path the server does not serve.
 pub(crate) fn resource_not_found() -> Status {
-    Status::failure("the server could not find the requested resource", "NotFound").with_code(404)
+    crate::errors::resource_not_found()
 }
 
 /// The default namespaces as creating them in a fresh server stores them, without what differs

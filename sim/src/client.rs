@@ -485,9 +485,9 @@ where
         let request = Request::update(&self.resource, self.ns(), name, object, params.clone());
         self.object(self.send(request).await?)
     }
-    /// REPLACE `/status`, with the object as JSON bytes (as kube-rs takes it).
-    pub async fn replace_status(&self, name: &str, params: &PostParams, data: Vec<u8>) -> Result<K> {
-        let object: DynamicObject = serde_json::from_slice(&data).map_err(Error::SerdeError)?;
+    /// REPLACE `/status` with `data` (kube 5 takes the object; earlier kubes took its JSON bytes).
+    pub async fn replace_status(&self, name: &str, params: &PostParams, data: &K) -> Result<K> {
+        let object = to_dynamic(data).map_err(Error::SerdeError)?;
         let request = Request::update(&self.resource, self.ns(), name, object, params.clone())
             .with_subresource(Subresource::Status);
         self.object(self.send(request).await?)
@@ -603,13 +603,105 @@ where
             .with_subresource(Subresource::Scale);
         Self::scale_of(self.send(request).await?)
     }
-    /// REPLACE `/scale`, with the `Scale` as JSON bytes (as kube-rs takes it).
-    pub async fn replace_scale(&self, name: &str, params: &PostParams, data: Vec<u8>) -> Result<Scale> {
-        let object: DynamicObject = serde_json::from_slice(&data).map_err(Error::SerdeError)?;
+    /// REPLACE `/scale` with `data` (kube 5 takes the `Scale`; earlier kubes took its JSON bytes).
+    pub async fn replace_scale(&self, name: &str, params: &PostParams, data: &Scale) -> Result<Scale> {
+        let object = any_to_dynamic(data)?;
         let request = Request::update(&self.resource, self.ns(), name, object, params.clone())
             .with_subresource(Subresource::Scale);
         Self::scale_of(self.send(request).await?)
     }
+}
+
+/// kube's methods for any subresource by name. The model serves `status`, `scale` (of the kinds
+/// that have them) and a Namespace's `finalize` (PUT only); a request naming them goes through the
+/// transport as every call does, and the server answers as kube-apiserver (404 NotFound for a kind
+/// without that subresource, 405 MethodNotAllowed for a verb it does not take). Any other name
+/// (`eviction`, `binding`, `token`, `ephemeralcontainers`, `resize`, `approval`...) answers 404
+/// NotFound without a request: the model does not serve it, and says so in the message.
+impl<K> Api<K>
+where
+    K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + Sync + 'static,
+{
+    fn served_subresource(&self, subresource_name: &str) -> Result<Subresource> {
+        match subresource_name {
+            "status" => Ok(Subresource::Status),
+            "scale" => Ok(Subresource::Scale),
+            "finalize" => Ok(Subresource::Finalize),
+            other => {
+                let mut status = model_apiserver::errors::resource_not_found();
+                status.message = format!(
+                    "{} ({}/{other} is not a subresource kube-sim serves: status, scale and a \
+                     namespace's finalize)",
+                    status.message, self.resource.plural
+                );
+                Err(Error::from(status))
+            }
+        }
+    }
+
+    /// GET a subresource, decoded as `K` (as kube's: a `scale` answer is a `Scale`, which decodes
+    /// only as a `DynamicObject`; [`Api::get_scale`] reads it typed).
+    pub async fn get_subresource(&self, subresource_name: &str, name: &str) -> Result<K> {
+        let subresource = self.served_subresource(subresource_name)?;
+        let request =
+            Request::get(&self.resource, self.ns(), name, GetParams::default()).with_subresource(subresource);
+        self.object(self.send(request).await?)
+    }
+
+    /// POST to a subresource. No subresource the model serves takes a POST: `status`, `scale` and
+    /// `finalize` answer 405 MethodNotAllowed as kube-apiserver's, without a request.
+    pub async fn create_subresource<I, T>(
+        &self,
+        subresource_name: &str,
+        name: &str,
+        params: &PostParams,
+        data: &I,
+    ) -> Result<T>
+    where
+        I: Serialize,
+        T: DeserializeOwned,
+    {
+        let _ = (name, params);
+        serde_json::to_vec(data).map_err(Error::SerdeError)?;
+        self.served_subresource(subresource_name)?;
+        Err(Error::from(model_apiserver::errors::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        )))
+    }
+
+    /// PATCH a subresource, answered as `K`.
+    pub async fn patch_subresource<P: Serialize + fmt::Debug>(
+        &self,
+        subresource_name: &str,
+        name: &str,
+        params: &PatchParams,
+        patch: &Patch<P>,
+    ) -> Result<K> {
+        let subresource = self.served_subresource(subresource_name)?;
+        let request = Request::patch(&self.resource, self.ns(), name, to_value_patch(patch)?, params.clone())
+            .with_subresource(subresource);
+        self.object(self.send(request).await?)
+    }
+
+    /// REPLACE (PUT) a subresource with `data`, answered as `K`.
+    pub async fn replace_subresource<I: Serialize>(
+        &self,
+        subresource_name: &str,
+        name: &str,
+        params: &PostParams,
+        data: &I,
+    ) -> Result<K> {
+        let subresource = self.served_subresource(subresource_name)?;
+        let object = any_to_dynamic(data)?;
+        let request = Request::update(&self.resource, self.ns(), name, object, params.clone())
+            .with_subresource(subresource);
+        self.object(self.send(request).await?)
+    }
+}
+
+/// Any serializable body as the dynamic object a request carries.
+fn any_to_dynamic<I: Serialize>(data: &I) -> Result<DynamicObject> {
+    serde_json::to_value(data).and_then(serde_json::from_value).map_err(Error::SerdeError)
 }
 
 /// A read's answer with 404 NotFound as `None`, as kube's `get_opt`.

@@ -81,6 +81,7 @@ pub mod client;
 mod cluster;
 pub mod controller;
 pub mod decision;
+pub mod entry;
 pub mod events;
 pub mod explore;
 pub mod faults;
@@ -141,6 +142,7 @@ pub use world::live;
 /// The kube-core types a controller uses with [`Api`], re-exported as kube's `api` module has them.
 pub mod api {
     pub use crate::client::{Api, Either};
+    pub use crate::entry;
     pub use kube_core::params::{
         DeleteParams, GetParams, ListParams, Patch, PatchParams, PostParams, Preconditions,
         PropagationPolicy, ValidationDirective, VersionMatch, WatchParams,

@@ -143,7 +143,7 @@ fn page_not_found() -> Reply {
 
 /// 404 for a path nothing is served at, as kube-apiserver words it.
 fn not_found() -> Status {
-    Status::failure("the server could not find the requested resource", "NotFound").with_code(404)
+    model_apiserver::errors::resource_not_found()
 }
 
 /// A request to a resource path, decoded.

@@ -2,8 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
-use k8s_openapi::api::autoscaling::v1::Scale;
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStatus};
+use k8s_openapi::api::autoscaling::v1::{Scale, ScaleSpec};
 use k8s_openapi::api::core::v1::{ConfigMap, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube_core::{ApiResource, DynamicObject, ObjectMeta};
@@ -136,6 +136,160 @@ fn get_scale_and_patch_scale_read_and_set_a_deployments_replicas() {
         api.patch_scale("web", &PatchParams::default(), &patch).await.expect("patch_scale");
         let replicas = api.get("web").await.expect("get").spec.replicas;
         assert_eq!(replicas, Some(5));
+        Ok(())
+    });
+    assert_eq!(verdict, Verdict::Pass);
+}
+
+fn web_deployment(replicas: i32) -> Deployment {
+    let labels = BTreeMap::from([("app".to_owned(), "web".to_owned())]);
+    Deployment {
+        metadata: ObjectMeta { name: Some("web".to_owned()), ..ObjectMeta::default() },
+        spec: DeploymentSpec {
+            replicas: Some(replicas),
+            selector: LabelSelector { match_labels: Some(labels.clone()), ..LabelSelector::default() },
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta { labels: Some(labels), ..ObjectMeta::default() }),
+                spec: Some(k8s_openapi::api::core::v1::PodSpec {
+                    containers: vec![k8s_openapi::api::core::v1::Container {
+                        name: "web".to_owned(),
+                        image: Some("nginx:1.25".to_owned()),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }),
+            },
+            ..DeploymentSpec::default()
+        },
+        ..Deployment::default()
+    }
+}
+
+/// kube 5's signatures: `replace_status` takes the object and `replace_scale` the `Scale` (not
+/// JSON bytes), so a controller's calls port unchanged.
+#[test]
+fn replace_status_takes_the_object_and_replace_scale_the_scale_as_kube_5s() {
+    let verdict = run_script(|w| async move {
+        let api: Api<Deployment> = Api::default_namespaced(w.client());
+        api.create(&PostParams::default(), &web_deployment(2)).await.expect("create");
+        let mut read = api.get_status("web").await.expect("get_status");
+        read.status = Some(DeploymentStatus { replicas: Some(2), ..DeploymentStatus::default() });
+        read.spec.replicas = Some(7);
+        let written = api.replace_status("web", &PostParams::default(), &read).await.expect("replace_status");
+        assert_eq!(written.status.and_then(|s| s.replicas), Some(2));
+        assert_eq!(written.spec.replicas, Some(2), "a status write leaves the spec");
+        let mut scale: Scale = api.get_scale("web").await.expect("get_scale");
+        scale.spec = Some(ScaleSpec { replicas: Some(4) });
+        let scaled = api.replace_scale("web", &PostParams::default(), &scale).await.expect("replace_scale");
+        assert_eq!(scaled.spec.and_then(|s| s.replicas), Some(4));
+        assert_eq!(api.get("web").await.expect("get").spec.replicas, Some(4));
+        Ok(())
+    });
+    assert_eq!(verdict, Verdict::Pass);
+}
+
+/// kube's methods for a subresource by name: `status` and `scale` as their own methods do, and
+/// what the model does not serve as a 404 that says so.
+#[test]
+fn subresources_by_name_read_and_write_status_and_refuse_what_is_not_served() {
+    let verdict = run_script(|w| async move {
+        let api: Api<Deployment> = Api::default_namespaced(w.client());
+        api.create(&PostParams::default(), &web_deployment(1)).await.expect("create");
+        let patch = Patch::Merge(serde_json::json!({ "status": { "readyReplicas": 1 } }));
+        let patched =
+            api.patch_subresource("status", "web", &PatchParams::default(), &patch).await.expect("patch");
+        assert_eq!(patched.status.and_then(|s| s.ready_replicas), Some(1));
+        let mut read = api.get_subresource("status", "web").await.expect("get_subresource");
+        assert_eq!(read.status.as_ref().and_then(|s| s.ready_replicas), Some(1));
+        read.status = Some(DeploymentStatus { replicas: Some(1), ..DeploymentStatus::default() });
+        let replaced = api
+            .replace_subresource("status", "web", &PostParams::default(), &read)
+            .await
+            .expect("replace_subresource");
+        assert_eq!(replaced.status.and_then(|s| s.replicas), Some(1));
+
+        let scale: Api<DynamicObject> =
+            Api::default_namespaced_with(w.client(), &ApiResource::erase::<Deployment>(&()));
+        let view = scale.get_subresource("scale", "web").await.expect("scale as a dynamic object");
+        assert_eq!(view.types.map(|t| t.kind), Some("Scale".to_owned()));
+
+        let Err(Error::Api(status)) = api.get_subresource("eviction", "web").await else {
+            panic!("an eviction read is not served");
+        };
+        assert_eq!((status.code, status.reason.as_str()), (404, "NotFound"));
+        assert!(
+            status.message.contains("deployments/eviction is not a subresource kube-sim serves"),
+            "{}",
+            status.message
+        );
+        let created: Result<Deployment, Error> =
+            api.create_subresource("status", "web", &PostParams::default(), &read).await;
+        let Err(Error::Api(status)) = created else { panic!("a POST to status is refused") };
+        assert_eq!((status.code, status.reason.as_str()), (405, "MethodNotAllowed"));
+        Ok(())
+    });
+    assert_eq!(verdict, Verdict::Pass);
+}
+
+/// kube 5's `Api::entry`: get-or-create and get-and-modify, committed as one create or one
+/// conditional replace, a stale entry refused with 409 and a foreign name refused before sending.
+#[test]
+fn an_entry_creates_a_missing_object_modifies_an_existing_one_and_refuses_a_stale_or_foreign_commit() {
+    use sim::api::entry::{CommitError, CommitValidationError, Entry};
+    let verdict = run_script(|w| async move {
+        let api: Api<ConfigMap> = Api::default_namespaced(w.client());
+        let data = |cm: &ConfigMap, key: &str| cm.data.as_ref().and_then(|d| d.get(key)).cloned();
+
+        let entry = api.entry("slot").await.expect("entry");
+        assert!(matches!(entry, Entry::Vacant(_)) && entry.get().is_none());
+        let mut created = entry.or_insert(|| cm("ignored-name-unset-below", None)).and_modify(|c| {
+            c.metadata.name = None;
+            c.data.get_or_insert_with(BTreeMap::new).insert("step".to_owned(), "1".to_owned());
+        });
+        created.commit(&PostParams::default()).await.expect("create");
+        let stored = api.get("slot").await.expect("created");
+        assert_eq!(data(&stored, "step").as_deref(), Some("1"));
+        assert_eq!(created.get().metadata.resource_version, stored.metadata.resource_version);
+
+        // Unchanged: committing sends nothing, so the object stays at its revision.
+        let mut clean = api.entry("slot").await.expect("entry").or_insert(|| unreachable!("it exists"));
+        clean.commit(&PostParams::default()).await.expect("nothing to send");
+        let same = api.get("slot").await.expect("get");
+        assert_eq!(same.metadata.resource_version, stored.metadata.resource_version);
+
+        // Two readers: the first one's change lands, the second one's replace is stale.
+        let first = api.entry("slot").await.expect("entry");
+        let second = api.entry("slot").await.expect("entry");
+        let mut first = first.and_modify(|c| {
+            c.data.get_or_insert_with(BTreeMap::new).insert("step".to_owned(), "2".to_owned());
+        });
+        let Entry::Occupied(mut second) = second.and_modify(|c| {
+            c.data.get_or_insert_with(BTreeMap::new).insert("step".to_owned(), "3".to_owned());
+        }) else {
+            panic!("the object exists");
+        };
+        let Entry::Occupied(first) = &mut first else { panic!("the object exists") };
+        first.commit(&PostParams::default()).await.expect("replace");
+        match second.commit(&PostParams::default()).await {
+            Err(CommitError::Save(Error::Api(status))) => assert_eq!(status.code, 409),
+            other => panic!("a stale replace must be refused: {other:?}"),
+        }
+        assert_eq!(data(&api.get("slot").await.expect("get"), "step").as_deref(), Some("2"));
+
+        // An object renamed under the entry is refused before anything is sent.
+        let mut renamed = api
+            .entry("slot")
+            .await
+            .expect("entry")
+            .or_insert(|| unreachable!("it exists"))
+            .and_modify(|c| c.metadata.name = Some("other".to_owned()));
+        match renamed.commit(&PostParams::default()).await {
+            Err(CommitError::Validate(CommitValidationError::NameMismatch { object_name, expected })) => {
+                assert_eq!((object_name.as_str(), expected.as_str()), ("other", "slot"));
+            }
+            other => panic!("a foreign name must be refused: {other:?}"),
+        }
+        assert!(api.get_opt("other").await.expect("get").is_none());
         Ok(())
     });
     assert_eq!(verdict, Verdict::Pass);
