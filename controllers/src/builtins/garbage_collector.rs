@@ -86,11 +86,17 @@ pub async fn run(clients: Clients) {
     for kind in kinds::builtin_kinds() {
         graph.watch(kind);
     }
+    // The CRD cache's change count when its kinds were last looked at: a new kind comes with a
+    // change, so an unchanged cache has none to watch.
+    let mut crds_seen = None;
     loop {
         madsim::time::sleep(SCAN_INTERVAL).await;
-        for crd in crds.state() {
-            if let Some(kind) = kinds::crd_kind(&crd) {
-                graph.watch(kind);
+        if crds_seen != Some(crds.changes()) {
+            crds_seen = Some(crds.changes());
+            for crd in crds.state() {
+                if let Some(kind) = kinds::crd_kind(&crd) {
+                    graph.watch(kind);
+                }
             }
         }
         graph.scan().await;
