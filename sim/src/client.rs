@@ -699,6 +699,61 @@ where
     }
 }
 
+/// kube's `restart` of a Deployment, DaemonSet, StatefulSet or ReplicaSet (kube-core's `Restart`
+/// kinds), as `kubectl rollout restart`: a merge patch of the pod template's
+/// `kube.kubernetes.io/restartedAt` annotation, stamped with the run's virtual clock (kube stamps
+/// the real one), so the controller rolls the Pods out again.
+impl<K> Api<K>
+where
+    K: kube_core::util::Restart
+        + Resource
+        + Clone
+        + DeserializeOwned
+        + Serialize
+        + fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    /// Restart the object's Pods (see the impl).
+    pub async fn restart(&self, name: &str) -> Result<K> {
+        let now = self.client.world.with(|w| w.now());
+        let patch = serde_json::json!({ "spec": { "template": { "metadata": { "annotations": {
+            "kube.kubernetes.io/restartedAt": now.to_string() } } } } });
+        self.patch(name, &PatchParams::default(), &Patch::Merge(patch)).await
+    }
+}
+
+/// kube's `cordon` and `uncordon` of a Node: a strategic merge patch of `spec.unschedulable`.
+impl Api<k8s_openapi::api::core::v1::Node> {
+    /// Mark the Node unschedulable.
+    pub async fn cordon(&self, name: &str) -> Result<k8s_openapi::api::core::v1::Node> {
+        self.set_unschedulable(name, true).await
+    }
+    /// Mark the Node schedulable again.
+    pub async fn uncordon(&self, name: &str) -> Result<k8s_openapi::api::core::v1::Node> {
+        self.set_unschedulable(name, false).await
+    }
+    async fn set_unschedulable(&self, name: &str, value: bool) -> Result<k8s_openapi::api::core::v1::Node> {
+        let patch = Patch::Strategic(serde_json::json!({ "spec": { "unschedulable": value } }));
+        self.patch(name, &PatchParams::default(), &patch).await
+    }
+}
+
+/// kube's `create_token_request` of a ServiceAccount. The model does not serve the `token`
+/// subresource (it issues no credentials): the answer is the 404 of [`Api::create_subresource`].
+impl Api<k8s_openapi::api::core::v1::ServiceAccount> {
+    /// POST `serviceaccounts/{name}/token`: not modelled, 404 NotFound.
+    pub async fn create_token_request(
+        &self,
+        name: &str,
+        params: &PostParams,
+        token_request: &k8s_openapi::api::authentication::v1::TokenRequest,
+    ) -> Result<k8s_openapi::api::authentication::v1::TokenRequest> {
+        self.create_subresource("token", name, params, token_request).await
+    }
+}
+
 /// Any serializable body as the dynamic object a request carries.
 fn any_to_dynamic<I: Serialize>(data: &I) -> Result<DynamicObject> {
     serde_json::to_value(data).and_then(serde_json::from_value).map_err(Error::SerdeError)

@@ -295,6 +295,66 @@ fn an_entry_creates_a_missing_object_modifies_an_existing_one_and_refuses_a_stal
     assert_eq!(verdict, Verdict::Pass);
 }
 
+/// kube's helpers built on patches: `restart` stamps the pod template with the virtual clock
+/// (a new template, so a new rollout), `cordon`/`uncordon` flip a Node's `spec.unschedulable`;
+/// `create_token_request` is not modelled and says so.
+#[test]
+fn restart_cordon_and_uncordon_patch_as_kubes_and_a_token_request_is_not_served() {
+    use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+    use k8s_openapi::api::core::v1::{Node, ServiceAccount};
+    let verdict = run_script(|w| async move {
+        let api: Api<Deployment> = Api::default_namespaced(w.client());
+        api.create(&PostParams::default(), &web_deployment(1)).await.expect("create");
+        madsim::time::sleep(std::time::Duration::from_millis(1500)).await;
+        let before = sim::time::now();
+        let restarted = api.restart("web").await.expect("restart");
+        let after = sim::time::now();
+        let stamp = restarted
+            .spec
+            .template
+            .metadata
+            .as_ref()
+            .and_then(|m| m.annotations.as_ref())
+            .and_then(|a| a.get("kube.kubernetes.io/restartedAt"))
+            .cloned()
+            .expect("the restart annotation");
+        let stamp: jiff::Timestamp = stamp.parse().expect("an RFC 3339 time");
+        assert!(before <= stamp && stamp <= after, "stamped with the virtual clock: {stamp}");
+        assert_eq!(restarted.metadata.generation, Some(2), "a template change is a spec change");
+
+        let nodes: Api<Node> = Api::all(w.client());
+        let node = Node {
+            metadata: ObjectMeta { name: Some("worker".to_owned()), ..ObjectMeta::default() },
+            ..Node::default()
+        };
+        nodes.create(&PostParams::default(), &node).await.expect("create node");
+        let cordoned = nodes.cordon("worker").await.expect("cordon");
+        assert_eq!(cordoned.spec.and_then(|s| s.unschedulable), Some(true));
+        let uncordoned = nodes.uncordon("worker").await.expect("uncordon");
+        assert_eq!(uncordoned.spec.and_then(|s| s.unschedulable), Some(false));
+
+        let accounts: Api<ServiceAccount> = Api::default_namespaced(w.client());
+        let request = TokenRequest {
+            spec: Some(TokenRequestSpec {
+                audiences: Some(vec!["api".to_owned()]),
+                ..TokenRequestSpec::default()
+            }),
+            ..TokenRequest::default()
+        };
+        match accounts.create_token_request("default", &PostParams::default(), &request).await {
+            Err(Error::Api(status)) => {
+                assert_eq!(status.code, 404);
+                assert!(
+                    status.message.contains("serviceaccounts/token is not a subresource kube-sim serves")
+                );
+            }
+            other => panic!("a token request is not modelled: {other:?}"),
+        }
+        Ok(())
+    });
+    assert_eq!(verdict, Verdict::Pass);
+}
+
 /// kube-runtime's `Action` constructors are `const fn`: a controller keeps its requeue policy in
 /// a `const`, as kube's examples do.
 const RECHECK: sim::runtime::controller::Action =
