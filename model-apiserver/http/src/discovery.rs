@@ -60,7 +60,10 @@ pub fn core_versions(server_address: &str) -> APIVersions {
     }
 }
 
-/// Every named group with its versions, in group order (BTreeMap).
+/// Every named group with its versions, in group order (BTreeMap). A group's versions are in
+/// Kubernetes version priority, highest first (`v2`, `v1`, `v1beta1`), as kube-apiserver lists
+/// them (a CRD's group: apiextensions' `sortGroupDiscoveryByKubeAwareVersion`), so the first one
+/// is the preferred version.
 fn groups(types: &ResourceTypes) -> BTreeMap<String, Vec<String>> {
     let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
     groups.insert(authorization::GROUP.to_owned(), vec![authorization::VERSION.to_owned()]);
@@ -69,6 +72,9 @@ fn groups(types: &ResourceTypes) -> BTreeMap<String, Vec<String>> {
         if !versions.contains(&ty.api.version) {
             versions.push(ty.api.version.clone());
         }
+    }
+    for versions in groups.values_mut() {
+        versions.sort_by_cached_key(|v| std::cmp::Reverse(kube_core::Version::parse(v).priority()));
     }
     groups
 }

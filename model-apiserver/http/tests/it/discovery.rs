@@ -29,3 +29,44 @@ fn protobuf_aggregated_is_passed_over_and_q_orders_the_ranges() {
         "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList;q=0.5,application/json";
     assert_eq!(negotiate(legacy_first), Form::Legacy);
 }
+
+/// A group's versions are listed highest Kubernetes priority first and the first is preferred,
+/// as kube-apiserver sorts a CRD's group (`v2` before `v1` before `v1beta1`), not in name order.
+#[test]
+fn a_crd_groups_versions_are_in_kube_priority_order_and_the_highest_is_preferred() {
+    use kube_core::params::PostParams;
+    use model_apiserver::{ApiServer, Context, Request, SeqIds};
+    let version = |name: &str, storage: bool| {
+        serde_json::json!({"name": name, "served": true, "storage": storage,
+            "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}})
+    };
+    let crd: kube_core::DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                 "versions": [version("v1", true), version("v1beta1", false), version("v2", false)]},
+    }))
+    .expect("a CRD");
+    let crds = kube_core::ApiResource {
+        group: "apiextensions.k8s.io".to_owned(),
+        version: "v1".to_owned(),
+        api_version: "apiextensions.k8s.io/v1".to_owned(),
+        kind: "CustomResourceDefinition".to_owned(),
+        plural: "customresourcedefinitions".to_owned(),
+    };
+    let mut ids = SeqIds::default();
+    let mut ctx = Context::new(jiff::Timestamp::from_second(1_767_225_600).expect("a time"), &mut ids);
+    let mut server = ApiServer::new();
+    server
+        .handle(Request::create(&crds, None, crd, PostParams::default()), &mut ctx)
+        .expect("the CRD is created");
+
+    let group = group(server.types(), "example.com").expect("the CRD's group is served");
+    let versions: Vec<&str> = group.versions.iter().map(|v| v.version.as_str()).collect();
+    assert_eq!(versions, vec!["v2", "v1", "v1beta1"]);
+    assert_eq!(group.preferred_version.map(|v| v.group_version), Some("example.com/v2".to_owned()));
+    let listed = group_list(server.types());
+    let listed = listed.groups.iter().find(|g| g.name == "example.com").expect("listed");
+    assert_eq!(listed.versions[0].version, "v2");
+}
