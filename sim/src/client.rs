@@ -39,6 +39,9 @@ pub enum Error {
     /// with `send_initial_events` but not `bookmarks`), as kube-rs refuses it.
     #[error("Failed to build request: {0}")]
     BuildRequest(#[source] kube_core::request::Error),
+    /// Discovery found no such group, version or kind (see [`crate::discovery`]).
+    #[error("Error from discovery: {0}")]
+    Discovery(#[source] crate::discovery::DiscoveryError),
 }
 
 impl Error {
@@ -46,7 +49,7 @@ impl Error {
     pub fn status(&self) -> Option<&Status> {
         match self {
             Error::Api(status) => Some(status),
-            Error::SerdeError(_) | Error::BuildRequest(_) => None,
+            Error::SerdeError(_) | Error::BuildRequest(_) | Error::Discovery(_) => None,
         }
     }
 }

@@ -81,6 +81,7 @@ pub mod client;
 mod cluster;
 pub mod controller;
 pub mod decision;
+pub mod discovery;
 pub mod entry;
 pub mod events;
 pub mod explore;

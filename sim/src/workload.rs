@@ -55,6 +55,7 @@ fn describe_error(error: &Error) -> String {
         Error::Api(status) => describe_status(status),
         Error::SerdeError(e) => format!("serialization: {e}"),
         Error::BuildRequest(e) => format!("request: {e}"),
+        Error::Discovery(e) => format!("discovery: {e}"),
     }
 }
 

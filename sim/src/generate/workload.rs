@@ -383,6 +383,7 @@ fn describe(error: &Error) -> String {
         Error::Api(status) => format!("{} {}: {}", status.code, status.reason, status.message),
         Error::SerdeError(e) => format!("serialization: {e}"),
         Error::BuildRequest(e) => format!("request: {e}"),
+        Error::Discovery(e) => format!("discovery: {e}"),
     }
 }
 

@@ -21,6 +21,7 @@ mod custom_resource;
 mod decision;
 mod delay_watch;
 mod determinism;
+mod discovery;
 mod events;
 /// The former unit tests of `sim::explore`'s modules, one file each.
 mod explore {
