@@ -108,28 +108,7 @@ fn a_dynamic_object_api_reads_what_a_typed_api_wrote() {
 fn get_scale_and_patch_scale_read_and_set_a_deployments_replicas() {
     let verdict = run_script(|w| async move {
         let api: Api<Deployment> = Api::default_namespaced(w.client());
-        let labels = BTreeMap::from([("app".to_owned(), "web".to_owned())]);
-        let deployment = Deployment {
-            metadata: ObjectMeta { name: Some("web".to_owned()), ..ObjectMeta::default() },
-            spec: DeploymentSpec {
-                replicas: Some(2),
-                selector: LabelSelector { match_labels: Some(labels.clone()), ..LabelSelector::default() },
-                template: PodTemplateSpec {
-                    metadata: Some(ObjectMeta { labels: Some(labels), ..ObjectMeta::default() }),
-                    spec: Some(k8s_openapi::api::core::v1::PodSpec {
-                        containers: vec![k8s_openapi::api::core::v1::Container {
-                            name: "web".to_owned(),
-                            image: Some("nginx:1.25".to_owned()),
-                            ..Default::default()
-                        }],
-                        ..Default::default()
-                    }),
-                },
-                ..DeploymentSpec::default()
-            },
-            ..Deployment::default()
-        };
-        api.create(&PostParams::default(), &deployment).await.expect("create");
+        api.create(&PostParams::default(), &web_deployment(2)).await.expect("create");
         let scale: Scale = api.get_scale("web").await.expect("get_scale");
         assert_eq!(scale.spec.and_then(|s| s.replicas), Some(2));
         let patch = Patch::Merge(serde_json::json!({ "spec": { "replicas": 5 } }));
