@@ -41,7 +41,28 @@ pub enum Error {
     BuildRequest(#[source] kube_core::request::Error),
     /// Discovery found no such group, version or kind (see [`crate::discovery`]).
     #[error("Error from discovery: {0}")]
-    Discovery(#[source] crate::discovery::DiscoveryError),
+    Discovery(#[source] DiscoveryError),
+}
+
+/// Why discovery found nothing, as kube's `kube::error::DiscoveryError` (the same messages;
+/// [`crate::discovery`] re-exports it).
+#[derive(Debug, thiserror::Error)]
+pub enum DiscoveryError {
+    /// The group version does not parse.
+    #[error("Invalid GroupVersion: {0}")]
+    InvalidGroupVersion(String),
+    /// The kind is not served in that group version.
+    #[error("Missing Kind: {0}")]
+    MissingKind(String),
+    /// The group is not served.
+    #[error("Missing Api Group: {0}")]
+    MissingApiGroup(String),
+    /// The resource is not served.
+    #[error("Missing Resource: {0}")]
+    MissingResource(String),
+    /// The group serves no version.
+    #[error("Empty Api Group: {0}")]
+    EmptyApiGroup(String),
 }
 
 impl Error {

@@ -28,25 +28,7 @@ use model_apiserver::{ResourceType, ResourceTypes};
 
 use crate::client::{Client, Error, Result};
 
-/// Why discovery found nothing, as kube's `kube::error::DiscoveryError` (the same messages).
-#[derive(Debug, thiserror::Error)]
-pub enum DiscoveryError {
-    /// The group version does not parse.
-    #[error("Invalid GroupVersion: {0}")]
-    InvalidGroupVersion(String),
-    /// The kind is not served in that group version.
-    #[error("Missing Kind: {0}")]
-    MissingKind(String),
-    /// The group is not served.
-    #[error("Missing Api Group: {0}")]
-    MissingApiGroup(String),
-    /// The resource is not served.
-    #[error("Missing Resource: {0}")]
-    MissingResource(String),
-    /// The group serves no version.
-    #[error("Empty Api Group: {0}")]
-    EmptyApiGroup(String),
-}
+pub use crate::client::DiscoveryError;
 
 /// The verbs every served resource takes, as the server's discovery lists them.
 const RESOURCE_VERBS: [&str; 8] = [
