@@ -50,7 +50,8 @@ impl fmt::Debug for Workload {
     }
 }
 
-fn describe_error(error: &Error) -> String {
+/// A client error in a failure message: `409 Conflict: ...` for the server's answers.
+pub(crate) fn describe_error(error: &Error) -> String {
     match error {
         Error::Api(status) => describe_status(status),
         Error::SerdeError(e) => format!("serialization: {e}"),

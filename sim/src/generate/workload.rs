@@ -379,12 +379,7 @@ pub fn crd_schema(crd: &CustomResourceDefinition) -> Result<(ApiResource, JSONSc
 }
 
 fn describe(error: &Error) -> String {
-    match error {
-        Error::Api(status) => format!("{} {}: {}", status.code, status.reason, status.message),
-        Error::SerdeError(e) => format!("serialization: {e}"),
-        Error::BuildRequest(e) => format!("request: {e}"),
-        Error::Discovery(e) => format!("discovery: {e}"),
-    }
+    crate::workload::describe_error(error)
 }
 
 /// Whether an accepted mutation that set a scalar shows in the object the server returned (an
