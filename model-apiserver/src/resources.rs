@@ -96,6 +96,13 @@ struct Served {
     storage_key: Arc<str>,
 }
 
+/// Order a group's versions as kube-apiserver lists them: highest Kubernetes version priority
+/// first (`v2`, `v1`, `v1beta1`, `v1alpha1`), so that the first is the preferred version
+/// (apiextensions' `sortGroupDiscoveryByKubeAwareVersion` for a CRD's group).
+pub fn sort_by_version_priority<T>(items: &mut [T], version: impl Fn(&T) -> &str) {
+    items.sort_by_cached_key(|item| std::cmp::Reverse(kube_core::Version::parse(version(item)).priority()));
+}
+
 impl ResourceTypes {
     /// The built-in kinds: Namespace, Pod, ConfigMap, Secret, Service, ServiceAccount,
     /// PersistentVolumeClaim, Deployment, ReplicaSet, StatefulSet, Job, Lease, Event (core/v1 and

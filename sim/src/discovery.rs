@@ -18,12 +18,11 @@
 //! Written here rather than wrapping kube's: kube's discovery parses the answers of HTTP requests
 //! through kube's own `Client`; this one builds the same values from the model's table of types.
 
-use std::cmp::Reverse;
 use std::collections::BTreeMap;
 
 pub use kube_core::discovery::{ApiCapabilities, ApiResource, Scope, verbs};
 use kube_core::gvk::{GroupVersion, GroupVersionKind};
-use kube_core::{DynamicObject, TypeMeta, Version};
+use kube_core::{DynamicObject, TypeMeta};
 use model_apiserver::{ResourceType, ResourceTypes};
 
 use crate::client::{Client, Error, Result};
@@ -125,7 +124,7 @@ impl ApiGroup {
             .into_iter()
             .map(|(version, resources)| GroupVersionData { version, resources })
             .collect();
-        data.sort_by_cached_key(|d| Reverse(Version::parse(&d.version).priority()));
+        model_apiserver::resources::sort_by_version_priority(&mut data, |d| d.version.as_str());
         let preferred = if name == Self::CORE_GROUP {
             Some("v1".to_owned())
         } else {

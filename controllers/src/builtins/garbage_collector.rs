@@ -91,8 +91,9 @@ pub async fn run(clients: Clients) {
     let mut crds_seen = None;
     loop {
         madsim::time::sleep(SCAN_INTERVAL).await;
-        if crds_seen != Some(crds.changes()) {
-            crds_seen = Some(crds.changes());
+        let crds_now = Some(crds.changes());
+        if crds_seen != crds_now {
+            crds_seen = crds_now;
             for crd in crds.state() {
                 if let Some(kind) = kinds::crd_kind(&crd) {
                     graph.watch(kind);
@@ -233,8 +234,8 @@ impl Graph {
         }
         let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &kind.resource);
         let store = reflector::informer(api, watcher::Config::default());
+        // Never seen, so the next snapshot rebuilds (see `snapshot`).
         group.insert(kind.resource.kind.clone(), Watched { kind: Arc::new(kind), store, seen: None });
-        self.settled = false;
     }
 
     fn watched(&self) -> impl Iterator<Item = &Watched> {
@@ -250,10 +251,10 @@ impl Graph {
 
     /// The graph from the caches; `None` until every cache has done its initial list (acting
     /// on a partial graph would take present owners for absent ones), and `None` when the caches
-    /// are as the last scan saw them and it settled everything from them.
+    /// are as the last scan saw them and it settled everything from them. (A kind watched since
+    /// has never been seen, so its first snapshot is always built.)
     fn snapshot(&mut self) -> Option<Snapshot> {
         if !self.watched().all(|w| w.store.is_ready()) {
-            self.settled = false;
             return None;
         }
         let unchanged = self.watched().all(|w| w.seen == Some(w.store.changes()));

@@ -74,7 +74,7 @@ fn groups(types: &ResourceTypes) -> BTreeMap<String, Vec<String>> {
         }
     }
     for versions in groups.values_mut() {
-        versions.sort_by_cached_key(|v| std::cmp::Reverse(kube_core::Version::parse(v).priority()));
+        model_apiserver::resources::sort_by_version_priority(versions, String::as_str);
     }
     groups
 }
