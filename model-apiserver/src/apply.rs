@@ -699,8 +699,9 @@ impl Entry {
             fields: FieldSet::default(),
         }
     }
-    /// How apimachinery names the manager in a conflict: `"m"`, or `"m" using apps/v1` for an
-    /// Update entry (with ` at <time>` when it has one).
+    /// How apimachinery names the manager in a conflict (`printManager` of the manager's
+    /// identifier): `"m"`, or `"m" using apps/v1` for an Update entry. The identifier never holds
+    /// the entry's time (`BuildManagerIdentifier`), so the message names none.
     fn describe(&self) -> String {
         let mut s = format!("{:?}", self.meta.manager.as_deref().unwrap_or(""));
         if let Some(sub) = self.meta.subresource.as_deref().filter(|s| !s.is_empty()) {
@@ -708,9 +709,6 @@ impl Entry {
         }
         if self.meta.operation.as_deref() == Some(OPERATION_UPDATE) {
             s.push_str(&format!(" using {}", self.meta.api_version.as_deref().unwrap_or("")));
-            if let Some(Time(t)) = &self.meta.time {
-                s.push_str(&format!(" at {}", t.strftime("%Y-%m-%dT%H:%M:%SZ")));
-            }
         }
         s
     }
@@ -732,7 +730,20 @@ fn read_entries(obj: &Value) -> Vec<Entry> {
         .collect()
 }
 
-fn write_entries(obj: &mut Value, entries: Vec<Entry>) {
+fn write_entries(obj: &mut Value, mut entries: Vec<Entry>) {
+    // In the order the real field manager encodes them on every write
+    // (`sortEncodedManagedFields`): Apply entries before Update ones, then by time (whole
+    // seconds, none first), manager, apiVersion and subresource.
+    entries.sort_by_cached_key(|e| {
+        let m = &e.meta;
+        (
+            m.operation.clone().unwrap_or_default(),
+            m.time.as_ref().map_or(0, |Time(t)| t.as_second()),
+            m.manager.clone().unwrap_or_default(),
+            m.api_version.clone().unwrap_or_default(),
+            m.subresource.clone().unwrap_or_default(),
+        )
+    });
     let list: Vec<Value> = entries
         .into_iter()
         .filter(|e| !e.fields.0.is_empty())
@@ -827,7 +838,7 @@ pub fn apply(
         }
     }
     if !conflicts.is_empty() && !force {
-        return Err(conflict_error(&entries, &conflicts, resource, body));
+        return Err(conflict_error(&entries, &conflicts));
     }
     for (i, path) in &conflicts {
         entries[*i].fields.0.remove(path);
@@ -861,13 +872,9 @@ fn scope(subresource: Option<&str>, status_subresource: bool) -> impl Fn(&str) -
     }
 }
 
-/// 409 Conflict as apimachinery's `NewApplyConflict` words it.
-fn conflict_error(
-    entries: &[Entry],
-    conflicts: &[(usize, FieldPath)],
-    resource: &ApiResource,
-    body: &Map<String, Value>,
-) -> Status {
+/// 409 Conflict as apimachinery's `NewApplyConflict` words it: its details hold the causes and
+/// nothing else (no name, group or kind).
+fn conflict_error(entries: &[Entry], conflicts: &[(usize, FieldPath)]) -> Status {
     let causes = conflicts
         .iter()
         .map(|(i, path)| {
@@ -898,11 +905,10 @@ fn conflict_error(
             format!("Apply failed with {} conflicts: {}", many.len(), lines.join("\n"))
         }
     };
-    let name = body.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str).unwrap_or("");
     Status::failure(&message, "Conflict").with_code(409).with_details(StatusDetails {
-        name: name.to_owned(),
-        group: resource.group.clone(),
-        kind: resource.plural.clone(),
+        name: String::new(),
+        group: String::new(),
+        kind: String::new(),
         uid: String::new(),
         causes,
         retry_after_seconds: 0,

@@ -288,7 +288,9 @@ fn deleted_or_kept(t: &Target, name: &str, gone: bool, object: Arc<DynamicObject
     }
 }
 
-/// uid and resourceVersion preconditions: 409 Conflict with the real server's message.
+/// uid and resourceVersion preconditions: 409 Conflict as the registry's `BeforeDelete` answers
+/// it, before the storage layer sees the delete. It names the kind, not the resource
+/// (`ConfigMap "a"`, `Deployment.apps "web"`), in the message and the details.
 fn check_preconditions(
     t: &Target,
     name: &str,
@@ -296,17 +298,17 @@ fn check_preconditions(
     params: &DeleteParams,
 ) -> Result<(), Status> {
     let Some(pre) = &params.preconditions else { return Ok(()) };
-    let conflict = |why: String| errors::conflict_with(&t.ty.api.group, &t.ty.api.plural, name, &why);
+    let conflict = |why: String| errors::conflict_with(&t.ty.api.group, &t.ty.api.kind, name, &why);
     let uid = old.metadata.uid.as_deref().unwrap_or_default();
     if let Some(want) = pre.uid.as_deref().filter(|u| *u != uid) {
         return Err(conflict(format!(
-            "Precondition failed: UID in precondition: {want}, UID in object meta: {uid}"
+            "the UID in the precondition ({want}) does not match the UID in record ({uid}). The object might have been deleted and then recreated"
         )));
     }
     let rv = old.metadata.resource_version.as_deref().unwrap_or_default();
     if let Some(want) = pre.resource_version.as_deref().filter(|r| *r != rv) {
         return Err(conflict(format!(
-            "Precondition failed: ResourceVersion in precondition: {want}, ResourceVersion in object meta: {rv}"
+            "the ResourceVersion in the precondition ({want}) does not match the ResourceVersion in record ({rv}). The object might have been modified"
         )));
     }
     Ok(())

@@ -116,7 +116,18 @@ pub fn forbidden(group: &str, plural: &str, name: &str, why: &str) -> Status {
 /// 404 NotFound for a path the server does not serve (an unknown resource or subresource, or a
 /// subresource the kind does not have), with kube-apiserver's message.
 pub fn resource_not_found() -> Status {
-    Status::failure("the server could not find the requested resource", "NotFound").with_code(404)
+    Status::failure("the server could not find the requested resource", "NotFound")
+        .with_code(404)
+        .with_details(details("", "", ""))
+}
+
+/// 422 Invalid for a JSON patch that does not apply (a `remove` or `replace` of an absent path,
+/// a failed `test`), as apimachinery's `NewGenericServerResponse` words it: a fixed message and
+/// empty details.
+pub fn json_patch_failed() -> Status {
+    Status::failure("the server rejected our request due to an error in our request", "Invalid")
+        .with_code(422)
+        .with_details(details("", "", ""))
 }
 
 /// 405 MethodNotAllowed.
@@ -162,9 +173,10 @@ pub fn invalid_list_options(causes: Vec<StatusCause>) -> Status {
     invalid("meta.k8s.io", "ListOptions", "", causes)
 }
 
-/// The `Success` Status a delete answers with when the object is gone at once.
+/// The `Success` Status a delete answers with when the object is gone at once: the registry's
+/// `finalizeDelete` sets no `code` (the HTTP answer is 200 all the same).
 pub fn deleted(group: &str, plural: &str, name: &str, uid: &str) -> Status {
     let mut d = details(group, plural, name);
     d.uid = uid.to_owned();
-    Status::success().with_code(200).with_details(d)
+    Status::success().with_details(d)
 }

@@ -147,18 +147,16 @@ fn split_object(
 ///
 /// Applies to a scratch copy: on error the caller drops `doc`.
 fn apply_json_patch(doc: &mut serde_json::Value, patch: &json_patch::Patch) -> Result<(), Status> {
-    for (index, op) in patch.0.iter().enumerate() {
+    for op in &patch.0 {
         if let json_patch::PatchOperation::Test(test) = op
             && test.value.is_null()
             && doc.pointer(test.path.as_str()).is_none()
         {
             continue;
         }
-        json_patch::patch_unsafe(doc, std::slice::from_ref(op)).map_err(|mut e| {
-            // One operation at a time: report its index in the whole patch.
-            e.operation = index;
-            Status::failure(&e.to_string(), "Invalid").with_code(422)
-        })?;
+        // kube-apiserver answers a patch that does not apply with apimachinery's generic 422
+        // (`NewGenericServerResponse`), which keeps none of json-patch's own words.
+        json_patch::patch_unsafe(doc, std::slice::from_ref(op)).map_err(|_| errors::json_patch_failed())?;
     }
     Ok(())
 }

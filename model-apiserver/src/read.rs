@@ -14,8 +14,9 @@ use crate::{
     filter::ObjectFilter,
     metadata,
     request::{ListResponse, Response, Subresource},
-    server::{ApiServer, Target, is_namespace_type, method_not_allowed, resource_not_found},
+    server::{ApiServer, Target, method_not_allowed},
     store::{ObjectKey, Revision, Snapshot},
+    write::check_subresource,
 };
 
 /// A parsed resourceVersion parameter of a read.
@@ -93,17 +94,17 @@ impl ApiServer {
         params: &GetParams,
         subresource: Option<Subresource>,
     ) -> Result<Response, Status> {
+        // The route is chosen before the object is looked up.
+        check_subresource(t, name, subresource)?;
+        if subresource == Some(Subresource::Finalize) {
+            return Err(method_not_allowed());
+        }
         let version = parse_read_version(params.resource_version.as_deref())?;
         let snapshot = self.snapshot_not_older_than(version)?;
         let object = snapshot.get(&t.key(name)).ok_or_else(|| t.not_found(name))?;
         match subresource {
-            None => Ok(Response::Object(t.present(object))),
-            Some(Subresource::Status) if t.ty.status_subresource => Ok(Response::Object(t.present(object))),
-            Some(Subresource::Scale) if t.ty.scale.is_some() => {
-                self.scale_view(t, object).map(|s| Response::Object(Arc::new(s)))
-            }
-            Some(Subresource::Finalize) if is_namespace_type(&t.ty) => Err(method_not_allowed()),
-            Some(_) => Err(resource_not_found()),
+            Some(Subresource::Scale) => self.scale_view(t, object).map(|s| Response::Object(Arc::new(s))),
+            _ => Ok(Response::Object(t.present(object))),
         }
     }
 

@@ -121,6 +121,12 @@ impl Target {
     pub(crate) fn not_found(&self, name: &str) -> Status {
         errors::not_found(&self.ty.api.group, &self.ty.api.plural, name)
     }
+    /// 404 for a subresource of `name` this type does not serve, before the object is looked
+    /// up: a built-in kind has no such route (the generic 404), while the custom resource handler
+    /// answers that the object is not found, whether it exists or not.
+    pub(crate) fn unserved_subresource(&self, name: &str) -> Status {
+        if self.ty.custom { self.not_found(name) } else { resource_not_found() }
+    }
 }
 
 /// 405 MethodNotAllowed for a verb a served path does not take (GET or PATCH `/finalize`).

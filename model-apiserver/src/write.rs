@@ -15,7 +15,7 @@ use crate::{
     context::Context,
     errors, metadata, patch,
     request::{Response, Subresource},
-    server::{ApiServer, Target, is_namespace_type, method_not_allowed, resource_not_found},
+    server::{ApiServer, Target, is_namespace_type, method_not_allowed},
     store::StoredEventType,
     strategy::{self, set_status, status_of},
     validation,
@@ -199,8 +199,8 @@ impl ApiServer {
         subresource: Option<Subresource>,
         ctx: &mut Context<'_>,
     ) -> Result<Response, Status> {
+        check_subresource(t, name, subresource)?;
         validate_field_manager("UpdateOptions", params.field_manager.as_deref())?;
-        self.check_subresource(t, subresource)?;
         if subresource == Some(Subresource::Scale) {
             return self.update_scale(t, name, object, params, ctx);
         }
@@ -233,8 +233,8 @@ impl ApiServer {
         subresource: Option<Subresource>,
         ctx: &mut Context<'_>,
     ) -> Result<Response, Status> {
+        check_subresource(t, name, subresource)?;
         validate_field_manager("PatchOptions", params.field_manager.as_deref())?;
-        self.check_subresource(t, subresource)?;
         if subresource == Some(Subresource::Scale) {
             return self.patch_scale(t, name, patch, params, ctx);
         }
@@ -282,20 +282,6 @@ impl ApiServer {
         self.write_update(t, old, object, subresource, opts, ctx)
     }
 
-    /// 404 for a subresource the type does not serve.
-    pub(crate) fn check_subresource(
-        &self,
-        t: &Target,
-        subresource: Option<Subresource>,
-    ) -> Result<(), Status> {
-        match subresource {
-            Some(Subresource::Status) if !t.ty.status_subresource => Err(resource_not_found()),
-            Some(Subresource::Scale) if t.ty.scale.is_none() => Err(resource_not_found()),
-            Some(Subresource::Finalize) if !is_namespace_type(&t.ty) => Err(resource_not_found()),
-            _ => Ok(()),
-        }
-    }
-
     /// The stored object as `t` presents it, or 404.
     pub(crate) fn current_object(&self, t: &Target, name: &str) -> Result<Arc<DynamicObject>, Status> {
         // As the target's version shows it: a write through one Event API (or one version of a
@@ -313,8 +299,11 @@ impl ApiServer {
         check: RvCheck,
     ) -> Result<(), Status> {
         match rv.filter(|rv| !rv.is_empty()) {
-            None if check == RvCheck::Update && t.ty.custom => Err(self.invalid(
-                t,
+            // The generic store's own check: its error names the resource where a validation
+            // error names the kind (`widgets.example.com "w" is invalid`).
+            None if check == RvCheck::Update && t.ty.custom => Err(errors::invalid(
+                &t.ty.api.group,
+                &t.ty.api.plural,
                 name,
                 vec![errors::cause(
                     "FieldValueInvalid",
@@ -691,4 +680,19 @@ pub(crate) fn record_update(
         None => new.metadata.managed_fields = None,
         Some(Err(_)) => {}
     }
+}
+
+/// 404 for a subresource the type does not serve (see [`Target::unserved_subresource`]).
+pub(crate) fn check_subresource(
+    t: &Target,
+    name: &str,
+    subresource: Option<Subresource>,
+) -> Result<(), Status> {
+    let served = match subresource {
+        None => true,
+        Some(Subresource::Status) => t.ty.status_subresource,
+        Some(Subresource::Scale) => t.ty.scale.is_some(),
+        Some(Subresource::Finalize) => is_namespace_type(&t.ty),
+    };
+    if served { Ok(()) } else { Err(t.unserved_subresource(name)) }
 }

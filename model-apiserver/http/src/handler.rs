@@ -250,16 +250,22 @@ impl Call {
             let now = self.live.now();
             return Ok(http::json(200, &table::table(&t.ty, crd.as_deref(), &list.items, metadata, now)));
         }
-        let items: Vec<&DynamicObject> = list.items.iter().map(|o| &**o).collect();
-        Ok(http::json(
-            200,
-            &json!({
-                "apiVersion": t.ty.api.api_version,
-                "kind": format!("{}List", t.ty.api.kind),
-                "metadata": metadata,
-                "items": items,
-            }),
-        ))
+        let kind = format!("{}List", t.ty.api.kind);
+        let api_version = &t.ty.api.api_version;
+        Ok(if t.ty.custom {
+            let items: Vec<&DynamicObject> = list.items.iter().map(|o| &**o).collect();
+            http::json(
+                200,
+                &json!({"apiVersion": api_version, "kind": kind, "metadata": metadata, "items": items}),
+            )
+        } else {
+            let items: Vec<ListItem<'_>> =
+                list.items.iter().map(|o| ListItem { metadata: &o.metadata, content: &o.data }).collect();
+            http::json(
+                200,
+                &json!({"apiVersion": api_version, "kind": kind, "metadata": metadata, "items": items}),
+            )
+        })
     }
 
     /// The CustomResourceDefinition serving a custom resource type, whose printer columns its
@@ -322,7 +328,11 @@ impl Call {
             "application/merge-patch+json" => Patch::Merge(decode::json(&self.body, "patch")?),
             "application/strategic-merge-patch+json" => Patch::Strategic(decode::json(&self.body, "patch")?),
             "application/apply-patch+yaml" => Patch::Apply(decode::yaml(&self.body)?),
-            _ => return Err(decode::unsupported(accepted_patch_types(&t.ty))),
+            // A built-in kind's PATCH route (go-restful) declares the four types it consumes and
+            // answers any other itself, with its own text; the custom resource handler words it
+            // as the patch handler does.
+            _ if !t.ty.custom => return Err(errors::unsupported_media_type("415: Unsupported Media Type")),
+            _ => return Err(decode::unsupported(CUSTOM_PATCH_TYPES)),
         };
         let is_apply = matches!(patch, Patch::Apply(_));
         if !is_apply {
@@ -342,7 +352,7 @@ impl Call {
         let params = self.query.delete_params(&self.delete_options()?)?;
         let answer = self.live.handle(Request::delete(&t.ty.api, t.ns(), name, params))?;
         match answer {
-            Response::Deleted { status, .. } => Ok(http::status(&status)),
+            Response::Deleted { status, .. } => Ok(http::json(200, &http::status_json(&status))),
             other => Ok(self.object_reply(t, 200, &other)),
         }
     }
@@ -466,14 +476,18 @@ fn decode_object(headers: &HeaderMap, body: &[u8]) -> Result<DynamicObject, Stat
         .map_err(|e| errors::bad_request(&format!("the object provided is unrecognized: {e}")))
 }
 
-/// The patch media types a type accepts.
-fn accepted_patch_types(ty: &ResourceType) -> &'static str {
-    if ty.custom {
-        "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
-    } else {
-        "application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml"
-    }
+/// An item of a built-in kind's list as kube-apiserver encodes it: the list's Go items are typed,
+/// so they carry no apiVersion or kind (a custom resource list's items, unstructured, keep theirs).
+#[derive(serde::Serialize)]
+struct ListItem<'a> {
+    metadata: &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    #[serde(flatten)]
+    content: &'a serde_json::Value,
 }
+
+/// The patch media types a custom resource accepts.
+const CUSTOM_PATCH_TYPES: &str =
+    "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml";
 
 /// The model answered with a shape this verb never has: a bug of ours, reported as a 500.
 fn unexpected() -> Status {

@@ -223,8 +223,38 @@ fn an_update_that_changes_an_applied_field_takes_it_and_a_later_apply_conflicts_
     .unwrap_err();
     assert_eq!(
         err.message,
-        "Apply failed with 1 conflict: conflict with \"hpa\" using apps/v1 at 1970-01-01T00:33:20Z: .spec.replicas"
+        // The manager is named by its identifier, which never holds the entry's time.
+        "Apply failed with 1 conflict: conflict with \"hpa\" using apps/v1: .spec.replicas"
     );
+    // `NewApplyConflict`'s details hold the causes alone.
+    let details = err.details.expect("details");
+    assert_eq!((details.name.as_str(), details.kind.as_str(), details.group.as_str()), ("", "", ""));
+    assert_eq!(details.causes[0].message, "conflict with \"hpa\" using apps/v1");
+}
+
+#[test]
+fn managed_fields_are_kept_in_the_real_field_managers_order() {
+    // Written in the order: zed's update at 3000, bob's at 2000, then alice's apply at 4000.
+    let mut obj = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {}});
+    let mut write = |key: &str, who: &'static str, second: i64| {
+        let old = obj.clone();
+        obj["data"][key] = json!("v");
+        let m = Manager { name: who, api_version: "v1", subresource: None, now: at(second) };
+        update_managed_fields(Some(&old), &mut obj, &configmap(), &m, false);
+    };
+    write("z", "zed", 3_000);
+    write("b", "bob", 2_000);
+    write("c", "carl", 2_000);
+    let config =
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"x": "1"}});
+    let alice = Manager { name: "alice", api_version: "v1", subresource: None, now: at(4_000) };
+    let applied = apply(Some(&obj), &config, &configmap(), &alice, false, false).unwrap();
+    let order: Vec<(&str, &str)> = managed(&applied)
+        .iter()
+        .map(|e| (e["manager"].as_str().unwrap(), e["operation"].as_str().unwrap()))
+        .collect();
+    // Apply before Update; then by time; at the same second by manager.
+    assert_eq!(order, [("alice", "Apply"), ("bob", "Update"), ("carl", "Update"), ("zed", "Update")]);
 }
 
 #[test]

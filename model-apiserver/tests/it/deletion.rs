@@ -33,7 +33,8 @@ fn delete_without_finalizers_removes_the_object_and_answers_a_success_status() {
     let Response::Deleted { status, object } = w.try_delete(&cm(), Some("default"), "a").unwrap() else {
         panic!("expected Deleted")
     };
-    assert_eq!(status.code, 200);
+    // The registry's Success Status carries no code (the HTTP answer is 200).
+    assert_eq!(status.code, 0);
     let details = status.details.unwrap();
     assert_eq!((details.name.as_str(), details.kind.as_str()), ("a", "configmaps"));
     assert_eq!(Some(details.uid), a.metadata.uid);
@@ -211,13 +212,15 @@ fn a_uid_precondition_mismatch_gets_409_conflict() {
     };
     let err = w.handle(Request::delete(&cm(), Some("default"), "a", params)).unwrap_err();
     assert_eq!(code_reason(&err), (409, "Conflict"));
+    // The registry's `BeforeDelete` checks it first, naming the kind.
     assert_eq!(
         err.message,
         format!(
-            "Operation cannot be fulfilled on configmaps \"a\": Precondition failed: UID in precondition: other, UID in object meta: {}",
+            "Operation cannot be fulfilled on ConfigMap \"a\": the UID in the precondition (other) does not match the UID in record ({}). The object might have been deleted and then recreated",
             a.metadata.uid.as_deref().unwrap()
         )
     );
+    assert_eq!(err.details.as_ref().map(|d| d.kind.as_str()), Some("ConfigMap"));
 }
 
 #[test]
@@ -232,7 +235,7 @@ fn a_resource_version_precondition_mismatch_gets_409_conflict() {
     assert_eq!(code_reason(&err), (409, "Conflict"));
     assert_eq!(
         err.message,
-        "Operation cannot be fulfilled on configmaps \"a\": Precondition failed: ResourceVersion in precondition: 3, ResourceVersion in object meta: 5"
+        "Operation cannot be fulfilled on ConfigMap \"a\": the ResourceVersion in the precondition (3) does not match the ResourceVersion in record (5). The object might have been modified"
     );
 }
 

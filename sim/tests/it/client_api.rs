@@ -472,9 +472,10 @@ fn a_force_apply_takes_a_field_from_its_creator_who_keeps_owning_the_map() {
             .collect();
         assert_eq!(
             entries,
+            // In the real field manager's order: the Apply entry before the Update one.
             [
-                ("creator".to_owned(), serde_json::json!({"f:data": {}})),
                 ("ctrl".to_owned(), serde_json::json!({"f:data": {"f:k": {}}})),
+                ("creator".to_owned(), serde_json::json!({"f:data": {}})),
             ]
         );
         // A create that sets no field records no managedFields, and an update of such an

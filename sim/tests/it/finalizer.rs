@@ -196,14 +196,16 @@ fn a_concurrent_finalizer_change_fails_the_add_with_422_and_the_retry_adds_it_af
         assert_eq!(report.verdict, Verdict::Pass, "seed {seed}");
         let log = log.lock().unwrap().clone();
         // The helper tested `/metadata/finalizers` for null, but the list had become
-        // ["other.example/keep"]: the server answered 422 Invalid, and nothing was added.
+        // ["other.example/keep"]: the server answered 422 Invalid (in apimachinery's generic words,
+        // as kube-apiserver answers a JSON patch that does not apply), and nothing was added.
         assert_eq!(
             log.first().map(String::as_str),
             Some(
-                "error: failed to add finalizer: ApiError: Invalid (422): operation '/0' failed at path \
-                 '/metadata/finalizers': value did not match: Some(Api(Status { status: Some(Failure), \
-                 code: 422, message: \"operation '/0' failed at path '/metadata/finalizers': value did \
-                 not match\", metadata: None, reason: \"Invalid\", details: None }))"
+                "error: failed to add finalizer: ApiError: Invalid (422): the server rejected our request \
+                 due to an error in our request: Some(Api(Status { status: Some(Failure), code: 422, \
+                 message: \"the server rejected our request due to an error in our request\", metadata: \
+                 None, reason: \"Invalid\", details: Some(StatusDetails { name: \"\", group: \"\", kind: \
+                 \"\", uid: \"\", causes: [], retry_after_seconds: 0 }) }))"
             ),
             "seed {seed}: {log:?}"
         );

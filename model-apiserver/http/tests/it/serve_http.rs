@@ -140,7 +140,8 @@ fn an_unknown_path_gets_a_404_status() {
     assert_eq!(
         answer.json(),
         json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-               "message": "the server could not find the requested resource", "reason": "NotFound", "code": 404})
+               "message": "the server could not find the requested resource", "reason": "NotFound", "code": 404,
+               "details": {}})
     );
 }
 
@@ -276,6 +277,87 @@ spec:
     let path = "/apis/example.com/v1/namespaces/default/widgets";
     assert_eq!(request(&served, "POST", path, "application/json", widget.to_string().as_bytes()).code, 201);
     assert_eq!(get(&served, &format!("{path}/w")).json()["size"], json!(3));
+    // An unstructured list's items keep their apiVersion and kind.
+    let item = &get(&served, path).json()["items"][0];
+    assert_eq!((&item["apiVersion"], &item["kind"]), (&json!("example.com/v1"), &json!("Widget")));
+    // The custom resource handler words a patch type it does not take as the patch handler does.
+    let smp =
+        request(&served, "PATCH", &format!("{path}/w"), "application/strategic-merge-patch+json", b"{}");
+    assert_eq!(smp.code, 415);
+    assert_eq!(
+        smp.json()["message"],
+        json!(
+            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
+        )
+    );
+    // A subresource the CRD does not enable is a NotFound of the object, whether it exists or not.
+    for name in ["w", "absent"] {
+        let status = request(&served, "PATCH", &format!("{path}/{name}/status"), MERGE, b"{}");
+        assert_eq!(status.code, 404, "{name}");
+        assert_eq!(
+            status.json()["details"],
+            json!({"name": name, "group": "example.com", "kind": "widgets"}),
+            "{name}"
+        );
+    }
+}
+
+/// The merge patch media type.
+const MERGE: &str = "application/merge-patch+json";
+
+#[test]
+fn a_built_in_kinds_list_items_carry_no_api_version_or_kind() {
+    let served = serve();
+    let path = "/api/v1/namespaces/default/configmaps";
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "v"}});
+    assert_eq!(request(&served, "POST", path, "application/json", cm.to_string().as_bytes()).code, 201);
+    let list = get(&served, path).json();
+    assert_eq!((&list["apiVersion"], &list["kind"]), (&json!("v1"), &json!("ConfigMapList")));
+    let item = &list["items"][0];
+    assert_eq!((item.get("apiVersion"), item.get("kind")), (None, None), "{item}");
+    assert_eq!((&item["metadata"]["name"], &item["data"]), (&json!("a"), &json!({"k": "v"})));
+    // A single object does carry them.
+    assert_eq!(get(&served, &format!("{path}/a")).json()["kind"], json!("ConfigMap"));
+}
+
+#[test]
+fn delete_answers_200_with_a_success_status_that_has_no_code() {
+    let served = serve();
+    let path = "/api/v1/namespaces/default/configmaps";
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}});
+    let created = request(&served, "POST", path, "application/json", cm.to_string().as_bytes()).json();
+    let answer = request(&served, "DELETE", &format!("{path}/a"), "application/json", b"");
+    assert_eq!(answer.code, 200);
+    assert_eq!(
+        answer.json(),
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+               "details": {"name": "a", "kind": "configmaps", "uid": created["metadata"]["uid"]}})
+    );
+}
+
+#[test]
+fn a_built_in_kinds_unknown_patch_type_or_subresource_gets_the_routers_answer() {
+    let served = serve();
+    let path = "/api/v1/namespaces/default/configmaps";
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}});
+    assert_eq!(request(&served, "POST", path, "application/json", cm.to_string().as_bytes()).code, 201);
+    let bad = request(&served, "PATCH", &format!("{path}/a"), "text/plain", b"{}");
+    assert_eq!(bad.code, 415);
+    assert_eq!(
+        (&bad.json()["reason"], &bad.json()["message"]),
+        (&json!("UnsupportedMediaType"), &json!("415: Unsupported Media Type"))
+    );
+    // A ConfigMap has no /status route: the generic 404, whether the object exists or not.
+    for name in ["a", "absent"] {
+        let answer = get(&served, &format!("{path}/{name}/status"));
+        assert_eq!(answer.code, 404, "{name}");
+        assert_eq!(
+            answer.json()["message"],
+            json!("the server could not find the requested resource"),
+            "{name}"
+        );
+        assert_eq!(answer.json()["details"], json!({}), "{name}");
+    }
 }
 
 #[test]
