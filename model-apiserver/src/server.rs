@@ -87,6 +87,31 @@ impl Target {
             name: Arc::from(name),
         }
     }
+    /// Where kube-apiserver keeps `name` in etcd, as its storage errors print it:
+    /// `/registry/<prefix>[/<namespace>]/<name>`. The prefix is the resource's name for a built-in
+    /// kind, but for the few kube-apiserver renames (`SpecialDefaultResourcePrefixes`), and
+    /// `<group>/<plural>` for a custom resource and for the kinds the API extensions and
+    /// aggregation servers store.
+    pub(crate) fn etcd_key(&self, name: &str) -> String {
+        let api = &self.ty.api;
+        let prefix = match (api.group.as_str(), api.plural.as_str()) {
+            ("", "replicationcontrollers") => "controllers".to_owned(),
+            ("", "endpoints") => "services/endpoints".to_owned(),
+            ("", "nodes") => "minions".to_owned(),
+            ("", "services") => "services/specs".to_owned(),
+            ("networking.k8s.io" | "extensions", "ingresses") => "ingress".to_owned(),
+            (group @ ("apiextensions.k8s.io" | "apiregistration.k8s.io"), plural) => {
+                [group, "/", plural].concat()
+            }
+            (group, plural) if self.ty.custom => [group, "/", plural].concat(),
+            (_, plural) => plural.to_owned(),
+        };
+        if self.namespace.is_empty() {
+            ["/registry/", &prefix, "/", name].concat()
+        } else {
+            ["/registry/", &prefix, "/", &self.namespace, "/", name].concat()
+        }
+    }
     /// The namespace filter of a collection request (`None` = every namespace).
     pub(crate) fn namespace_filter(&self) -> Option<&str> {
         (!self.namespace.is_empty()).then_some(&*self.namespace)

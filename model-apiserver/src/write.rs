@@ -632,7 +632,12 @@ fn check_uid_precondition(
             &t.ty.api.group,
             &t.ty.api.plural,
             name,
-            &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {stored}"),
+            // The etcd store's precondition check, as its `StorageError` prints itself.
+            &format!(
+                "StorageError: invalid object, Code: 4, Key: {}, ResourceVersion: 0, AdditionalErrorMsg: \
+                 Precondition failed: UID in precondition: {uid}, UID in object meta: {stored}",
+                t.etcd_key(name)
+            ),
         )),
         _ => Ok(()),
     }

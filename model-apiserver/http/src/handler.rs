@@ -250,22 +250,7 @@ impl Call {
             let now = self.live.now();
             return Ok(http::json(200, &table::table(&t.ty, crd.as_deref(), &list.items, metadata, now)));
         }
-        let kind = format!("{}List", t.ty.api.kind);
-        let api_version = &t.ty.api.api_version;
-        Ok(if t.ty.custom {
-            let items: Vec<&DynamicObject> = list.items.iter().map(|o| &**o).collect();
-            http::json(
-                200,
-                &json!({"apiVersion": api_version, "kind": kind, "metadata": metadata, "items": items}),
-            )
-        } else {
-            let items: Vec<ListItem<'_>> =
-                list.items.iter().map(|o| ListItem { metadata: &o.metadata, content: &o.data }).collect();
-            http::json(
-                200,
-                &json!({"apiVersion": api_version, "kind": kind, "metadata": metadata, "items": items}),
-            )
-        })
+        Ok(http::json(200, &list_body(t, &list.items, metadata)))
     }
 
     /// The CustomResourceDefinition serving a custom resource type, whose printer columns its
@@ -362,16 +347,7 @@ impl Call {
         let list = self.query.list_params()?;
         let answer = self.live.handle(Request::delete_collection(&t.ty.api, t.ns(), list, params))?;
         let Response::List(list) = answer else { return Err(unexpected()) };
-        let items: Vec<&DynamicObject> = list.items.iter().map(|o| &**o).collect();
-        Ok(http::json(
-            200,
-            &json!({
-                "apiVersion": t.ty.api.api_version,
-                "kind": format!("{}List", t.ty.api.kind),
-                "metadata": {"resourceVersion": list.resource_version},
-                "items": items,
-            }),
-        ))
+        Ok(http::json(200, &list_body(t, &list.items, json!({"resourceVersion": list.resource_version}))))
     }
 
     /// The DeleteOptions body as JSON: client-go's typed clients send it in protobuf.
@@ -474,6 +450,25 @@ fn decode_object(headers: &HeaderMap, body: &[u8]) -> Result<DynamicObject, Stat
     }
     serde_json::from_value(value)
         .map_err(|e| errors::bad_request(&format!("the object provided is unrecognized: {e}")))
+}
+
+/// A list answer (LIST or DELETE of a collection) as kube-apiserver encodes it. A built-in kind's
+/// list is typed: its items carry no apiVersion or kind. A custom resource's is unstructured: its
+/// items keep theirs, and its metadata always has `continue` (empty on the last page).
+fn list_body(t: &Target, items: &[Arc<DynamicObject>], mut metadata: serde_json::Value) -> serde_json::Value {
+    let kind = format!("{}List", t.ty.api.kind);
+    let api_version = &t.ty.api.api_version;
+    if t.ty.custom {
+        if let Some(m) = metadata.as_object_mut() {
+            m.entry("continue").or_insert_with(|| json!(""));
+        }
+        let items: Vec<&DynamicObject> = items.iter().map(|o| &**o).collect();
+        json!({"apiVersion": api_version, "kind": kind, "metadata": metadata, "items": items})
+    } else {
+        let items: Vec<ListItem<'_>> =
+            items.iter().map(|o| ListItem { metadata: &o.metadata, content: &o.data }).collect();
+        json!({"apiVersion": api_version, "kind": kind, "metadata": metadata, "items": items})
+    }
 }
 
 /// An item of a built-in kind's list as kube-apiserver encodes it: the list's Go items are typed,

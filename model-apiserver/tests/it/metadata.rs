@@ -145,11 +145,41 @@ fn an_update_carrying_the_uid_of_a_deleted_incarnation_gets_409_precondition_fai
     assert_eq!(
         err.message,
         format!(
-            "Operation cannot be fulfilled on configmaps \"a\": Precondition failed: UID in precondition: {}, UID in object meta: {}",
+            "Operation cannot be fulfilled on configmaps \"a\": StorageError: invalid object, Code: 4, Key: \
+             /registry/configmaps/default/a, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID \
+             in precondition: {}, UID in object meta: {}",
             first.metadata.uid.as_deref().unwrap(),
             second.metadata.uid.as_deref().unwrap()
         )
     );
+}
+
+#[test]
+fn a_uid_precondition_error_names_the_etcd_key_kube_apiserver_uses() {
+    // Services are kept under `services/specs`, cluster-scoped kinds without a namespace.
+    let cases = [
+        (builtin("", "services"), Some("default"), "Service", "v1", "/registry/services/specs/default/a"),
+        (namespaces(), None, "Namespace", "v1", "/registry/namespaces/a"),
+        (deployments(), Some("default"), "Deployment", "apps/v1", "/registry/deployments/default/a"),
+    ];
+    for (resource, ns, kind, api_version, key) in cases {
+        let mut w = World::new();
+        let mut body = json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": "a"}});
+        if kind == "Service" {
+            body["spec"] = json!({"ports": [{"port": 80}]});
+        }
+        if kind == "Deployment" {
+            body["spec"] = json!({"selector": {"matchLabels": {"app": "a"}}, "template": {
+                "metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}});
+        }
+        let created = w.create(&resource, ns, body);
+        let mut stale = (*created).clone();
+        stale.metadata.uid = Some("other".to_owned());
+        stale.metadata.resource_version = None;
+        let err = w.try_update(&resource, ns, stale).unwrap_err();
+        assert_eq!(code_reason(&err), (409, "Conflict"), "{kind}");
+        assert!(err.message.contains(&format!("Key: {key}, ResourceVersion: 0,")), "{kind}: {}", err.message);
+    }
 }
 
 #[test]

@@ -277,9 +277,12 @@ spec:
     let path = "/apis/example.com/v1/namespaces/default/widgets";
     assert_eq!(request(&served, "POST", path, "application/json", widget.to_string().as_bytes()).code, 201);
     assert_eq!(get(&served, &format!("{path}/w")).json()["size"], json!(3));
-    // An unstructured list's items keep their apiVersion and kind.
-    let item = &get(&served, path).json()["items"][0];
+    // An unstructured list's items keep their apiVersion and kind, and its metadata always has
+    // `continue`, empty on the last page.
+    let list = get(&served, path).json();
+    let item = &list["items"][0];
     assert_eq!((&item["apiVersion"], &item["kind"]), (&json!("example.com/v1"), &json!("Widget")));
+    assert_eq!(list["metadata"]["continue"], json!(""));
     // The custom resource handler words a patch type it does not take as the patch handler does.
     let smp =
         request(&served, "PATCH", &format!("{path}/w"), "application/strategic-merge-patch+json", b"{}");
@@ -315,6 +318,7 @@ fn a_built_in_kinds_list_items_carry_no_api_version_or_kind() {
     assert_eq!((&list["apiVersion"], &list["kind"]), (&json!("v1"), &json!("ConfigMapList")));
     let item = &list["items"][0];
     assert_eq!((item.get("apiVersion"), item.get("kind")), (None, None), "{item}");
+    assert_eq!(list["metadata"].get("continue"), None);
     assert_eq!((&item["metadata"]["name"], &item["data"]), (&json!("a"), &json!({"k": "v"})));
     // A single object does carry them.
     assert_eq!(get(&served, &format!("{path}/a")).json()["kind"], json!("ConfigMap"));
