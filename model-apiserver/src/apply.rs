@@ -734,16 +734,16 @@ fn write_entries(obj: &mut Value, mut entries: Vec<Entry>) {
     // In the order the real field manager encodes them on every write
     // (`sortEncodedManagedFields`): Apply entries before Update ones, then by time (whole
     // seconds, none first), manager, apiVersion and subresource.
-    entries.sort_by_cached_key(|e| {
-        let m = &e.meta;
+    fn order_key(m: &ManagedFieldsEntry) -> (&str, i64, &str, &str, &str) {
         (
-            m.operation.clone().unwrap_or_default(),
+            m.operation.as_deref().unwrap_or_default(),
             m.time.as_ref().map_or(0, |Time(t)| t.as_second()),
-            m.manager.clone().unwrap_or_default(),
-            m.api_version.clone().unwrap_or_default(),
-            m.subresource.clone().unwrap_or_default(),
+            m.manager.as_deref().unwrap_or_default(),
+            m.api_version.as_deref().unwrap_or_default(),
+            m.subresource.as_deref().unwrap_or_default(),
         )
-    });
+    }
+    entries.sort_by(|a, b| order_key(&a.meta).cmp(&order_key(&b.meta)));
     let list: Vec<Value> = entries
         .into_iter()
         .filter(|e| !e.fields.0.is_empty())
