@@ -82,7 +82,7 @@ fn review(kind: &str, headers: &HeaderMap, body: &[u8]) -> Result<Value, Status>
     let spec = if protobuf::is_protobuf(content_type, body) {
         protobuf_spec(kind, body)?
     } else {
-        let value = decode::object(decode::Media::of_object(content_type)?, body)?;
+        let value = decode::object(decode::Media::of_object(content_type)?, body, kind)?;
         check_kind(&value, kind)?;
         value.get("spec").cloned().unwrap_or_else(|| json!({}))
     };

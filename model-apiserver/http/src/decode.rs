@@ -73,14 +73,19 @@ pub fn yaml(body: &[u8]) -> Result<Value, Status> {
     serde_yaml_ng::from_slice(body).map_err(|e| errors::bad_request(&format!("error decoding YAML: {e}")))
 }
 
-/// An object body in `media`, as a JSON value (not yet checked to be an object).
-pub fn object(media: Media, body: &[u8]) -> Result<Value, Status> {
+/// An object body in `media`, as a JSON value (not yet checked to be an object). `kind` is the
+/// kind the handler decodes into, which a JSON body that is not an object is told it must be
+/// (see [`crate::go_json`]).
+pub fn object(media: Media, body: &[u8], kind: &str) -> Result<Value, Status> {
     let unrecognized =
         |e: &dyn std::fmt::Display| errors::bad_request(&format!("the object provided is unrecognized: {e}"));
     match media {
         Media::Protobuf => protobuf::decode(body),
         Media::Json => {
             check_depth(body, Syntax::Json)?;
+            if let Some(error) = crate::go_json::interpret_error(body) {
+                return Err(errors::bad_request(&crate::go_json::unrecognized_message(kind, &error, body)));
+            }
             serde_json::from_slice(body).map_err(|e| unrecognized(&e))
         }
         Media::Yaml => {

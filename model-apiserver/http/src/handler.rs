@@ -284,7 +284,7 @@ impl Call {
         let mut params = self.query.post_params()?;
         let directive = self.query.field_validation("CreateOptions")?;
         params.field_manager = Some(self.manager(params.field_manager.as_deref()));
-        let object = decode_object(&self.headers, &self.body)?;
+        let object = decode_object(&self.headers, &self.body, &t.ty.api.kind)?;
         let request = with_directive(Request::create(&t.ty.api, t.ns(), object, params), directive);
         let (answer, warnings) = self.live.handle_with_warnings(request);
         Ok(with_warnings(self.object_reply(t, 201, &answer?), &warnings))
@@ -294,7 +294,8 @@ impl Call {
         let mut params = self.query.post_params()?;
         let directive = self.query.field_validation("UpdateOptions")?;
         params.field_manager = Some(self.manager(params.field_manager.as_deref()));
-        let object = decode_object(&self.headers, &self.body)?;
+        let kind = if t.subresource == Some(Subresource::Scale) { "Scale" } else { t.ty.api.kind.as_str() };
+        let object = decode_object(&self.headers, &self.body, kind)?;
         let request = t.with_sub(Request::update(&t.ty.api, t.ns(), name, object, params));
         let (answer, warnings) = self.live.handle_with_warnings(with_directive(request, directive));
         Ok(with_warnings(self.object_reply(t, 200, &answer?), &warnings))
@@ -442,9 +443,9 @@ fn current(m: &mut Model, t: &Target, name: &str) -> Result<Option<Arc<DynamicOb
 /// An object body, decoded by its Content-Type (see [`decode`]): JSON, YAML, or Kubernetes
 /// protobuf of a built-in kind (see [`protobuf`]). CBOR is not served: it gets 415, and client-go
 /// retries in JSON.
-fn decode_object(headers: &HeaderMap, body: &[u8]) -> Result<DynamicObject, Status> {
+fn decode_object(headers: &HeaderMap, body: &[u8], kind: &str) -> Result<DynamicObject, Status> {
     let content_type = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
-    let value = decode::object(decode::Media::of_object(content_type)?, body)?;
+    let value = decode::object(decode::Media::of_object(content_type)?, body, kind)?;
     if !value.is_object() {
         return Err(errors::bad_request("the object provided is unrecognized: not a JSON object"));
     }

@@ -38,3 +38,63 @@ fn a_missing_content_type_is_json_and_text_plain_or_a_form_is_415() {
         assert_eq!(Media::of_object(refused).unwrap_err().code, 415, "{refused}");
     }
 }
+
+/// Go's `encoding/json` words for a body that is not JSON, or not an object: kube-apiserver's
+/// create and update handlers send them back (`couldn't get version/kind; json parse error: ...`).
+#[test]
+fn a_body_that_is_not_a_json_object_gets_gos_words_for_it() {
+    use model_apiserver_http::go_json::interpret_error;
+    let find_kind = r#"struct { APIVersion string "json:\"apiVersion,omitempty\""; Kind string "json:\"kind,omitempty\"" }"#;
+    let cases: &[(&str, Option<String>)] = &[
+        ("{not json", Some("invalid character 'n' looking for beginning of object key string".into())),
+        ("", Some("unexpected end of JSON input".into())),
+        (r#"{"a":1"#, Some("unexpected end of JSON input".into())),
+        (r#"{"a" 1}"#, Some("invalid character '1' after object key".into())),
+        (r#"{"a":1 "b":2}"#, Some("invalid character '\"' after object key:value pair".into())),
+        ("[1 2]", Some("invalid character '2' after array element".into())),
+        (r#"{"a":tru}"#, Some("invalid character '}' in literal true (expecting 'e')".into())),
+        // At the end Go's scanner steps once more with a space, which a cut literal rejects.
+        (r#"{"a":nul"#, Some("invalid character ' ' in literal null (expecting 'l')".into())),
+        (r#"{"a":01}"#, Some("invalid character '1' after object key:value pair".into())),
+        ("{} x", Some("invalid character 'x' after top-level value".into())),
+        (r#"{"a":"\q"}"#, Some("invalid character 'q' in string escape code".into())),
+        (r#"{"a":"\u12G4"}"#, Some("invalid character 'G' in \\u hexadecimal character escape".into())),
+        ("{\"a\":\"\t\"}", Some("invalid character '\\t' in string literal".into())),
+        (r#"{"a":1.}"#, Some("invalid character '}' after decimal point in numeric literal".into())),
+        (r#"{"a":-}"#, Some("invalid character '}' in numeric literal".into())),
+        (r#"{"a":1e}"#, Some("invalid character '}' in exponent of numeric literal".into())),
+        ("{'a':1}", Some("invalid character '\\'' looking for beginning of object key string".into())),
+        ("{\"a\":1,}", Some("invalid character '}' looking for beginning of object key string".into())),
+        ("[1,]", Some("invalid character ']' looking for beginning of value".into())),
+        ("1.", Some("invalid character ' ' after decimal point in numeric literal".into())),
+        ("[1,2]", Some(format!("json: cannot unmarshal array into Go value of type {find_kind}"))),
+        ("\"x\"", Some(format!("json: cannot unmarshal string into Go value of type {find_kind}"))),
+        (
+            r#"{"kind": 1}"#,
+            Some("json: cannot unmarshal number into Go struct field .kind of type string".into()),
+        ),
+        (
+            r#"{"apiVersion": {}}"#,
+            Some("json: cannot unmarshal object into Go struct field .apiVersion of type string".into()),
+        ),
+        (r#" {"a": [1, -2.5e+3, 0.5E-2, true, false, null, "x\u00e9\n", {}], "b": {"c": []}} "#, None),
+        ("null", None),
+    ];
+    for (body, want) in cases {
+        assert_eq!(interpret_error(body.as_bytes()).as_ref(), want.as_ref(), "{body:?}");
+    }
+}
+
+#[test]
+fn the_unrecognized_message_summarizes_the_body_as_kube_apiserver_does() {
+    use model_apiserver_http::go_json::unrecognized_message;
+    assert_eq!(
+        unrecognized_message("ConfigMap", "E", b"{not json"),
+        "the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse error: E ({not json)"
+    );
+    // Longer than 30 bytes: cut, with " ..."; not starting with `{`: in hex.
+    let long = format!("{{\"metadata\": {}", "x".repeat(40));
+    assert!(unrecognized_message("Pod", "E", long.as_bytes()).ends_with(&format!("({} ...)", &long[..30])));
+    assert!(unrecognized_message("Pod", "E", b"[1,2]").ends_with("(5b312c325d)"));
+    assert!(unrecognized_message("Pod", "E", b"").ends_with("(<empty>)"));
+}

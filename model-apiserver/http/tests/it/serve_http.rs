@@ -172,6 +172,12 @@ fn malformed_bodies_and_parameters_get_400_without_hurting_the_server() {
     let path = "/api/v1/namespaces/default/configmaps";
     let garbage = request(&served, "POST", path, "application/json", b"{not json");
     assert_eq!((garbage.code, garbage.json()["reason"].clone()), (400, json!("BadRequest")));
+    assert_eq!(
+        garbage.json()["message"],
+        json!(
+            "the object provided is unrecognized (must be of type ConfigMap): couldn't get version/kind; json parse error: invalid character 'n' looking for beginning of object key string ({not json)"
+        )
+    );
     // A protobuf envelope cut off in its first field.
     let protobuf = request(&served, "POST", path, PROTOBUF, b"k8s\x00\x0a\x0b");
     assert_eq!((protobuf.code, protobuf.json()["reason"].clone()), (400, json!("BadRequest")));
