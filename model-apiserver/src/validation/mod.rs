@@ -166,12 +166,89 @@ fn immutable(old: &DynamicObject, new: &DynamicObject, path: &[&str]) -> Vec<Sta
     if before.is_none() || before == after {
         return Vec::new();
     }
-    let shown = after.map_or_else(|| "null".to_owned(), Value::to_string);
+    let shown = match after {
+        None | Some(Value::Null) => "null".to_owned(),
+        Some(selector) if path.last() == Some(&"selector") => {
+            go_label_selector(selector).unwrap_or_else(|| selector.to_string())
+        }
+        Some(value) => value.to_string(),
+    };
     vec![errors::cause(
         "FieldValueInvalid",
         &path.join("."),
         format!("Invalid value: {shown}: field is immutable"),
     )]
+}
+
+/// A `metav1.LabelSelector` as Go's `%#v` prints it, which is how apimachinery's field errors
+/// show a struct value: `v1.LabelSelector{MatchLabels:map[string]string{"app":"web"},
+/// MatchExpressions:[]v1.LabelSelectorRequirement(nil)}` (map keys sorted, a missing map or list
+/// `(nil)`). `None` when `v` is not shaped as one.
+fn go_label_selector(v: &Value) -> Option<String> {
+    fn quote(s: &str) -> String {
+        let mut out = String::with_capacity(s.len() + 2);
+        out.push('"');
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\t' => out.push_str("\\t"),
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+        out
+    }
+    fn strings(v: Option<&Value>) -> Option<String> {
+        match v {
+            None | Some(Value::Null) => Some("[]string(nil)".to_owned()),
+            Some(Value::Array(items)) => {
+                let quoted: Option<Vec<String>> = items.iter().map(|i| i.as_str().map(quote)).collect();
+                Some(format!("[]string{{{}}}", quoted?.join(", ")))
+            }
+            Some(_) => None,
+        }
+    }
+    let selector = v.as_object()?;
+    let labels = match selector.get("matchLabels") {
+        None | Some(Value::Null) => "map[string]string(nil)".to_owned(),
+        Some(Value::Object(map)) => {
+            // Go's fmt prints a map's keys sorted.
+            let mut sorted: Vec<(&String, &Value)> = map.iter().collect();
+            sorted.sort_by(|a, b| a.0.cmp(b.0));
+            let pairs: Option<Vec<String>> = sorted
+                .iter()
+                .map(|(k, v)| v.as_str().map(|v| format!("{}:{}", quote(k), quote(v))))
+                .collect();
+            format!("map[string]string{{{}}}", pairs?.join(", "))
+        }
+        Some(_) => return None,
+    };
+    let expressions = match selector.get("matchExpressions") {
+        None | Some(Value::Null) => "[]v1.LabelSelectorRequirement(nil)".to_owned(),
+        Some(Value::Array(items)) => {
+            let shown: Option<Vec<String>> = items
+                .iter()
+                .map(|r| {
+                    let r = r.as_object()?;
+                    let field = |k: &str| match r.get(k) {
+                        None | Some(Value::Null) => Some(quote("")),
+                        Some(v) => v.as_str().map(quote),
+                    };
+                    Some(format!(
+                        "v1.LabelSelectorRequirement{{Key:{}, Operator:{}, Values:{}}}",
+                        field("key")?,
+                        field("operator")?,
+                        strings(r.get("values"))?
+                    ))
+                })
+                .collect();
+            format!("[]v1.LabelSelectorRequirement{{{}}}", shown?.join(", "))
+        }
+        Some(_) => return None,
+    };
+    Some(format!("v1.LabelSelector{{MatchLabels:{labels}, MatchExpressions:{expressions}}}"))
 }
 
 /// A pod's spec may change only in container images, activeDeadlineSeconds, added

@@ -350,3 +350,26 @@ fn validation_applies_to_patches_too() {
         .unwrap_err();
     assert_eq!(causes(&err), set(&[("FieldValueInvalid", "spec.replicas")]));
 }
+
+#[test]
+fn a_changed_selector_is_shown_as_go_prints_a_label_selector() {
+    let mut w = World::new();
+    let deployments = builtin("apps", "deployments");
+    w.create(&deployments, Some("default"), deployment());
+    let err = w
+        .try_merge(
+            &deployments,
+            Some("default"),
+            "web",
+            json!({"spec": {"selector": {"matchLabels": {"x": "y"},
+                   "matchExpressions": [{"key": "tier", "operator": "In", "values": ["a", "b"]}]},
+                   "template": {"metadata": {"labels": {"app": "web", "x": "y", "tier": "a"}}}}}),
+        )
+        .unwrap_err();
+    assert_eq!(causes(&err), set(&[("FieldValueInvalid", "spec.selector")]));
+    // The merge keeps matchLabels.app: the map prints sorted, as Go's fmt prints a map.
+    assert_eq!(
+        err.message,
+        "Deployment.apps \"web\" is invalid: spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{\"app\":\"web\", \"x\":\"y\"}, MatchExpressions:[]v1.LabelSelectorRequirement{v1.LabelSelectorRequirement{Key:\"tier\", Operator:\"In\", Values:[]string{\"a\", \"b\"}}}}: field is immutable"
+    );
+}

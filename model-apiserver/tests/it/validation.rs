@@ -84,7 +84,7 @@ fn changing_a_deployments_selector_gets_422_immutable() {
         (
             "FieldValueInvalid".to_owned(),
             "spec.selector".to_owned(),
-            "Invalid value: {\"matchLabels\":{\"app\":\"e\"}}: field is immutable".to_owned()
+            "Invalid value: v1.LabelSelector{MatchLabels:map[string]string{\"app\":\"e\"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: field is immutable".to_owned()
         )
     );
 }
