@@ -106,6 +106,7 @@ pub mod errors;
 pub mod events;
 pub mod fields;
 mod filter;
+pub mod go_json;
 mod ignored;
 mod metadata;
 pub mod patch;

@@ -45,25 +45,127 @@ pub(crate) fn parse_revision(s: &str) -> Result<Revision, Status> {
     s.parse::<Revision>().map_err(|_| errors::bad_request(&format!("invalid resource version: {s}")))
 }
 
-/// Where a list continues: the revision it reads at and the last key it returned.
-struct ContinueToken {
-    revision: Revision,
-    namespace: String,
-    name: String,
-}
+/// Where a list continues, in kube-apiserver's encoding (`storage.EncodeContinue`): base64url
+/// without padding of `{"v":"meta.k8s.io/v1","rv":<revision>,"start":"<key>\u0000"}`, the start
+/// key being the last returned key (relative to the list's key prefix: `name`, or
+/// `namespace/name` for a list across namespaces) followed by a NUL, the smallest key after it.
+struct ContinueToken;
+
+/// Go's `base64.RawURLEncoding`: no padding, trailing bits allowed.
+const RAW_URL: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
+    &base64::alphabet::URL_SAFE,
+    base64::engine::GeneralPurposeConfig::new()
+        .with_encode_padding(false)
+        .with_decode_padding_mode(base64::engine::DecodePaddingMode::RequireNone)
+        .with_decode_allow_trailing_bits(true),
+);
+
+const TOKEN_VERSION: &str = "meta.k8s.io/v1";
 
 impl ContinueToken {
-    /// Opaque to clients; `<revision>:<namespace>/<name>` (names never hold `:` or `/`).
-    fn encode(revision: Revision, key: &ObjectKey) -> String {
-        format!("{revision}:{}/{}", key.namespace, key.name)
+    fn encode(revision: Revision, t: &Target, key: &ObjectKey) -> String {
+        use base64::Engine as _;
+        let start = if t.namespace.is_empty() && !key.namespace.is_empty() {
+            [&*key.namespace, "/", &*key.name, "\0"].concat()
+        } else {
+            [&*key.name, "\0"].concat()
+        };
+        let start = serde_json::to_string(&start).unwrap_or_default();
+        RAW_URL.encode(format!(r#"{{"v":"{TOKEN_VERSION}","rv":{revision},"start":{start}}}"#))
     }
-    fn decode(token: &str) -> Result<Self, Status> {
-        let bad = || errors::bad_request(&format!("continue key is not valid: {token}"));
-        let (revision, rest) = token.split_once(':').ok_or_else(bad)?;
-        let (namespace, name) = rest.split_once('/').ok_or_else(bad)?;
-        let revision = revision.parse::<Revision>().map_err(|_| bad())?;
-        Ok(ContinueToken { revision, namespace: namespace.to_owned(), name: name.to_owned() })
+
+    /// The revision and the first key (inclusive) a token continues from, or kube-apiserver's
+    /// 400 (`storage.DecodeContinue` under "invalid continue token: ").
+    fn decode(token: &str, t: &Target) -> Result<(Revision, ObjectKey), Status> {
+        use base64::Engine as _;
+        const GENERIC: &str = "continue key is not valid";
+        let invalid = |why: String| errors::bad_request(&["invalid continue token: ", &why].concat());
+        let data = RAW_URL.decode(token).map_err(|e| {
+            let at = match e {
+                base64::DecodeError::InvalidByte(at, _) | base64::DecodeError::InvalidLastSymbol(at, _) => at,
+                base64::DecodeError::InvalidLength(len) => len.saturating_sub(1),
+                base64::DecodeError::InvalidPadding => token.find('=').unwrap_or(0),
+            };
+            invalid(format!("{GENERIC}: illegal base64 data at input byte {at}"))
+        })?;
+        if let Some(e) = crate::go_json::syntax_error(&data) {
+            return Err(invalid(format!("{GENERIC}: {e}")));
+        }
+        let value: serde_json::Value =
+            serde_json::from_slice(&data).map_err(|e| invalid(format!("{GENERIC}: {e}")))?;
+        let field_error = |field: &str, ty: &str, v: &serde_json::Value| {
+            let what = match v {
+                serde_json::Value::Number(n) => format!("number {n}"),
+                other => crate::go_json::go_kind(other).to_owned(),
+            };
+            invalid(format!(
+                "{GENERIC}: json: cannot unmarshal {what} into Go struct field continueToken.{field} of type {ty}"
+            ))
+        };
+        let (mut version, mut rv, mut start) = ("", 0u64, "");
+        match &value {
+            serde_json::Value::Null => {}
+            serde_json::Value::Object(fields) => {
+                for (field, v) in fields {
+                    match (field.as_str(), v) {
+                        (_, serde_json::Value::Null) => {}
+                        ("v", serde_json::Value::String(s)) => version = s,
+                        ("v", other) => return Err(field_error("v", "string", other)),
+                        ("rv", serde_json::Value::Number(n)) if n.as_i64().is_some() => {
+                            rv = n.as_u64().unwrap_or(0);
+                        }
+                        ("rv", other) => return Err(field_error("rv", "int64", other)),
+                        ("start", serde_json::Value::String(s)) => start = s,
+                        ("start", other) => return Err(field_error("start", "string", other)),
+                        _ => {}
+                    }
+                }
+            }
+            other => {
+                return Err(invalid(format!(
+                    "{GENERIC}: json: cannot unmarshal {} into Go value of type storage.continueToken",
+                    crate::go_json::go_kind(other)
+                )));
+            }
+        }
+        if version != TOKEN_VERSION {
+            return Err(invalid(format!(
+                "{GENERIC}: server does not recognize this encoded version {version}"
+            )));
+        }
+        if rv == 0 {
+            return Err(invalid(format!(
+                "{GENERIC}: incorrect encoded start resourceVersion (version {TOKEN_VERSION})"
+            )));
+        }
+        if start.is_empty() {
+            return Err(invalid(format!("{GENERIC}: encoded start key empty (version {TOKEN_VERSION})")));
+        }
+        // Go's path.Clean must leave `/start` as it is (no path traversal out of the prefix).
+        let rooted = if start.starts_with('/') { start.to_owned() } else { ["/", start].concat() };
+        if !is_clean_path(&rooted) {
+            return Err(invalid(format!("{GENERIC}: {start}")));
+        }
+        let relative = &rooted[1..];
+        let (namespace, name) = if !t.namespace.is_empty() || !t.ty.namespaced {
+            (&*t.namespace, relative)
+        } else {
+            relative.split_once('/').unwrap_or((relative, ""))
+        };
+        let key = ObjectKey {
+            resource: t.resource.clone(),
+            namespace: Arc::from(namespace),
+            name: Arc::from(name),
+        };
+        Ok((rv, key))
     }
+}
+
+/// Whether Go's `path.Clean` leaves a rooted path as it is: no empty, `.` or `..` element and no
+/// trailing slash (but the root itself).
+fn is_clean_path(path: &str) -> bool {
+    path == "/"
+        || (!path.ends_with('/') && path[1..].split('/').all(|e| !e.is_empty() && e != "." && e != ".."))
 }
 
 impl ApiServer {
@@ -123,13 +225,8 @@ impl ApiServer {
                         "specifying resource version is not allowed when using continue",
                     ));
                 }
-                let token = ContinueToken::decode(token)?;
-                let snapshot = self.store.at(token.revision).ok_or_else(errors::continue_expired)?;
-                let start = ObjectKey {
-                    resource: t.resource.clone(),
-                    namespace: Arc::from(token.namespace.as_str()),
-                    name: Arc::from(token.name.as_str()),
-                };
+                let (revision, start) = ContinueToken::decode(token, t)?;
+                let snapshot = self.store.at(revision).ok_or_else(errors::continue_expired)?;
                 (snapshot, Some(start))
             }
             None => {
@@ -169,7 +266,7 @@ impl ApiServer {
     }
 }
 
-/// One page of `t`'s objects in `snapshot` after `start`, filtered, at most `limit` long.
+/// One page of `t`'s objects in `snapshot` from `start` on, filtered, at most `limit` long.
 fn page(
     t: &Target,
     snapshot: &Snapshot,
@@ -179,7 +276,7 @@ fn page(
 ) -> ListResponse {
     let namespace = t.namespace_filter();
     let lower = match start {
-        Some(k) => Bound::Excluded(k),
+        Some(k) => Bound::Included(k),
         None => Bound::Included(ObjectKey {
             resource: t.resource.clone(),
             namespace: Arc::from(namespace.unwrap_or("")),
@@ -209,7 +306,7 @@ fn page(
             } else {
                 // The real server reports remainingItemCount only for unfiltered lists.
                 let count = filter.is_everything().then_some(remaining as i64);
-                (Some(ContinueToken::encode(snapshot.revision, last)), count)
+                (Some(ContinueToken::encode(snapshot.revision, t, last)), count)
             }
         }
         _ => (None, None),

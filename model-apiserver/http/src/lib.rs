@@ -32,7 +32,7 @@
 pub mod authorization;
 pub mod decode;
 pub mod discovery;
-pub mod go_json;
+pub use model_apiserver::go_json;
 pub mod guard;
 pub mod handler;
 pub mod http;

@@ -76,6 +76,83 @@ fn a_garbled_continue_token_gets_400_bad_request() {
     assert_eq!(code_reason(&err), (400, "BadRequest"));
 }
 
+/// base64url without padding, as Go's `RawURLEncoding`.
+fn raw_url(text: &str) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(text)
+}
+
+#[test]
+fn a_continue_token_is_kube_apiservers_encoding_of_the_revision_and_the_next_key() {
+    use base64::Engine as _;
+    let mut w = five();
+    let first = w.list(&cm(), Some("default"), ListParams::default().limit(2));
+    let token = first.continue_token.unwrap();
+    let decoded = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(&token).unwrap();
+    assert_eq!(
+        String::from_utf8(decoded).unwrap(),
+        format!(r#"{{"v":"meta.k8s.io/v1","rv":{},"start":"b\u0000"}}"#, first.resource_version)
+    );
+    // A token made by hand in the same encoding starts at its key, inclusive.
+    let made = raw_url(&format!(r#"{{"v":"meta.k8s.io/v1","rv":{},"start":"d"}}"#, first.resource_version));
+    let rest = w.list(&cm(), Some("default"), ListParams::default().continue_token(&made));
+    assert_eq!(names(&rest), ["d", "e"]);
+    // Across namespaces the key holds the namespace.
+    w.create(&cm(), Some("kube-system"), config_map("a", json!({})));
+    let all = w.list(&cm(), None, ListParams::default().limit(5));
+    let token = all.continue_token.unwrap();
+    let decoded = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(&token).unwrap();
+    assert!(String::from_utf8(decoded).unwrap().ends_with(r#""start":"default/e\u0000"}"#));
+    let rest = w.list(&cm(), None, ListParams::default().limit(5).continue_token(&token));
+    assert_eq!(names(&rest), ["a"]);
+    assert_eq!(rest.items[0].metadata.namespace.as_deref(), Some("kube-system"));
+}
+
+#[test]
+fn a_bad_continue_token_gets_kube_apiservers_words_for_what_is_wrong() {
+    let mut w = five();
+    let rv = w.list(&cm(), Some("default"), ListParams::default()).resource_version;
+    let cases = [
+        // As recorded from kube-apiserver: "garbage" decodes to bytes that are not JSON.
+        (
+            "garbage".to_owned(),
+            "continue key is not valid: invalid character '\\x81' looking for beginning of value",
+        ),
+        ("a=b".to_owned(), "continue key is not valid: illegal base64 data at input byte 1"),
+        (
+            raw_url("[1]"),
+            "continue key is not valid: json: cannot unmarshal array into Go value of type storage.continueToken",
+        ),
+        (
+            raw_url(r#"{"v":"meta.k8s.io/v1","rv":"7","start":"a"}"#),
+            "continue key is not valid: json: cannot unmarshal string into Go struct field continueToken.rv of type int64",
+        ),
+        (
+            raw_url(r#"{"v":"v9","rv":7,"start":"a"}"#),
+            "continue key is not valid: server does not recognize this encoded version v9",
+        ),
+        (
+            raw_url(r#"{"v":"meta.k8s.io/v1","rv":0,"start":"a"}"#),
+            "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+        ),
+        (
+            raw_url(&format!(r#"{{"v":"meta.k8s.io/v1","rv":{rv},"start":""}}"#)),
+            "continue key is not valid: encoded start key empty (version meta.k8s.io/v1)",
+        ),
+        (
+            raw_url(&format!(r#"{{"v":"meta.k8s.io/v1","rv":{rv},"start":"../x"}}"#)),
+            "continue key is not valid: ../x",
+        ),
+    ];
+    for (token, want) in cases {
+        let err = w
+            .handle(Request::list(&cm(), Some("default"), ListParams::default().continue_token(&token)))
+            .unwrap_err();
+        assert_eq!(code_reason(&err), (400, "BadRequest"), "{token}");
+        assert_eq!(err.message, format!("invalid continue token: {want}"), "{token}");
+    }
+}
+
 #[test]
 fn a_label_selector_filters_a_list_and_hides_the_remaining_count() {
     let mut w = World::new();

@@ -1,4 +1,5 @@
-//! kube-apiserver's words for an object body that is not a JSON object: the error of Go's
+//! Go's `encoding/json` error texts, which kube-apiserver passes on: for a continue token that is
+//! not JSON ([`syntax_error`]), and for an object body that is not a JSON object: the error of Go's
 //! `encoding/json` when the serializer first reads the body's apiVersion and kind
 //! (`SimpleMetaFactory.Interpret`), as the create and update handlers wrap it
 //! (`transformDecodeError`):
@@ -67,7 +68,7 @@ pub fn unrecognized_message(kind: &str, error: &str, body: &[u8]) -> String {
 }
 
 /// How Go's `UnmarshalTypeError` names a JSON value's type.
-fn go_kind(value: &serde_json::Value) -> &'static str {
+pub fn go_kind(value: &serde_json::Value) -> &'static str {
     match value {
         serde_json::Value::Null => "null",
         serde_json::Value::Bool(_) => "bool",
@@ -113,7 +114,7 @@ enum Parse {
 }
 
 /// Go's first syntax error of `body` (`checkValid`), or `None` when it is valid JSON.
-fn syntax_error(body: &[u8]) -> Option<String> {
+pub fn syntax_error(body: &[u8]) -> Option<String> {
     let mut stack: Vec<Parse> = Vec::new();
     let mut state = State::BeginValue;
     for &c in body {
