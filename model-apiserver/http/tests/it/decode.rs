@@ -98,3 +98,50 @@ fn the_unrecognized_message_summarizes_the_body_as_kube_apiserver_does() {
     assert!(unrecognized_message("Pod", "E", b"[1,2]").ends_with("(5b312c325d)"));
     assert!(unrecognized_message("Pod", "E", b"").ends_with("(<empty>)"));
 }
+
+mod go_scanner_agrees_with_serde {
+    //! The Go scanner decides which bodies get Go's words, before serde_json parses them: it must
+    //! never reject a text serde_json accepts (that body would be refused), and whatever it
+    //! accepts serde_json must accept too, but for numbers beyond f64 (`1e400`), which Go's
+    //! scanner takes and serde_json refuses (on ASCII texts; the two also part ways on invalid
+    //! UTF-8 and lone surrogates).
+    use model_apiserver_http::go_json::syntax_error;
+    use proptest::prelude::*;
+
+    /// Texts of JSON's own characters, and valid JSON with one byte changed, inserted or cut.
+    fn texts() -> impl Strategy<Value = Vec<u8>> {
+        let alphabet = prop::sample::select(b"{}[]:,\"\\ \t\n0123456789-+.eEtrufalsn ux\x01/".to_vec());
+        let random = prop::collection::vec(alphabet.clone(), 0..24);
+        let valid = prop::sample::select(vec![
+            r#"{"a": [1, -2.5e+3, 0.5E-2, true, false, null, "x\n\u00e9"], "b": {"c": []}}"#,
+            r#"[{"k": "v"}, 0, -0.0, 1e9, "\"\\\/"]"#,
+            r#"{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}"#,
+        ]);
+        let mutated =
+            (valid, any::<prop::sample::Index>(), alphabet, 0..3u8).prop_map(|(text, at, byte, how)| {
+                let mut bytes = text.as_bytes().to_vec();
+                let i = at.index(bytes.len());
+                match how {
+                    0 => bytes[i] = byte,
+                    1 => bytes.insert(i, byte),
+                    _ => bytes.truncate(i),
+                }
+                bytes
+            });
+        prop_oneof![random, mutated]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2048, ..ProptestConfig::default() })]
+
+        #[test]
+        fn the_scanner_accepts_exactly_what_serde_json_accepts(text in texts()) {
+            let serde = serde_json::from_slice::<serde_json::Value>(&text);
+            let out_of_range = serde.as_ref().is_err_and(|e| e.to_string().starts_with("number out of range"));
+            let scanner_ok = syntax_error(&text).is_none();
+            if !out_of_range {
+                prop_assert_eq!(scanner_ok, serde.is_ok(), "{:?}: {:?}", String::from_utf8_lossy(&text), syntax_error(&text));
+            }
+        }
+    }
+}
