@@ -22,9 +22,13 @@ pub fn interpret_error(body: &[u8]) -> Option<String> {
     if let Some(syntax) = syntax_error(body) {
         return Some(syntax);
     }
-    let value: serde_json::Value = serde_json::from_slice(body).ok()?;
+    interpret_value_error(&serde_json::from_slice(body).ok()?)
+}
+
+/// [`interpret_error`] for a body that parsed as `value`: its type errors alone.
+pub fn interpret_value_error(value: &serde_json::Value) -> Option<String> {
     const FIND_KIND: &str = r#"struct { APIVersion string "json:\"apiVersion,omitempty\""; Kind string "json:\"kind,omitempty\"" }"#;
-    let object = match &value {
+    let object = match value {
         serde_json::Value::Null => return None,
         serde_json::Value::Object(object) => object,
         other => {

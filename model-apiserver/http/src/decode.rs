@@ -83,10 +83,18 @@ pub fn object(media: Media, body: &[u8], kind: &str) -> Result<Value, Status> {
         Media::Protobuf => protobuf::decode(body),
         Media::Json => {
             check_depth(body, Syntax::Json)?;
-            if let Some(error) = crate::go_json::interpret_error(body) {
-                return Err(errors::bad_request(&crate::go_json::unrecognized_message(kind, &error, body)));
+            // One parse; Go's scanner runs only on a body serde_json refused, for its words (it
+            // finds nothing only where the two part ways, as on numbers beyond f64).
+            let go_error = |error: String| {
+                errors::bad_request(&crate::go_json::unrecognized_message(kind, &error, body))
+            };
+            match serde_json::from_slice::<Value>(body) {
+                Ok(value) => match crate::go_json::interpret_value_error(&value) {
+                    Some(error) => Err(go_error(error)),
+                    None => Ok(value),
+                },
+                Err(e) => Err(crate::go_json::syntax_error(body).map_or_else(|| unrecognized(&e), go_error)),
             }
-            serde_json::from_slice(body).map_err(|e| unrecognized(&e))
         }
         Media::Yaml => {
             check_depth(body, Syntax::Yaml)?;

@@ -457,19 +457,16 @@ fn decode_object(headers: &HeaderMap, body: &[u8], kind: &str) -> Result<Dynamic
 /// list is typed: its items carry no apiVersion or kind. A custom resource's is unstructured: its
 /// items keep theirs, and its metadata always has `continue` (empty on the last page).
 fn list_body(t: &Target, items: &[Arc<DynamicObject>], mut metadata: serde_json::Value) -> serde_json::Value {
-    let kind = format!("{}List", t.ty.api.kind);
-    let api_version = &t.ty.api.api_version;
-    if t.ty.custom {
+    let items = if t.ty.custom {
         if let Some(m) = metadata.as_object_mut() {
             m.entry("continue").or_insert_with(|| json!(""));
         }
-        let items: Vec<&DynamicObject> = items.iter().map(|o| &**o).collect();
-        json!({"apiVersion": api_version, "kind": kind, "metadata": metadata, "items": items})
+        json!(items.iter().map(|o| &**o).collect::<Vec<&DynamicObject>>())
     } else {
-        let items: Vec<ListItem<'_>> =
-            items.iter().map(|o| ListItem { metadata: &o.metadata, content: &o.data }).collect();
-        json!({"apiVersion": api_version, "kind": kind, "metadata": metadata, "items": items})
-    }
+        json!(items.iter().map(|o| ListItem { metadata: &o.metadata, content: &o.data }).collect::<Vec<_>>())
+    };
+    let kind = format!("{}List", t.ty.api.kind);
+    json!({"apiVersion": t.ty.api.api_version, "kind": kind, "metadata": metadata, "items": items})
 }
 
 /// An item of a built-in kind's list as kube-apiserver encodes it: the list's Go items are typed,
