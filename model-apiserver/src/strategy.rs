@@ -6,7 +6,7 @@
 use kube_core::DynamicObject;
 use serde_json::{Value, json};
 
-use crate::{context::IdSource, defaults, resources::ResourceType, server::Target};
+use crate::{context::IdSource, defaults, metadata, resources::ResourceType, server::Target};
 
 /// The finalizer the namespace lifecycle puts in a Namespace's `spec.finalizers`.
 pub(crate) const NAMESPACE_FINALIZER: &str = "kubernetes";
@@ -64,7 +64,12 @@ pub(crate) fn decode_defaults(t: &Target, object: &mut DynamicObject, builtin_de
 /// Service's cluster IPs and IP families, a Job's generated selector and labels, a Namespace's
 /// finalizer, and the status a type with a status subresource starts with (empty; Pods Pending
 /// with their QoS class, Namespaces Active, PersistentVolumeClaims Pending).
-pub(crate) fn prepare_for_create(t: &Target, object: &mut DynamicObject, ids: &mut dyn IdSource) {
+pub(crate) fn prepare_for_create(
+    t: &Target,
+    object: &mut DynamicObject,
+    ids: &mut dyn IdSource,
+    now: jiff::Timestamp,
+) {
     if is_core(&t.ty, "Service") {
         allocate_cluster_ip(object, ids);
     }
@@ -82,13 +87,108 @@ pub(crate) fn prepare_for_create(t: &Target, object: &mut DynamicObject, ids: &m
         None
     } else {
         match (t.ty.api.group.as_str(), t.ty.api.kind.as_str()) {
+            // `nodeStrategy.PrepareForCreate`: nodes allow every field, status included, to be
+            // set on create (a kubelet registers its node with its status).
+            ("", "Node") => return,
             ("", "Pod") => Some(json!({"phase": "Pending", "qosClass": qos_class(&object.data)})),
             ("", "Namespace") => Some(json!({"phase": "Active"})),
             ("", "PersistentVolumeClaim") => Some(json!({"phase": "Pending"})),
+            // The PersistentVolumeLastPhaseTransitionTime gate is GA (1.31).
+            ("", "PersistentVolume") => Some(json!({
+                "phase": "Pending",
+                "lastPhaseTransitionTime": metadata::timestamp(now),
+            })),
             _ => None,
         }
     };
     set_status(object, status);
+}
+
+/// What encoding a built-in object through its Go type always writes into its `.status`, as
+/// kube-apiserver answers it on every read: the status is a struct, never a pointer, so it is
+/// there even when empty (`{}`), and its fields without `omitempty` are there even when zero
+/// (a new ReplicaSet answers `status: {replicas: 0}`, a Service `status: {loadBalancer: {}}`).
+/// Read-time defaults of the status (`SetDefaults_NamespaceStatus`,
+/// `SetDefaults_PersistentVolume(Claim)`'s phase, `SetDefaults_NodeStatus`'s allocatable) are
+/// applied too. A typed client thus reads `Some(status)` with these fields, as against a
+/// cluster, whatever the last status write sent. Called on every write of a built-in kind that
+/// has a status; what is already there stays.
+pub(crate) fn fill_status_zero_values(t: &Target, object: &mut DynamicObject) {
+    if t.ty.custom || !t.ty.status_subresource {
+        return;
+    }
+    let Some(data) = object.data.as_object_mut() else { return };
+    let status = match data.get_mut("status") {
+        Some(Value::Object(status)) => status,
+        Some(Value::Null) | None => {
+            data.insert("status".to_owned(), json!({}));
+            match data.get_mut("status") {
+                Some(Value::Object(status)) => status,
+                _ => return,
+            }
+        }
+        // Not an object: validation answers it.
+        Some(_) => return,
+    };
+    let zero = |status: &mut serde_json::Map<String, Value>, key: &str, value: Value| {
+        if status.get(key).is_none_or(Value::is_null) {
+            status.insert(key.to_owned(), value);
+        }
+    };
+    match (t.ty.api.group.as_str(), t.ty.api.kind.as_str()) {
+        ("apps", "ReplicaSet") => zero(status, "replicas", json!(0)),
+        ("apps", "StatefulSet") => {
+            zero(status, "replicas", json!(0));
+            zero(status, "availableReplicas", json!(0));
+        }
+        ("apps", "DaemonSet") => {
+            for key in
+                ["currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled", "numberReady"]
+            {
+                zero(status, key, json!(0));
+            }
+        }
+        ("policy", "PodDisruptionBudget") => {
+            for key in ["disruptionsAllowed", "currentHealthy", "desiredHealthy", "expectedPods"] {
+                zero(status, key, json!(0));
+            }
+        }
+        ("", "Service") | ("networking.k8s.io", "Ingress") => zero(status, "loadBalancer", json!({})),
+        ("", "Namespace") => zero(status, "phase", json!("Active")),
+        ("", "PersistentVolumeClaim") | ("", "PersistentVolume") => zero(status, "phase", json!("Pending")),
+        ("", "Node") => {
+            zero(status, "daemonEndpoints", json!({}));
+            if let Some(Value::Object(endpoints)) = status.get_mut("daemonEndpoints") {
+                zero(endpoints, "kubeletEndpoint", json!({}));
+                if let Some(Value::Object(kubelet)) = endpoints.get_mut("kubeletEndpoint") {
+                    zero(kubelet, "Port", json!(0));
+                }
+            }
+            zero(status, "nodeInfo", json!({}));
+            if let Some(Value::Object(info)) = status.get_mut("nodeInfo") {
+                for key in [
+                    "machineID",
+                    "systemUUID",
+                    "bootID",
+                    "kernelVersion",
+                    "osImage",
+                    "containerRuntimeVersion",
+                    "kubeletVersion",
+                    "kubeProxyVersion",
+                    "operatingSystem",
+                    "architecture",
+                ] {
+                    zero(info, key, json!(""));
+                }
+            }
+            if status.get("allocatable").is_none_or(Value::is_null)
+                && let Some(capacity) = status.get("capacity").filter(|c| c.is_object()).cloned()
+            {
+                status.insert("allocatable".to_owned(), capacity);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Prepare an update of the main resource: defaults; with a status subresource the main
@@ -135,13 +235,32 @@ pub(crate) fn prepare_for_update(
 /// on kube-apiserver; a Deployment keeps its labels (`deploymentStatusStrategy`) and a Pod its
 /// owner references (`podStatusStrategy`: old kubelets corrupted them). A CRD's strategy calls
 /// `ResetObjectMetaForStatus` with the new object twice, which resets nothing.
-pub(crate) fn prepare_for_status_update(t: &Target, old: &DynamicObject, new: &mut DynamicObject) {
+///
+/// A PersistentVolume whose phase changes gets `status.lastPhaseTransitionTime` set to now,
+/// unless the write set a new one (`persistentvolumeStatusStrategy.PrepareForUpdate`).
+pub(crate) fn prepare_for_status_update(
+    t: &Target,
+    old: &DynamicObject,
+    new: &mut DynamicObject,
+    now: jiff::Timestamp,
+) {
     if t.ty.custom {
         return;
     }
     match (t.ty.api.group.as_str(), t.ty.api.kind.as_str()) {
         ("apps", "Deployment") => new.metadata.labels = old.metadata.labels.clone(),
         ("", "Pod") => new.metadata.owner_references = old.metadata.owner_references.clone(),
+        ("", "PersistentVolume") => {
+            let phase = |o: &DynamicObject| o.data.pointer("/status/phase").cloned();
+            let transition = |o: &DynamicObject| o.data.pointer("/status/lastPhaseTransitionTime").cloned();
+            let new_transition = transition(new);
+            if phase(old) != phase(new)
+                && (new_transition.as_ref().is_none_or(Value::is_null) || new_transition == transition(old))
+                && let Some(Value::Object(status)) = new.data.get_mut("status")
+            {
+                status.insert("lastPhaseTransitionTime".to_owned(), json!(metadata::timestamp(now)));
+            }
+        }
         _ => {}
     }
 }

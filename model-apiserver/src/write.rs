@@ -129,7 +129,8 @@ impl ApiServer {
         if !opts.applied {
             self.track_managed_fields(t, None, &mut object, None, opts.field_manager, ctx);
         }
-        strategy::prepare_for_create(t, &mut object, ctx.ids);
+        strategy::prepare_for_create(t, &mut object, ctx.ids, ctx.now);
+        strategy::fill_status_zero_values(t, &mut object);
         let object = self.admit(t, "create", None, None, object)?;
         let key = t.key(&name);
         if self.store.current().get(&key).is_some() {
@@ -348,11 +349,12 @@ impl ApiServer {
             let status = status_of(&new);
             new.data = old.data.clone();
             set_status(&mut new, status);
-            strategy::prepare_for_status_update(t, old, &mut new);
+            strategy::prepare_for_status_update(t, old, &mut new, ctx.now);
         } else {
             self.preserve_server_fields(t, old, &mut new, opts.applied)?;
             strategy::prepare_for_update(t, old, &mut new, self.config.builtin_defaults);
         }
+        strategy::fill_status_zero_values(t, &mut new);
         let sub_name = subresource.map(|s| match s {
             Subresource::Status => "status",
             Subresource::Scale => "scale",

@@ -22,7 +22,8 @@ fn create_drops_the_status_of_a_type_with_a_status_subresource() {
     let mut body = deployment("d", 1);
     body["status"] = json!({"replicas": 5});
     let d = w.create(&deployments(), Some("default"), body);
-    assert_eq!(d.data.get("status"), None);
+    // What is left is the empty Go struct kube-apiserver answers.
+    assert_eq!(d.data.get("status"), Some(&json!({})));
     assert_eq!(d.metadata.generation, Some(1));
 }
 
@@ -45,7 +46,7 @@ fn an_update_of_the_main_resource_ignores_status_changes() {
     let mut body = deployment("d", 1);
     body["status"] = json!({"replicas": 5});
     let r = w.try_update(&deployments(), Some("default"), obj(body)).unwrap();
-    assert_eq!(r.data.get("status"), None);
+    assert_eq!(r.data.get("status"), Some(&json!({})));
     assert_eq!(w.server.revision(), 5, "nothing else changed: a no-op");
 }
 
@@ -255,4 +256,149 @@ fn a_status_write_with_an_invalid_label_gets_422_invalid() {
         .unwrap_err();
     assert_eq!(code_reason(&err), (422, "Invalid"));
     assert!(err.message.contains("metadata.labels"), "{}", err.message);
+}
+
+/// kube-apiserver answers a built-in object through its Go type: the status struct is there
+/// even when empty, with its fields that have no `omitempty` at zero. A typed client reads
+/// `Some(status)`, as against a cluster.
+#[test]
+fn a_new_built_in_object_answers_the_status_its_go_type_always_encodes() {
+    let mut w = World::new();
+    let sts = json!({
+        "metadata": {"name": "s"},
+        "spec": {"serviceName": "s", "selector": {"matchLabels": {"app": "s"}},
+                 "template": {"metadata": {"labels": {"app": "s"}}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}},
+    });
+    let ds = json!({
+        "metadata": {"name": "d"},
+        "spec": {"selector": {"matchLabels": {"app": "d"}},
+                 "template": {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}},
+    });
+    let job = json!({
+        "metadata": {"name": "j"},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "i:1"}]}}},
+    });
+    let pdb = json!({"metadata": {"name": "p"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "s"}}}});
+    let service = json!({"metadata": {"name": "svc"}, "spec": {"ports": [{"port": 80}]}});
+    let ingress = json!({"metadata": {"name": "i"}, "spec": {"defaultBackend": {"service": {"name": "svc", "port": {"number": 80}}}}});
+    let cases = [
+        (builtin("apps", "deployments"), deployment("web", 1), json!({})),
+        (builtin("apps", "replicasets"), replica_set("rs"), json!({"replicas": 0})),
+        (builtin("apps", "statefulsets"), sts, json!({"replicas": 0, "availableReplicas": 0})),
+        (
+            builtin("apps", "daemonsets"),
+            ds,
+            json!({"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0, "numberReady": 0}),
+        ),
+        (builtin("batch", "jobs"), job, json!({})),
+        (
+            builtin("policy", "poddisruptionbudgets"),
+            pdb,
+            json!({"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0}),
+        ),
+        (builtin("", "services"), service, json!({"loadBalancer": {}})),
+        (builtin("networking.k8s.io", "ingresses"), ingress, json!({"loadBalancer": {}})),
+    ];
+    for (ar, body, status) in cases {
+        let created = w.create(&ar, Some("default"), body);
+        assert_eq!(created.data["status"], status, "{} on create", ar.kind);
+        let name = created.metadata.name.clone().unwrap();
+        let read = w.get(&ar, Some("default"), &name);
+        assert_eq!(read.data["status"], status, "{} on a read", ar.kind);
+    }
+}
+
+#[test]
+fn a_status_write_that_leaves_out_the_zero_fields_still_answers_them() {
+    let mut w = World::new();
+    let rs = builtin("apps", "replicasets");
+    w.create(&rs, Some("default"), replica_set("rs"));
+    let written = put_status(&mut w, &rs, "rs", |body| body["status"] = json!({"readyReplicas": 1}));
+    assert_eq!(written.data["status"], json!({"replicas": 0, "readyReplicas": 1}));
+    let cleared = put_status(&mut w, &rs, "rs", |body| {
+        body.as_object_mut().unwrap().remove("status");
+    });
+    assert_eq!(cleared.data["status"], json!({"replicas": 0}));
+    let patch = Patch::Merge(json!({"status": {"replicas": null, "readyReplicas": 2}}));
+    let patched = object(
+        w.handle(
+            Request::patch(&rs, Some("default"), "rs", patch, PatchParams::default())
+                .with_subresource(Subresource::Status),
+        )
+        .unwrap(),
+    );
+    assert_eq!(patched.data["status"], json!({"replicas": 0, "readyReplicas": 2}));
+}
+
+/// `nodeStrategy.PrepareForCreate` keeps everything, status included (a kubelet registers its
+/// node with its status), and `SetDefaults_NodeStatus` copies the capacity into an absent
+/// allocatable.
+#[test]
+fn a_node_keeps_the_status_it_is_created_with() {
+    let mut w = World::new();
+    let nodes = builtin("", "nodes");
+    let node = w.create(
+        &nodes,
+        None,
+        json!({"metadata": {"name": "n1"}, "status": {
+            "capacity": {"cpu": "4", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        }}),
+    );
+    let status = &node.data["status"];
+    assert_eq!(status["conditions"], json!([{"type": "Ready", "status": "True"}]));
+    assert_eq!(status["capacity"], json!({"cpu": "4", "pods": "110"}));
+    assert_eq!(status["allocatable"], json!({"cpu": "4", "pods": "110"}));
+    assert_eq!(status["daemonEndpoints"], json!({"kubeletEndpoint": {"Port": 0}}));
+    assert_eq!(status["nodeInfo"]["kubeletVersion"], json!(""));
+    assert_eq!(status["nodeInfo"]["machineID"], json!(""));
+}
+
+/// `persistentvolumeStrategy`: a new volume is Pending since now, and a status write that
+/// changes the phase moves `lastPhaseTransitionTime` to now.
+#[test]
+fn a_persistent_volume_records_when_its_phase_changes() {
+    let mut w = World::new();
+    let pvs = builtin("", "persistentvolumes");
+    let pv = w.create(
+        &pvs,
+        None,
+        json!({"metadata": {"name": "pv1"}, "spec": {
+            "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "hostPath": {"path": "/data"},
+        }}),
+    );
+    let created_at = pv.metadata.creation_timestamp.clone().unwrap();
+    assert_eq!(pv.data["status"]["phase"], json!("Pending"));
+    assert_eq!(pv.data["status"]["lastPhaseTransitionTime"], json!(created_at));
+    w.advance_seconds(30);
+    let available = object(
+        w.handle(
+            Request::patch(
+                &pvs,
+                None,
+                "pv1",
+                Patch::Merge(json!({"status": {"phase": "Available"}})),
+                PatchParams::default(),
+            )
+            .with_subresource(Subresource::Status),
+        )
+        .unwrap(),
+    );
+    assert_eq!(available.data["status"]["phase"], json!("Available"));
+    let moved = available.data["status"]["lastPhaseTransitionTime"].as_str().unwrap().to_owned();
+    assert_ne!(json!(moved), json!(created_at), "the phase changed 30 s later");
+    let labelled = object(
+        w.handle(
+            Request::patch(
+                &pvs,
+                None,
+                "pv1",
+                Patch::Merge(json!({"status": {"message": "ok"}})),
+                PatchParams::default(),
+            )
+            .with_subresource(Subresource::Status),
+        )
+        .unwrap(),
+    );
+    assert_eq!(labelled.data["status"]["lastPhaseTransitionTime"], json!(moved), "same phase, same time");
 }

@@ -271,7 +271,8 @@ fn without_the_flag_nothing_creates_pods() {
         std::thread::sleep(TRY_PAUSE);
         assert_eq!(k.ok(&["get", "replicasets,pods", "-o", "name"]), "");
     }
-    assert_eq!(k.ok(&["get", "deployment", "web", "-o=jsonpath={.status}"]), "");
+    // No controller wrote a status: it is the empty struct kube-apiserver answers.
+    assert_eq!(k.ok(&["get", "deployment", "web", "-o=jsonpath={.status}"]), "{}");
 }
 
 /// A StatefulSet `db` of three replicas (`OrderedReady`, the default).
