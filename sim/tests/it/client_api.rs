@@ -144,6 +144,28 @@ fn web_deployment(replicas: i32) -> Deployment {
     }
 }
 
+/// A typed client reads a new object's status as it does against a cluster: `Some`, with the
+/// fields its Go type never omits at zero, so `status.unwrap()` or `status.is_some()` in a
+/// controller behaves as in production.
+#[test]
+fn a_new_object_reads_with_the_status_kube_apiserver_always_answers() {
+    let verdict = run_script(|w| async move {
+        let api: Api<Deployment> = Api::default_namespaced(w.client());
+        let created = api.create(&PostParams::default(), &web_deployment(2)).await.expect("create");
+        assert_eq!(created.status, Some(DeploymentStatus::default()));
+        let services: Api<k8s_openapi::api::core::v1::Service> = Api::default_namespaced(w.client());
+        let service = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "web"}, "spec": {"ports": [{"port": 80}]},
+        }))
+        .expect("a Service");
+        let created = services.create(&PostParams::default(), &service).await.expect("create");
+        let load_balancer = created.status.expect("a status").load_balancer;
+        assert_eq!(load_balancer, Some(Default::default()));
+        Ok(())
+    });
+    assert_eq!(verdict, Verdict::Pass);
+}
+
 /// kube 5's signatures: `replace_status` takes the object and `replace_scale` the `Scale` (not
 /// JSON bytes), so a controller's calls port unchanged.
 #[test]
