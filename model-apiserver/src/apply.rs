@@ -529,7 +529,13 @@ fn zero_value_nodes(resource: &ApiResource) -> &'static [&'static [&'static str]
         | "Ingress"
         | "NetworkPolicy"
         | "HorizontalPodAutoscaler" => &[&["spec"], &["status"]],
-        "Lease" | "PriorityLevelConfiguration" => &[&["spec"]],
+        "Lease" | "PriorityLevelConfiguration" | "IngressClass" => &[&["spec"]],
+        "PodTemplate" => &[
+            &["template"],
+            &["template", "metadata"],
+            &["template", "spec"],
+            &["template", "spec", "containers"],
+        ],
         _ => &[],
     }
 }

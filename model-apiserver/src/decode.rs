@@ -253,6 +253,20 @@ fn by_kind<D: DecodeAs>(ty: &ResourceType, decoding: D) -> Option<D::Out> {
         ("batch", "Job") => decode!(batch::Job),
         ("batch", "CronJob") => decode!(batch::CronJob),
         ("networking.k8s.io", "Ingress") => decode!(networking::Ingress),
+        ("networking.k8s.io", "NetworkPolicy") => decode!(networking::NetworkPolicy),
+        ("networking.k8s.io", "IngressClass") => decode!(networking::IngressClass),
+        ("autoscaling", "HorizontalPodAutoscaler") => {
+            decode!(k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler)
+        }
+        ("storage.k8s.io", "StorageClass") => decode!(k8s_openapi::api::storage::v1::StorageClass),
+        ("discovery.k8s.io", "EndpointSlice") => decode!(k8s_openapi::api::discovery::v1::EndpointSlice),
+        ("", "PodTemplate") => decode!(core::PodTemplate),
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => {
+            decode!(k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration)
+        }
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration") => {
+            decode!(k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration)
+        }
         ("policy", "PodDisruptionBudget") => decode!(policy::PodDisruptionBudget),
         ("coordination.k8s.io", "Lease") => decode!(coordination::Lease),
         ("events.k8s.io", "Event") => decode!(events::Event),

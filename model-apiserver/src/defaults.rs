@@ -5,7 +5,9 @@
 //!
 //! Covered: Pod specs (also inside workload templates) and their containers, Deployment,
 //! ReplicaSet, StatefulSet, DaemonSet, Job, CronJob, Service, PersistentVolumeClaim, Secret,
-//! CustomResourceDefinition names and conversion, and the Namespace name label. Admission plugins' additions (service account token volumes, default tolerations,
+//! CustomResourceDefinition names and conversion, the Namespace name label, PodTemplate,
+//! HorizontalPodAutoscaler, NetworkPolicy, StorageClass, EndpointSlice and the admission webhook
+//! configurations. Admission plugins' additions (service account token volumes, default tolerations,
 //! priority) are not modelled.
 
 use serde_json::{Map, Value, json};
@@ -111,7 +113,110 @@ pub(crate) fn apply(ty: &ResourceType, data: &mut Value) {
         ("", "Secret") => {
             obj.entry("type").or_insert(json!("Opaque"));
         }
+        ("", "PodTemplate") => template(obj),
+        ("autoscaling", "HorizontalPodAutoscaler") => horizontal_pod_autoscaler(object_at(obj, "spec")),
+        ("networking.k8s.io", "NetworkPolicy") => network_policy(object_at(obj, "spec")),
+        ("storage.k8s.io", "StorageClass") => {
+            obj.entry("reclaimPolicy").or_insert(json!("Delete"));
+            obj.entry("volumeBindingMode").or_insert(json!("Immediate"));
+        }
+        ("discovery.k8s.io", "EndpointSlice") => {
+            // SetDefaults_EndpointPort.
+            for port in objects_in(obj, "ports") {
+                port.entry("name").or_insert(json!(""));
+                port.entry("protocol").or_insert(json!("TCP"));
+            }
+        }
+        (
+            "admissionregistration.k8s.io",
+            kind @ ("ValidatingWebhookConfiguration" | "MutatingWebhookConfiguration"),
+        ) => {
+            for webhook in objects_in(obj, "webhooks") {
+                admission_webhook(webhook, kind == "MutatingWebhookConfiguration");
+            }
+        }
         _ => {}
+    }
+}
+
+/// The objects of the list at `key` of `map` (none when it is absent or not a list).
+fn objects_in<'m>(
+    map: &'m mut Map<String, Value>,
+    key: &str,
+) -> impl Iterator<Item = &'m mut Map<String, Value>> {
+    map.get_mut(key).and_then(Value::as_array_mut).into_iter().flatten().filter_map(Value::as_object_mut)
+}
+
+/// autoscaling/v2 `SetDefaults_HorizontalPodAutoscaler`: one replica at least, a CPU target of
+/// 80 % when no metric is given, and a given `behavior`'s unset scaling rules filled from the
+/// controller's historic ones (scale up by 4 pods or 100 % per 15 s, the larger; scale down by
+/// 100 % per 15 s, with no stabilization window: the controller's flag decides it).
+fn horizontal_pod_autoscaler(spec: &mut Map<String, Value>) {
+    spec.entry("minReplicas").or_insert(json!(1));
+    if spec.get("metrics").and_then(Value::as_array).is_none_or(Vec::is_empty) {
+        spec.insert(
+            "metrics".to_owned(),
+            json!([{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}]),
+        );
+    }
+    let Some(behavior) = spec.get_mut("behavior").and_then(Value::as_object_mut) else { return };
+    let scale_up = json!({
+        "stabilizationWindowSeconds": 0,
+        "selectPolicy": "Max",
+        "policies": [{"type": "Pods", "value": 4, "periodSeconds": 15}, {"type": "Percent", "value": 100, "periodSeconds": 15}],
+    });
+    let scale_down = json!({
+        "selectPolicy": "Max",
+        "policies": [{"type": "Percent", "value": 100, "periodSeconds": 15}],
+    });
+    for (key, defaults) in [("scaleUp", scale_up), ("scaleDown", scale_down)] {
+        let rules = object_at(behavior, key);
+        if let Value::Object(defaults) = defaults {
+            for (field, value) in defaults {
+                if rules.get(&field).is_none_or(Value::is_null) {
+                    rules.insert(field, value);
+                }
+            }
+        }
+    }
+}
+
+/// networking/v1 `SetDefaults_NetworkPolicy` and `SetDefaults_NetworkPolicyPort`: a policy that
+/// names no policy type is an Ingress policy, and an Egress one too when it has egress rules;
+/// a port's protocol is TCP.
+fn network_policy(spec: &mut Map<String, Value>) {
+    if spec.get("policyTypes").and_then(Value::as_array).is_none_or(Vec::is_empty) {
+        let egress = spec.get("egress").and_then(Value::as_array).is_some_and(|rules| !rules.is_empty());
+        let types = if egress { json!(["Ingress", "Egress"]) } else { json!(["Ingress"]) };
+        spec.insert("policyTypes".to_owned(), types);
+    }
+    for direction in ["ingress", "egress"] {
+        for rule in objects_in(spec, direction) {
+            for port in objects_in(rule, "ports") {
+                port.entry("protocol").or_insert(json!("TCP"));
+            }
+        }
+    }
+}
+
+/// admissionregistration/v1 `SetDefaults_ValidatingWebhook` and `SetDefaults_MutatingWebhook`,
+/// with `SetDefaults_Rule` and `SetDefaults_ServiceReference`.
+fn admission_webhook(webhook: &mut Map<String, Value>, mutating: bool) {
+    webhook.entry("failurePolicy").or_insert(json!("Fail"));
+    webhook.entry("matchPolicy").or_insert(json!("Equivalent"));
+    webhook.entry("namespaceSelector").or_insert(json!({}));
+    webhook.entry("objectSelector").or_insert(json!({}));
+    webhook.entry("timeoutSeconds").or_insert(json!(10));
+    if mutating {
+        webhook.entry("reinvocationPolicy").or_insert(json!("Never"));
+    }
+    for rule in objects_in(webhook, "rules") {
+        rule.entry("scope").or_insert(json!("*"));
+    }
+    if let Some(service) =
+        webhook.get_mut("clientConfig").and_then(|c| c.get_mut("service")).and_then(Value::as_object_mut)
+    {
+        service.entry("port").or_insert(json!(443));
     }
 }
 

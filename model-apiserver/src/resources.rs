@@ -302,6 +302,30 @@ const BUILTINS: &[Builtin] = &[
     builtin("batch", "v1", "CronJob", "cronjobs", &["cj"]).status().generation(),
     builtin("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets", &["pdb"]).status().generation(),
     builtin("networking.k8s.io", "v1", "Ingress", "ingresses", &["ing"]).status().generation(),
+    builtin("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies", &["netpol"]).generation(),
+    builtin("networking.k8s.io", "v1", "IngressClass", "ingressclasses", &[]).cluster().generation(),
+    builtin("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", &["hpa"]).status(),
+    builtin("storage.k8s.io", "v1", "StorageClass", "storageclasses", &["sc"]).cluster(),
+    builtin("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", &[]),
+    builtin("", "v1", "PodTemplate", "podtemplates", &[]),
+    builtin(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingWebhookConfiguration",
+        "validatingwebhookconfigurations",
+        &[],
+    )
+    .cluster()
+    .generation(),
+    builtin(
+        "admissionregistration.k8s.io",
+        "v1",
+        "MutatingWebhookConfiguration",
+        "mutatingwebhookconfigurations",
+        &[],
+    )
+    .cluster()
+    .generation(),
     builtin("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", &["pc"]).cluster(),
     builtin("rbac.authorization.k8s.io", "v1", "Role", "roles", &[]),
     builtin("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", &[]),

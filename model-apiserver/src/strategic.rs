@@ -136,7 +136,22 @@ pub const FIELDS: &[FieldMeta] = &[
     // policy/v1
     f("PodDisruptionBudget", "metadata", "ObjectMeta", Plain),
     f("PodDisruptionBudget", "spec", "PodDisruptionBudgetSpec", Plain),
+    f("PodTemplate", "metadata", "ObjectMeta", Plain),
+    f("PodTemplate", "template", "PodTemplateSpec", Plain),
+    // autoscaling/v2
+    f("HorizontalPodAutoscaler", "metadata", "ObjectMeta", Plain),
+    f("HorizontalPodAutoscaler", "status", "HorizontalPodAutoscalerStatus", Plain),
+    f("HorizontalPodAutoscalerStatus", "conditions", "", Merge("type")),
+    // admissionregistration.k8s.io/v1
+    f("ValidatingWebhookConfiguration", "metadata", "ObjectMeta", Plain),
+    f("ValidatingWebhookConfiguration", "webhooks", "", Merge("name")),
+    f("MutatingWebhookConfiguration", "metadata", "ObjectMeta", Plain),
+    f("MutatingWebhookConfiguration", "webhooks", "", Merge("name")),
     // the rest: only metadata is tagged
+    f("NetworkPolicy", "metadata", "ObjectMeta", Plain),
+    f("IngressClass", "metadata", "ObjectMeta", Plain),
+    f("StorageClass", "metadata", "ObjectMeta", Plain),
+    f("EndpointSlice", "metadata", "ObjectMeta", Plain),
     f("Lease", "metadata", "ObjectMeta", Plain),
     f("Event", "metadata", "ObjectMeta", Plain),
     f("CustomResourceDefinition", "metadata", "ObjectMeta", Plain),
@@ -177,7 +192,17 @@ const UNTAGGED_ROOT: &str = "$untagged";
 pub(crate) fn is_builtin_group(group: &str) -> bool {
     matches!(
         group,
-        "" | "apps" | "batch" | "policy" | "coordination.k8s.io" | "events.k8s.io" | "apiextensions.k8s.io"
+        "" | "apps"
+            | "batch"
+            | "policy"
+            | "autoscaling"
+            | "networking.k8s.io"
+            | "storage.k8s.io"
+            | "discovery.k8s.io"
+            | "admissionregistration.k8s.io"
+            | "coordination.k8s.io"
+            | "events.k8s.io"
+            | "apiextensions.k8s.io"
     )
 }
 

@@ -154,6 +154,7 @@ pub(crate) fn fill_status_zero_values(t: &Target, object: &mut DynamicObject) {
             }
         }
         ("", "Service") | ("networking.k8s.io", "Ingress") => zero(status, "loadBalancer", json!({})),
+        ("autoscaling", "HorizontalPodAutoscaler") => zero(status, "desiredReplicas", json!(0)),
         ("", "Namespace") => zero(status, "phase", json!("Active")),
         ("", "PersistentVolumeClaim") | ("", "PersistentVolume") => zero(status, "phase", json!("Pending")),
         ("", "Node") => {

@@ -94,6 +94,38 @@ fn background_deletion_of_an_owner_deletes_its_dependents() {
     run_sweep(&world, "builtins-gc-background");
 }
 
+/// An operator's HorizontalPodAutoscaler and NetworkPolicy owned by its object go with it, as
+/// the real collector watches every served kind.
+#[test]
+fn an_owned_autoscaler_and_network_policy_are_collected_with_their_owner() {
+    use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+    use k8s_openapi::api::networking::v1::NetworkPolicy;
+    let world = gc_world("builtins-gc-more-kinds")
+        .workload(|w| async move {
+            let maps: Api<ConfigMap> = Api::namespaced(w.client(), "default");
+            let owner = w.apply(&maps, &config_map("owner", "default", None, None)).await?;
+            let owned = serde_json::json!([reference(&owner, false)]);
+            let hpa: HorizontalPodAutoscaler = serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "web", "namespace": "default", "ownerReferences": owned},
+                "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, "maxReplicas": 3},
+            }))
+            .expect("an HPA");
+            let policy: NetworkPolicy = serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "web", "namespace": "default", "ownerReferences": owned},
+                "spec": {"podSelector": {}},
+            }))
+            .expect("a NetworkPolicy");
+            let hpas: Api<HorizontalPodAutoscaler> = Api::namespaced(w.client(), "default");
+            let policies: Api<NetworkPolicy> = Api::namespaced(w.client(), "default");
+            w.apply(&hpas, &hpa).await?;
+            w.apply(&policies, &policy).await?;
+            w.delete(&maps, "owner").await?;
+            w.wait_for(&hpas, "web", |o: Option<&HorizontalPodAutoscaler>| o.is_none(), WAIT).await?;
+            w.wait_for(&policies, "web", |o: Option<&NetworkPolicy>| o.is_none(), WAIT).await
+        });
+    run_sweep(&world, "builtins-gc-more-kinds");
+}
+
 /// A collection that fails is retried by the next scan, though nothing in the collector's
 /// caches changes meanwhile: scans of unchanged caches are skipped only after one that decided
 /// everything from the caches.

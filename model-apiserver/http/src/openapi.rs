@@ -589,6 +589,18 @@ fn builtin_schema_name(group: &str, kind: &str) -> Option<&'static str> {
         ("apps", "ControllerRevision") => "io.k8s.api.apps.v1.ControllerRevision",
         ("policy", "PodDisruptionBudget") => "io.k8s.api.policy.v1.PodDisruptionBudget",
         ("networking.k8s.io", "Ingress") => "io.k8s.api.networking.v1.Ingress",
+        ("networking.k8s.io", "NetworkPolicy") => "io.k8s.api.networking.v1.NetworkPolicy",
+        ("networking.k8s.io", "IngressClass") => "io.k8s.api.networking.v1.IngressClass",
+        ("autoscaling", "HorizontalPodAutoscaler") => "io.k8s.api.autoscaling.v2.HorizontalPodAutoscaler",
+        ("storage.k8s.io", "StorageClass") => "io.k8s.api.storage.v1.StorageClass",
+        ("discovery.k8s.io", "EndpointSlice") => "io.k8s.api.discovery.v1.EndpointSlice",
+        ("", "PodTemplate") => "io.k8s.api.core.v1.PodTemplate",
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => {
+            "io.k8s.api.admissionregistration.v1.ValidatingWebhookConfiguration"
+        }
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration") => {
+            "io.k8s.api.admissionregistration.v1.MutatingWebhookConfiguration"
+        }
         ("scheduling.k8s.io", "PriorityClass") => "io.k8s.api.scheduling.v1.PriorityClass",
         ("rbac.authorization.k8s.io", "Role") => "io.k8s.api.rbac.v1.Role",
         ("rbac.authorization.k8s.io", "RoleBinding") => "io.k8s.api.rbac.v1.RoleBinding",
@@ -634,6 +646,14 @@ fn builtin_schemas() -> &'static Map<String, Value> {
         add::<apps::v1::ControllerRevision>(&mut generator);
         add::<k8s_openapi::api::policy::v1::PodDisruptionBudget>(&mut generator);
         add::<k8s_openapi::api::networking::v1::Ingress>(&mut generator);
+        add::<k8s_openapi::api::networking::v1::NetworkPolicy>(&mut generator);
+        add::<k8s_openapi::api::networking::v1::IngressClass>(&mut generator);
+        add::<k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler>(&mut generator);
+        add::<k8s_openapi::api::storage::v1::StorageClass>(&mut generator);
+        add::<k8s_openapi::api::discovery::v1::EndpointSlice>(&mut generator);
+        add::<core::v1::PodTemplate>(&mut generator);
+        add::<k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration>(&mut generator);
+        add::<k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration>(&mut generator);
         add::<k8s_openapi::api::scheduling::v1::PriorityClass>(&mut generator);
         add::<k8s_openapi::api::rbac::v1::Role>(&mut generator);
         add::<k8s_openapi::api::rbac::v1::RoleBinding>(&mut generator);

@@ -25,6 +25,7 @@ mod revisions;
 mod scale;
 mod schema;
 mod selector;
+mod served_kinds;
 mod server_apply;
 mod state_machine;
 mod status;

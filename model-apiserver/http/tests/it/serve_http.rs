@@ -92,16 +92,20 @@ fn discovery_lists_the_core_version_the_groups_and_each_resource_with_its_subres
     assert_eq!(
         names,
         [
+            "admissionregistration.k8s.io",
             "apiextensions.k8s.io",
             "apps",
             "authorization.k8s.io",
+            "autoscaling",
             "batch",
             "coordination.k8s.io",
+            "discovery.k8s.io",
             "events.k8s.io",
             "networking.k8s.io",
             "policy",
             "rbac.authorization.k8s.io",
-            "scheduling.k8s.io"
+            "scheduling.k8s.io",
+            "storage.k8s.io"
         ]
     );
     let core = get(&served, "/api/v1").json();
