@@ -474,3 +474,37 @@ fn admission_sees_the_eviction_as_a_create_of_pods_eviction() {
     assert_eq!(code_reason(&err), (403, "Forbidden"));
     assert!(w.get(&pods(), Some("default"), "web-0").metadata.deletion_timestamp.is_none());
 }
+
+#[test]
+fn the_budgets_write_is_admitted_as_the_loopback_client_and_the_pods_writes_are_not() {
+    let mut w = World::new();
+    running_pod(&mut w, "web-0", true);
+    budget(&mut w, "web", 1, 2, 1);
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = seen.clone();
+    w.server.add_validating_hook(std::sync::Arc::new(move |request, _| {
+        let what = format!(
+            "{} {}/{} {}",
+            request.operation,
+            request.resource.api.plural,
+            request.subresource.unwrap_or(""),
+            request.user.unwrap_or("")
+        );
+        record.lock().unwrap().push(what);
+        Ok(())
+    }));
+    let request = Request::create_subresource(
+        &pods(),
+        Some("default"),
+        "web-0",
+        Subresource::Eviction,
+        obj(eviction_of("web-0")),
+        PostParams::default(),
+    )
+    .with_user("drainer");
+    w.handle(request).unwrap();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        ["create pods/eviction drainer", "update poddisruptionbudgets/status system:apiserver"]
+    );
+}
