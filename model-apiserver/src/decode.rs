@@ -92,7 +92,7 @@ impl TypeError {
 /// deserializing it, where that is certain to be what the round trip loses
 /// ([`crate::ignored`]), else the round trip itself. A type error and its path are the ignored
 /// fields' deserializer's, which fails as plain serde fails and notes where.
-fn check<T: DeserializeOwned + Serialize>(value: &Value) -> Result<Decoded, TypeError> {
+pub(crate) fn check<T: DeserializeOwned + Serialize>(value: &Value) -> Result<Decoded, TypeError> {
     let untracked = match crate::ignored::deserialize::<T>(value) {
         Ok((_, Some(unknown))) => return Ok(Decoded { unknown, nulls: Vec::new() }),
         Ok((_, None)) => None,

@@ -38,18 +38,33 @@ impl ApiServer {
         params: &DeleteParams,
         ctx: &mut Context<'_>,
     ) -> Result<Response, Status> {
+        self.delete_with(t, name, params, true, ctx)
+    }
+
+    /// DELETE one object, through the validating admission hooks (`admitted`) or, for a
+    /// registry's own delete (an eviction's), without them.
+    pub(crate) fn delete_with(
+        &mut self,
+        t: &Target,
+        name: &str,
+        params: &DeleteParams,
+        admitted: bool,
+        ctx: &mut Context<'_>,
+    ) -> Result<Response, Status> {
         let old = self.current_object(t, name)?;
         check_preconditions(t, name, &old, params)?;
-        let request = AdmissionRequest {
-            operation: "delete",
-            resource: &t.ty,
-            subresource: None,
-            old: Some(&old),
-            user: t.user.as_deref(),
-        };
-        let mut scratch = DynamicObject::clone(&old);
-        for hook in &self.validating {
-            hook(&request, &mut scratch)?;
+        if admitted {
+            let request = AdmissionRequest {
+                operation: "delete",
+                resource: &t.ty,
+                subresource: None,
+                old: Some(&old),
+                user: t.user.as_deref(),
+            };
+            let mut scratch = DynamicObject::clone(&old);
+            for hook in &self.validating {
+                hook(&request, &mut scratch)?;
+            }
         }
         let grace = self.grace_period_seconds(t, &old, params);
         let mut new = DynamicObject::clone(&old);
@@ -291,7 +306,7 @@ fn deleted_or_kept(t: &Target, name: &str, gone: bool, object: Arc<DynamicObject
 /// uid and resourceVersion preconditions: 409 Conflict as the registry's `BeforeDelete` answers
 /// it, before the storage layer sees the delete. It names the kind, not the resource
 /// (`ConfigMap "a"`, `Deployment.apps "web"`), in the message and the details.
-fn check_preconditions(
+pub(crate) fn check_preconditions(
     t: &Target,
     name: &str,
     old: &DynamicObject,

@@ -61,6 +61,9 @@
 //!   cluster IP, claims, Secrets), so that a controller fighting defaults loops here as it
 //!   would in a cluster; `ServerConfig::builtin_defaults` turns it off.
 //! - **Admission.** Mutating hooks, validation, then validating hooks ([`AdmissionHook`]).
+//! - **Eviction.** `pods/{name}/eviction` ([`Request::create_subresource`] with
+//!   [`Subresource::Eviction`]): the PodDisruptionBudget checks and decrement, the
+//!   `DisruptionTarget` condition and the pod's delete, each an ordinary write ([`eviction`]).
 //!
 //! Not modelled: RBAC, admission plugins' additions (service-account token volumes, default
 //! tolerations, priority), built-in validation beyond the kinds above, version conversion, the
@@ -104,6 +107,7 @@ mod defaults;
 mod deletion;
 pub mod errors;
 pub mod events;
+pub mod eviction;
 pub mod fields;
 mod filter;
 pub mod go_json;

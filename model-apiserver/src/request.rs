@@ -23,6 +23,21 @@ pub enum Subresource {
     /// `/finalize` of a Namespace (update only): writes only `spec.finalizers`, as the namespace
     /// controller does once the namespace is empty.
     Finalize,
+    /// `/eviction` of a Pod (create only): a `policy/v1` (or `v1beta1`) `Eviction` that deletes
+    /// the pod if its PodDisruptionBudget allows it (see [`Verb::CreateSubresource`]).
+    Eviction,
+}
+
+impl Subresource {
+    /// The subresource's path segment: `status`, `scale`, `finalize`, `eviction`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Subresource::Status => "status",
+            Subresource::Scale => "scale",
+            Subresource::Finalize => "finalize",
+            Subresource::Eviction => "eviction",
+        }
+    }
 }
 
 /// The `fieldValidation` directive of a write: what decoding does with a field the kind does
@@ -95,6 +110,20 @@ pub enum Verb {
         params: PatchParams,
         /// `/status` or `/scale`.
         subresource: Option<Subresource>,
+    },
+    /// POST to a subresource of an existing object, named by the URL (`pods/{name}/eviction`):
+    /// the body is the subresource's own kind (an `Eviction`), whose name must be the URL's.
+    /// A subresource that takes no POST (`status`, `scale`, `finalize`) is 405
+    /// MethodNotAllowed, one the type does not have 404 NotFound.
+    CreateSubresource {
+        /// The object's name (the URL's).
+        name: String,
+        /// Which subresource.
+        subresource: Subresource,
+        /// The body (boxed, as in `Create`).
+        object: Box<DynamicObject>,
+        /// `dryRun` and `fieldManager`.
+        params: PostParams,
     },
     /// DELETE one object.
     Delete {
@@ -197,6 +226,22 @@ impl Request {
     ) -> Self {
         Self::new(resource, namespace, Verb::Create { object: Box::new(object), params })
     }
+    /// POST `object` to subresource `subresource` of `name` (an eviction:
+    /// `Request::create_subresource(&pods, Some(ns), name, Subresource::Eviction, eviction, params)`).
+    pub fn create_subresource(
+        resource: impl IntoResource,
+        namespace: Option<&str>,
+        name: &str,
+        subresource: Subresource,
+        object: DynamicObject,
+        params: PostParams,
+    ) -> Self {
+        Self::new(
+            resource,
+            namespace,
+            Verb::CreateSubresource { name: name.to_owned(), subresource, object: Box::new(object), params },
+        )
+    }
     /// UPDATE (replace) `name` with `object`.
     pub fn update(
         resource: impl IntoResource,
@@ -252,7 +297,8 @@ impl Request {
     ) -> Self {
         Self::new(resource, namespace, Verb::Watch { resource_version: resource_version.to_owned(), params })
     }
-    /// Address a subresource (`/status`, `/scale` or `/finalize`) for get, update and patch.
+    /// Address a subresource (`/status`, `/scale` or `/finalize`) for get, update and patch (a
+    /// POST to one is [`Request::create_subresource`]).
     pub fn with_subresource(mut self, sub: Subresource) -> Self {
         match &mut self.verb {
             Verb::Get { subresource, .. }
@@ -286,13 +332,14 @@ impl Request {
     pub fn is_write(&self) -> bool {
         !matches!(self.verb, Verb::Get { .. } | Verb::List { .. } | Verb::Watch { .. })
     }
-    /// A short verb name as Kubernetes audit logs spell it: `get`, `list`, `create`, `update`,
-    /// `patch`, `delete`, `deletecollection`, `watch`.
+    /// A short verb name as Kubernetes audit logs spell it: `get`, `list`, `create` (a POST to a
+    /// subresource too, as an eviction's audit event says), `update`, `patch`, `delete`,
+    /// `deletecollection`, `watch`.
     pub fn verb_name(&self) -> &'static str {
         match self.verb {
             Verb::Get { .. } => "get",
             Verb::List { .. } => "list",
-            Verb::Create { .. } => "create",
+            Verb::Create { .. } | Verb::CreateSubresource { .. } => "create",
             Verb::Update { .. } => "update",
             Verb::Patch { .. } => "patch",
             Verb::Delete { .. } => "delete",
@@ -327,6 +374,9 @@ pub enum Response {
     /// delete when the object was removed at once (kube-rs's `Either::Right`): a `Success`
     /// Status with details naming the object. The removed object is in `object`. Pods and
     /// ServiceAccounts answer `Object` instead, as their real storage returns the deleted object.
+    ///
+    /// Also a successful eviction (`pods/{name}/eviction`): a `Success` Status with code 201,
+    /// and the pod as its delete left it in `object` (removed, or marked for a graceful delete).
     Deleted {
         /// The `Success` Status, details naming the object and its uid.
         status: Status,

@@ -276,6 +276,9 @@ impl ApiServer {
             Verb::Patch { name, patch, params, subresource } => {
                 self.patch(&target, &name, &patch, &params, subresource, ctx)
             }
+            Verb::CreateSubresource { name, subresource, object, params } => {
+                self.create_subresource(&target, &name, subresource, *object, &params, ctx)
+            }
             Verb::Delete { name, params } => self.delete(&target, &name, &params, ctx),
             Verb::DeleteCollection { list, params } => {
                 self.delete_collection(&target, &list, &params, ctx).map(Response::List)

@@ -43,6 +43,10 @@ pub(crate) struct WriteOpts<'a> {
     pub(crate) applied: bool,
     /// The write came through `/scale`.
     pub(crate) via_scale: bool,
+    /// A registry's own write of its storage, as the eviction's status update of the pod: no
+    /// admission (validation still runs) and no field-ownership bookkeeping, which the request
+    /// handler does, not the store.
+    pub(crate) internal: bool,
 }
 
 impl<'a> WriteOpts<'a> {
@@ -53,6 +57,7 @@ impl<'a> WriteOpts<'a> {
             field_manager: params.field_manager.as_deref(),
             applied: false,
             via_scale: false,
+            internal: false,
         }
     }
     /// The options of a PATCH.
@@ -62,6 +67,7 @@ impl<'a> WriteOpts<'a> {
             field_manager: params.field_manager.as_deref(),
             applied,
             via_scale: false,
+            internal: false,
         }
     }
 }
@@ -355,22 +361,22 @@ impl ApiServer {
             strategy::prepare_for_update(t, old, &mut new, self.config.builtin_defaults);
         }
         strategy::fill_status_zero_values(t, &mut new);
-        let sub_name = subresource.map(|s| match s {
-            Subresource::Status => "status",
-            Subresource::Scale => "scale",
-            Subresource::Finalize => "finalize",
-        });
+        let sub_name = subresource.map(Subresource::name);
         // A `/scale` write arrives here as a main-resource update of `.spec.replicas`; hooks
         // still see which subresource was written.
         let hook_sub_name = if opts.via_scale { Some("scale") } else { sub_name };
-        let mut new = self.admit(t, "update", hook_sub_name, Some(old), new)?;
+        let mut new = if opts.internal {
+            self.validated(t, hook_sub_name, Some(old), new)?
+        } else {
+            self.admit(t, "update", hook_sub_name, Some(old), new)?
+        };
         if t.ty.tracks_generation && metadata::spec_changed(old, &new, t.ty.status_subresource) {
             new.metadata.generation = Some(old.metadata.generation.unwrap_or(0) + 1);
         }
         if metadata::is_noop(old, &new) {
             return Ok(Response::Object(t.present(old)));
         }
-        if !opts.applied {
+        if !opts.applied && !opts.internal {
             let managed_sub = if opts.via_scale { Some("scale") } else { sub_name };
             self.track_managed_fields(t, Some(old), &mut new, managed_sub, opts.field_manager, ctx);
         }
@@ -503,6 +509,24 @@ impl ApiServer {
         Ok(object)
     }
 
+    /// What [`ApiServer::admit`] does without the admission hooks: a registry's own write, which
+    /// no admission sees, is still validated by its strategy.
+    pub(crate) fn validated(
+        &self,
+        t: &Target,
+        subresource: Option<&'static str>,
+        old: Option<&DynamicObject>,
+        mut object: DynamicObject,
+    ) -> Result<DynamicObject, Status> {
+        self.default_and_prune(t, &mut object);
+        let causes = self.validate(t, old, &object, subresource);
+        if !causes.is_empty() {
+            let name = object.metadata.name.clone().unwrap_or_default();
+            return Err(self.invalid(t, &name, causes));
+        }
+        Ok(object)
+    }
+
     /// Every field error of `object` (empty when valid).
     ///
     /// A write of `/status` is validated as the real server's status strategies validate it
@@ -581,7 +605,7 @@ pub(crate) const FIELD_MANAGER_BYTES_MAX: usize = 128;
 
 /// ValidateFieldManager: at most 128 bytes of printable characters, else 422 Invalid on the
 /// request's options (`CreateOptions`, `UpdateOptions`, `PatchOptions`).
-fn validate_field_manager(options: &str, manager: Option<&str>) -> Result<(), Status> {
+pub(crate) fn validate_field_manager(options: &str, manager: Option<&str>) -> Result<(), Status> {
     let Some(manager) = manager else { return Ok(()) };
     let mut causes = Vec::new();
     if manager.len() > FIELD_MANAGER_BYTES_MAX {
@@ -700,6 +724,11 @@ pub(crate) fn check_subresource(
         Some(Subresource::Status) => t.ty.status_subresource,
         Some(Subresource::Scale) => t.ty.scale.is_some(),
         Some(Subresource::Finalize) => is_namespace_type(&t.ty),
+        // Only POST takes it (`Verb::CreateSubresource`): every other verb is 405 on a pod.
+        Some(Subresource::Eviction) if crate::eviction::serves(&t.ty) => {
+            return Err(method_not_allowed());
+        }
+        Some(Subresource::Eviction) => false,
     };
     if served { Ok(()) } else { Err(t.unserved_subresource(name)) }
 }

@@ -16,6 +16,7 @@ use k8s_openapi::api::autoscaling::v1::Scale;
 use kube_core::{
     ApiResource, DynamicObject, ObjectList, PartialObjectMeta, Resource, Status, TypeMeta,
     params::{DeleteParams, GetParams, ListParams, Patch, PatchParams, PostParams},
+    subresource::EvictParams,
 };
 use serde::{Serialize, de::DeserializeOwned};
 
@@ -637,11 +638,12 @@ where
 }
 
 /// kube's methods for any subresource by name. The model serves `status`, `scale` (of the kinds
-/// that have them) and a Namespace's `finalize` (PUT only); a request naming them goes through the
-/// transport as every call does, and the server answers as kube-apiserver (404 NotFound for a kind
-/// without that subresource, 405 MethodNotAllowed for a verb it does not take). Any other name
-/// (`eviction`, `binding`, `token`, `ephemeralcontainers`, `resize`, `approval`...) answers 404
-/// NotFound without a request: the model does not serve it, and says so in the message.
+/// that have them), a Namespace's `finalize` (PUT only) and a Pod's `eviction` (POST only); a
+/// request naming them goes through the transport as every call does, and the server answers as
+/// kube-apiserver (404 NotFound for a kind without that subresource, 405 MethodNotAllowed for a
+/// verb it does not take). Any other name (`binding`, `token`, `ephemeralcontainers`, `resize`,
+/// `approval`...) answers 404 NotFound without a request: the model does not serve it, and says
+/// so in the message.
 impl<K> Api<K>
 where
     K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + Sync + 'static,
@@ -651,11 +653,12 @@ where
             "status" => Ok(Subresource::Status),
             "scale" => Ok(Subresource::Scale),
             "finalize" => Ok(Subresource::Finalize),
+            "eviction" => Ok(Subresource::Eviction),
             other => {
                 let mut status = model_apiserver::errors::resource_not_found();
                 status.message = format!(
-                    "{} ({}/{other} is not a subresource kube-sim serves: status, scale and a \
-                     namespace's finalize)",
+                    "{} ({}/{other} is not a subresource kube-sim serves: status, scale, a pod's \
+                     eviction and a namespace's finalize)",
                     status.message, self.resource.plural
                 );
                 Err(Error::from(status))
@@ -672,8 +675,9 @@ where
         self.object(self.send(request).await?)
     }
 
-    /// POST to a subresource. No subresource the model serves takes a POST: `status`, `scale` and
-    /// `finalize` answer 405 MethodNotAllowed as kube-apiserver's, without a request.
+    /// POST to a subresource: a Pod's `eviction` (answered with a `Status`, as kube decodes it
+    /// into `T`); `status`, `scale` and `finalize` answer 405 MethodNotAllowed, as
+    /// kube-apiserver's.
     pub async fn create_subresource<I, T>(
         &self,
         subresource_name: &str,
@@ -685,12 +689,18 @@ where
         I: Serialize,
         T: DeserializeOwned,
     {
-        let _ = (name, params);
-        serde_json::to_vec(data).map_err(Error::SerdeError)?;
-        self.served_subresource(subresource_name)?;
-        Err(Error::from(model_apiserver::errors::method_not_allowed(
-            "the server does not allow this method on the requested resource",
-        )))
+        let object = any_to_dynamic(data)?;
+        let subresource = self.served_subresource(subresource_name)?;
+        let request =
+            Request::create_subresource(&self.resource, self.ns(), name, subresource, object, params.clone());
+        let answer = match self.send(request).await? {
+            Response::Deleted { status, .. } => status_value(&status),
+            other => match other.object() {
+                Some(object) => serde_json::to_value(&**object).map_err(Error::SerdeError)?,
+                None => return Err(unexpected_answer()),
+            },
+        };
+        serde_json::from_value(answer).map_err(Error::SerdeError)
     }
 
     /// PATCH a subresource, answered as `K`.
@@ -720,6 +730,45 @@ where
         let request = Request::update(&self.resource, self.ns(), name, object, params.clone())
             .with_subresource(subresource);
         self.object(self.send(request).await?)
+    }
+}
+
+/// Marker of the kinds that can be evicted, as kube's `kube::api::Evict`: Pods.
+pub trait Evict {}
+
+impl Evict for k8s_openapi::api::core::v1::Pod {}
+
+/// kube's eviction of a Pod (`POST pods/{name}/eviction`): the server deletes it if its
+/// PodDisruptionBudget allows (429 TooManyRequests otherwise, 500 when two budgets select it),
+/// answering a `Success` Status with code 201.
+///
+/// The body is kube 5's, byte for byte: `metadata.name` and the delete options under
+/// `delete_options`, a field the Eviction type does not have, so a real kube-apiserver (and the
+/// model) drops them with an `unknown field "delete_options"` warning and deletes the pod with
+/// the default options. `post_options.dry_run` does reach the server (the query string).
+impl<K> Api<K>
+where
+    K: Evict + Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + Sync + 'static,
+{
+    /// Evict the pod `name` (see the impl).
+    pub async fn evict(&self, name: &str, ep: &EvictParams) -> Result<Status> {
+        let body = serde_json::json!({
+            "delete_options": ep.delete_options,
+            "metadata": { "name": name },
+        });
+        let object = serde_json::from_value(body).map_err(Error::SerdeError)?;
+        let request = Request::create_subresource(
+            &self.resource,
+            self.ns(),
+            name,
+            Subresource::Eviction,
+            object,
+            ep.post_options.clone(),
+        );
+        match self.send(request).await? {
+            Response::Deleted { status, .. } => Ok(status),
+            _ => Err(unexpected_answer()),
+        }
     }
 }
 
@@ -810,6 +859,18 @@ fn to_value_patch<P: Serialize>(patch: &Patch<P>) -> Result<Patch<serde_json::Va
 
 /// The server answered with a shape the verb never yields: a bug of the model, reported as the
 /// real server reports its own bugs.
+/// A `Status` as kube-apiserver sends it (with `kind`, `apiVersion` and empty `metadata`), the
+/// JSON a kube client decodes.
+fn status_value(status: &Status) -> serde_json::Value {
+    let mut value = serde_json::to_value(status).unwrap_or_else(|_| serde_json::json!({}));
+    if let serde_json::Value::Object(m) = &mut value {
+        m.insert("kind".to_owned(), "Status".into());
+        m.insert("apiVersion".to_owned(), "v1".into());
+        m.entry("metadata").or_insert_with(|| serde_json::json!({}));
+    }
+    value
+}
+
 fn unexpected_answer() -> Error {
     Error::from(model_apiserver::errors::internal_error("unexpected response shape for this verb"))
 }

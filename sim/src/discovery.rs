@@ -50,7 +50,7 @@ fn owned(verbs: &[&str]) -> Vec<String> {
 /// One served type as kube's discovery describes it.
 fn describe(ty: &ResourceType) -> (ApiResource, ApiCapabilities) {
     let scope = if ty.namespaced { Scope::Namespaced } else { Scope::Cluster };
-    let sub = |plural: &str, group: &str, version: &str, kind: &str| {
+    let sub = |plural: &str, group: &str, version: &str, kind: &str, verbs: &[&str]| {
         let resource = ApiResource {
             group: group.to_owned(),
             version: version.to_owned(),
@@ -58,19 +58,20 @@ fn describe(ty: &ResourceType) -> (ApiResource, ApiCapabilities) {
             kind: kind.to_owned(),
             plural: plural.to_owned(),
         };
-        let caps = ApiCapabilities {
-            scope: scope.clone(),
-            subresources: Vec::new(),
-            operations: owned(&SUBRESOURCE_VERBS),
-        };
+        let caps =
+            ApiCapabilities { scope: scope.clone(), subresources: Vec::new(), operations: owned(verbs) };
         (resource, caps)
     };
     let mut subresources = Vec::new();
     if ty.status_subresource {
-        subresources.push(sub("status", &ty.api.group, &ty.api.version, &ty.api.kind));
+        subresources.push(sub("status", &ty.api.group, &ty.api.version, &ty.api.kind, &SUBRESOURCE_VERBS));
     }
     if ty.scale.is_some() {
-        subresources.push(sub("scale", "autoscaling", "v1", "Scale"));
+        subresources.push(sub("scale", "autoscaling", "v1", "Scale", &SUBRESOURCE_VERBS));
+    }
+    if !ty.custom && ty.api.group.is_empty() && ty.api.plural == "pods" {
+        // A pod's eviction: a `policy/v1` Eviction, POST only.
+        subresources.push(sub("eviction", "policy", "v1", "Eviction", &[verbs::CREATE]));
     }
     let caps = ApiCapabilities { scope, subresources, operations: owned(&RESOURCE_VERBS) };
     (ty.api.clone(), caps)

@@ -47,6 +47,11 @@ fn target(request: &Request) -> String {
         | Verb::Patch { name, .. }
         | Verb::Delete { name, .. } => Some(name.as_str()),
         Verb::Create { object, .. } => object.metadata.name.as_deref(),
+        Verb::CreateSubresource { name, subresource, .. } => {
+            // Rare: named in full (`pods/default/web-0/eviction`) rather than sized.
+            let ns = request.namespace.as_deref().map(|ns| format!("/{ns}")).unwrap_or_default();
+            return format!("{}{ns}/{name}/{}", request.resource.plural, subresource.name());
+        }
         Verb::List { .. } | Verb::DeleteCollection { .. } | Verb::Watch { .. } => None,
     };
     // Sized once: every API call names its target.

@@ -129,10 +129,19 @@ pub fn resource_list(types: &ResourceTypes, group: &str, version: &str) -> Optio
             namespaced: ty.namespaced,
             kind: kind.to_owned(),
             verbs: verbs.iter().map(|v| (*v).to_owned()).collect(),
-            group: (kind == "Scale").then(|| "autoscaling".to_owned()),
-            version: (kind == "Scale").then(|| "v1".to_owned()),
+            // The subresources whose kind is another group's: `autoscaling/v1` Scale and
+            // `policy/v1` Eviction.
+            group: match kind {
+                "Scale" => Some("autoscaling".to_owned()),
+                "Eviction" => Some("policy".to_owned()),
+                _ => None,
+            },
+            version: matches!(kind, "Scale" | "Eviction").then(|| "v1".to_owned()),
             ..Default::default()
         };
+        if !ty.custom && ty.api.group.is_empty() && ty.api.plural == "pods" {
+            resources.push(sub("eviction", "Eviction", &["create"]));
+        }
         if ty.status_subresource {
             resources.push(sub("status", &ty.api.kind, &["get", "patch", "update"]));
         }

@@ -172,6 +172,7 @@ impl Call {
             None => None,
             Some("status") => Some(Subresource::Status),
             Some("scale") => Some(Subresource::Scale),
+            Some("eviction") => Some(Subresource::Eviction),
             Some("log") if logs::serves(&ty.api.group, &ty.api.plural) => return self.log(&ty, &path),
             Some(_) => return http::status(&not_found()),
         };
@@ -189,6 +190,9 @@ impl Call {
             },
             (&Method::GET, Some(name)) => self.get(&target, &name),
             (&Method::POST, None) if subresource.is_none() => self.create(&target),
+            (&Method::POST, Some(name)) if subresource == Some(Subresource::Eviction) => {
+                self.evict(&target, &name)
+            }
             (&Method::PUT, Some(name)) => self.update(&target, &name),
             (&Method::PATCH, Some(name)) => self.patch(&target, &name),
             (&Method::DELETE, Some(name)) if subresource.is_none() => self.delete(&target, &name),
@@ -288,6 +292,26 @@ impl Call {
         let request = with_directive(Request::create(&t.ty.api, t.ns(), object, params), directive);
         let (answer, warnings) = self.live.handle_with_warnings(request);
         Ok(with_warnings(self.object_reply(t, 201, &answer?), &warnings))
+    }
+
+    /// POST `pods/{name}/eviction`: a `policy/v1` (or `v1beta1`) Eviction. The model answers a
+    /// successful one with the `Success` Status the create handler completes with code 201,
+    /// which is also the HTTP code; a refusal is its Status (429 with the budget's cause, 500 for
+    /// two budgets...).
+    fn evict(&self, t: &Target, name: &str) -> Result<Reply, Status> {
+        let params = self.query.post_params()?;
+        let directive = self.query.field_validation("CreateOptions")?;
+        let object = decode_object(&self.headers, &self.body, "Eviction")?;
+        let request =
+            Request::create_subresource(&t.ty.api, t.ns(), name, Subresource::Eviction, object, params);
+        let (answer, warnings) = self.live.handle_with_warnings(with_directive(request, directive));
+        match answer? {
+            Response::Deleted { status, .. } => {
+                let code = if status.code == 0 { 201 } else { status.code };
+                Ok(with_warnings(http::json(code, &http::status_json(&status)), &warnings))
+            }
+            _ => Err(unexpected()),
+        }
     }
 
     fn update(&self, t: &Target, name: &str) -> Result<Reply, Status> {

@@ -48,11 +48,17 @@ pub fn with_type(code: u16, body: Body, content_type: &'static str) -> Reply {
     reply
 }
 
-/// A `Status` as kube-apiserver writes it: with `kind` and `apiVersion`, and its code as the
-/// HTTP status.
+/// A `Status` as kube-apiserver writes it: with `kind` and `apiVersion`, its code as the HTTP
+/// status, and a `Retry-After` header when its details suggest a delay (an eviction whose
+/// budget is still being processed: client-go waits and retries on it).
 pub fn status(s: &Status) -> Reply {
     let code = if s.code == 0 { 500 } else { s.code };
-    json(code, &status_json(s))
+    let mut reply = json(code, &status_json(s));
+    let retry_after = s.details.as_ref().map_or(0, |d| d.retry_after_seconds);
+    if retry_after > 0 {
+        reply.headers_mut().insert(hyper::header::RETRY_AFTER, HeaderValue::from(retry_after));
+    }
+    reply
 }
 
 /// The JSON of a `Status` object (kube-core's type leaves out `kind` and `apiVersion`).

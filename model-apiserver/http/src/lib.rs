@@ -11,7 +11,8 @@
 //! - [`logs`] serves `pods/log` from the container statuses the kubelet-lite writes;
 //! - [`authorization`] answers `kubectl auth can-i`'s reviews (allowed: RBAC is not enforced);
 //! - [`handler`] turns one request into one model call (strategic merge patch and server-side
-//!   apply as read-modify-write under the model's lock), [`watch`] streams watch events;
+//!   apply as read-modify-write under the model's lock; `pods/{name}/eviction`, kubectl drain's
+//!   POST, as the model's eviction), [`watch`] streams watch events;
 //! - [`decode`] picks a body's decoder by Content-Type and bounds its nesting first;
 //! - [`protobuf`] decodes Kubernetes protobuf bodies (what kubectl's generators send) into JSON;
 //! - [`guard`] refuses Hosts and web Origins that `--accept-hosts` does not match;

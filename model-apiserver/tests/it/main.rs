@@ -14,6 +14,7 @@ mod defaults;
 mod deletion;
 mod determinism;
 mod events;
+mod eviction;
 mod field_selectors;
 mod from_snapshot;
 mod list;

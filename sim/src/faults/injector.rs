@@ -422,9 +422,10 @@ fn call_triggers(w: &mut FaultCtx<'_>, index: usize, info: &CallInfo<'_>, reques
 fn call_object(request: &Request) -> CallObject {
     use model_apiserver::Verb;
     let name = match &request.verb {
-        Verb::Update { name, .. } | Verb::Patch { name, .. } | Verb::Delete { name, .. } => {
-            Some(name.clone())
-        }
+        Verb::Update { name, .. }
+        | Verb::Patch { name, .. }
+        | Verb::Delete { name, .. }
+        | Verb::CreateSubresource { name, .. } => Some(name.clone()),
         Verb::Create { object, .. } => object.metadata.name.clone(),
         _ => None,
     };

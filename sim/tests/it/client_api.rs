@@ -214,15 +214,20 @@ fn subresources_by_name_read_and_write_status_and_refuse_what_is_not_served() {
         let view = scale.get_subresource("scale", "web").await.expect("scale as a dynamic object");
         assert_eq!(view.types.map(|t| t.kind), Some("Scale".to_owned()));
 
-        let Err(Error::Api(status)) = api.get_subresource("eviction", "web").await else {
-            panic!("an eviction read is not served");
+        let Err(Error::Api(status)) = api.get_subresource("binding", "web").await else {
+            panic!("a binding read is not served");
         };
         assert_eq!((status.code, status.reason.as_str()), (404, "NotFound"));
         assert!(
-            status.message.contains("deployments/eviction is not a subresource kube-sim serves"),
+            status.message.contains("deployments/binding is not a subresource kube-sim serves"),
             "{}",
             status.message
         );
+        // `eviction` is served, for Pods: the server answers a Deployment's with its 404.
+        let Err(Error::Api(status)) = api.get_subresource("eviction", "web").await else {
+            panic!("a Deployment has no eviction");
+        };
+        assert_eq!(status.message, "the server could not find the requested resource");
         let created: Result<Deployment, Error> =
             api.create_subresource("status", "web", &PostParams::default(), &read).await;
         let Err(Error::Api(status)) = created else { panic!("a POST to status is refused") };

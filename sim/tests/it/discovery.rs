@@ -50,6 +50,10 @@ fn discovery_lists_the_built_in_groups_with_their_scopes_subresources_and_prefer
         assert_eq!((pods.plural.as_str(), pods.api_version.as_str()), ("pods", "v1"));
         assert_eq!(caps.scope, Scope::Namespaced);
         assert!(caps.subresources.iter().any(|(r, _)| r.plural == "status"));
+        let (eviction, eviction_caps) =
+            caps.subresources.iter().find(|(r, _)| r.plural == "eviction").expect("a pod's eviction");
+        assert_eq!((eviction.group.as_str(), eviction.kind.as_str()), ("policy", "Eviction"));
+        assert_eq!(eviction_caps.operations, ["create"]);
         assert!(caps.operations.iter().any(|v| v == "watch"));
         let (namespaces, caps) = core.recommended_kind("Namespace").expect("namespaces");
         assert_eq!((namespaces.plural.as_str(), caps.scope), ("namespaces", Scope::Cluster));

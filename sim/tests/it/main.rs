@@ -23,6 +23,7 @@ mod delay_watch;
 mod determinism;
 mod discovery;
 mod events;
+mod eviction;
 /// The former unit tests of `sim::explore`'s modules, one file each.
 mod explore {
     mod coverage;

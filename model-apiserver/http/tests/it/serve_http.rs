@@ -519,3 +519,113 @@ fn invalid_delete_options_get_422_and_delete_nothing() {
     assert_eq!(unknown.json()["details"]["causes"][0]["reason"], json!("FieldValueNotSupported"));
     assert_eq!(get(&served, "/api/v1/namespaces/default/configmaps/d").code, 200);
 }
+
+/// POST `pods/{name}/eviction` as kubectl drain and client-go send it: the real answers and
+/// codes, and `pods/eviction` in discovery.
+#[test]
+fn an_eviction_answers_201_success_or_the_budgets_refusal_with_its_code() {
+    let served = serve();
+    let post = |path: &str, body: Value| {
+        request(&served, "POST", path, "application/json", body.to_string().as_bytes())
+    };
+    let merge = |path: &str, body: Value| {
+        let answer =
+            request(&served, "PATCH", path, "application/merge-patch+json", body.to_string().as_bytes());
+        assert_eq!(answer.code, 200, "{}", answer.body);
+    };
+    let running_pod = |name: &str| {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {"app": "web"}},
+            "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "i"}]}});
+        assert_eq!(post("/api/v1/namespaces/default/pods", pod).code, 201);
+        merge(
+            &format!("/api/v1/namespaces/default/pods/{name}/status"),
+            json!({"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}),
+        );
+    };
+    let budget = |name: &str, status: Value| {
+        let pdb = json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": name},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}}});
+        assert_eq!(post("/apis/policy/v1/namespaces/default/poddisruptionbudgets", pdb).code, 201);
+        merge(
+            &format!("/apis/policy/v1/namespaces/default/poddisruptionbudgets/{name}/status"),
+            json!({"status": status}),
+        );
+    };
+    let evict = |name: &str| {
+        let eviction = json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name}});
+        post(&format!("/api/v1/namespaces/default/pods/{name}/eviction"), eviction)
+    };
+
+    let core = get(&served, "/api/v1").json();
+    let eviction =
+        core["resources"].as_array().unwrap().iter().find(|r| r["name"] == "pods/eviction").unwrap();
+    assert_eq!(
+        (&eviction["kind"], &eviction["group"], &eviction["version"], &eviction["verbs"]),
+        (&json!("Eviction"), &json!("policy"), &json!("v1"), &json!(["create"]))
+    );
+
+    running_pod("a");
+    let answer = evict("a");
+    assert_eq!(answer.code, 201, "{}", answer.body);
+    assert_eq!(
+        answer.json(),
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})
+    );
+    assert!(
+        get(&served, "/api/v1/namespaces/default/pods/a").json()["metadata"]["deletionTimestamp"].is_string()
+    );
+
+    running_pod("b");
+    budget(
+        "web",
+        json!({"observedGeneration": 1, "disruptionsAllowed": 0, "currentHealthy": 1, "desiredHealthy": 1}),
+    );
+    let refused = evict("b");
+    assert_eq!(refused.code, 429, "{}", refused.body);
+    let status = refused.json();
+    assert_eq!(
+        (&status["reason"], &status["message"]),
+        (
+            &json!("TooManyRequests"),
+            &json!("Cannot evict pod as it would violate the pod's disruption budget.")
+        )
+    );
+    assert_eq!(
+        status["details"]["causes"],
+        json!([{"reason": "DisruptionBudget", "message": "The disruption budget web needs 1 healthy pods and has 1 currently"}])
+    );
+    assert!(
+        !refused.head.to_ascii_lowercase().contains("retry-after"),
+        "no delay is suggested: {}",
+        refused.head
+    );
+
+    // A budget whose status is behind: 429 with a Retry-After, which client-go honours.
+    merge(
+        "/apis/policy/v1/namespaces/default/poddisruptionbudgets/web",
+        json!({"spec": {"minAvailable": 2}}),
+    );
+    let processing = evict("b");
+    assert_eq!(processing.code, 429);
+    assert!(processing.head.to_ascii_lowercase().contains("retry-after: 10"), "{}", processing.head);
+
+    budget("web-too", json!({"observedGeneration": 1, "disruptionsAllowed": 1}));
+    let two = evict("b");
+    assert_eq!(two.code, 500, "{}", two.body);
+    assert_eq!(
+        two.json()["message"],
+        "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support."
+    );
+
+    let mismatch = post("/api/v1/namespaces/default/pods/b/eviction", json!({"metadata": {"name": "a"}}));
+    assert_eq!(
+        (mismatch.code, mismatch.json()["message"].clone()),
+        (400, json!("name in URL does not match name in Eviction object"))
+    );
+    assert_eq!(evict("missing").code, 404);
+    assert_eq!(get(&served, "/api/v1/namespaces/default/pods/b/eviction").code, 405);
+    assert_eq!(
+        get(&served, "/api/v1/namespaces/default/pods/b").json()["metadata"]["deletionTimestamp"],
+        Value::Null
+    );
+}

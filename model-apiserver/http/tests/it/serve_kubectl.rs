@@ -545,3 +545,68 @@ fn kubectl_get_events_and_kubectl_events_read_core_and_events_k8s_io_events_from
     let selected = k.ok(&["get", "events", "--field-selector", "reason=Scaled", names]);
     assert_eq!(selected, "web.scaled");
 }
+
+const DRAINED_NODE: &str = "apiVersion: v1
+kind: Node
+metadata:
+  name: node-1
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web-0
+  labels: {app: web}
+spec:
+  nodeName: node-1
+  containers: [{name: c, image: nginx}]
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web-1
+  labels: {app: web}
+spec:
+  nodeName: node-1
+  containers: [{name: c, image: nginx}]
+";
+
+const WEB_BUDGET: &str = "apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: web
+spec:
+  minAvailable: 1
+  selector: {matchLabels: {app: web}}
+";
+
+/// `kubectl drain` cordons the node and evicts its pods through `pods/eviction`: refused while
+/// the budget allows nothing (drain retries until its timeout), then granted.
+#[test]
+fn drain_evicts_through_the_eviction_subresource_and_respects_the_budget() {
+    let k = Kubectl::start();
+    k.ok(&["apply", "-f", &k.file("node.yaml", DRAINED_NODE)]);
+    let running = r#"{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}"#;
+    for pod in ["web-0", "web-1"] {
+        k.ok(&["patch", "pod", pod, "--subresource=status", "--type=merge", "-p", running]);
+    }
+    k.ok(&["apply", "-f", &k.file("pdb.yaml", WEB_BUDGET)]);
+    let no_disruption = r#"{"status":{"observedGeneration":1,"disruptionsAllowed":0,"currentHealthy":2,"desiredHealthy":1,"expectedPods":2}}"#;
+    k.ok(&["patch", "pdb", "web", "--subresource=status", "--type=merge", "-p", no_disruption]);
+    let drain = ["drain", "node-1", "--force", "--grace-period=0", "--timeout=3s"];
+    let refused = k.fails(&drain);
+    assert!(
+        refused.contains("Cannot evict pod as it would violate the pod's disruption budget."),
+        "{refused}"
+    );
+    assert_eq!(k.ok(&["get", "pods", "-o", "name"]), "pod/web-0\npod/web-1\n");
+    assert_eq!(k.ok(&["get", "node", "node-1", "-o", "jsonpath={.spec.unschedulable}"]), "true");
+
+    let two_allowed = r#"{"status":{"observedGeneration":1,"disruptionsAllowed":2,"currentHealthy":2,"desiredHealthy":0,"expectedPods":2}}"#;
+    k.ok(&["patch", "pdb", "web", "--subresource=status", "--type=merge", "-p", two_allowed]);
+    let drained = k.ok(&["drain", "node-1", "--force", "--grace-period=0", "--timeout=20s"]);
+    assert!(drained.contains("pod/web-0 evicted") && drained.contains("pod/web-1 evicted"), "{drained}");
+    assert!(drained.contains("node/node-1 drained"), "{drained}");
+    assert_eq!(k.ok(&["get", "pods", "-o", "name"]), "");
+    let disrupted = k.ok(&["get", "pdb", "web", "-o", "jsonpath={.status.disruptionsAllowed}"]);
+    assert_eq!(disrupted, "0");
+}
