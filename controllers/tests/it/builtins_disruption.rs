@@ -433,6 +433,50 @@ fn a_percentage_over_pods_whose_controller_has_no_scale_fails_safe() {
     sweep_passes("builtins-disruption-fail-safe", &world);
 }
 
+fn bare_pod(name: &str) -> Pod {
+    Pod {
+        metadata: ObjectMeta { labels: Some(web_labels()), ..in_default(name) },
+        spec: template().spec,
+        status: None,
+    }
+}
+
+#[test]
+fn pods_without_a_controller_are_not_expected_by_a_percentage_so_it_allows_no_disruption() {
+    let world = builtins::disruption_controller(builtins::kubelet(
+        Sim::builder().scenario("builtins-disruption-unmanaged"),
+    ))
+    .workload(|w| async move {
+        let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+        w.apply(&pods, &bare_pod("a")).await?;
+        w.apply(&pods, &bare_pod("b")).await?;
+        let budgets: Api<PodDisruptionBudget> = Api::namespaced(w.client(), "default");
+        w.apply(&budgets, &budget("percent", web_selector(), None, percent("50%"))).await?;
+        w.apply(&budgets, &budget("int", web_selector(), int(1), None)).await?;
+        // Two healthy Pods, but a percentage of no controller's scale expects none: a budget
+        // whose Pods nothing expects allows no disruption.
+        w.wait_for(&budgets, "int", reaches(want(2, 1, 2, 1)), WAIT).await?;
+        w.wait_for(&budgets, "percent", reaches(want(0, 0, 2, 0)), WAIT).await
+    })
+    .property(ends_with("int", want(2, 1, 2, 1)))
+    .property(ends_with("percent", want(0, 0, 2, 0)))
+    .property(FnProperty::at_end("the percentage budget warns of unmanaged pods", |view| {
+        let snap = view.cluster("default").ok_or("no cluster")?;
+        let warned = |name: &str| {
+            snapshot::objects::<Event>(snap, Some("default")).into_iter().any(|e| {
+                e.reason.as_deref() == Some("UnmanagedPods")
+                    && e.type_.as_deref() == Some("Warning")
+                    && e.involved_object.name.as_deref() == Some(name)
+            })
+        };
+        match (warned("percent"), warned("int")) {
+            (true, false) => Ok(()),
+            got => Err(format!("UnmanagedPods on (percent, int): {got:?}")),
+        }
+    }));
+    sweep_passes("builtins-disruption-unmanaged", &world);
+}
+
 /// The status a budget with `minAvailable: min` over `app=web` must show in a snapshot: every
 /// selected Pod expected, the Ready ones not being deleted healthy.
 fn matches_the_pods(snap: &Snapshot, name: &str, min: i32) -> Result<(), String> {
