@@ -17,6 +17,7 @@
 //! | [`daemonset_controller()`] | `daemonset-controller` | DaemonSet → one Pod per matching Node, rolling update |
 //! | [`job_controller()`] | `job-controller` | Job → Pods until `completions` succeed |
 //! | [`cronjob_controller()`] | `cronjob-controller` | CronJob → a Job per due time, on the virtual clock |
+//! | [`disruption_controller()`] | `disruption-controller` | PodDisruptionBudget → its status: healthy and expected Pods, `disruptionsAllowed`, expired `disruptedPods` dropped |
 //! | [`kubelet()`] | `kubelet` | schedules Pods and runs them: Pending → Running, Ready, Succeeded or Failed |
 //!
 //! ```ignore
@@ -32,7 +33,9 @@
 //! ## How they read the world
 //!
 //! The workload controllers (Deployment, ReplicaSet, StatefulSet, Job) and the namespace
-//! controller read what they manage with a live list at each sync. A cache of the managed kind
+//! controller read what they manage with a live list at each sync. The disruption controller
+//! reads Pods from its own cache, as upstream reads its Pod lister: it creates nothing, so a
+//! lagging cache only delays a status that the Pod event behind the lag corrects. A cache of the managed kind
 //! (`Store::subscribe` with `Controller::owns_shared_stream`/`watches_shared_stream`) lags independently of the
 //! one that triggered the sync, and reading it safely needs the real controllers' expectations,
 //! which these omit. The garbage
@@ -63,6 +66,7 @@ pub mod controller_revisions;
 pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
+pub mod disruption;
 pub mod error;
 pub mod events;
 pub mod garbage_collector;
@@ -89,6 +93,7 @@ use sim::runtime::controller::Action;
 pub use cronjob::cronjob_controller;
 pub use daemonset::daemonset_controller;
 pub use deployment::deployment_controller;
+pub use disruption::disruption_controller;
 pub use error::Error;
 pub use garbage_collector::garbage_collector;
 pub use job::job_controller;
@@ -107,7 +112,7 @@ type AddBuiltin = fn(SimBuilder) -> SimBuilder;
 /// Add every built-in controller to a world, but those it already has (a world that runs the
 /// garbage collector alone can be given all the others).
 pub fn all(builder: SimBuilder) -> SimBuilder {
-    let adders: [(&str, AddBuiltin); 9] = [
+    let adders: [(&str, AddBuiltin); 10] = [
         (garbage_collector::NODE, garbage_collector),
         (namespace::NODE, namespace_controller),
         (deployment::NODE, deployment_controller),
@@ -116,6 +121,7 @@ pub fn all(builder: SimBuilder) -> SimBuilder {
         (daemonset::NODE, daemonset_controller),
         (job::NODE, job_controller),
         (cronjob::NODE, cronjob_controller),
+        (disruption::NODE, disruption_controller),
         (kubelet::NODE, kubelet),
     ];
     let present = builder.controller_names();

@@ -24,6 +24,7 @@ mod builtins_all;
 mod builtins_cronjob;
 mod builtins_daemonset;
 mod builtins_deployment;
+mod builtins_disruption;
 mod builtins_faults;
 mod builtins_garbage_collector;
 mod builtins_job;
