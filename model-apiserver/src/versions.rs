@@ -72,6 +72,7 @@ required_in_some_version!(
     CronJobSpec,
     RawExtension,
     i64,
+    i32,
 );
 
 /// A value for a field that is `T` in some Kubernetes versions and `Option<T>` in others (`T`

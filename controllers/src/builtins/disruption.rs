@@ -58,6 +58,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube_core::DynamicObject;
 use kube_core::gvk::GroupVersionKind;
+use model_apiserver::versions::{Required, WorkloadSpec, present};
 use sim::api::{Api, PostParams, ResourceExt};
 use sim::runtime::controller::Action;
 use sim::runtime::reflector::{self, ObjectRef, Store};
@@ -370,7 +371,7 @@ async fn controller_scale(
             get_opt(&sets, &reference.name)
                 .await?
                 .filter(|ss| ss.metadata.uid.as_deref() == Some(reference.uid.as_str()))
-                .map(|ss| (reference.uid.clone(), ss.spec.replicas.unwrap_or(1)))
+                .map(|ss| (reference.uid.clone(), ss.spec().replicas.unwrap_or(1)))
         }
         _ => None,
     };
@@ -401,9 +402,9 @@ async fn replica_set_scale(
             Ok(get_opt(&deployments, &owner.name)
                 .await?
                 .filter(|d| d.metadata.uid.as_deref() == Some(owner.uid.as_str()))
-                .map(|d| (owner.uid.clone(), d.spec.replicas.unwrap_or(1))))
+                .map(|d| (owner.uid.clone(), d.spec().replicas.unwrap_or(1))))
         }
-        _ => Ok(Some((reference.uid.clone(), rs.spec.replicas.unwrap_or(1)))),
+        _ => Ok(Some((reference.uid.clone(), rs.spec().replicas.unwrap_or(1)))),
     }
 }
 
@@ -545,10 +546,10 @@ async fn update_status(
     let old = pdb.status.clone().unwrap_or_default();
     let disrupted = (!disrupted.is_empty()).then_some(disrupted);
     let old_disrupted = old.disrupted_pods.clone().filter(|m| !m.is_empty());
-    let up_to_date = old.current_healthy.unwrap_or(0) == counts.current_healthy
-        && old.desired_healthy.unwrap_or(0) == counts.desired_healthy
-        && old.expected_pods.unwrap_or(0) == counts.expected
-        && old.disruptions_allowed.unwrap_or(0) == allowed
+    let up_to_date = *old.current_healthy.value() == counts.current_healthy
+        && *old.desired_healthy.value() == counts.desired_healthy
+        && *old.expected_pods.value() == counts.expected
+        && *old.disruptions_allowed.value() == allowed
         && old_disrupted == disrupted
         && old.observed_generation.unwrap_or(0) == pdb.metadata.generation.unwrap_or(0)
         && conditions_up_to_date(pdb);
@@ -559,10 +560,10 @@ async fn update_status(
     let (status, reason) = if allowed > 0 { ("True", SUFFICIENT_PODS) } else { ("False", INSUFFICIENT_PODS) };
     set_condition(&mut conditions, status, reason, String::new(), pdb.metadata.generation);
     let status = PodDisruptionBudgetStatus {
-        current_healthy: Some(counts.current_healthy),
-        desired_healthy: Some(counts.desired_healthy),
-        expected_pods: Some(counts.expected),
-        disruptions_allowed: Some(allowed),
+        current_healthy: present(counts.current_healthy),
+        desired_healthy: present(counts.desired_healthy),
+        expected_pods: present(counts.expected),
+        disruptions_allowed: present(allowed),
         disrupted_pods: disrupted,
         observed_generation: pdb.metadata.generation,
         conditions: Some(conditions),
@@ -580,7 +581,7 @@ fn conditions_up_to_date(pdb: &PodDisruptionBudget) -> bool {
     if status.observed_generation.unwrap_or(0) != pdb.metadata.generation.unwrap_or(0) {
         return false;
     }
-    if status.disruptions_allowed.unwrap_or(0) > 0 {
+    if *status.disruptions_allowed.value() > 0 {
         condition.status == "True" && condition.reason == SUFFICIENT_PODS
     } else {
         condition.status == "False" && condition.reason == INSUFFICIENT_PODS
@@ -628,7 +629,7 @@ async fn fail_safe(
     debug_assert!(!error.is_conflict(), "a conflict is retried, not failed safe");
     let old = pdb.status.clone().unwrap_or_default();
     let mut status = old.clone();
-    status.disruptions_allowed = Some(0);
+    status.disruptions_allowed = present(0);
     let mut conditions = status.conditions.take().unwrap_or_default();
     set_condition(&mut conditions, "False", SYNC_FAILED, error.to_string(), old.observed_generation);
     status.conditions = Some(conditions);
