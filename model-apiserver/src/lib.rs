@@ -114,6 +114,7 @@ pub mod go_json;
 mod ignored;
 mod metadata;
 pub mod patch;
+pub mod pod_logs;
 mod read;
 pub mod request;
 pub mod resources;

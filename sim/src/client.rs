@@ -16,7 +16,7 @@ use k8s_openapi::api::autoscaling::v1::Scale;
 use kube_core::{
     ApiResource, DynamicObject, ObjectList, PartialObjectMeta, Resource, Status, TypeMeta,
     params::{DeleteParams, GetParams, ListParams, Patch, PatchParams, PostParams},
-    subresource::EvictParams,
+    subresource::{EvictParams, LogParams},
 };
 use serde::{Serialize, de::DeserializeOwned};
 
@@ -769,6 +769,57 @@ where
             Response::Deleted { status, .. } => Ok(status),
             _ => Err(unexpected_answer()),
         }
+    }
+}
+
+/// Marker of the kinds that have logs, as kube's `kube::api::Log`: Pods.
+pub trait Log {}
+
+impl Log for k8s_openapi::api::core::v1::Pod {}
+
+/// kube's `pods/log` reads. kube-sim runs no container processes: a container's log is the few
+/// synthetic lines `model_apiserver::pod_logs` renders from its Pod's container statuses (when
+/// the instance started, from which image, when its Pod's deletion stopped it, how it exited),
+/// with kube-apiserver's and the kubelet's answers: 422 for invalid options, 404 for a missing
+/// Pod, 400 when no container or an unknown one is named for a Pod of several, or when the
+/// container is still waiting to start (`container "c" in pod "p" is waiting to start:
+/// ContainerCreating`), and an empty log for a Pod bound to no node. The Pod is read with a GET
+/// through the transport (faults apply to it as to any call, and the trace shows a `get` of the
+/// Pod). `follow` answers the lines written so far and ends, as a followed log of a container
+/// that stops.
+impl<K> Api<K>
+where
+    K: Log + Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + Sync + 'static,
+{
+    /// The log of a container of the Pod `name`, as text.
+    pub async fn logs(&self, name: &str, lp: &LogParams) -> Result<String> {
+        let options = model_apiserver::pod_logs::LogOptions {
+            container: lp.container.clone(),
+            follow: lp.follow,
+            previous: lp.previous,
+            timestamps: lp.timestamps,
+            tail_lines: lp.tail_lines,
+            limit_bytes: lp.limit_bytes,
+            since_seconds: lp.since_seconds,
+            since_time: lp.since_time,
+            stream: None,
+        };
+        options.validate(name).map_err(Error::from)?;
+        let request = Request::get(&self.resource, self.ns(), name, GetParams::default());
+        let response = self.send(request).await?;
+        let object = response.object().ok_or_else(unexpected_answer)?;
+        let pod: k8s_openapi::api::core::v1::Pod = from_dynamic(object).map_err(Error::SerdeError)?;
+        model_apiserver::pod_logs::read(&pod, &options, crate::ambient::time::now()).map_err(Error::from)
+    }
+
+    /// [`Api::logs`] as an `AsyncBufRead`, as kube's `log_stream`.
+    pub async fn log_stream(
+        &self,
+        name: &str,
+        lp: &LogParams,
+    ) -> Result<impl futures::AsyncBufRead + use<K>> {
+        let text = self.logs(name, lp).await?;
+        Ok(futures::io::Cursor::new(text.into_bytes()))
     }
 }
 

@@ -142,13 +142,13 @@ pub use world::live;
 
 /// The kube-core types a controller uses with [`Api`], re-exported as kube's `api` module has them.
 pub mod api {
-    pub use crate::client::{Api, Either, Evict};
+    pub use crate::client::{Api, Either, Evict, Log};
     pub use crate::entry;
     pub use kube_core::params::{
         DeleteParams, GetParams, ListParams, Patch, PatchParams, PostParams, Preconditions,
         PropagationPolicy, ValidationDirective, VersionMatch, WatchParams,
     };
-    pub use kube_core::subresource::EvictParams;
+    pub use kube_core::subresource::{EvictParams, LogParams};
     pub use kube_core::{
         ApiResource, DynamicObject, GroupVersionKind, GroupVersionResource, ListMeta, NotUsed, Object,
         ObjectList, ObjectMeta, PartialObjectMeta, PartialObjectMetaExt, Resource, ResourceExt, TypeMeta,

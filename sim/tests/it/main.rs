@@ -53,6 +53,7 @@ mod lifecycles;
 mod live;
 mod logging;
 mod multicluster;
+mod pod_logs;
 mod process_exit;
 mod random_and_clock;
 mod regression_file;
