@@ -132,6 +132,37 @@ fn columns(ty: &ResourceType, crd: Option<&DynamicObject>) -> Vec<Column> {
         ("", "Secret") => columns.extend(printers::secret()),
         ("batch", "Job") => columns.extend(printers::job()),
         ("", "PersistentVolumeClaim") => columns.extend(printers::pvc()),
+        ("policy", "PodDisruptionBudget") => columns.extend(more::pod_disruption_budget()),
+        ("autoscaling", "HorizontalPodAutoscaler") => columns.extend(more::horizontal_pod_autoscaler()),
+        ("networking.k8s.io", "Ingress") => columns.extend(more::ingress()),
+        ("networking.k8s.io", "IngressClass") => columns.extend(more::ingress_class()),
+        ("networking.k8s.io", "NetworkPolicy") => columns.extend(more::network_policy()),
+        ("", "Node") => columns.extend(more::node()),
+        ("", "PersistentVolume") => columns.extend(more::persistent_volume()),
+        ("storage.k8s.io", "StorageClass") => {
+            // The default class is marked on its name, so the Name column is the printer's own.
+            columns = more::storage_class();
+        }
+        ("", "ServiceAccount") => columns.extend(more::service_account()),
+        ("", "Endpoints") => columns.extend(more::endpoints()),
+        ("discovery.k8s.io", "EndpointSlice") => columns.extend(more::endpoint_slice()),
+        ("coordination.k8s.io", "Lease") => columns.extend(more::lease()),
+        ("scheduling.k8s.io", "PriorityClass") => columns.extend(more::priority_class()),
+        ("apps", "ControllerRevision") => columns.extend(more::controller_revision()),
+        ("rbac.authorization.k8s.io", "Role" | "ClusterRole") | ("", "LimitRange") => {
+            columns.extend(more::created_at());
+        }
+        ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => {
+            columns.extend(more::role_binding());
+        }
+        (
+            "admissionregistration.k8s.io",
+            "ValidatingWebhookConfiguration" | "MutatingWebhookConfiguration",
+        ) => {
+            columns.extend(more::webhook_configuration());
+        }
+        ("", "ResourceQuota") => columns.extend(more::resource_quota()),
+        ("", "PodTemplate") => columns.extend(more::pod_template()),
         _ => columns.push(age_column()),
     }
     columns
@@ -691,6 +722,10 @@ mod printers {
         ]
     }
 }
+
+/// The printers of the kinds beyond the workloads: policy, autoscaling, networking, storage,
+/// nodes, RBAC and admission (kube-apiserver's printers for them, cell for cell).
+mod more;
 
 /// The subset of Kubernetes JSONPath that printer columns use: `.field`, `['field']`, `[n]`
 /// and `[*]`, optionally wrapped in `{...}`.
