@@ -32,6 +32,14 @@ fn with_more(list: &[String], total: usize, max: usize) -> String {
     if total > max { format!("{joined} + {} more...", total - max) } else { joined }
 }
 
+/// The first three of `list` and `+ N more...`, or `<unset>` when empty (listWithMoreString).
+fn listed_or_unset(list: &[String]) -> String {
+    if list.is_empty() {
+        return "<unset>".to_owned();
+    }
+    with_more(&list[..list.len().min(LISTED_MAX)], list.len(), LISTED_MAX)
+}
+
 /// PodDisruptionBudgets: Min Available, Max Unavailable (`N/A` when unset), Allowed
 /// Disruptions, Age.
 pub(super) fn pod_disruption_budget() -> Vec<Column> {
@@ -201,7 +209,7 @@ pub(super) fn ingress() -> Vec<Column> {
             "Class",
             "string",
             0,
-            "The name of the IngressClass resource that should be used for the ingress",
+            "The name of the IngressClass resource that should be used for additional configuration",
             |o, _| {
                 let class = text(o, &["spec", "ingressClassName"]);
                 json!(if class.is_empty() { "<none>".to_owned() } else { class })
@@ -213,14 +221,26 @@ pub(super) fn ingress() -> Vec<Column> {
             0,
             "Hosts that incoming requests are matched against before the ingress rule",
             |o, _| {
-                let hosts: Vec<String> = items(o, &["spec", "rules"])
-                    .map(|r| plain(r.get("host")))
-                    .filter(|h| !h.is_empty())
-                    .collect();
+                // As formatHosts: the first three named hosts, and "more" counts every rule
+                // after them, named or not.
+                let rules: Vec<&Value> = items(o, &["spec", "rules"]).collect();
+                let mut hosts: Vec<String> = Vec::new();
+                let mut more = false;
+                for rule in &rules {
+                    if hosts.len() == LISTED_MAX {
+                        more = true;
+                        break;
+                    }
+                    let host = plain(rule.get("host"));
+                    if !host.is_empty() {
+                        hosts.push(host);
+                    }
+                }
                 if hosts.is_empty() {
                     return json!("*");
                 }
-                json!(with_more(&hosts[..hosts.len().min(LISTED_MAX)], hosts.len(), LISTED_MAX))
+                let joined = hosts.join(",");
+                json!(if more { format!("{joined} + {} more...", rules.len() - LISTED_MAX) } else { joined })
             },
         ),
         column(
@@ -229,13 +249,17 @@ pub(super) fn ingress() -> Vec<Column> {
             0,
             "Address is a list containing ingress points for the load-balancer",
             |o, _| {
-                let addresses: Vec<String> = items(o, &["status", "loadBalancer", "ingress"])
+                // A sorted set, as the printer's sets.String; never clipped, since
+                // kube-apiserver renders tables wide.
+                let mut addresses: Vec<String> = items(o, &["status", "loadBalancer", "ingress"])
                     .map(|i| {
                         let ip = plain(i.get("ip"));
                         if ip.is_empty() { plain(i.get("hostname")) } else { ip }
                     })
                     .filter(|a| !a.is_empty())
                     .collect();
+                addresses.sort();
+                addresses.dedup();
                 json!(addresses.join(","))
             },
         ),
@@ -606,24 +630,23 @@ pub(super) fn endpoint_slice() -> Vec<Column> {
             0,
             "ports specifies the list of network ports exposed by each endpoint in this slice.",
             |o, _| {
+                // A port without a number prints its name, or `*` without one.
                 let ports: Vec<String> = items(o, &["ports"])
-                    .map(|p| p["port"].as_i64().map_or_else(|| "<unset>".to_owned(), |n| n.to_string()))
+                    .map(|p| match (p["port"].as_i64(), p["name"].as_str()) {
+                        (Some(n), _) => n.to_string(),
+                        (None, Some(name)) => name.to_owned(),
+                        (None, None) => "*".to_owned(),
+                    })
                     .collect();
-                if ports.is_empty() {
-                    return json!("<unset>");
-                }
-                json!(with_more(&ports[..ports.len().min(LISTED_MAX)], ports.len(), LISTED_MAX))
+                json!(listed_or_unset(&ports))
             },
         ),
         column("Endpoints", "string", 0, "endpoints is a list of unique endpoints in this slice.", |o, _| {
-            if items(o, &["endpoints"]).next().is_none() {
-                return json!("<unset>");
-            }
             let addresses: Vec<String> = items(o, &["endpoints"])
                 .flat_map(|e| items(e, &["addresses"]))
                 .map(|a| plain(Some(a)))
                 .collect();
-            json!(with_more(&addresses[..addresses.len().min(LISTED_MAX)], addresses.len(), LISTED_MAX))
+            json!(listed_or_unset(&addresses))
         }),
         age_column(),
     ]
@@ -687,7 +710,7 @@ pub(super) fn controller_revision() -> Vec<Column> {
         }),
         column(
             "Revision",
-            "integer",
+            "string",
             0,
             "Revision indicates the revision of the state represented by Data.",
             |o, _| json!(count(o, &["revision"])),
@@ -696,7 +719,8 @@ pub(super) fn controller_revision() -> Vec<Column> {
     ]
 }
 
-/// Roles, ClusterRoles and LimitRanges: Created At, as an RFC 3339 time in UTC.
+/// Roles, ClusterRoles and LimitRanges: Created At, as an RFC 3339 time in UTC. They have no
+/// printer in printers.go, so kube-apiserver serves its default convertor's column for them.
 pub(super) fn created_at() -> Vec<Column> {
     vec![column("Created At", "date", 0, AGE_DESCRIPTION, |o, _| {
         let created = at(o, &["metadata", "creationTimestamp"]).and_then(Value::as_str);
@@ -749,14 +773,14 @@ pub(super) fn webhook_configuration() -> Vec<Column> {
             "Webhooks",
             "integer",
             0,
-            "Webhooks indicates the number of webhooks in the configuration.",
+            "Webhooks indicates the number of webhooks registered in this configuration",
             |o, _| json!(items(o, &["webhooks"]).count()),
         ),
         age_column(),
     ]
 }
 
-/// ResourceQuotas: Age, Request and Limit (`resource: used/hard` for each hard limit, sorted,
+/// ResourceQuotas: Request and Limit (`resource: used/hard` for each hard limit, sorted,
 /// the `limits.*` ones under Limit).
 pub(super) fn resource_quota() -> Vec<Column> {
     fn usage(o: &Value, limits: bool) -> Value {
@@ -777,7 +801,6 @@ pub(super) fn resource_quota() -> Vec<Column> {
         json!(cells.join(", "))
     }
     vec![
-        age_column(),
         column(
             "Request",
             "string",
@@ -792,6 +815,7 @@ pub(super) fn resource_quota() -> Vec<Column> {
             "Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node.",
             |o, _| usage(o, true),
         ),
+        age_column(),
     ]
 }
 

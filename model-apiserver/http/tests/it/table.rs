@@ -144,7 +144,7 @@ fn an_ingress_prints_class_hosts_address_and_the_tls_ports() {
             "tls": [{"hosts": ["a.example.com"]}],
             "rules": [{"host": "a.example.com"}, {"host": "b.example.com"}, {}, {"host": "c.example.com"}, {"host": "d.example.com"}],
         },
-        "status": {"loadBalancer": {"ingress": [{"ip": "10.0.0.1"}, {"hostname": "lb.example.com"}]}},
+        "status": {"loadBalancer": {"ingress": [{"hostname": "lb.example.com"}, {"ip": "10.0.0.1"}, {"ip": "10.0.0.1"}]}},
     });
     let (columns, cells) = printed("networking.k8s.io/v1", "Ingress", ingress);
     let expected = [("Name", 0), ("Class", 0), ("Hosts", 0), ("Address", 0), ("Ports", 0), ("Age", 0)];
@@ -153,7 +153,7 @@ fn an_ingress_prints_class_hosts_address_and_the_tls_ports() {
         cells[1..5],
         [
             json!("nginx"),
-            json!("a.example.com,b.example.com,c.example.com + 1 more..."),
+            json!("a.example.com,b.example.com,c.example.com + 2 more..."),
             json!("10.0.0.1,lb.example.com"),
             json!("80, 443"),
         ]
@@ -328,14 +328,14 @@ fn endpoints_print_ready_addresses_with_ports_at_most_three() {
 
 #[test]
 fn an_endpoint_slice_prints_address_type_ports_and_endpoints_or_unset() {
-    let slice = json!({"metadata": {"name": "web-abc"}, "addressType": "IPv4", "ports": [{"port": 80}, {"name": "x"}],
+    let slice = json!({"metadata": {"name": "web-abc"}, "addressType": "IPv4", "ports": [{"port": 80}, {"name": "x"}, {}],
         "endpoints": [{"addresses": ["10.0.0.1"]}, {"addresses": ["10.0.0.2"]}]});
     let (columns, cells) = printed("discovery.k8s.io/v1", "EndpointSlice", slice);
     assert_eq!(
         columns,
         names(&[("Name", 0), ("AddressType", 0), ("Ports", 0), ("Endpoints", 0), ("Age", 0)])
     );
-    assert_eq!(cells[1..4], [json!("IPv4"), json!("80,<unset>"), json!("10.0.0.1,10.0.0.2")]);
+    assert_eq!(cells[1..4], [json!("IPv4"), json!("80,x,*"), json!("10.0.0.1,10.0.0.2")]);
     let (_, cells) = printed(
         "discovery.k8s.io/v1",
         "EndpointSlice",
@@ -407,8 +407,8 @@ fn a_resource_quota_splits_requests_from_limits_and_a_pod_template_lists_its_con
         "used": {"pods": "3", "requests.cpu": "500m"},
     }});
     let (columns, cells) = printed("v1", "ResourceQuota", quota);
-    assert_eq!(columns, names(&[("Name", 0), ("Age", 0), ("Request", 0), ("Limit", 0)]));
-    assert_eq!(cells[2..], [json!("pods: 3/10, requests.cpu: 500m/1"), json!("limits.cpu: 0/2")]);
+    assert_eq!(columns, names(&[("Name", 0), ("Request", 0), ("Limit", 0), ("Age", 0)]));
+    assert_eq!(cells[1..3], [json!("pods: 3/10, requests.cpu: 500m/1"), json!("limits.cpu: 0/2")]);
     let template = json!({"metadata": {"name": "t"}, "template": {"metadata": {"labels": {"b": "2", "a": "1"}}, "spec": {
         "containers": [{"name": "app", "image": "nginx"}, {"name": "log", "image": "busybox"}],
     }}});
