@@ -131,7 +131,7 @@ fn columns(ty: &ResourceType, crd: Option<&DynamicObject>) -> Vec<Column> {
         ("", "ConfigMap") => columns.extend(printers::config_map()),
         ("", "Secret") => columns.extend(printers::secret()),
         ("batch", "Job") => columns.extend(printers::job()),
-        ("", "PersistentVolumeClaim") => columns.extend(printers::pvc()),
+        ("", "PersistentVolumeClaim") => columns.extend(more::persistent_volume_claim()),
         ("policy", "PodDisruptionBudget") => columns.extend(more::pod_disruption_budget()),
         ("autoscaling", "HorizontalPodAutoscaler") => columns.extend(more::horizontal_pod_autoscaler()),
         ("networking.k8s.io", "Ingress") => columns.extend(more::ingress()),
@@ -678,48 +678,6 @@ mod printers {
         } else {
             "Running".to_owned()
         }
-    }
-
-    /// PersistentVolumeClaims: Status, Volume, Capacity, Access Modes, StorageClass, Age.
-    pub(super) fn pvc() -> Vec<Column> {
-        vec![
-            column("Status", "string", 0, "The phase of the claim", |o, _| {
-                if at(o, &["metadata", "deletionTimestamp"]).is_some_and(|t| !t.is_null()) {
-                    json!("Terminating")
-                } else {
-                    json!(text(o, &["status", "phase"]))
-                }
-            }),
-            column("Volume", "string", 0, "The volume bound to the claim", |o, _| {
-                json!(text(o, &["spec", "volumeName"]))
-            }),
-            column("Capacity", "string", 0, "The capacity of the volume", |o, _| {
-                json!(text(o, &["status", "capacity", "storage"]))
-            }),
-            column("Access Modes", "string", 0, "The access modes of the volume", |o, _| {
-                let modes: Vec<&str> = at(o, &["status", "accessModes"])
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .map(|m| match m {
-                        "ReadWriteOnce" => "RWO",
-                        "ReadOnlyMany" => "ROX",
-                        "ReadWriteMany" => "RWX",
-                        "ReadWriteOncePod" => "RWOP",
-                        other => other,
-                    })
-                    .collect();
-                json!(modes.join(","))
-            }),
-            column("StorageClass", "string", 0, "The storage class of the claim", |o, _| {
-                json!(text(o, &["spec", "storageClassName"]))
-            }),
-            age_column(),
-            column("VolumeMode", "string", 1, "The volume mode of the claim", |o, _| {
-                json!(text(o, &["spec", "volumeMode"]))
-            }),
-        ]
     }
 }
 

@@ -1,6 +1,7 @@
 //! Printers for policy, autoscaling, networking, storage, nodes, RBAC and admission kinds, as
 //! kube-apiserver's `pkg/printers/internalversion/printers.go` defines them. Each function gives
-//! the columns after Name (StorageClass's includes its own Name).
+//! the columns after Name (StorageClass's includes its own Name). PersistentVolumeClaims live
+//! here too, beside PersistentVolumes, as they share the access-mode and class helpers.
 
 use serde_json::{Value, json};
 
@@ -498,15 +499,7 @@ pub(super) fn persistent_volume() -> Vec<Column> {
             "string",
             0,
             "storageClassName is the name of StorageClass to which this persistent volume belongs.",
-            |o, _| {
-                // The beta annotation still wins over the field, as helper.GetPersistentVolumeClass reads it.
-                match at(o, &["metadata", "annotations", "volume.beta.kubernetes.io/storage-class"])
-                    .and_then(Value::as_str)
-                {
-                    Some(class) => json!(class),
-                    None => json!(text(o, &["spec", "storageClassName"])),
-                }
-            },
+            |o, _| storage_class_name(o),
         ),
         column("VolumeAttributesClass", "string", 0, "VolumeAttributesClass of the pv", |o, _| {
             or_unset(o, &["spec", "volumeAttributesClassName"])
@@ -524,6 +517,79 @@ pub(super) fn persistent_volume() -> Vec<Column> {
             "string",
             1,
             "volumeMode defines if a volume is intended to be used with a formatted filesystem or to remain in raw block state.",
+            |o, _| or_unset(o, &["spec", "volumeMode"]),
+        ),
+    ]
+}
+
+/// The storage class of a volume or claim: the beta annotation still wins over the field, as
+/// helper.GetPersistentVolumeClass and GetPersistentVolumeClaimClass read it.
+fn storage_class_name(o: &Value) -> Value {
+    match at(o, &["metadata", "annotations", "volume.beta.kubernetes.io/storage-class"])
+        .and_then(Value::as_str)
+    {
+        Some(class) => json!(class),
+        None => json!(text(o, &["spec", "storageClassName"])),
+    }
+}
+
+/// PersistentVolumeClaims: Status, Volume, Capacity and Access Modes (blank until bound to a
+/// volume), StorageClass, VolumeAttributesClass, Age; wide: VolumeMode.
+pub(super) fn persistent_volume_claim() -> Vec<Column> {
+    fn bound(o: &Value) -> bool {
+        !text(o, &["spec", "volumeName"]).is_empty()
+    }
+    vec![
+        column(
+            "Status",
+            "string",
+            0,
+            "phase represents the current phase of PersistentVolumeClaim.",
+            |o, _| {
+                if at(o, &["metadata", "deletionTimestamp"]).is_some_and(|t| !t.is_null()) {
+                    json!("Terminating")
+                } else {
+                    json!(text(o, &["status", "phase"]))
+                }
+            },
+        ),
+        column(
+            "Volume",
+            "string",
+            0,
+            "volumeName is the binding reference to the PersistentVolume backing this claim.",
+            |o, _| json!(text(o, &["spec", "volumeName"])),
+        ),
+        column(
+            "Capacity",
+            "string",
+            0,
+            "capacity represents the actual resources of the underlying volume.",
+            |o, _| {
+                if !bound(o) {
+                    return json!("");
+                }
+                let size = plain(at(o, &["status", "capacity", "storage"]));
+                json!(if size.is_empty() { "0".to_owned() } else { size })
+            },
+        ),
+        column(
+            "Access Modes",
+            "string",
+            0,
+            "accessModes contains the actual access modes the volume backing the PVC has.",
+            |o, _| json!(if bound(o) { access_modes(o, &["status", "accessModes"]) } else { String::new() }),
+        ),
+        column("StorageClass", "string", 0, "StorageClass of the pvc", |o, _| storage_class_name(o)),
+        column("VolumeAttributesClass", "string", 0, "VolumeAttributesClass of the pvc", |o, _| {
+            or_unset(o, &["spec", "volumeAttributesClassName"])
+        }),
+        age_column(),
+        column(
+            "VolumeMode",
+            "string",
+            1,
+            "volumeMode defines what type of volume is required by the claim.",
             |o, _| or_unset(o, &["spec", "volumeMode"]),
         ),
     ]

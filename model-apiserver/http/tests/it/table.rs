@@ -416,3 +416,39 @@ fn a_resource_quota_splits_requests_from_limits_and_a_pod_template_lists_its_con
     assert_eq!(columns, names(&[("Name", 0), ("Containers", 0), ("Images", 0), ("Pod Labels", 0)]));
     assert_eq!(cells[1..], [json!("app,log"), json!("nginx,busybox"), json!("a=1,b=2")]);
 }
+
+#[test]
+fn a_pvc_prints_capacity_and_modes_only_once_bound_and_its_unset_attribute_class() {
+    let pending = json!({"metadata": {"name": "data"}, "spec": {"storageClassName": "standard", "resources": {"requests": {"storage": "1Gi"}}}, "status": {"phase": "Pending"}});
+    let (columns, cells) = printed("v1", "PersistentVolumeClaim", pending);
+    let expected = [
+        ("Name", 0),
+        ("Status", 0),
+        ("Volume", 0),
+        ("Capacity", 0),
+        ("Access Modes", 0),
+        ("StorageClass", 0),
+        ("VolumeAttributesClass", 0),
+        ("Age", 0),
+        ("VolumeMode", 1),
+    ];
+    assert_eq!(columns, names(&expected));
+    assert_eq!(
+        cells[1..],
+        [
+            json!("Pending"),
+            json!(""),
+            json!(""),
+            json!(""),
+            json!("standard"),
+            json!("<unset>"),
+            json!("5m"),
+            json!("<unset>")
+        ]
+    );
+    let bound = json!({"metadata": {"name": "data"}, "spec": {"volumeName": "pv1", "volumeMode": "Filesystem"},
+        "status": {"phase": "Bound", "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"]}});
+    let (_, cells) = printed("v1", "PersistentVolumeClaim", bound);
+    assert_eq!(cells[1..5], [json!("Bound"), json!("pv1"), json!("1Gi"), json!("RWO")]);
+    assert_eq!(cells[8], json!("Filesystem"));
+}
