@@ -5,7 +5,8 @@
 //!   Name; a CRD that lists none gets Age, as apiextensions-apiserver serves it.
 //! - The built-in kinds get the columns of kube-apiserver's printers
 //!   (`pkg/printers/internalversion/printers.go`), computed from the stored object.
-//! - Every other kind gets the default convertor's Name and Age.
+//! - Every other kind (the CustomResourceDefinitions themselves, events.k8s.io Events) gets the
+//!   default convertor's Name and Created At (an RFC 3339 time), as kube-apiserver serves them.
 //!
 //! Each row keeps `object` as `PartialObjectMetadata`, which `kubectl get -o name` reads.
 
@@ -149,9 +150,6 @@ fn columns(ty: &ResourceType, crd: Option<&DynamicObject>) -> Vec<Column> {
         ("coordination.k8s.io", "Lease") => columns.extend(more::lease()),
         ("scheduling.k8s.io", "PriorityClass") => columns.extend(more::priority_class()),
         ("apps", "ControllerRevision") => columns.extend(more::controller_revision()),
-        ("rbac.authorization.k8s.io", "Role" | "ClusterRole") | ("", "LimitRange") => {
-            columns.extend(more::created_at());
-        }
         ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => {
             columns.extend(more::role_binding());
         }
@@ -163,7 +161,8 @@ fn columns(ty: &ResourceType, crd: Option<&DynamicObject>) -> Vec<Column> {
         }
         ("", "ResourceQuota") => columns.extend(more::resource_quota()),
         ("", "PodTemplate") => columns.extend(more::pod_template()),
-        _ => columns.push(age_column()),
+        // kube-apiserver's default table convertor, for the kinds printers.go has no printer for.
+        _ => columns.extend(more::created_at()),
     }
     columns
 }

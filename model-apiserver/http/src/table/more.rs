@@ -785,8 +785,8 @@ pub(super) fn controller_revision() -> Vec<Column> {
     ]
 }
 
-/// Roles, ClusterRoles and LimitRanges: Created At, as an RFC 3339 time in UTC. They have no
-/// printer in printers.go, so kube-apiserver serves its default convertor's column for them.
+/// The default table convertor's Created At, an RFC 3339 time in UTC: what kube-apiserver prints
+/// for a kind printers.go has no printer for (Roles, ClusterRoles, LimitRanges, CRDs).
 pub(super) fn created_at() -> Vec<Column> {
     vec![column("Created At", "date", 0, AGE_DESCRIPTION, |o, _| {
         let created = at(o, &["metadata", "creationTimestamp"]).and_then(Value::as_str);

@@ -281,3 +281,14 @@ fn get_pdb_and_hpa_prints_both_tables_with_n_a_and_unknown_cells_and_the_default
         ["horizontalpodautoscaler.autoscaling/web", "Deployment/web", "cpu:", "<unknown>/80%", "1", "5"]
     );
 }
+
+#[test]
+fn a_kind_without_a_printer_gets_the_default_convertors_created_at_as_crds_do() {
+    let k = Kubectl::start();
+    create_crd(&k, CRD);
+    let output = k.ok(&["get", "crd", "widgets.example.com"]);
+    let (header, rows) = table(&output);
+    assert_eq!(header, ["NAME", "CREATED", "AT"]);
+    assert_eq!(rows[0][0], "widgets.example.com");
+    assert!(rows[0][1].ends_with('Z') && rows[0][1].contains('T'), "an RFC 3339 time: {:?}", rows[0]);
+}
