@@ -140,6 +140,14 @@ fn hpa_metrics(o: &Value) -> String {
     if total > METRICS_MAX { format!("{joined} + {} more...", total - METRICS_MAX) } else { joined }
 }
 
+/// A quantity as Go prints a `*resource.Quantity`: `<nil>` when unset.
+fn quantity(v: Option<&Value>) -> String {
+    match v.filter(|v| !v.is_null()) {
+        Some(v) => plain(Some(v)),
+        None => "<nil>".to_owned(),
+    }
+}
+
 /// One metric of the Targets cell.
 fn hpa_metric(spec: &Value, status: Option<&Value>) -> String {
     let unknown = || "<unknown>".to_owned();
@@ -148,7 +156,7 @@ fn hpa_metric(spec: &Value, status: Option<&Value>) -> String {
         status
             .and_then(|s| s.get(source))
             .filter(|v| !v.is_null())
-            .map(|v| plain(v.pointer(&format!("/current/{field}"))))
+            .map(|v| quantity(v.pointer(&format!("/current/{field}"))))
     };
     let set = |source: &str, field: &str| {
         spec.get(source).and_then(|s| s.pointer(&format!("/target/{field}"))).filter(|v| !v.is_null())
@@ -167,14 +175,14 @@ fn hpa_metric(spec: &Value, status: Option<&Value>) -> String {
                 None => format!(
                     "{}/{}",
                     current(source, "value").unwrap_or_else(unknown),
-                    plain(set(source, "value"))
+                    quantity(set(source, "value"))
                 ),
             }
         }
         "Pods" => format!(
             "{}/{}",
             current("pods", "averageValue").unwrap_or_else(unknown),
-            plain(set("pods", "averageValue"))
+            quantity(set("pods", "averageValue"))
         ),
         kind @ ("Resource" | "ContainerResource") => {
             let source = if kind == "Resource" { "resource" } else { "containerResource" };
@@ -211,9 +219,10 @@ pub(super) fn ingress() -> Vec<Column> {
             "string",
             0,
             "The name of the IngressClass resource that should be used for additional configuration",
-            |o, _| {
-                let class = text(o, &["spec", "ingressClassName"]);
-                json!(if class.is_empty() { "<none>".to_owned() } else { class })
+            |o, _| match at(o, &["spec", "ingressClassName"]).and_then(Value::as_str) {
+                // A set class prints as is, even empty; only an unset one is <none>.
+                Some(class) => json!(class),
+                None => json!("<none>"),
             },
         ),
         column(

@@ -133,6 +133,12 @@ fn an_hpa_without_metrics_prints_none_and_an_external_average_target_says_avg() 
     ]}});
     let (_, cells) = printed("autoscaling/v2", "HorizontalPodAutoscaler", hpa);
     assert_eq!(cells[2], json!("<unknown>/30 (avg)"));
+    // A status without the current value prints Go's nil quantity.
+    let hpa = json!({"metadata": {"name": "web"}, "spec": {"maxReplicas": 4, "metrics": [
+        {"type": "Pods", "pods": {"metric": {"name": "qps"}, "target": {"type": "AverageValue", "averageValue": "10"}}},
+    ]}, "status": {"currentMetrics": [{"type": "Pods", "pods": {"metric": {"name": "qps"}, "current": {}}}]}});
+    let (_, cells) = printed("autoscaling/v2", "HorizontalPodAutoscaler", hpa);
+    assert_eq!(cells[2], json!("<nil>/10"));
 }
 
 #[test]
