@@ -292,3 +292,28 @@ fn a_kind_without_a_printer_gets_the_default_convertors_created_at_as_crds_do() 
     assert_eq!(rows[0][0], "widgets.example.com");
     assert!(rows[0][1].ends_with('Z') && rows[0][1].contains('T'), "an RFC 3339 time: {:?}", rows[0]);
 }
+
+const DEFAULT_STORAGE_CLASS: &str = "apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: standard
+  annotations: {storageclass.kubernetes.io/is-default-class: \"true\"}
+provisioner: rancher.io/local-path
+";
+
+#[test]
+fn get_storageclasses_marks_the_default_class_and_o_name_keeps_its_real_name() {
+    let k = Kubectl::start();
+    k.ok(&["create", "-f", &k.file("sc.yaml", DEFAULT_STORAGE_CLASS)]);
+    let output = k.ok(&["get", "storageclasses"]);
+    let (header, rows) = table(&output);
+    assert_eq!(
+        header,
+        ["NAME", "PROVISIONER", "RECLAIMPOLICY", "VOLUMEBINDINGMODE", "ALLOWVOLUMEEXPANSION", "AGE"]
+    );
+    assert_eq!(
+        rows[0][..6],
+        ["standard", "(default)", "rancher.io/local-path", "Delete", "Immediate", "false"]
+    );
+    assert_eq!(k.ok(&["get", "storageclasses", "-o", "name"]), "storageclass.storage.k8s.io/standard\n");
+}
