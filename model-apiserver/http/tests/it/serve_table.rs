@@ -317,3 +317,35 @@ fn get_storageclasses_marks_the_default_class_and_o_name_keeps_its_real_name() {
     );
     assert_eq!(k.ok(&["get", "storageclasses", "-o", "name"]), "storageclass.storage.k8s.io/standard\n");
 }
+
+const NODE: &str = "apiVersion: v1
+kind: Node
+metadata:
+  name: n1
+  labels: {node-role.kubernetes.io/control-plane: \"\"}
+";
+
+#[test]
+fn get_nodes_wide_prints_status_roles_and_unknown_system_info_and_a_cordon_shows() {
+    let k = Kubectl::start();
+    k.ok(&["create", "-f", &k.file("node.yaml", NODE)]);
+    k.ok(&["cordon", "n1"]);
+    let output = k.ok(&["get", "nodes", "-o", "wide"]);
+    let (header, rows) = table(&output);
+    let expected = [
+        "NAME",
+        "STATUS",
+        "ROLES",
+        "AGE",
+        "VERSION",
+        "INTERNAL-IP",
+        "EXTERNAL-IP",
+        "OS-IMAGE",
+        "KERNEL-VERSION",
+        "CONTAINER-RUNTIME",
+    ];
+    assert_eq!(header, expected);
+    // The node reports no Ready condition and no version (a blank cell) yet.
+    assert_eq!(rows[0][..3], ["n1", "Unknown,SchedulingDisabled", "control-plane"]);
+    assert_eq!(rows[0][4..], ["<none>", "<none>", "<unknown>", "<unknown>", "<unknown>"]);
+}
