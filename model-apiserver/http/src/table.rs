@@ -5,7 +5,8 @@
 //!   Name; a CRD that lists none gets Age, as apiextensions-apiserver serves it.
 //! - The built-in kinds get the columns of kube-apiserver's printers
 //!   (`pkg/printers/internalversion/printers.go`), computed from the stored object.
-//! - Every other kind gets the default convertor's Name and Age.
+//! - Every other kind (the CustomResourceDefinitions themselves, events.k8s.io Events) gets the
+//!   default convertor's Name and Created At (an RFC 3339 time), as kube-apiserver serves them.
 //!
 //! Each row keeps `object` as `PartialObjectMetadata`, which `kubectl get -o name` reads.
 
@@ -131,8 +132,37 @@ fn columns(ty: &ResourceType, crd: Option<&DynamicObject>) -> Vec<Column> {
         ("", "ConfigMap") => columns.extend(printers::config_map()),
         ("", "Secret") => columns.extend(printers::secret()),
         ("batch", "Job") => columns.extend(printers::job()),
-        ("", "PersistentVolumeClaim") => columns.extend(printers::pvc()),
-        _ => columns.push(age_column()),
+        ("", "PersistentVolumeClaim") => columns.extend(more::persistent_volume_claim()),
+        ("policy", "PodDisruptionBudget") => columns.extend(more::pod_disruption_budget()),
+        ("autoscaling", "HorizontalPodAutoscaler") => columns.extend(more::horizontal_pod_autoscaler()),
+        ("networking.k8s.io", "Ingress") => columns.extend(more::ingress()),
+        ("networking.k8s.io", "IngressClass") => columns.extend(more::ingress_class()),
+        ("networking.k8s.io", "NetworkPolicy") => columns.extend(more::network_policy()),
+        ("", "Node") => columns.extend(more::node()),
+        ("", "PersistentVolume") => columns.extend(more::persistent_volume()),
+        ("storage.k8s.io", "StorageClass") => {
+            // The default class is marked on its name, so the Name column is the printer's own.
+            columns = more::storage_class();
+        }
+        ("", "ServiceAccount") => columns.extend(more::service_account()),
+        ("", "Endpoints") => columns.extend(more::endpoints()),
+        ("discovery.k8s.io", "EndpointSlice") => columns.extend(more::endpoint_slice()),
+        ("coordination.k8s.io", "Lease") => columns.extend(more::lease()),
+        ("scheduling.k8s.io", "PriorityClass") => columns.extend(more::priority_class()),
+        ("apps", "ControllerRevision") => columns.extend(more::controller_revision()),
+        ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => {
+            columns.extend(more::role_binding());
+        }
+        (
+            "admissionregistration.k8s.io",
+            "ValidatingWebhookConfiguration" | "MutatingWebhookConfiguration",
+        ) => {
+            columns.extend(more::webhook_configuration());
+        }
+        ("", "ResourceQuota") => columns.extend(more::resource_quota()),
+        ("", "PodTemplate") => columns.extend(more::pod_template()),
+        // kube-apiserver's default table convertor, for the kinds printers.go has no printer for.
+        _ => columns.extend(more::created_at()),
     }
     columns
 }
@@ -648,49 +678,11 @@ mod printers {
             "Running".to_owned()
         }
     }
-
-    /// PersistentVolumeClaims: Status, Volume, Capacity, Access Modes, StorageClass, Age.
-    pub(super) fn pvc() -> Vec<Column> {
-        vec![
-            column("Status", "string", 0, "The phase of the claim", |o, _| {
-                if at(o, &["metadata", "deletionTimestamp"]).is_some_and(|t| !t.is_null()) {
-                    json!("Terminating")
-                } else {
-                    json!(text(o, &["status", "phase"]))
-                }
-            }),
-            column("Volume", "string", 0, "The volume bound to the claim", |o, _| {
-                json!(text(o, &["spec", "volumeName"]))
-            }),
-            column("Capacity", "string", 0, "The capacity of the volume", |o, _| {
-                json!(text(o, &["status", "capacity", "storage"]))
-            }),
-            column("Access Modes", "string", 0, "The access modes of the volume", |o, _| {
-                let modes: Vec<&str> = at(o, &["status", "accessModes"])
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .map(|m| match m {
-                        "ReadWriteOnce" => "RWO",
-                        "ReadOnlyMany" => "ROX",
-                        "ReadWriteMany" => "RWX",
-                        "ReadWriteOncePod" => "RWOP",
-                        other => other,
-                    })
-                    .collect();
-                json!(modes.join(","))
-            }),
-            column("StorageClass", "string", 0, "The storage class of the claim", |o, _| {
-                json!(text(o, &["spec", "storageClassName"]))
-            }),
-            age_column(),
-            column("VolumeMode", "string", 1, "The volume mode of the claim", |o, _| {
-                json!(text(o, &["spec", "volumeMode"]))
-            }),
-        ]
-    }
 }
+
+/// The printers of the kinds beyond the workloads: policy, autoscaling, networking, storage,
+/// nodes, RBAC and admission (kube-apiserver's printers for them, cell for cell).
+mod more;
 
 /// The subset of Kubernetes JSONPath that printer columns use: `.field`, `['field']`, `[n]`
 /// and `[*]`, optionally wrapped in `{...}`.

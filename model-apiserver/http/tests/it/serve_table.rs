@@ -234,12 +234,118 @@ fn a_crd_without_printer_columns_gets_name_and_age() {
 }
 
 #[test]
-fn a_kind_without_a_printer_keeps_name_and_age_and_o_name_still_works() {
+fn get_serviceaccounts_prints_secrets_and_o_name_still_works() {
     let k = Kubectl::start();
     k.ok(&["create", "serviceaccount", "robot"]);
     let output = k.ok(&["get", "serviceaccounts", "robot"]);
     let (header, rows) = table(&output);
-    assert_eq!(header, ["NAME", "AGE"]);
-    assert_eq!(rows[0][0], "robot");
+    assert_eq!(header, ["NAME", "SECRETS", "AGE"]);
+    assert_eq!(rows[0][..2], ["robot", "0"]);
     assert_eq!(k.ok(&["get", "pods,serviceaccounts", "-o", "name"]), "serviceaccount/robot\n");
+}
+
+const PDB_AND_HPA: &str = "apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web}
+spec:
+  minAvailable: 1
+  selector: {matchLabels: {app: web}}
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: web}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  maxReplicas: 5
+  metrics:
+  - type: Resource
+    resource: {name: cpu, target: {type: Utilization, averageUtilization: 80}}
+";
+
+#[test]
+fn get_pdb_and_hpa_prints_both_tables_with_n_a_and_unknown_cells_and_the_defaulted_min_pods() {
+    let k = Kubectl::start();
+    k.ok(&["create", "-f", &k.file("pdb-hpa.yaml", PDB_AND_HPA)]);
+    let output = k.ok(&["get", "pdb,hpa"]);
+    // kubectl prints one table per kind, separated by a blank line.
+    let tables: Vec<&str> = output.split("\n\n").collect();
+    assert_eq!(tables.len(), 2, "{output}");
+    let (header, rows) = table(tables[0]);
+    assert_eq!(header, ["NAME", "MIN", "AVAILABLE", "MAX", "UNAVAILABLE", "ALLOWED", "DISRUPTIONS", "AGE"]);
+    assert_eq!(rows[0][..3], ["poddisruptionbudget.policy/web", "1", "N/A"]);
+    let (header, rows) = table(tables[1]);
+    assert_eq!(header, ["NAME", "REFERENCE", "TARGETS", "MINPODS", "MAXPODS", "REPLICAS", "AGE"]);
+    // MINPODS is 1: autoscaling/v2 defaults an unset minReplicas (`<unset>` is for a nil one).
+    assert_eq!(
+        rows[0][..6],
+        ["horizontalpodautoscaler.autoscaling/web", "Deployment/web", "cpu:", "<unknown>/80%", "1", "5"]
+    );
+}
+
+#[test]
+fn a_kind_without_a_printer_gets_the_default_convertors_created_at_as_crds_do() {
+    let k = Kubectl::start();
+    create_crd(&k, CRD);
+    let output = k.ok(&["get", "crd", "widgets.example.com"]);
+    let (header, rows) = table(&output);
+    assert_eq!(header, ["NAME", "CREATED", "AT"]);
+    assert_eq!(rows[0][0], "widgets.example.com");
+    assert!(rows[0][1].ends_with('Z') && rows[0][1].contains('T'), "an RFC 3339 time: {:?}", rows[0]);
+}
+
+const DEFAULT_STORAGE_CLASS: &str = "apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: standard
+  annotations: {storageclass.kubernetes.io/is-default-class: \"true\"}
+provisioner: rancher.io/local-path
+";
+
+#[test]
+fn get_storageclasses_marks_the_default_class_and_o_name_keeps_its_real_name() {
+    let k = Kubectl::start();
+    k.ok(&["create", "-f", &k.file("sc.yaml", DEFAULT_STORAGE_CLASS)]);
+    let output = k.ok(&["get", "storageclasses"]);
+    let (header, rows) = table(&output);
+    assert_eq!(
+        header,
+        ["NAME", "PROVISIONER", "RECLAIMPOLICY", "VOLUMEBINDINGMODE", "ALLOWVOLUMEEXPANSION", "AGE"]
+    );
+    assert_eq!(
+        rows[0][..6],
+        ["standard", "(default)", "rancher.io/local-path", "Delete", "Immediate", "false"]
+    );
+    assert_eq!(k.ok(&["get", "storageclasses", "-o", "name"]), "storageclass.storage.k8s.io/standard\n");
+}
+
+const NODE: &str = "apiVersion: v1
+kind: Node
+metadata:
+  name: n1
+  labels: {node-role.kubernetes.io/control-plane: \"\"}
+";
+
+#[test]
+fn get_nodes_wide_prints_status_roles_and_unknown_system_info_and_a_cordon_shows() {
+    let k = Kubectl::start();
+    k.ok(&["create", "-f", &k.file("node.yaml", NODE)]);
+    k.ok(&["cordon", "n1"]);
+    let output = k.ok(&["get", "nodes", "-o", "wide"]);
+    let (header, rows) = table(&output);
+    let expected = [
+        "NAME",
+        "STATUS",
+        "ROLES",
+        "AGE",
+        "VERSION",
+        "INTERNAL-IP",
+        "EXTERNAL-IP",
+        "OS-IMAGE",
+        "KERNEL-VERSION",
+        "CONTAINER-RUNTIME",
+    ];
+    assert_eq!(header, expected);
+    // The node reports no Ready condition and no version (a blank cell) yet.
+    assert_eq!(rows[0][..3], ["n1", "Unknown,SchedulingDisabled", "control-plane"]);
+    assert_eq!(rows[0][4..], ["<none>", "<none>", "<unknown>", "<unknown>", "<unknown>"]);
 }
