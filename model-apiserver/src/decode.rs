@@ -51,6 +51,7 @@ pub(crate) enum Typed {
     Ingress(Box<networking::Ingress>),
     PodDisruptionBudget(Box<policy::PodDisruptionBudget>),
     Lease(Box<coordination::Lease>),
+    HorizontalPodAutoscaler(Box<k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler>),
 }
 
 /// A built-in object that decoded: the paths of the fields its type lacks (`spec.foo`,
@@ -175,6 +176,7 @@ pub(crate) fn decode_typed(ty: &ResourceType, object: &DynamicObject) -> Option<
         ("networking.k8s.io", "Ingress") => Typed::Ingress(typed(object)?),
         ("policy", "PodDisruptionBudget") => Typed::PodDisruptionBudget(typed(object)?),
         ("coordination.k8s.io", "Lease") => Typed::Lease(typed(object)?),
+        ("autoscaling", "HorizontalPodAutoscaler") => Typed::HorizontalPodAutoscaler(typed(object)?),
         _ => return None,
     };
     Some(typed)

@@ -27,6 +27,7 @@ use k8s_openapi::api::apps::v1::{
     DaemonSet, DaemonSetSpec, Deployment, DeploymentSpec, ReplicaSet, ReplicaSetSpec, StatefulSet,
     StatefulSetSpec,
 };
+use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerSpec;
 use k8s_openapi::api::batch::v1::{CronJob, CronJobSpec};
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
 
@@ -70,6 +71,7 @@ required_in_some_version!(
     StatefulSetSpec,
     DaemonSetSpec,
     CronJobSpec,
+    HorizontalPodAutoscalerSpec,
     RawExtension,
     i64,
     i32,

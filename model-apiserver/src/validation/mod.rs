@@ -4,6 +4,7 @@
 //! StatefulSet spec, claims, immutable ConfigMaps and Secrets).
 
 mod apps;
+mod autoscaling;
 mod batch;
 mod coordination;
 mod core;
@@ -375,6 +376,7 @@ pub(crate) fn validate_builtin(ty: &ResourceType, object: &DynamicObject) -> Vec
         Typed::Ingress(ing) => networking::ingress(ing, &mut out),
         Typed::PodDisruptionBudget(pdb) => policy::pod_disruption_budget(pdb, &mut out),
         Typed::Lease(lease) => coordination::lease(lease, &mut out),
+        Typed::HorizontalPodAutoscaler(hpa) => autoscaling::horizontal_pod_autoscaler(hpa, &mut out),
     }
     out
 }

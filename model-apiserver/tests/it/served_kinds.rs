@@ -198,3 +198,31 @@ fn an_unknown_field_of_a_new_kind_is_named_as_for_every_built_in() {
         err.message
     );
 }
+
+/// `validateHorizontalPodAutoscalerSpec`: replica bounds and the scale target, in its words.
+#[test]
+fn an_autoscaler_with_bad_bounds_or_no_target_gets_422_in_kube_apiservers_words() {
+    let mut w = World::new();
+    let mut body = hpa("web");
+    body["spec"]["maxReplicas"] = json!(0);
+    body["spec"]["minReplicas"] = json!(3);
+    body["spec"]["scaleTargetRef"] = json!({"apiVersion": "apps/v1", "kind": "Deployment"});
+    let err = w.try_create(&hpas(), Some("default"), body).unwrap_err();
+    assert_eq!(code_reason(&err), (422, "Invalid"));
+    assert_eq!(
+        err.message,
+        "HorizontalPodAutoscaler.autoscaling \"web\" is invalid: [spec.maxReplicas: Invalid value: 0: must be \
+         greater than 0, spec.maxReplicas: Invalid value: 0: must be greater than or equal to `minReplicas`, \
+         spec.scaleTargetRef.name: Required value]"
+    );
+    let mut zero = hpa("zero");
+    zero["spec"]["minReplicas"] = json!(0);
+    zero["spec"]["scaleTargetRef"]["name"] = json!("a/b");
+    let err = w.try_create(&hpas(), Some("default"), zero).unwrap_err();
+    assert_eq!(
+        err.message,
+        "HorizontalPodAutoscaler.autoscaling \"zero\" is invalid: [spec.minReplicas: Invalid value: 0: must be \
+         greater than or equal to 1, spec.scaleTargetRef.name: Invalid value: \"a/b\": may not contain '/']"
+    );
+    w.create(&hpas(), Some("default"), hpa("fine"));
+}
