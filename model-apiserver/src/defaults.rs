@@ -120,6 +120,17 @@ pub(crate) fn apply(ty: &ResourceType, data: &mut Value) {
             obj.entry("reclaimPolicy").or_insert(json!("Delete"));
             obj.entry("volumeBindingMode").or_insert(json!("Immediate"));
         }
+        ("scheduling.k8s.io", "PriorityClass") => {
+            obj.entry("preemptionPolicy").or_insert(json!("PreemptLowerPriority"));
+        }
+        ("", "Endpoints") => {
+            // SetDefaults_Endpoints.
+            for subset in objects_in(obj, "subsets") {
+                for port in objects_in(subset, "ports") {
+                    port.entry("protocol").or_insert(json!("TCP"));
+                }
+            }
+        }
         ("discovery.k8s.io", "EndpointSlice") => {
             // SetDefaults_EndpointPort.
             for port in objects_in(obj, "ports") {

@@ -38,6 +38,7 @@ impl ApiServer {
         params: &DeleteParams,
         ctx: &mut Context<'_>,
     ) -> Result<Response, Status> {
+        refuse_protected_delete(t, name)?;
         self.delete_with(t, name, params, true, ctx)
     }
 
@@ -181,7 +182,9 @@ impl ApiServer {
         let mut items = Vec::with_capacity(targets.len());
         for (ns, name) in targets {
             let target = Target { namespace: ns, ..t.clone() };
-            match self.delete(&target, &name, params, ctx)? {
+            // The registry's collection delete deletes each item through the store, past the
+            // REST Delete that refuses a system PriorityClass.
+            match self.delete_with(&target, &name, params, true, ctx)? {
                 Response::Object(o) | Response::Deleted { object: o, .. } => items.push(o),
                 Response::List(_) | Response::Watch(_) => {}
             }
@@ -294,6 +297,33 @@ fn returns_deleted_object(t: &Target) -> bool {
 
 /// The answer of a delete: a Success Status when the object is gone (but for the kinds that
 /// answer the deleted object), the object otherwise.
+/// A DELETE the real server refuses, before looking the object up: an immortal namespace's
+/// (the NamespaceLifecycle admission plugin's `default`, `kube-system` and `kube-public`) and a
+/// system PriorityClass's (its REST `Delete`), each with their 403.
+fn refuse_protected_delete(t: &Target, name: &str) -> Result<(), Status> {
+    if is_namespace(t) && IMMORTAL_NAMESPACES.contains(&name) {
+        return Err(errors::forbidden("", "namespaces", name, "this namespace may not be deleted"));
+    }
+    let system_class =
+        crate::validation::scheduling::SYSTEM_PRIORITY_CLASSES.iter().any(|(n, ..)| *n == name);
+    if system_class
+        && !t.ty.custom
+        && t.ty.api.group == "scheduling.k8s.io"
+        && t.ty.api.kind == "PriorityClass"
+    {
+        return Err(errors::forbidden(
+            "scheduling.k8s.io",
+            "priorityclasses",
+            name,
+            "this is a system priority class and cannot be deleted",
+        ));
+    }
+    Ok(())
+}
+
+/// The namespaces the NamespaceLifecycle admission plugin never lets go.
+const IMMORTAL_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
+
 fn deleted_or_kept(t: &Target, name: &str, gone: bool, object: Arc<DynamicObject>) -> Response {
     if gone && !returns_deleted_object(t) {
         let uid = object.metadata.uid.clone().unwrap_or_default();

@@ -135,5 +135,5 @@ pub use admission::{AdmissionHook, AdmissionRequest};
 pub use context::{Context, IdSource, SeqIds};
 pub use request::{FieldValidation, IntoResource, Request, Response, Subresource, Verb};
 pub use resources::{ResourceType, ResourceTypes};
-pub use server::{ApiServer, ServerConfig};
+pub use server::{APISERVER_ADVERTISE_ADDRESS, ApiServer, KUBERNETES_SERVICE_IP, ServerConfig};
 pub use store::{ObjectKey, Revision, Snapshot, StoredEvent, StoredEventType};

@@ -4,7 +4,8 @@
 
 use std::sync::{Arc, OnceLock};
 
-use kube_core::{ApiResource, DynamicObject, Status, TypeMeta};
+use kube_core::{ApiResource, DynamicObject, Status, TypeMeta, params::PostParams};
+use serde_json::json;
 
 use crate::{
     admission::AdmissionHook,
@@ -17,6 +18,13 @@ use crate::{
 /// The namespaces a fresh cluster has (kube-apiserver's bootstrap and system namespaces
 /// controllers create them).
 pub const DEFAULT_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
+
+/// The address kube-apiserver advertises in the `kubernetes` Service's Endpoints and
+/// EndpointSlice (a single-node cluster's node address, as in kind), with port 6443.
+pub const APISERVER_ADVERTISE_ADDRESS: &str = "10.0.0.1";
+/// The `kubernetes` Service's cluster IP: the first address of the service range 10.96.0.0/16
+/// (kubeadm's and kind's), never handed to another Service.
+pub const KUBERNETES_SERVICE_IP: &str = "10.96.0.1";
 
 /// Bounds and knobs of the model.
 #[derive(Clone, Debug)]
@@ -250,6 +258,73 @@ impl ApiServer {
             self.store.commit(StoredEventType::Added, key, Arc::new(object), self.clock);
         }
         self
+    }
+
+    /// Everything a fresh kube-apiserver stores by itself at start, as its post-start hooks
+    /// create it: the [`DEFAULT_NAMESPACES`], the `kubernetes` Service in `default` with its
+    /// Endpoints and EndpointSlice (the bootstrap controller's, pointing at
+    /// [`APISERVER_ADVERTISE_ADDRESS`]:6443), and the two system PriorityClasses
+    /// (`system-node-critical`, `system-cluster-critical`), each written by the manager
+    /// `kube-apiserver`. What a simulated cluster and `kube-sim serve` start with. Unlike the real
+    /// server, nothing re-creates the Service or its endpoints once deleted.
+    ///
+    /// RBAC's bootstrap roles and bindings and API priority and fairness's configuration are not
+    /// created: the model serves neither authorization nor flow control.
+    pub fn with_bootstrap_objects(self, ctx: &mut Context<'_>) -> Self {
+        let mut server = self.with_default_namespaces(ctx);
+        let params = PostParams { field_manager: Some("kube-apiserver".to_owned()), ..PostParams::default() };
+        let address = APISERVER_ADVERTISE_ADDRESS;
+        let https = json!({"name": "https", "port": 6443, "protocol": "TCP"});
+        let mut objects = vec![
+            (
+                ("", "v1", "services"),
+                Some("default"),
+                json!({
+                    "metadata": {"name": "kubernetes", "namespace": "default",
+                                 "labels": {"component": "apiserver", "provider": "kubernetes"}},
+                    "spec": {"type": "ClusterIP", "clusterIP": KUBERNETES_SERVICE_IP,
+                             "ipFamilyPolicy": "SingleStack", "sessionAffinity": "None",
+                             "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443}]},
+                }),
+            ),
+            (
+                ("", "v1", "endpoints"),
+                Some("default"),
+                json!({
+                    "metadata": {"name": "kubernetes", "namespace": "default",
+                                 "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
+                    "subsets": [{"addresses": [{"ip": address}], "ports": [https]}],
+                }),
+            ),
+            (
+                ("discovery.k8s.io", "v1", "endpointslices"),
+                Some("default"),
+                json!({
+                    "metadata": {"name": "kubernetes", "namespace": "default",
+                                 "labels": {"kubernetes.io/service-name": "kubernetes"}},
+                    "addressType": "IPv4",
+                    "endpoints": [{"addresses": [address], "conditions": {"ready": true}}],
+                    "ports": [https],
+                }),
+            ),
+        ];
+        for (name, value, description) in crate::validation::scheduling::SYSTEM_PRIORITY_CLASSES {
+            objects.push((
+                ("scheduling.k8s.io", "v1", "priorityclasses"),
+                None,
+                json!({"metadata": {"name": name}, "value": value, "description": description}),
+            ));
+        }
+        for ((group, version, plural), namespace, body) in objects {
+            let Some(ty) = server.types.get(group, version, plural).filter(|ty| !ty.custom) else { continue };
+            let api = ty.api.clone();
+            let mut object: DynamicObject =
+                serde_json::from_value(body).expect("a bootstrap object is a valid DynamicObject");
+            object.types = Some(TypeMeta { api_version: api.api_version.clone(), kind: api.kind.clone() });
+            let created = server.handle(Request::create(&api, namespace, object, params.clone()), ctx);
+            assert!(created.is_ok(), "creating the bootstrap {plural} in a fresh server failed: {created:?}");
+        }
+        server
     }
 
     /// [`ApiServer::with_default_namespaces`] through four creates.

@@ -371,8 +371,9 @@ fn allocate_cluster_ip(object: &mut DynamicObject, ids: &mut dyn IdSource) {
     let ip = match spec.get("clusterIP").and_then(Value::as_str).filter(|ip| !ip.is_empty()) {
         Some(ip) => ip.to_owned(),
         None => {
-            // Host part 1..=65534 of the /16.
-            let host = ids.next_u64() % 65_534 + 1;
+            // Host part 2..=65534 of the /16: the first address is the `kubernetes` Service's
+            // (crate::KUBERNETES_SERVICE_IP), as the real allocator reserves it.
+            let host = ids.next_u64() % 65_533 + 2;
             format!("10.96.{}.{}", host >> 8, host & 0xFF)
         }
     };

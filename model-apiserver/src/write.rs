@@ -554,6 +554,9 @@ impl ApiServer {
         causes.extend(validation::validate_labels_and_annotations(&object.metadata));
         if spec_rules {
             causes.extend(validation::validate_builtin(&t.ty, object));
+            if old.is_none() {
+                causes.extend(validation::validate_builtin_create(&t.ty, object));
+            }
         }
         if let Some(old) = old {
             causes.extend(metadata::validate_no_new_finalizers(&old.metadata, &object.metadata));

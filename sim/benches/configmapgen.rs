@@ -130,7 +130,7 @@ fn record() -> (Vec<Op>, u64) {
 fn installed_server(crd: &DynamicObject, crd_resource: &ApiResource) -> ApiServer {
     let mut ids = SeqIds::default();
     let mut ctx = Context::new(epoch(), &mut ids);
-    let mut server = ApiServer::new().with_default_namespaces(&mut ctx);
+    let mut server = ApiServer::new().with_bootstrap_objects(&mut ctx);
     let created =
         server.handle(Request::create(crd_resource, None, crd.clone(), PostParams::default()), &mut ctx);
     assert!(created.is_ok(), "the CRD installs");

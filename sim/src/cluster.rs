@@ -212,7 +212,7 @@ impl InstalledCluster {
         let mut decisions = crate::decision::DecisionSource::new(index as u64);
         let mut ids = crate::decision::StreamIds(decisions.stream("cluster-install-ids"));
         let mut ctx = model_apiserver::Context::new(now, &mut ids);
-        let mut server = ApiServer::with_config(config.clone()).with_default_namespaces(&mut ctx);
+        let mut server = ApiServer::with_config(config.clone()).with_bootstrap_objects(&mut ctx);
         for crd in crds {
             let request = model_apiserver::Request::create(
                 &crd_resource,

@@ -205,7 +205,7 @@ pub fn initial_model(config: &ServeConfig) -> Result<Live, ServeError> {
     let clock = live::Clock::new(config.time_scale);
     let mut ids = live::SeededIds::new(seed);
     let mut ctx = Context::new(clock.now(), &mut ids);
-    let server = ApiServer::new().with_default_namespaces(&mut ctx);
+    let server = ApiServer::new().with_bootstrap_objects(&mut ctx);
     let live = Live::new(server, seed).with_clock(clock);
     if let Some(path) = &config.crds {
         let crds =

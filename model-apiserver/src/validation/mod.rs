@@ -11,6 +11,7 @@ mod core;
 mod field;
 mod networking;
 mod policy;
+pub(crate) mod scheduling;
 
 use kube_core::{DynamicObject, ObjectMeta, response::StatusCause};
 use serde_json::Value;
@@ -153,6 +154,7 @@ pub(crate) fn validate_builtin_update(
         ("", "PersistentVolumeClaim") => claim_update(ty, old, new),
         ("", "ConfigMap" | "Secret") => immutable_data(old, new),
         ("", "Service") => service_cluster_ip(old, new),
+        ("scheduling.k8s.io", "PriorityClass") => scheduling::priority_class_update(old, new),
         _ => Vec::new(),
     }
 }
@@ -346,6 +348,16 @@ fn service_cluster_ip(old: &DynamicObject, new: &DynamicObject) -> Vec<StatusCau
         }
         _ => Vec::new(),
     }
+}
+
+/// The validation a built-in kind's strategy runs on create only (a PriorityClass's: on update
+/// it runs only [`validate_builtin_update`]'s rules).
+pub(crate) fn validate_builtin_create(ty: &ResourceType, object: &DynamicObject) -> Vec<StatusCause> {
+    let mut out = Vec::new();
+    if !ty.custom && ty.api.group == "scheduling.k8s.io" && ty.api.kind == "PriorityClass" {
+        scheduling::priority_class(object, &mut out);
+    }
+    out
 }
 
 /// The spec validation of a built-in kind, on create and on every update (`pkg/apis/*/validation`):

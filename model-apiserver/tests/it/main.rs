@@ -6,6 +6,7 @@
 
 mod admission;
 mod apply;
+mod bootstrap;
 mod builtin_validation;
 mod crd;
 mod crd_serving;

@@ -21,7 +21,7 @@ struct Cli {
 enum Command {
     #[command(flatten)]
     Sim(kube_sim::Command),
-    /// Serve the Kubernetes API of an empty model cluster over HTTP (live, not simulated), for
+    /// Serve the Kubernetes API of a fresh model cluster over HTTP (live, not simulated), for
     /// kubectl, kube-rs or any other client; or, with --replay, a failing run's cluster at one step,
     /// read only.
     Serve(ServeArgs),

@@ -110,7 +110,7 @@ fn replay_serves_the_state_of_the_first_and_of_the_last_step_with_different_obje
     assert!(first.summary.contains(&format!("at step 1 of {steps} on cluster default")), "{}", first.summary);
     // The first write of the run is the workload's create of the cluster object; the line ends
     // with the run's verdict (the recorded failure).
-    let expected = "the step's write: workload create zookeeperclusters/default/zk (resourceVersion 8); \
+    let expected = "the step's write: workload create zookeeperclusters/default/zk (resourceVersion 13); \
                     the run failed: correctness: property \"data_volumes_kept\"";
     assert!(first.summary.contains(expected), "{}", first.summary);
     assert_eq!(first.names("zookeeperclusters"), ["zookeepercluster.zookeeper.pravega.io/zk"]);
