@@ -18,6 +18,7 @@
 //! | [`job_controller()`] | `job-controller` | Job → Pods until `completions` succeed |
 //! | [`cronjob_controller()`] | `cronjob-controller` | CronJob → a Job per due time, on the virtual clock |
 //! | [`disruption_controller()`] | `disruption-controller` | PodDisruptionBudget → its status: healthy and expected Pods, `disruptionsAllowed`, expired `disruptedPods` dropped |
+//! | [`ttl_after_finished_controller()`] | `ttl-after-finished-controller` | deletes a finished Job (foreground, Pods first) `ttlSecondsAfterFinished` after it finished |
 //! | [`kubelet()`] | `kubelet` | schedules Pods and runs them: Pending → Running, Ready, Succeeded or Failed |
 //!
 //! ```ignore
@@ -38,7 +39,8 @@
 //! lagging cache only delays a status that the Pod event behind the lag corrects. A cache of the managed kind
 //! (`Store::subscribe` with `Controller::owns_shared_stream`/`watches_shared_stream`) lags independently of the
 //! one that triggered the sync, and reading it safely needs the real controllers' expectations,
-//! which these omit. The garbage
+//! which these omit. The TTL-after-finished controller reads Jobs from its cache and re-reads an
+//! expired one from the server before deleting it, as upstream. The garbage
 //! collector reads informer caches and re-reads from the server before it acts; the kubelet-lite
 //! acts on the Pod that triggered it and re-reads it after each delay.
 //!
@@ -83,6 +85,7 @@ pub mod snapshot;
 pub mod statefulset;
 pub mod status_patch;
 pub mod templates;
+pub mod ttl_after_finished;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -101,6 +104,7 @@ pub use kubelet::kubelet;
 pub use namespace::namespace_controller;
 pub use replicaset::replicaset_controller;
 pub use statefulset::statefulset_controller;
+pub use ttl_after_finished::ttl_after_finished_controller;
 
 /// How soon a failed reconcile is retried (a 409 from a stale cache, a fault): the next attempt
 /// reads fresh state.

@@ -33,6 +33,7 @@ mod builtins_kubelet_clock;
 mod builtins_namespace;
 mod builtins_replicaset;
 mod builtins_statefulset;
+mod builtins_ttl_after_finished;
 mod runtime_wait;
 mod zoo_search;
 mod zoo_sweeps;
