@@ -31,6 +31,7 @@ mod builtins_job;
 mod builtins_kubelet;
 mod builtins_kubelet_clock;
 mod builtins_namespace;
+mod builtins_namespace_defaults;
 mod builtins_replicaset;
 mod builtins_statefulset;
 mod builtins_ttl_after_finished;
