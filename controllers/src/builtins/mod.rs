@@ -126,7 +126,7 @@ type AddBuiltin = fn(SimBuilder) -> SimBuilder;
 /// Add every built-in controller to a world, but those it already has (a world that runs the
 /// garbage collector alone can be given all the others).
 pub fn all(builder: SimBuilder) -> SimBuilder {
-    let adders: [(&str, AddBuiltin); 10] = [
+    let adders: [(&str, AddBuiltin); 13] = [
         (garbage_collector::NODE, garbage_collector),
         (namespace::NODE, namespace_controller),
         (deployment::NODE, deployment_controller),
@@ -136,6 +136,9 @@ pub fn all(builder: SimBuilder) -> SimBuilder {
         (job::NODE, job_controller),
         (cronjob::NODE, cronjob_controller),
         (disruption::NODE, disruption_controller),
+        (ttl_after_finished::NODE, ttl_after_finished_controller),
+        (serviceaccounts::NODE, serviceaccounts_controller),
+        (root_ca_publisher::NODE, root_ca_cert_publisher),
         (kubelet::NODE, kubelet),
     ];
     let present = builder.controller_names();
