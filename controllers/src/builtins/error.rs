@@ -43,3 +43,26 @@ impl Error {
 pub(crate) fn has_code(error: &sim::Error, code: u16) -> bool {
     error.status().is_some_and(|status| status.code == code)
 }
+
+/// The cause type the server gives a create refused because its namespace is being terminated
+/// (core/v1 `NamespaceTerminatingCause`).
+pub const NAMESPACE_TERMINATING_CAUSE: &str = "NamespaceTerminating";
+
+/// Whether a write was refused because its namespace is being terminated: a 403 naming the
+/// [`NAMESPACE_TERMINATING_CAUSE`] (`apierrors.HasStatusCause(err, v1.NamespaceTerminatingCause)`),
+/// which tells it from an authorization failure.
+pub(crate) fn is_namespace_terminating(error: &sim::Error) -> bool {
+    error.status().is_some_and(|status| {
+        status.code == 403
+            && status
+                .details
+                .as_ref()
+                .is_some_and(|d| d.causes.iter().any(|c| c.reason == NAMESPACE_TERMINATING_CAUSE))
+    })
+}
+
+/// Whether a create failed because an object of that name exists (409 `AlreadyExists`, not a
+/// `Conflict`).
+pub(crate) fn is_already_exists(error: &sim::Error) -> bool {
+    error.status().is_some_and(|status| status.code == 409 && status.reason == "AlreadyExists")
+}

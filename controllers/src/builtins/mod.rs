@@ -18,6 +18,9 @@
 //! | [`job_controller()`] | `job-controller` | Job → Pods until `completions` succeed |
 //! | [`cronjob_controller()`] | `cronjob-controller` | CronJob → a Job per due time, on the virtual clock |
 //! | [`disruption_controller()`] | `disruption-controller` | PodDisruptionBudget → its status: healthy and expected Pods, `disruptionsAllowed`, expired `disruptedPods` dropped |
+//! | [`ttl_after_finished_controller()`] | `ttl-after-finished-controller` | deletes a finished Job (foreground, Pods first) `ttlSecondsAfterFinished` after it finished |
+//! | [`serviceaccounts_controller()`] | `serviceaccount-controller` | a `default` ServiceAccount in every active namespace |
+//! | [`root_ca_cert_publisher()`] | `root-ca-certificate-publisher-controller` | a `kube-root-ca.crt` ConfigMap (a fake CA bundle) in every active namespace, restored when edited or deleted |
 //! | [`kubelet()`] | `kubelet` | schedules Pods and runs them: Pending → Running, Ready, Succeeded or Failed |
 //!
 //! ```ignore
@@ -38,7 +41,11 @@
 //! lagging cache only delays a status that the Pod event behind the lag corrects. A cache of the managed kind
 //! (`Store::subscribe` with `Controller::owns_shared_stream`/`watches_shared_stream`) lags independently of the
 //! one that triggered the sync, and reading it safely needs the real controllers' expectations,
-//! which these omit. The garbage
+//! which these omit. The ServiceAccount controller and the root CA publisher read their one
+//! object per namespace from their own caches too, as upstream reads its listers: a lagging cache
+//! costs at most a create answered `AlreadyExists`, an update answered 409, or a recreate that
+//! waits for the delete event. The TTL-after-finished controller reads Jobs from its cache and
+//! re-reads an expired one from the server before deleting it, as upstream. The garbage
 //! collector reads informer caches and re-reads from the server before it acts; the kubelet-lite
 //! acts on the Pod that triggered it and re-reads it after each delay.
 //!
@@ -77,12 +84,16 @@ pub mod kubelet;
 pub mod labels;
 pub mod namespace;
 pub mod owners;
+pub mod per_namespace;
 pub mod pod_state;
 pub mod replicaset;
+pub mod root_ca_publisher;
+pub mod serviceaccounts;
 pub mod snapshot;
 pub mod statefulset;
 pub mod status_patch;
 pub mod templates;
+pub mod ttl_after_finished;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -100,7 +111,10 @@ pub use job::job_controller;
 pub use kubelet::kubelet;
 pub use namespace::namespace_controller;
 pub use replicaset::replicaset_controller;
+pub use root_ca_publisher::root_ca_cert_publisher;
+pub use serviceaccounts::serviceaccounts_controller;
 pub use statefulset::statefulset_controller;
+pub use ttl_after_finished::ttl_after_finished_controller;
 
 /// How soon a failed reconcile is retried (a 409 from a stale cache, a fault): the next attempt
 /// reads fresh state.
@@ -112,7 +126,7 @@ type AddBuiltin = fn(SimBuilder) -> SimBuilder;
 /// Add every built-in controller to a world, but those it already has (a world that runs the
 /// garbage collector alone can be given all the others).
 pub fn all(builder: SimBuilder) -> SimBuilder {
-    let adders: [(&str, AddBuiltin); 10] = [
+    let adders: [(&str, AddBuiltin); 13] = [
         (garbage_collector::NODE, garbage_collector),
         (namespace::NODE, namespace_controller),
         (deployment::NODE, deployment_controller),
@@ -122,6 +136,9 @@ pub fn all(builder: SimBuilder) -> SimBuilder {
         (job::NODE, job_controller),
         (cronjob::NODE, cronjob_controller),
         (disruption::NODE, disruption_controller),
+        (ttl_after_finished::NODE, ttl_after_finished_controller),
+        (serviceaccounts::NODE, serviceaccounts_controller),
+        (root_ca_publisher::NODE, root_ca_cert_publisher),
         (kubelet::NODE, kubelet),
     ];
     let present = builder.controller_names();

@@ -31,6 +31,8 @@ use super::kinds::{self, Kind};
 pub const NODE: &str = "namespace-controller";
 /// The finalizer in `spec.finalizers` that the namespace controller removes.
 pub const KUBERNETES_FINALIZER: &str = "kubernetes";
+/// The phase of a namespace that takes new content.
+pub const PHASE_ACTIVE: &str = "Active";
 /// How soon a namespace that is not empty yet is looked at again.
 pub const RECHECK: Duration = Duration::from_millis(250);
 
@@ -51,6 +53,15 @@ pub async fn run(clients: Clients) {
         .run(reconcile, super::retry_soon, Arc::new(Context { client }))
         .for_each(|_| futures::future::ready(()))
         .await;
+}
+
+/// Whether a namespace takes new content: its phase is `Active` and its deletion has not
+/// started (the server sets phase `Terminating` when it does). What the controllers that fill
+/// every namespace (the ServiceAccount controller, the root CA publisher) check first, as
+/// upstream's `ns.Status.Phase != v1.NamespaceActive`.
+pub fn is_active(namespace: &Namespace) -> bool {
+    let phase = namespace.status.as_ref().and_then(|s| s.phase.as_deref());
+    phase == Some(PHASE_ACTIVE) && namespace.metadata.deletion_timestamp.is_none()
 }
 
 fn has_kubernetes_finalizer(namespace: &Namespace) -> bool {

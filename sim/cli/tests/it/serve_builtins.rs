@@ -258,8 +258,46 @@ fn deleting_a_namespace_removes_its_objects_and_then_the_namespace() {
         &["get", "namespaces", "-o=jsonpath={.items[*].metadata.name}"],
         "default kube-node-lease kube-public kube-system",
     );
-    let left = k.ok(&["get", "deployments,replicasets,pods,configmaps", "-A", "-o", "name"]);
+    let left = k.ok(&["get", "deployments,replicasets,pods", "-A", "-o", "name"]);
     assert_eq!(left, "");
+    // Only the root CA publisher's ConfigMap of each namespace left, as on a real cluster: team's
+    // went with it.
+    let maps = k.ok(&[
+        "get",
+        "configmaps",
+        "-A",
+        "-o=jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name} {end}",
+    ]);
+    let want: String = ["default", "kube-node-lease", "kube-public", "kube-system"]
+        .map(|ns| format!("{ns}/kube-root-ca.crt "))
+        .concat();
+    assert_eq!(maps, want);
+}
+
+#[test]
+fn a_new_namespace_gets_a_default_service_account_and_the_root_ca_config_map() {
+    let k = Kubectl::start(true);
+    k.ok(&["create", "namespace", "team"]);
+    k.eventually(&["get", "serviceaccounts", "-n", "team", "-o", "name"], "serviceaccount/default\n");
+    k.eventually(&["get", "configmaps", "-n", "team", "-o", "name"], "configmap/kube-root-ca.crt\n");
+    let description = k.ok(&[
+        "get",
+        "configmap",
+        "kube-root-ca.crt",
+        "-n",
+        "team",
+        "-o=jsonpath={.metadata.annotations.kubernetes\\.io/description}",
+    ]);
+    assert!(
+        description.starts_with("Contains a CA bundle that can be used to verify the kube-apiserver"),
+        "{description}"
+    );
+    let bundle =
+        k.ok(&["get", "configmap", "kube-root-ca.crt", "-n", "team", "-o=jsonpath={.data.ca\\.crt}"]);
+    assert!(bundle.starts_with("-----BEGIN CERTIFICATE-----\n"), "{bundle}");
+    // Deleted, it comes back.
+    k.ok(&["delete", "configmap", "kube-root-ca.crt", "-n", "team"]);
+    k.eventually(&["get", "configmaps", "-n", "team", "-o", "name"], "configmap/kube-root-ca.crt\n");
 }
 
 #[test]
@@ -273,6 +311,8 @@ fn without_the_flag_nothing_creates_pods() {
     }
     // No controller wrote a status: it is the empty struct kube-apiserver answers.
     assert_eq!(k.ok(&["get", "deployment", "web", "-o=jsonpath={.status}"]), "{}");
+    // Nor does any namespace get kube-controller-manager's ServiceAccount and ConfigMap.
+    assert_eq!(k.ok(&["get", "serviceaccounts,configmaps", "-A", "-o", "name"]), "");
 }
 
 /// A StatefulSet `db` of three replicas (`OrderedReady`, the default).
