@@ -61,12 +61,14 @@
 //!   one that needed no request) instead of from a dynamic event stream (see `NEEDS(sim)`
 //!   there).
 
+pub mod changes;
 pub mod checks;
 pub mod controller_revisions;
 pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
 pub mod disruption;
+pub mod endpoint_pods;
 pub mod error;
 pub mod events;
 pub mod garbage_collector;
