@@ -14,6 +14,7 @@ mod builtins {
     mod cronjob;
     mod daemonset;
     mod deployment;
+    mod endpoints;
     mod events;
     mod hashing;
     mod kinds;
