@@ -15,6 +15,7 @@ mod builtins {
     mod daemonset;
     mod deployment;
     mod endpoints;
+    mod endpointslice;
     mod events;
     mod hashing;
     mod kinds;
