@@ -18,6 +18,8 @@
 //! | [`job_controller()`] | `job-controller` | Job → Pods until `completions` succeed |
 //! | [`cronjob_controller()`] | `cronjob-controller` | CronJob → a Job per due time, on the virtual clock |
 //! | [`disruption_controller()`] | `disruption-controller` | PodDisruptionBudget → its status: healthy and expected Pods, `disruptionsAllowed`, expired `disruptedPods` dropped |
+//! | [`endpoints_controller()`] | `endpoints-controller` | Service → an Endpoints of its selected Pods: ready and not-ready addresses, resolved ports |
+//! | [`endpointslice_controller()`] | `endpointslice-controller` | Service → EndpointSlices of its selected Pods (owned by it): conditions, ports, zones, at most 100 endpoints each |
 //! | [`kubelet()`] | `kubelet` | schedules Pods and runs them: Pending → Running, Ready, Succeeded or Failed |
 //!
 //! ```ignore
@@ -38,8 +40,11 @@
 //! lagging cache only delays a status that the Pod event behind the lag corrects. A cache of the managed kind
 //! (`Store::subscribe` with `Controller::owns_shared_stream`/`watches_shared_stream`) lags independently of the
 //! one that triggered the sync, and reading it safely needs the real controllers' expectations,
-//! which these omit. The garbage
-//! collector reads informer caches and re-reads from the server before it acts; the kubelet-lite
+//! which these omit. The endpoints and EndpointSlice controllers read Services, Pods and what they
+//! write from caches, as upstream's listers, and guard against their own writes not yet cached as
+//! upstream does (a tracker of what they wrote; an update that carries the resourceVersion read),
+//! with handlers that see a Pod's labels before an update and every deletion ([`changes`]). The
+//! garbage collector reads informer caches and re-reads from the server before it acts; the kubelet-lite
 //! acts on the Pod that triggered it and re-reads it after each delay.
 //!
 //! ## Where they differ from the real ones
@@ -120,7 +125,7 @@ type AddBuiltin = fn(SimBuilder) -> SimBuilder;
 /// Add every built-in controller to a world, but those it already has (a world that runs the
 /// garbage collector alone can be given all the others).
 pub fn all(builder: SimBuilder) -> SimBuilder {
-    let adders: [(&str, AddBuiltin); 10] = [
+    let adders: [(&str, AddBuiltin); 12] = [
         (garbage_collector::NODE, garbage_collector),
         (namespace::NODE, namespace_controller),
         (deployment::NODE, deployment_controller),
@@ -130,6 +135,8 @@ pub fn all(builder: SimBuilder) -> SimBuilder {
         (job::NODE, job_controller),
         (cronjob::NODE, cronjob_controller),
         (disruption::NODE, disruption_controller),
+        (endpoints::NODE, endpoints_controller),
+        (endpointslice::NODE, endpointslice_controller),
         (kubelet::NODE, kubelet),
     ];
     let present = builder.controller_names();

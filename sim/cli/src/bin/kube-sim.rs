@@ -49,8 +49,9 @@ struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=3600))]
     time_scale: u32,
     /// Run the built-in controllers live (garbage collector, namespace, Deployment, ReplicaSet,
-    /// StatefulSet, DaemonSet, Job, CronJob, disruption, kubelet-lite): applied Deployments get
-    /// Pods that become Running, and PodDisruptionBudgets a status.
+    /// StatefulSet, DaemonSet, Job, CronJob, disruption, endpoints, EndpointSlice, kubelet-lite):
+    /// applied Deployments get Pods that become Running, PodDisruptionBudgets a status, and
+    /// Services their Endpoints and EndpointSlices.
     #[arg(long)]
     with_builtins: bool,
     /// Serve, read only, the cluster state of a regression file's run at step `--at` (a step is
