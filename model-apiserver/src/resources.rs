@@ -306,7 +306,9 @@ const BUILTINS: &[Builtin] = &[
     builtin("networking.k8s.io", "v1", "IngressClass", "ingressclasses", &[]).cluster().generation(),
     builtin("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers", &["hpa"]).status(),
     builtin("storage.k8s.io", "v1", "StorageClass", "storageclasses", &["sc"]).cluster(),
-    builtin("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", &[]),
+    // Its generation moves with its endpoints and ports, as kube-apiserver's strategy bumps it
+    // (the EndpointSlice controller tracks its own writes by generation).
+    builtin("discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", &[]).generation(),
     builtin("", "v1", "PodTemplate", "podtemplates", &[]),
     builtin(
         "admissionregistration.k8s.io",

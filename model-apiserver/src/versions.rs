@@ -6,7 +6,7 @@
 //! from optional to required or back when the OpenAPI spec does: `Deployment::spec` is an
 //! `Option<DeploymentSpec>` up to 1.36 and a `DeploymentSpec` from 1.37 on, a workload
 //! condition's `type_` and `status` are `String` up to 1.36 and `Option<String>` from 1.37 on,
-//! `CronJob::spec` became required in 1.36. k8s-openapi deserializes a missing required field as
+//! `CronJob::spec` became required in 1.36, `EndpointSlice::endpoints` optional in 1.36. k8s-openapi deserializes a missing required field as
 //! its default, so "absent" and "default" mean the same on the required side, and these traits
 //! read an absent optional field as its default too:
 //!
@@ -29,6 +29,7 @@ use k8s_openapi::api::apps::v1::{
 };
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerSpec;
 use k8s_openapi::api::batch::v1::{CronJob, CronJobSpec};
+use k8s_openapi::api::discovery::v1::Endpoint;
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
 
 /// A field that is `T` in some Kubernetes versions and `Option<T>` in others, read as a `T`.
@@ -73,6 +74,7 @@ required_in_some_version!(
     CronJobSpec,
     HorizontalPodAutoscalerSpec,
     RawExtension,
+    Vec<Endpoint>,
     i64,
     i32,
 );

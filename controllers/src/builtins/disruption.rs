@@ -65,7 +65,7 @@ use sim::runtime::reflector::{self, ObjectRef, Store};
 use sim::runtime::{Controller, watcher};
 use sim::{Clients, SimBuilder};
 
-use super::error::{Error, has_code};
+use super::error::{Error, has_code, status_message};
 use super::{events, kinds, labels, owners, pod_state};
 
 /// The disruption controller's node.
@@ -147,7 +147,7 @@ fn selects(pdb: &PodDisruptionBudget, pod: &Pod) -> bool {
 #[derive(Debug, thiserror::Error)]
 pub enum SyncError {
     /// An API call failed (a fault, a 409 from a stale budget).
-    #[error("{}", api_message(.0))]
+    #[error("{}", status_message(.0))]
     Api(#[from] sim::Error),
     /// A selected Pod's controller is of no kind with a scale, or is gone.
     #[error("found no controllers for pod {pod:?}")]
@@ -174,14 +174,6 @@ pub enum SyncError {
     /// refuses these, so only a budget the model took without validation gets here).
     #[error("{0}")]
     IntOrPercent(String),
-}
-
-/// An API error's text as client-go's `StatusError.Error()`: the status message.
-fn api_message(error: &sim::Error) -> String {
-    match error.status() {
-        Some(status) => status.message.clone(),
-        None => error.to_string(),
-    }
 }
 
 impl SyncError {

@@ -27,6 +27,16 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// The informer cache still holds an object this controller has since replaced (it lags
+    /// behind the controller's own write), so a sync from it would act on the old one: retried
+    /// once the cache can have caught up, as upstream's stale-informer errors.
+    #[error("{kind} informer cache is out of date for {name}")]
+    StaleCache {
+        /// The cached kind.
+        kind: &'static str,
+        /// The object (`namespace/name`) the sync was for.
+        name: String,
+    },
     /// An object did not convert to or from JSON.
     #[error("serializing an object: {0}")]
     Serde(#[from] serde_json::Error),
@@ -42,6 +52,14 @@ impl Error {
 /// Whether a `sim` call failed with HTTP status `code`.
 pub(crate) fn has_code(error: &sim::Error, code: u16) -> bool {
     error.status().is_some_and(|status| status.code == code)
+}
+
+/// An API error's text as client-go's `StatusError.Error()` prints it: the status message.
+pub(crate) fn status_message(error: &sim::Error) -> String {
+    match error.status() {
+        Some(status) => status.message.clone(),
+        None => error.to_string(),
+    }
 }
 
 /// The cause type the server gives a create refused because its namespace is being terminated

@@ -21,6 +21,8 @@
 //! | [`ttl_after_finished_controller()`] | `ttl-after-finished-controller` | deletes a finished Job (foreground, Pods first) `ttlSecondsAfterFinished` after it finished |
 //! | [`serviceaccounts_controller()`] | `serviceaccount-controller` | a `default` ServiceAccount in every active namespace |
 //! | [`root_ca_cert_publisher()`] | `root-ca-certificate-publisher-controller` | a `kube-root-ca.crt` ConfigMap (a fake CA bundle) in every active namespace, restored when edited or deleted |
+//! | [`endpoints_controller()`] | `endpoints-controller` | Service → an Endpoints of its selected Pods: ready and not-ready addresses, resolved ports |
+//! | [`endpointslice_controller()`] | `endpointslice-controller` | Service → EndpointSlices of its selected Pods (owned by it): conditions, ports, zones, at most 100 endpoints each |
 //! | [`kubelet()`] | `kubelet` | schedules Pods and runs them: Pending → Running, Ready, Succeeded or Failed |
 //!
 //! ```ignore
@@ -45,8 +47,11 @@
 //! object per namespace from their own caches too, as upstream reads its listers: a lagging cache
 //! costs at most a create answered `AlreadyExists`, an update answered 409, or a recreate that
 //! waits for the delete event. The TTL-after-finished controller reads Jobs from its cache and
-//! re-reads an expired one from the server before deleting it, as upstream. The garbage
-//! collector reads informer caches and re-reads from the server before it acts; the kubelet-lite
+//! re-reads an expired one from the server before deleting it, as upstream. The endpoints and EndpointSlice controllers read Services, Pods and what they
+//! write from caches, as upstream's listers, and guard against their own writes not yet cached as
+//! upstream does (a tracker of what they wrote; an update that carries the resourceVersion read),
+//! with handlers that see a Pod's labels before an update and every deletion ([`changes`]).
+//! The garbage collector reads informer caches and re-reads from the server before it acts; the kubelet-lite
 //! acts on the Pod that triggered it and re-reads it after each delay.
 //!
 //! ## Where they differ from the real ones
@@ -68,12 +73,18 @@
 //!   one that needed no request) instead of from a dynamic event stream (see `NEEDS(sim)`
 //!   there).
 
+pub mod changes;
 pub mod checks;
 pub mod controller_revisions;
 pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
 pub mod disruption;
+pub mod endpoint_pods;
+pub mod endpoints;
+pub mod endpointslice;
+pub mod endpointslice_reconciler;
+pub mod endpointslice_tracker;
 pub mod error;
 pub mod events;
 pub mod garbage_collector;
@@ -105,6 +116,8 @@ pub use cronjob::cronjob_controller;
 pub use daemonset::daemonset_controller;
 pub use deployment::deployment_controller;
 pub use disruption::disruption_controller;
+pub use endpoints::endpoints_controller;
+pub use endpointslice::endpointslice_controller;
 pub use error::Error;
 pub use garbage_collector::garbage_collector;
 pub use job::job_controller;
@@ -126,7 +139,7 @@ type AddBuiltin = fn(SimBuilder) -> SimBuilder;
 /// Add every built-in controller to a world, but those it already has (a world that runs the
 /// garbage collector alone can be given all the others).
 pub fn all(builder: SimBuilder) -> SimBuilder {
-    let adders: [(&str, AddBuiltin); 13] = [
+    let adders: [(&str, AddBuiltin); 15] = [
         (garbage_collector::NODE, garbage_collector),
         (namespace::NODE, namespace_controller),
         (deployment::NODE, deployment_controller),
@@ -139,6 +152,8 @@ pub fn all(builder: SimBuilder) -> SimBuilder {
         (ttl_after_finished::NODE, ttl_after_finished_controller),
         (serviceaccounts::NODE, serviceaccounts_controller),
         (root_ca_publisher::NODE, root_ca_cert_publisher),
+        (endpoints::NODE, endpoints_controller),
+        (endpointslice::NODE, endpointslice_controller),
         (kubelet::NODE, kubelet),
     ];
     let present = builder.controller_names();

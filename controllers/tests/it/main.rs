@@ -14,6 +14,8 @@ mod builtins {
     mod cronjob;
     mod daemonset;
     mod deployment;
+    mod endpoints;
+    mod endpointslice;
     mod events;
     mod hashing;
     mod kinds;
@@ -25,6 +27,8 @@ mod builtins_cronjob;
 mod builtins_daemonset;
 mod builtins_deployment;
 mod builtins_disruption;
+mod builtins_endpoints;
+mod builtins_endpointslice;
 mod builtins_faults;
 mod builtins_garbage_collector;
 mod builtins_job;

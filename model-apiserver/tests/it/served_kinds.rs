@@ -122,6 +122,26 @@ fn a_storage_class_and_an_endpoint_slice_get_their_defaults() {
     assert_eq!(slice.data["ports"], json!([{"name": "", "port": 80, "protocol": "TCP"}]));
 }
 
+#[test]
+fn an_endpoint_slices_generation_moves_with_its_endpoints_not_its_metadata() {
+    let mut w = World::new();
+    let slices = builtin("discovery.k8s.io", "endpointslices");
+    let slice = w.create(
+        &slices,
+        Some("default"),
+        json!({"metadata": {"name": "web-1"}, "addressType": "IPv4", "endpoints": []}),
+    );
+    assert_eq!(slice.metadata.generation, Some(1));
+    let annotated = w
+        .try_merge(&slices, Some("default"), "web-1", json!({"metadata": {"annotations": {"a": "b"}}}))
+        .unwrap();
+    assert_eq!(annotated.metadata.generation, Some(1), "metadata alone keeps the generation");
+    let changed = w
+        .try_merge(&slices, Some("default"), "web-1", json!({"endpoints": [{"addresses": ["10.0.0.1"]}]}))
+        .unwrap();
+    assert_eq!(changed.metadata.generation, Some(2), "new endpoints bump the generation");
+}
+
 fn webhook_configuration() -> serde_json::Value {
     json!({
         "metadata": {"name": "policy"},

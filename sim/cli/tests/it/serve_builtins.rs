@@ -247,6 +247,28 @@ fn deleting_the_deployment_garbage_collects_its_replicaset_and_pods() {
 }
 
 #[test]
+fn an_exposed_deployment_gets_endpoints_and_an_endpoint_slice_of_its_running_pods() {
+    let k = Kubectl::start(true);
+    k.ok(&["apply", "-f", &k.file("web.yaml", &deployment("default"))]);
+    assert_eq!(
+        k.ok(&["expose", "deployment", "web", "--port=80", "--target-port=8080"]),
+        "service/web exposed\n"
+    );
+    k.eventually(&["get", "pods", "-l", "app=web", PHASES], "Running Running");
+    // The Endpoints lists the addresses in IP order.
+    let ips = k.ok(&["get", "pods", "-l", "app=web", "-o=jsonpath={.items[*].status.podIP}"]);
+    let mut ips: Vec<&str> = ips.split(' ').collect();
+    ips.sort_unstable();
+    let subset = "-o=jsonpath={.subsets[*].addresses[*].ip} {.subsets[*].ports[*].port}";
+    k.eventually(&["get", "endpoints", "web", subset], &format!("{} 8080", ips.join(" ")));
+    let slice = "-o=jsonpath={.items[*].endpoints[*].conditions.ready} {.items[*].ports[*].port}";
+    k.eventually(&["get", "endpointslices", "-l", "kubernetes.io/service-name=web", slice], "true true 8080");
+    // Deleting the Service takes its Endpoints and (through the garbage collector) its slice.
+    k.ok(&["delete", "service", "web"]);
+    k.eventually(&["get", "endpoints,endpointslices", "-o", "name"], "");
+}
+
+#[test]
 fn deleting_a_namespace_removes_its_objects_and_then_the_namespace() {
     let k = Kubectl::start(true);
     assert_eq!(k.ok(&["create", "namespace", "team"]), "namespace/team created\n");
@@ -301,13 +323,14 @@ fn a_new_namespace_gets_a_default_service_account_and_the_root_ca_config_map() {
 }
 
 #[test]
-fn without_the_flag_nothing_creates_pods() {
+fn without_the_flag_nothing_creates_pods_or_endpoints() {
     let k = Kubectl::start(false);
     k.ok(&["apply", "-f", &k.file("web.yaml", &deployment("default"))]);
+    k.ok(&["expose", "deployment", "web", "--port=80"]);
     // With the built-ins a ReplicaSet appears within a few ticks; give it many times as long.
     for _ in 0..8 {
         std::thread::sleep(TRY_PAUSE);
-        assert_eq!(k.ok(&["get", "replicasets,pods", "-o", "name"]), "");
+        assert_eq!(k.ok(&["get", "replicasets,pods,endpoints,endpointslices", "-o", "name"]), "");
     }
     // No controller wrote a status: it is the empty struct kube-apiserver answers.
     assert_eq!(k.ok(&["get", "deployment", "web", "-o=jsonpath={.status}"]), "{}");
