@@ -170,6 +170,12 @@ fn published(slice: &EndpointSlice, service: &Service) -> Result<Vec<Published>,
         .collect())
 }
 
+/// Whether `slice` is labelled as one of `service`'s (the API server's own `kubernetes` slice
+/// is another Service's).
+fn of_service(slice: &EndpointSlice, service: &Service) -> bool {
+    slice.metadata.labels.as_ref().and_then(|l| l.get(LABEL_SERVICE_NAME)) == service.metadata.name.as_ref()
+}
+
 /// The slices of Service `web` publish exactly its Pods, each once.
 fn slices_match(
     pods: &[Pod],
@@ -177,10 +183,7 @@ fn slices_match(
     service: &Service,
     zone: Option<&str>,
 ) -> Result<(), String> {
-    let ours: Vec<&EndpointSlice> = slices
-        .iter()
-        .filter(|s| s.metadata.labels.as_ref().and_then(|l| l.get(LABEL_SERVICE_NAME)).is_some())
-        .collect();
+    let ours: Vec<&EndpointSlice> = slices.iter().filter(|s| of_service(s, service)).collect();
     let mut got = Vec::new();
     for slice in &ours {
         got.extend(published(slice, service)?);
@@ -202,7 +205,7 @@ fn slices_match(
 fn matches_the_pods(snap: &Snapshot, zone: Option<&str>) -> Result<(), String> {
     let service = snapshot::object::<Service>(snap, Some("default"), "web").ok_or("no service")?;
     let pods = snapshot::objects::<Pod>(snap, Some("default"));
-    let slices = snapshot::objects::<EndpointSlice>(snap, Some("default"));
+    let slices = controller_written::<EndpointSlice>(snap);
     slices_match(&pods, &slices, &service, zone)
 }
 
@@ -231,7 +234,8 @@ async fn wait_until_published(
         let ready_now = want.iter().filter(|e| e.3.0).count();
         let matched = slices_match(&current_pods, &current, &service, zone);
         if matched.is_ok() && ready_now == ready && want.len() == count {
-            return Ok(current.first().and_then(|s| s.metadata.name.clone()).unwrap_or_default());
+            let name = current.iter().find(|s| of_service(s, &service)).and_then(|s| s.metadata.name.clone());
+            return Ok(name.unwrap_or_default());
         }
         if sim::time::now() > deadline {
             return Err(workload_error(
@@ -271,7 +275,7 @@ fn a_deployments_ready_pods_appear_in_a_slice_the_service_owns_with_their_zone_a
         .property(FnProperty::at_end("one slice publishes the three ready pods", |view| {
             let snap = view.cluster("default").ok_or("no cluster")?;
             matches_the_pods(snap, Some(ZONE))?;
-            let slices = snapshot::objects::<EndpointSlice>(snap, Some("default"));
+            let slices = controller_written::<EndpointSlice>(snap);
             let ready = slices.iter().flat_map(|s| s.endpoints.value()).filter(|e| {
                 e.conditions.as_ref().and_then(|c| c.ready) == Some(true)
                     && e.node_name.as_deref() == Some(kubelet::NODE_NAME)
@@ -312,7 +316,7 @@ fn a_pod_that_is_not_ready_is_published_not_ready_and_not_serving() {
         .property(FnProperty::at_end("one endpoint ready and serving, one neither", |view| {
             let snap = view.cluster("default").ok_or("no cluster")?;
             matches_the_pods(snap, None)?;
-            let slices = snapshot::objects::<EndpointSlice>(snap, Some("default"));
+            let slices = controller_written::<EndpointSlice>(snap);
             let conditions: BTreeSet<(Option<bool>, Option<bool>, Option<bool>)> = slices
                 .iter()
                 .flat_map(|s| s.endpoints.value())
@@ -361,12 +365,17 @@ fn deleting_the_service_garbage_collects_its_slices() {
             w.apply(&deployments, &web(2)).await?;
             wait_until_published(&w, 2, 2, None).await?;
             w.delete(&services, "web").await?;
-            w.wait_for_all(&slices, |s| s.is_empty(), WAIT).await
+            w.wait_for_all(
+                &slices,
+                |s| s.iter().all(|slice| slice.metadata.name.as_deref() == Some("kubernetes")),
+                WAIT,
+            )
+            .await
         })
         .property(checks::garbage_collected())
         .property(FnProperty::at_end("no slices left", |view| {
             let snap = view.cluster("default").ok_or("no cluster")?;
-            let left = snapshot::objects::<EndpointSlice>(snap, Some("default"));
+            let left = controller_written::<EndpointSlice>(snap);
             if left.is_empty() { Ok(()) } else { Err(format!("left: {left:?}")) }
         }));
     sweep_passes("builtins-endpointslice-delete", &world);
@@ -391,13 +400,13 @@ fn a_service_without_pods_has_a_placeholder_slice_and_one_without_a_selector_non
                 d.and_then(|d| d.status.as_ref()).is_some_and(|s| s.available_replicas == Some(2))
             };
             w.wait_for(&deployments, "web", available, WAIT).await?;
-            w.wait_for_all(&slices, |s| s.len() == 1, WAIT).await?;
+            w.wait_for_all(&slices, |s| s.len() == 2, WAIT).await?; // the placeholder and the API server's `kubernetes`
             w.sleep(Duration::from_secs(10)).await;
             Ok(())
         })
         .property(FnProperty::at_end("one empty slice, for the service without pods", |view| {
             let snap = view.cluster("default").ok_or("no cluster")?;
-            let slices = snapshot::objects::<EndpointSlice>(snap, Some("default"));
+            let slices = controller_written::<EndpointSlice>(snap);
             let placeholder = |s: &EndpointSlice| {
                 s.endpoints.value().is_empty()
                     && s.ports.as_ref().is_none_or(Vec::is_empty)
@@ -441,4 +450,16 @@ fn under_swarm_faults_the_slices_of_a_scaling_deployment_end_matching_its_pods()
         world.run_with(seed, options)
     });
     report.assert_all_passed();
+}
+
+/// The objects of type `K` in `default` but the API server's own `kubernetes` one (every cluster
+/// starts with the `kubernetes` Service's Endpoints and EndpointSlice, which no controller writes).
+fn controller_written<K>(snap: &Snapshot) -> Vec<K>
+where
+    K: kube::Resource<DynamicType = ()> + serde::de::DeserializeOwned,
+{
+    snapshot::objects::<K>(snap, Some("default"))
+        .into_iter()
+        .filter(|o| o.meta().name.as_deref() != Some("kubernetes"))
+        .collect()
 }
