@@ -18,6 +18,8 @@
 //! | [`job_controller()`] | `job-controller` | Job → Pods until `completions` succeed |
 //! | [`cronjob_controller()`] | `cronjob-controller` | CronJob → a Job per due time, on the virtual clock |
 //! | [`disruption_controller()`] | `disruption-controller` | PodDisruptionBudget → its status: healthy and expected Pods, `disruptionsAllowed`, expired `disruptedPods` dropped |
+//! | [`persistentvolume_binder()`] | `persistentvolume-binder` | binds PersistentVolumeClaims to PersistentVolumes (the smallest that fits, or the one named), gives a classless claim the default StorageClass, hands claims to their class's provisioner, releases a volume whose claim is gone |
+//! | [`local_provisioner()`] | `local-provisioner` | installs the default StorageClass `standard` (kind's local-path provisioner's stand-in), provisions a volume for each of its claims, deletes them once released |
 //! | [`kubelet()`] | `kubelet` | schedules Pods and runs them: Pending → Running, Ready, Succeeded or Failed |
 //!
 //! ```ignore
@@ -32,8 +34,10 @@
 //!
 //! ## How they read the world
 //!
-//! The workload controllers (Deployment, ReplicaSet, StatefulSet, Job) and the namespace
-//! controller read what they manage with a live list at each sync. The disruption controller
+//! The PersistentVolume binder reads volumes, claims and StorageClasses from its caches and
+//! writes with the resourceVersion it read (a stale decision gets 409 and is retried), as
+//! upstream's does. The workload controllers (Deployment, ReplicaSet, StatefulSet, Job) and the
+//! namespace controller read what they manage with a live list at each sync. The disruption controller
 //! reads Pods from its own cache, as upstream reads its Pod lister: it creates nothing, so a
 //! lagging cache only delays a status that the Pod event behind the lag corrects. A cache of the managed kind
 //! (`Store::subscribe` with `Controller::owns_shared_stream`/`watches_shared_stream`) lags independently of the
@@ -75,9 +79,12 @@ pub mod job;
 pub mod kinds;
 pub mod kubelet;
 pub mod labels;
+pub mod local_provisioner;
 pub mod namespace;
 pub mod owners;
+pub mod persistentvolume;
 pub mod pod_state;
+pub mod quantity;
 pub mod replicaset;
 pub mod snapshot;
 pub mod statefulset;
@@ -98,7 +105,9 @@ pub use error::Error;
 pub use garbage_collector::garbage_collector;
 pub use job::job_controller;
 pub use kubelet::kubelet;
+pub use local_provisioner::local_provisioner;
 pub use namespace::namespace_controller;
+pub use persistentvolume::persistentvolume_binder;
 pub use replicaset::replicaset_controller;
 pub use statefulset::statefulset_controller;
 

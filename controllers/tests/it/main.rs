@@ -17,6 +17,7 @@ mod builtins {
     mod events;
     mod hashing;
     mod kinds;
+    mod persistentvolume;
     mod statefulset;
     mod status_patch;
 }
