@@ -20,7 +20,7 @@
 //! | [`disruption_controller()`] | `disruption-controller` | PodDisruptionBudget → its status: healthy and expected Pods, `disruptionsAllowed`, expired `disruptedPods` dropped |
 //! | [`persistentvolume_binder()`] | `persistentvolume-binder` | binds PersistentVolumeClaims to PersistentVolumes (the smallest that fits, or the one named), gives a classless claim the default StorageClass, hands claims to their class's provisioner, releases a volume whose claim is gone |
 //! | [`local_provisioner()`] | `local-provisioner` | installs the default StorageClass `standard` (kind's local-path provisioner's stand-in), provisions a volume for each of its claims, deletes them once released |
-//! | [`kubelet()`] | `kubelet` | schedules Pods and runs them: Pending → Running, Ready, Succeeded or Failed |
+//! | [`kubelet()`] | `kubelet` | schedules Pods once their claims are bound and runs them: Pending → Running, Ready, Succeeded or Failed |
 //!
 //! ```ignore
 //! let world = controllers::builtins::all(Sim::builder()).workload(|w| async move { ... });

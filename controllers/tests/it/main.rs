@@ -34,6 +34,7 @@ mod builtins_kubelet_clock;
 mod builtins_namespace;
 mod builtins_replicaset;
 mod builtins_statefulset;
+mod builtins_volumes;
 mod runtime_wait;
 mod zoo_search;
 mod zoo_sweeps;
