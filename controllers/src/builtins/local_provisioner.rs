@@ -115,15 +115,19 @@ pub fn default_class() -> StorageClass {
 async fn install_class(client: &sim::Client) {
     let classes: Api<StorageClass> = Api::all(client.clone());
     for _ in 0..INSTALL_ATTEMPTS_MAX {
-        match classes.create(&PostParams::default(), &default_class()).await {
+        let error = match classes.create(&PostParams::default(), &default_class()).await {
             Ok(_) => return,
-            // There already (a restart, or a create whose answer was lost).
-            Err(e) if has_code(&e, 409) => return,
-            Err(error) => {
-                tracing::debug!(%error, "installing the default StorageClass failed; retrying");
-                madsim::time::sleep(super::ERROR_REQUEUE).await;
-            }
-        }
+            // There already (a restart, or a create whose answer was lost), unless the 409 is a
+            // fault's Conflict.
+            Err(e) if has_code(&e, 409) => match classes.get_opt(CLASS_NAME).await {
+                Ok(Some(_)) => return,
+                Ok(None) => e,
+                Err(e) => e,
+            },
+            Err(e) => e,
+        };
+        tracing::debug!(%error, "installing the default StorageClass failed; retrying");
+        madsim::time::sleep(super::ERROR_REQUEUE).await;
     }
     tracing::warn!(attempts = INSTALL_ATTEMPTS_MAX, "gave up installing the default StorageClass {CLASS_NAME}");
 }
@@ -169,8 +173,13 @@ pub async fn sync_claim(claim: Arc<PersistentVolumeClaim>, ctx: Arc<Context>) ->
     let volumes: Api<PersistentVolume> = Api::all(ctx.client.clone());
     match volumes.create(&PostParams::default(), &volume).await {
         Ok(_) => {}
-        // Made by an earlier attempt whose answer was lost: the library takes it as made.
-        Err(e) if has_code(&e, 409) => {}
+        // Made by an earlier attempt whose answer was lost (AlreadyExists): the library takes it
+        // as made. Any other 409 (a fault's Conflict) made nothing: retried.
+        Err(e) if has_code(&e, 409) => {
+            if volumes.get_opt(&name).await?.is_none() {
+                return Err(e.into());
+            }
+        }
         Err(e) => return Err(e.into()),
     }
     let message = format!("Successfully provisioned volume {name}");

@@ -54,10 +54,13 @@
 //!   external; the `Recycle` policy fails the volume ("No recycler plugin found for the
 //!   volume!"); CSI migration annotations, the `kubernetes.io/pv-controller` deletion
 //!   finalizer and the metrics are left out;
-//! - there is no periodic resync (upstream's every 15 s): a volume's change syncs the claim its
-//!   `claimRef` names, or, for an unclaimed volume, every claim waiting for a volume of its class;
-//!   a claim's change syncs the volume it names and the volumes whose `claimRef` names it; a
-//!   StorageClass's change syncs the claims waiting for it (or for a default class);
+//! - besides each claim and volume being synced again every [`RESYNC`] (upstream's default
+//!   `--pvclaimbinder-sync-period`), a volume's change syncs the claim its `claimRef` names, or,
+//!   for an unclaimed volume, every claim waiting for a volume of its class; a claim's change
+//!   syncs the volume it names and the volumes whose `claimRef` names it; a StorageClass's change
+//!   syncs the claims waiting for it (or for a default class). Upstream's shared informers also
+//!   resync, and their relists report the objects that vanished meanwhile as deleted; here the
+//!   resync is what finds a claim deleted while a watch was down;
 //! - before a claim is marked `Lost`, its volume is read again from the server (upstream trusts
 //!   its cache): a volume cache that lags the claim cache after a restart must not lose a claim,
 //!   `Lost` being final;
@@ -69,6 +72,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{
@@ -128,6 +132,11 @@ pub const RECLAIM_RETAIN: &str = "Retain";
 pub const RECLAIM_DELETE: &str = "Delete";
 /// See [`RECLAIM_RETAIN`].
 pub const RECLAIM_RECYCLE: &str = "Recycle";
+
+/// How often every claim and every volume is synced again, changed or not (upstream's
+/// `--pvclaimbinder-sync-period` default): what finds a claim deleted while a watch was down,
+/// whose deletion no event reported. A sync with nothing to do reads caches only.
+pub const RESYNC: Duration = Duration::from_secs(15);
 
 /// Add the PersistentVolume binder to a world, on node [`NODE`].
 pub fn persistentvolume_binder(builder: SimBuilder) -> SimBuilder {
@@ -526,7 +535,7 @@ pub async fn sync_claim(claim: Arc<PersistentVolumeClaim>, ctx: Arc<Context>) ->
     } else {
         Box::pin(sync_unbound_claim(&claim, &ctx)).await?;
     }
-    Ok(Action::await_change())
+    Ok(Action::requeue(RESYNC))
 }
 
 /// `syncUnboundClaim`.
@@ -676,7 +685,7 @@ pub async fn sync_volume(volume: Arc<PersistentVolume>, ctx: Arc<Context>) -> Re
         return Ok(Action::await_change());
     }
     Box::pin(sync_volume_once(&volume, &ctx)).await?;
-    Ok(Action::await_change())
+    Ok(Action::requeue(RESYNC))
 }
 
 async fn sync_volume_once(volume: &PersistentVolume, ctx: &Context) -> Result<(), Error> {

@@ -1,7 +1,8 @@
 //! The PersistentVolume binder and the local provisioner, with the kubelet-lite's scheduler:
 //! a claim without a class gets the default class `standard` and a provisioned volume; a
 //! pre-created volume binds to the claim it fits best; a deleted claim's volume is deleted or
-//! released by its reclaim policy; a Pod waits, unschedulable, for its claims to bind.
+//! released by its reclaim policy; a Pod waits, unschedulable, for its claims to bind; and all
+//! of it under swarm faults on every built-in, with no volume ever bound to two claims.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -18,6 +19,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use model_apiserver::Snapshot;
 use sim::api::{Api, ObjectMeta};
+use sim::faults::SwarmConfig;
 use sim::{FnProperty, Sim, SimBuilder, SweepConfig, sweep};
 
 const SEEDS: u64 = 20;
@@ -427,6 +429,76 @@ fn a_statefulset_gets_its_pods_running_only_after_their_claims_bind() {
             if volumes.len() == 3 { Ok(()) } else { Err(format!("volumes {volumes:?}")) }
         }));
     let report = sweep(&SweepConfig::new("builtins-volumes-statefulset").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}
+
+/// No two claims name one volume, and no volume's `claimRef` names a claim (by uid) that names
+/// another volume: the binder never double-binds, whatever its cache says.
+fn one_claim_per_volume() -> FnProperty {
+    FnProperty::always("a volume is bound to one claim at most", |view| {
+        let snap = view.cluster("default").ok_or("no cluster")?;
+        let mut named: BTreeMap<String, String> = BTreeMap::new();
+        for claim in snapshot::objects::<PersistentVolumeClaim>(snap, None) {
+            let Some(volume) = pv::volume_name_of(&claim) else { continue };
+            let name = claim.metadata.name.clone().unwrap_or_default();
+            if let Some(other) = named.insert(volume.to_owned(), name.clone()) {
+                return Err(format!("{volume} is named by claims {other} and {name}"));
+            }
+        }
+        for volume in snapshot::objects::<PersistentVolume>(snap, None) {
+            let Some(reference) = volume.spec.as_ref().and_then(|s| s.claim_ref.as_ref()) else { continue };
+            let claim = reference.name.as_deref().and_then(|n| {
+                snapshot::object::<PersistentVolumeClaim>(snap, reference.namespace.as_deref(), n)
+            });
+            let name = volume.metadata.name.clone().unwrap_or_default();
+            let elsewhere = claim.as_ref().filter(|c| c.metadata.uid == reference.uid).and_then(|c| {
+                pv::volume_name_of(c).filter(|bound| *bound != name).map(str::to_owned)
+            });
+            if let Some(other) = elsewhere {
+                return Err(format!("{name} is bound to a claim bound to {other}"));
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Generous: a delayed watch holds back every event behind it (as in `builtins_faults`).
+const FAULTS_WAIT: Duration = Duration::from_secs(400);
+
+#[test]
+fn under_swarm_faults_claims_bind_pods_run_on_them_and_deleted_claims_leave_no_volume() {
+    let world = builtins::all(Sim::builder().scenario("builtins-volumes-faults"));
+    let swarm = SwarmConfig { controllers: world.controller_names(), ..SwarmConfig::default() };
+    let world = world
+        .swarm(swarm)
+        .workload(|w| async move {
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            let claims: Api<PersistentVolumeClaim> = Api::namespaced(w.client(), "default");
+            let volumes: Api<PersistentVolume> = Api::all(w.client());
+            w.apply(&pods, &pod_with_claim("app", "data")).await?;
+            w.apply(&claims, &claim("data", None, "1Gi")).await?;
+            w.apply(&claims, &claim("spare", Some("standard"), "2Gi")).await?;
+            w.wait_for(&pods, "app", |p| p.is_some_and(pod_state::is_running_and_ready), FAULTS_WAIT).await?;
+            w.wait_for(&claims, "spare", claim_is("Bound"), FAULTS_WAIT).await?;
+            w.delete(&pods, "app").await?;
+            w.wait_for(&pods, "app", |p| p.is_none(), FAULTS_WAIT).await?;
+            w.delete(&claims, "data").await?;
+            w.delete(&claims, "spare").await?;
+            w.wait_for_all(&volumes, |all| all.is_empty(), FAULTS_WAIT).await
+        })
+        .property(scheduled_only_with_bound_claims())
+        .property(one_claim_per_volume())
+        .property(FnProperty::at_end("no claim or volume left", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let left = (
+                snapshot::objects::<PersistentVolumeClaim>(snap, None).len(),
+                snapshot::objects::<PersistentVolume>(snap, None).len(),
+            );
+            if left == (0, 0) { Ok(()) } else { Err(format!("left (claims, volumes): {left:?}")) }
+        }));
+    let report = sweep(&SweepConfig::new("builtins-volumes-faults").seeds(40), |seed, options| {
         world.run_with(seed, options)
     });
     report.assert_all_passed();
