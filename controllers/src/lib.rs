@@ -1,8 +1,9 @@
 //! # controllers: what a real cluster runs, and operators to test
 //!
 //! - [`builtins`]: the built-in Kubernetes controllers that envtest lacks (garbage collector,
-//!   namespace lifecycle, Deployment, ReplicaSet, StatefulSet, Job) and a kubelet-lite, each a
-//!   simulated controller on its own node. `builtins::all(Sim::builder())` adds them all.
+//!   namespace lifecycle, Deployment, ReplicaSet, StatefulSet, Job, the PersistentVolume binder
+//!   and a local volume provisioner) and a kubelet-lite, each a simulated controller on its own
+//!   node. `builtins::all(Sim::builder())` adds them all.
 //! - [`zoo`]: example operators modelled on real ones, each with a fixed variant and planted-bug
 //!   variants (Sieve's and Acto's bugs), as named scenarios: `zoo::scenarios()`.
 //!

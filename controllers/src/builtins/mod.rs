@@ -121,7 +121,7 @@ type AddBuiltin = fn(SimBuilder) -> SimBuilder;
 /// Add every built-in controller to a world, but those it already has (a world that runs the
 /// garbage collector alone can be given all the others).
 pub fn all(builder: SimBuilder) -> SimBuilder {
-    let adders: [(&str, AddBuiltin); 10] = [
+    let adders: [(&str, AddBuiltin); 12] = [
         (garbage_collector::NODE, garbage_collector),
         (namespace::NODE, namespace_controller),
         (deployment::NODE, deployment_controller),
@@ -131,6 +131,8 @@ pub fn all(builder: SimBuilder) -> SimBuilder {
         (job::NODE, job_controller),
         (cronjob::NODE, cronjob_controller),
         (disruption::NODE, disruption_controller),
+        (persistentvolume::NODE, persistentvolume_binder),
+        (local_provisioner::NODE, local_provisioner),
         (kubelet::NODE, kubelet),
     ];
     let present = builder.controller_names();

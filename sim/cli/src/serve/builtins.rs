@@ -1,7 +1,8 @@
 //! `kube-sim serve --with-builtins`: the built-in controllers ([`controllers::builtins::all`]: garbage
-//! collector, namespace, Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob, disruption and
-//! the kubelet-lite) run live against the served model, so that a Deployment applied with kubectl
-//! leads to Pods that become Running.
+//! collector, namespace, Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob, disruption,
+//! the PersistentVolume binder, the local provisioner (which installs the default StorageClass
+//! `standard`) and the kubelet-lite) run live against the served model, so that a Deployment
+//! applied with kubectl leads to Pods that become Running, and a claim to a bound volume.
 //!
 //! They are the same controllers the simulations run, unchanged: [`sim::live`] runs them on a
 //! madsim runtime of their own, on a thread of their own, paced to the wall clock, and their API
