@@ -84,7 +84,8 @@ const PROVISIONED_PREFIX: &str = "pvc-";
 /// volume, the claim its `claimRef` names.
 pub(crate) fn parent_of<'a>(resource: &str, object: &'a DynamicObject) -> Option<(&'a str, &'a str)> {
     if resource == "persistentvolumes" {
-        let provisioned = object.metadata.annotations.as_ref().is_some_and(|a| a.contains_key(PROVISIONED_BY));
+        let provisioned =
+            object.metadata.annotations.as_ref().is_some_and(|a| a.contains_key(PROVISIONED_BY));
         let claim = object.data.pointer("/spec/claimRef/name").and_then(Value::as_str);
         return claim.filter(|_| provisioned).map(|claim| ("PersistentVolumeClaim", claim));
     }

@@ -139,7 +139,11 @@ pub async fn scheduled(recorder: &sim::runtime::events::Recorder, pod: &ObjectRe
 
 /// Publish the scheduler's `FailedScheduling` Warning (action `Scheduling`) about a Pod it could
 /// not place.
-pub async fn failed_scheduling(recorder: &sim::runtime::events::Recorder, pod: &ObjectReference, message: String) {
+pub async fn failed_scheduling(
+    recorder: &sim::runtime::events::Recorder,
+    pod: &ObjectReference,
+    message: String,
+) {
     use sim::runtime::events::{Event, EventType};
     let event = Event {
         type_: EventType::Warning,

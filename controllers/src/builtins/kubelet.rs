@@ -88,7 +88,8 @@ pub fn kubelet(builder: SimBuilder) -> SimBuilder {
 pub async fn run(clients: Clients) {
     let client = clients.default_cluster();
     let pods: Api<Pod> = Api::all(client.clone());
-    let claims = reflector::informer(Api::<PersistentVolumeClaim>::all(client.clone()), watcher::Config::default());
+    let claims =
+        reflector::informer(Api::<PersistentVolumeClaim>::all(client.clone()), watcher::Config::default());
     // Subscribed before the first `.await`, so that the initial list reaches the mapper.
     let claim_changes = claims.subscribe();
     let controller = Controller::new(pods, watcher::Config::default());
@@ -161,8 +162,11 @@ pub fn volume_binding_failure(pod: &Pod, claims: &Store<PersistentVolumeClaim>) 
         };
         let spec = claim.spec.clone().unwrap_or_default();
         let volume = spec.volume_name.as_deref().unwrap_or_default();
-        if claim.status.as_ref().and_then(|s| s.phase.as_deref()) == Some(super::persistentvolume::PHASE_LOST) {
-            return Some(format!("persistentvolumeclaim {name:?} bound to non-existent persistentvolume {volume:?}"));
+        if claim.status.as_ref().and_then(|s| s.phase.as_deref()) == Some(super::persistentvolume::PHASE_LOST)
+        {
+            return Some(format!(
+                "persistentvolumeclaim {name:?} bound to non-existent persistentvolume {volume:?}"
+            ));
         }
         if claim.metadata.deletion_timestamp.is_some() {
             return Some(format!("persistentvolumeclaim {name:?} is being deleted"));
@@ -283,7 +287,8 @@ async fn mark_unschedulable(api: &Api<Pod>, pod: &Pod, reason: &str, ctx: &Conte
         message: Some(message.clone()),
         ..condition(pod, "PodScheduled", false, Some(UNSCHEDULABLE))
     };
-    let mut conditions: Vec<PodCondition> = conditions.into_iter().filter(|c| c.type_ != "PodScheduled").collect();
+    let mut conditions: Vec<PodCondition> =
+        conditions.into_iter().filter(|c| c.type_ != "PodScheduled").collect();
     conditions.push(scheduled);
     let patch = serde_json::json!({ "status": { "conditions": conditions } });
     api.patch_status(&pod.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await?;

@@ -82,7 +82,8 @@ pub struct Context {
 /// The provisioner's main future: the class installation, the claim sync and the volume sync.
 pub async fn run(clients: Clients) {
     let client = clients.default_cluster();
-    let claims = Controller::new(Api::<PersistentVolumeClaim>::all(client.clone()), watcher::Config::default());
+    let claims =
+        Controller::new(Api::<PersistentVolumeClaim>::all(client.clone()), watcher::Config::default());
     let volumes = Controller::new(Api::<PersistentVolume>::all(client.clone()), watcher::Config::default());
     let ctx = Arc::new(Context {
         recorder: events::recorder(&client, COMPONENT),
@@ -91,7 +92,8 @@ pub async fn run(clients: Clients) {
     });
     let claim_sync =
         claims.run(sync_claim, super::retry_soon, ctx.clone()).for_each(|_| futures::future::ready(()));
-    let volume_sync = volumes.run(sync_volume, super::retry_soon, ctx).for_each(|_| futures::future::ready(()));
+    let volume_sync =
+        volumes.run(sync_volume, super::retry_soon, ctx).for_each(|_| futures::future::ready(()));
     futures::future::join3(install_class(&client), claim_sync, volume_sync).await;
 }
 
@@ -129,13 +131,19 @@ async fn install_class(client: &sim::Client) {
         tracing::debug!(%error, "installing the default StorageClass failed; retrying");
         madsim::time::sleep(super::ERROR_REQUEUE).await;
     }
-    tracing::warn!(attempts = INSTALL_ATTEMPTS_MAX, "gave up installing the default StorageClass {CLASS_NAME}");
+    tracing::warn!(
+        attempts = INSTALL_ATTEMPTS_MAX,
+        "gave up installing the default StorageClass {CLASS_NAME}"
+    );
 }
 
 /// The provisioner a claim was handed to by the binder, if any.
 fn requested_provisioner(claim: &PersistentVolumeClaim) -> Option<&str> {
     let annotations = claim.metadata.annotations.as_ref()?;
-    annotations.get(ANN_STORAGE_PROVISIONER).or_else(|| annotations.get(ANN_BETA_STORAGE_PROVISIONER)).map(String::as_str)
+    annotations
+        .get(ANN_STORAGE_PROVISIONER)
+        .or_else(|| annotations.get(ANN_BETA_STORAGE_PROVISIONER))
+        .map(String::as_str)
 }
 
 /// The name of the volume provisioned for a claim.
@@ -161,7 +169,9 @@ pub async fn sync_claim(claim: Arc<PersistentVolumeClaim>, ctx: Arc<Context>) ->
     let class_name = pv::claim_class(&claim);
     let classes: Api<StorageClass> = Api::all(ctx.client.clone());
     let Some(class) = classes.get_opt(&class_name).await? else { return Ok(Action::await_change()) };
-    if class.provisioner != PROVISIONER || class.volume_binding_mode.as_deref() == Some("WaitForFirstConsumer") {
+    if class.provisioner != PROVISIONER
+        || class.volume_binding_mode.as_deref() == Some("WaitForFirstConsumer")
+    {
         // Another provisioner's since, or waiting for a node the scheduler never picks here.
         return Ok(Action::await_change());
     }
@@ -188,7 +198,11 @@ pub async fn sync_claim(claim: Arc<PersistentVolumeClaim>, ctx: Arc<Context>) ->
 }
 
 /// The volume made for `claim` of `class`, named `name`, pre-bound to the claim.
-pub fn provisioned_volume(claim: &PersistentVolumeClaim, class: &StorageClass, name: &str) -> PersistentVolume {
+pub fn provisioned_volume(
+    claim: &PersistentVolumeClaim,
+    class: &StorageClass,
+    name: &str,
+) -> PersistentVolume {
     let spec = claim.spec.clone().unwrap_or_default();
     let request = spec.resources.as_ref().and_then(|r| r.requests.as_ref()?.get("storage").cloned());
     let namespace = claim.namespace().unwrap_or_default();

@@ -76,11 +76,11 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{
-    ObjectReference, PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimSpec, PersistentVolumeSpec,
-    PersistentVolumeStatus,
+    ObjectReference, PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimSpec,
+    PersistentVolumeSpec, PersistentVolumeStatus,
 };
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use sim::api::{Api, ObjectMeta, PostParams, ResourceExt};
 use sim::runtime::controller::Action;
 use sim::runtime::reflector::{self, ObjectRef, Store};
@@ -215,7 +215,8 @@ fn claims_of_volume(
     claims: &Store<PersistentVolumeClaim>,
 ) -> Vec<ObjectRef<PersistentVolumeClaim>> {
     if let Some(reference) = spec_of(volume).claim_ref.as_ref() {
-        let (Some(name), Some(namespace)) = (reference.name.as_deref(), reference.namespace.as_deref()) else {
+        let (Some(name), Some(namespace)) = (reference.name.as_deref(), reference.namespace.as_deref())
+        else {
             return Vec::new();
         };
         return vec![ObjectRef::new(name).within(namespace)];
@@ -330,7 +331,9 @@ pub fn volume_class(volume: &PersistentVolume) -> String {
 
 /// Whether a StorageClass is marked default (`IsDefaultAnnotation`).
 pub fn is_default_class(class: &StorageClass) -> bool {
-    [ANN_DEFAULT_CLASS, ANN_BETA_DEFAULT_CLASS].iter().any(|key| annotation(&class.metadata, key) == Some("true"))
+    [ANN_DEFAULT_CLASS, ANN_BETA_DEFAULT_CLASS]
+        .iter()
+        .any(|key| annotation(&class.metadata, key) == Some("true"))
 }
 
 /// The default StorageClass (`GetDefaultClass`): of the classes marked default, the newest,
@@ -359,7 +362,8 @@ fn reclaim_policy(volume: &PersistentVolume) -> &str {
 }
 
 fn requested_storage(claim: &PersistentVolumeClaim) -> f64 {
-    let request = claim_spec(claim).resources.as_ref().and_then(|r| r.requests.as_ref()?.get("storage").cloned());
+    let request =
+        claim_spec(claim).resources.as_ref().and_then(|r| r.requests.as_ref()?.get("storage").cloned());
     request.as_ref().and_then(quantity::value).unwrap_or(0.0)
 }
 
@@ -406,7 +410,10 @@ fn is_reserved_for(volume: &PersistentVolume, claim: &PersistentVolumeClaim) -> 
 }
 
 /// `checkVolumeSatisfyClaim`: why a volume a claim names cannot serve it, if it cannot.
-fn check_volume_satisfies_claim(volume: &PersistentVolume, claim: &PersistentVolumeClaim) -> Result<(), String> {
+fn check_volume_satisfies_claim(
+    volume: &PersistentVolume,
+    claim: &PersistentVolumeClaim,
+) -> Result<(), String> {
     if volume.metadata.deletion_timestamp.is_some() {
         return Err(format!("the volume is marked for deletion {:?}", volume.name_any()));
     }
@@ -621,7 +628,12 @@ async fn sync_bound_claim(claim: &PersistentVolumeClaim, ctx: &Context) -> Resul
 }
 
 /// `updateClaimStatusWithEvent(Lost)`: the claim's phase `Lost`, with a Warning, once.
-async fn mark_lost(claim: &PersistentVolumeClaim, reason: &str, message: &str, ctx: &Context) -> Result<(), Error> {
+async fn mark_lost(
+    claim: &PersistentVolumeClaim,
+    reason: &str,
+    message: &str,
+    ctx: &Context,
+) -> Result<(), Error> {
     if claim_phase(claim) == PHASE_LOST {
         return Ok(());
     }
@@ -646,7 +658,11 @@ async fn assign_default_class(claim: &PersistentVolumeClaim, ctx: &Context) -> R
 
 /// `provisionClaim` for the claim's class: ask the class's provisioner (every provisioner is an
 /// external one here) by annotating the claim, or say why none can be asked.
-async fn provision_claim(claim: &PersistentVolumeClaim, class_name: &str, ctx: &Context) -> Result<(), Error> {
+async fn provision_claim(
+    claim: &PersistentVolumeClaim,
+    class_name: &str,
+    ctx: &Context,
+) -> Result<(), Error> {
     let regarding = events::reference(claim);
     let Some(class) = ctx.classes.get(&ObjectRef::new(class_name)) else {
         let message = format!("storageclass.storage.k8s.io {class_name:?} not found");
@@ -730,11 +746,12 @@ async fn sync_volume_once(volume: &PersistentVolume, ctx: &Context) -> Result<()
         }
         Some(_) => {
             // The claim is bound to another volume.
-            if has_annotation(&volume.metadata, ANN_PROVISIONED_BY) && reclaim_policy(volume) == RECLAIM_DELETE {
+            if has_annotation(&volume.metadata, ANN_PROVISIONED_BY)
+                && reclaim_policy(volume) == RECLAIM_DELETE
+            {
                 let mut volume = Cow::Borrowed(volume);
                 if !matches!(volume_phase(&volume), PHASE_RELEASED | PHASE_FAILED) {
-                    volume =
-                        Cow::Owned(Box::pin(update_volume_phase(&volume, PHASE_RELEASED, ctx)).await?);
+                    volume = Cow::Owned(Box::pin(update_volume_phase(&volume, PHASE_RELEASED, ctx)).await?);
                 }
                 return Box::pin(reclaim_volume(&volume, ctx)).await;
             }
@@ -787,7 +804,8 @@ async fn delete_volume(volume: &PersistentVolume, ctx: &Context) -> Result<(), E
     if !is_volume_released(&fresh, ctx) {
         return Ok(());
     }
-    let external = annotation(&fresh.metadata, ANN_PROVISIONED_BY).is_some_and(|p| !p.starts_with("kubernetes.io/"))
+    let external = annotation(&fresh.metadata, ANN_PROVISIONED_BY)
+        .is_some_and(|p| !p.starts_with("kubernetes.io/"))
         || spec_of(&fresh).csi.is_some();
     if external {
         return Ok(());
@@ -818,7 +836,12 @@ fn is_volume_released(volume: &PersistentVolume, ctx: &Context) -> bool {
 
 /// `updateVolumePhaseWithEvent(Failed)`: the volume's phase `Failed` with the reason as
 /// message, and a Warning, once.
-async fn fail_volume(volume: &PersistentVolume, reason: &str, message: &str, ctx: &Context) -> Result<(), Error> {
+async fn fail_volume(
+    volume: &PersistentVolume,
+    reason: &str,
+    message: &str,
+    ctx: &Context,
+) -> Result<(), Error> {
     if volume_phase(volume) == PHASE_FAILED {
         return Ok(());
     }
@@ -874,7 +897,9 @@ async fn bind_volume_to_claim(
     let mut dirty = false;
     let current = spec_of(volume).claim_ref.clone();
     let same = current.as_ref().is_some_and(|r| {
-        r.name == claim.metadata.name && r.namespace == claim.metadata.namespace && r.uid == claim.metadata.uid
+        r.name == claim.metadata.name
+            && r.namespace == claim.metadata.namespace
+            && r.uid == claim.metadata.uid
     });
     if !same {
         updated.spec.get_or_insert_with(Default::default).claim_ref = Some(claim_ref(claim));
@@ -891,7 +916,11 @@ async fn bind_volume_to_claim(
 }
 
 /// `updateVolumePhase`: the volume's phase, with no message, unless it is that already.
-async fn update_volume_phase(volume: &PersistentVolume, phase: &str, ctx: &Context) -> Result<PersistentVolume, Error> {
+async fn update_volume_phase(
+    volume: &PersistentVolume,
+    phase: &str,
+    ctx: &Context,
+) -> Result<PersistentVolume, Error> {
     if volume_phase(volume) == phase {
         return Ok(volume.clone());
     }

@@ -76,8 +76,9 @@ fn with_volumes(builder: SimBuilder) -> SimBuilder {
 }
 
 fn world() -> SimBuilder {
-    let world =
-        builtins::kubelet(with_volumes(builtins::statefulset_controller(Sim::builder().scenario("builtins-statefulset"))));
+    let world = builtins::kubelet(with_volumes(builtins::statefulset_controller(
+        Sim::builder().scenario("builtins-statefulset"),
+    )));
     world
         .workload(|w| async move {
             let sets: Api<StatefulSet> = Api::namespaced(w.client(), "default");
@@ -210,7 +211,8 @@ fn images(snap: &Snapshot) -> Vec<(i32, Option<String>, Option<String>)> {
 }
 
 fn update_world(name: &'static str, set: StatefulSet) -> SimBuilder {
-    let world = builtins::kubelet(with_volumes(builtins::statefulset_controller(Sim::builder().scenario(name))));
+    let world =
+        builtins::kubelet(with_volumes(builtins::statefulset_controller(Sim::builder().scenario(name))));
     world.workload(move |w| {
         let set = set.clone();
         async move {
@@ -242,7 +244,9 @@ fn an_image_change_rolls_pods_to_the_update_revision_highest_ordinal_first_one_a
             let snap = view.cluster("default").ok_or("no cluster")?;
             // Writes come before the set's (the local provisioner installs its StorageClass):
             // no set, no rollout.
-            let Some(set) = snapshot::object::<StatefulSet>(snap, Some("default"), "db") else { return Ok(()) };
+            let Some(set) = snapshot::object::<StatefulSet>(snap, Some("default"), "db") else {
+                return Ok(());
+            };
             let rolling = set.status.as_ref().is_some_and(|s| s.update_revision != s.current_revision);
             let healthy = pods(snap)
                 .iter()

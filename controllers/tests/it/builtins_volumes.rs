@@ -10,9 +10,9 @@ use std::time::Duration;
 use controllers::builtins::{self, kubelet, local_provisioner, persistentvolume as pv, pod_state, snapshot};
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec};
 use k8s_openapi::api::core::v1::{
-    Container, Event, PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimSpec,
-    PersistentVolumeClaimVolumeSource, PersistentVolumeSpec, HostPathVolumeSource, Pod, PodSpec, PodTemplateSpec, Volume,
-    VolumeResourceRequirements,
+    Container, Event, HostPathVolumeSource, PersistentVolume, PersistentVolumeClaim,
+    PersistentVolumeClaimSpec, PersistentVolumeClaimVolumeSource, PersistentVolumeSpec, Pod, PodSpec,
+    PodTemplateSpec, Volume, VolumeResourceRequirements,
 };
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -98,7 +98,10 @@ fn storage_of(capacity: Option<&BTreeMap<String, Quantity>>) -> Option<&str> {
 }
 
 /// A claim and the volume it names are bound to each other, as the binder leaves them.
-fn bound_pair(snap: &Snapshot, claim_name: &str) -> Result<(PersistentVolumeClaim, PersistentVolume), String> {
+fn bound_pair(
+    snap: &Snapshot,
+    claim_name: &str,
+) -> Result<(PersistentVolumeClaim, PersistentVolume), String> {
     let claim = claim_in(snap, claim_name)?;
     let volume_name = pv::volume_name_of(&claim).ok_or(format!("{claim_name} names no volume"))?.to_owned();
     let volume = volume_in(snap, &volume_name)?;
@@ -117,7 +120,9 @@ fn bound_pair(snap: &Snapshot, claim_name: &str) -> Result<(PersistentVolumeClai
     }
     let status = claim.status.clone().unwrap_or_default();
     let spec = volume.spec.clone().unwrap_or_default();
-    if status.access_modes != spec.access_modes || storage_of(status.capacity.as_ref()) != storage_of(spec.capacity.as_ref()) {
+    if status.access_modes != spec.access_modes
+        || storage_of(status.capacity.as_ref()) != storage_of(spec.capacity.as_ref())
+    {
         return Err(format!("{claim_name}'s status {status:?} does not show {volume_name}'s {spec:?}"));
     }
     Ok((claim, volume))
@@ -177,7 +182,8 @@ fn a_pre_created_volume_binds_the_claim_it_fits_best_and_a_too_small_one_stays_a
         .workload(|w| async move {
             let volumes: Api<PersistentVolume> = Api::all(w.client());
             let claims: Api<PersistentVolumeClaim> = Api::namespaced(w.client(), "default");
-            for (name, capacity) in [("small", "1Gi"), ("medium", "5Gi"), ("large", "10Gi"), ("named", "2Gi")] {
+            for (name, capacity) in [("small", "1Gi"), ("medium", "5Gi"), ("large", "10Gi"), ("named", "2Gi")]
+            {
                 w.apply(&volumes, &volume(name, "manual", capacity, "Retain")).await?;
             }
             for name in ["small", "medium", "large", "named"] {
@@ -248,10 +254,13 @@ fn deleting_a_claim_deletes_its_provisioned_volume_and_releases_a_retained_one()
         })
         .property(FnProperty::at_end("only kept is left, Released, still naming its claim", |view| {
             let snap = view.cluster("default").ok_or("no cluster")?;
-            let names: Vec<String> =
-                snapshot::objects::<PersistentVolume>(snap, None).into_iter().filter_map(|v| v.metadata.name).collect();
+            let names: Vec<String> = snapshot::objects::<PersistentVolume>(snap, None)
+                .into_iter()
+                .filter_map(|v| v.metadata.name)
+                .collect();
             let kept = volume_in(snap, "kept")?;
-            let reference = kept.spec.as_ref().and_then(|s| s.claim_ref.as_ref()).and_then(|r| r.name.clone());
+            let reference =
+                kept.spec.as_ref().and_then(|s| s.claim_ref.as_ref()).and_then(|r| r.name.clone());
             let found = (names, volume_phase(&kept), reference);
             let want = (vec!["kept".to_owned()], Some("Released"), Some("precious".to_owned()));
             if found == want { Ok(()) } else { Err(format!("{found:?}, want {want:?}")) }
@@ -306,12 +315,18 @@ fn scheduled_only_with_bound_claims() -> FnProperty {
                 continue;
             }
             for source in spec.volumes.iter().flatten().filter_map(|v| v.persistent_volume_claim.as_ref()) {
-                let claim = snapshot::object::<PersistentVolumeClaim>(snap, Some("default"), &source.claim_name);
+                let claim =
+                    snapshot::object::<PersistentVolumeClaim>(snap, Some("default"), &source.claim_name);
                 let bound = claim.as_ref().is_some_and(|c| {
-                    pv::volume_name_of(c).is_some() && annotation(&c.metadata, pv::ANN_BIND_COMPLETED).is_some()
+                    pv::volume_name_of(c).is_some()
+                        && annotation(&c.metadata, pv::ANN_BIND_COMPLETED).is_some()
                 });
                 if !bound {
-                    return Err(format!("{} scheduled while {} is {claim:?}", pod.metadata.name.clone().unwrap_or_default(), source.claim_name));
+                    return Err(format!(
+                        "{} scheduled while {} is {claim:?}",
+                        pod.metadata.name.clone().unwrap_or_default(),
+                        source.claim_name
+                    ));
                 }
             }
         }
@@ -332,12 +347,27 @@ fn a_pod_whose_claim_is_missing_stays_pending_unschedulable_until_the_claim_bind
                 w.apply(&pods, &pod_with_claim("app", "data")).await?;
                 let unschedulable = move |p: Option<&Pod>| {
                     p.and_then(pod_scheduled)
-                        == Some(("False".to_owned(), Some(kubelet::UNSCHEDULABLE.to_owned()), Some(want.clone())))
+                        == Some((
+                            "False".to_owned(),
+                            Some(kubelet::UNSCHEDULABLE.to_owned()),
+                            Some(want.clone()),
+                        ))
                 };
                 w.wait_for(&pods, "app", unschedulable, WAIT).await?;
                 // Still Pending and unbound a while later: nothing schedules it without its claim.
                 w.sleep(Duration::from_secs(10)).await;
-                w.wait_for(&pods, "app", |p| p.is_some_and(|p| p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_none() && pod_state::phase(p) == "Pending"), WAIT).await?;
+                w.wait_for(
+                    &pods,
+                    "app",
+                    |p| {
+                        p.is_some_and(|p| {
+                            p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_none()
+                                && pod_state::phase(p) == "Pending"
+                        })
+                    },
+                    WAIT,
+                )
+                .await?;
                 w.apply(&claims, &claim("data", None, "1Gi")).await?;
                 w.wait_for(&pods, "app", |p| p.is_some_and(pod_state::is_running_and_ready), WAIT).await
             }
@@ -453,9 +483,10 @@ fn one_claim_per_volume() -> FnProperty {
                 snapshot::object::<PersistentVolumeClaim>(snap, reference.namespace.as_deref(), n)
             });
             let name = volume.metadata.name.clone().unwrap_or_default();
-            let elsewhere = claim.as_ref().filter(|c| c.metadata.uid == reference.uid).and_then(|c| {
-                pv::volume_name_of(c).filter(|bound| *bound != name).map(str::to_owned)
-            });
+            let elsewhere = claim
+                .as_ref()
+                .filter(|c| c.metadata.uid == reference.uid)
+                .and_then(|c| pv::volume_name_of(c).filter(|bound| *bound != name).map(str::to_owned));
             if let Some(other) = elsewhere {
                 return Err(format!("{name} is bound to a claim bound to {other}"));
             }

@@ -519,9 +519,10 @@ pub(crate) fn persistent_volume_claim_update(
 ) {
     let old_class = old.spec.as_ref().and_then(|s| s.storage_class_name.as_deref());
     let new_class = new.spec.as_ref().and_then(|s| s.storage_class_name.as_deref());
-    let beta_class = old.metadata.annotations.as_ref().and_then(|a| a.get("volume.beta.kubernetes.io/storage-class"));
-    let class_set_once = old_class.is_none()
-        && new_class.is_some_and(|c| !c.is_empty() && beta_class.is_none_or(|b| b == c));
+    let beta_class =
+        old.metadata.annotations.as_ref().and_then(|a| a.get("volume.beta.kubernetes.io/storage-class"));
+    let class_set_once =
+        old_class.is_none() && new_class.is_some_and(|c| !c.is_empty() && beta_class.is_none_or(|b| b == c));
     let strip = |spec: Option<&PersistentVolumeClaimSpec>| {
         let mut spec = spec.cloned().unwrap_or_default();
         if let Some(r) = spec.resources.as_mut() {

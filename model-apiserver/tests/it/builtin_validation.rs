@@ -293,8 +293,9 @@ fn a_claims_unset_class_may_be_set_once_as_the_binder_assigns_the_default_class(
     // A class given at creation, even an empty one, is kept too.
     let empty = with(spec, "/storageClassName", json!(""));
     w.create(&pvcs, Some("default"), json!({"metadata": {"name": "e"}, "spec": empty}));
-    let err =
-        w.try_merge(&pvcs, Some("default"), "e", json!({"spec": {"storageClassName": "standard"}})).unwrap_err();
+    let err = w
+        .try_merge(&pvcs, Some("default"), "e", json!({"spec": {"storageClassName": "standard"}}))
+        .unwrap_err();
     assert_eq!(causes(&err), set(&[("FieldValueForbidden", "spec")]));
 }
 

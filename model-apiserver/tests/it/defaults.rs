@@ -225,7 +225,11 @@ fn a_persistent_volume_is_retained_and_a_filesystem_by_default() {
                "capacity": {"storage": "1Gi"}, "hostPath": {"path": "/data/v"}}}),
     );
     assert_eq!(
-        (&v.data["spec"]["persistentVolumeReclaimPolicy"], &v.data["spec"]["volumeMode"], &v.data["status"]["phase"]),
+        (
+            &v.data["spec"]["persistentVolumeReclaimPolicy"],
+            &v.data["spec"]["volumeMode"],
+            &v.data["status"]["phase"]
+        ),
         (&json!("Retain"), &json!("Filesystem"), &json!("Pending"))
     );
 }

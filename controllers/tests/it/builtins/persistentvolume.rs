@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use controllers::builtins::{local_provisioner, persistentvolume as pv, quantity};
 use k8s_openapi::api::core::v1::{
-    ObjectReference, PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimSpec, PersistentVolumeSpec,
-    PersistentVolumeStatus, VolumeResourceRequirements,
+    ObjectReference, PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimSpec,
+    PersistentVolumeSpec, PersistentVolumeStatus, VolumeResourceRequirements,
 };
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -127,11 +127,15 @@ fn a_volume_pre_bound_to_the_claim_wins_over_a_smaller_one_whatever_its_phase_or
         ..ObjectReference::default()
     });
     let c = claim("1Gi", &[RWO]);
-    assert_eq!(best(&c, vec![volume("small", "1Gi", &[RWO]), pre_bound, someone_elses]), Some("pre-bound".to_owned()));
+    assert_eq!(
+        best(&c, vec![volume("small", "1Gi", &[RWO]), pre_bound, someone_elses]),
+        Some("pre-bound".to_owned())
+    );
 }
 
 fn class(name: &str, default: bool, created_second: i64) -> Arc<StorageClass> {
-    let annotations = default.then(|| BTreeMap::from([(pv::ANN_DEFAULT_CLASS.to_owned(), "true".to_owned())]));
+    let annotations =
+        default.then(|| BTreeMap::from([(pv::ANN_DEFAULT_CLASS.to_owned(), "true".to_owned())]));
     Arc::new(StorageClass {
         metadata: ObjectMeta {
             name: Some(name.to_owned()),
@@ -146,9 +150,13 @@ fn class(name: &str, default: bool, created_second: i64) -> Arc<StorageClass> {
 
 #[test]
 fn the_default_class_is_the_newest_marked_default_then_the_first_by_name() {
-    let name = |classes: &[Arc<StorageClass>]| pv::default_class(classes).and_then(|c| c.metadata.name.clone());
+    let name =
+        |classes: &[Arc<StorageClass>]| pv::default_class(classes).and_then(|c| c.metadata.name.clone());
     assert_eq!(name(&[class("plain", false, 9)]), None);
-    assert_eq!(name(&[class("old", true, 1), class("new", true, 5), class("plain", false, 9)]), Some("new".to_owned()));
+    assert_eq!(
+        name(&[class("old", true, 1), class("new", true, 5), class("plain", false, 9)]),
+        Some("new".to_owned())
+    );
     assert_eq!(name(&[class("b", true, 5), class("a", true, 5)]), Some("a".to_owned()));
 }
 
@@ -175,7 +183,12 @@ fn the_provisioned_volume_is_pre_bound_to_its_claim_with_the_class_reclaim_polic
     let reference = spec.claim_ref.clone().unwrap();
     assert_eq!(name, "pvc-claim-uid");
     assert_eq!(
-        (reference.kind.as_deref(), reference.name.as_deref(), reference.uid.as_deref(), reference.resource_version.as_deref()),
+        (
+            reference.kind.as_deref(),
+            reference.name.as_deref(),
+            reference.uid.as_deref(),
+            reference.resource_version.as_deref()
+        ),
         (Some("PersistentVolumeClaim"), Some("data"), Some("claim-uid"), Some("42"))
     );
     assert_eq!(spec.persistent_volume_reclaim_policy.as_deref(), Some("Delete"));
@@ -188,7 +201,10 @@ fn the_provisioned_volume_is_pre_bound_to_its_claim_with_the_class_reclaim_polic
         Some(format!("{}/pvc-claim-uid_default_data", local_provisioner::PATH_ROOT))
     );
     let annotations = volume.metadata.annotations.unwrap();
-    assert_eq!(annotations.get(pv::ANN_PROVISIONED_BY).map(String::as_str), Some(local_provisioner::PROVISIONER));
+    assert_eq!(
+        annotations.get(pv::ANN_PROVISIONED_BY).map(String::as_str),
+        Some(local_provisioner::PROVISIONER)
+    );
     assert!(pv::is_volume_bound_to_claim(&local_provisioner::provisioned_volume(&c, &class, &name), &c));
 }
 
