@@ -12,7 +12,8 @@
 //!   watches claims, and a change of a claim a waiting Pod mounts schedules it again, as the
 //!   scheduler's queueing hints do. Every claim counts as of an `Immediate` class (no delayed
 //!   binding), and generic ephemeral volumes are not looked at (no ephemeral volume controller
-//!   makes their claims);
+//!   makes their claims). A Pod that names its node skips the scheduler and runs whatever its
+//!   claims (the real kubelet would wait to mount them);
 //! - a Pending Pod starts after a delay drawn in [`START_DELAY_MS_MIN`]..=[`START_DELAY_MS_MAX`]:
 //!   it becomes Running and Ready (with `status.startTime`), or, if it
 //!   carries [`FAIL_ANNOTATION`]` = "true"`, its container fails: phase Failed for

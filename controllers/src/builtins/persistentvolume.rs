@@ -113,7 +113,7 @@ pub const ANN_BETA_DEFAULT_CLASS: &str = "storageclass.beta.kubernetes.io/is-def
 /// read first, as upstream's `GetPersistentVolumeClaimClass`).
 pub const ANN_BETA_STORAGE_CLASS: &str = "volume.beta.kubernetes.io/storage-class";
 
-/// A volume's and a claim's phases.
+/// A claim not bound yet, and a volume not synced yet (the phase the server gives both on create).
 pub const PHASE_PENDING: &str = "Pending";
 /// A volume not bound to any claim.
 pub const PHASE_AVAILABLE: &str = "Available";
