@@ -4,7 +4,8 @@
 //! in a cluster.
 //!
 //! Covered: Pod specs (also inside workload templates) and their containers, Deployment,
-//! ReplicaSet, StatefulSet, DaemonSet, Job, CronJob, Service, PersistentVolumeClaim, Secret,
+//! ReplicaSet, StatefulSet, DaemonSet, Job, CronJob, Service, PersistentVolume,
+//! PersistentVolumeClaim, Secret,
 //! CustomResourceDefinition names and conversion, the Namespace name label, PodTemplate,
 //! HorizontalPodAutoscaler, NetworkPolicy, StorageClass, EndpointSlice and the admission webhook
 //! configurations. Admission plugins' additions (service account token volumes, default tolerations,
@@ -109,6 +110,12 @@ pub(crate) fn apply(ty: &ResourceType, data: &mut Value) {
         ("", "Service") => service(object_at(obj, "spec")),
         ("", "PersistentVolumeClaim") => {
             object_at(obj, "spec").entry("volumeMode").or_insert(json!("Filesystem"));
+        }
+        // SetDefaults_PersistentVolume (the phase is the strategy's).
+        ("", "PersistentVolume") => {
+            let spec = object_at(obj, "spec");
+            spec.entry("persistentVolumeReclaimPolicy").or_insert(json!("Retain"));
+            spec.entry("volumeMode").or_insert(json!("Filesystem"));
         }
         ("", "Secret") => {
             obj.entry("type").or_insert(json!("Opaque"));

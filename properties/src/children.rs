@@ -28,6 +28,12 @@
 //!    and a DaemonSet Pod's `pod-template-generation` (the DaemonSet's generation, which counts
 //!    spec writes).
 //!
+//! A dynamically provisioned PersistentVolume (annotated `pv.kubernetes.io/provisioned-by`, its
+//! `claimRef` set) is its claim's child too: a provisioner names it `pvc-<claim uid>`, and two runs
+//! draw other uids. Its name's uid stands as `<claim uid>` wherever it appears (the claim's
+//! `volumeName`, a `hostPath` under the name), it is matched like the others, and its counts are
+//! not compared.
+//!
 //! Children of a parent the user's controller made are compared through the parent: a wrong
 //! image, too many or too few live Pods, a second live ReplicaSet, or a Pod that is not ready is
 //! still a difference; a missing or recreated parent is a difference of the parent itself.
@@ -67,9 +73,22 @@ pub(crate) const HISTORY_PATHS: &[(&str, &str)] = &[
 /// The label holding a ReplicaSet's template hash (`web-5d4f8b9c7d` carries `5d4f8b9c7d`).
 const POD_TEMPLATE_HASH: &str = "pod-template-hash";
 
+/// The annotation a provisioner puts on the volumes it makes.
+const PROVISIONED_BY: &str = "pv.kubernetes.io/provisioned-by";
+/// The prefix of a provisioned volume's name, before its claim's uid (upstream's
+/// `getProvisionedVolumeNameForClaim`, every provisioner's default).
+const PROVISIONED_PREFIX: &str = "pvc-";
+
 /// The parent that made `object`, if a built-in did: the controller owner reference's kind and
-/// name, when [`MAKERS`] lists its kind and group for `resource`.
+/// name, when [`MAKERS`] lists its kind and group for `resource`; for a dynamically provisioned
+/// volume, the claim its `claimRef` names.
 pub(crate) fn parent_of<'a>(resource: &str, object: &'a DynamicObject) -> Option<(&'a str, &'a str)> {
+    if resource == "persistentvolumes" {
+        let provisioned =
+            object.metadata.annotations.as_ref().is_some_and(|a| a.contains_key(PROVISIONED_BY));
+        let claim = object.data.pointer("/spec/claimRef/name").and_then(Value::as_str);
+        return claim.filter(|_| provisioned).map(|claim| ("PersistentVolumeClaim", claim));
+    }
     let refs = object.metadata.owner_references.as_deref()?;
     let owner = refs.iter().find(|r| r.controller == Some(true))?;
     let group = owner.api_version.rsplit_once('/').map_or("", |(group, _)| group);
@@ -141,9 +160,15 @@ impl HashNames {
     }
 }
 
-/// The suffix of a child's name that a hash or schedule made, and its stand-in.
+/// The suffix of a child's name that a hash or schedule made (or, for a provisioned volume, its
+/// claim's uid), and its stand-in.
 fn hash_suffix<'a>(key: &'a ObjectKey, object: &'a DynamicObject) -> Option<(&'a str, &'static str)> {
     let (kind, parent) = parent_of(&key.resource, object)?;
+    if kind == "PersistentVolumeClaim" {
+        let uid = key.name.strip_prefix(PROVISIONED_PREFIX)?;
+        let uid_like = !uid.is_empty() && uid.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+        return uid_like.then_some((uid, "<claim uid>"));
+    }
     let suffix = key.name.strip_prefix(parent)?.strip_prefix('-')?;
     let stand_in = match (&*key.resource, kind) {
         ("apps/replicasets", _) => {

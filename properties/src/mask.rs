@@ -126,8 +126,10 @@ const BUILTIN_PATHS: &[&str] = &[
 ];
 
 /// Built-in masked paths of one resource: a container's runtime id (`containerd://...`) is an
-/// identity the kubelet makes up for each container run, as the server makes up uids.
+/// identity the kubelet makes up for each container run, as the server makes up uids; a volume's
+/// `claimRef` holds the claim's resourceVersion when it was bound.
 const BUILTIN_RESOURCE_PATHS: &[(&str, &str)] = &[
+    ("persistentvolumes", "/spec/claimRef/resourceVersion"),
     ("pods", "/status/containerStatuses/*/containerID"),
     ("pods", "/status/containerStatuses/*/state/terminated/containerID"),
     ("pods", "/status/containerStatuses/*/lastState/terminated/containerID"),

@@ -137,6 +137,27 @@ pub async fn scheduled(recorder: &sim::runtime::events::Recorder, pod: &ObjectRe
     }
 }
 
+/// Publish the scheduler's `FailedScheduling` Warning (action `Scheduling`) about a Pod it could
+/// not place.
+pub async fn failed_scheduling(
+    recorder: &sim::runtime::events::Recorder,
+    pod: &ObjectReference,
+    message: String,
+) {
+    use sim::runtime::events::{Event, EventType};
+    let event = Event {
+        type_: EventType::Warning,
+        reason: "FailedScheduling".to_owned(),
+        note: Some(message),
+        action: "Scheduling".to_owned(),
+        secondary: None,
+    };
+    let pod = ObjectReference { resource_version: None, ..pod.clone() };
+    if let Err(error) = recorder.publish(&event, &pod).await {
+        tracing::debug!(%error, "publishing the FailedScheduling event failed; dropped");
+    }
+}
+
 /// What to write for one published event.
 // `pub` (hidden from the docs) for its test in tests/it/builtins/events.rs only.
 #[doc(hidden)]

@@ -4,6 +4,16 @@
 //! - an unscheduled Pod is bound to [`NODE_NAME`] (a merge patch of `spec.nodeName`, standing in
 //!   for the scheduler's `pods/binding`), which also makes the API server delete it gracefully
 //!   from then on;
+//! - but not while a PersistentVolumeClaim it mounts is missing, being deleted, `Lost` or not yet
+//!   bound (the scheduler's VolumeBinding plugin, [`volume_binding_failure`]): the Pod stays
+//!   Pending with the condition `PodScheduled=False`, reason `Unschedulable`, and the scheduler's
+//!   message (`0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims.
+//!   preemption: ...`), with a `FailedScheduling` event when the message changes. The kubelet-lite
+//!   watches claims, and a change of a claim a waiting Pod mounts schedules it again, as the
+//!   scheduler's queueing hints do. Every claim counts as of an `Immediate` class (no delayed
+//!   binding), and generic ephemeral volumes are not looked at (no ephemeral volume controller
+//!   makes their claims). A Pod that names its node skips the scheduler and runs whatever its
+//!   claims (the real kubelet would wait to mount them);
 //! - a Pending Pod starts after a delay drawn in [`START_DELAY_MS_MIN`]..=[`START_DELAY_MS_MAX`]:
 //!   it becomes Running and Ready (with `status.startTime`), or, if it
 //!   carries [`FAIL_ANNOTATION`]` = "true"`, its container fails: phase Failed for
@@ -34,10 +44,11 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{
     ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting, ContainerStatus,
-    Pod, PodCondition, PodStatus,
+    PersistentVolumeClaim, Pod, PodCondition, PodStatus,
 };
 use sim::api::{Api, DeleteParams, Patch, PatchParams, Preconditions, ResourceExt};
 use sim::runtime::controller::Action;
+use sim::runtime::reflector::{self, ObjectRef, Store};
 use sim::runtime::{Controller, watcher};
 use sim::{Clients, SimBuilder};
 
@@ -78,8 +89,17 @@ pub fn kubelet(builder: SimBuilder) -> SimBuilder {
 pub async fn run(clients: Clients) {
     let client = clients.default_cluster();
     let pods: Api<Pod> = Api::all(client.clone());
-    Controller::new(pods, watcher::Config::default())
-        .run(reconcile, super::retry_soon, Arc::new(context(client)))
+    let claims =
+        reflector::informer(Api::<PersistentVolumeClaim>::all(client.clone()), watcher::Config::default());
+    // Subscribed before the first `.await`, so that the initial list reaches the mapper.
+    let claim_changes = claims.subscribe();
+    let controller = Controller::new(pods, watcher::Config::default());
+    let waiting = controller.store();
+    controller
+        .watches_shared_stream(claim_changes, move |claim: Arc<PersistentVolumeClaim>| {
+            pods_waiting_for(&claim, &waiting)
+        })
+        .run(reconcile, super::retry_soon, Arc::new(context(client, claims)))
         .for_each(|_| futures::future::ready(()))
         .await;
 }
@@ -87,6 +107,8 @@ pub async fn run(clients: Clients) {
 /// What every reconcile gets.
 pub struct Context {
     client: sim::Client,
+    /// The scheduler-lite's claim cache (the scheduler's PVC lister).
+    claims: Store<PersistentVolumeClaim>,
     /// Publishes as the kubelet of [`NODE_NAME`].
     kubelet: events::Recorder,
     /// Publishes as `default-scheduler`.
@@ -96,12 +118,73 @@ pub struct Context {
 /// The component name of the scheduler's events.
 pub const SCHEDULER_NAME: &str = "default-scheduler";
 
-fn context(client: sim::Client) -> Context {
+fn context(client: sim::Client, claims: Store<PersistentVolumeClaim>) -> Context {
     Context {
         kubelet: events::recorder_on_host(&client, "kubelet", NODE_NAME),
         scheduler: events::scheduler_recorder(&client, SCHEDULER_NAME),
+        claims,
         client,
     }
+}
+
+/// The names of the claims a Pod mounts (its `persistentVolumeClaim` volumes).
+fn claim_names(pod: &Pod) -> impl Iterator<Item = &str> {
+    let volumes = pod.spec.iter().flat_map(|s| s.volumes.iter().flatten());
+    volumes.filter_map(|v| v.persistent_volume_claim.as_ref()).map(|c| c.claim_name.as_str())
+}
+
+fn is_scheduled(pod: &Pod) -> bool {
+    pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty())
+}
+
+/// The Pods a changed claim may make schedulable: the unscheduled ones of its namespace that
+/// mount it.
+fn pods_waiting_for(claim: &PersistentVolumeClaim, pods: &Store<Pod>) -> Vec<ObjectRef<Pod>> {
+    let name = claim.name_any();
+    let namespace = claim.namespace();
+    pods.state_filter(|pod| {
+        pod.metadata.namespace == namespace && !is_scheduled(pod) && claim_names(pod).any(|c| c == name)
+    })
+    .iter()
+    .map(|pod| ObjectRef::from_obj(&**pod))
+    .collect()
+}
+
+/// Why the scheduler cannot place a Pod for its claims, as the VolumeBinding plugin's PreFilter
+/// says it (`podHasPVCs`, then `GetPodVolumeClaims`): a claim that is missing, bound to a volume
+/// that is gone, or being deleted; else any claim not fully bound (`spec.volumeName` and
+/// `pv.kubernetes.io/bind-completed`). `None` if every claim is bound, or there are none.
+pub fn volume_binding_failure(pod: &Pod, claims: &Store<PersistentVolumeClaim>) -> Option<String> {
+    let namespace = pod.namespace().unwrap_or_default();
+    let mut unbound = false;
+    for name in claim_names(pod) {
+        let Some(claim) = claims.get(&ObjectRef::new(name).within(&namespace)) else {
+            return Some(format!("persistentvolumeclaim {name:?} not found"));
+        };
+        let spec = claim.spec.clone().unwrap_or_default();
+        let volume = spec.volume_name.as_deref().unwrap_or_default();
+        if claim.status.as_ref().and_then(|s| s.phase.as_deref()) == Some(super::persistentvolume::PHASE_LOST)
+        {
+            return Some(format!(
+                "persistentvolumeclaim {name:?} bound to non-existent persistentvolume {volume:?}"
+            ));
+        }
+        if claim.metadata.deletion_timestamp.is_some() {
+            return Some(format!("persistentvolumeclaim {name:?} is being deleted"));
+        }
+        let bind_completed = claim.annotations().contains_key(super::persistentvolume::ANN_BIND_COMPLETED);
+        unbound |= volume.is_empty() || !bind_completed;
+    }
+    unbound.then(|| "pod has unbound immediate PersistentVolumeClaims".to_owned())
+}
+
+/// The scheduler's `FitError` message for a PreFilter rejection on the one node, with the
+/// default preemption plugin's verdict after it.
+pub fn unschedulable_message(reason: &str) -> String {
+    format!(
+        "0/1 nodes are available: {reason}. preemption: 0/1 nodes are available: 1 Preemption is not helpful \
+         for scheduling."
+    )
 }
 
 /// The reference to one container of a Pod (`fieldPath: spec.containers{name}`), as the
@@ -152,8 +235,15 @@ pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, Error
     if pod_state::is_finished(&pod) {
         return Ok(Action::await_change());
     }
-    let scheduled = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty());
-    if !scheduled {
+    if !is_scheduled(&pod) {
+        if claim_names(&pod).next().is_some() {
+            if ctx.claims.wait_until_ready().await.is_err() {
+                return Ok(Action::await_change());
+            }
+            if let Some(reason) = volume_binding_failure(&pod, &ctx.claims) {
+                return Box::pin(mark_unschedulable(&api, &pod, &reason, &ctx)).await;
+            }
+        }
         let bind = serde_json::json!({ "spec": { "nodeName": NODE_NAME }, "metadata": { "uid": pod.uid() } });
         api.patch(&name, &PatchParams::default(), &Patch::Merge(&bind)).await?;
         let message = format!("Successfully assigned {namespace}/{name} to {NODE_NAME}");
@@ -178,6 +268,37 @@ pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, Error
         _ => Ok(Action::await_change()),
     }
 }
+
+/// Record the scheduler's failure on a Pod it cannot place: `PodScheduled=False`,
+/// `Unschedulable`, with the message (written only when it changes, as the scheduler's
+/// `updatePod` skips an unchanged condition), and a `FailedScheduling` event then. The claim
+/// watch schedules the Pod again.
+async fn mark_unschedulable(api: &Api<Pod>, pod: &Pod, reason: &str, ctx: &Context) -> Result<Action, Error> {
+    let message = unschedulable_message(reason);
+    let conditions = pod.status.as_ref().and_then(|s| s.conditions.clone()).unwrap_or_default();
+    let current = conditions.iter().find(|c| c.type_ == "PodScheduled");
+    if current.is_some_and(|c| {
+        c.status == "False"
+            && c.reason.as_deref() == Some(UNSCHEDULABLE)
+            && c.message.as_deref() == Some(message.as_str())
+    }) {
+        return Ok(Action::await_change());
+    }
+    let scheduled = PodCondition {
+        message: Some(message.clone()),
+        ..condition(pod, "PodScheduled", false, Some(UNSCHEDULABLE))
+    };
+    let mut conditions: Vec<PodCondition> =
+        conditions.into_iter().filter(|c| c.type_ != "PodScheduled").collect();
+    conditions.push(scheduled);
+    let patch = serde_json::json!({ "status": { "conditions": conditions } });
+    api.patch_status(&pod.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await?;
+    Box::pin(events::failed_scheduling(&ctx.scheduler, &events::reference(pod), message)).await;
+    Ok(Action::await_change())
+}
+
+/// The reason of `PodScheduled=False` for a Pod no node fits.
+pub const UNSCHEDULABLE: &str = "Unschedulable";
 
 /// A delay in `[lo_ms, hi_ms]` milliseconds, drawn from [`DELAY_STREAM`].
 fn delay_between(lo_ms: u64, hi_ms: u64) -> Duration {

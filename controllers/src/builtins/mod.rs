@@ -23,7 +23,9 @@
 //! | [`root_ca_cert_publisher()`] | `root-ca-certificate-publisher-controller` | a `kube-root-ca.crt` ConfigMap (a fake CA bundle) in every active namespace, restored when edited or deleted |
 //! | [`endpoints_controller()`] | `endpoints-controller` | Service → an Endpoints of its selected Pods: ready and not-ready addresses, resolved ports |
 //! | [`endpointslice_controller()`] | `endpointslice-controller` | Service → EndpointSlices of its selected Pods (owned by it): conditions, ports, zones, at most 100 endpoints each |
-//! | [`kubelet()`] | `kubelet` | schedules Pods and runs them: Pending → Running, Ready, Succeeded or Failed |
+//! | [`persistentvolume_binder()`] | `persistentvolume-binder` | binds PersistentVolumeClaims to PersistentVolumes (the smallest that fits, or the one named), gives a classless claim the default StorageClass, hands claims to their class's provisioner, releases a volume whose claim is gone |
+//! | [`local_provisioner()`] | `local-provisioner` | installs the default StorageClass `standard` (kind's local-path provisioner's stand-in), provisions a volume for each of its claims, deletes them once released |
+//! | [`kubelet()`] | `kubelet` | schedules Pods once their claims are bound and runs them: Pending → Running, Ready, Succeeded or Failed |
 //!
 //! ```ignore
 //! let world = controllers::builtins::all(Sim::builder()).workload(|w| async move { ... });
@@ -37,8 +39,10 @@
 //!
 //! ## How they read the world
 //!
-//! The workload controllers (Deployment, ReplicaSet, StatefulSet, Job) and the namespace
-//! controller read what they manage with a live list at each sync. The disruption controller
+//! The PersistentVolume binder reads volumes, claims and StorageClasses from its caches and
+//! writes with the resourceVersion it read (a stale decision gets 409 and is retried), as
+//! upstream's does. The workload controllers (Deployment, ReplicaSet, StatefulSet, Job) and the
+//! namespace controller read what they manage with a live list at each sync. The disruption controller
 //! reads Pods from its own cache, as upstream reads its Pod lister: it creates nothing, so a
 //! lagging cache only delays a status that the Pod event behind the lag corrects. A cache of the managed kind
 //! (`Store::subscribe` with `Controller::owns_shared_stream`/`watches_shared_stream`) lags independently of the
@@ -93,10 +97,13 @@ pub mod job;
 pub mod kinds;
 pub mod kubelet;
 pub mod labels;
+pub mod local_provisioner;
 pub mod namespace;
 pub mod owners;
 pub mod per_namespace;
+pub mod persistentvolume;
 pub mod pod_state;
+pub mod quantity;
 pub mod replicaset;
 pub mod root_ca_publisher;
 pub mod serviceaccounts;
@@ -122,7 +129,9 @@ pub use error::Error;
 pub use garbage_collector::garbage_collector;
 pub use job::job_controller;
 pub use kubelet::kubelet;
+pub use local_provisioner::local_provisioner;
 pub use namespace::namespace_controller;
+pub use persistentvolume::persistentvolume_binder;
 pub use replicaset::replicaset_controller;
 pub use root_ca_publisher::root_ca_cert_publisher;
 pub use serviceaccounts::serviceaccounts_controller;
@@ -139,7 +148,7 @@ type AddBuiltin = fn(SimBuilder) -> SimBuilder;
 /// Add every built-in controller to a world, but those it already has (a world that runs the
 /// garbage collector alone can be given all the others).
 pub fn all(builder: SimBuilder) -> SimBuilder {
-    let adders: [(&str, AddBuiltin); 15] = [
+    let adders: [(&str, AddBuiltin); 17] = [
         (garbage_collector::NODE, garbage_collector),
         (namespace::NODE, namespace_controller),
         (deployment::NODE, deployment_controller),
@@ -154,6 +163,8 @@ pub fn all(builder: SimBuilder) -> SimBuilder {
         (root_ca_publisher::NODE, root_ca_cert_publisher),
         (endpoints::NODE, endpoints_controller),
         (endpointslice::NODE, endpointslice_controller),
+        (persistentvolume::NODE, persistentvolume_binder),
+        (local_provisioner::NODE, local_provisioner),
         (kubelet::NODE, kubelet),
     ];
     let present = builder.controller_names();

@@ -1,5 +1,7 @@
 //! The StatefulSet controller with the kubelet-lite: ordered creation, a PVC per ordinal from
-//! the claim templates, reverse-order deletion on scale-down, and PVCs kept after it.
+//! the claim templates (bound by the PersistentVolume binder and the local provisioner before
+//! the kubelet-lite schedules the Pod that mounts it), reverse-order deletion on scale-down, and
+//! PVCs kept after it.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -67,9 +69,16 @@ fn pods(snap: &Snapshot) -> Vec<(i32, Pod)> {
         .collect()
 }
 
+/// The PersistentVolume binder and the local provisioner: the kubelet-lite schedules a Pod only
+/// once the claims it mounts are bound.
+fn with_volumes(builder: SimBuilder) -> SimBuilder {
+    builtins::local_provisioner(builtins::persistentvolume_binder(builder))
+}
+
 fn world() -> SimBuilder {
-    let world =
-        builtins::kubelet(builtins::statefulset_controller(Sim::builder().scenario("builtins-statefulset")));
+    let world = builtins::kubelet(with_volumes(builtins::statefulset_controller(
+        Sim::builder().scenario("builtins-statefulset"),
+    )));
     world
         .workload(|w| async move {
             let sets: Api<StatefulSet> = Api::namespaced(w.client(), "default");
@@ -202,7 +211,8 @@ fn images(snap: &Snapshot) -> Vec<(i32, Option<String>, Option<String>)> {
 }
 
 fn update_world(name: &'static str, set: StatefulSet) -> SimBuilder {
-    let world = builtins::kubelet(builtins::statefulset_controller(Sim::builder().scenario(name)));
+    let world =
+        builtins::kubelet(with_volumes(builtins::statefulset_controller(Sim::builder().scenario(name))));
     world.workload(move |w| {
         let set = set.clone();
         async move {
@@ -232,7 +242,11 @@ fn an_image_change_rolls_pods_to_the_update_revision_highest_ordinal_first_one_a
     let world = update_world("builtins-statefulset-rolling", db(3))
         .property(FnProperty::always("at most one pod down once the rollout starts", |view| {
             let snap = view.cluster("default").ok_or("no cluster")?;
-            let set = snapshot::object::<StatefulSet>(snap, Some("default"), "db").ok_or("no set")?;
+            // Writes come before the set's (the local provisioner installs its StorageClass):
+            // no set, no rollout.
+            let Some(set) = snapshot::object::<StatefulSet>(snap, Some("default"), "db") else {
+                return Ok(());
+            };
             let rolling = set.status.as_ref().is_some_and(|s| s.update_revision != s.current_revision);
             let healthy = pods(snap)
                 .iter()
@@ -327,9 +341,9 @@ fn a_partition_keeps_the_lower_ordinals_on_the_current_revision() {
 #[test]
 fn on_delete_updates_a_pod_only_once_someone_deletes_it() {
     let set = with_strategy(serde_json::json!({ "type": "OnDelete" }));
-    let world = builtins::kubelet(builtins::statefulset_controller(
+    let world = builtins::kubelet(with_volumes(builtins::statefulset_controller(
         Sim::builder().scenario("builtins-statefulset-on-delete"),
-    ));
+    )));
     let world = world
         .workload(move |w| {
             let set = set.clone();
@@ -381,9 +395,9 @@ fn parallel_pod_management_creates_every_pod_without_waiting() {
     set.spec.pod_management_policy = Some("Parallel".to_owned());
     let seen = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let seen_flag = seen.clone();
-    let world = builtins::kubelet(builtins::statefulset_controller(
+    let world = builtins::kubelet(with_volumes(builtins::statefulset_controller(
         Sim::builder().scenario("builtins-statefulset-parallel"),
-    ));
+    )));
     let world = world
         .workload(move |w| {
             let set = set.clone();

@@ -19,6 +19,7 @@ mod builtins {
     mod events;
     mod hashing;
     mod kinds;
+    mod persistentvolume;
     mod statefulset;
     mod status_patch;
 }
@@ -39,6 +40,7 @@ mod builtins_namespace_defaults;
 mod builtins_replicaset;
 mod builtins_statefulset;
 mod builtins_ttl_after_finished;
+mod builtins_volumes;
 mod runtime_wait;
 mod zoo_search;
 mod zoo_sweeps;

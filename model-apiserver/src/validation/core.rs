@@ -508,12 +508,21 @@ pub(crate) fn claim_spec(spec: &PersistentVolumeClaimSpec, path: &Path, out: &mu
 }
 
 /// The spec of a claim may change only in its storage request (and volumeAttributesClassName);
-/// a claim that is bound may not shrink below... the model does not bind, so only the shape.
+/// a claim that is bound may not shrink below... only the shape is checked. Two fields may be set
+/// once: `volumeName` (the binder binds the claim) and `storageClassName`, from unset to a class
+/// (the binder's retroactive default class, `validateStorageClassUpgradeFromNil`: unless the
+/// beta class annotation names another class).
 pub(crate) fn persistent_volume_claim_update(
     old: &PersistentVolumeClaim,
     new: &PersistentVolumeClaim,
     out: &mut Vec<StatusCause>,
 ) {
+    let old_class = old.spec.as_ref().and_then(|s| s.storage_class_name.as_deref());
+    let new_class = new.spec.as_ref().and_then(|s| s.storage_class_name.as_deref());
+    let beta_class =
+        old.metadata.annotations.as_ref().and_then(|a| a.get("volume.beta.kubernetes.io/storage-class"));
+    let class_set_once =
+        old_class.is_none() && new_class.is_some_and(|c| !c.is_empty() && beta_class.is_none_or(|b| b == c));
     let strip = |spec: Option<&PersistentVolumeClaimSpec>| {
         let mut spec = spec.cloned().unwrap_or_default();
         if let Some(r) = spec.resources.as_mut() {
@@ -523,6 +532,9 @@ pub(crate) fn persistent_volume_claim_update(
         // The volume name is set when the claim binds.
         if old.spec.as_ref().and_then(|s| s.volume_name.as_deref()).is_none_or(str::is_empty) {
             spec.volume_name = None;
+        }
+        if class_set_once {
+            spec.storage_class_name = None;
         }
         spec
     };

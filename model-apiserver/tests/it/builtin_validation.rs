@@ -280,6 +280,26 @@ fn a_claims_spec_is_immutable_except_its_storage_request() {
 }
 
 #[test]
+fn a_claims_unset_class_may_be_set_once_as_the_binder_assigns_the_default_class() {
+    let mut w = World::new();
+    let pvcs = builtin("", "persistentvolumeclaims");
+    let spec = json!({"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}});
+    w.create(&pvcs, Some("default"), json!({"metadata": {"name": "c"}, "spec": spec.clone()}));
+    w.try_merge(&pvcs, Some("default"), "c", json!({"spec": {"storageClassName": "standard"}})).unwrap();
+    // Once set, it stays.
+    let err =
+        w.try_merge(&pvcs, Some("default"), "c", json!({"spec": {"storageClassName": "fast"}})).unwrap_err();
+    assert_eq!(causes(&err), set(&[("FieldValueForbidden", "spec")]));
+    // A class given at creation, even an empty one, is kept too.
+    let empty = with(spec, "/storageClassName", json!(""));
+    w.create(&pvcs, Some("default"), json!({"metadata": {"name": "e"}, "spec": empty}));
+    let err = w
+        .try_merge(&pvcs, Some("default"), "e", json!({"spec": {"storageClassName": "standard"}}))
+        .unwrap_err();
+    assert_eq!(causes(&err), set(&[("FieldValueForbidden", "spec")]));
+}
+
+#[test]
 fn an_ingress_path_and_backend_are_checked() {
     let mut w = World::new();
     let ing = json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "i"},

@@ -215,6 +215,26 @@ fn claims_secrets_and_namespaces_get_their_defaults() {
 }
 
 #[test]
+fn a_persistent_volume_is_retained_and_a_filesystem_by_default() {
+    let mut w = World::new();
+    let pvs = builtin("", "persistentvolumes");
+    let v = w.create(
+        &pvs,
+        None,
+        json!({"metadata": {"name": "v"}, "spec": {"accessModes": ["ReadWriteOnce"],
+               "capacity": {"storage": "1Gi"}, "hostPath": {"path": "/data/v"}}}),
+    );
+    assert_eq!(
+        (
+            &v.data["spec"]["persistentVolumeReclaimPolicy"],
+            &v.data["spec"]["volumeMode"],
+            &v.data["status"]["phase"]
+        ),
+        (&json!("Retain"), &json!("Filesystem"), &json!("Pending"))
+    );
+}
+
+#[test]
 fn builtin_defaults_can_be_turned_off() {
     let mut w = World::with_config(ServerConfig { builtin_defaults: false, ..Default::default() });
     let p = w.create(&pods(), Some("default"), pod(json!([{"name": "c", "image": "i"}])));

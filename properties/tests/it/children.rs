@@ -206,3 +206,85 @@ fn without_the_builtin_mask_children_are_compared_by_name_and_history() {
             .any(|v| v.to_string().contains("apps/replicasets default/web-6f7b8c9d4: created 0 times"))
     );
 }
+
+/// Claim `name` (uid `uid`) bound to the volume provisioned for it, and that volume:
+/// `pvc-<uid>`, pre-bound to the claim (with its resourceVersion `rv` then), as a provisioner
+/// makes it.
+fn claim_and_volume(name: &str, uid: &str, rv: &str, size: &str) -> [Value; 2] {
+    let volume = format!("pvc-{uid}");
+    [
+        json!({
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": name, "namespace": "default", "uid": uid,
+                         "annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
+            "spec": {"volumeName": volume, "storageClassName": "standard",
+                     "resources": {"requests": {"storage": size}}},
+            "status": {"phase": "Bound", "capacity": {"storage": size}}
+        }),
+        json!({
+            "apiVersion": "v1", "kind": "PersistentVolume",
+            "metadata": {"name": volume, "uid": format!("v-{uid}"),
+                         "annotations": {"pv.kubernetes.io/provisioned-by": "kube-sim.io/local"}},
+            "spec": {"capacity": {"storage": size}, "storageClassName": "standard",
+                     "hostPath": {"path": format!("/var/local-path-provisioner/{volume}_default_{name}")},
+                     "claimRef": {"kind": "PersistentVolumeClaim", "namespace": "default", "name": name,
+                                  "uid": uid, "resourceVersion": rv}},
+            "status": {"phase": "Bound"}
+        }),
+    ]
+}
+
+fn claims_and_volumes(claims: &[(&str, &str, &str, &str)]) -> EndState {
+    let objects: Vec<Value> =
+        claims.iter().flat_map(|(name, uid, rv, size)| claim_and_volume(name, uid, rv, size)).collect();
+    let counts = claims
+        .iter()
+        .flat_map(|(name, uid, _, _)| {
+            [
+                ObjectCount {
+                    key: key("persistentvolumeclaims", "default", name),
+                    counts: Counts { created: 1, deleted: 0 },
+                    last: None,
+                    child: false,
+                },
+                ObjectCount {
+                    key: key("persistentvolumes", "", &format!("pvc-{uid}")),
+                    counts: Counts { created: 1, deleted: 0 },
+                    last: None,
+                    child: true,
+                },
+            ]
+        })
+        .collect();
+    EndState { snapshot: snapshot(&objects), counts }
+}
+
+const A: &str = "0f1e2d3c-4b5a-4978-8a6b-5c4d3e2f1a0b";
+const B: &str = "9a8b7c6d-5e4f-4321-8fed-cba987654321";
+const C: &str = "11111111-2222-4333-8444-555555555555";
+const D: &str = "66666666-7777-4888-9999-aaaaaaaaaaaa";
+
+#[test]
+fn provisioned_volumes_named_after_other_claim_uids_match_the_reference() {
+    // Two runs draw other uids, so the provisioner names the volumes differently, and the claims'
+    // resourceVersions at binding differ.
+    let reference = claims_and_volumes(&[("data-0", A, "10", "1Gi"), ("data-1", B, "12", "2Gi")]);
+    let run = claims_and_volumes(&[("data-0", C, "31", "1Gi"), ("data-1", D, "17", "2Gi")]);
+    let found: Vec<String> =
+        matches_reference(&reference, &run, &Mask::builtin()).iter().map(ToString::to_string).collect();
+    assert_eq!(found, Vec::<String>::new());
+}
+
+#[test]
+fn a_provisioned_volume_of_the_wrong_size_or_claim_is_still_a_difference() {
+    let reference = claims_and_volumes(&[("data-0", A, "10", "1Gi"), ("data-1", B, "12", "2Gi")]);
+    let run = claims_and_volumes(&[("data-0", C, "31", "1Gi"), ("data-1", D, "17", "3Gi")]);
+    let found = matches_reference(&reference, &run, &Mask::builtin());
+    assert!(
+        found.iter().any(|v| v.to_string().contains("persistentvolumes") && v.to_string().contains("3Gi")),
+        "{found:?}"
+    );
+    let missing = claims_and_volumes(&[("data-0", C, "31", "1Gi")]);
+    let found = matches_reference(&reference, &missing, &Mask::builtin());
+    assert!(found.iter().any(|v| v.to_string().contains("persistentvolumes")), "{found:?}");
+}

@@ -1,8 +1,10 @@
 //! `kube-sim serve --with-builtins`: the built-in controllers ([`controllers::builtins::all`]: garbage
 //! collector, namespace, Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob, disruption,
-//! TTL-after-finished, ServiceAccount, root CA publisher, endpoints, EndpointSlice and the
-//! kubelet-lite) run live against the served model, so that a Deployment applied with kubectl
-//! leads to Pods that become Running, behind its Services' Endpoints and EndpointSlices.
+//! TTL-after-finished, ServiceAccount, root CA publisher, endpoints, EndpointSlice, the
+//! PersistentVolume binder, the local provisioner (which installs the default StorageClass
+//! `standard`) and the kubelet-lite) run live against the served model, so that a Deployment
+//! applied with kubectl leads to Pods that become Running behind its Services' Endpoints and
+//! EndpointSlices, and a claim to a bound volume.
 //!
 //! They are the same controllers the simulations run, unchanged: [`sim::live`] runs them on a
 //! madsim runtime of their own, on a thread of their own, paced to the wall clock, and their API

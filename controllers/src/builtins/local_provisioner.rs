@@ -1,0 +1,275 @@
+//! The local provisioner: the dynamic provisioner of the cluster's default StorageClass
+//! [`CLASS_NAME`], standing in for the local-path provisioner kind ships
+//! (`rancher.io/local-path`), written as an external provisioner on
+//! sigs.k8s.io/sig-storage-lib-external-provisioner's `ProvisionController`.
+//!
+//! - At start it installs the StorageClass [`CLASS_NAME`] if absent, as kind's manifests do:
+//!   annotated `storageclass.kubernetes.io/is-default-class: "true"`, provisioner
+//!   [`PROVISIONER`], `reclaimPolicy: Delete`, `volumeBindingMode: Immediate`. kind's class is
+//!   `WaitForFirstConsumer` (the volume is made once a Pod using the claim is scheduled, on its
+//!   node); the simulated cluster has one node, and the kubelet-lite's scheduler does not do
+//!   delayed binding, so this one binds at once. A class deleted later is installed again when
+//!   the provisioner restarts.
+//! - A claim is provisioned (`shouldProvision`) once the PersistentVolume binder
+//!   ([`super::persistentvolume`]) has annotated it `volume.kubernetes.io/storage-provisioner:
+//!   kube-sim.io/local` (or the beta annotation) and while it names no volume: the provisioner
+//!   creates the volume `pvc-<claim uid>` with the requested capacity, the claim's access modes
+//!   and volumeMode, the class's reclaim policy and mount options, a `hostPath` under
+//!   [`PATH_ROOT`] (`DirectoryOrCreate`) on node [`super::kubelet::NODE_NAME`] (a required node
+//!   affinity, as local-path's), `pv.kubernetes.io/provisioned-by: kube-sim.io/local`, and a
+//!   `claimRef` pre-bound to the claim (with its uid): the binder then completes the binding.
+//!   Events on the claim: `Provisioning`, then `ProvisioningSucceeded`, as the library words
+//!   them. A volume that exists already (made by an earlier attempt whose answer was lost) is
+//!   taken as made.
+//! - A volume it made that the binder has `Released` with reclaim policy `Delete` is deleted
+//!   (`shouldDelete`); there is no storage behind it to remove first.
+//!
+//! Where it differs from the library: the claim's StorageClass is read with a GET when a claim
+//! is to be provisioned (the library keeps a StorageClass informer), and a claim whose class is
+//! gone by then is left alone instead of retried; the `external-provisioner.volume.kubernetes.io/finalizer`
+//! finalizer (the library's `AddFinalizer` option, off by default) and leader election are left out.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{
+    HostPathVolumeSource, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, PersistentVolume,
+    PersistentVolumeClaim, PersistentVolumeSpec, VolumeNodeAffinity,
+};
+use k8s_openapi::api::storage::v1::StorageClass;
+use sim::api::{Api, DeleteParams, ObjectMeta, PostParams, Preconditions, ResourceExt};
+use sim::runtime::controller::Action;
+use sim::runtime::reflector::{ObjectRef, Store};
+use sim::runtime::{Controller, watcher};
+use sim::{Clients, SimBuilder};
+
+use super::error::{Error, has_code};
+use super::persistentvolume::{
+    self as pv, ANN_BETA_STORAGE_PROVISIONER, ANN_DEFAULT_CLASS, ANN_PROVISIONED_BY, ANN_STORAGE_PROVISIONER,
+};
+use super::{events, kubelet};
+
+/// The provisioner's node.
+pub const NODE: &str = "local-provisioner";
+/// The provisioner's name, as StorageClasses and volumes name it (kind's is
+/// `rancher.io/local-path`).
+pub const PROVISIONER: &str = "kube-sim.io/local";
+/// The default StorageClass it installs (kind's is named `standard` too).
+pub const CLASS_NAME: &str = "standard";
+/// The component its Events come from: the library's `<provisioner>_<id>`.
+pub const COMPONENT: &str = "kube-sim.io/local_local-provisioner";
+/// Where its volumes live on the node (local-path's default).
+pub const PATH_ROOT: &str = "/var/local-path-provisioner";
+/// How many times installing the StorageClass is tried, [`super::ERROR_REQUEUE`] apart, before
+/// the provisioner gives up on it (logged); the provisioning goes on regardless.
+pub const INSTALL_ATTEMPTS_MAX: u32 = 1_000;
+/// The label a node's name is in, which the volumes' node affinity requires.
+const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
+
+/// Add the local provisioner to a world, on node [`NODE`].
+pub fn local_provisioner(builder: SimBuilder) -> SimBuilder {
+    builder.controller(NODE, run)
+}
+
+/// What both syncs get.
+pub struct Context {
+    client: sim::Client,
+    volumes: Store<PersistentVolume>,
+    recorder: events::Recorder,
+}
+
+/// The provisioner's main future: the class installation, the claim sync and the volume sync.
+pub async fn run(clients: Clients) {
+    let client = clients.default_cluster();
+    let claims =
+        Controller::new(Api::<PersistentVolumeClaim>::all(client.clone()), watcher::Config::default());
+    let volumes = Controller::new(Api::<PersistentVolume>::all(client.clone()), watcher::Config::default());
+    let ctx = Arc::new(Context {
+        recorder: events::recorder(&client, COMPONENT),
+        volumes: volumes.store(),
+        client: client.clone(),
+    });
+    let claim_sync =
+        claims.run(sync_claim, super::retry_soon, ctx.clone()).for_each(|_| futures::future::ready(()));
+    let volume_sync =
+        volumes.run(sync_volume, super::retry_soon, ctx).for_each(|_| futures::future::ready(()));
+    futures::future::join3(install_class(&client), claim_sync, volume_sync).await;
+}
+
+/// The default StorageClass this provisioner serves.
+pub fn default_class() -> StorageClass {
+    StorageClass {
+        metadata: ObjectMeta {
+            name: Some(CLASS_NAME.to_owned()),
+            annotations: Some(BTreeMap::from([(ANN_DEFAULT_CLASS.to_owned(), "true".to_owned())])),
+            ..ObjectMeta::default()
+        },
+        provisioner: PROVISIONER.to_owned(),
+        reclaim_policy: Some(pv::RECLAIM_DELETE.to_owned()),
+        volume_binding_mode: Some("Immediate".to_owned()),
+        ..StorageClass::default()
+    }
+}
+
+/// Create [`CLASS_NAME`] unless it exists, retrying failures (faults) up to
+/// [`INSTALL_ATTEMPTS_MAX`] times.
+async fn install_class(client: &sim::Client) {
+    let classes: Api<StorageClass> = Api::all(client.clone());
+    for _ in 0..INSTALL_ATTEMPTS_MAX {
+        let error = match classes.create(&PostParams::default(), &default_class()).await {
+            Ok(_) => return,
+            // There already (a restart, or a create whose answer was lost), unless the 409 is a
+            // fault's Conflict.
+            Err(e) if has_code(&e, 409) => match classes.get_opt(CLASS_NAME).await {
+                Ok(Some(_)) => return,
+                Ok(None) => e,
+                Err(e) => e,
+            },
+            Err(e) => e,
+        };
+        tracing::debug!(%error, "installing the default StorageClass failed; retrying");
+        madsim::time::sleep(super::ERROR_REQUEUE).await;
+    }
+    tracing::warn!(
+        attempts = INSTALL_ATTEMPTS_MAX,
+        "gave up installing the default StorageClass {CLASS_NAME}"
+    );
+}
+
+/// The provisioner a claim was handed to by the binder, if any.
+fn requested_provisioner(claim: &PersistentVolumeClaim) -> Option<&str> {
+    let annotations = claim.metadata.annotations.as_ref()?;
+    annotations
+        .get(ANN_STORAGE_PROVISIONER)
+        .or_else(|| annotations.get(ANN_BETA_STORAGE_PROVISIONER))
+        .map(String::as_str)
+}
+
+/// The name of the volume provisioned for a claim.
+pub fn volume_name_for(claim: &PersistentVolumeClaim) -> String {
+    format!("pvc-{}", claim.metadata.uid.as_deref().unwrap_or_default())
+}
+
+/// Provision one claim if it is this provisioner's to provision (`syncClaim`).
+pub async fn sync_claim(claim: Arc<PersistentVolumeClaim>, ctx: Arc<Context>) -> Result<Action, Error> {
+    if pv::volume_name_of(&claim).is_some()
+        || requested_provisioner(&claim) != Some(PROVISIONER)
+        || claim.metadata.deletion_timestamp.is_some()
+    {
+        return Ok(Action::await_change());
+    }
+    if ctx.volumes.wait_until_ready().await.is_err() {
+        return Ok(Action::await_change());
+    }
+    let name = volume_name_for(&claim);
+    if ctx.volumes.get(&ObjectRef::new(&name)).is_some() {
+        return Ok(Action::await_change());
+    }
+    let class_name = pv::claim_class(&claim);
+    let classes: Api<StorageClass> = Api::all(ctx.client.clone());
+    let Some(class) = classes.get_opt(&class_name).await? else { return Ok(Action::await_change()) };
+    if class.provisioner != PROVISIONER
+        || class.volume_binding_mode.as_deref() == Some("WaitForFirstConsumer")
+    {
+        // Another provisioner's since, or waiting for a node the scheduler never picks here.
+        return Ok(Action::await_change());
+    }
+    let regarding = events::reference(&*claim);
+    let key = format!("{}/{}", claim.namespace().unwrap_or_default(), claim.name_any());
+    let message = format!("External provisioner is provisioning volume for claim {key:?}");
+    events::normal(&ctx.recorder, &regarding, "Provisioning", message).await;
+    let volume = provisioned_volume(&claim, &class, &name);
+    let volumes: Api<PersistentVolume> = Api::all(ctx.client.clone());
+    match volumes.create(&PostParams::default(), &volume).await {
+        Ok(_) => {}
+        // Made by an earlier attempt whose answer was lost (AlreadyExists): the library takes it
+        // as made. Any other 409 (a fault's Conflict) made nothing: retried.
+        Err(e) if has_code(&e, 409) => {
+            if volumes.get_opt(&name).await?.is_none() {
+                return Err(e.into());
+            }
+        }
+        Err(e) => return Err(e.into()),
+    }
+    let message = format!("Successfully provisioned volume {name}");
+    events::normal(&ctx.recorder, &regarding, "ProvisioningSucceeded", message).await;
+    Ok(Action::await_change())
+}
+
+/// The volume made for `claim` of `class`, named `name`, pre-bound to the claim.
+pub fn provisioned_volume(
+    claim: &PersistentVolumeClaim,
+    class: &StorageClass,
+    name: &str,
+) -> PersistentVolume {
+    let spec = claim.spec.clone().unwrap_or_default();
+    let request = spec.resources.as_ref().and_then(|r| r.requests.as_ref()?.get("storage").cloned());
+    let namespace = claim.namespace().unwrap_or_default();
+    let node_affinity = VolumeNodeAffinity {
+        required: Some(NodeSelector {
+            node_selector_terms: vec![NodeSelectorTerm {
+                match_expressions: Some(vec![NodeSelectorRequirement {
+                    key: HOSTNAME_LABEL.to_owned(),
+                    operator: "In".to_owned(),
+                    values: Some(vec![kubelet::NODE_NAME.to_owned()]),
+                }]),
+                ..NodeSelectorTerm::default()
+            }],
+        }),
+    };
+    PersistentVolume {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            annotations: Some(BTreeMap::from([(ANN_PROVISIONED_BY.to_owned(), PROVISIONER.to_owned())])),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PersistentVolumeSpec {
+            access_modes: spec.access_modes.clone(),
+            capacity: request.map(|r| BTreeMap::from([("storage".to_owned(), r)])),
+            claim_ref: Some(pv::claim_ref(claim)),
+            host_path: Some(HostPathVolumeSource {
+                path: format!("{PATH_ROOT}/{name}_{namespace}_{}", claim.name_any()),
+                type_: Some("DirectoryOrCreate".to_owned()),
+            }),
+            mount_options: class.mount_options.clone(),
+            node_affinity: Some(node_affinity),
+            persistent_volume_reclaim_policy: Some(
+                class.reclaim_policy.clone().unwrap_or_else(|| pv::RECLAIM_DELETE.to_owned()),
+            ),
+            storage_class_name: Some(pv::claim_class(claim)),
+            volume_mode: spec.volume_mode.clone(),
+            ..PersistentVolumeSpec::default()
+        }),
+        status: None,
+    }
+}
+
+/// Delete one volume this provisioner made once the binder released it with reclaim policy
+/// `Delete` (`syncVolume`, `shouldDelete`).
+pub async fn sync_volume(volume: Arc<PersistentVolume>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let ours = volume.annotations().get(ANN_PROVISIONED_BY).is_some_and(|p| p == PROVISIONER);
+    let released = volume.status.as_ref().and_then(|s| s.phase.as_deref()) == Some(pv::PHASE_RELEASED);
+    let deletes = volume.spec.as_ref().and_then(|s| s.persistent_volume_reclaim_policy.as_deref())
+        == Some(pv::RECLAIM_DELETE);
+    if !ours || !released || !deletes || volume.metadata.deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
+    let params = DeleteParams {
+        preconditions: Some(Preconditions { uid: volume.uid(), resource_version: None }),
+        ..DeleteParams::default()
+    };
+    let volumes: Api<PersistentVolume> = Api::all(ctx.client.clone());
+    match volumes.delete(&volume.name_any(), &params).await {
+        Ok(_) => Ok(Action::await_change()),
+        // Gone already.
+        Err(e) if has_code(&e, 404) => Ok(Action::await_change()),
+        // The uid precondition failed: done if the name holds another volume now; otherwise (a
+        // fault's 409) retried.
+        Err(e) if has_code(&e, 409) => match volumes.get_opt(&volume.name_any()).await? {
+            Some(current) if current.uid() == volume.uid() => Err(e.into()),
+            _ => Ok(Action::await_change()),
+        },
+        Err(e) => Err(e.into()),
+    }
+}

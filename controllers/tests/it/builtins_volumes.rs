@@ -1,0 +1,536 @@
+//! The PersistentVolume binder and the local provisioner, with the kubelet-lite's scheduler:
+//! a claim without a class gets the default class `standard` and a provisioned volume; a
+//! pre-created volume binds to the claim it fits best; a deleted claim's volume is deleted or
+//! released by its reclaim policy; a Pod waits, unschedulable, for its claims to bind; and all
+//! of it under swarm faults on every built-in, with no volume ever bound to two claims.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use controllers::builtins::{self, kubelet, local_provisioner, persistentvolume as pv, pod_state, snapshot};
+use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec};
+use k8s_openapi::api::core::v1::{
+    Container, Event, HostPathVolumeSource, PersistentVolume, PersistentVolumeClaim,
+    PersistentVolumeClaimSpec, PersistentVolumeClaimVolumeSource, PersistentVolumeSpec, Pod, PodSpec,
+    PodTemplateSpec, Volume, VolumeResourceRequirements,
+};
+use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use model_apiserver::Snapshot;
+use sim::api::{Api, ObjectMeta};
+use sim::faults::SwarmConfig;
+use sim::{FnProperty, Sim, SimBuilder, SweepConfig, sweep};
+
+const SEEDS: u64 = 20;
+const WAIT: Duration = Duration::from_secs(60);
+
+/// The binder and the provisioner, which every world here runs.
+fn storage(name: &str) -> SimBuilder {
+    builtins::local_provisioner(builtins::persistentvolume_binder(Sim::builder().scenario(name)))
+}
+
+fn claim(name: &str, class: Option<&str>, storage: &str) -> PersistentVolumeClaim {
+    PersistentVolumeClaim {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            namespace: Some("default".to_owned()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PersistentVolumeClaimSpec {
+            access_modes: Some(vec!["ReadWriteOnce".to_owned()]),
+            resources: Some(VolumeResourceRequirements {
+                requests: Some(BTreeMap::from([("storage".to_owned(), Quantity(storage.to_owned()))])),
+                ..VolumeResourceRequirements::default()
+            }),
+            storage_class_name: class.map(str::to_owned),
+            ..PersistentVolumeClaimSpec::default()
+        }),
+        status: None,
+    }
+}
+
+fn volume(name: &str, class: &str, capacity: &str, reclaim: &str) -> PersistentVolume {
+    PersistentVolume {
+        metadata: ObjectMeta { name: Some(name.to_owned()), ..ObjectMeta::default() },
+        spec: Some(PersistentVolumeSpec {
+            access_modes: Some(vec!["ReadWriteOnce".to_owned()]),
+            capacity: Some(BTreeMap::from([("storage".to_owned(), Quantity(capacity.to_owned()))])),
+            host_path: Some(HostPathVolumeSource { path: format!("/data/{name}"), type_: None }),
+            persistent_volume_reclaim_policy: Some(reclaim.to_owned()),
+            storage_class_name: Some(class.to_owned()),
+            ..PersistentVolumeSpec::default()
+        }),
+        status: None,
+    }
+}
+
+fn claim_phase(c: &PersistentVolumeClaim) -> Option<&str> {
+    c.status.as_ref().and_then(|s| s.phase.as_deref())
+}
+
+fn volume_phase(v: &PersistentVolume) -> Option<&str> {
+    v.status.as_ref().and_then(|s| s.phase.as_deref())
+}
+
+fn claim_is(phase: &'static str) -> impl Fn(Option<&PersistentVolumeClaim>) -> bool {
+    move |c| c.is_some_and(|c| claim_phase(c) == Some(phase))
+}
+
+fn volume_is(phase: &'static str) -> impl Fn(Option<&PersistentVolume>) -> bool {
+    move |v| v.is_some_and(|v| volume_phase(v) == Some(phase))
+}
+
+fn annotation<'a>(meta: &'a ObjectMeta, key: &str) -> Option<&'a str> {
+    meta.annotations.as_ref().and_then(|a| a.get(key)).map(String::as_str)
+}
+
+fn claim_in(snap: &Snapshot, name: &str) -> Result<PersistentVolumeClaim, String> {
+    snapshot::object::<PersistentVolumeClaim>(snap, Some("default"), name).ok_or(format!("no claim {name}"))
+}
+
+fn volume_in(snap: &Snapshot, name: &str) -> Result<PersistentVolume, String> {
+    snapshot::object::<PersistentVolume>(snap, None, name).ok_or(format!("no volume {name}"))
+}
+
+fn storage_of(capacity: Option<&BTreeMap<String, Quantity>>) -> Option<&str> {
+    capacity.and_then(|c| c.get("storage")).map(|q| q.0.as_str())
+}
+
+/// A claim and the volume it names are bound to each other, as the binder leaves them.
+fn bound_pair(
+    snap: &Snapshot,
+    claim_name: &str,
+) -> Result<(PersistentVolumeClaim, PersistentVolume), String> {
+    let claim = claim_in(snap, claim_name)?;
+    let volume_name = pv::volume_name_of(&claim).ok_or(format!("{claim_name} names no volume"))?.to_owned();
+    let volume = volume_in(snap, &volume_name)?;
+    let reference = volume.spec.as_ref().and_then(|s| s.claim_ref.clone()).unwrap_or_default();
+    let found = (
+        claim_phase(&claim),
+        volume_phase(&volume),
+        reference.name.as_deref(),
+        reference.uid == claim.metadata.uid,
+        reference.resource_version.is_some(),
+        annotation(&claim.metadata, pv::ANN_BIND_COMPLETED),
+    );
+    let want = (Some("Bound"), Some("Bound"), Some(claim_name), true, true, Some("yes"));
+    if found != want {
+        return Err(format!("{claim_name} and {volume_name}: {found:?}, want {want:?}"));
+    }
+    let status = claim.status.clone().unwrap_or_default();
+    let spec = volume.spec.clone().unwrap_or_default();
+    if status.access_modes != spec.access_modes
+        || storage_of(status.capacity.as_ref()) != storage_of(spec.capacity.as_ref())
+    {
+        return Err(format!("{claim_name}'s status {status:?} does not show {volume_name}'s {spec:?}"));
+    }
+    Ok((claim, volume))
+}
+
+#[test]
+fn a_claim_without_a_class_gets_standard_and_a_provisioned_volume_and_both_are_bound() {
+    let world = storage("builtins-volumes-provision")
+        .workload(|w| async move {
+            let claims: Api<PersistentVolumeClaim> = Api::namespaced(w.client(), "default");
+            w.apply(&claims, &claim("data", None, "1Gi")).await?;
+            w.wait_for(&claims, "data", claim_is("Bound"), WAIT).await
+        })
+        .property(FnProperty::at_end("data got standard and its own provisioned volume", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let (claim, volume) = bound_pair(snap, "data")?;
+            let class = snapshot::object::<StorageClass>(snap, None, local_provisioner::CLASS_NAME)
+                .ok_or("no StorageClass standard")?;
+            let spec = volume.spec.clone().unwrap_or_default();
+            let found = (
+                claim.spec.as_ref().and_then(|s| s.storage_class_name.as_deref()),
+                annotation(&claim.metadata, pv::ANN_STORAGE_PROVISIONER),
+                annotation(&claim.metadata, pv::ANN_BETA_STORAGE_PROVISIONER),
+                annotation(&claim.metadata, pv::ANN_BOUND_BY_CONTROLLER),
+                volume.metadata.name.clone(),
+                annotation(&volume.metadata, pv::ANN_PROVISIONED_BY),
+                storage_of(spec.capacity.as_ref()),
+                spec.persistent_volume_reclaim_policy.as_deref(),
+                spec.storage_class_name.as_deref(),
+                pv::is_default_class(&class),
+                class.provisioner.as_str(),
+            );
+            let want = (
+                Some("standard"),
+                Some(local_provisioner::PROVISIONER),
+                Some(local_provisioner::PROVISIONER),
+                Some("yes"),
+                Some(format!("pvc-{}", claim.metadata.uid.clone().unwrap_or_default())),
+                Some(local_provisioner::PROVISIONER),
+                Some("1Gi"),
+                Some("Delete"),
+                Some("standard"),
+                true,
+                local_provisioner::PROVISIONER,
+            );
+            if found == want { Ok(()) } else { Err(format!("{found:?}, want {want:?}")) }
+        }));
+    let report = sweep(&SweepConfig::new("builtins-volumes-provision").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}
+
+#[test]
+fn a_pre_created_volume_binds_the_claim_it_fits_best_and_a_too_small_one_stays_available() {
+    let world = storage("builtins-volumes-static")
+        .workload(|w| async move {
+            let volumes: Api<PersistentVolume> = Api::all(w.client());
+            let claims: Api<PersistentVolumeClaim> = Api::namespaced(w.client(), "default");
+            for (name, capacity) in [("small", "1Gi"), ("medium", "5Gi"), ("large", "10Gi"), ("named", "2Gi")]
+            {
+                w.apply(&volumes, &volume(name, "manual", capacity, "Retain")).await?;
+            }
+            for name in ["small", "medium", "large", "named"] {
+                w.wait_for(&volumes, name, volume_is("Available"), WAIT).await?;
+            }
+            w.apply(&claims, &claim("fits", Some("manual"), "3Gi")).await?;
+            let mut by_name = claim("by-name", Some("manual"), "1Gi");
+            by_name.spec.as_mut().expect("a spec").volume_name = Some("named".to_owned());
+            w.apply(&claims, &by_name).await?;
+            w.apply(&claims, &claim("too-big", Some("manual"), "20Gi")).await?;
+            w.wait_for(&claims, "fits", claim_is("Bound"), WAIT).await?;
+            w.wait_for(&claims, "by-name", claim_is("Bound"), WAIT).await
+        })
+        .property(FnProperty::at_end("fits got medium, by-name got named, the rest waits", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let (fits, medium) = bound_pair(snap, "fits")?;
+            let (by_name, _) = bound_pair(snap, "by-name")?;
+            let too_big = claim_in(snap, "too-big")?;
+            let small = volume_in(snap, "small")?;
+            let large = volume_in(snap, "large")?;
+            let found = (
+                medium.metadata.name.as_deref(),
+                annotation(&medium.metadata, pv::ANN_BOUND_BY_CONTROLLER),
+                annotation(&fits.metadata, pv::ANN_BOUND_BY_CONTROLLER),
+                // The user named the volume: not the binder's choice.
+                annotation(&by_name.metadata, pv::ANN_BOUND_BY_CONTROLLER),
+                claim_phase(&too_big),
+                pv::volume_name_of(&too_big),
+                volume_phase(&small),
+                small.spec.as_ref().and_then(|s| s.claim_ref.as_ref()).is_none(),
+                volume_phase(&large),
+            );
+            let want = (
+                Some("medium"),
+                Some("yes"),
+                Some("yes"),
+                None,
+                Some("Pending"),
+                None,
+                Some("Available"),
+                true,
+                Some("Available"),
+            );
+            if found == want { Ok(()) } else { Err(format!("{found:?}, want {want:?}")) }
+        }));
+    let report = sweep(&SweepConfig::new("builtins-volumes-static").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}
+
+#[test]
+fn deleting_a_claim_deletes_its_provisioned_volume_and_releases_a_retained_one() {
+    let world = storage("builtins-volumes-reclaim")
+        .workload(|w| async move {
+            let volumes: Api<PersistentVolume> = Api::all(w.client());
+            let claims: Api<PersistentVolumeClaim> = Api::namespaced(w.client(), "default");
+            w.apply(&volumes, &volume("kept", "manual", "1Gi", "Retain")).await?;
+            w.wait_for(&volumes, "kept", volume_is("Available"), WAIT).await?;
+            w.apply(&claims, &claim("scratch", None, "1Gi")).await?;
+            w.apply(&claims, &claim("precious", Some("manual"), "1Gi")).await?;
+            w.wait_for(&claims, "scratch", claim_is("Bound"), WAIT).await?;
+            w.wait_for(&claims, "precious", claim_is("Bound"), WAIT).await?;
+            w.delete(&claims, "scratch").await?;
+            w.delete(&claims, "precious").await?;
+            w.wait_for(&volumes, "kept", volume_is("Released"), WAIT).await?;
+            w.wait_for_all(&volumes, |all| all.len() == 1, WAIT).await
+        })
+        .property(FnProperty::at_end("only kept is left, Released, still naming its claim", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let names: Vec<String> = snapshot::objects::<PersistentVolume>(snap, None)
+                .into_iter()
+                .filter_map(|v| v.metadata.name)
+                .collect();
+            let kept = volume_in(snap, "kept")?;
+            let reference =
+                kept.spec.as_ref().and_then(|s| s.claim_ref.as_ref()).and_then(|r| r.name.clone());
+            let found = (names, volume_phase(&kept), reference);
+            let want = (vec!["kept".to_owned()], Some("Released"), Some("precious".to_owned()));
+            if found == want { Ok(()) } else { Err(format!("{found:?}, want {want:?}")) }
+        }));
+    let report = sweep(&SweepConfig::new("builtins-volumes-reclaim").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}
+
+fn pod_with_claim(name: &str, claim: &str) -> Pod {
+    Pod {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            namespace: Some("default".to_owned()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PodSpec {
+            containers: vec![Container {
+                name: "app".to_owned(),
+                image: Some("app:1".to_owned()),
+                ..Container::default()
+            }],
+            volumes: Some(vec![Volume {
+                name: "data".to_owned(),
+                persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                    claim_name: claim.to_owned(),
+                    read_only: None,
+                }),
+                ..Volume::default()
+            }]),
+            termination_grace_period_seconds: Some(1),
+            ..PodSpec::default()
+        }),
+        status: None,
+    }
+}
+
+fn pod_scheduled(pod: &Pod) -> Option<(String, Option<String>, Option<String>)> {
+    let conditions = pod.status.as_ref()?.conditions.as_ref()?;
+    let c = conditions.iter().find(|c| c.type_ == "PodScheduled")?;
+    Some((c.status.clone(), c.reason.clone(), c.message.clone()))
+}
+
+/// A scheduled Pod's claims are all fully bound (what the scheduler waits for).
+fn scheduled_only_with_bound_claims() -> FnProperty {
+    FnProperty::always("a pod is scheduled only once its claims are bound", |view| {
+        let snap = view.cluster("default").ok_or("no cluster")?;
+        for pod in snapshot::objects::<Pod>(snap, Some("default")) {
+            let spec = pod.spec.clone().unwrap_or_default();
+            if spec.node_name.is_none() {
+                continue;
+            }
+            for source in spec.volumes.iter().flatten().filter_map(|v| v.persistent_volume_claim.as_ref()) {
+                let claim =
+                    snapshot::object::<PersistentVolumeClaim>(snap, Some("default"), &source.claim_name);
+                let bound = claim.as_ref().is_some_and(|c| {
+                    pv::volume_name_of(c).is_some()
+                        && annotation(&c.metadata, pv::ANN_BIND_COMPLETED).is_some()
+                });
+                if !bound {
+                    return Err(format!(
+                        "{} scheduled while {} is {claim:?}",
+                        pod.metadata.name.clone().unwrap_or_default(),
+                        source.claim_name
+                    ));
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+#[test]
+fn a_pod_whose_claim_is_missing_stays_pending_unschedulable_until_the_claim_binds() {
+    let missing = kubelet::unschedulable_message("persistentvolumeclaim \"data\" not found");
+    let want = missing.clone();
+    let world = builtins::kubelet(storage("builtins-volumes-pod"))
+        .workload(move |w| {
+            let want = want.clone();
+            async move {
+                let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+                let claims: Api<PersistentVolumeClaim> = Api::namespaced(w.client(), "default");
+                w.apply(&pods, &pod_with_claim("app", "data")).await?;
+                let unschedulable = move |p: Option<&Pod>| {
+                    p.and_then(pod_scheduled)
+                        == Some((
+                            "False".to_owned(),
+                            Some(kubelet::UNSCHEDULABLE.to_owned()),
+                            Some(want.clone()),
+                        ))
+                };
+                w.wait_for(&pods, "app", unschedulable, WAIT).await?;
+                // Still Pending and unbound a while later: nothing schedules it without its claim.
+                w.sleep(Duration::from_secs(10)).await;
+                w.wait_for(
+                    &pods,
+                    "app",
+                    |p| {
+                        p.is_some_and(|p| {
+                            p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_none()
+                                && pod_state::phase(p) == "Pending"
+                        })
+                    },
+                    WAIT,
+                )
+                .await?;
+                w.apply(&claims, &claim("data", None, "1Gi")).await?;
+                w.wait_for(&pods, "app", |p| p.is_some_and(pod_state::is_running_and_ready), WAIT).await
+            }
+        })
+        .property(scheduled_only_with_bound_claims())
+        .property(FnProperty::at_end("the scheduler said why, then scheduled it", move |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            bound_pair(snap, "data")?;
+            let pod = snapshot::object::<Pod>(snap, Some("default"), "app").ok_or("no pod")?;
+            let failed: Vec<String> = snapshot::objects::<Event>(snap, Some("default"))
+                .into_iter()
+                .filter(|e| e.reason.as_deref() == Some("FailedScheduling"))
+                .filter_map(|e| e.message)
+                .collect();
+            let found = (pod_scheduled(&pod).map(|c| c.0), failed.contains(&missing));
+            let want = (Some("True".to_owned()), true);
+            if found == want { Ok(()) } else { Err(format!("{found:?}, want {want:?}")) }
+        }));
+    let report = sweep(&SweepConfig::new("builtins-volumes-pod").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}
+
+fn db_labels() -> BTreeMap<String, String> {
+    BTreeMap::from([("app".to_owned(), "db".to_owned())])
+}
+
+fn db(replicas: i32) -> StatefulSet {
+    StatefulSet {
+        metadata: ObjectMeta {
+            name: Some("db".to_owned()),
+            namespace: Some("default".to_owned()),
+            ..ObjectMeta::default()
+        },
+        spec: StatefulSetSpec {
+            replicas: Some(replicas),
+            service_name: Some("db".to_owned()),
+            selector: LabelSelector { match_labels: Some(db_labels()), ..LabelSelector::default() },
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta { labels: Some(db_labels()), ..ObjectMeta::default() }),
+                spec: Some(PodSpec {
+                    containers: vec![Container {
+                        name: "db".to_owned(),
+                        image: Some("pg:16".to_owned()),
+                        ..Container::default()
+                    }],
+                    termination_grace_period_seconds: Some(1),
+                    ..PodSpec::default()
+                }),
+            },
+            volume_claim_templates: Some(vec![PersistentVolumeClaim {
+                metadata: ObjectMeta { name: Some("data".to_owned()), ..ObjectMeta::default() },
+                spec: claim("data", None, "1Gi").spec,
+                status: None,
+            }]),
+            ..StatefulSetSpec::default()
+        },
+        status: None,
+    }
+}
+
+#[test]
+fn a_statefulset_gets_its_pods_running_only_after_their_claims_bind() {
+    let world = builtins::kubelet(builtins::statefulset_controller(storage("builtins-volumes-statefulset")))
+        .workload(|w| async move {
+            let sets: Api<StatefulSet> = Api::namespaced(w.client(), "default");
+            w.apply(&sets, &db(3)).await?;
+            let ready = |s: Option<&StatefulSet>| {
+                s.and_then(|s| s.status.as_ref()).is_some_and(|s| s.ready_replicas == Some(3))
+            };
+            w.wait_for(&sets, "db", ready, WAIT).await
+        })
+        .property(scheduled_only_with_bound_claims())
+        .property(FnProperty::at_end("every replica runs on its own bound claim", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let mut volumes = Vec::new();
+            for ordinal in 0..3 {
+                let pod = snapshot::object::<Pod>(snap, Some("default"), &format!("db-{ordinal}"))
+                    .ok_or(format!("no db-{ordinal}"))?;
+                if !pod_state::is_running_and_ready(&pod) {
+                    return Err(format!("db-{ordinal} is not running and ready"));
+                }
+                let (_, volume) = bound_pair(snap, &format!("data-db-{ordinal}"))?;
+                volumes.push(volume.metadata.name.unwrap_or_default());
+            }
+            volumes.sort();
+            volumes.dedup();
+            if volumes.len() == 3 { Ok(()) } else { Err(format!("volumes {volumes:?}")) }
+        }));
+    let report = sweep(&SweepConfig::new("builtins-volumes-statefulset").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}
+
+/// No two claims name one volume, and no volume's `claimRef` names a claim (by uid) that names
+/// another volume: the binder never double-binds, whatever its cache says.
+fn one_claim_per_volume() -> FnProperty {
+    FnProperty::always("a volume is bound to one claim at most", |view| {
+        let snap = view.cluster("default").ok_or("no cluster")?;
+        let mut named: BTreeMap<String, String> = BTreeMap::new();
+        for claim in snapshot::objects::<PersistentVolumeClaim>(snap, None) {
+            let Some(volume) = pv::volume_name_of(&claim) else { continue };
+            let name = claim.metadata.name.clone().unwrap_or_default();
+            if let Some(other) = named.insert(volume.to_owned(), name.clone()) {
+                return Err(format!("{volume} is named by claims {other} and {name}"));
+            }
+        }
+        for volume in snapshot::objects::<PersistentVolume>(snap, None) {
+            let Some(reference) = volume.spec.as_ref().and_then(|s| s.claim_ref.as_ref()) else { continue };
+            let claim = reference.name.as_deref().and_then(|n| {
+                snapshot::object::<PersistentVolumeClaim>(snap, reference.namespace.as_deref(), n)
+            });
+            let name = volume.metadata.name.clone().unwrap_or_default();
+            let elsewhere = claim
+                .as_ref()
+                .filter(|c| c.metadata.uid == reference.uid)
+                .and_then(|c| pv::volume_name_of(c).filter(|bound| *bound != name).map(str::to_owned));
+            if let Some(other) = elsewhere {
+                return Err(format!("{name} is bound to a claim bound to {other}"));
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Generous: a delayed watch holds back every event behind it (as in `builtins_faults`).
+const FAULTS_WAIT: Duration = Duration::from_secs(400);
+
+#[test]
+fn under_swarm_faults_claims_bind_pods_run_on_them_and_deleted_claims_leave_no_volume() {
+    let world = builtins::all(Sim::builder().scenario("builtins-volumes-faults"));
+    let swarm = SwarmConfig { controllers: world.controller_names(), ..SwarmConfig::default() };
+    let world = world
+        .swarm(swarm)
+        .workload(|w| async move {
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            let claims: Api<PersistentVolumeClaim> = Api::namespaced(w.client(), "default");
+            let volumes: Api<PersistentVolume> = Api::all(w.client());
+            w.apply(&pods, &pod_with_claim("app", "data")).await?;
+            w.apply(&claims, &claim("data", None, "1Gi")).await?;
+            w.apply(&claims, &claim("spare", Some("standard"), "2Gi")).await?;
+            w.wait_for(&pods, "app", |p| p.is_some_and(pod_state::is_running_and_ready), FAULTS_WAIT).await?;
+            w.wait_for(&claims, "spare", claim_is("Bound"), FAULTS_WAIT).await?;
+            w.delete(&pods, "app").await?;
+            w.wait_for(&pods, "app", |p| p.is_none(), FAULTS_WAIT).await?;
+            w.delete(&claims, "data").await?;
+            w.delete(&claims, "spare").await?;
+            w.wait_for_all(&volumes, |all| all.is_empty(), FAULTS_WAIT).await
+        })
+        .property(scheduled_only_with_bound_claims())
+        .property(one_claim_per_volume())
+        .property(FnProperty::at_end("no claim or volume left", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let left = (
+                snapshot::objects::<PersistentVolumeClaim>(snap, None).len(),
+                snapshot::objects::<PersistentVolume>(snap, None).len(),
+            );
+            if left == (0, 0) { Ok(()) } else { Err(format!("left (claims, volumes): {left:?}")) }
+        }));
+    let report = sweep(&SweepConfig::new("builtins-volumes-faults").seeds(40), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}
