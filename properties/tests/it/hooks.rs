@@ -202,7 +202,7 @@ fn always_fails_at_the_first_write_that_breaks_it_naming_its_step_and_time() {
         // revision that write made, the same in every seed.
         assert_eq!(
             message,
-            format!("at step 7 ({at_millis} ms): expected at most 1 ConfigMaps in default, found 2"),
+            format!("at step 12 ({at_millis} ms): expected at most 1 ConfigMaps in default, found 2"),
             "seed {seed}"
         );
     }
@@ -293,7 +293,7 @@ fn a_reference_run_that_fails_is_an_error_naming_its_seed() {
     };
     assert_eq!(*seed, 1);
     assert!(verdict.starts_with("correctness: property \"at most 1\" failed at "), "{verdict}");
-    assert!(verdict.contains(": at step 7 ("), "{verdict}");
+    assert!(verdict.contains(": at step 12 ("), "{verdict}");
     assert!(verdict.ends_with(" ms): expected at most 1 ConfigMaps in default, found 2"), "{verdict}");
 }
 
@@ -449,7 +449,7 @@ fn a_run_that_deleted_and_recreated_an_object_with_the_same_end_state_fails_on_i
             "matches_reference".to_owned(),
             "configmaps default/a: created 2 times, the fault-free reference created it 1 time; \
              deleted 1 time, the fault-free reference deleted it 0 times \
-             (last created or deleted at step 8, 18 ms)"
+             (last created or deleted at step 13, 18 ms)"
                 .to_owned()
         )
     );

@@ -158,7 +158,12 @@ fn get_services_prints_type_cluster_ip_external_ip_and_ports() {
     let output = k.ok(&["get", "services"]);
     let (header, rows) = table(&output);
     assert_eq!(header, ["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"]);
-    assert_eq!((rows[0][0], rows[0][1], rows[0][3], rows[0][4]), ("web", "ClusterIP", "<none>", "80/TCP"));
+    // The API server's own `kubernetes` Service first (every cluster has it), then ours.
+    assert_eq!(
+        (rows[0][0], rows[0][1], rows[0][2], rows[0][3], rows[0][4]),
+        ("kubernetes", "ClusterIP", "10.96.0.1", "<none>", "443/TCP")
+    );
+    assert_eq!((rows[1][0], rows[1][1], rows[1][3], rows[1][4]), ("web", "ClusterIP", "<none>", "80/TCP"));
 }
 
 #[test]
