@@ -115,6 +115,7 @@ mod ignored;
 mod metadata;
 pub mod patch;
 pub mod pod_logs;
+pub mod quantity;
 mod read;
 pub mod request;
 pub mod resources;

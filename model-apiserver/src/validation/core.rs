@@ -244,29 +244,7 @@ fn resources(c: &Container, path: &Path, out: &mut Vec<StatusCause>) {
 
 /// A resource quantity's value (decimal and binary suffixes), when it parses.
 fn quantity(s: &str) -> Option<f64> {
-    const SUFFIXES: &[(&str, f64)] = &[
-        ("Ki", 1024.0),
-        ("Mi", 1_048_576.0),
-        ("Gi", 1_073_741_824.0),
-        ("Ti", 1_099_511_627_776.0),
-        ("Pi", 1_125_899_906_842_624.0),
-        ("Ei", 1_152_921_504_606_846_976.0),
-        ("n", 1e-9),
-        ("u", 1e-6),
-        ("m", 1e-3),
-        ("k", 1e3),
-        ("M", 1e6),
-        ("G", 1e9),
-        ("T", 1e12),
-        ("P", 1e15),
-        ("E", 1e18),
-    ];
-    for (suffix, factor) in SUFFIXES {
-        if let Some(n) = s.strip_suffix(suffix) {
-            return n.parse::<f64>().ok().map(|n| n * factor);
-        }
-    }
-    s.parse().ok()
+    crate::quantity::value(s)
 }
 
 /// ConfigMap keys and total size.
