@@ -35,6 +35,30 @@ pub(crate) fn set_status(object: &mut DynamicObject, status: Option<Value>) {
     }
 }
 
+/// Make `new`'s content the stored object's but for `.status`, which stays `new`'s (and absent if
+/// `new` has none): what a built-in kind's status strategy keeps of a status write. The result is
+/// exactly `old`'s content with `new`'s status set; a top-level field that `new` already holds
+/// equal to the stored one is kept rather than copied again, since a status write (an update or a
+/// merge patch of `/status`) usually carries the stored spec back unchanged, and comparing it is
+/// cheaper than copying it and dropping `new`'s own copy.
+pub(crate) fn keep_stored_content_but_status(new: &mut DynamicObject, old: &DynamicObject) {
+    match (&mut new.data, &old.data) {
+        (Value::Object(content), Value::Object(stored)) => {
+            content.retain(|key, value| key == "status" || stored.get(key) == Some(value));
+            for (key, value) in stored {
+                if key != "status" && !content.contains_key(key) {
+                    content.insert(key.clone(), value.clone());
+                }
+            }
+        }
+        _ => {
+            let status = status_of(new);
+            new.data = old.data.clone();
+            set_status(new, status);
+        }
+    }
+}
+
 /// Whether `ty` is the built-in core/v1 `kind`.
 fn is_core(ty: &ResourceType, kind: &str) -> bool {
     !ty.custom && ty.api.group.is_empty() && ty.api.kind == kind

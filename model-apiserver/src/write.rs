@@ -17,8 +17,7 @@ use crate::{
     request::{Response, Subresource},
     server::{ApiServer, Target, is_namespace_type, method_not_allowed},
     store::StoredEventType,
-    strategy::{self, set_status, status_of},
-    validation,
+    strategy, validation,
 };
 
 /// How an update's resourceVersion precondition is checked.
@@ -340,10 +339,10 @@ impl ApiServer {
             // A custom resource's `/status` takes only `.status`; everything else, metadata
             // included, stays (but for the managedFields an apply computed), as the
             // apiextensions server's status strategy copies the stored object.
-            let status = status_of(&new);
             let applied_fields = new.metadata.managed_fields.take().filter(|_| opts.applied);
-            new = DynamicObject::clone(old);
-            set_status(&mut new, status);
+            strategy::keep_stored_content_but_status(&mut new, old);
+            new.types.clone_from(&old.types);
+            new.metadata.clone_from(&old.metadata);
             if applied_fields.is_some() {
                 new.metadata.managed_fields = applied_fields;
             }
@@ -352,9 +351,7 @@ impl ApiServer {
             // takes the metadata from the request as any update does (the same fields are the
             // server's), but for what its kind resets ([`strategy::prepare_for_status_update`]).
             self.preserve_server_fields(t, old, &mut new, opts.applied)?;
-            let status = status_of(&new);
-            new.data = old.data.clone();
-            set_status(&mut new, status);
+            strategy::keep_stored_content_but_status(&mut new, old);
             strategy::prepare_for_status_update(t, old, &mut new, ctx.now);
         } else {
             self.preserve_server_fields(t, old, &mut new, opts.applied)?;

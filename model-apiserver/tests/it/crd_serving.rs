@@ -189,6 +189,32 @@ fn a_custom_resource_status_subresource_separates_status_from_spec() {
     assert_eq!(status.metadata.generation, Some(1));
 }
 
+/// The apiextensions status strategy copies the stored object but for `.status`: a spec or a
+/// label the status write changes, adds or leaves out is the stored one afterwards.
+#[test]
+fn a_custom_resource_status_write_keeps_the_stored_spec_and_metadata() {
+    let mut w = world();
+    let a = w.create(&widgets(), Some("default"), widget("a", json!({"replicas": 2})));
+    let mut body = (*a).clone();
+    body.data["spec"] = json!({"replicas": 9});
+    body.metadata.labels = Some([("tier".to_owned(), "web".to_owned())].into());
+    body.data["status"] = json!({"replicas": 2});
+    let r = Request::update(&widgets(), Some("default"), "a", body.clone(), PostParams::default())
+        .with_subresource(Subresource::Status);
+    let written = object(w.handle(r).unwrap());
+    assert_eq!(written.data["spec"], json!({"replicas": 2}));
+    assert_eq!(written.data["status"], json!({"replicas": 2}));
+    assert_eq!(written.metadata.labels, a.metadata.labels);
+    body.data.as_object_mut().unwrap().remove("spec");
+    body.data["status"] = json!({"replicas": 1});
+    body.metadata.resource_version = written.metadata.resource_version.clone();
+    let r = Request::update(&widgets(), Some("default"), "a", body, PostParams::default())
+        .with_subresource(Subresource::Status);
+    let written = object(w.handle(r).unwrap());
+    assert_eq!(written.data["spec"], json!({"replicas": 2}));
+    assert_eq!(written.data["status"], json!({"replicas": 1}));
+}
+
 #[test]
 fn a_custom_resource_scale_subresource_reads_and_writes_replicas() {
     let mut w = world();

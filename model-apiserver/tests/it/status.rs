@@ -170,6 +170,33 @@ fn replica_set(name: &str) -> serde_json::Value {
     })
 }
 
+/// A status write's body is only read for its status: a spec it leaves out, changes or sends back
+/// unchanged is the stored one afterwards, whole.
+#[test]
+fn a_status_write_keeps_the_stored_spec_whether_the_body_omits_changes_or_repeats_it() {
+    let mut w = World::new();
+    let rs = builtin("apps", "replicasets");
+    let created = w.create(&rs, Some("default"), replica_set("rs"));
+    let omitted = put_status(&mut w, &rs, "rs", |body| {
+        body.as_object_mut().unwrap().remove("spec");
+        body["status"] = json!({"replicas": 1});
+    });
+    assert_eq!(omitted.data["spec"], created.data["spec"]);
+    assert_eq!(omitted.data["status"]["replicas"], json!(1));
+    let changed = put_status(&mut w, &rs, "rs", |body| {
+        body["spec"]["template"]["spec"]["containers"][0]["image"] = json!("i:2");
+        body["spec"]["minReadySeconds"] = json!(5);
+        body["status"] = json!({"replicas": 2});
+    });
+    assert_eq!(changed.data["spec"], created.data["spec"]);
+    assert_eq!(changed.data["status"]["replicas"], json!(2));
+    let repeated = put_status(&mut w, &rs, "rs", |body| body["status"] = json!({"replicas": 3}));
+    assert_eq!(repeated.data["spec"], created.data["spec"]);
+    assert_eq!(repeated.data["status"]["replicas"], json!(3));
+    let stored = object(w.handle(Request::get(&rs, Some("default"), "rs", GetParams::default())).unwrap());
+    assert_eq!(stored.data, repeated.data);
+}
+
 /// kube-apiserver's status strategies of the built-in kinds reset the spec and (but for a
 /// Deployment's labels and a Pod's owner references) no metadata: what a status write sends in
 /// `metadata` persists, as in an update of the main resource.
