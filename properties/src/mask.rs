@@ -321,23 +321,23 @@ fn strip_path(value: &mut serde_json::Value, segments: &[Segment]) {
         return;
     };
     match value {
-        serde_json::Value::Object(map) => {
-            let keys: Vec<String> = map
-                .keys()
-                .filter(|key| match first {
-                    Segment::Any => true,
-                    Segment::Key(want) => want == *key,
-                })
-                .cloned()
-                .collect();
-            for key in keys {
-                if rest.is_empty() {
-                    map.remove(&key);
-                } else if let Some(child) = map.get_mut(&key) {
+        // A key names at most one member: removed or entered directly, no key copied.
+        serde_json::Value::Object(map) => match first {
+            Segment::Key(want) if rest.is_empty() => {
+                map.remove(want);
+            }
+            Segment::Key(want) => {
+                if let Some(child) = map.get_mut(want) {
                     strip_path(child, rest);
                 }
             }
-        }
+            Segment::Any if rest.is_empty() => map.clear(),
+            Segment::Any => {
+                for child in map.values_mut() {
+                    strip_path(child, rest);
+                }
+            }
+        },
         serde_json::Value::Array(items) => {
             for (index, item) in items.iter_mut().enumerate() {
                 let hit = match first {
