@@ -55,6 +55,7 @@ use sim::runtime::reflector::{ObjectRef, Store};
 use sim::runtime::{Controller, watcher};
 use sim::{Clients, SimBuilder};
 
+use super::boxed;
 use super::error::{Error, has_code};
 use super::owners::{self, Claim};
 use super::{events, hashing, labels, pod_state};
@@ -261,7 +262,7 @@ pub async fn reconcile(deployment: Arc<Deployment>, ctx: Arc<Context>) -> Result
         return Err(Error::InvalidSpec { kind: "Deployment", name, reason });
     }
     let api: Api<ReplicaSet> = Api::namespaced(ctx.client.clone(), &namespace);
-    let mut owned = Box::pin(claim_replica_sets(&deployment, &api)).await?;
+    let mut owned = boxed(|| claim_replica_sets(&deployment, &api)).await?;
     owned.sort_by(|a, b| {
         (a.metadata.creation_timestamp.as_ref(), a.metadata.name.as_ref())
             .cmp(&(b.metadata.creation_timestamp.as_ref(), b.metadata.name.as_ref()))
@@ -273,40 +274,40 @@ pub async fn reconcile(deployment: Arc<Deployment>, ctx: Arc<Context>) -> Result
     let (new_rs, old) = split_new_and_old(&d, owned);
     if is_paused(&d) || is_scaling_event(&d, new_rs.as_ref(), &old) {
         let new_rs = match new_rs {
-            Some(rs) => Some(Box::pin(sync.existing_new_replica_set(&mut d, rs, &old)).await?),
+            Some(rs) => Some(boxed(|| sync.existing_new_replica_set(&mut d, rs, &old)).await?),
             None => None,
         };
-        Box::pin(sync.scale(&d, new_rs.as_ref(), &old)).await?;
+        boxed(|| sync.scale(&d, new_rs.as_ref(), &old)).await?;
         if is_paused(&d) {
-            Box::pin(cleanup(&d, &old, &api)).await?;
+            boxed(|| cleanup(&d, &old, &api)).await?;
         }
         let status = calculate_status(&d, new_rs.as_ref(), &old);
-        Box::pin(sync.finish(&deployment, &d, status)).await?;
+        boxed(|| sync.finish(&deployment, &d, status)).await?;
         return Ok(Action::await_change());
     }
     let (new_rs, scaled) = if is_recreate(&d) {
-        match Box::pin(sync.rollout_recreate(&mut d, new_rs, &old)).await? {
+        match boxed(|| sync.rollout_recreate(&mut d, new_rs, &old)).await? {
             Some(done) => done,
             None => return Ok(Action::requeue(super::ERROR_REQUEUE)),
         }
     } else {
         let new_rs = match new_rs {
-            Some(rs) => Box::pin(sync.existing_new_replica_set(&mut d, rs, &old)).await?,
-            None => match Box::pin(sync.create_new_replica_set(&mut d, &old)).await? {
+            Some(rs) => boxed(|| sync.existing_new_replica_set(&mut d, rs, &old)).await?,
+            None => match boxed(|| sync.create_new_replica_set(&mut d, &old)).await? {
                 Some(rs) => rs,
                 None => return Ok(Action::requeue(super::ERROR_REQUEUE)),
             },
         };
-        let scaled = Box::pin(sync.rollout_rolling(&d, &new_rs, &old)).await?;
+        let scaled = boxed(|| sync.rollout_rolling(&d, &new_rs, &old)).await?;
         (Some(new_rs), scaled)
     };
     let previous = d.status.clone().unwrap_or_default();
     if !scaled && deployment_complete(&d, &previous) {
-        Box::pin(cleanup(&d, &old, &api)).await?;
+        boxed(|| cleanup(&d, &old, &api)).await?;
     }
     let status = sync_rollout_status(&d, new_rs.as_ref(), &old);
     let requeue = requeue_stuck(&d, &status);
-    Box::pin(sync.finish(&deployment, &d, status)).await?;
+    boxed(|| sync.finish(&deployment, &d, status)).await?;
     Ok(requeue.map_or_else(Action::await_change, Action::requeue))
 }
 

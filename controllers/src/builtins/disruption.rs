@@ -65,6 +65,7 @@ use sim::runtime::reflector::{self, ObjectRef, Store};
 use sim::runtime::{Controller, watcher};
 use sim::{Clients, SimBuilder};
 
+use super::boxed;
 use super::error::{Error, has_code, status_message};
 use super::{events, kinds, labels, owners, pod_state};
 
@@ -191,7 +192,7 @@ pub async fn reconcile(pdb: Arc<PodDisruptionBudget>, ctx: Arc<Context>) -> Resu
     let namespace = pdb
         .namespace()
         .ok_or_else(|| Error::MissingNamespace { kind: "PodDisruptionBudget", name: pdb.name_any() })?;
-    match Box::pin(try_sync(&pdb, &namespace, &ctx)).await {
+    match boxed(|| try_sync(&pdb, &namespace, &ctx)).await {
         Ok(recheck) => {
             Ok(recheck.map_or_else(Action::await_change, |after| Action::requeue(after.max(RECHECK_MIN))))
         }
@@ -203,7 +204,7 @@ pub async fn reconcile(pdb: Arc<PodDisruptionBudget>, ctx: Arc<Context>) -> Resu
             // One already written changes nothing: an API error (a fault) may pass, so the
             // resync stands in for the informer's; any other error lasts until the Pods or the
             // budget change, which sync it again.
-            let wrote = Box::pin(fail_safe(&pdb, &namespace, &error, &ctx.client)).await?;
+            let wrote = boxed(|| fail_safe(&pdb, &namespace, &error, &ctx.client)).await?;
             let passing = matches!(error, SyncError::Api(_));
             Ok(if !wrote && passing { Action::requeue(RESYNC) } else { Action::await_change() })
         }
@@ -224,7 +225,7 @@ async fn try_sync(
     if pods.is_empty() {
         events::normal(&ctx.recorder, &regarding, "NoPods", "No matching pods found".to_owned()).await;
     }
-    let expected = match Box::pin(expected_pod_count(pdb, &pods, namespace, &ctx.client)).await {
+    let expected = match boxed(|| expected_pod_count(pdb, &pods, namespace, &ctx.client)).await {
         Ok(expected) => expected,
         Err(error) => {
             let message = format!("Failed to calculate the number of expected pods: {error}");
@@ -252,7 +253,7 @@ async fn try_sync(
     let current_healthy = count_healthy_pods(&pods, &disrupted.kept, now);
     let counts =
         Counts { current_healthy, desired_healthy: expected.desired_healthy, expected: expected.count };
-    Box::pin(update_status(pdb, namespace, counts, disrupted.kept, &ctx.client)).await?;
+    boxed(|| update_status(pdb, namespace, counts, disrupted.kept, &ctx.client)).await?;
     Ok(recheck.map(|at| duration_until(now, at)))
 }
 
@@ -277,7 +278,7 @@ async fn expected_pod_count(
 ) -> Result<Expected, SyncError> {
     let spec = pdb.spec.clone().unwrap_or_default();
     if let Some(max_unavailable) = &spec.max_unavailable {
-        let (count, unmanaged) = Box::pin(expected_scale(pods, namespace, client)).await?;
+        let (count, unmanaged) = boxed(|| expected_scale(pods, namespace, client)).await?;
         let max_unavailable = scaled_value(max_unavailable, count)?;
         let desired_healthy = count.saturating_sub(max_unavailable).max(0);
         return Ok(Expected { count, desired_healthy, unmanaged });
@@ -289,7 +290,7 @@ async fn expected_pod_count(
             unmanaged: false,
         }),
         Some(min @ IntOrString::String(_)) => {
-            let (count, unmanaged) = Box::pin(expected_scale(pods, namespace, client)).await?;
+            let (count, unmanaged) = boxed(|| expected_scale(pods, namespace, client)).await?;
             Ok(Expected { count, desired_healthy: scaled_value(min, count)?, unmanaged })
         }
         None => Ok(Expected::default()),
@@ -334,7 +335,7 @@ async fn expected_scale(
         if scales.contains_key(&reference.uid) {
             continue;
         }
-        match Box::pin(controller_scale(reference, namespace, client)).await? {
+        match boxed(|| controller_scale(reference, namespace, client)).await? {
             Some((uid, scale)) => {
                 scales.insert(uid, scale);
             }
@@ -356,7 +357,7 @@ async fn controller_scale(
     let group = kinds::group_of(&reference.api_version);
     let typed = match (reference.kind.as_str(), group) {
         ("ReplicaSet", "apps" | "extensions") => {
-            Box::pin(replica_set_scale(reference, namespace, client)).await?
+            boxed(|| replica_set_scale(reference, namespace, client)).await?
         }
         ("StatefulSet", "apps") => {
             let sets: Api<StatefulSet> = Api::namespaced(client.clone(), namespace);
@@ -369,7 +370,7 @@ async fn controller_scale(
     };
     match typed {
         Some(found) => Ok(Some(found)),
-        None => Box::pin(scale_subresource(reference, namespace, client)).await,
+        None => boxed(|| scale_subresource(reference, namespace, client)).await,
     }
 }
 

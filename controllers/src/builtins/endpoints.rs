@@ -58,6 +58,7 @@ use sim::runtime::reflector::{self, ObjectRef, Store};
 use sim::runtime::watcher::{self, Event};
 use sim::{Clients, SimBuilder};
 
+use super::boxed;
 use super::changes::{self, Change};
 use super::endpoint_pods::{self, LABEL_HEADLESS};
 use super::error::{Error, has_code, is_namespace_terminating, status_message};
@@ -234,7 +235,7 @@ pub async fn reconcile(key: Arc<Service>, ctx: Arc<Context>) -> Result<Action, E
     let Some(desired) = desired_endpoints(&service, current.as_deref(), subsets) else {
         return Ok(Action::await_change());
     };
-    Box::pin(write(&ctx, &api, &service, current.as_deref(), desired)).await?;
+    boxed(|| write(&ctx, &api, &service, current.as_deref(), desired)).await?;
     Ok(Action::await_change())
 }
 

@@ -43,6 +43,7 @@ use sim::runtime::reflector::{self, ObjectRef, Store};
 use sim::runtime::{Controller, watcher};
 use sim::{Clients, SimBuilder};
 
+use super::boxed;
 use super::changes::{self, Change};
 use super::endpoint_pods;
 use super::endpoints::LAST_CHANGE_TRIGGER_TIME_ANNOTATION;
@@ -190,7 +191,7 @@ pub async fn reconcile(service: Arc<Service>, ctx: Arc<Context>) -> Result<Actio
     }
     let plan = endpointslice_reconciler::reconcile(&service, &pods, &slices, &ctx.nodes);
     let api: Api<EndpointSlice> = Api::namespaced(ctx.client.clone(), &namespace);
-    if let Err(failure) = Box::pin(finalize(&service, plan, &api, &ctx.tracker)).await {
+    if let Err(failure) = boxed(|| finalize(&service, plan, &api, &ctx.tracker)).await {
         let message =
             format!("Error updating Endpoint Slices for Service {namespace}/{name}: {}", failure.message);
         events::warning(

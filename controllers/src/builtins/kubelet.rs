@@ -52,6 +52,7 @@ use sim::runtime::reflector::{self, ObjectRef, Store};
 use sim::runtime::{Controller, watcher};
 use sim::{Clients, SimBuilder};
 
+use super::boxed;
 use super::error::{Error, has_code};
 use super::{events, hashing, owners, pod_state};
 
@@ -230,7 +231,7 @@ pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, Error
     let namespace = pod.namespace().ok_or(Error::MissingNamespace { kind: "Pod", name: name.clone() })?;
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
     if pod_state::is_terminating(&pod) {
-        return Box::pin(terminate(&api, &pod, &ctx)).await;
+        return boxed(|| terminate(&api, &pod, &ctx)).await;
     }
     if pod_state::is_finished(&pod) {
         return Ok(Action::await_change());
@@ -241,28 +242,29 @@ pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, Error
                 return Ok(Action::await_change());
             }
             if let Some(reason) = volume_binding_failure(&pod, &ctx.claims) {
-                return Box::pin(mark_unschedulable(&api, &pod, &reason, &ctx)).await;
+                return boxed(|| mark_unschedulable(&api, &pod, &reason, &ctx)).await;
             }
         }
         let bind = serde_json::json!({ "spec": { "nodeName": NODE_NAME }, "metadata": { "uid": pod.uid() } });
         api.patch(&name, &PatchParams::default(), &Patch::Merge(&bind)).await?;
         let message = format!("Successfully assigned {namespace}/{name} to {NODE_NAME}");
-        Box::pin(events::scheduled(&ctx.scheduler, &events::reference(&*pod), message)).await;
+        let reference = events::reference(&*pod);
+        boxed(|| events::scheduled(&ctx.scheduler, &reference, message)).await;
         return Ok(Action::await_change());
     }
     match pod_state::phase(&pod) {
         pod_state::PHASE_PENDING => {
             let delay = delay_between(START_DELAY_MS_MIN, START_DELAY_MS_MAX);
             madsim::time::sleep(delay).await;
-            if Box::pin(transition(&api, &pod, pod_state::PHASE_PENDING, started_status)).await? {
-                Box::pin(publish_started(&ctx, &pod)).await;
+            if boxed(|| transition(&api, &pod, pod_state::PHASE_PENDING, started_status)).await? {
+                boxed(|| publish_started(&ctx, &pod)).await;
             }
             Ok(Action::await_change())
         }
         pod_state::PHASE_RUNNING if runs_to_completion(&pod) && !fails(&pod) => {
             let delay = delay_between(RUN_DELAY_MS_MIN, RUN_DELAY_MS_MAX);
             madsim::time::sleep(delay).await;
-            Box::pin(transition(&api, &pod, pod_state::PHASE_RUNNING, succeeded_status)).await?;
+            boxed(|| transition(&api, &pod, pod_state::PHASE_RUNNING, succeeded_status)).await?;
             Ok(Action::await_change())
         }
         _ => Ok(Action::await_change()),
@@ -293,7 +295,8 @@ async fn mark_unschedulable(api: &Api<Pod>, pod: &Pod, reason: &str, ctx: &Conte
     conditions.push(scheduled);
     let patch = serde_json::json!({ "status": { "conditions": conditions } });
     api.patch_status(&pod.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await?;
-    Box::pin(events::failed_scheduling(&ctx.scheduler, &events::reference(pod), message)).await;
+    let reference = events::reference(pod);
+    boxed(|| events::failed_scheduling(&ctx.scheduler, &reference, message)).await;
     Ok(Action::await_change())
 }
 

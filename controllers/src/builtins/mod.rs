@@ -147,6 +147,15 @@ type AddBuiltin = fn(SimBuilder) -> SimBuilder;
 
 /// Add every built-in controller to a world, but those it already has (a world that runs the
 /// garbage collector alone can be given all the others).
+/// `make`'s future in a box of its own, written in place: `Box::pin(step(..))` builds the whole
+/// future on the stack (as large as its largest state, most of it not yet written) and copies it
+/// into the box. The built-ins box the nested steps a reconcile awaits, to keep their own futures
+/// small to move.
+pub(crate) fn boxed<F: std::future::Future>(make: impl FnOnce() -> F) -> std::pin::Pin<Box<F>> {
+    let boxed: Box<F> = Box::write(Box::new_uninit(), make());
+    Box::into_pin(boxed)
+}
+
 pub fn all(builder: SimBuilder) -> SimBuilder {
     let adders: [(&str, AddBuiltin); 17] = [
         (garbage_collector::NODE, garbage_collector),

@@ -87,6 +87,7 @@ use sim::runtime::reflector::{self, ObjectRef, Store};
 use sim::runtime::{Controller, watcher};
 use sim::{Clients, SimBuilder};
 
+use super::boxed;
 use super::error::Error;
 use super::{events, labels, quantity};
 
@@ -538,9 +539,9 @@ pub async fn sync_claim(claim: Arc<PersistentVolumeClaim>, ctx: Arc<Context>) ->
         return Err(Error::MissingNamespace { kind: "PersistentVolumeClaim", name: claim.name_any() });
     }
     if has_annotation(&claim.metadata, ANN_BIND_COMPLETED) {
-        Box::pin(sync_bound_claim(&claim, &ctx)).await?;
+        boxed(|| sync_bound_claim(&claim, &ctx)).await?;
     } else {
-        Box::pin(sync_unbound_claim(&claim, &ctx)).await?;
+        boxed(|| sync_unbound_claim(&claim, &ctx)).await?;
     }
     Ok(Action::requeue(RESYNC))
 }
@@ -550,43 +551,43 @@ async fn sync_unbound_claim(claim: &PersistentVolumeClaim, ctx: &Context) -> Res
     let regarding = events::reference(claim);
     let Some(volume_name) = volume_name_of(claim) else {
         if let Some(volume) = find_best_match(claim, &ctx.volumes.state()) {
-            return Box::pin(bind(&volume, claim, ctx)).await;
+            return boxed(|| bind(&volume, claim, ctx)).await;
         }
-        if Box::pin(assign_default_class(claim, ctx)).await? {
+        if boxed(|| assign_default_class(claim, ctx)).await? {
             // The claim's own change syncs it again, with its class.
             return Ok(());
         }
         let class = claim_class(claim);
         if !class.is_empty() {
-            return Box::pin(provision_claim(claim, &class, ctx)).await;
+            return boxed(|| provision_claim(claim, &class, ctx)).await;
         }
         let message = "no persistent volumes available for this claim and no storage class is set";
         events::normal(&ctx.recorder, &regarding, "FailedBinding", message.to_owned()).await;
-        Box::pin(update_claim_status(claim, PHASE_PENDING, None, ctx)).await?;
+        boxed(|| update_claim_status(claim, PHASE_PENDING, None, ctx)).await?;
         return Ok(());
     };
     let Some(volume) = ctx.volumes.get(&ObjectRef::new(volume_name)) else {
         // The volume asked for does not exist (yet): its creation syncs the claim again.
-        Box::pin(update_claim_status(claim, PHASE_PENDING, None, ctx)).await?;
+        boxed(|| update_claim_status(claim, PHASE_PENDING, None, ctx)).await?;
         return Ok(());
     };
     if spec_of(&volume).claim_ref.is_none() {
         if let Err(reason) = check_volume_satisfies_claim(&volume, claim) {
             let message = format!("Cannot bind to requested volume {volume_name:?}: {reason}");
             events::warning(&ctx.recorder, &regarding, "VolumeMismatch", message).await;
-            Box::pin(update_claim_status(claim, PHASE_PENDING, None, ctx)).await?;
+            boxed(|| update_claim_status(claim, PHASE_PENDING, None, ctx)).await?;
             return Ok(());
         }
-        return Box::pin(bind(&volume, claim, ctx)).await;
+        return boxed(|| bind(&volume, claim, ctx)).await;
     }
     if is_volume_bound_to_claim(&volume, claim) {
-        return Box::pin(bind(&volume, claim, ctx)).await;
+        return boxed(|| bind(&volume, claim, ctx)).await;
     }
     // The volume asked for is another claim's.
     let message = format!("volume {volume_name:?} already bound to a different claim.");
     events::warning(&ctx.recorder, &regarding, "FailedBinding", message).await;
     if !has_annotation(&claim.metadata, ANN_BOUND_BY_CONTROLLER) {
-        Box::pin(update_claim_status(claim, PHASE_PENDING, None, ctx)).await?;
+        boxed(|| update_claim_status(claim, PHASE_PENDING, None, ctx)).await?;
     }
     // Bound by the binder to a volume that is another's: it "should never happen" upstream,
     // which retries on its resync; nothing here would change it, so nothing is retried.
@@ -597,7 +598,7 @@ async fn sync_unbound_claim(claim: &PersistentVolumeClaim, ctx: &Context) -> Res
 async fn sync_bound_claim(claim: &PersistentVolumeClaim, ctx: &Context) -> Result<(), Error> {
     let Some(volume_name) = volume_name_of(claim) else {
         let message = "Bound claim has lost reference to PersistentVolume. Data on the volume is lost!";
-        return Box::pin(mark_lost(claim, "ClaimLost", message, ctx)).await;
+        return boxed(|| mark_lost(claim, "ClaimLost", message, ctx)).await;
     };
     let cached = ctx.volumes.get(&ObjectRef::new(volume_name));
     let volume = match cached {
@@ -607,13 +608,13 @@ async fn sync_bound_claim(claim: &PersistentVolumeClaim, ctx: &Context) -> Resul
             Some(volume) => Arc::new(volume),
             None => {
                 let message = "Bound claim has lost its PersistentVolume. Data on the volume is lost!";
-                return Box::pin(mark_lost(claim, "ClaimLost", message, ctx)).await;
+                return boxed(|| mark_lost(claim, "ClaimLost", message, ctx)).await;
             }
         },
     };
     match spec_of(&volume).claim_ref.as_ref() {
-        None => Box::pin(bind(&volume, claim, ctx)).await,
-        Some(reference) if reference.uid == claim.metadata.uid => Box::pin(bind(&volume, claim, ctx)).await,
+        None => boxed(|| bind(&volume, claim, ctx)).await,
+        Some(reference) if reference.uid == claim.metadata.uid => boxed(|| bind(&volume, claim, ctx)).await,
         Some(_) => {
             let fresh = ctx.volumes_api().get_opt(volume_name).await?;
             let elsewhere = fresh.as_ref().and_then(|v| v.spec.as_ref()?.claim_ref.as_ref()?.uid.clone());
@@ -622,7 +623,7 @@ async fn sync_bound_claim(claim: &PersistentVolumeClaim, ctx: &Context) -> Resul
                 return Ok(());
             }
             let message = "Two claims are bound to the same volume, this one is bound incorrectly";
-            Box::pin(mark_lost(claim, "ClaimMisbound", message, ctx)).await
+            boxed(|| mark_lost(claim, "ClaimMisbound", message, ctx)).await
         }
     }
 }
@@ -637,7 +638,7 @@ async fn mark_lost(
     if claim_phase(claim) == PHASE_LOST {
         return Ok(());
     }
-    let updated = Box::pin(update_claim_status(claim, PHASE_LOST, None, ctx)).await?;
+    let updated = boxed(|| update_claim_status(claim, PHASE_LOST, None, ctx)).await?;
     events::warning(&ctx.recorder, &events::reference(&updated), reason, message.to_owned()).await;
     Ok(())
 }
@@ -700,28 +701,28 @@ pub async fn sync_volume(volume: Arc<PersistentVolume>, ctx: Arc<Context>) -> Re
     if !ctx.ready().await {
         return Ok(Action::await_change());
     }
-    Box::pin(sync_volume_once(&volume, &ctx)).await?;
+    boxed(|| sync_volume_once(&volume, &ctx)).await?;
     Ok(Action::requeue(RESYNC))
 }
 
 async fn sync_volume_once(volume: &PersistentVolume, ctx: &Context) -> Result<(), Error> {
     let Some(reference) = spec_of(volume).claim_ref.clone() else {
-        Box::pin(update_volume_phase(volume, PHASE_AVAILABLE, ctx)).await?;
+        boxed(|| update_volume_phase(volume, PHASE_AVAILABLE, ctx)).await?;
         return Ok(());
     };
     if reference.uid.as_deref().is_none_or(str::is_empty) {
         // Pre-bound to a claim that has not bound yet: the claim's sync binds it.
-        Box::pin(update_volume_phase(volume, PHASE_AVAILABLE, ctx)).await?;
+        boxed(|| update_volume_phase(volume, PHASE_AVAILABLE, ctx)).await?;
         return Ok(());
     }
-    let claim = Box::pin(claim_of(volume, &reference, ctx)).await?;
+    let claim = boxed(|| claim_of(volume, &reference, ctx)).await?;
     let Some(claim) = claim else {
         // The claim is gone: release the volume and reclaim it.
         let mut volume = Cow::Borrowed(volume);
         if !matches!(volume_phase(&volume), PHASE_RELEASED | PHASE_FAILED) {
-            volume = Cow::Owned(Box::pin(update_volume_phase(&volume, PHASE_RELEASED, ctx)).await?);
+            volume = Cow::Owned(boxed(|| update_volume_phase(&volume, PHASE_RELEASED, ctx)).await?);
         }
-        return Box::pin(reclaim_volume(&volume, ctx)).await;
+        return boxed(|| reclaim_volume(&volume, ctx)).await;
     };
     match volume_name_of(&claim) {
         None => {
@@ -741,7 +742,7 @@ async fn sync_volume_once(volume: &PersistentVolume, ctx: &Context) -> Result<()
             Ok(())
         }
         Some(name) if name == volume.name_any() => {
-            Box::pin(update_volume_phase(volume, PHASE_BOUND, ctx)).await?;
+            boxed(|| update_volume_phase(volume, PHASE_BOUND, ctx)).await?;
             Ok(())
         }
         Some(_) => {
@@ -751,11 +752,11 @@ async fn sync_volume_once(volume: &PersistentVolume, ctx: &Context) -> Result<()
             {
                 let mut volume = Cow::Borrowed(volume);
                 if !matches!(volume_phase(&volume), PHASE_RELEASED | PHASE_FAILED) {
-                    volume = Cow::Owned(Box::pin(update_volume_phase(&volume, PHASE_RELEASED, ctx)).await?);
+                    volume = Cow::Owned(boxed(|| update_volume_phase(&volume, PHASE_RELEASED, ctx)).await?);
                 }
-                return Box::pin(reclaim_volume(&volume, ctx)).await;
+                return boxed(|| reclaim_volume(&volume, ctx)).await;
             }
-            Box::pin(unbind_volume(volume, ctx)).await
+            boxed(|| unbind_volume(volume, ctx)).await
         }
     }
 }
@@ -785,14 +786,14 @@ async fn claim_of(
 async fn reclaim_volume(volume: &PersistentVolume, ctx: &Context) -> Result<(), Error> {
     match reclaim_policy(volume) {
         RECLAIM_RETAIN => Ok(()),
-        RECLAIM_DELETE => Box::pin(delete_volume(volume, ctx)).await,
+        RECLAIM_DELETE => boxed(|| delete_volume(volume, ctx)).await,
         RECLAIM_RECYCLE => {
             let message = "No recycler plugin found for the volume!";
-            Box::pin(fail_volume(volume, "VolumeFailedRecycle", message, ctx)).await
+            boxed(|| fail_volume(volume, "VolumeFailedRecycle", message, ctx)).await
         }
         _ => {
             let message = "Volume has unrecognized PersistentVolumeReclaimPolicy";
-            Box::pin(fail_volume(volume, "VolumeUnknownReclaimPolicy", message, ctx)).await
+            boxed(|| fail_volume(volume, "VolumeUnknownReclaimPolicy", message, ctx)).await
         }
     }
 }
@@ -814,7 +815,7 @@ async fn delete_volume(volume: &PersistentVolume, ctx: &Context) -> Result<(), E
         "error getting deleter volume plugin for volume {:?}: no deletable volume plugin matched",
         fresh.name_any()
     );
-    Box::pin(fail_volume(&fresh, "VolumeFailedDelete", &message, ctx)).await
+    boxed(|| fail_volume(&fresh, "VolumeFailedDelete", &message, ctx)).await
 }
 
 /// `isVolumeReleased`: the volume's claim is gone, or bound to another volume.
@@ -845,7 +846,7 @@ async fn fail_volume(
     if volume_phase(volume) == PHASE_FAILED {
         return Ok(());
     }
-    let updated = Box::pin(write_volume_phase(volume, PHASE_FAILED, Some(message), ctx)).await?;
+    let updated = boxed(|| write_volume_phase(volume, PHASE_FAILED, Some(message), ctx)).await?;
     events::warning(&ctx.recorder, &events::reference(&updated), reason, message.to_owned()).await;
     Ok(())
 }
@@ -867,7 +868,7 @@ async fn unbind_volume(volume: &PersistentVolume, ctx: &Context) -> Result<(), E
         reference.uid = None;
     }
     let written = ctx.volumes_api().replace(&volume.name_any(), &PostParams::default(), &updated).await?;
-    Box::pin(update_volume_phase(&written, PHASE_AVAILABLE, ctx)).await?;
+    boxed(|| update_volume_phase(&written, PHASE_AVAILABLE, ctx)).await?;
     Ok(())
 }
 
@@ -878,10 +879,10 @@ async fn unbind_volume(volume: &PersistentVolume, ctx: &Context) -> Result<(), E
 /// `Bound`, in that order, each written only if it is not so already. A write that fails leaves
 /// the rest to the next sync.
 async fn bind(volume: &PersistentVolume, claim: &PersistentVolumeClaim, ctx: &Context) -> Result<(), Error> {
-    let volume = Box::pin(bind_volume_to_claim(volume, claim, ctx)).await?;
-    let volume = Box::pin(update_volume_phase(&volume, PHASE_BOUND, ctx)).await?;
-    let claim = Box::pin(bind_claim_to_volume(claim, &volume, ctx)).await?;
-    Box::pin(update_claim_status(&claim, PHASE_BOUND, Some(&volume), ctx)).await?;
+    let volume = boxed(|| bind_volume_to_claim(volume, claim, ctx)).await?;
+    let volume = boxed(|| update_volume_phase(&volume, PHASE_BOUND, ctx)).await?;
+    let claim = boxed(|| bind_claim_to_volume(claim, &volume, ctx)).await?;
+    boxed(|| update_claim_status(&claim, PHASE_BOUND, Some(&volume), ctx)).await?;
     Ok(())
 }
 
@@ -924,7 +925,7 @@ async fn update_volume_phase(
     if volume_phase(volume) == phase {
         return Ok(volume.clone());
     }
-    Box::pin(write_volume_phase(volume, phase, None, ctx)).await
+    boxed(|| write_volume_phase(volume, phase, None, ctx)).await
 }
 
 /// `UpdateStatus` of a volume's phase and message (the server stamps

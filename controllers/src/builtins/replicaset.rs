@@ -28,6 +28,7 @@ use sim::runtime::reflector::{ObjectRef, Store};
 use sim::runtime::{Controller, watcher};
 use sim::{Clients, SimBuilder};
 
+use super::boxed;
 use super::error::{Error, has_code};
 use super::owners::{self, Claim};
 use super::templates::{PodName, pod_from_template};
@@ -102,13 +103,13 @@ pub async fn reconcile(rs: Arc<ReplicaSet>, ctx: Arc<Context>) -> Result<Action,
         return Err(Error::InvalidSpec { kind: "ReplicaSet", name, reason });
     }
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
-    let claimed = Box::pin(claim_pods(&rs, &spec.selector, &pods)).await?;
+    let claimed = boxed(|| claim_pods(&rs, &spec.selector, &pods)).await?;
     let replicas = usize::try_from(spec.replicas.unwrap_or(1)).unwrap_or(0);
     let mut deleted = Vec::new();
     let managed = if claimed.len() < replicas {
-        Box::pin(create_pods(&rs, &spec, replicas - claimed.len(), &pods, &ctx.recorder)).await
+        boxed(|| create_pods(&rs, &spec, replicas - claimed.len(), &pods, &ctx.recorder)).await
     } else if claimed.len() > replicas {
-        Box::pin(delete_pods(&rs, &claimed, claimed.len() - replicas, &pods, &mut deleted, &ctx.recorder))
+        boxed(|| delete_pods(&rs, &claimed, claimed.len() - replicas, &pods, &mut deleted, &ctx.recorder))
             .await
     } else {
         Ok(())
@@ -118,7 +119,7 @@ pub async fn reconcile(rs: Arc<ReplicaSet>, ctx: Arc<Context>) -> Result<Action,
     // status meanwhile counts Pods already going away as available, which can take a rollout
     // below `replicas - maxUnavailable`.
     let remaining: Vec<Arc<Pod>> = claimed.into_iter().filter(|p| !deleted.contains(&p.uid())).collect();
-    Box::pin(update_status(&rs, &spec, &remaining, &ctx.client, &namespace)).await?;
+    boxed(|| update_status(&rs, &spec, &remaining, &ctx.client, &namespace)).await?;
     managed.map(|()| Action::await_change())
 }
 

@@ -285,6 +285,17 @@ type Outcome<K, E, Q> = Result<(ObjectRef<K>, Action), Error<E, Q>>;
 /// A future that starts a graceful shutdown.
 type ShutdownFn = futures::future::LocalBoxFuture<'static, ()>;
 
+/// The future `make` returns, boxed: the box is allocated first and the future written into it,
+/// rather than built on the stack and copied. A reconcile's future is as large as its largest
+/// state (kilobytes, most of it not yet written when it starts), and `Box::new` copied all of it
+/// on every reconcile.
+fn boxed_in_place<'a, F: Future + 'a>(
+    make: impl FnOnce() -> F,
+) -> futures::future::LocalBoxFuture<'a, F::Output> {
+    let boxed: Box<F> = Box::write(Box::new_uninit(), make());
+    Box::into_pin(boxed)
+}
+
 /// The user's reconcile and error policy, with the context captured.
 struct Handlers<'a, K, E> {
     reconcile: ReconcileFn<'a, K, E>,
@@ -729,7 +740,7 @@ where
             .then(|| futures::future::select_all(self.shutdown).map(|_| ()).boxed_local());
         let reconcile_ctx = ctx.clone();
         let handlers = Handlers {
-            reconcile: Box::new(move |object| reconcile(object, reconcile_ctx.clone()).boxed_local()),
+            reconcile: Box::new(move |object| boxed_in_place(|| reconcile(object, reconcile_ctx.clone()))),
             error_policy: Box::new(move |object, error| error_policy(object, error, ctx.clone())),
         };
         drop(self.triggers);
@@ -846,7 +857,7 @@ where
     let reconcile_ctx = context.clone();
     let handlers = Handlers {
         reconcile: Box::new(move |object| {
-            TryFutureExt::into_future(reconciler(object, reconcile_ctx.clone())).boxed_local()
+            boxed_in_place(|| TryFutureExt::into_future(reconciler(object, reconcile_ctx.clone())))
         }),
         error_policy: Box::new(move |object, error| error_policy(object, error, context.clone())),
     };
