@@ -122,6 +122,78 @@ fn a_completed_job_with_a_ttl_of_5s_is_deleted_5s_after_it_finished_and_its_pods
     sweep_passes("builtins-ttl-complete", &world, SEEDS);
 }
 
+/// What the TTL controller sent: for each delete of a Job, its preconditions beside the uid and
+/// resourceVersion the controller's own last read of that Job answered.
+#[derive(Clone, Default)]
+struct TtlDeletes(std::sync::Arc<std::sync::Mutex<TtlDeletesSeen>>);
+
+#[derive(Default)]
+struct TtlDeletesSeen {
+    /// The uid and resourceVersion of the TTL controller's last read of a Job, by call target.
+    read: std::collections::BTreeMap<String, (Option<String>, Option<String>)>,
+    /// Per delete: (its preconditions' uid and resourceVersion, the last read's).
+    deletes: Vec<((Option<String>, Option<String>), Option<(Option<String>, Option<String>)>)>,
+}
+
+impl sim::transport::FaultHook for TtlDeletes {
+    fn before_call(
+        &mut self,
+        call: &sim::transport::CallInfo<'_>,
+        request: &model_apiserver::Request,
+    ) -> Option<kube_core::Status> {
+        if call.node == ttl_after_finished::NODE
+            && let model_apiserver::Verb::Delete { params, .. } = &request.verb
+            && call.target.starts_with("jobs/")
+        {
+            let sent = params.preconditions.as_ref().map(|p| (p.uid.clone(), p.resource_version.clone()));
+            let mut seen = self.0.lock().unwrap();
+            let read = seen.read.get(call.target).cloned();
+            seen.deletes.push((sent.unwrap_or_default(), read));
+        }
+        None
+    }
+    fn after_call(
+        &mut self,
+        call: &sim::transport::CallInfo<'_>,
+        result: &mut Result<model_apiserver::Response, kube_core::Status>,
+    ) {
+        if call.node == ttl_after_finished::NODE
+            && call.verb == "get"
+            && let Ok(model_apiserver::Response::Object(job)) = result
+        {
+            let read = (job.metadata.uid.clone(), job.metadata.resource_version.clone());
+            self.0.lock().unwrap().read.insert(call.target.to_owned(), read);
+        }
+    }
+}
+
+/// The delete carries the fresh read's uid and resourceVersion as preconditions, so that a Job
+/// replaced or changed (its TTL raised) between that read and the delete is not deleted: the
+/// window is too short for a sweep to hit, so the request itself is checked.
+#[test]
+fn the_delete_is_preconditioned_on_the_uid_and_resource_version_of_the_fresh_read() {
+    let deletes = TtlDeletes::default();
+    let hook = deletes.clone();
+    let world = jobs_world("builtins-ttl-preconditions").fault_hook(move |_seed| hook.clone()).workload(
+        |w| async move {
+            let jobs: Api<Job> = Api::namespaced(w.client(), "default");
+            w.apply(&jobs, &job("pi", Some(5), false)).await?;
+            w.wait_for(&jobs, "pi", |j| j.is_none(), WAIT).await
+        },
+    );
+    for seed in 0..5 {
+        let report = world.run(seed);
+        assert!(report.verdict.is_pass(), "seed {seed}: {:?}", report.verdict);
+    }
+    let seen = deletes.0.lock().unwrap();
+    assert!(seen.deletes.len() >= 5, "one delete a seed at least, got {}", seen.deletes.len());
+    for (sent, read) in &seen.deletes {
+        let read = read.as_ref().expect("a delete follows a read of the Job");
+        assert!(sent.0.is_some() && sent.1.is_some(), "preconditions sent: {sent:?}");
+        assert_eq!(sent, read, "the preconditions are the fresh read's uid and resourceVersion");
+    }
+}
+
 #[test]
 fn a_failed_job_with_a_ttl_is_deleted_too() {
     let world = jobs_world("builtins-ttl-failed")
