@@ -127,12 +127,15 @@ fn a_completed_job_with_a_ttl_of_5s_is_deleted_5s_after_it_finished_and_its_pods
 #[derive(Clone, Default)]
 struct TtlDeletes(std::sync::Arc<std::sync::Mutex<TtlDeletesSeen>>);
 
+/// A Job's uid and resourceVersion, as read or as preconditions.
+type UidAndVersion = (Option<String>, Option<String>);
+
 #[derive(Default)]
 struct TtlDeletesSeen {
     /// The uid and resourceVersion of the TTL controller's last read of a Job, by call target.
-    read: std::collections::BTreeMap<String, (Option<String>, Option<String>)>,
+    read: std::collections::BTreeMap<String, UidAndVersion>,
     /// Per delete: (its preconditions' uid and resourceVersion, the last read's).
-    deletes: Vec<((Option<String>, Option<String>), Option<(Option<String>, Option<String>)>)>,
+    deletes: Vec<(UidAndVersion, Option<UidAndVersion>)>,
 }
 
 impl sim::transport::FaultHook for TtlDeletes {
