@@ -7,67 +7,19 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use controllers::builtins::{self, endpoint_pods, kubelet, pod_state, snapshot};
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{
-    Container, ContainerPort, EndpointAddress, EndpointPort, EndpointSubset, Endpoints, Pod, PodSpec,
-    PodTemplateSpec, Service, ServicePort, ServiceSpec,
+    EndpointAddress, EndpointPort, EndpointSubset, Endpoints, Pod, Service, ServiceSpec,
 };
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use model_apiserver::Snapshot;
 use sim::api::{Api, ListParams, ObjectMeta, Patch, PatchParams};
 use sim::faults::SwarmConfig;
 use sim::{FnProperty, Sim, SimBuilder, SweepConfig, Workload, WorkloadError, sweep};
 
+use crate::web_pods::{in_default, pod_spec, selected, web, web_labels, web_service_port};
+
 const SEEDS: u64 = 20;
 const WAIT: Duration = Duration::from_secs(120);
-
-fn web_labels() -> BTreeMap<String, String> {
-    BTreeMap::from([("app".to_owned(), "web".to_owned())])
-}
-
-/// Whether `app=web` selects the Pod.
-fn selected(pod: &Pod) -> bool {
-    pod.metadata.labels.as_ref().and_then(|l| l.get("app")).map(String::as_str) == Some("web")
-}
-
-fn in_default(name: &str) -> ObjectMeta {
-    ObjectMeta { name: Some(name.to_owned()), namespace: Some("default".to_owned()), ..ObjectMeta::default() }
-}
-
-/// Pods labelled `app=web` whose container serves port 8080, named `http`.
-fn pod_spec() -> PodSpec {
-    PodSpec {
-        containers: vec![Container {
-            name: "web".to_owned(),
-            image: Some("nginx:1".to_owned()),
-            ports: Some(vec![ContainerPort {
-                name: Some("http".to_owned()),
-                container_port: 8080,
-                ..ContainerPort::default()
-            }]),
-            ..Container::default()
-        }],
-        termination_grace_period_seconds: Some(1),
-        ..PodSpec::default()
-    }
-}
-
-fn web(replicas: i32) -> Deployment {
-    Deployment {
-        metadata: in_default("web"),
-        spec: DeploymentSpec {
-            replicas: Some(replicas),
-            selector: LabelSelector { match_labels: Some(web_labels()), ..LabelSelector::default() },
-            template: PodTemplateSpec {
-                metadata: Some(ObjectMeta { labels: Some(web_labels()), ..ObjectMeta::default() }),
-                spec: Some(pod_spec()),
-            },
-            ..DeploymentSpec::default()
-        },
-        status: None,
-    }
-}
 
 /// Service `name` over `app=web`, labelled `tier=front`, port 80 to the Pods' port named `http`.
 fn service(name: &str, cluster_ip: Option<&str>, publish_not_ready: bool) -> Service {
@@ -80,12 +32,7 @@ fn service(name: &str, cluster_ip: Option<&str>, publish_not_ready: bool) -> Ser
             selector: Some(web_labels()),
             cluster_ip: cluster_ip.map(str::to_owned),
             publish_not_ready_addresses: publish_not_ready.then_some(true),
-            ports: Some(vec![ServicePort {
-                name: Some("web".to_owned()),
-                port: 80,
-                target_port: Some(IntOrString::String("http".to_owned())),
-                ..ServicePort::default()
-            }]),
+            ports: Some(vec![web_service_port()]),
             ..ServiceSpec::default()
         }),
         status: None,

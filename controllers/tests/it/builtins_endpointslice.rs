@@ -10,68 +10,20 @@ use controllers::builtins::endpointslice_reconciler::{
     CONTROLLER_NAME, LABEL_MANAGED_BY, LABEL_SERVICE_NAME,
 };
 use controllers::builtins::{self, checks, endpoint_pods, kubelet, pod_state, snapshot};
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
-use k8s_openapi::api::core::v1::{
-    Container, ContainerPort, Node, Pod, PodSpec, PodTemplateSpec, Service, ServicePort, ServiceSpec,
-};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Node, Pod, Service, ServiceSpec};
 use k8s_openapi::api::discovery::v1::{EndpointPort, EndpointSlice};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use model_apiserver::Snapshot;
 use model_apiserver::versions::Required;
 use sim::api::{Api, ObjectMeta, Patch, PatchParams};
 use sim::faults::SwarmConfig;
 use sim::{FnProperty, Sim, SimBuilder, SweepConfig, Workload, WorkloadError, sweep};
 
+use crate::web_pods::{in_default, pod_spec, selected, web, web_labels, web_service_port};
+
 const SEEDS: u64 = 20;
 const WAIT: Duration = Duration::from_secs(120);
 const ZONE: &str = "zone-a";
-
-fn web_labels() -> BTreeMap<String, String> {
-    BTreeMap::from([("app".to_owned(), "web".to_owned())])
-}
-
-/// Whether `app=web` selects the Pod.
-fn selected(pod: &Pod) -> bool {
-    pod.metadata.labels.as_ref().and_then(|l| l.get("app")).map(String::as_str) == Some("web")
-}
-
-fn in_default(name: &str) -> ObjectMeta {
-    ObjectMeta { name: Some(name.to_owned()), namespace: Some("default".to_owned()), ..ObjectMeta::default() }
-}
-
-fn pod_spec() -> PodSpec {
-    PodSpec {
-        containers: vec![Container {
-            name: "web".to_owned(),
-            image: Some("nginx:1".to_owned()),
-            ports: Some(vec![ContainerPort {
-                name: Some("http".to_owned()),
-                container_port: 8080,
-                ..ContainerPort::default()
-            }]),
-            ..Container::default()
-        }],
-        termination_grace_period_seconds: Some(1),
-        ..PodSpec::default()
-    }
-}
-
-fn web(replicas: i32) -> Deployment {
-    Deployment {
-        metadata: in_default("web"),
-        spec: DeploymentSpec {
-            replicas: Some(replicas),
-            selector: LabelSelector { match_labels: Some(web_labels()), ..LabelSelector::default() },
-            template: PodTemplateSpec {
-                metadata: Some(ObjectMeta { labels: Some(web_labels()), ..ObjectMeta::default() }),
-                spec: Some(pod_spec()),
-            },
-            ..DeploymentSpec::default()
-        },
-        status: None,
-    }
-}
 
 /// Service `web` over `app=web` (or over nothing), port 80 to the Pods' port named `http`.
 fn service(selector: bool) -> Service {
@@ -79,12 +31,7 @@ fn service(selector: bool) -> Service {
         metadata: in_default("web"),
         spec: Some(ServiceSpec {
             selector: selector.then(web_labels),
-            ports: Some(vec![ServicePort {
-                name: Some("web".to_owned()),
-                port: 80,
-                target_port: Some(IntOrString::String("http".to_owned())),
-                ..ServicePort::default()
-            }]),
+            ports: Some(vec![web_service_port()]),
             ..ServiceSpec::default()
         }),
         status: None,

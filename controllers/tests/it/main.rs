@@ -42,6 +42,7 @@ mod builtins_statefulset;
 mod builtins_ttl_after_finished;
 mod builtins_volumes;
 mod runtime_wait;
+mod web_pods;
 mod zoo_search;
 mod zoo_sweeps;
 mod zoo_webapp;
