@@ -24,6 +24,11 @@ fn labels() -> BTreeMap<String, String> {
 }
 
 fn db(replicas: i32) -> StatefulSet {
+    db_claiming(replicas, claim_spec())
+}
+
+/// StatefulSet `db` of `replicas` Pods labelled `app=db`, each with a claim `data` of `claim`.
+pub(crate) fn db_claiming(replicas: i32, claim: PersistentVolumeClaimSpec) -> StatefulSet {
     StatefulSet {
         metadata: ObjectMeta {
             name: Some("db".to_owned()),
@@ -48,7 +53,7 @@ fn db(replicas: i32) -> StatefulSet {
             },
             volume_claim_templates: Some(vec![PersistentVolumeClaim {
                 metadata: ObjectMeta { name: Some("data".to_owned()), ..ObjectMeta::default() },
-                spec: Some(claim_spec()),
+                spec: Some(claim),
                 status: None,
             }]),
             ..StatefulSetSpec::default()

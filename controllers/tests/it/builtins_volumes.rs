@@ -8,15 +8,14 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use controllers::builtins::{self, kubelet, local_provisioner, persistentvolume as pv, pod_state, snapshot};
-use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec};
+use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{
     Container, Event, HostPathVolumeSource, PersistentVolume, PersistentVolumeClaim,
-    PersistentVolumeClaimSpec, PersistentVolumeClaimVolumeSource, PersistentVolumeSpec, Pod, PodSpec,
-    PodTemplateSpec, Volume, VolumeResourceRequirements,
+    PersistentVolumeClaimSpec, PersistentVolumeClaimVolumeSource, PersistentVolumeSpec, Pod, PodSpec, Volume,
+    VolumeResourceRequirements,
 };
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use model_apiserver::Snapshot;
 use sim::api::{Api, ObjectMeta};
 use sim::faults::SwarmConfig;
@@ -392,42 +391,10 @@ fn a_pod_whose_claim_is_missing_stays_pending_unschedulable_until_the_claim_bind
     report.assert_all_passed();
 }
 
-fn db_labels() -> BTreeMap<String, String> {
-    BTreeMap::from([("app".to_owned(), "db".to_owned())])
-}
-
+/// The StatefulSet tests' `db`, its claim `data` asking 1Gi of the default class.
 fn db(replicas: i32) -> StatefulSet {
-    StatefulSet {
-        metadata: ObjectMeta {
-            name: Some("db".to_owned()),
-            namespace: Some("default".to_owned()),
-            ..ObjectMeta::default()
-        },
-        spec: StatefulSetSpec {
-            replicas: Some(replicas),
-            service_name: Some("db".to_owned()),
-            selector: LabelSelector { match_labels: Some(db_labels()), ..LabelSelector::default() },
-            template: PodTemplateSpec {
-                metadata: Some(ObjectMeta { labels: Some(db_labels()), ..ObjectMeta::default() }),
-                spec: Some(PodSpec {
-                    containers: vec![Container {
-                        name: "db".to_owned(),
-                        image: Some("pg:16".to_owned()),
-                        ..Container::default()
-                    }],
-                    termination_grace_period_seconds: Some(1),
-                    ..PodSpec::default()
-                }),
-            },
-            volume_claim_templates: Some(vec![PersistentVolumeClaim {
-                metadata: ObjectMeta { name: Some("data".to_owned()), ..ObjectMeta::default() },
-                spec: claim("data", None, "1Gi").spec,
-                status: None,
-            }]),
-            ..StatefulSetSpec::default()
-        },
-        status: None,
-    }
+    let claim = claim("data", None, "1Gi").spec.expect("a claim spec");
+    crate::builtins_statefulset::db_claiming(replicas, claim)
 }
 
 #[test]
