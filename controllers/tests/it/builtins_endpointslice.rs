@@ -19,7 +19,9 @@ use sim::api::{Api, ObjectMeta, Patch, PatchParams};
 use sim::faults::SwarmConfig;
 use sim::{FnProperty, Sim, SimBuilder, SweepConfig, Workload, WorkloadError, sweep};
 
-use crate::web_pods::{in_default, pod_spec, selected, web, web_labels, web_service_port};
+use crate::web_pods::{
+    controller_written, in_default, pod_spec, selected, web, web_labels, web_service_port,
+};
 
 const SEEDS: u64 = 20;
 const WAIT: Duration = Duration::from_secs(120);
@@ -397,16 +399,4 @@ fn under_swarm_faults_the_slices_of_a_scaling_deployment_end_matching_its_pods()
         world.run_with(seed, options)
     });
     report.assert_all_passed();
-}
-
-/// The objects of type `K` in `default` but the API server's own `kubernetes` one (every cluster
-/// starts with the `kubernetes` Service's Endpoints and EndpointSlice, which no controller writes).
-fn controller_written<K>(snap: &Snapshot) -> Vec<K>
-where
-    K: kube::Resource<DynamicType = ()> + serde::de::DeserializeOwned,
-{
-    snapshot::objects::<K>(snap, Some("default"))
-        .into_iter()
-        .filter(|o| o.meta().name.as_deref() != Some("kubernetes"))
-        .collect()
 }

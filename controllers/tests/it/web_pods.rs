@@ -1,12 +1,15 @@
-//! The web Deployment the endpoints and EndpointSlice tests serve: Pods labelled `app=web` whose
-//! container serves port 8080, named `http`, and the Service port that reaches it.
+//! What the endpoints and EndpointSlice tests share: the web Deployment they serve (Pods labelled
+//! `app=web` whose container serves port 8080, named `http`), the Service port that reaches it,
+//! and the objects in `default` that a controller wrote.
 
 use std::collections::BTreeMap;
 
+use controllers::builtins::snapshot;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{Container, ContainerPort, Pod, PodSpec, PodTemplateSpec, ServicePort};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use model_apiserver::Snapshot;
 use sim::api::ObjectMeta;
 
 pub(crate) fn web_labels() -> BTreeMap<String, String> {
@@ -65,4 +68,16 @@ pub(crate) fn web_service_port() -> ServicePort {
         target_port: Some(IntOrString::String("http".to_owned())),
         ..ServicePort::default()
     }
+}
+
+/// The objects of type `K` in `default` but the API server's own `kubernetes` one (every cluster
+/// starts with the `kubernetes` Service's Endpoints and EndpointSlice, which no controller writes).
+pub(crate) fn controller_written<K>(snap: &Snapshot) -> Vec<K>
+where
+    K: kube::Resource<DynamicType = ()> + serde::de::DeserializeOwned,
+{
+    snapshot::objects::<K>(snap, Some("default"))
+        .into_iter()
+        .filter(|o| o.meta().name.as_deref() != Some("kubernetes"))
+        .collect()
 }
