@@ -295,8 +295,6 @@ fn returns_deleted_object(t: &Target) -> bool {
     !t.ty.custom && t.ty.api.group.is_empty() && matches!(t.ty.api.kind.as_str(), "Pod" | "ServiceAccount")
 }
 
-/// The answer of a delete: a Success Status when the object is gone (but for the kinds that
-/// answer the deleted object), the object otherwise.
 /// A DELETE the real server refuses, before looking the object up: an immortal namespace's
 /// (the NamespaceLifecycle admission plugin's `default`, `kube-system` and `kube-public`) and a
 /// system PriorityClass's (its REST `Delete`), each with their 403.
@@ -304,12 +302,10 @@ fn refuse_protected_delete(t: &Target, name: &str) -> Result<(), Status> {
     if is_namespace(t) && IMMORTAL_NAMESPACES.contains(&name) {
         return Err(errors::forbidden("", "namespaces", name, "this namespace may not be deleted"));
     }
-    let system_class =
-        crate::validation::scheduling::SYSTEM_PRIORITY_CLASSES.iter().any(|(n, ..)| *n == name);
-    if system_class
-        && !t.ty.custom
-        && t.ty.api.group == "scheduling.k8s.io"
-        && t.ty.api.kind == "PriorityClass"
+    let priority_class =
+        !t.ty.custom && t.ty.api.group == "scheduling.k8s.io" && t.ty.api.kind == "PriorityClass";
+    if priority_class
+        && crate::validation::scheduling::SYSTEM_PRIORITY_CLASSES.iter().any(|(n, ..)| *n == name)
     {
         return Err(errors::forbidden(
             "scheduling.k8s.io",
@@ -324,6 +320,8 @@ fn refuse_protected_delete(t: &Target, name: &str) -> Result<(), Status> {
 /// The namespaces the NamespaceLifecycle admission plugin never lets go.
 const IMMORTAL_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
 
+/// The answer of a delete: a Success Status when the object is gone (but for the kinds that
+/// answer the deleted object), the object otherwise.
 fn deleted_or_kept(t: &Target, name: &str, gone: bool, object: Arc<DynamicObject>) -> Response {
     if gone && !returns_deleted_object(t) {
         let uid = object.metadata.uid.clone().unwrap_or_default();
