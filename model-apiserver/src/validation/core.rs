@@ -11,6 +11,8 @@ use k8s_openapi::api::core::v1::{
 };
 use kube_core::response::StatusCause;
 
+use crate::quantity;
+
 use super::field::{
     Path, dns1123_label, dns1123_subdomain, duplicate, forbidden, invalid, labels, non_negative, not_found,
     not_supported, one_of, one_of_if_set, port_name, port_num_or_name, port_number, q, required, too_long,
@@ -226,7 +228,8 @@ fn resources(c: &Container, path: &Path, out: &mut Vec<StatusCause>) {
     let Some(r) = &c.resources else { return };
     for (name, request) in r.requests.iter().flatten() {
         let limit = r.limits.as_ref().and_then(|l| l.get(name));
-        let (Some(req), Some(lim)) = (quantity(&request.0), limit.and_then(|l| quantity(&l.0))) else {
+        let (Some(req), Some(lim)) = (quantity::value(&request.0), limit.and_then(|l| quantity::value(&l.0)))
+        else {
             continue;
         };
         if req > lim {
@@ -240,11 +243,6 @@ fn resources(c: &Container, path: &Path, out: &mut Vec<StatusCause>) {
             ));
         }
     }
-}
-
-/// A resource quantity's value (decimal and binary suffixes), when it parses.
-fn quantity(s: &str) -> Option<f64> {
-    crate::quantity::value(s)
 }
 
 /// ConfigMap keys and total size.
@@ -470,7 +468,7 @@ pub(crate) fn claim_spec(spec: &PersistentVolumeClaimSpec, path: &Path, out: &mu
             out.push(required(&path.child("resources").key("storage"), ""))
         }
         None => out.push(required(&path.child("resources").key("storage"), "")),
-        Some(q_) => match quantity(&q_.0) {
+        Some(q_) => match quantity::value(&q_.0) {
             Some(v) if v <= 0.0 => out.push(invalid(
                 &path.child("resources").child("requests").key("storage"),
                 q(&q_.0),
