@@ -7,9 +7,12 @@
 //!   reference (`controller: true`, `blockOwnerDeletion: true`), at most [`BURST_REPLICAS`] per
 //!   sync; surplus Pods are deleted in [`pod_state::deletion_order`], with their uid as
 //!   precondition;
-//! - Pods are read with a live list at each sync, not from a cache: a cache fed by another watch
-//!   than the one that triggered the sync may not show the change that triggered it yet, and the
-//!   real controller's expectations would then be needed to avoid creating twice (see `run`);
+//! - Pods are read from the controller's Pod informer cache, as upstream reads its Pod lister, and
+//!   the create and delete step waits on [`expectations`](super::expectations) as upstream's: a
+//!   sync that runs before the cache shows the Pods the previous sync created or deleted updates
+//!   the status but creates and deletes nothing, until the cache shows them or five minutes
+//!   pass. The controller starts syncing once that cache has its first list
+//!   (`WaitForCacheSync`), so a restarted controller does not take an empty cache for no Pods;
 //! - events: `SuccessfulCreate` ("Created pod: x") and `SuccessfulDelete` ("Deleted pod: x"), as
 //!   upstream;
 //! - status: `replicas`, `fullyLabeledReplicas`, `readyReplicas`, `availableReplicas` and
@@ -22,14 +25,15 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetStatus};
 use k8s_openapi::api::core::v1::Pod;
 use model_apiserver::versions::WorkloadSpec;
-use sim::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions, ResourceExt};
+use sim::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions, ResourceExt};
 use sim::runtime::controller::Action;
-use sim::runtime::reflector::{ObjectRef, Store};
+use sim::runtime::reflector::{self, ObjectRef, Store};
 use sim::runtime::{Controller, watcher};
 use sim::{Clients, SimBuilder};
 
 use super::boxed;
 use super::error::{Error, has_code};
+use super::expectations::{Expectations, Wait};
 use super::owners::{self, Claim};
 use super::templates::{PodName, pod_from_template};
 use super::{events, labels, pod_state};
@@ -48,22 +52,32 @@ pub fn replicaset_controller(builder: SimBuilder) -> SimBuilder {
 pub struct Context {
     client: sim::Client,
     recorder: super::events::Recorder,
+    /// The Pod informer's cache, which syncs read.
+    pods: Store<Pod>,
+    /// What earlier syncs created and deleted that `pods` may not show yet.
+    expectations: Expectations,
 }
 
 /// The ReplicaSet controller's main future.
 pub async fn run(clients: Clients) {
     let client = clients.default_cluster();
-    // Pods are read with a live list at each sync rather than from the cache of the Pod watch:
-    // `sim` now offers that cache (`Store::subscribe` with `Controller::watches_shared_stream`, as
-    // kube-runtime's shared reflectors), but reading it would need the real controller's
-    // expectations to avoid creating twice while the cache lags, which this controller omits.
+    let pods = reflector::informer(Api::<Pod>::all(client.clone()), watcher::Config::default());
+    // Subscribed before the first `.await`, so that the initial list reaches the mapper.
+    let pod_changes = pods.subscribe();
     let controller = Controller::new(Api::<ReplicaSet>::all(client.clone()), watcher::Config::default());
     let sets = controller.store();
-    let ctx = Arc::new(Context { recorder: events::recorder(&client, NODE), client: client.clone() });
+    let ctx = Arc::new(Context {
+        recorder: events::recorder(&client, NODE),
+        client,
+        pods: pods.clone(),
+        expectations: Expectations::default(),
+    });
+    // No sync before the Pod cache has its first list (upstream's `WaitForCacheSync`).
+    if pods.wait_until_ready().await.is_err() {
+        return;
+    }
     controller
-        .watches(Api::<Pod>::all(client), watcher::Config::default(), move |pod: Pod| {
-            owners_of_pod(&pod, &sets)
-        })
+        .watches_shared_stream(pod_changes, move |pod: Arc<Pod>| owners_of_pod(&pod, &sets))
         .run(reconcile, super::retry_soon, ctx)
         .for_each(|_| futures::future::ready(()))
         .await;
@@ -103,14 +117,17 @@ pub async fn reconcile(rs: Arc<ReplicaSet>, ctx: Arc<Context>) -> Result<Action,
         return Err(Error::InvalidSpec { kind: "ReplicaSet", name, reason });
     }
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
-    let claimed = boxed(|| claim_pods(&rs, &spec.selector, &pods)).await?;
+    let wait = ctx.expectations.check(&rs.uid().unwrap_or_default(), &namespace, &ctx.pods, sim::time::now());
+    let cached = ctx.pods.state_filter(|p| p.metadata.namespace.as_deref() == Some(namespace.as_str()));
+    let claimed = boxed(|| claim_pods(&rs, &spec.selector, cached, &pods)).await?;
     let replicas = usize::try_from(spec.replicas.unwrap_or(1)).unwrap_or(0);
     let mut deleted = Vec::new();
-    let managed = if claimed.len() < replicas {
-        boxed(|| create_pods(&rs, &spec, replicas - claimed.len(), &pods, &ctx.recorder)).await
+    let managed = if wait != Wait::Satisfied {
+        Ok(())
+    } else if claimed.len() < replicas {
+        boxed(|| create_pods(&rs, &spec, replicas - claimed.len(), &pods, &ctx)).await
     } else if claimed.len() > replicas {
-        boxed(|| delete_pods(&rs, &claimed, claimed.len() - replicas, &pods, &mut deleted, &ctx.recorder))
-            .await
+        boxed(|| delete_pods(&rs, &claimed, claimed.len() - replicas, &pods, &mut deleted, &ctx)).await
     } else {
         Ok(())
     };
@@ -120,19 +137,25 @@ pub async fn reconcile(rs: Arc<ReplicaSet>, ctx: Arc<Context>) -> Result<Action,
     // below `replicas - maxUnavailable`.
     let remaining: Vec<Arc<Pod>> = claimed.into_iter().filter(|p| !deleted.contains(&p.uid())).collect();
     boxed(|| update_status(&rs, &spec, &remaining, &ctx.client, &namespace)).await?;
-    managed.map(|()| Action::await_change())
+    managed.map(|()| match wait {
+        // The Pod events that fulfil them trigger the next sync; if none comes, they expire.
+        Wait::Pending(expire) => Action::requeue(expire),
+        Wait::Satisfied => Action::await_change(),
+    })
 }
 
-/// Claim the active Pods in the ReplicaSet's namespace: keep owned ones, adopt matching orphans,
-/// release owned ones that stopped matching. Returns the Pods the ReplicaSet now controls.
+/// Claim the active Pods of `cached` (the cache's Pods in the ReplicaSet's namespace): keep owned
+/// ones, adopt matching orphans, release owned ones that stopped matching. Returns the Pods the
+/// ReplicaSet now controls.
 async fn claim_pods(
     rs: &ReplicaSet,
     selector: &k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+    cached: Vec<Arc<Pod>>,
     api: &Api<Pod>,
 ) -> Result<Vec<Arc<Pod>>, Error> {
     let uid = rs.uid().unwrap_or_default();
     let mut claimed = Vec::new();
-    for pod in api.list(&ListParams::default()).await?.items.into_iter().map(Arc::new) {
+    for pod in cached {
         if !pod_state::is_active(&pod) {
             continue;
         }
@@ -162,34 +185,42 @@ async fn claim_pods(
     Ok(claimed)
 }
 
+/// Create `missing` Pods, each expected in the cache from the moment it is created.
 async fn create_pods(
     rs: &ReplicaSet,
     spec: &k8s_openapi::api::apps::v1::ReplicaSetSpec,
     missing: usize,
     api: &Api<Pod>,
-    recorder: &super::events::Recorder,
+    ctx: &Context,
 ) -> Result<(), Error> {
     let namespace = api.namespace().unwrap_or_default().to_owned();
     let template = spec.template.clone().unwrap_or_default();
+    let uid = rs.uid().unwrap_or_default();
     for _ in 0..missing.min(BURST_REPLICAS) {
         let name = PodName::Generate(format!("{}-", rs.name_any()));
         let pod = pod_from_template(&template, name, &namespace, owners::controller_ref(rs));
         let pod = api.create(&PostParams::default(), &pod).await?;
+        ctx.expectations.created(&uid, pod.name_any(), sim::time::now());
         let message = format!("Created pod: {}", pod.name_any());
-        events::normal(recorder, &events::reference(rs), "SuccessfulCreate", message).await;
+        events::normal(&ctx.recorder, &events::reference(rs), "SuccessfulCreate", message).await;
     }
     Ok(())
 }
 
-/// Delete `surplus` Pods, recording the uid of each one whose deletion started in `deleted`.
+/// Delete `surplus` Pods, recording the uid of each one whose deletion started in `deleted`, and
+/// expecting the cache to show each go (a 404 too: the cache shows it gone or will).
 async fn delete_pods(
     rs: &ReplicaSet,
     claimed: &[Arc<Pod>],
     surplus: usize,
     api: &Api<Pod>,
     deleted: &mut Vec<Option<String>>,
-    recorder: &super::events::Recorder,
+    ctx: &Context,
 ) -> Result<(), Error> {
+    let owner = rs.uid().unwrap_or_default();
+    let expect = |pod: &Pod| {
+        ctx.expectations.deleted(&owner, pod.name_any(), pod.uid().unwrap_or_default(), sim::time::now());
+    };
     let mut ranked: Vec<&Arc<Pod>> = claimed.iter().collect();
     ranked.sort_by(|a, b| pod_state::deletion_order(a, b));
     for pod in ranked.into_iter().take(surplus.min(BURST_REPLICAS)) {
@@ -199,11 +230,15 @@ async fn delete_pods(
         };
         match api.delete(&pod.name_any(), &params).await {
             Ok(_) => {
+                expect(pod);
                 deleted.push(pod.uid());
                 let message = format!("Deleted pod: {}", pod.name_any());
-                events::normal(recorder, &events::reference(rs), "SuccessfulDelete", message).await;
+                events::normal(&ctx.recorder, &events::reference(rs), "SuccessfulDelete", message).await;
             }
-            Err(e) if has_code(&e, 404) => deleted.push(pod.uid()),
+            Err(e) if has_code(&e, 404) => {
+                expect(pod);
+                deleted.push(pod.uid());
+            }
             Err(e) => return Err(e.into()),
         }
     }

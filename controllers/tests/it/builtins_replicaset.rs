@@ -9,6 +9,7 @@ use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetSpec};
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use sim::api::{Api, ObjectMeta, Patch};
+use sim::faults::{CallSide, Fault, FaultPlan, PlannedFault, Trigger};
 use sim::{FnProperty, Sim, SimBuilder, SweepConfig, sweep};
 
 const SEEDS: u64 = 30;
@@ -153,4 +154,60 @@ fn replicaset_adopts_a_matching_orphan_pod_instead_of_creating_one() {
         world.run_with(seed, options)
     });
     report.assert_all_passed();
+}
+
+/// The scaling world with the ReplicaSet controller's Pod watch held back `extra_ms` per pull
+/// for the first ten seconds: its Pod cache lags seconds behind the Pods it creates, while the
+/// ReplicaSet's own events (its status writes) keep triggering syncs.
+fn lagging_pod_cache_world(extra_ms: u64) -> SimBuilder {
+    let delay = Fault::DelayWatch {
+        controller: builtins::replicaset::NODE.to_owned(),
+        resource: "pods".to_owned(),
+        extra_ms,
+        duration_ms: 10_000,
+    };
+    let plan =
+        FaultPlan { faults: vec![PlannedFault { trigger: Trigger::AtTime { at_ms: 0 }, fault: delay }] };
+    scaling_world().faults(plan)
+}
+
+#[test]
+fn replicaset_creates_no_pod_twice_while_its_pod_cache_lags_behind_its_creates() {
+    // The always-property of the scaling world (never more than 3 active Pods) fails at once if a
+    // sync takes the lagging cache's missing Pods for missing Pods: the expectations of the Pods
+    // it created hold its creates back until the cache shows them, as upstream's do.
+    let world = lagging_pod_cache_world(3_000);
+    let report =
+        sweep(&SweepConfig::new("builtins-replicaset-lagging-cache").seeds(SEEDS), |seed, options| {
+            world.run_with(seed, options)
+        });
+    report.assert_all_passed();
+}
+
+#[test]
+fn a_restarted_replicaset_controller_waits_for_its_pod_cache_before_it_syncs() {
+    // Crashed right after its third create and restarted: the new incarnation starts with an
+    // empty Pod cache and no expectations, and must not take the empty cache for no Pods.
+    let crash = PlannedFault {
+        trigger: Trigger::NthWrite {
+            controller: builtins::replicaset::NODE.to_owned(),
+            n: 3,
+            kind: Some("Pod".to_owned()),
+            verb: Some("create".to_owned()),
+        },
+        fault: Fault::Crash {
+            controller: builtins::replicaset::NODE.to_owned(),
+            side: CallSide::After,
+            restart_after_ms: 100,
+        },
+    };
+    let world = scaling_world().faults(FaultPlan { faults: vec![crash] });
+    let report = sweep(&SweepConfig::new("builtins-replicaset-restart").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+    for seed in 0..3 {
+        let run = world.run(seed);
+        assert!(run.unfired.is_empty(), "seed {seed}: the crash did not fire: {:?}", run.unfired);
+    }
 }

@@ -17,6 +17,7 @@ mod builtins {
     mod endpoints;
     mod endpointslice;
     mod events;
+    mod expectations;
     mod hashing;
     mod kinds;
     mod persistentvolume;
