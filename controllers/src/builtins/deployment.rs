@@ -2,7 +2,14 @@
 //! strategies, as kube-controller-manager's `DeploymentController` (`pkg/controller/deployment`).
 //!
 //! - ReplicaSets are claimed by controller reference (adopt matching orphans, release
-//!   non-matching), read with a live list at each sync.
+//!   non-matching), read from the controller's ReplicaSet informer cache, as upstream reads its
+//!   lister; syncs start once that cache has its first list (`WaitForCacheSync`). Every write
+//!   decided from the cache is conditional, so a decision taken on a lagging cache gets 409 and
+//!   the sync is retried: scaling and annotation patches carry the resourceVersion read (as
+//!   upstream's updates do), a new ReplicaSet has its template's name (a second create is
+//!   `AlreadyExists`, then read back from the server), and the history cleanup deletes with the
+//!   uid and resourceVersion read (upstream's delete has no precondition; a ReplicaSet a stale
+//!   cache shows idle may have been scaled up since).
 //! - The ReplicaSet of the current template (the "new" one) is named
 //!   `<deployment>-<pod-template-hash>`; the hash ([`template_hash`]) also becomes the
 //!   `pod-template-hash` label of its selector, template and Pods, so ReplicaSets of different
@@ -51,7 +58,7 @@ use sim::api::{
     Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams, Preconditions, ResourceExt,
 };
 use sim::runtime::controller::Action;
-use sim::runtime::reflector::{ObjectRef, Store};
+use sim::runtime::reflector::{self, ObjectRef, Store};
 use sim::runtime::{Controller, watcher};
 use sim::{Clients, SimBuilder};
 
@@ -99,22 +106,31 @@ pub fn deployment_controller(builder: SimBuilder) -> SimBuilder {
 pub struct Context {
     client: sim::Client,
     recorder: super::events::Recorder,
+    /// The ReplicaSet informer's cache, which syncs read.
+    replica_sets: Store<ReplicaSet>,
 }
 
 /// The Deployment controller's main future.
 pub async fn run(clients: Clients) {
     let client = clients.default_cluster();
+    let replica_sets =
+        reflector::informer(Api::<ReplicaSet>::all(client.clone()), watcher::Config::default());
+    // Subscribed before the first `.await`, so that the initial list reaches the mapper.
+    let changes = replica_sets.subscribe();
     let controller = Controller::new(Api::<Deployment>::all(client.clone()), watcher::Config::default());
     let deployments = controller.store();
+    let ctx = Arc::new(Context {
+        recorder: events::recorder(&client, NODE),
+        client,
+        replica_sets: replica_sets.clone(),
+    });
+    // No sync before the ReplicaSet cache has its first list (upstream's `WaitForCacheSync`).
+    if replica_sets.wait_until_ready().await.is_err() {
+        return;
+    }
     controller
-        .watches(Api::<ReplicaSet>::all(client.clone()), watcher::Config::default(), move |rs: ReplicaSet| {
-            owners_of_replica_set(&rs, &deployments)
-        })
-        .run(
-            reconcile,
-            super::retry_soon,
-            Arc::new(Context { recorder: events::recorder(&client, NODE), client }),
-        )
+        .watches_shared_stream(changes, move |rs: Arc<ReplicaSet>| owners_of_replica_set(&rs, &deployments))
+        .run(reconcile, super::retry_soon, ctx)
         .for_each(|_| futures::future::ready(()))
         .await;
 }
@@ -262,7 +278,9 @@ pub async fn reconcile(deployment: Arc<Deployment>, ctx: Arc<Context>) -> Result
         return Err(Error::InvalidSpec { kind: "Deployment", name, reason });
     }
     let api: Api<ReplicaSet> = Api::namespaced(ctx.client.clone(), &namespace);
-    let mut owned = boxed(|| claim_replica_sets(&deployment, &api)).await?;
+    let cached =
+        ctx.replica_sets.state_filter(|rs| rs.metadata.namespace.as_deref() == Some(namespace.as_str()));
+    let mut owned = boxed(|| claim_replica_sets(&deployment, cached, &api)).await?;
     owned.sort_by(|a, b| {
         (a.metadata.creation_timestamp.as_ref(), a.metadata.name.as_ref())
             .cmp(&(b.metadata.creation_timestamp.as_ref(), b.metadata.name.as_ref()))
@@ -530,8 +548,8 @@ impl Sync<'_> {
             },
             "spec": { "replicas": replicas },
         });
-        // The resourceVersion makes the patch conditional: scaling from a stale view gets 409 and
-        // the sync is retried from a fresh list.
+        // The resourceVersion makes the patch conditional: scaling from a stale cache gets 409 and
+        // the sync is retried once the cache has caught up.
         self.api.patch(&rs.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await?;
         if size_changes {
             let direction = if spec_replicas(rs) < replicas { "up" } else { "down" };
@@ -851,13 +869,14 @@ async fn cleanup(deployment: &Deployment, old: &[ReplicaSet], api: &Api<ReplicaS
     idle.sort_by_key(|rs| (revision(rs), rs.metadata.name.clone()));
     let surplus = idle.len() - limit;
     for rs in idle.into_iter().take(surplus) {
+        // Idle as the cache shows it: the resourceVersion makes sure it still is.
         let params = DeleteParams {
-            preconditions: Some(Preconditions { uid: rs.uid(), resource_version: None }),
+            preconditions: Some(Preconditions { uid: rs.uid(), resource_version: rs.resource_version() }),
             ..DeleteParams::default()
         };
         match api.delete(&rs.name_any(), &params).await {
             Ok(_) => {}
-            // Gone already. (A 409 is retried: a fault can answer it without a change to see.)
+            // Gone already. (A 409 is retried: the cache or a fault was behind.)
             Err(e) if has_code(&e, 404) => {}
             Err(e) => return Err(e.into()),
         }
@@ -1045,18 +1064,19 @@ fn sync_rollout_status(d: &Deployment, new_rs: Option<&ReplicaSet>, old: &[Repli
     status
 }
 
-/// Claim the ReplicaSets of the Deployment's namespace.
+/// Claim the ReplicaSets of `cached` (the cache's ReplicaSets in the Deployment's namespace).
 async fn claim_replica_sets(
     deployment: &Deployment,
+    cached: Vec<Arc<ReplicaSet>>,
     api: &Api<ReplicaSet>,
 ) -> Result<Vec<ReplicaSet>, Error> {
     let uid = deployment.uid().unwrap_or_default();
     let mut owned = Vec::new();
-    for rs in api.list(&ListParams::default()).await?.items {
+    for rs in cached {
         let selected = labels::matches(&deployment.spec().selector, rs.metadata.labels.as_ref());
         let patch = match owners::claim(&rs.metadata, &uid, selected) {
             Claim::Owned => {
-                owned.push(rs);
+                owned.push(Arc::unwrap_or_clone(rs));
                 continue;
             }
             Claim::Ignore => continue,
