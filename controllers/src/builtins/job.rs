@@ -2,10 +2,13 @@
 //! `parallelism` at a time, and gives up after more than `backoffLimit` failed Pods, as
 //! kube-controller-manager's `JobController` in NonIndexed mode.
 //!
-//! - Pods are read with a live list at each sync and belong to the Job by controller reference;
-//!   they get `generateName: <job>-` and the labels a real API server adds to a Job's template
-//!   (`batch.kubernetes.io/controller-uid`, `batch.kubernetes.io/job-name` and their legacy
-//!   forms).
+//! - Pods are read from the controller's Pod informer cache, as upstream reads its Pod lister, and
+//!   belong to the Job by controller reference; the create and delete step waits on
+//!   [`expectations`](super::expectations) as upstream's does (a sync that runs before the cache
+//!   shows the Pods the previous one created or deleted writes the status only), and syncs start
+//!   once the cache has its first list. Pods get `generateName: <job>-` and the labels a real API
+//!   server adds to a Job's template (`batch.kubernetes.io/controller-uid`,
+//!   `batch.kubernetes.io/job-name` and their legacy forms).
 //! - Without `completions`, the Job is complete once one Pod succeeded and none is active (the
 //!   work-queue pattern); `parallelism` defaults to 1 and `backoffLimit` to 6.
 //! - On completion the Job gets the `Complete` condition, on giving up the `Failed` condition
@@ -23,12 +26,14 @@ use std::sync::Arc;
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
 use k8s_openapi::api::core::v1::Pod;
-use sim::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions, ResourceExt};
+use sim::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions, ResourceExt};
 use sim::runtime::controller::Action;
+use sim::runtime::reflector::{self, Store};
 use sim::runtime::{Controller, watcher};
 use sim::{Clients, SimBuilder};
 
 use super::error::{Error, has_code};
+use super::expectations::{Expectations, Wait};
 use super::templates::{PodName, pod_from_template};
 use super::{events, owners, pod_state};
 
@@ -48,18 +53,32 @@ pub fn job_controller(builder: SimBuilder) -> SimBuilder {
 pub struct Context {
     client: sim::Client,
     recorder: super::events::Recorder,
+    /// The Pod informer's cache, which syncs read.
+    pods: Store<Pod>,
+    /// What earlier syncs created and deleted that `pods` may not show yet.
+    expectations: Expectations,
 }
 
 /// The Job controller's main future.
 pub async fn run(clients: Clients) {
     let client = clients.default_cluster();
-    Controller::new(Api::<Job>::all(client.clone()), watcher::Config::default())
-        .owns(Api::<Pod>::all(client.clone()), watcher::Config::default())
-        .run(
-            reconcile,
-            super::retry_soon,
-            Arc::new(Context { recorder: events::recorder(&client, NODE), client }),
-        )
+    let pods = reflector::informer(Api::<Pod>::all(client.clone()), watcher::Config::default());
+    // Subscribed before the first `.await`, so that the initial list reaches the mapper.
+    let pod_changes = pods.subscribe();
+    let controller = Controller::new(Api::<Job>::all(client.clone()), watcher::Config::default());
+    let ctx = Arc::new(Context {
+        recorder: events::recorder(&client, NODE),
+        client,
+        pods: pods.clone(),
+        expectations: Expectations::default(),
+    });
+    // No sync before the Pod cache has its first list (upstream's `WaitForCacheSync`).
+    if pods.wait_until_ready().await.is_err() {
+        return;
+    }
+    controller
+        .owns_shared_stream(pod_changes)
+        .run(reconcile, super::retry_soon, ctx)
         .for_each(|_| futures::future::ready(()))
         .await;
 }
@@ -93,17 +112,15 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
     let spec = job.spec.clone().unwrap_or_default();
     let uid = job.uid().unwrap_or_default();
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
-    let pods: Vec<Pod> = api
-        .list(&ListParams::default())
-        .await?
-        .items
-        .into_iter()
-        .filter(|p| owners::is_controlled_by(&p.metadata, &uid))
-        .collect();
+    let wait = ctx.expectations.check(&uid, &namespace, &ctx.pods, sim::time::now());
+    let pods = ctx.pods.state_filter(|p| {
+        p.metadata.namespace.as_deref() == Some(namespace.as_str())
+            && owners::is_controlled_by(&p.metadata, &uid)
+    });
     let count = |f: fn(&Pod) -> bool| i32::try_from(pods.iter().filter(|p| f(p)).count()).unwrap_or(i32::MAX);
     let succeeded = count(|p| pod_state::phase(p) == pod_state::PHASE_SUCCEEDED);
     let failed = count(|p| pod_state::phase(p) == pod_state::PHASE_FAILED);
-    let mut active: Vec<&Pod> = pods.iter().filter(|p| pod_state::is_active(p)).collect();
+    let mut active: Vec<&Pod> = pods.iter().map(|p| &**p).filter(|p| pod_state::is_active(p)).collect();
     let parallelism = spec.parallelism.unwrap_or(1).max(0);
     let complete = match spec.completions {
         Some(completions) => succeeded >= completions,
@@ -121,9 +138,12 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
     };
     let wanted = usize::try_from(wanted).unwrap_or(0);
     let mut created = 0;
-    if active.len() < wanted {
+    if wait != Wait::Satisfied {
+        // Earlier creates or deletes not in the cache yet: no Pod is created or deleted.
+    } else if active.len() < wanted {
         for _ in 0..(wanted - active.len()).min(POD_WRITES_PER_SYNC_MAX) {
             let pod = api.create(&PostParams::default(), &job_pod(&job, &namespace)).await?;
+            ctx.expectations.created(&uid, pod.name_any(), sim::time::now());
             created += 1;
             let message = format!("Created pod: {}", pod.name_any());
             events::normal(&ctx.recorder, &events::reference(&*job), "SuccessfulCreate", message).await;
@@ -132,7 +152,10 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
         active.sort_by(|a, b| pod_state::deletion_order(a, b));
         let surplus = active.len() - wanted;
         for pod in active.drain(..surplus.min(POD_WRITES_PER_SYNC_MAX)) {
-            if delete_pod(pod, &api).await? {
+            let deleted = delete_pod(pod, &api).await?;
+            // Gone or going either way: the cache is to show it.
+            ctx.expectations.deleted(&uid, pod.name_any(), pod.uid().unwrap_or_default(), sim::time::now());
+            if deleted {
                 let message = format!("Deleted pod: {}", pod.name_any());
                 events::normal(&ctx.recorder, &events::reference(&*job), "SuccessfulDelete", message).await;
             }
@@ -181,7 +204,11 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
             events::warning(&ctx.recorder, &regarding, "BackoffLimitExceeded", message).await;
         }
     }
-    Ok(Action::await_change())
+    Ok(match wait {
+        // The Pod events that fulfil them trigger the next sync; if none comes, they expire.
+        Wait::Pending(expire) => Action::requeue(expire),
+        Wait::Satisfied => Action::await_change(),
+    })
 }
 
 /// A new Pod of `job`, with the labels a real API server puts on a Job's template.
