@@ -22,6 +22,11 @@
 //!   `numberReady`, `updatedNumberScheduled`, `numberAvailable`, `numberUnavailable`,
 //!   `observedGeneration`: what `kubectl rollout status ds/<name>` reads.
 //! - Events: `SuccessfulCreate` ("Created pod: x") and `SuccessfulDelete` ("Deleted pod: x").
+//! - Nodes and Pods are read from the controller's informer caches, as upstream reads its
+//!   listers, and the create and delete steps (per Node and the rolling update) wait on
+//!   [`expectations`](super::expectations) as upstream's do: a sync that runs before the Pod cache
+//!   shows the Pods the previous one created or deleted writes the status only. Syncs start once
+//!   both caches have their first list. ControllerRevisions are read with a live list.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -32,14 +37,15 @@ use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, DaemonSetStatus}
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use model_apiserver::versions::WorkloadSpec;
-use sim::api::{Api, DeleteParams, ListParams, PostParams, Preconditions, ResourceExt};
+use sim::api::{Api, DeleteParams, PostParams, Preconditions, ResourceExt};
 use sim::runtime::controller::Action;
-use sim::runtime::reflector::{ObjectRef, Store};
+use sim::runtime::reflector::{self, ObjectRef, Store};
 use sim::runtime::{Controller, watcher};
 use sim::{Clients, SimBuilder};
 
 use super::controller_revisions::{self, History, NewRevision};
 use super::error::{Error, has_code};
+use super::expectations::{Expectations, Wait};
 use super::statefulset::REVISION_LABEL;
 use super::templates::{PodName, pod_from_template};
 use super::{events, labels, owners, pod_state};
@@ -62,19 +68,37 @@ pub fn daemonset_controller(builder: SimBuilder) -> SimBuilder {
 pub struct Context {
     client: sim::Client,
     recorder: Recorder,
+    /// The Pod informer's cache, which syncs read.
+    pods: Store<Pod>,
+    /// The Node informer's cache, which syncs read.
+    nodes: Store<Node>,
+    /// What earlier syncs created and deleted that `pods` may not show yet.
+    expectations: Expectations,
 }
 
 /// The DaemonSet controller's main future.
 pub async fn run(clients: Clients) {
     let client = clients.default_cluster();
-    let ctx = Arc::new(Context { recorder: events::recorder(&client, NODE), client: client.clone() });
+    let pods = reflector::informer(Api::<Pod>::all(client.clone()), watcher::Config::default());
+    let nodes = reflector::informer(Api::<Node>::all(client.clone()), watcher::Config::default());
+    // Subscribed before the first `.await`, so that the initial lists reach the mappers.
+    let (pod_changes, node_changes) = (pods.subscribe(), nodes.subscribe());
     let controller = Controller::new(Api::<DaemonSet>::all(client.clone()), watcher::Config::default());
     let sets = controller.store();
+    let ctx = Arc::new(Context {
+        recorder: events::recorder(&client, NODE),
+        client,
+        pods: pods.clone(),
+        nodes: nodes.clone(),
+        expectations: Expectations::default(),
+    });
+    // No sync before both caches have their first list (upstream's `WaitForCacheSync`).
+    if pods.wait_until_ready().await.is_err() || nodes.wait_until_ready().await.is_err() {
+        return;
+    }
     controller
-        .owns(Api::<Pod>::all(client.clone()), watcher::Config::default())
-        .watches(Api::<Node>::all(client.clone()), watcher::Config::default(), move |_node: Node| {
-            every_daemon_set(&sets)
-        })
+        .owns_shared_stream(pod_changes)
+        .watches_shared_stream(node_changes, move |_node: Arc<Node>| every_daemon_set(&sets))
         .run(reconcile, super::retry_soon, ctx)
         .for_each(|_| futures::future::ready(()))
         .await;
@@ -135,17 +159,15 @@ pub async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Context>) -> Result<Action, 
     }
     let uid = ds.uid().unwrap_or_default();
     let pods_api: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
-    let nodes: Vec<Node> = Api::<Node>::all(ctx.client.clone()).list(&ListParams::default()).await?.items;
+    let nodes = ctx.nodes.state();
     let history = History::new(&ctx.client, &namespace);
     let revisions = history.list(&uid).await?;
     let (revision, hash, collision_count) = current_revision(&ds, &history, &revisions).await?;
-    let mut pods: Vec<Pod> = pods_api
-        .list(&ListParams::default())
-        .await?
-        .items
-        .into_iter()
-        .filter(|p| owners::is_controlled_by(&p.metadata, &uid))
-        .collect();
+    let wait = ctx.expectations.check(&uid, &namespace, &ctx.pods, sim::time::now());
+    let mut pods = ctx.pods.state_filter(|p| {
+        p.metadata.namespace.as_deref() == Some(namespace.as_str())
+            && owners::is_controlled_by(&p.metadata, &uid)
+    });
     pods.sort_by(|a, b| {
         (a.metadata.creation_timestamp.as_ref(), a.metadata.name.as_ref())
             .cmp(&(b.metadata.creation_timestamp.as_ref(), b.metadata.name.as_ref()))
@@ -154,8 +176,13 @@ pub async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Context>) -> Result<Action, 
     for pod in &pods {
         by_node.entry(node_of(pod).unwrap_or_default().to_owned()).or_default().push(pod);
     }
-    let sync = Sync { ds: &ds, ctx: &ctx, api: &pods_api, hash: &hash };
+    let sync = Sync { ds: &ds, uid: &uid, ctx: &ctx, api: &pods_api, hash: &hash };
     let status = status_of(&ds, &nodes, &by_node, &hash, collision_count);
+    if let Wait::Pending(expire) = wait {
+        // Earlier creates or deletes not in the cache yet: the status only (`syncDaemonSet`).
+        update_status(&ds, status, &ctx.client, &namespace).await?;
+        return Ok(Action::requeue(expire));
+    }
     let mut writes = 0;
     // manage: one running Pod on each Node that should run one, none elsewhere.
     for node in &nodes {
@@ -235,6 +262,8 @@ async fn current_revision(
 /// What one sync writes through.
 struct Sync<'a> {
     ds: &'a DaemonSet,
+    /// The DaemonSet's uid, which its expectations are kept under.
+    uid: &'a str,
     ctx: &'a Context,
     api: &'a Api<Pod>,
     hash: &'a str,
@@ -256,6 +285,7 @@ impl Sync<'_> {
         labels.insert(TEMPLATE_GENERATION_LABEL.to_owned(), ds.metadata.generation.unwrap_or(0).to_string());
         pod.spec.get_or_insert_with(Default::default).node_name = Some(node.to_owned());
         let created = self.api.create(&PostParams::default(), &pod).await?;
+        self.ctx.expectations.created(self.uid, created.name_any(), sim::time::now());
         let message = format!("Created pod: {}", created.name_any());
         events::normal(&self.ctx.recorder, &events::reference(ds), "SuccessfulCreate", message).await;
         Ok(1)
@@ -267,14 +297,22 @@ impl Sync<'_> {
             preconditions: Some(Preconditions { uid: pod.uid(), resource_version: None }),
             ..DeleteParams::default()
         };
+        let expect = || {
+            let (name, uid) = (pod.name_any(), pod.uid().unwrap_or_default());
+            self.ctx.expectations.deleted(self.uid, name, uid, sim::time::now());
+        };
         match self.api.delete(&pod.name_any(), &params).await {
             Ok(_) => {
+                expect();
                 let message = format!("Deleted pod: {}", pod.name_any());
                 events::normal(&self.ctx.recorder, &events::reference(self.ds), "SuccessfulDelete", message)
                     .await;
                 Ok(1)
             }
-            Err(e) if has_code(&e, 404) => Ok(0),
+            Err(e) if has_code(&e, 404) => {
+                expect();
+                Ok(0)
+            }
             Err(e) => Err(e.into()),
         }
     }
@@ -283,10 +321,10 @@ impl Sync<'_> {
     /// and available ones within the `maxUnavailable` budget, Nodes in name order.
     async fn rolling_update(
         &self,
-        nodes: &[Node],
+        nodes: &[Arc<Node>],
         by_node: &BTreeMap<String, Vec<&Pod>>,
     ) -> Result<(), Error> {
-        let desired: Vec<&Node> = nodes.iter().filter(|n| should_run(self.ds, n)).collect();
+        let desired: Vec<&Node> = nodes.iter().map(|n| &**n).filter(|n| should_run(self.ds, n)).collect();
         let budget = max_unavailable(self.ds, desired.len());
         let mut unavailable = 0;
         let mut replace_now: Vec<&Pod> = Vec::new();
@@ -323,7 +361,7 @@ impl Sync<'_> {
 /// The status the Nodes and Pods give (`updateDaemonSetStatus`).
 fn status_of(
     ds: &DaemonSet,
-    nodes: &[Node],
+    nodes: &[Arc<Node>],
     by_node: &BTreeMap<String, Vec<&Pod>>,
     hash: &str,
     collision_count: Option<i32>,
