@@ -41,20 +41,20 @@
 //!
 //! The PersistentVolume binder reads volumes, claims and StorageClasses from its caches and
 //! writes with the resourceVersion it read (a stale decision gets 409 and is retried), as
-//! upstream's does. The ReplicaSet, Job and DaemonSet controllers read their Pods (and the DaemonSet
-//! controller its Nodes) from their informers' caches, as upstream reads its listers, and hold
-//! their creates and deletes back on [`expectations`] until that cache shows their earlier ones. The Deployment controller reads its ReplicaSets from its
-//! cache, as upstream, and every write it decides from it is conditional (the resourceVersion
-//! read, or the new ReplicaSet's name), so a stale decision gets 409 and is taken again. All four
-//! start syncing once their caches have their first list. The StatefulSet controller and the
-//! namespace controller read what they manage with a live list at each sync, as does the Deployment controller's Recreate check for old Pods. The
-//! disruption controller
-//! reads Pods from its own cache, as upstream reads its Pod lister: it creates nothing, so a
-//! lagging cache only delays a status that the Pod event behind the lag corrects. A cache of the managed kind
-//! (`Store::subscribe` with `Controller::owns_shared_stream`/`watches_shared_stream`) lags independently of the
-//! one that triggered the sync, and reading it safely needs the real controllers' expectations,
-//! which the ReplicaSet, Job and DaemonSet controllers have (the Deployment controller needs none: its writes
-//! are conditional). The ServiceAccount controller and the root CA publisher read their one
+//! upstream's does. The workload controllers read what they manage from their informers' caches,
+//! as upstream reads its listers, and start syncing once those caches have their first list
+//! (`WaitForCacheSync`). A cache lags independently of the watch that triggered a sync, so each
+//! guards its writes as upstream's does: the ReplicaSet, Job and DaemonSet controllers (Pods, and
+//! the DaemonSet controller's Nodes) hold their creates and deletes back on [`expectations`]
+//! until the cache shows their earlier ones; the Deployment controller (ReplicaSets) decides only
+//! conditional writes (the resourceVersion read, or the new ReplicaSet's name), so a stale decision
+//! gets 409 and is taken again; the StatefulSet controller (Pods) creates Pods of stable names, so
+//! a Pod the cache does not show yet is answered `AlreadyExists` and the sync retried. The
+//! namespace controller, the StatefulSet controller's claims and revisions, the DaemonSet
+//! controller's revisions and the Deployment controller's Recreate check for old Pods are read
+//! with a live list at each sync. The disruption controller reads Pods from its own cache, as
+//! upstream reads its Pod lister: it creates nothing, so a lagging cache only delays a status
+//! that the Pod event behind the lag corrects. The ServiceAccount controller and the root CA publisher read their one
 //! object per namespace from their own caches too, as upstream reads its listers: a lagging cache
 //! costs at most a create answered `AlreadyExists`, an update answered 409, or a recreate that
 //! waits for the delete event. The TTL-after-finished controller reads Jobs from its cache and

@@ -2,8 +2,11 @@
 //! from one template revision to the next, as kube-controller-manager's `StatefulSetController`
 //! (`pkg/controller/statefulset`).
 //!
-//! - Pods are read with a live list at each sync and claimed by controller reference (a
-//!   matching orphan whose name is one of the set's ordinals is adopted).
+//! - Pods are read from the controller's Pod informer cache, as upstream reads its Pod lister,
+//!   and claimed by controller reference (a matching orphan whose name is one of the set's
+//!   ordinals is adopted); syncs start once the cache has its first list. A Pod the lagging cache
+//!   does not show yet is created again and answered `AlreadyExists`, which fails the sync to be
+//!   retried, as upstream's. Claims and ControllerRevisions are read with live lists.
 //! - Revisions: every template the set has had is a `ControllerRevision` (apps/v1) named
 //!   `<set>-<hash>`, labelled `controller.kubernetes.io/hash`, owned by the set, holding the
 //!   template as the patch `{"spec":{"template":{..,"$patch":"replace"}}}` and a revision number
@@ -52,6 +55,7 @@ use sim::api::{
     Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams, Preconditions, ResourceExt,
 };
 use sim::runtime::controller::Action;
+use sim::runtime::reflector::{self, Store};
 use sim::runtime::{Controller, watcher};
 use sim::{Clients, SimBuilder};
 
@@ -81,14 +85,24 @@ pub fn statefulset_controller(builder: SimBuilder) -> SimBuilder {
 pub struct Context {
     client: sim::Client,
     recorder: Recorder,
+    /// The Pod informer's cache, which syncs read.
+    pods: Store<Pod>,
 }
 
 /// The StatefulSet controller's main future.
 pub async fn run(clients: Clients) {
     let client = clients.default_cluster();
-    let ctx = Arc::new(Context { recorder: events::recorder(&client, NODE), client: client.clone() });
-    Controller::new(Api::<StatefulSet>::all(client.clone()), watcher::Config::default())
-        .owns(Api::<Pod>::all(client.clone()), watcher::Config::default())
+    let pods = reflector::informer(Api::<Pod>::all(client.clone()), watcher::Config::default());
+    // Subscribed before the first `.await`, so that the initial list reaches the mapper.
+    let pod_changes = pods.subscribe();
+    let controller = Controller::new(Api::<StatefulSet>::all(client.clone()), watcher::Config::default());
+    let ctx = Arc::new(Context { recorder: events::recorder(&client, NODE), client, pods: pods.clone() });
+    // No sync before the Pod cache has its first list (upstream's `WaitForCacheSync`).
+    if pods.wait_until_ready().await.is_err() {
+        return;
+    }
+    controller
+        .owns_shared_stream(pod_changes)
         .run(reconcile, super::retry_soon, ctx)
         .for_each(|_| futures::future::ready(()))
         .await;
@@ -168,7 +182,8 @@ pub async fn reconcile(set: Arc<StatefulSet>, ctx: Arc<Context>) -> Result<Actio
     let pods_api: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
     let claims_api: Api<PersistentVolumeClaim> = Api::namespaced(ctx.client.clone(), &namespace);
     let history = History::new(&ctx.client, &namespace);
-    let pods = claim_pods(&set, &pods_api).await?;
+    let cached = ctx.pods.state_filter(|p| p.metadata.namespace.as_deref() == Some(namespace.as_str()));
+    let pods = claim_pods(&set, cached, &pods_api).await?;
     let revisions = history.list(&set.uid().unwrap_or_default()).await?;
     let (current, update, collision_count) = current_and_update(&set, &history, &revisions).await?;
     let sync = Sync {
@@ -365,8 +380,9 @@ impl Sync<'_> {
                 ..Volume::default()
             });
         }
-        // A 409 (created by an earlier sync whose answer was lost, or a fault) is retried: the
-        // next sync's list shows which.
+        // A 409 (a Pod the lagging cache does not show yet, one created by an earlier sync whose
+        // answer was lost, or a fault) fails the sync, which is retried, as upstream's
+        // `AlreadyExists`: the cache shows which once it catches up.
         self.pods_api.create(&PostParams::default(), &pod).await?;
         let message = format!("create Pod {name} in StatefulSet {set_name} successful");
         events::normal(&self.ctx.recorder, &events::reference(set), "SuccessfulCreate", message).await;
@@ -427,18 +443,23 @@ async fn current_and_update(
     Ok((current, update, collision_count))
 }
 
-/// The set's Pods by ordinal, after claiming (adopting orphans that match and carry one of the
-/// set's ordinal names, releasing owned Pods that stopped matching).
-async fn claim_pods(set: &StatefulSet, api: &Api<Pod>) -> Result<BTreeMap<i32, Pod>, Error> {
+/// The set's Pods by ordinal among `cached` (the cache's Pods in its namespace), after claiming
+/// (adopting orphans that match and carry one of the set's ordinal names, releasing owned Pods
+/// that stopped matching).
+async fn claim_pods(
+    set: &StatefulSet,
+    cached: Vec<Arc<Pod>>,
+    api: &Api<Pod>,
+) -> Result<BTreeMap<i32, Pod>, Error> {
     let uid = set.uid().unwrap_or_default();
     let name = set.name_any();
     let mut pods = BTreeMap::new();
-    for pod in api.list(&ListParams::default()).await?.items {
+    for pod in cached {
         let Some(ordinal) = ordinal_of(&name, &pod.name_any()) else { continue };
         let selected = labels::matches(&set.spec().selector, pod.metadata.labels.as_ref());
         let patch = match owners::claim(&pod.metadata, &uid, selected) {
             Claim::Owned => {
-                pods.insert(ordinal, pod);
+                pods.insert(ordinal, Arc::unwrap_or_clone(pod));
                 continue;
             }
             Claim::Ignore => continue,
