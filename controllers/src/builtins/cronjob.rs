@@ -17,8 +17,13 @@
 //!   with `lastScheduleTime` and `lastSuccessfulTime`.
 //! - Finished Jobs beyond `successfulJobsHistoryLimit` (default 3) and `failedJobsHistoryLimit`
 //!   (default 1) are deleted, oldest first, in the background.
+//! - Jobs are read from the controller's Job informer cache, as upstream reads its Job lister,
+//!   and syncs start once it has its first list. A Job that `status.active` lists and the cache
+//!   does not show is read from the server before it is called missing (upstream's "slow watch"
+//!   guard), so a Job just created is not dropped from `status.active`.
 //! - Events: `SuccessfulCreate` ("Created job x"), `SawCompletedJob`, `SuccessfulDelete`,
-//!   `JobAlreadyActive`, `MissSchedule`, `UnexpectedJob`.
+//!   `JobAlreadyActive`, `MissSchedule`, `UnexpectedJob` (a warning) and `MissingJob` (normal, as
+//!   upstream's).
 //!
 //! A CronJob that is not suspended always has a requeue pending: a simulated world holding one
 //! is quiet only once the workload suspends or deletes it.
@@ -36,8 +41,9 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp, tz::TimeZone};
 use model_apiserver::versions::WorkloadSpec;
-use sim::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams, ResourceExt};
+use sim::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams, ResourceExt};
 use sim::runtime::controller::Action;
+use sim::runtime::reflector::{self, Store};
 use sim::runtime::{Controller, watcher};
 use sim::{Clients, SimBuilder};
 
@@ -64,14 +70,24 @@ pub fn cronjob_controller(builder: SimBuilder) -> SimBuilder {
 pub struct Context {
     client: sim::Client,
     recorder: Recorder,
+    /// The Job informer's cache, which syncs read.
+    jobs: Store<Job>,
 }
 
 /// The CronJob controller's main future.
 pub async fn run(clients: Clients) {
     let client = clients.default_cluster();
-    let ctx = Arc::new(Context { recorder: events::recorder(&client, NODE), client: client.clone() });
-    Controller::new(Api::<CronJob>::all(client.clone()), watcher::Config::default())
-        .owns(Api::<Job>::all(client.clone()), watcher::Config::default())
+    let jobs = reflector::informer(Api::<Job>::all(client.clone()), watcher::Config::default());
+    // Subscribed before the first `.await`, so that the initial list reaches the mapper.
+    let job_changes = jobs.subscribe();
+    let controller = Controller::new(Api::<CronJob>::all(client.clone()), watcher::Config::default());
+    let ctx = Arc::new(Context { recorder: events::recorder(&client, NODE), client, jobs: jobs.clone() });
+    // No sync before the Job cache has its first list (upstream's `WaitForCacheSync`).
+    if jobs.wait_until_ready().await.is_err() {
+        return;
+    }
+    controller
+        .owns_shared_stream(job_changes)
         .run(reconcile, super::retry_soon, ctx)
         .for_each(|_| futures::future::ready(()))
         .await;
@@ -119,12 +135,14 @@ pub async fn reconcile(cj: Arc<CronJob>, ctx: Arc<Context>) -> Result<Action, Er
     let namespace = cj.namespace().ok_or(Error::MissingNamespace { kind: "CronJob", name: name.clone() })?;
     let uid = cj.uid().unwrap_or_default();
     let jobs_api: Api<Job> = Api::namespaced(ctx.client.clone(), &namespace);
-    let jobs: Vec<Job> = jobs_api
-        .list(&ListParams::default())
-        .await?
-        .items
+    let jobs: Vec<Job> = ctx
+        .jobs
+        .state_filter(|j| {
+            j.metadata.namespace.as_deref() == Some(namespace.as_str())
+                && owners::is_controlled_by(&j.metadata, &uid)
+        })
         .into_iter()
-        .filter(|j| owners::is_controlled_by(&j.metadata, &uid))
+        .map(Arc::unwrap_or_clone)
         .collect();
     let cronjobs: Api<CronJob> = Api::namespaced(ctx.client.clone(), &namespace);
     // A running Job the cached CronJob does not list may be one the previous sync created and
@@ -143,7 +161,7 @@ pub async fn reconcile(cj: Arc<CronJob>, ctx: Arc<Context>) -> Result<Action, Er
     };
     let sync = Sync { cj: &cj, ctx: &ctx, api: &jobs_api };
     let mut status = cj.status.clone().unwrap_or_default();
-    sync.track_active(&jobs, &mut status).await;
+    sync.track_active(&jobs, &mut status).await?;
     if cj.metadata.deletion_timestamp.is_some() {
         return Ok(Action::await_change());
     }
@@ -188,8 +206,9 @@ impl Sync<'_> {
     }
 
     /// `status.active` follows the Jobs: finished ones leave it (and a successful one sets
-    /// `lastSuccessfulTime`), missing ones leave it, unlisted running ones join it.
-    async fn track_active(&self, jobs: &[Job], status: &mut CronJobStatus) {
+    /// `lastSuccessfulTime`), missing ones leave it, unlisted running ones join it. A listed Job
+    /// the cache does not show is read from the server first: missing only if it is not there.
+    async fn track_active(&self, jobs: &[Job], status: &mut CronJobStatus) -> Result<(), Error> {
         let mut active = status.active.clone().unwrap_or_default();
         for job in jobs {
             let listed = active.iter().any(|r| r.uid == job.uid());
@@ -218,18 +237,23 @@ impl Sync<'_> {
                 }
             }
         }
-        let mut missing = Vec::new();
-        active.retain(|r| {
-            let present = jobs.iter().any(|j| j.uid() == r.uid);
-            if !present {
-                missing.push(r.name.clone().unwrap_or_default());
+        let mut kept = Vec::with_capacity(active.len());
+        for reference in active {
+            if jobs.iter().any(|j| j.uid() == reference.uid) {
+                kept.push(reference);
+                continue;
             }
-            present
-        });
-        for name in missing {
-            self.warning("MissingJob", format!("Active job went missing: {name}")).await;
+            // Not in the cache: the watch may be slow to show a Job just created (upstream's
+            // `GetJob` before `MissingJob`).
+            let name = reference.name.clone().unwrap_or_default();
+            if self.api.get_opt(&name).await?.is_some() {
+                kept.push(reference);
+            } else {
+                self.event("MissingJob", format!("Active job went missing: {name}")).await;
+            }
         }
-        status.active = (!active.is_empty()).then_some(active);
+        status.active = (!kept.is_empty()).then_some(kept);
+        Ok(())
     }
 
     /// Delete the oldest finished Jobs beyond the history limits.

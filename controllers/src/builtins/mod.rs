@@ -49,8 +49,9 @@
 //! until the cache shows their earlier ones; the Deployment controller (ReplicaSets) decides only
 //! conditional writes (the resourceVersion read, or the new ReplicaSet's name), so a stale decision
 //! gets 409 and is taken again; the StatefulSet controller (Pods) creates Pods of stable names, so
-//! a Pod the cache does not show yet is answered `AlreadyExists` and the sync retried. The
-//! namespace controller, the StatefulSet controller's claims and revisions, the DaemonSet
+//! a Pod the cache does not show yet is answered `AlreadyExists` and the sync retried; the CronJob
+//! controller (Jobs) names each Job after its due time, and reads a Job its status lists but
+//! the cache does not show from the server before calling it missing. The namespace controller, the StatefulSet controller's claims and revisions, the DaemonSet
 //! controller's revisions and the Deployment controller's Recreate check for old Pods are read
 //! with a live list at each sync. The disruption controller reads Pods from its own cache, as
 //! upstream reads its Pod lister: it creates nothing, so a lagging cache only delays a status
