@@ -43,7 +43,7 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp, tz::TimeZone};
 use model_apiserver::versions::WorkloadSpec;
 use sim::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams, ResourceExt};
 use sim::runtime::controller::Action;
-use sim::runtime::reflector::{self, Store};
+use sim::runtime::reflector::Store;
 use sim::runtime::{Controller, watcher};
 use sim::{Clients, SimBuilder};
 
@@ -77,15 +77,9 @@ pub struct Context {
 /// The CronJob controller's main future.
 pub async fn run(clients: Clients) {
     let client = clients.default_cluster();
-    let jobs = reflector::informer(Api::<Job>::all(client.clone()), watcher::Config::default());
-    // Subscribed before the first `.await`, so that the initial list reaches the mapper.
-    let job_changes = jobs.subscribe();
+    let Some((jobs, job_changes)) = super::synced_cache::<Job>(&client).await else { return };
     let controller = Controller::new(Api::<CronJob>::all(client.clone()), watcher::Config::default());
-    let ctx = Arc::new(Context { recorder: events::recorder(&client, NODE), client, jobs: jobs.clone() });
-    // No sync before the Job cache has its first list (upstream's `WaitForCacheSync`).
-    if jobs.wait_until_ready().await.is_err() {
-        return;
-    }
+    let ctx = Arc::new(Context { recorder: events::recorder(&client, NODE), client, jobs });
     controller
         .owns_shared_stream(job_changes)
         .run(reconcile, super::retry_soon, ctx)

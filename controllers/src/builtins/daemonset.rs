@@ -39,7 +39,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use model_apiserver::versions::WorkloadSpec;
 use sim::api::{Api, DeleteParams, PostParams, Preconditions, ResourceExt};
 use sim::runtime::controller::Action;
-use sim::runtime::reflector::{self, ObjectRef, Store};
+use sim::runtime::reflector::{ObjectRef, Store};
 use sim::runtime::{Controller, watcher};
 use sim::{Clients, SimBuilder};
 
@@ -79,23 +79,18 @@ pub struct Context {
 /// The DaemonSet controller's main future.
 pub async fn run(clients: Clients) {
     let client = clients.default_cluster();
-    let pods = reflector::informer(Api::<Pod>::all(client.clone()), watcher::Config::default());
-    let nodes = reflector::informer(Api::<Node>::all(client.clone()), watcher::Config::default());
-    // Subscribed before the first `.await`, so that the initial lists reach the mappers.
-    let (pod_changes, node_changes) = (pods.subscribe(), nodes.subscribe());
+    let (pods, nodes) =
+        futures::join!(super::synced_cache::<Pod>(&client), super::synced_cache::<Node>(&client));
+    let (Some((pods, pod_changes)), Some((nodes, node_changes))) = (pods, nodes) else { return };
     let controller = Controller::new(Api::<DaemonSet>::all(client.clone()), watcher::Config::default());
     let sets = controller.store();
     let ctx = Arc::new(Context {
         recorder: events::recorder(&client, NODE),
         client,
-        pods: pods.clone(),
-        nodes: nodes.clone(),
+        pods,
+        nodes,
         expectations: Expectations::default(),
     });
-    // No sync before both caches have their first list (upstream's `WaitForCacheSync`).
-    if pods.wait_until_ready().await.is_err() || nodes.wait_until_ready().await.is_err() {
-        return;
-    }
     controller
         .owns_shared_stream(pod_changes)
         .watches_shared_stream(node_changes, move |_node: Arc<Node>| every_daemon_set(&sets))

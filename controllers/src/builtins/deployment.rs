@@ -58,7 +58,7 @@ use sim::api::{
     Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams, Preconditions, ResourceExt,
 };
 use sim::runtime::controller::Action;
-use sim::runtime::reflector::{self, ObjectRef, Store};
+use sim::runtime::reflector::{ObjectRef, Store};
 use sim::runtime::{Controller, watcher};
 use sim::{Clients, SimBuilder};
 
@@ -113,21 +113,10 @@ pub struct Context {
 /// The Deployment controller's main future.
 pub async fn run(clients: Clients) {
     let client = clients.default_cluster();
-    let replica_sets =
-        reflector::informer(Api::<ReplicaSet>::all(client.clone()), watcher::Config::default());
-    // Subscribed before the first `.await`, so that the initial list reaches the mapper.
-    let changes = replica_sets.subscribe();
+    let Some((replica_sets, changes)) = super::synced_cache::<ReplicaSet>(&client).await else { return };
     let controller = Controller::new(Api::<Deployment>::all(client.clone()), watcher::Config::default());
     let deployments = controller.store();
-    let ctx = Arc::new(Context {
-        recorder: events::recorder(&client, NODE),
-        client,
-        replica_sets: replica_sets.clone(),
-    });
-    // No sync before the ReplicaSet cache has its first list (upstream's `WaitForCacheSync`).
-    if replica_sets.wait_until_ready().await.is_err() {
-        return;
-    }
+    let ctx = Arc::new(Context { recorder: events::recorder(&client, NODE), client, replica_sets });
     controller
         .watches_shared_stream(changes, move |rs: Arc<ReplicaSet>| owners_of_replica_set(&rs, &deployments))
         .run(reconcile, super::retry_soon, ctx)

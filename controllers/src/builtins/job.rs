@@ -28,7 +28,7 @@ use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
 use k8s_openapi::api::core::v1::Pod;
 use sim::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions, ResourceExt};
 use sim::runtime::controller::Action;
-use sim::runtime::reflector::{self, Store};
+use sim::runtime::reflector::Store;
 use sim::runtime::{Controller, watcher};
 use sim::{Clients, SimBuilder};
 
@@ -62,20 +62,14 @@ pub struct Context {
 /// The Job controller's main future.
 pub async fn run(clients: Clients) {
     let client = clients.default_cluster();
-    let pods = reflector::informer(Api::<Pod>::all(client.clone()), watcher::Config::default());
-    // Subscribed before the first `.await`, so that the initial list reaches the mapper.
-    let pod_changes = pods.subscribe();
+    let Some((pods, pod_changes)) = super::synced_cache::<Pod>(&client).await else { return };
     let controller = Controller::new(Api::<Job>::all(client.clone()), watcher::Config::default());
     let ctx = Arc::new(Context {
         recorder: events::recorder(&client, NODE),
         client,
-        pods: pods.clone(),
+        pods,
         expectations: Expectations::default(),
     });
-    // No sync before the Pod cache has its first list (upstream's `WaitForCacheSync`).
-    if pods.wait_until_ready().await.is_err() {
-        return;
-    }
     controller
         .owns_shared_stream(pod_changes)
         .run(reconcile, super::retry_soon, ctx)

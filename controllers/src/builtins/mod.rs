@@ -127,6 +127,8 @@ use std::time::Duration;
 
 use sim::SimBuilder;
 use sim::runtime::controller::Action;
+use sim::runtime::reflector::{self, Store};
+use sim::runtime::watcher;
 
 pub use cronjob::cronjob_controller;
 pub use daemonset::daemonset_controller;
@@ -192,6 +194,31 @@ pub fn all(builder: SimBuilder) -> SimBuilder {
             if present.iter().any(|p| p == node) { builder } else { add(builder) }
         },
     )
+}
+
+/// Every `K` of the cluster in a shared informer's cache, and the stream of the objects it
+/// touches (for `Controller::owns_shared_stream` / `watches_shared_stream`), once the cache has
+/// its first list: a workload controller syncs only then (upstream's `WaitForCacheSync`), so that
+/// a restarted one does not take an empty cache for no children. `None` if the informer ended
+/// first.
+pub(crate) async fn synced_cache<K>(
+    client: &sim::Client,
+) -> Option<(Store<K>, futures::channel::mpsc::UnboundedReceiver<Arc<K>>)>
+where
+    K: kube_core::Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + serde::Serialize
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let cache = reflector::informer(sim::Api::<K>::all(client.clone()), watcher::Config::default());
+    // Subscribed before the first `.await`, so that the initial list reaches the stream.
+    let changes = cache.subscribe();
+    cache.wait_until_ready().await.ok()?;
+    Some((cache, changes))
 }
 
 /// The error policy of every built-in: retry after [`ERROR_REQUEUE`].

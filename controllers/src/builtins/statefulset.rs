@@ -55,7 +55,7 @@ use sim::api::{
     Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams, Preconditions, ResourceExt,
 };
 use sim::runtime::controller::Action;
-use sim::runtime::reflector::{self, Store};
+use sim::runtime::reflector::Store;
 use sim::runtime::{Controller, watcher};
 use sim::{Clients, SimBuilder};
 
@@ -92,15 +92,9 @@ pub struct Context {
 /// The StatefulSet controller's main future.
 pub async fn run(clients: Clients) {
     let client = clients.default_cluster();
-    let pods = reflector::informer(Api::<Pod>::all(client.clone()), watcher::Config::default());
-    // Subscribed before the first `.await`, so that the initial list reaches the mapper.
-    let pod_changes = pods.subscribe();
+    let Some((pods, pod_changes)) = super::synced_cache::<Pod>(&client).await else { return };
     let controller = Controller::new(Api::<StatefulSet>::all(client.clone()), watcher::Config::default());
-    let ctx = Arc::new(Context { recorder: events::recorder(&client, NODE), client, pods: pods.clone() });
-    // No sync before the Pod cache has its first list (upstream's `WaitForCacheSync`).
-    if pods.wait_until_ready().await.is_err() {
-        return;
-    }
+    let ctx = Arc::new(Context { recorder: events::recorder(&client, NODE), client, pods });
     controller
         .owns_shared_stream(pod_changes)
         .run(reconcile, super::retry_soon, ctx)
