@@ -5,12 +5,12 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::fault_plans::lagging_watch;
 use controllers::builtins::{self, cronjob, kubelet, snapshot};
 use k8s_openapi::api::batch::v1::{CronJob, CronJobSpec, Job, JobSpec, JobTemplateSpec};
 use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
 use k8s_openapi::api::events::v1::Event;
 use sim::api::{Api, ObjectMeta, Patch};
-use sim::faults::{Fault, FaultPlan, PlannedFault, Trigger};
 use sim::{FnProperty, Sim, SimBuilder, SweepConfig, sweep};
 
 /// The run's clock starts at 2026-01-01T00:00:00Z: minute 29_453_760 since the epoch.
@@ -143,14 +143,7 @@ fn a_job_the_lagging_cache_does_not_show_yet_is_neither_missing_nor_unexpected()
     // The controller's Job watch held back 3 s a pull for the whole run: a sync right after a
     // create finds the Job in `status.active` but not in the cache, and must read it from the
     // server before calling it missing, as upstream's does; nor may a Job be created twice.
-    let delay = Fault::DelayWatch {
-        controller: cronjob::NODE.to_owned(),
-        resource: "jobs".to_owned(),
-        extra_ms: 3_000,
-        duration_ms: RUN_FOR.as_millis() as u64,
-    };
-    let plan =
-        FaultPlan { faults: vec![PlannedFault { trigger: Trigger::AtTime { at_ms: 0 }, fault: delay }] };
+    let plan = lagging_watch(cronjob::NODE, "jobs", 3_000, RUN_FOR.as_millis() as u64);
     let world = world("builtins-cronjob-lagging-cache", "Allow", true).faults(plan).property(
         FnProperty::at_end("three jobs, one a minute, none missing or unexpected", |view| {
             let (minutes, _, cj) = jobs(view)?;

@@ -4,13 +4,13 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::fault_plans::lagging_watch;
 use controllers::builtins::{self, daemonset, pod_state, snapshot, statefulset};
 use k8s_openapi::api::apps::v1::{DaemonSet, DaemonSetSpec};
 use k8s_openapi::api::core::v1::{Container, Node, Pod, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use model_apiserver::Snapshot;
 use sim::api::{Api, ObjectMeta, Patch};
-use sim::faults::{Fault, FaultPlan, PlannedFault, Trigger};
 use sim::{FnProperty, Sim, SimBuilder, SweepConfig, sweep};
 
 const SEEDS: u64 = 20;
@@ -125,14 +125,7 @@ fn a_daemonset_runs_no_second_pod_on_a_node_while_its_pod_cache_lags_behind_its_
     // its own status writes trigger syncs that the cache's missing Pods must not turn into a
     // second Pod per Node; the expectations of the Pods it created and deleted hold its creates
     // and deletes back, as upstream's do.
-    let delay = Fault::DelayWatch {
-        controller: builtins::daemonset::NODE.to_owned(),
-        resource: "pods".to_owned(),
-        extra_ms: 3_000,
-        duration_ms: 20_000,
-    };
-    let plan =
-        FaultPlan { faults: vec![PlannedFault { trigger: Trigger::AtTime { at_ms: 0 }, fault: delay }] };
+    let plan = lagging_watch(builtins::daemonset::NODE, "pods", 3_000, 20_000);
     let world = one_pod_per_node_rolled_node_by_node(world("builtins-daemonset-lagging-cache")).faults(plan);
     let report =
         sweep(&SweepConfig::new("builtins-daemonset-lagging-cache").seeds(SEEDS), |seed, options| {

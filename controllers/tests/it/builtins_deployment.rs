@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::fault_plans::lagging_watch;
 use controllers::builtins::{self, deployment, owners, pod_state, snapshot};
 use k8s_openapi::api::apps::v1::{
     Deployment, DeploymentSpec, DeploymentStrategy, ReplicaSet, RollingUpdateDeployment,
@@ -14,7 +15,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use model_apiserver::Snapshot;
 use sim::api::{Api, ObjectMeta, Patch};
-use sim::faults::{Fault, FaultPlan, PlannedFault, Trigger};
 use sim::{FnProperty, Sim, SimBuilder, SweepConfig, sweep};
 
 const SEEDS: u64 = 30;
@@ -169,14 +169,7 @@ fn a_rollout_stays_within_its_bounds_while_the_controllers_replica_set_cache_lag
     // its syncs decide from a cache seconds behind the ReplicaSets it scales. Its scaling patches
     // carry the resourceVersion they read, so a decision from a stale view is refused (409) and
     // taken again, and a second create of the new ReplicaSet is `AlreadyExists`.
-    let delay = Fault::DelayWatch {
-        controller: builtins::deployment::NODE.to_owned(),
-        resource: "replicasets".to_owned(),
-        extra_ms: 2_000,
-        duration_ms: 60_000,
-    };
-    let plan =
-        FaultPlan { faults: vec![PlannedFault { trigger: Trigger::AtTime { at_ms: 0 }, fault: delay }] };
+    let plan = lagging_watch(builtins::deployment::NODE, "replicasets", 2_000, 60_000);
     let world = rollout_within_bounds(world(&["nginx:1", "nginx:2"], None)).faults(plan);
     let report =
         sweep(&SweepConfig::new("builtins-deployment-lagging-cache").seeds(SEEDS), |seed, options| {

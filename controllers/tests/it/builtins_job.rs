@@ -4,12 +4,12 @@
 
 use std::time::Duration;
 
+use crate::fault_plans::{crash_after_create, lagging_watch};
 use controllers::builtins::{self, kubelet, owners, pod_state, snapshot};
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, PodTemplateSpec};
 use model_apiserver::Snapshot;
 use sim::api::{Api, ObjectMeta};
-use sim::faults::{CallSide, Fault, FaultPlan, PlannedFault, Trigger};
 use sim::{FnProperty, Sim, SimBuilder, SweepConfig, sweep};
 
 const SEEDS: u64 = 30;
@@ -99,14 +99,7 @@ fn job_creates_no_pod_twice_while_its_pod_cache_lags_behind_its_creates() {
     // The Job controller's Pod watch held back 3 s a pull for the first ten seconds: the Job's
     // own status writes trigger syncs that the cache's missing Pods must not turn into more
     // Pods; the expectations of the Pods it created hold its creates back, as upstream's do.
-    let delay = Fault::DelayWatch {
-        controller: builtins::job::NODE.to_owned(),
-        resource: "pods".to_owned(),
-        extra_ms: 3_000,
-        duration_ms: 10_000,
-    };
-    let plan =
-        FaultPlan { faults: vec![PlannedFault { trigger: Trigger::AtTime { at_ms: 0 }, fault: delay }] };
+    let plan = lagging_watch(builtins::job::NODE, "pods", 3_000, 10_000);
     let world = three_completions_two_at_a_time(world(job(3, 2, None, false))).faults(plan);
     let report = sweep(&SweepConfig::new("builtins-job-lagging-cache").seeds(SEEDS), |seed, options| {
         world.run_with(seed, options)
@@ -118,21 +111,8 @@ fn job_creates_no_pod_twice_while_its_pod_cache_lags_behind_its_creates() {
 fn a_restarted_job_controller_waits_for_its_pod_cache_before_it_syncs() {
     // Crashed right after its second create and restarted: the new incarnation starts with an
     // empty Pod cache and no expectations, and must not take the empty cache for no Pods.
-    let crash = PlannedFault {
-        trigger: Trigger::NthWrite {
-            controller: builtins::job::NODE.to_owned(),
-            n: 2,
-            kind: Some("Pod".to_owned()),
-            verb: Some("create".to_owned()),
-        },
-        fault: Fault::Crash {
-            controller: builtins::job::NODE.to_owned(),
-            side: CallSide::After,
-            restart_after_ms: 100,
-        },
-    };
-    let world = three_completions_two_at_a_time(world(job(3, 2, None, false)))
-        .faults(FaultPlan { faults: vec![crash] });
+    let plan = crash_after_create(builtins::job::NODE, "Pod", 2);
+    let world = three_completions_two_at_a_time(world(job(3, 2, None, false))).faults(plan);
     let report = sweep(&SweepConfig::new("builtins-job-restart").seeds(SEEDS), |seed, options| {
         world.run_with(seed, options)
     });

@@ -4,12 +4,12 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::fault_plans::{crash_after_create, lagging_watch};
 use controllers::builtins::{self, owners, pod_state, snapshot};
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetSpec};
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use sim::api::{Api, ObjectMeta, Patch};
-use sim::faults::{CallSide, Fault, FaultPlan, PlannedFault, Trigger};
 use sim::{FnProperty, Sim, SimBuilder, SweepConfig, sweep};
 
 const SEEDS: u64 = 30;
@@ -160,15 +160,7 @@ fn replicaset_adopts_a_matching_orphan_pod_instead_of_creating_one() {
 /// for the first ten seconds: its Pod cache lags seconds behind the Pods it creates, while the
 /// ReplicaSet's own events (its status writes) keep triggering syncs.
 fn lagging_pod_cache_world(extra_ms: u64) -> SimBuilder {
-    let delay = Fault::DelayWatch {
-        controller: builtins::replicaset::NODE.to_owned(),
-        resource: "pods".to_owned(),
-        extra_ms,
-        duration_ms: 10_000,
-    };
-    let plan =
-        FaultPlan { faults: vec![PlannedFault { trigger: Trigger::AtTime { at_ms: 0 }, fault: delay }] };
-    scaling_world().faults(plan)
+    scaling_world().faults(lagging_watch(builtins::replicaset::NODE, "pods", extra_ms, 10_000))
 }
 
 #[test]
@@ -188,20 +180,8 @@ fn replicaset_creates_no_pod_twice_while_its_pod_cache_lags_behind_its_creates()
 fn a_restarted_replicaset_controller_waits_for_its_pod_cache_before_it_syncs() {
     // Crashed right after its third create and restarted: the new incarnation starts with an
     // empty Pod cache and no expectations, and must not take the empty cache for no Pods.
-    let crash = PlannedFault {
-        trigger: Trigger::NthWrite {
-            controller: builtins::replicaset::NODE.to_owned(),
-            n: 3,
-            kind: Some("Pod".to_owned()),
-            verb: Some("create".to_owned()),
-        },
-        fault: Fault::Crash {
-            controller: builtins::replicaset::NODE.to_owned(),
-            side: CallSide::After,
-            restart_after_ms: 100,
-        },
-    };
-    let world = scaling_world().faults(FaultPlan { faults: vec![crash] });
+    let plan = crash_after_create(builtins::replicaset::NODE, "Pod", 3);
+    let world = scaling_world().faults(plan);
     let report = sweep(&SweepConfig::new("builtins-replicaset-restart").seeds(SEEDS), |seed, options| {
         world.run_with(seed, options)
     });

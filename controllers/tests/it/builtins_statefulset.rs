@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::fault_plans::lagging_watch;
 use controllers::builtins::{self, pod_state, snapshot, statefulset};
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec};
 use k8s_openapi::api::core::v1::{
@@ -14,7 +15,6 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use model_apiserver::Snapshot;
 use sim::api::{Api, ObjectMeta, Patch};
-use sim::faults::{Fault, FaultPlan, PlannedFault, Trigger};
 use sim::{FnProperty, Sim, SimBuilder, SweepConfig, sweep};
 
 const SEEDS: u64 = 30;
@@ -150,14 +150,7 @@ fn ordered_creation_and_reverse_deletion_hold_while_the_controllers_pod_cache_la
     // The controller's Pod watch held back 2 s a pull for the first 30 seconds: its syncs see
     // Pods seconds late, so a sync creates a Pod the cache does not show yet and gets
     // `AlreadyExists`, as upstream's does, and the order properties of `world` must still hold.
-    let delay = Fault::DelayWatch {
-        controller: statefulset::NODE.to_owned(),
-        resource: "pods".to_owned(),
-        extra_ms: 2_000,
-        duration_ms: 30_000,
-    };
-    let plan =
-        FaultPlan { faults: vec![PlannedFault { trigger: Trigger::AtTime { at_ms: 0 }, fault: delay }] };
+    let plan = lagging_watch(statefulset::NODE, "pods", 2_000, 30_000);
     let world = world().faults(plan);
     let report =
         sweep(&SweepConfig::new("builtins-statefulset-lagging-cache").seeds(SEEDS), |seed, options| {

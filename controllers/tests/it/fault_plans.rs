@@ -1,0 +1,35 @@
+//! Fault plans the built-ins' tests share: a controller's cache made to lag behind the server,
+//! and a controller crashed in the middle of its creates.
+
+use sim::faults::{CallSide, Fault, FaultPlan, PlannedFault, Trigger};
+
+/// `controller`'s watch of `resource` held back `extra_ms` a pull for the first `duration_ms` of
+/// the run: the cache it reads lags seconds behind the writes it makes.
+pub(crate) fn lagging_watch(controller: &str, resource: &str, extra_ms: u64, duration_ms: u64) -> FaultPlan {
+    let delay = Fault::DelayWatch {
+        controller: controller.to_owned(),
+        resource: resource.to_owned(),
+        extra_ms,
+        duration_ms,
+    };
+    FaultPlan { faults: vec![PlannedFault { trigger: Trigger::AtTime { at_ms: 0 }, fault: delay }] }
+}
+
+/// `controller` crashed right after its `n`th create of a `kind`, and restarted 100 ms later with
+/// an empty cache.
+pub(crate) fn crash_after_create(controller: &str, kind: &str, n: u32) -> FaultPlan {
+    let crash = PlannedFault {
+        trigger: Trigger::NthWrite {
+            controller: controller.to_owned(),
+            n,
+            kind: Some(kind.to_owned()),
+            verb: Some("create".to_owned()),
+        },
+        fault: Fault::Crash {
+            controller: controller.to_owned(),
+            side: CallSide::After,
+            restart_after_ms: 100,
+        },
+    };
+    FaultPlan { faults: vec![crash] }
+}
