@@ -6,6 +6,12 @@
 //! The current template's revision always has the highest number: a template that comes back
 //! moves its old revision up. Revisions no Pod uses, other than those the owner still needs, are
 //! deleted beyond `revisionHistoryLimit`, oldest first.
+//!
+//! The revisions are read from the owner controller's ControllerRevision informer cache, as
+//! upstream's `controllerHistory` reads its lister. A create of a revision the cache does not show
+//! yet is `AlreadyExists`, and the one the server holds is read and used if its data is the same
+//! (upstream's `CreateControllerRevision`); moving a revision up carries the resourceVersion read,
+//! so a decision on a stale revision gets 409 and the sync is retried.
 
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::PodTemplateSpec;
@@ -14,9 +20,8 @@ use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
 use model_apiserver::versions::{Required, present};
 use std::collections::BTreeMap;
 
-use sim::api::{
-    Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams, Preconditions, ResourceExt,
-};
+use sim::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams, Preconditions, ResourceExt};
+use sim::runtime::reflector::Store;
 
 use super::error::{Error, has_code};
 use super::{hashing, owners};
@@ -77,26 +82,29 @@ pub struct NewRevision<'a> {
     pub hash_for: &'a dyn Fn(Option<i32>) -> String,
 }
 
-/// The revisions of one owner, read and written through one API.
-pub struct History {
+/// The revisions of one owner's namespace, read from a cache and written through one API.
+pub struct History<'a> {
     api: Api<ControllerRevision>,
+    namespace: &'a str,
+    cache: &'a Store<ControllerRevision>,
 }
 
-impl History {
-    /// The history in `namespace`.
-    pub fn new(client: &sim::Client, namespace: &str) -> Self {
-        History { api: Api::namespaced(client.clone(), namespace) }
+impl<'a> History<'a> {
+    /// The history in `namespace`, read from `cache` (an informer of every ControllerRevision).
+    pub fn new(client: &sim::Client, namespace: &'a str, cache: &'a Store<ControllerRevision>) -> Self {
+        History { api: Api::namespaced(client.clone(), namespace), namespace, cache }
     }
 
     /// The revisions controlled by `owner_uid`, by number (then name).
     pub async fn list(&self, owner_uid: &str) -> Result<Vec<ControllerRevision>, Error> {
         let mut revisions: Vec<ControllerRevision> = self
-            .api
-            .list(&ListParams::default())
-            .await?
-            .items
+            .cache
+            .state_filter(|r| {
+                r.metadata.namespace.as_deref() == Some(self.namespace)
+                    && owners::is_controlled_by(&r.metadata, owner_uid)
+            })
             .into_iter()
-            .filter(|r| owners::is_controlled_by(&r.metadata, owner_uid))
+            .map(std::sync::Arc::unwrap_or_clone)
             .collect();
         revisions.sort_by(|a, b| {
             (number(a), a.metadata.name.as_ref()).cmp(&(number(b), b.metadata.name.as_ref()))
@@ -117,7 +125,12 @@ impl History {
         match revisions.iter().rev().find(|r| r.data.value().0 == new.data) {
             Some(r) if revisions.last().map(|l| &l.metadata.name) == Some(&r.metadata.name) => Ok(r.clone()),
             Some(r) => {
-                let patch = serde_json::json!({ "revision": next });
+                // `next` comes from the revisions as read: conditional on this one being as read
+                // (upstream updates the lister's copy), so a stale decision gets 409.
+                let patch = serde_json::json!({
+                    "metadata": { "resourceVersion": r.resource_version() },
+                    "revision": next,
+                });
                 Ok(self.api.patch(&r.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await?)
             }
             None => self.create(new, next, collision_count).await,

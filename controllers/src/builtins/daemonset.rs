@@ -26,7 +26,8 @@
 //!   listers, and the create and delete steps (per Node and the rolling update) wait on
 //!   [`expectations`](super::expectations) as upstream's do: a sync that runs before the Pod cache
 //!   shows the Pods the previous one created or deleted writes the status only. Syncs start once
-//!   both caches have their first list. ControllerRevisions are read with a live list.
+//!   the caches have their first list. ControllerRevisions are read from a cache too
+//!   ([`super::controller_revisions`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -72,6 +73,8 @@ pub struct Context {
     pods: Store<Pod>,
     /// The Node informer's cache, which syncs read.
     nodes: Store<Node>,
+    /// The ControllerRevision informer's cache, which the history reads.
+    revisions: Store<ControllerRevision>,
     /// What earlier syncs created and deleted that `pods` may not show yet.
     expectations: Expectations,
 }
@@ -79,9 +82,16 @@ pub struct Context {
 /// The DaemonSet controller's main future.
 pub async fn run(clients: Clients) {
     let client = clients.default_cluster();
-    let (pods, nodes) =
-        futures::join!(super::synced_cache::<Pod>(&client), super::synced_cache::<Node>(&client));
-    let (Some((pods, pod_changes)), Some((nodes, node_changes))) = (pods, nodes) else { return };
+    let (pods, nodes, revisions) = futures::join!(
+        super::synced_cache::<Pod>(&client),
+        super::synced_cache::<Node>(&client),
+        super::synced_cache::<ControllerRevision>(&client)
+    );
+    let (Some((pods, pod_changes)), Some((nodes, node_changes)), Some((revisions, _))) =
+        (pods, nodes, revisions)
+    else {
+        return;
+    };
     let controller = Controller::new(Api::<DaemonSet>::all(client.clone()), watcher::Config::default());
     let sets = controller.store();
     let ctx = Arc::new(Context {
@@ -89,6 +99,7 @@ pub async fn run(clients: Clients) {
         client,
         pods,
         nodes,
+        revisions,
         expectations: Expectations::default(),
     });
     controller
@@ -155,7 +166,7 @@ pub async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Context>) -> Result<Action, 
     let uid = ds.uid().unwrap_or_default();
     let pods_api: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
     let nodes = ctx.nodes.state();
-    let history = History::new(&ctx.client, &namespace);
+    let history = History::new(&ctx.client, &namespace, &ctx.revisions);
     let revisions = history.list(&uid).await?;
     let (revision, hash, collision_count) = current_revision(&ds, &history, &revisions).await?;
     let wait = ctx.expectations.check(&uid, &namespace, &ctx.pods, sim::time::now());
@@ -234,7 +245,7 @@ pub async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Context>) -> Result<Action, 
 /// collision count used.
 async fn current_revision(
     ds: &DaemonSet,
-    history: &History,
+    history: &History<'_>,
     revisions: &[ControllerRevision],
 ) -> Result<(ControllerRevision, String, Option<i32>), Error> {
     let mut collision_count = ds.status.as_ref().and_then(|s| s.collision_count);

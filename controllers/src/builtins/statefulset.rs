@@ -6,7 +6,8 @@
 //!   and claimed by controller reference (a matching orphan whose name is one of the set's
 //!   ordinals is adopted); syncs start once the cache has its first list. A Pod the lagging cache
 //!   does not show yet is created again and answered `AlreadyExists`, which fails the sync to be
-//!   retried, as upstream's. Claims and ControllerRevisions are read with live lists.
+//!   retried, as upstream's. ControllerRevisions are read from a cache too
+//!   ([`super::controller_revisions`]); claims with a live list.
 //! - Revisions: every template the set has had is a `ControllerRevision` (apps/v1) named
 //!   `<set>-<hash>`, labelled `controller.kubernetes.io/hash`, owned by the set, holding the
 //!   template as the patch `{"spec":{"template":{..,"$patch":"replace"}}}` and a revision number
@@ -87,14 +88,20 @@ pub struct Context {
     recorder: Recorder,
     /// The Pod informer's cache, which syncs read.
     pods: Store<Pod>,
+    /// The ControllerRevision informer's cache, which the history reads.
+    revisions: Store<ControllerRevision>,
 }
 
 /// The StatefulSet controller's main future.
 pub async fn run(clients: Clients) {
     let client = clients.default_cluster();
-    let Some((pods, pod_changes)) = super::synced_cache::<Pod>(&client).await else { return };
+    let (pods, revisions) = futures::join!(
+        super::synced_cache::<Pod>(&client),
+        super::synced_cache::<ControllerRevision>(&client)
+    );
+    let (Some((pods, pod_changes)), Some((revisions, _))) = (pods, revisions) else { return };
     let controller = Controller::new(Api::<StatefulSet>::all(client.clone()), watcher::Config::default());
-    let ctx = Arc::new(Context { recorder: events::recorder(&client, NODE), client, pods });
+    let ctx = Arc::new(Context { recorder: events::recorder(&client, NODE), client, pods, revisions });
     controller
         .owns_shared_stream(pod_changes)
         .run(reconcile, super::retry_soon, ctx)
@@ -175,7 +182,7 @@ pub async fn reconcile(set: Arc<StatefulSet>, ctx: Arc<Context>) -> Result<Actio
     }
     let pods_api: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
     let claims_api: Api<PersistentVolumeClaim> = Api::namespaced(ctx.client.clone(), &namespace);
-    let history = History::new(&ctx.client, &namespace);
+    let history = History::new(&ctx.client, &namespace, &ctx.revisions);
     let cached = ctx.pods.state_filter(|p| p.metadata.namespace.as_deref() == Some(namespace.as_str()));
     let pods = claim_pods(&set, cached, &pods_api).await?;
     let revisions = history.list(&set.uid().unwrap_or_default()).await?;
@@ -411,7 +418,7 @@ impl Sync<'_> {
 /// update revision (the current template's), and the collision count used.
 async fn current_and_update(
     set: &StatefulSet,
-    history: &History,
+    history: &History<'_>,
     revisions: &[ControllerRevision],
 ) -> Result<(ControllerRevision, ControllerRevision, Option<i32>), Error> {
     let data = controller_revisions::revision_data(&set.spec().template);
