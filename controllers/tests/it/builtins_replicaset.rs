@@ -191,3 +191,39 @@ fn a_restarted_replicaset_controller_waits_for_its_pod_cache_before_it_syncs() {
         assert!(run.unfired.is_empty(), "seed {seed}: the crash did not fire: {:?}", run.unfired);
     }
 }
+
+#[test]
+fn a_pod_force_deleted_while_the_cache_lags_is_replaced_without_waiting_out_the_expectations() {
+    // The controller's Pod watch is held back 3 s a pull, and the workload force-deletes the
+    // first Pod as soon as it exists. The controller's expectation of that Pod is met when its
+    // cache shows the Pod, and the deletion reaches the cache after it: the controller replaces
+    // the Pod within a minute, never waiting out the five minutes an unmet expectation would
+    // hold it back.
+    let world = builtins::kubelet(builtins::replicaset_controller(Sim::builder()))
+        .workload(|w| async move {
+            let sets: Api<ReplicaSet> = Api::namespaced(w.client(), "default");
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            w.apply(&sets, &replica_set(1)).await?;
+            let first = loop {
+                let listed = pods.list(&Default::default()).await.map_err(|e| failed("list pods", e))?;
+                if let Some(pod) = listed.items.into_iter().next() {
+                    break pod.metadata.name.unwrap_or_default();
+                }
+                w.sleep(Duration::from_millis(10)).await;
+            };
+            // Gone at once (no grace period), not terminating: the cache never holds it.
+            let now = sim::api::DeleteParams { grace_period_seconds: Some(0), ..Default::default() };
+            pods.delete(&first, &now).await.map_err(|e| failed("delete pod", e))?;
+            w.wait_for(&sets, "web", |rs| ready_replicas(rs, 1), WAIT).await
+        })
+        .faults(lagging_watch(builtins::replicaset::NODE, "pods", 3_000, 30_000));
+    let report =
+        sweep(&SweepConfig::new("builtins-replicaset-force-deleted").seeds(SEEDS), |seed, options| {
+            world.run_with(seed, options)
+        });
+    report.assert_all_passed();
+}
+
+fn failed(action: &str, error: sim::Error) -> sim::WorkloadError {
+    sim::WorkloadError { step: 0, action: action.to_owned(), reason: error.to_string() }
+}
