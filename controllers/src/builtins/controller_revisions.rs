@@ -96,7 +96,7 @@ impl<'a> History<'a> {
     }
 
     /// The revisions controlled by `owner_uid`, by number (then name).
-    pub async fn list(&self, owner_uid: &str) -> Result<Vec<ControllerRevision>, Error> {
+    pub fn list(&self, owner_uid: &str) -> Vec<ControllerRevision> {
         let mut revisions: Vec<ControllerRevision> = self
             .cache
             .state_filter(|r| {
@@ -109,7 +109,7 @@ impl<'a> History<'a> {
         revisions.sort_by(|a, b| {
             (number(a), a.metadata.name.as_ref()).cmp(&(number(b), b.metadata.name.as_ref()))
         });
-        Ok(revisions)
+        revisions
     }
 
     /// The revision of `new.data`: the newest one already, an equal old one moved to the next

@@ -167,7 +167,7 @@ pub async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Context>) -> Result<Action, 
     let pods_api: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
     let nodes = ctx.nodes.state();
     let history = History::new(&ctx.client, &namespace, &ctx.revisions);
-    let revisions = history.list(&uid).await?;
+    let revisions = history.list(&uid);
     let (revision, hash, collision_count) = current_revision(&ds, &history, &revisions).await?;
     let wait = ctx.expectations.check(&uid, &namespace, &ctx.pods, sim::time::now());
     let mut pods = ctx.pods.state_filter(|p| {

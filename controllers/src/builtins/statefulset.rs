@@ -185,7 +185,7 @@ pub async fn reconcile(set: Arc<StatefulSet>, ctx: Arc<Context>) -> Result<Actio
     let history = History::new(&ctx.client, &namespace, &ctx.revisions);
     let cached = ctx.pods.state_filter(|p| p.metadata.namespace.as_deref() == Some(namespace.as_str()));
     let pods = claim_pods(&set, cached, &pods_api).await?;
-    let revisions = history.list(&set.uid().unwrap_or_default()).await?;
+    let revisions = history.list(&set.uid().unwrap_or_default());
     let (current, update, collision_count) = current_and_update(&set, &history, &revisions).await?;
     let sync = Sync {
         set: &set,
