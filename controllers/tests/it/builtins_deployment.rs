@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::fault_plans::lagging_watch;
+use crate::fault_plans::{lagging_watch, refused_calls};
 use controllers::builtins::{self, deployment, owners, pod_state, snapshot};
 use k8s_openapi::api::apps::v1::{
     Deployment, DeploymentSpec, DeploymentStrategy, ReplicaSet, RollingUpdateDeployment,
@@ -179,27 +179,8 @@ fn a_rollout_stays_within_its_bounds_while_the_controllers_replica_set_cache_lag
     // The lag is real: some of the controller's writes were decided on a stale cache and refused.
     let world = world.keep_trace(true);
     let refused: usize =
-        (0..5).map(|seed| refused_writes(&world.run(seed), builtins::deployment::NODE)).sum();
+        (0..5).map(|seed| refused_calls(&world.run(seed), builtins::deployment::NODE, |_, _| true)).sum();
     assert!(refused > 0, "no write of the Deployment controller was refused in 5 seeds");
-}
-
-/// How many of `node`'s API calls were answered 409 in a run.
-fn refused_writes(report: &sim::RunReport, node: &str) -> usize {
-    let entries = report.trace.entries();
-    let calls: Vec<u64> = entries
-        .iter()
-        .filter(|e| &*e.node == node)
-        .filter_map(|e| match &e.event {
-            sim::TraceEvent::ApiRequest { call, .. } => Some(*call),
-            _ => None,
-        })
-        .collect();
-    entries
-        .iter()
-        .filter(|e| {
-            matches!(&e.event, sim::TraceEvent::ApiResponse { call, result: Err((409, _)) } if calls.contains(call))
-        })
-        .count()
 }
 
 /// The rollout's bounds as properties: ReplicaSets within `replicas + maxSurge`, available Pods

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::fault_plans::lagging_watch;
+use crate::fault_plans::{lagging_watch, refused_calls};
 use controllers::builtins::{self, pod_state, snapshot, statefulset};
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec};
 use k8s_openapi::api::core::v1::{
@@ -159,7 +159,11 @@ fn ordered_creation_and_reverse_deletion_hold_while_the_controllers_pod_cache_la
     report.assert_all_passed();
     // The lag is real: some Pod creates were decided on a cache that did not show the Pod yet.
     let world = world.keep_trace(true);
-    let refused = (0..5).any(|seed| refused_create(&world.run(seed), statefulset::NODE, "pods/"));
+    let refused = (0..5).any(|seed| {
+        refused_calls(&world.run(seed), statefulset::NODE, |verb, target| {
+            verb == "create" && target.starts_with("pods/")
+        }) > 0
+    });
     assert!(refused, "no Pod create of the StatefulSet controller was refused in 5 seeds");
 }
 
@@ -506,27 +510,11 @@ fn an_image_change_rolls_out_while_the_controllers_revision_cache_lags() {
     // The lag is real: a revision create was answered 409, which a live list never gives.
     let world = world.keep_trace(true);
     assert!(
-        (0..5).any(|seed| refused_create(&world.run(seed), statefulset::NODE, "controllerrevisions/")),
+        (0..5).any(|seed| refused_calls(&world.run(seed), statefulset::NODE, |verb, target| {
+            verb == "create" && target.starts_with("controllerrevisions/")
+        }) > 0),
         "no ControllerRevision create of the StatefulSet controller was refused in 5 seeds"
     );
-}
-
-/// Whether one of `node`'s creates of a target starting with `prefix` was answered 409.
-fn refused_create(report: &sim::RunReport, node: &str, prefix: &str) -> bool {
-    let entries = report.trace.entries();
-    let creates: Vec<u64> = entries
-        .iter()
-        .filter(|e| &*e.node == node)
-        .filter_map(|e| match &e.event {
-            sim::TraceEvent::ApiRequest { call, verb: "create", target } if target.starts_with(prefix) => {
-                Some(*call)
-            }
-            _ => None,
-        })
-        .collect();
-    entries.iter().any(|e| {
-        matches!(&e.event, sim::TraceEvent::ApiResponse { call, result: Err((409, _)) } if creates.contains(call))
-    })
 }
 
 fn image_of_template(set: &StatefulSet) -> Option<&str> {

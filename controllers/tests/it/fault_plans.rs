@@ -1,5 +1,5 @@
 //! Fault plans the built-ins' tests share: a controller's cache made to lag behind the server,
-//! and a controller crashed in the middle of its creates.
+//! and a controller crashed in the middle of its creates; and what shows that a lag was real.
 
 use sim::faults::{CallSide, Fault, FaultPlan, PlannedFault, Trigger};
 
@@ -32,4 +32,28 @@ pub(crate) fn crash_after_create(controller: &str, kind: &str, n: u32) -> FaultP
         },
     };
     FaultPlan { faults: vec![crash] }
+}
+
+/// How many of `node`'s API calls that `which` (verb, target) picks were answered 409 in a run
+/// (kept with `keep_trace`): what a decision taken on a lagging cache gets.
+pub(crate) fn refused_calls(
+    report: &sim::RunReport,
+    node: &str,
+    which: impl Fn(&str, &str) -> bool,
+) -> usize {
+    let entries = report.trace.entries();
+    let calls: Vec<u64> = entries
+        .iter()
+        .filter(|e| &*e.node == node)
+        .filter_map(|e| match &e.event {
+            sim::TraceEvent::ApiRequest { call, verb, target } if which(verb, target) => Some(*call),
+            _ => None,
+        })
+        .collect();
+    entries
+        .iter()
+        .filter(|e| {
+            matches!(&e.event, sim::TraceEvent::ApiResponse { call, result: Err((409, _)) } if calls.contains(call))
+        })
+        .count()
 }
