@@ -48,3 +48,4 @@ mod web_pods;
 mod zoo_search;
 mod zoo_sweeps;
 mod zoo_webapp;
+mod zoo_yugabyte;
