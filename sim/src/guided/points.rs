@@ -18,7 +18,10 @@
 //! Pruning, as Sieve prunes: writes that changed nothing (an error, or an answer whose
 //! resourceVersion is not newer than every revision seen before: a no-op write does not bump the
 //! revision) give no points, and points that yield the same planned fault are merged (the first,
-//! in trace order, is kept).
+//! in trace order, is kept). A delete, and a write that removes a deleting object's last
+//! finalizer, answer the object as last stored, not the revision they made: the gap they leave
+//! before the next revision the trace shows tells that they changed something, and at which
+//! revision (see `Revisions`).
 //!
 //! A trigger counts writes as the fault engine does: per node, verb and resource, in the order the
 //! server applied them (the order of the answers in the trace), failed writes included.
@@ -245,8 +248,7 @@ const PENDING_REQUESTS_MAX: usize = 100_000;
 fn read(entries: &[TraceEntry]) -> Reading {
     let mut reading = Reading::default();
     let mut pending: BTreeMap<u64, (String, &'static str, String)> = BTreeMap::new();
-    // The newest revision seen so far: a write that made a change answers a newer one.
-    let mut newest: u64 = 0;
+    let mut revisions = Revisions::default();
     // Per controller, the writes since its last reconcile start.
     let mut since_reconcile: BTreeMap<String, u32> = BTreeMap::new();
     for entry in entries {
@@ -263,21 +265,21 @@ fn read(entries: &[TraceEntry]) -> Reading {
                 let rv = result.as_ref().ok().and_then(|rv| rv.parse::<u64>().ok());
                 if WRITE_VERBS.contains(&verb) {
                     reading.note_controller(&node);
-                    let revision = rv.filter(|rv| *rv > newest);
                     let position = since_reconcile.get_mut(&node).map_or(0, |n| {
                         *n += 1;
                         *n
                     });
                     let at_nanos = entry.at_nanos;
+                    let index = reading.writes.len();
+                    let revision = revisions.written(&mut reading.writes, index, verb, rv);
                     reading.writes.push(TracedWrite { node, verb, target, at_nanos, revision, position });
-                }
-                if let Some(rv) = rv {
-                    newest = newest.max(rv);
+                } else if let Some(rv) = rv {
+                    revisions.seen(&mut reading.writes, rv);
                 }
             }
             TraceEvent::WatchDelivery { watch, kind, object, resource_version } => {
                 let rv = resource_version.parse::<u64>().unwrap_or(0);
-                newest = newest.max(rv);
+                revisions.seen(&mut reading.writes, rv);
                 if matches!(*kind, "ADDED" | "MODIFIED" | "DELETED") && !ENGINE_NODES.contains(&node) {
                     reading.note_controller(node);
                     let delivery =
@@ -296,7 +298,79 @@ fn read(entries: &[TraceEntry]) -> Reading {
             _ => {}
         }
     }
+    revisions.end(&mut reading.writes);
     reading
+}
+
+/// Which revision each write made, read off the trace. Storage changes only through API calls,
+/// and the engine traces each answer as the server applies the call, so the answers are in the
+/// order of the revisions. A create, an update or a patch answers the revision it made. A delete
+/// answers the object as it was last stored (as kube-apiserver does), and so does a write that
+/// removes a deleting object's last finalizer: their revisions show only as the gap they leave
+/// before the next revision the trace shows (an answer, a list, a delivery). Until then such a
+/// write is unresolved; a gap shorter than the unresolved writes goes to the deletes first (an
+/// update answered with an old revision is usually one that changed nothing).
+#[derive(Default)]
+struct Revisions {
+    /// The newest revision seen so far.
+    newest: u64,
+    /// Writes answered without a newer revision, waiting for the next one to show the gap.
+    unresolved: Vec<usize>,
+}
+
+impl Revisions {
+    /// A write (to be pushed at `index`) answered `rv` (`None`: failed): the revision it made.
+    fn written(
+        &mut self,
+        writes: &mut [TracedWrite],
+        index: usize,
+        verb: &str,
+        rv: Option<u64>,
+    ) -> Option<u64> {
+        let rv = rv?;
+        if rv > self.newest {
+            // It made `rv`: the revisions before it in the gap are the unresolved writes'.
+            self.resolve(writes, rv - 1);
+            self.newest = rv;
+            return Some(rv);
+        }
+        if verb != "create" {
+            self.unresolved.push(index);
+        }
+        None
+    }
+
+    /// A revision shown otherwise (a list, a read, a delivery).
+    fn seen(&mut self, writes: &mut [TracedWrite], rv: u64) {
+        if rv > self.newest {
+            self.resolve(writes, rv);
+            self.newest = rv;
+        }
+    }
+
+    /// The revisions after `newest` up to `upto` were made by unresolved writes, in their order.
+    fn resolve(&mut self, writes: &mut [TracedWrite], upto: u64) {
+        if self.unresolved.is_empty() {
+            return;
+        }
+        let gap = usize::try_from(upto.saturating_sub(self.newest)).unwrap_or(usize::MAX);
+        let is_delete = |i: &usize| writes[*i].verb.starts_with("delete");
+        let mut chosen: Vec<usize> = self.unresolved.iter().copied().filter(is_delete).take(gap).collect();
+        let others = self.unresolved.iter().copied().filter(|i| !is_delete(i));
+        chosen.extend(others.take(gap.saturating_sub(chosen.len())));
+        chosen.sort_unstable();
+        for (k, i) in chosen.into_iter().enumerate() {
+            writes[i].revision = Some(self.newest + 1 + k as u64);
+        }
+        self.unresolved.clear();
+    }
+
+    /// The end of the trace: an unresolved delete made the next revision (a delete that is
+    /// answered changed something, unless the object was already being deleted).
+    fn end(&mut self, writes: &mut [TracedWrite]) {
+        let deletes = self.unresolved.iter().filter(|i| writes[**i].verb.starts_with("delete")).count();
+        self.resolve(writes, self.newest + deletes as u64);
+    }
 }
 
 /// The trigger time that lands strictly before `at_nanos` (the supervisor fires at whole

@@ -213,3 +213,56 @@ fn a_profile_leaves_out_the_points_whose_fault_cannot_act() {
 fn a_report_without_kept_entries_has_no_points() {
     assert_eq!(injection_points_with(&[], &PointConfig::default()), PointSet::default());
 }
+
+/// A delete answers the object as last stored, so its answer shows no new revision; the gap it
+/// leaves before the next revision the trace shows is its. `ctrl` creates secret `s` (rv 5),
+/// deletes it (answered "5": it made rv 6), patches `a` without a change (answered "4"), and the
+/// workload creates `t` (rv 7); last, `ctrl` deletes `t` (answered "7", nothing after it: it made
+/// rv 8). Both deletes are writes that changed something, with their revisions; the patch is not.
+#[test]
+fn a_delete_answered_with_the_stored_revision_is_a_change_at_the_revision_its_gap_shows() {
+    let ctrl: Arc<str> = Arc::from("ctrl");
+    let workload: Arc<str> = Arc::from(WORKLOAD_NODE);
+    let entry = |at_nanos, node: &Arc<str>, event| TraceEntry { at_nanos, node: node.clone(), event };
+    let request = |call, verb, target: &str| TraceEvent::ApiRequest { call, verb, target: target.to_owned() };
+    let ok = |call, rv: &str| TraceEvent::ApiResponse { call, result: Ok(rv.to_owned()) };
+    let entries = vec![
+        entry(MS, &ctrl, request(1, "list", "configmaps/default")),
+        entry(2 * MS, &ctrl, ok(1, "4")),
+        entry(11 * MS, &ctrl, request(2, "create", "secrets/default/s")),
+        entry(12 * MS, &ctrl, ok(2, "5")),
+        entry(13 * MS, &ctrl, request(3, "delete", "secrets/default/s")),
+        entry(14 * MS, &ctrl, ok(3, "5")),
+        entry(15 * MS, &ctrl, request(4, "patch", "configmaps/default/a")),
+        entry(16 * MS, &ctrl, ok(4, "4")),
+        entry(19 * MS, &workload, request(5, "create", "secrets/default/t")),
+        entry(20 * MS, &workload, ok(5, "7")),
+        entry(29 * MS, &ctrl, request(6, "delete", "secrets/default/t")),
+        entry(30 * MS, &ctrl, ok(6, "7")),
+    ];
+    let set = injection_points_with(&entries, &PointConfig::default());
+    assert_eq!((set.writes, set.no_op_writes), (4, 1));
+    let mut writes: Vec<String> = set
+        .points
+        .iter()
+        .filter(|p| matches!(p.site, Site::Write { .. }))
+        .map(|p| p.site.to_string())
+        .collect();
+    writes.sort();
+    writes.dedup();
+    assert_eq!(
+        writes,
+        vec![
+            "ctrl's create #1 of secrets/default/s (rv 5)",
+            "ctrl's delete #1 of secrets/default/s (rv 6)",
+            "ctrl's delete #2 of secrets/default/t (rv 8)",
+        ]
+    );
+    // The create and the delete of `s` are an object's two transitions: a stale-replica point
+    // restarts `ctrl` onto a replica from before the create, at the delete.
+    assert!(
+        set.points.iter().any(|p| p.site.to_string() == "ctrl's change of secrets/default/s (rv 5)"),
+        "{:#?}",
+        set.points.iter().map(|p| p.site.to_string()).collect::<Vec<_>>()
+    );
+}
