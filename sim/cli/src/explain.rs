@@ -125,6 +125,9 @@ pub fn story(report: &RunReport) -> String {
         _ => None,
     };
     let mut write_before_violation: Option<String> = None;
+    // The newest revision the trace has shown: a write answered with one no newer changed
+    // nothing, or is a delete, answered with the object as it was last stored.
+    let mut newest: u64 = 0;
     for entry in entries {
         let (t, node) = (at(entry.at_nanos), &entry.node);
         if let Some(v) = violation_nanos
@@ -157,17 +160,33 @@ pub fn story(report: &RunReport) -> String {
             TraceEvent::ApiRequest { call, verb, target } => {
                 calls.insert(*call, (Arc::clone(node), verb, target.as_str()));
             }
+            TraceEvent::WatchDelivery { resource_version, .. } => {
+                newest = newest.max(resource_version.parse().unwrap_or(0));
+            }
             TraceEvent::ApiResponse { call, result } => {
                 let Some((who, verb, target)) = calls.get(call) else { continue };
                 match result {
                     Ok(rv) if is_read(verb) => {
+                        if *verb != "watch" {
+                            // A watch's answer counts its events: no revision.
+                            newest = newest.max(rv.parse().unwrap_or(0));
+                        }
                         if fault_seen && reads < STORY_READS_MAX {
                             reads += 1;
                             lines.push(format!("{t} {who} read ({verb}) {target} and saw rv {rv}"));
                         }
                     }
                     Ok(rv) => {
-                        let line = format!("{t} {who} wrote ({verb}) {target}: ok, now rv {rv}");
+                        let revision = rv.parse::<u64>().ok();
+                        let outcome = match revision {
+                            Some(r) if r <= newest && verb.starts_with("delete") => {
+                                format!("deleted (last stored at rv {rv})")
+                            }
+                            Some(r) if r <= newest => format!("unchanged at rv {rv}"),
+                            _ => format!("now rv {rv}"),
+                        };
+                        newest = newest.max(revision.unwrap_or(0));
+                        let line = format!("{t} {who} wrote ({verb}) {target}: ok, {outcome}");
                         last_write = Some(line.clone());
                         lines.push(line);
                     }

@@ -190,8 +190,12 @@ pub(crate) enum PointSite<'a> {
 /// The parameters of the faults the guided injection points plan.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PointConfig {
-    /// A crashed or stale-restarted controller comes back after this long.
+    /// A crashed controller comes back after this long.
     pub restart_after_ms: u64,
+    /// A controller restarted onto a lagging replica comes back after this long: at once, so
+    /// that it reads the replica while the world is still where the point found it (a restart
+    /// after the workload's end would read none: the liveness phase catches every replica up).
+    pub stale_restart_after_ms: u64,
     /// Reconcile pauses last this long: longer than a workload usually waits between two changes
     /// of one object, so that a pause hides an intermediate state.
     pub pause_ms: u64,
@@ -215,6 +219,7 @@ impl Default for PointConfig {
     fn default() -> Self {
         PointConfig {
             restart_after_ms: 500,
+            stale_restart_after_ms: 1,
             pause_ms: 1_500,
             delay_ms: 1_000,
             hold_ms: 1_000,

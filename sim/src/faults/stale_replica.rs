@@ -105,7 +105,7 @@ impl FaultKindOps for StaleReplica {
         vec![Fault::StaleReplica {
             controller: (*controller).to_owned(),
             lag_revisions: *lag_revisions,
-            restart_after_ms: config.restart_after_ms,
+            restart_after_ms: config.stale_restart_after_ms,
         }]
     }
 

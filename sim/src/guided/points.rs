@@ -584,68 +584,102 @@ fn reconcile_points(reading: &Reading, config: &PointConfig, out: &mut Vec<Injec
     }
 }
 
-/// Stale-state points, pruned to causally related pairs: a transition of an object that changes
-/// again later, with the controller restarted at that later change onto a replica from just
-/// before the first one (its view then misses both). A transition that nothing changes again is
-/// not planned: a stale view of it differs from storage only in that it is missing, which the
-/// earlier transition's point already shows.
+/// How many of an object's transitions back a stale-state point's replica may reach: from just
+/// before the transition right before the later change, or the one before that.
+const STALE_TRANSITIONS_BACK: usize = 2;
+
+/// Stale-state points, pruned to causally related transitions: a transition of an object that
+/// changes again later, with the controller restarted at that later change onto a replica from
+/// just before the first one (its view then misses both), for the object's next change and the
+/// one after it (a view two changes behind can replay a state whose consequence the later change
+/// already undid: a finalizer added, then the object deleted and the finalizer removed). A
+/// transition that nothing changes again is not planned: a stale view of it differs from storage
+/// only in that it is missing, which the earlier transition's point already shows.
 fn transition_points(reading: &Reading, config: &PointConfig, out: &mut Vec<InjectionPoint>) {
-    let transitions: Vec<(&TracedWrite, u64, &str)> = reading
+    let transitions: Vec<(usize, &TracedWrite, u64, &str)> = reading
         .writes
         .iter()
-        .filter_map(|w| w.revision.map(|rv| (w, rv, split_target(&w.target).1)))
-        .filter(|(_, _, object)| !object.is_empty())
+        .enumerate()
+        .filter_map(|(i, w)| w.revision.map(|rv| (i, w, rv, split_target(&w.target).1)))
+        .filter(|(_, _, _, object)| !object.is_empty())
+        .collect();
+    // Each write's number among its node's writes of that verb and resource (as triggers count).
+    let mut counts: BTreeMap<(&str, &str, &str), u32> = BTreeMap::new();
+    let numbers: Vec<u32> = reading
+        .writes
+        .iter()
+        .map(|w| {
+            let n = counts.entry((w.node.as_str(), w.verb, split_target(&w.target).0)).or_insert(0);
+            *n += 1;
+            *n
+        })
         .collect();
     let same_object = |a: &TracedWrite, b: &TracedWrite| a.target == b.target;
-    for (i, (write, revision, object)) in transitions.iter().enumerate() {
-        let Some((j, (next, _, _))) =
-            transitions.iter().enumerate().skip(i + 1).find(|(_, (w, _, _))| same_object(w, write))
-        else {
-            continue;
-        };
-        let change = object_change(next.verb);
-        // The later change as an object trigger when it is that object's first change of its
-        // kind (an `OnObject` trigger fires on the first one): it lands right after the change
-        // however the run's timing shifts. Otherwise just before it in time.
-        let first_of_its_kind =
-            !transitions[..j].iter().any(|(w, _, _)| same_object(w, next) && object_change(w.verb) == change);
-        let (resource, _) = split_target(&write.target);
-        let (trigger, restart_from_nanos) = match object.split_once('/') {
-            Some((namespace, name)) if first_of_its_kind => (
-                Trigger::OnObject {
-                    kind: resource.to_owned(),
-                    namespace: namespace.to_owned(),
-                    name: name.to_owned(),
-                    change,
-                },
-                next.at_nanos,
-            ),
-            _ => {
-                let at_ms = ms_before(next.at_nanos);
-                (Trigger::AtTime { at_ms }, at_ms.saturating_mul(1_000_000))
-            }
-        };
-        let restart_nanos =
-            restart_from_nanos.saturating_add(config.restart_after_ms.saturating_mul(1_000_000));
-        let newest_at_restart = reading
-            .writes
-            .iter()
-            .filter(|w| w.at_nanos <= restart_nanos)
-            .filter_map(|w| w.revision)
-            .max()
-            .unwrap_or(*revision);
-        let lag_revisions = newest_at_restart.saturating_sub(revision - 1).max(1);
-        let site =
-            Site::Transition { by: write.node.clone(), target: write.target.clone(), revision: *revision };
-        for controller in &reading.controllers {
-            for fault in site_faults(&PointSite::Transition { controller, lag_revisions }, config) {
-                out.push(InjectionPoint {
-                    site: site.clone(),
-                    at_nanos: write.at_nanos,
-                    fault: PlannedFault { trigger: trigger.clone(), fault },
-                    object: (*object).to_owned(),
-                    class: format!("{} {} {} then {}", write.node, write.verb, resource, next.verb),
-                });
+    for (i, (_, write, revision, object)) in transitions.iter().enumerate() {
+        let later =
+            transitions.iter().enumerate().skip(i + 1).filter(|(_, (_, w, _, _))| same_object(w, write));
+        for (back, (j, (index, next, _, _))) in later.take(STALE_TRANSITIONS_BACK).enumerate() {
+            let change = object_change(next.verb);
+            let (resource, _) = split_target(&write.target);
+            // The later change as an object trigger when it is that object's first change of its
+            // kind (an `OnObject` trigger fires on the first one): it lands right after the
+            // change however the run's timing shifts. Otherwise, a controller's write as its
+            // numbered write (the fault fires once the server applied it), and anyone else's
+            // just before it in time.
+            let first_of_its_kind = !transitions[..j]
+                .iter()
+                .any(|(_, w, _, _)| same_object(w, next) && object_change(w.verb) == change);
+            let (trigger, restart_from_nanos) = match object.split_once('/') {
+                Some((namespace, name)) if first_of_its_kind => (
+                    Trigger::OnObject {
+                        kind: resource.to_owned(),
+                        namespace: namespace.to_owned(),
+                        name: name.to_owned(),
+                        change,
+                    },
+                    next.at_nanos,
+                ),
+                _ if !ENGINE_NODES.contains(&next.node.as_str()) => (
+                    Trigger::NthWrite {
+                        controller: next.node.clone(),
+                        n: numbers[*index],
+                        kind: Some(resource.to_owned()),
+                        verb: Some(next.verb.to_owned()),
+                    },
+                    next.at_nanos,
+                ),
+                _ => {
+                    let at_ms = ms_before(next.at_nanos);
+                    (Trigger::AtTime { at_ms }, at_ms.saturating_mul(1_000_000))
+                }
+            };
+            let restart_nanos =
+                restart_from_nanos.saturating_add(config.stale_restart_after_ms.saturating_mul(1_000_000));
+            let newest_at_restart = reading
+                .writes
+                .iter()
+                .filter(|w| w.at_nanos <= restart_nanos)
+                .filter_map(|w| w.revision)
+                .max()
+                .unwrap_or(*revision);
+            let lag_revisions = newest_at_restart.saturating_sub(revision - 1).max(1);
+            let site = Site::Transition {
+                by: write.node.clone(),
+                target: write.target.clone(),
+                revision: *revision,
+            };
+            let skipped = if back == 0 { String::new() } else { format!(" ({} changes later)", back + 1) };
+            let class = format!("{} {} {} then {}{skipped}", write.node, write.verb, resource, next.verb);
+            for controller in &reading.controllers {
+                for fault in site_faults(&PointSite::Transition { controller, lag_revisions }, config) {
+                    out.push(InjectionPoint {
+                        site: site.clone(),
+                        at_nanos: write.at_nanos,
+                        fault: PlannedFault { trigger: trigger.clone(), fault },
+                        object: (*object).to_owned(),
+                        class: class.clone(),
+                    });
+                }
             }
         }
     }

@@ -8,6 +8,8 @@
 mod ambiguous;
 #[path = "fault_zoo/common.rs"]
 mod common;
+#[path = "fault_zoo/finalizer_replay.rs"]
+mod finalizer_replay;
 #[path = "fault_zoo/leader.rs"]
 mod leader;
 #[path = "fault_zoo/memory.rs"]
@@ -81,6 +83,28 @@ fn a_delete_with_a_uid_precondition_survives_1000_seeds_of_time_travel() {
     assert_passes(
         &stale_delete::world(Variant::Fixed).swarm(stale_swarm()),
         stale_delete::SCENARIO,
+        FIXED_SEEDS,
+    );
+}
+
+/// Restarts onto a replica up to 20 revisions behind, at one of the registrar's 4 writes or in
+/// the first 3s.
+fn replay_swarm() -> sim::faults::SwarmConfig {
+    swarm_of(FaultKind::StaleReplica, &["zoo"], 4, 3_000, 3_000)
+}
+
+#[test]
+fn a_record_created_from_a_replayed_past_is_found_by_time_travel_within_300_seeds() {
+    let world = finalizer_replay::world(Variant::Buggy).swarm(replay_swarm());
+    let property = finalizer_replay::PROPERTY;
+    assert_found_within(&world, finalizer_replay::SCENARIO, 300, property, FaultKind::StaleReplica);
+}
+
+#[test]
+fn a_record_created_after_a_quorum_read_survives_1000_seeds_of_time_travel() {
+    assert_passes(
+        &finalizer_replay::world(Variant::Fixed).swarm(replay_swarm()),
+        finalizer_replay::SCENARIO,
         FIXED_SEEDS,
     );
 }

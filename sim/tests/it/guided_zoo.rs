@@ -7,6 +7,8 @@ mod ambiguous;
 #[allow(dead_code)]
 #[path = "fault_zoo/common.rs"]
 mod common;
+#[path = "fault_zoo/finalizer_replay.rs"]
+mod finalizer_replay;
 #[path = "fault_zoo/leader.rs"]
 mod leader;
 #[path = "fault_zoo/memory.rs"]
@@ -36,7 +38,7 @@ struct Case {
     controllers: &'static [&'static str],
 }
 
-const CASES: [Case; 7] = [
+const CASES: [Case; 8] = [
     Case {
         name: "memory",
         world: memory::world,
@@ -71,6 +73,12 @@ const CASES: [Case; 7] = [
         name: "reorder",
         world: reorder::world,
         property: "every parent has its children",
+        controllers: &["zoo"],
+    },
+    Case {
+        name: "finalizer-replay",
+        world: finalizer_replay::world,
+        property: finalizer_replay::PROPERTY,
         controllers: &["zoo"],
     },
     Case {

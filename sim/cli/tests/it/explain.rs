@@ -95,3 +95,41 @@ fn the_story_names_the_fault_the_write_and_the_broken_property() {
          The last write before it: 0.003s ctrl wrote (delete) pods/default/p: ok, now rv 8\n"
     );
 }
+
+/// A delete answers the object as it was last stored, and a write that changed nothing answers
+/// the stored revision: neither is told as a new revision.
+#[test]
+fn the_story_tells_a_delete_and_a_write_that_changed_nothing_from_a_new_revision() {
+    let mut trace = Trace::new(true);
+    let ctrl: Arc<str> = Arc::from("ctrl");
+    let request = |call, verb, target: &str| TraceEvent::ApiRequest { call, verb, target: target.into() };
+    let ok = |call, rv: &str| TraceEvent::ApiResponse { call, result: Ok(rv.into()) };
+    trace.push(1_000_000, &ctrl, request(1, "create", "configmaps/default/a"));
+    trace.push(1_500_000, &ctrl, ok(1, "7"));
+    trace.push(2_000_000, &ctrl, request(2, "patch", "configmaps/default/a"));
+    trace.push(2_500_000, &ctrl, ok(2, "7"));
+    trace.push(3_000_000, &ctrl, request(3, "delete", "configmaps/default/a"));
+    trace.push(3_500_000, &ctrl, ok(3, "7"));
+    trace.push(4_000_000, &ctrl, request(4, "create", "configmaps/default/a"));
+    trace.push(4_500_000, &ctrl, ok(4, "9"));
+    let report = RunReport {
+        scenario: "s".into(),
+        seed: 1,
+        verdict: Verdict::Pass,
+        digest: String::new(),
+        trace,
+        stats: RunStats::default(),
+        plan: FaultPlan::none(),
+        unfired: Vec::new(),
+        choices: None,
+        profile: Default::default(),
+    };
+    assert_eq!(
+        story(&report),
+        "0.001s ctrl wrote (create) configmaps/default/a: ok, now rv 7\n\
+         0.002s ctrl wrote (patch) configmaps/default/a: ok, unchanged at rv 7\n\
+         0.003s ctrl wrote (delete) configmaps/default/a: ok, deleted (last stored at rv 7)\n\
+         0.004s ctrl wrote (create) configmaps/default/a: ok, now rv 9\n\
+         Then every property held and the world converged.\n"
+    );
+}

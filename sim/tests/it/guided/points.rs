@@ -60,7 +60,7 @@ fn writes_that_change_nothing_are_pruned_and_the_rest_become_points_in_explorati
             "pause ctrl's reconciles for 1500ms, at 9ms",
             "crash ctrl after the call, restart after 500ms, at write #1 by ctrl (create secrets)",
             "apply ctrl's write but answer 504 Timeout, at write #1 by ctrl (create secrets)",
-            "restart ctrl after 500ms onto a replica 2 revisions behind, on Delete of configmaps default/a",
+            "restart ctrl after 1ms onto a replica 2 revisions behind, on Delete of configmaps default/a",
             "delay ctrl's configmaps watch by 1000ms for 10000ms, at 19ms",
             "hold ctrl's watches 1000ms, then force a 410 relist, at 19ms",
             "crash ctrl before the call, restart after 500ms, at write #1 by ctrl (create secrets)",
@@ -264,5 +264,73 @@ fn a_delete_answered_with_the_stored_revision_is_a_change_at_the_revision_its_ga
         set.points.iter().any(|p| p.site.to_string() == "ctrl's change of secrets/default/s (rv 5)"),
         "{:#?}",
         set.points.iter().map(|p| p.site.to_string()).collect::<Vec<_>>()
+    );
+}
+
+/// A finalizer's life: the workload creates `a` (rv 5), `ctrl` adds its finalizer (rv 6), the
+/// workload deletes `a` (rv 7: marked), `ctrl` removes the finalizer (answered "7", the object's
+/// last stored revision; it made rv 8, delivered as DELETED). Besides the restart at the next
+/// change, each transition gets one at the change after it: `ctrl` restarted right after its own
+/// removal of the finalizer (its 2nd patch, counted as triggers count) onto a replica from before
+/// it added the finalizer, which replays the object with the finalizer and not yet deleted.
+#[test]
+fn a_stale_replica_point_restarts_a_controller_after_its_own_write_two_changes_later() {
+    let ctrl: Arc<str> = Arc::from("ctrl");
+    let workload: Arc<str> = Arc::from(WORKLOAD_NODE);
+    let entry = |at_nanos, node: &Arc<str>, event| TraceEntry { at_nanos, node: node.clone(), event };
+    let request = |call, verb, target: &str| TraceEvent::ApiRequest { call, verb, target: target.to_owned() };
+    let ok = |call, rv: &str| TraceEvent::ApiResponse { call, result: Ok(rv.to_owned()) };
+    let a = "configmaps/default/a";
+    let entries = vec![
+        entry(MS, &ctrl, request(1, "list", "configmaps/default")),
+        entry(2 * MS, &ctrl, ok(1, "4")),
+        entry(10 * MS, &workload, request(2, "create", a)),
+        entry(11 * MS, &workload, ok(2, "5")),
+        entry(
+            12 * MS,
+            &ctrl,
+            TraceEvent::ReconcileStart { controller: "ctrl".into(), object: "ConfigMap default/a".into() },
+        ),
+        entry(13 * MS, &ctrl, request(3, "patch", a)),
+        entry(14 * MS, &ctrl, ok(3, "6")),
+        entry(20 * MS, &workload, request(4, "delete", a)),
+        entry(21 * MS, &workload, ok(4, "7")),
+        entry(
+            22 * MS,
+            &ctrl,
+            TraceEvent::ReconcileStart { controller: "ctrl".into(), object: "ConfigMap default/a".into() },
+        ),
+        entry(23 * MS, &ctrl, request(5, "patch", a)),
+        entry(24 * MS, &ctrl, ok(5, "7")),
+        entry(
+            25 * MS,
+            &ctrl,
+            TraceEvent::WatchDelivery {
+                watch: "default/configmaps/default".into(),
+                kind: "DELETED",
+                object: "default/a".into(),
+                resource_version: "8".into(),
+            },
+        ),
+    ];
+    let set = injection_points_with(&entries, &PointConfig::default());
+    let stale: Vec<String> = set
+        .points
+        .iter()
+        .filter(|p| matches!(p.fault.fault, Fault::StaleReplica { .. }) && p.controller() == "ctrl")
+        .map(|p| format!("{} | {}", p.site, p.fault))
+        .collect();
+    let finalizer_added = "ctrl's change of configmaps/default/a (rv 6)";
+    assert!(
+        stale.contains(&format!(
+            "{finalizer_added} | restart ctrl after 1ms onto a replica 3 revisions behind, at write #2 by ctrl (patch configmaps)"
+        )),
+        "{stale:#?}"
+    );
+    assert!(
+        stale.contains(&format!(
+            "{finalizer_added} | restart ctrl after 1ms onto a replica 2 revisions behind, on Delete of configmaps default/a"
+        )),
+        "{stale:#?}"
     );
 }
