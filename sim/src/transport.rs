@@ -103,6 +103,7 @@ pub(crate) async fn call(
             verb: request.verb_name(),
             is_write: request.is_write(),
             target: &target,
+            elapsed: w.elapsed(),
         };
         apply(w, cluster, node, &info, request)
     });

@@ -415,6 +415,7 @@ impl<K: Resource> WatchLink<K> {
                 kind,
                 object: &object,
                 resource_version: &resource_version,
+                elapsed: w.elapsed(),
             };
             (delay, w.hook().on_delivery(&info))
         });

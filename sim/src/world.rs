@@ -15,7 +15,7 @@
 pub mod live;
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::Duration;
 
 use crate::cluster::Clusters;
@@ -79,8 +79,20 @@ impl World {
 
     /// Run `f` with the state locked. A panic while locked (a property, say) poisons nothing: the
     /// state is plain data and stays usable.
+    ///
+    /// The run's tasks share one thread, so the lock is only ever found held when code running
+    /// under it (a fault hook, a property) calls back into the simulation: that panics, naming the
+    /// mistake, where waiting would hang the run for good.
     pub(crate) fn with<R>(&self, f: impl FnOnce(&mut WorldState) -> R) -> R {
-        let mut guard: MutexGuard<'_, WorldState> = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut guard: MutexGuard<'_, WorldState> = match self.0.try_lock() {
+            Ok(guard) => guard,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => panic!(
+                "the simulation was called from inside a fault hook or a property (sim::time, a \
+                 client, ...), which run with the world locked: use what they are shown \
+                 (CallInfo::elapsed, the request, the objects)"
+            ),
+        };
         f(&mut guard)
     }
 

@@ -22,6 +22,9 @@ pub struct CallInfo<'a> {
     pub is_write: bool,
     /// `resource[/namespace][/name]`.
     pub target: &'a str,
+    /// Virtual time since the start of the run. (A hook runs with the world locked: it reads the
+    /// time here, not from `sim::time`.)
+    pub elapsed: Duration,
 }
 
 /// What a fault hook sees of a watch event about to reach an informer.
@@ -39,6 +42,8 @@ pub struct DeliveryInfo<'a> {
     pub object: &'a str,
     /// The event's resourceVersion.
     pub resource_version: &'a str,
+    /// Virtual time since the start of the run.
+    pub elapsed: Duration,
 }
 
 /// What happens to a watch event.
@@ -54,6 +59,10 @@ pub enum Delivery {
 
 /// Where faults act: on API calls and on watch deliveries. Every method defaults to doing
 /// nothing.
+///
+/// A hook is called with the run's world locked: it decides from what it is shown (the call, the
+/// request, [`CallInfo::elapsed`]) and its own state, and calls nothing of the simulation
+/// (`sim::time`, a client); doing so panics with a message saying so.
 pub trait FaultHook: Send {
     /// Before the request reaches the server: `Some(status)` answers in the server's place, and the
     /// request is not applied.

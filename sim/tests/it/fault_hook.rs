@@ -115,3 +115,51 @@ fn a_hook_that_expires_a_watch_makes_the_informer_relist() {
         ]
     );
 }
+
+/// Records the virtual time of every call it sees, then (if `reentrant`) asks `sim::time` too,
+/// which a hook must not do.
+struct Clocked {
+    seen: std::sync::Arc<std::sync::Mutex<Vec<Duration>>>,
+    reentrant: bool,
+}
+
+impl FaultHook for Clocked {
+    fn before_call(&mut self, call: &CallInfo<'_>, _request: &Request) -> Option<Status> {
+        self.seen.lock().unwrap().push(call.elapsed);
+        if self.reentrant {
+            let _ = sim::time::elapsed();
+        }
+        None
+    }
+}
+
+/// A hook reads the time from what it is shown; one that calls back into the simulation (the
+/// world is locked while it runs) fails the run with a message saying so, instead of hanging it.
+#[test]
+fn a_hook_is_shown_the_time_and_one_that_calls_the_simulation_fails_the_run_naming_why() {
+    let run = |reentrant: bool| {
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let hook_seen = seen.clone();
+        let report = Sim::builder()
+            .fault_hook(move |_seed| Clocked { seen: hook_seen.clone(), reentrant })
+            .workload(|w| async move {
+                let api: Api<ConfigMap> = Api::default_namespaced(w.client());
+                w.apply(&api, &config_map("a", "1")).await?;
+                w.sleep(Duration::from_secs(1)).await;
+                w.apply(&api, &config_map("a", "2")).await?;
+                Ok(())
+            })
+            .run(1);
+        let seen = seen.lock().unwrap().clone();
+        (report, seen)
+    };
+    let (report, seen) = run(false);
+    assert!(report.verdict.is_pass(), "{}", report.verdict);
+    assert!(seen.len() >= 4, "two applies, each a read and a write: {seen:?}");
+    assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
+    assert!(seen[seen.len() - 1] - seen[0] >= Duration::from_secs(1), "{seen:?}");
+
+    let (report, _) = run(true);
+    let text = report.verdict.to_string();
+    assert!(!report.verdict.is_pass() && text.contains("from inside a fault hook"), "{text}");
+}
