@@ -48,6 +48,7 @@ use sim::runtime::{Controller, watcher};
 use sim::{Clients, SimBuilder};
 
 use super::error::{Error, has_code};
+use super::rate_limit::RunRateLimited;
 use super::{events, job, owners};
 
 /// The CronJob controller's node.
@@ -82,7 +83,7 @@ pub async fn run(clients: Clients) {
     let ctx = Arc::new(Context { recorder: events::recorder(&client, NODE), client, jobs });
     controller
         .owns_shared_stream(job_changes)
-        .run(reconcile, super::retry_soon, ctx)
+        .run_rate_limited(reconcile, ctx)
         .for_each(|_| futures::future::ready(()))
         .await;
 }

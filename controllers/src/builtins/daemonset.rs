@@ -47,6 +47,7 @@ use sim::{Clients, SimBuilder};
 use super::controller_revisions::{self, History, NewRevision};
 use super::error::{Error, has_code};
 use super::expectations::{Expectations, Wait};
+use super::rate_limit::RunRateLimited;
 use super::statefulset::REVISION_LABEL;
 use super::templates::{PodName, pod_from_template};
 use super::{events, labels, owners, pod_state};
@@ -105,7 +106,7 @@ pub async fn run(clients: Clients) {
     controller
         .owns_shared_stream(pod_changes)
         .watches_shared_stream(node_changes, move |_node: Arc<Node>| every_daemon_set(&sets))
-        .run(reconcile, super::retry_soon, ctx)
+        .run_rate_limited(reconcile, ctx)
         .for_each(|_| futures::future::ready(()))
         .await;
 }

@@ -65,6 +65,7 @@ use sim::{Clients, SimBuilder};
 use super::boxed;
 use super::error::{Error, has_code};
 use super::owners::{self, Claim};
+use super::rate_limit::RunRateLimited;
 use super::{events, hashing, labels, pod_state};
 
 /// The Deployment controller's node.
@@ -119,7 +120,7 @@ pub async fn run(clients: Clients) {
     let ctx = Arc::new(Context { recorder: events::recorder(&client, NODE), client, replica_sets });
     controller
         .watches_shared_stream(changes, move |rs: Arc<ReplicaSet>| owners_of_replica_set(&rs, &deployments))
-        .run(reconcile, super::retry_soon, ctx)
+        .run_rate_limited(reconcile, ctx)
         .for_each(|_| futures::future::ready(()))
         .await;
 }

@@ -67,6 +67,7 @@ use sim::{Clients, SimBuilder};
 
 use super::boxed;
 use super::error::{Error, has_code, status_message};
+use super::rate_limit::RunRateLimited;
 use super::{events, kinds, labels, owners, pod_state};
 
 /// The disruption controller's node.
@@ -116,7 +117,7 @@ pub async fn run(clients: Clients) {
     let ctx = Arc::new(Context { recorder: events::recorder(&client, COMPONENT), client, pods });
     controller
         .watches_shared_stream(pod_changes, move |pod: Arc<Pod>| budgets_of_pod(&pod, &budgets))
-        .run(reconcile, super::retry_soon, ctx)
+        .run_rate_limited(reconcile, ctx)
         .for_each(|_| futures::future::ready(()))
         .await;
 }

@@ -62,6 +62,7 @@ use super::boxed;
 use super::changes::{self, Change};
 use super::endpoint_pods::{self, LABEL_HEADLESS};
 use super::error::{Error, has_code, is_namespace_terminating, status_message};
+use super::rate_limit::RunRateLimited;
 use super::{events, pod_state};
 
 /// The endpoints controller's node.
@@ -168,7 +169,7 @@ pub async fn run(clients: Clients) {
     Controller::for_shared_stream(futures::stream::empty(), keys)
         .watches_shared_stream(keys_trigger, |key: Arc<Service>| [ObjectRef::from_obj(&*key)])
         .reconcile_on(requested)
-        .run(reconcile, super::retry_soon, ctx)
+        .run_rate_limited(reconcile, ctx)
         .for_each(|_| futures::future::ready(()))
         .await;
 }

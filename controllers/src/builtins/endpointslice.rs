@@ -51,6 +51,7 @@ use super::endpointslice_reconciler::{self, CONTROLLER_NAME, LABEL_MANAGED_BY, L
 use super::endpointslice_tracker::Tracker;
 use super::error::{Error, has_code, is_namespace_terminating, status_message};
 use super::events;
+use super::rate_limit::RunRateLimited;
 
 pub use endpointslice_reconciler::MAX_ENDPOINTS_PER_SLICE;
 
@@ -124,7 +125,7 @@ pub async fn run(clients: Clients) {
     });
     controller
         .reconcile_on(requested)
-        .run(reconcile, super::retry_soon, ctx)
+        .run_rate_limited(reconcile, ctx)
         .for_each(|_| futures::future::ready(()))
         .await;
 }

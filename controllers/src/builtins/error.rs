@@ -1,7 +1,8 @@
 //! The one error type of the built-in controllers' reconciles.
 
 /// Why a built-in controller's reconcile failed. Every variant is retried by the error policy
-/// after [`super::ERROR_REQUEUE`]: the next attempt reads fresh state.
+/// (backing off per object, [`super::rate_limit`], or after [`super::ERROR_REQUEUE`]): the next
+/// attempt reads fresh state.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// An API call failed (409 from a stale read, 404 for an object deleted meanwhile, a fault).

@@ -34,6 +34,7 @@ use sim::{Clients, SimBuilder};
 
 use super::error::{Error, has_code};
 use super::expectations::{Expectations, Wait};
+use super::rate_limit::RunRateLimited;
 use super::templates::{PodName, pod_from_template};
 use super::{events, owners, pod_state};
 
@@ -72,7 +73,7 @@ pub async fn run(clients: Clients) {
     });
     controller
         .owns_shared_stream(pod_changes)
-        .run(reconcile, super::retry_soon, ctx)
+        .run_rate_limited(reconcile, ctx)
         .for_each(|_| futures::future::ready(()))
         .await;
 }

@@ -68,6 +68,14 @@
 //! The garbage collector reads informer caches and re-reads from the server before it acts; the kubelet-lite
 //! acts on the Pod that triggered it and re-reads it after each delay.
 //!
+//! ## How they retry
+//!
+//! A failed sync is retried as kube-controller-manager's work queues retry it ([`rate_limit`]):
+//! after 5 ms, doubled at each consecutive failure of the object (at most 1000 s, the namespace
+//! controller's at most 60 s), within a queue-wide 10 retries a second; a success forgets the
+//! object's failures. The kubelet-lite and the volume controllers, whose upstream counterparts
+//! resync on a period rather than back off, retry after [`ERROR_REQUEUE`].
+//!
 //! ## Where they differ from the real ones
 //!
 //! - `minReadySeconds` is not supported (ready is available). Times (Pod `startTime`, conditions'
@@ -115,6 +123,7 @@ pub mod per_namespace;
 pub mod persistentvolume;
 pub mod pod_state;
 pub mod quantity;
+pub mod rate_limit;
 pub mod replicaset;
 pub mod root_ca_publisher;
 pub mod serviceaccounts;
@@ -151,8 +160,8 @@ pub use serviceaccounts::serviceaccounts_controller;
 pub use statefulset::statefulset_controller;
 pub use ttl_after_finished::ttl_after_finished_controller;
 
-/// How soon a failed reconcile is retried (a 409 from a stale cache, a fault): the next attempt
-/// reads fresh state.
+/// How soon the kubelet-lite and the volume controllers retry a failed sync (a 409 from a stale
+/// cache, a fault): the next attempt reads fresh state. The others back off ([`rate_limit`]).
 pub const ERROR_REQUEUE: Duration = Duration::from_millis(500);
 
 /// A function that adds one built-in controller to a world.
@@ -223,7 +232,7 @@ where
     Some((cache, changes))
 }
 
-/// The error policy of every built-in: retry after [`ERROR_REQUEUE`].
+/// The error policy of the kubelet-lite and the volume controllers: retry after [`ERROR_REQUEUE`].
 pub(crate) fn retry_soon<K, C>(_object: Arc<K>, error: &Error, _ctx: Arc<C>) -> Action {
     tracing::debug!(%error, "reconcile failed; retrying");
     Action::requeue(ERROR_REQUEUE)

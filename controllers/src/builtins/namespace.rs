@@ -26,6 +26,7 @@ use sim::{Clients, SimBuilder};
 
 use super::error::{Error, has_code};
 use super::kinds::{self, Kind};
+use super::rate_limit::{NAMESPACE_MAX_DELAY, RateLimiter, RunRateLimited};
 
 /// The namespace controller's node.
 pub const NODE: &str = "namespace-controller";
@@ -50,7 +51,11 @@ pub struct Context {
 pub async fn run(clients: Clients) {
     let client = clients.default_cluster();
     Controller::new(Api::<Namespace>::all(client.clone()), watcher::Config::default())
-        .run(reconcile, super::retry_soon, Arc::new(Context { client }))
+        .run_limited_by(
+            Arc::new(RateLimiter::new(NAMESPACE_MAX_DELAY)),
+            reconcile,
+            Arc::new(Context { client }),
+        )
         .for_each(|_| futures::future::ready(()))
         .await;
 }

@@ -35,6 +35,7 @@ use super::boxed;
 use super::error::{Error, has_code};
 use super::expectations::{Expectations, Wait};
 use super::owners::{self, Claim};
+use super::rate_limit::RunRateLimited;
 use super::templates::{PodName, pod_from_template};
 use super::{events, labels, pod_state};
 
@@ -72,7 +73,7 @@ pub async fn run(clients: Clients) {
     });
     controller
         .watches_shared_stream(pod_changes, move |pod: Arc<Pod>| owners_of_pod(&pod, &sets))
-        .run(reconcile, super::retry_soon, ctx)
+        .run_rate_limited(reconcile, ctx)
         .for_each(|_| futures::future::ready(()))
         .await;
 }

@@ -63,6 +63,7 @@ use sim::{Clients, SimBuilder};
 use super::controller_revisions::{self, HASH_LABEL, History, NewRevision, template_of};
 use super::error::{Error, has_code};
 use super::owners::{self, Claim};
+use super::rate_limit::RunRateLimited;
 use super::templates::{PodName, pod_from_template};
 use super::{events, labels, pod_state};
 
@@ -104,7 +105,7 @@ pub async fn run(clients: Clients) {
     let ctx = Arc::new(Context { recorder: events::recorder(&client, NODE), client, pods, revisions });
     controller
         .owns_shared_stream(pod_changes)
-        .run(reconcile, super::retry_soon, ctx)
+        .run_rate_limited(reconcile, ctx)
         .for_each(|_| futures::future::ready(()))
         .await;
 }

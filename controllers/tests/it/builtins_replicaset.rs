@@ -227,3 +227,59 @@ fn a_pod_force_deleted_while_the_cache_lags_is_replaced_without_waiting_out_the_
 fn failed(action: &str, error: sim::Error) -> sim::WorkloadError {
     sim::WorkloadError { step: 0, action: action.to_owned(), reason: error.to_string() }
 }
+
+/// Refuses the ReplicaSet controller's first `refusals` Pod creates (500), recording the virtual
+/// time of every create it sends.
+#[derive(Clone)]
+struct RefusedCreates {
+    refusals: usize,
+    sent: std::sync::Arc<std::sync::Mutex<Vec<Duration>>>,
+}
+
+impl sim::transport::FaultHook for RefusedCreates {
+    fn before_call(
+        &mut self,
+        call: &sim::transport::CallInfo<'_>,
+        _request: &model_apiserver::Request,
+    ) -> Option<kube_core::Status> {
+        if call.node != builtins::replicaset::NODE
+            || call.verb != "create"
+            || !call.target.starts_with("pods/")
+        {
+            return None;
+        }
+        let mut sent = self.sent.lock().unwrap();
+        sent.push(call.elapsed);
+        (sent.len() <= self.refusals).then(|| model_apiserver::errors::internal_error("refused by the test"))
+    }
+}
+
+/// A sync that keeps failing is retried as kube-controller-manager's work queue retries it: 5 ms
+/// after the first failure, doubling at each one after (plus the calls' own latency), not every
+/// half second; and once a create goes through, the ReplicaSet gets its Pod.
+#[test]
+fn a_failing_sync_is_retried_after_5ms_doubling_at_each_failure() {
+    let hook = RefusedCreates { refusals: 7, sent: Default::default() };
+    let sent = hook.sent.clone();
+    let world =
+        builtins::kubelet(builtins::replicaset_controller(Sim::builder().scenario("builtins-rs-backoff")))
+            .fault_hook(move |_seed| hook.clone())
+            .workload(|w| async move {
+                let sets: Api<ReplicaSet> = Api::namespaced(w.client(), "default");
+                w.apply(&sets, &replica_set(1)).await?;
+                w.wait_for(&sets, "web", |rs| ready_replicas(rs, 1), WAIT).await
+            });
+    let report = world.run(1);
+    assert!(report.verdict.is_pass(), "{}", report.verdict);
+    let sent = sent.lock().unwrap().clone();
+    assert_eq!(sent.len(), 8, "seven refused creates and the one that went through: {sent:?}");
+    let gaps: Vec<Duration> = sent.windows(2).map(|w| w[1] - w[0]).collect();
+    for (i, gap) in gaps.iter().enumerate() {
+        let backoff = Duration::from_millis(5 << i);
+        // The retry waits its backoff, then reads and creates again: a few calls' latency more.
+        assert!(
+            *gap >= backoff && *gap < backoff + Duration::from_millis(100),
+            "gap {i}: {gap:?} in {gaps:?}"
+        );
+    }
+}

@@ -21,6 +21,7 @@ mod builtins {
     mod hashing;
     mod kinds;
     mod persistentvolume;
+    mod rate_limit;
     mod statefulset;
     mod status_patch;
 }

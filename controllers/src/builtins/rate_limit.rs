@@ -1,0 +1,188 @@
+//! The retries of kube-controller-manager's work queues: a failed sync is put back with
+//! `AddRateLimited`, a successful one `Forget`s the object's failures. client-go's
+//! `DefaultTypedControllerRateLimiter`, which the workload controllers use, waits the longer of
+//! - per object, 5 ms doubled at each consecutive failure, at most 1000 s
+//!   (`ItemExponentialFailureRateLimiter`; the namespace controller's at most 60 s, so that a
+//!   namespace stuck terminating is retried at least every minute);
+//! - over all of the queue's retries, a token bucket of 10 a second with a burst of 100
+//!   (`BucketRateLimiter`).
+//!
+//! So a 409 from a lagging cache is retried within milliseconds, and a sync that keeps failing
+//! backs off instead of costing the API server a call every half second. An event for the object
+//! still syncs it at once, as `Add` does upstream; its failures are forgotten only when a sync
+//! succeeds. Written here rather than taken from a crate: it is the two formulas above on the
+//! virtual clock, and the rate-limiting crates read the real one.
+//!
+//! Not modelled: the Deployment controller's `maxRetries` (15 failures, then the object waits for
+//! its next event) and the Job controller's own Pod-failure backoff.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::Stream;
+use kube_core::{Resource, ResourceExt};
+use sim::runtime::Controller;
+use sim::runtime::controller::{self, Action};
+use sim::runtime::reflector::ObjectRef;
+
+use super::Error;
+
+/// The first retry's delay; each consecutive failure doubles it.
+pub const BASE_DELAY: Duration = Duration::from_millis(5);
+/// The longest per-object delay of the workload controllers' queues.
+pub const MAX_DELAY: Duration = Duration::from_secs(1000);
+/// The namespace controller's longest delay.
+pub const NAMESPACE_MAX_DELAY: Duration = Duration::from_secs(60);
+/// Retries a second over the whole queue, once the burst is spent.
+const BUCKET_RATE: f64 = 10.0;
+/// Retries the bucket holds.
+const BUCKET_BURST: f64 = 100.0;
+
+/// One queue's rate limiter: per object its consecutive failures, and the token bucket.
+#[derive(Debug)]
+pub struct RateLimiter {
+    max_delay: Duration,
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    /// Consecutive failures by object (`namespace/name`).
+    failures: BTreeMap<String, u32>,
+    /// Tokens left (negative: retries already promised to later refills).
+    tokens: f64,
+    /// When the bucket was last refilled (virtual time).
+    refilled: Option<jiff::Timestamp>,
+}
+
+impl RateLimiter {
+    /// A limiter whose per-object delay grows to at most `max_delay`.
+    pub fn new(max_delay: Duration) -> Self {
+        let state = State { failures: BTreeMap::new(), tokens: BUCKET_BURST, refilled: None };
+        RateLimiter { max_delay, state: Mutex::new(state) }
+    }
+
+    /// The delay before `key`'s next attempt after a failure (`AddRateLimited`'s `When`), at
+    /// `now` (the run's virtual clock, `sim::time::now`); counts the failure.
+    pub fn when(&self, key: &str, now: jiff::Timestamp) -> Duration {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let failures = state.failures.entry(key.to_owned()).or_insert(0);
+        let per_object = 2u32
+            .checked_pow(*failures)
+            .and_then(|factor| BASE_DELAY.checked_mul(factor))
+            .map_or(self.max_delay, |delay| delay.min(self.max_delay));
+        *failures = failures.saturating_add(1);
+        if let Some(last) = state.refilled {
+            let elapsed = now.duration_since(last).as_secs_f64().max(0.0);
+            state.tokens = (state.tokens + elapsed * BUCKET_RATE).min(BUCKET_BURST);
+        }
+        state.refilled = Some(now);
+        state.tokens -= 1.0;
+        let bucket = if state.tokens >= 0.0 {
+            Duration::ZERO
+        } else {
+            Duration::from_secs_f64(-state.tokens / BUCKET_RATE)
+        };
+        per_object.max(bucket)
+    }
+
+    /// `key` synced: its failures are forgotten (`Forget`).
+    pub fn forget(&self, key: &str) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.failures.remove(key);
+    }
+
+    /// How many consecutive failures `key` has had (`NumRequeues`).
+    pub fn failures(&self, key: &str) -> u32 {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.failures.get(key).copied().unwrap_or(0)
+    }
+}
+
+/// An object's key in the limiter: `namespace/name`, or `name` for a cluster-scoped one.
+fn key_of<K: Resource>(object: &K) -> String {
+    match object.namespace() {
+        Some(namespace) => [namespace.as_str(), "/", object.name_any().as_str()].concat(),
+        None => object.name_any(),
+    }
+}
+
+/// A built-in controller's run with its work queue's retries: [`Controller::run`] with an error
+/// policy that backs off per object and a reconcile that forgets an object's failures when it
+/// syncs.
+pub(crate) trait RunRateLimited<K>: Sized {
+    /// Run with the workload controllers' limiter (at most [`MAX_DELAY`]).
+    fn run_rate_limited<'a, C, F, Fut>(
+        self,
+        reconcile: F,
+        ctx: Arc<C>,
+    ) -> impl Stream<Item = Result<(ObjectRef<K>, Action), controller::Error<Error>>> + 'a
+    where
+        K: 'a,
+        C: 'a,
+        F: FnMut(Arc<K>, Arc<C>) -> Fut + 'a,
+        Fut: Future<Output = Result<Action, Error>> + 'static,
+    {
+        self.run_limited_by(Arc::new(RateLimiter::new(MAX_DELAY)), reconcile, ctx)
+    }
+
+    /// Run with `limiter`.
+    fn run_limited_by<'a, C, F, Fut>(
+        self,
+        limiter: Arc<RateLimiter>,
+        reconcile: F,
+        ctx: Arc<C>,
+    ) -> impl Stream<Item = Result<(ObjectRef<K>, Action), controller::Error<Error>>> + 'a
+    where
+        K: 'a,
+        C: 'a,
+        F: FnMut(Arc<K>, Arc<C>) -> Fut + 'a,
+        Fut: Future<Output = Result<Action, Error>> + 'static;
+}
+
+impl<K> RunRateLimited<K> for Controller<K>
+where
+    K: Resource
+        + Clone
+        + serde::de::DeserializeOwned
+        + serde::Serialize
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    fn run_limited_by<'a, C, F, Fut>(
+        self,
+        limiter: Arc<RateLimiter>,
+        mut reconcile: F,
+        ctx: Arc<C>,
+    ) -> impl Stream<Item = Result<(ObjectRef<K>, Action), controller::Error<Error>>> + 'a
+    where
+        K: 'a,
+        C: 'a,
+        F: FnMut(Arc<K>, Arc<C>) -> Fut + 'a,
+        Fut: Future<Output = Result<Action, Error>> + 'static,
+    {
+        let forgets = Arc::clone(&limiter);
+        let sync = move |object: Arc<K>, ctx: Arc<C>| {
+            let key = key_of(&*object);
+            let attempt = reconcile(object, ctx);
+            let forgets = Arc::clone(&forgets);
+            async move {
+                let result = attempt.await;
+                if result.is_ok() {
+                    forgets.forget(&key);
+                }
+                result
+            }
+        };
+        let backoff = move |object: Arc<K>, error: &Error, _ctx: Arc<C>| {
+            let key = key_of(&*object);
+            let delay = limiter.when(&key, sim::time::now());
+            tracing::debug!(%error, %key, ?delay, "reconcile failed; retrying");
+            Action::requeue(delay)
+        };
+        self.run(sync, backoff, ctx)
+    }
+}
