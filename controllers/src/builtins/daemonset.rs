@@ -21,7 +21,8 @@
 //! - Status: `desiredNumberScheduled`, `currentNumberScheduled`, `numberMisscheduled`,
 //!   `numberReady`, `updatedNumberScheduled`, `numberAvailable`, `numberUnavailable`,
 //!   `observedGeneration`: what `kubectl rollout status ds/<name>` reads.
-//! - Events: `SuccessfulCreate` ("Created pod: x") and `SuccessfulDelete` ("Deleted pod: x").
+//! - Events: `SuccessfulCreate` ("Created pod: x"), `SuccessfulDelete` ("Deleted pod: x") and the
+//!   Warnings `FailedCreate` / `FailedDelete` ([`super::pod_control`]).
 //! - Nodes and Pods are read from the controller's informer caches, as upstream reads its
 //!   listers, and the create and delete steps (per Node and the rolling update) wait on
 //!   [`expectations`](super::expectations) as upstream's do: a sync that runs before the Pod cache
@@ -38,15 +39,16 @@ use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, DaemonSetStatus}
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use model_apiserver::versions::WorkloadSpec;
-use sim::api::{Api, DeleteParams, PostParams, Preconditions, ResourceExt};
+use sim::api::{Api, ResourceExt};
 use sim::runtime::controller::Action;
 use sim::runtime::reflector::{ObjectRef, Store};
 use sim::runtime::{Controller, watcher};
 use sim::{Clients, SimBuilder};
 
 use super::controller_revisions::{self, History, NewRevision};
-use super::error::{Error, has_code};
+use super::error::Error;
 use super::expectations::{Expectations, Wait};
+use super::pod_control::{self, Created};
 use super::rate_limit::RunRateLimited;
 use super::statefulset::REVISION_LABEL;
 use super::templates::{PodName, pod_from_template};
@@ -291,37 +293,23 @@ impl Sync<'_> {
         labels.insert(REVISION_LABEL.to_owned(), self.hash.to_owned());
         labels.insert(TEMPLATE_GENERATION_LABEL.to_owned(), ds.metadata.generation.unwrap_or(0).to_string());
         pod.spec.get_or_insert_with(Default::default).node_name = Some(node.to_owned());
-        let created = self.api.create(&PostParams::default(), &pod).await?;
-        self.ctx.expectations.created(self.uid, created.name_any(), sim::time::now());
-        let message = format!("Created pod: {}", created.name_any());
-        events::normal(&self.ctx.recorder, &events::reference(ds), "SuccessfulCreate", message).await;
-        Ok(1)
+        match pod_control::create(self.api, &pod, ds, &self.ctx.recorder).await? {
+            Created::Pod(created) => {
+                self.ctx.expectations.created(self.uid, created.name_any(), sim::time::now());
+                Ok(1)
+            }
+            // Refused as every create in the namespace will be: nothing to do, as upstream.
+            Created::NamespaceTerminating => Ok(0),
+        }
     }
 
     /// Delete `pod` (uid precondition); 1 write.
     async fn delete(&self, pod: &Pod) -> Result<usize, Error> {
-        let params = DeleteParams {
-            preconditions: Some(Preconditions { uid: pod.uid(), resource_version: None }),
-            ..DeleteParams::default()
-        };
-        let expect = || {
-            let (name, uid) = (pod.name_any(), pod.uid().unwrap_or_default());
-            self.ctx.expectations.deleted(self.uid, name, uid, sim::time::now());
-        };
-        match self.api.delete(&pod.name_any(), &params).await {
-            Ok(_) => {
-                expect();
-                let message = format!("Deleted pod: {}", pod.name_any());
-                events::normal(&self.ctx.recorder, &events::reference(self.ds), "SuccessfulDelete", message)
-                    .await;
-                Ok(1)
-            }
-            Err(e) if has_code(&e, 404) => {
-                expect();
-                Ok(0)
-            }
-            Err(e) => Err(e.into()),
-        }
+        let deleted = pod_control::delete(self.api, pod, self.ds, &self.ctx.recorder).await?;
+        // Gone or going either way: the cache is to show it.
+        let (name, uid) = (pod.name_any(), pod.uid().unwrap_or_default());
+        self.ctx.expectations.deleted(self.uid, name, uid, sim::time::now());
+        Ok(usize::from(deleted))
     }
 
     /// RollingUpdate with `maxSurge` 0 (`rollingUpdate`): delete old Pods that are not available,

@@ -17,8 +17,9 @@
 //!   `completionTime` (on the virtual clock, `sim::time`). Not modelled: Pod tracking
 //!   finalizers, Indexed completion, `suspend`, `activeDeadlineSeconds`, Pod failure and success
 //!   policies.
-//! - Events: `SuccessfulCreate` ("Created pod: x"), `SuccessfulDelete` ("Deleted pod: x"),
-//!   `Completed` ("Job completed") and `BackoffLimitExceeded`, as upstream.
+//! - Events: `SuccessfulCreate` ("Created pod: x"), `SuccessfulDelete` ("Deleted pod: x"), the
+//!   Warnings `FailedCreate` / `FailedDelete` ([`super::pod_control`]), `Completed` ("Job
+//!   completed") and `BackoffLimitExceeded`, as upstream.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -26,14 +27,15 @@ use std::sync::Arc;
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
 use k8s_openapi::api::core::v1::Pod;
-use sim::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions, ResourceExt};
+use sim::api::{Api, Patch, PatchParams, ResourceExt};
 use sim::runtime::controller::Action;
 use sim::runtime::reflector::Store;
 use sim::runtime::{Controller, watcher};
 use sim::{Clients, SimBuilder};
 
-use super::error::{Error, has_code};
+use super::error::Error;
 use super::expectations::{Expectations, Wait};
+use super::pod_control::{self, Created};
 use super::rate_limit::RunRateLimited;
 use super::templates::{PodName, pod_from_template};
 use super::{events, owners, pod_state};
@@ -137,23 +139,20 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
         // Earlier creates or deletes not in the cache yet: no Pod is created or deleted.
     } else if active.len() < wanted {
         for _ in 0..(wanted - active.len()).min(POD_WRITES_PER_SYNC_MAX) {
-            let pod = api.create(&PostParams::default(), &job_pod(&job, &namespace)).await?;
-            ctx.expectations.created(&uid, pod.name_any(), sim::time::now());
+            match pod_control::create(&api, &job_pod(&job, &namespace), &*job, &ctx.recorder).await? {
+                Created::Pod(pod) => ctx.expectations.created(&uid, pod.name_any(), sim::time::now()),
+                // Every create will be refused: nothing to do, as upstream.
+                Created::NamespaceTerminating => break,
+            }
             created += 1;
-            let message = format!("Created pod: {}", pod.name_any());
-            events::normal(&ctx.recorder, &events::reference(&*job), "SuccessfulCreate", message).await;
         }
     } else if active.len() > wanted {
         active.sort_by(|a, b| pod_state::deletion_order(a, b));
         let surplus = active.len() - wanted;
         for pod in active.drain(..surplus.min(POD_WRITES_PER_SYNC_MAX)) {
-            let deleted = delete_pod(pod, &api).await?;
+            pod_control::delete(&api, pod, &*job, &ctx.recorder).await?;
             // Gone or going either way: the cache is to show it.
             ctx.expectations.deleted(&uid, pod.name_any(), pod.uid().unwrap_or_default(), sim::time::now());
-            if deleted {
-                let message = format!("Deleted pod: {}", pod.name_any());
-                events::normal(&ctx.recorder, &events::reference(&*job), "SuccessfulDelete", message).await;
-            }
         }
     }
     let mut conditions = job.status.as_ref().and_then(|s| s.conditions.clone()).unwrap_or_default();
@@ -227,19 +226,4 @@ fn job_pod(job: &Job, namespace: &str) -> Pod {
         labels.insert(key.to_owned(), value.clone());
     }
     pod
-}
-
-/// Delete a Pod; whether this call deleted it.
-async fn delete_pod(pod: &Pod, api: &Api<Pod>) -> Result<bool, Error> {
-    let params = DeleteParams {
-        preconditions: Some(Preconditions { uid: pod.uid(), resource_version: None }),
-        ..DeleteParams::default()
-    };
-    match api.delete(&pod.name_any(), &params).await {
-        Ok(_) => Ok(true),
-        // Gone already. A 409 is retried: after a fault's 409 nothing changes that would trigger
-        // another sync.
-        Err(e) if has_code(&e, 404) => Ok(false),
-        Err(e) => Err(e.into()),
-    }
 }

@@ -121,6 +121,7 @@ pub mod namespace;
 pub mod owners;
 pub mod per_namespace;
 pub mod persistentvolume;
+pub(crate) mod pod_control;
 pub mod pod_state;
 pub mod quantity;
 pub mod rate_limit;

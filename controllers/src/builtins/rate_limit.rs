@@ -48,7 +48,7 @@ pub struct RateLimiter {
 
 #[derive(Debug)]
 struct State {
-    /// Consecutive failures by object (`namespace/name`).
+    /// Consecutive failures by object key.
     failures: BTreeMap<String, u32>,
     /// Tokens left (negative: retries already promised to later refills).
     tokens: f64,
@@ -100,8 +100,14 @@ impl RateLimiter {
     }
 }
 
-/// An object's key in the limiter: `namespace/name`, or `name` for a cluster-scoped one.
+/// An object's key in the limiter: its uid (`namespace/name` for one without). Upstream keys by
+/// `namespace/name` and forgets the failures when the sync after the object's deletion finds it
+/// gone; no sync runs here for a deleted object, so keying by uid is what gives an object created
+/// again under the same name no inherited backoff.
 fn key_of<K: Resource>(object: &K) -> String {
+    if let Some(uid) = &object.meta().uid {
+        return uid.clone();
+    }
     match object.namespace() {
         Some(namespace) => [namespace.as_str(), "/", object.name_any().as_str()].concat(),
         None => object.name_any(),

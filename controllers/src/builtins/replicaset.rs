@@ -13,8 +13,9 @@
 //!   the status but creates and deletes nothing, until the cache shows them or five minutes
 //!   pass. The controller starts syncing once that cache has its first list
 //!   (`WaitForCacheSync`), so a restarted controller does not take an empty cache for no Pods;
-//! - events: `SuccessfulCreate` ("Created pod: x") and `SuccessfulDelete` ("Deleted pod: x"), as
-//!   upstream;
+//! - events: `SuccessfulCreate` ("Created pod: x"), `SuccessfulDelete` ("Deleted pod: x") and the
+//!   Warnings `FailedCreate` / `FailedDelete` ([`super::pod_control`]), as upstream; in a namespace
+//!   being terminated a refused create ends the sync's creates without an error;
 //! - status: `replicas`, `fullyLabeledReplicas`, `readyReplicas`, `availableReplicas` and
 //!   `observedGeneration`, computed from the Pods claimed, minus those this sync deleted (the
 //!   real controller counts those until its next sync; see `reconcile`).
@@ -25,7 +26,7 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetStatus};
 use k8s_openapi::api::core::v1::Pod;
 use model_apiserver::versions::WorkloadSpec;
-use sim::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions, ResourceExt};
+use sim::api::{Api, Patch, PatchParams, ResourceExt};
 use sim::runtime::controller::Action;
 use sim::runtime::reflector::{ObjectRef, Store};
 use sim::runtime::{Controller, watcher};
@@ -35,6 +36,7 @@ use super::boxed;
 use super::error::{Error, has_code};
 use super::expectations::{Expectations, Wait};
 use super::owners::{self, Claim};
+use super::pod_control::{self, Created};
 use super::rate_limit::RunRateLimited;
 use super::templates::{PodName, pod_from_template};
 use super::{events, labels, pod_state};
@@ -194,10 +196,11 @@ async fn create_pods(
     for _ in 0..missing.min(BURST_REPLICAS) {
         let name = PodName::Generate(format!("{}-", rs.name_any()));
         let pod = pod_from_template(&template, name, &namespace, owners::controller_ref(rs));
-        let pod = api.create(&PostParams::default(), &pod).await?;
-        ctx.expectations.created(&uid, pod.name_any(), sim::time::now());
-        let message = format!("Created pod: {}", pod.name_any());
-        events::normal(&ctx.recorder, &events::reference(rs), "SuccessfulCreate", message).await;
+        match pod_control::create(api, &pod, rs, &ctx.recorder).await? {
+            Created::Pod(pod) => ctx.expectations.created(&uid, pod.name_any(), sim::time::now()),
+            // Every create will be refused: nothing to do, as upstream.
+            Created::NamespaceTerminating => break,
+        }
     }
     Ok(())
 }
@@ -219,23 +222,10 @@ async fn delete_pods(
     let mut ranked: Vec<&Arc<Pod>> = claimed.iter().collect();
     ranked.sort_by(|a, b| pod_state::deletion_order(a, b));
     for pod in ranked.into_iter().take(surplus.min(BURST_REPLICAS)) {
-        let params = DeleteParams {
-            preconditions: Some(Preconditions { uid: pod.uid(), resource_version: None }),
-            ..DeleteParams::default()
-        };
-        match api.delete(&pod.name_any(), &params).await {
-            Ok(_) => {
-                expect(pod);
-                deleted.push(pod.uid());
-                let message = format!("Deleted pod: {}", pod.name_any());
-                events::normal(&ctx.recorder, &events::reference(rs), "SuccessfulDelete", message).await;
-            }
-            Err(e) if has_code(&e, 404) => {
-                expect(pod);
-                deleted.push(pod.uid());
-            }
-            Err(e) => return Err(e.into()),
-        }
+        // Deleted now or gone already: either way the cache is to show it go.
+        pod_control::delete(api, pod, rs, &ctx.recorder).await?;
+        expect(pod);
+        deleted.push(pod.uid());
     }
     Ok(())
 }

@@ -39,8 +39,10 @@
 //! - Status: `replicas`, `readyReplicas`, `currentReplicas`, `updatedReplicas`,
 //!   `availableReplicas`, `currentRevision`, `updateRevision`, `collisionCount`,
 //!   `observedGeneration`: what `kubectl rollout status sts/<set>` reads.
-//! - Events: `SuccessfulCreate` and `SuccessfulDelete` for Pods and claims, as upstream words them
-//!   ("create Pod db-0 in StatefulSet db successful").
+//! - Events: `SuccessfulCreate` and `SuccessfulDelete` for Pods and claims, and the Warnings
+//!   `FailedCreate` (a claim's and then its Pod's, or the Pod's; none for `AlreadyExists`) and
+//!   `FailedDelete`, as upstream words them ("create Pod db-0 in StatefulSet db successful",
+//!   "create Pod db-0 in StatefulSet db failed error: ...").
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -61,7 +63,7 @@ use sim::runtime::{Controller, watcher};
 use sim::{Clients, SimBuilder};
 
 use super::controller_revisions::{self, HASH_LABEL, History, NewRevision, template_of};
-use super::error::{Error, has_code};
+use super::error::{Error, has_code, status_message};
 use super::owners::{self, Claim};
 use super::rate_limit::RunRateLimited;
 use super::templates::{PodName, pod_from_template};
@@ -341,7 +343,23 @@ impl Sync<'_> {
                         return Err(e.into());
                     }
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => {
+                    // Upstream's claim event, then the Pod's (its `createPersistentVolumeClaims`
+                    // error, which stops the Pod's create).
+                    let pod = format!("{set_name}-{ordinal}");
+                    let error = status_message(&e);
+                    let message = format!(
+                        "create Claim {name} for Pod {pod} in StatefulSet {set_name} failed error: {error}"
+                    );
+                    events::warning(&self.ctx.recorder, &events::reference(set), "FailedCreate", message)
+                        .await;
+                    let message = format!(
+                        "create Pod {pod} in StatefulSet {set_name} failed error: failed to create PVC {name}: {error}"
+                    );
+                    events::warning(&self.ctx.recorder, &events::reference(set), "FailedCreate", message)
+                        .await;
+                    return Err(e.into());
+                }
             }
         }
         Ok(())
@@ -384,11 +402,23 @@ impl Sync<'_> {
         }
         // A 409 (a Pod the lagging cache does not show yet, one created by an earlier sync whose
         // answer was lost, or a fault) fails the sync, which is retried, as upstream's
-        // `AlreadyExists`: the cache shows which once it catches up.
-        self.pods_api.create(&PostParams::default(), &pod).await?;
-        let message = format!("create Pod {name} in StatefulSet {set_name} successful");
-        events::normal(&self.ctx.recorder, &events::reference(set), "SuccessfulCreate", message).await;
-        Ok(())
+        // `AlreadyExists`: the cache shows which once it catches up. Upstream publishes no event
+        // for it, and a Warning for any other failure.
+        match self.pods_api.create(&PostParams::default(), &pod).await {
+            Ok(_) => {
+                let message = format!("create Pod {name} in StatefulSet {set_name} successful");
+                events::normal(&self.ctx.recorder, &events::reference(set), "SuccessfulCreate", message)
+                    .await;
+                Ok(())
+            }
+            Err(e) if has_code(&e, 409) => Err(e.into()),
+            Err(e) => {
+                let error = status_message(&e);
+                let message = format!("create Pod {name} in StatefulSet {set_name} failed error: {error}");
+                events::warning(&self.ctx.recorder, &events::reference(set), "FailedCreate", message).await;
+                Err(e.into())
+            }
+        }
     }
 
     async fn delete_pod(&self, pod: &Pod) -> Result<(), Error> {
@@ -407,10 +437,20 @@ impl Sync<'_> {
                     .await;
                 Ok(())
             }
-            // Gone already; a 409 is retried (a fault's 409 changes nothing that would trigger a
+            // Upstream publishes the failure of any delete (a Pod gone already too, which is
+            // done here; a 409 is retried: a fault's 409 changes nothing that would trigger a
             // sync).
-            Err(e) if has_code(&e, 404) => Ok(()),
-            Err(e) => Err(e.into()),
+            Err(e) => {
+                let message = format!(
+                    "delete Pod {} in StatefulSet {} failed error: {}",
+                    pod.name_any(),
+                    self.set.name_any(),
+                    status_message(&e)
+                );
+                events::warning(&self.ctx.recorder, &events::reference(self.set), "FailedDelete", message)
+                    .await;
+                if has_code(&e, 404) { Ok(()) } else { Err(e.into()) }
+            }
         }
     }
 }

@@ -4,10 +4,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::fault_plans::{crash_after_create, lagging_watch};
+use crate::fault_plans::{RefusedCreates, crash_after_create, lagging_watch};
 use controllers::builtins::{self, owners, pod_state, snapshot};
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetSpec};
-use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, PodTemplateSpec};
+use k8s_openapi::api::core::v1::{Container, Event, Namespace, Pod, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use sim::api::{Api, ObjectMeta, Patch};
 use sim::{FnProperty, Sim, SimBuilder, SweepConfig, sweep};
@@ -228,42 +228,39 @@ fn failed(action: &str, error: sim::Error) -> sim::WorkloadError {
     sim::WorkloadError { step: 0, action: action.to_owned(), reason: error.to_string() }
 }
 
-/// Refuses the ReplicaSet controller's first `refusals` Pod creates (500), recording the virtual
-/// time of every create it sends.
-#[derive(Clone)]
-struct RefusedCreates {
-    refusals: usize,
-    sent: std::sync::Arc<std::sync::Mutex<Vec<Duration>>>,
-}
-
-impl sim::transport::FaultHook for RefusedCreates {
-    fn before_call(
-        &mut self,
-        call: &sim::transport::CallInfo<'_>,
-        _request: &model_apiserver::Request,
-    ) -> Option<kube_core::Status> {
-        if call.node != builtins::replicaset::NODE
-            || call.verb != "create"
-            || !call.target.starts_with("pods/")
-        {
-            return None;
-        }
-        let mut sent = self.sent.lock().unwrap();
-        sent.push(call.elapsed);
-        (sent.len() <= self.refusals).then(|| model_apiserver::errors::internal_error("refused by the test"))
-    }
+/// The Events about the ReplicaSet `web` with `reason`: (type, message, count).
+fn events_about_web(view: &sim::EndView<'_>, reason: &str) -> Vec<(String, String, i32)> {
+    let Some(snap) = view.cluster("default") else { return Vec::new() };
+    snapshot::objects::<Event>(snap, Some("default"))
+        .into_iter()
+        .filter(|e| e.involved_object.name.as_deref() == Some("web") && e.reason.as_deref() == Some(reason))
+        .map(|e| (e.type_.unwrap_or_default(), e.message.unwrap_or_default(), e.count.unwrap_or(1)))
+        .collect()
 }
 
 /// A sync that keeps failing is retried as kube-controller-manager's work queue retries it: 5 ms
 /// after the first failure, doubling at each one after (plus the calls' own latency), not every
-/// half second; and once a create goes through, the ReplicaSet gets its Pod.
+/// half second; each refused create is a `FailedCreate` Warning with the server's message, as
+/// `RealPodControl` publishes it; and once a create goes through, the ReplicaSet gets its Pod.
 #[test]
-fn a_failing_sync_is_retried_after_5ms_doubling_at_each_failure() {
-    let hook = RefusedCreates { refusals: 7, sent: Default::default() };
+fn a_failing_sync_is_retried_after_5ms_doubling_at_each_failure_and_each_failure_is_a_warning() {
+    let hook = RefusedCreates::new(builtins::replicaset::NODE, "pods/", 7);
     let sent = hook.sent.clone();
     let world =
         builtins::kubelet(builtins::replicaset_controller(Sim::builder().scenario("builtins-rs-backoff")))
             .fault_hook(move |_seed| hook.clone())
+            .property(FnProperty::at_end("FailedCreate Warnings, then SuccessfulCreate", |view| {
+                let failed = events_about_web(view, "FailedCreate");
+                let message = "Error creating: Internal error occurred: refused by the test";
+                let count: i32 = failed.iter().map(|(_, _, count)| count).sum();
+                if count != 7 || failed.iter().any(|(type_, m, _)| type_ != "Warning" || m != message) {
+                    return Err(format!("seven {message:?} Warnings expected: {failed:?}"));
+                }
+                match events_about_web(view, "SuccessfulCreate").as_slice() {
+                    [(type_, _, 1)] if type_ == "Normal" => Ok(()),
+                    other => Err(format!("one SuccessfulCreate expected: {other:?}")),
+                }
+            }))
             .workload(|w| async move {
                 let sets: Api<ReplicaSet> = Api::namespaced(w.client(), "default");
                 w.apply(&sets, &replica_set(1)).await?;
@@ -282,4 +279,43 @@ fn a_failing_sync_is_retried_after_5ms_doubling_at_each_failure() {
             "gap {i}: {gap:?} in {gaps:?}"
         );
     }
+}
+
+/// In a namespace being terminated every create is refused (403, `NamespaceTerminating`): the
+/// controller gives up creating without failing the sync, as upstream's, instead of retrying a
+/// create that cannot succeed.
+#[test]
+fn a_replicaset_in_a_terminating_namespace_does_not_retry_its_refused_creates() {
+    let hook = RefusedCreates::new(builtins::replicaset::NODE, "pods/", 0);
+    let sent = hook.sent.clone();
+    // No namespace controller: the namespace stays Terminating with the ReplicaSet in it.
+    let world = builtins::kubelet(builtins::replicaset_controller(
+        Sim::builder().scenario("builtins-rs-terminating"),
+    ))
+    .fault_hook(move |_seed| hook.clone())
+    .workload(|w| async move {
+        let namespaces: Api<Namespace> = Api::all(w.client());
+        let team = Namespace {
+            metadata: ObjectMeta { name: Some("team".to_owned()), ..ObjectMeta::default() },
+            ..Namespace::default()
+        };
+        w.apply(&namespaces, &team).await?;
+        let sets: Api<ReplicaSet> = Api::namespaced(w.client(), "team");
+        let mut rs = replica_set(1);
+        rs.metadata.namespace = Some("team".to_owned());
+        w.apply(&sets, &rs).await?;
+        w.wait_for(&sets, "web", |rs| ready_replicas(rs, 1), WAIT).await?;
+        namespaces.delete("team", &Default::default()).await.map_err(|e| failed("delete namespace", e))?;
+        let patch = Patch::Merge(serde_json::json!({"spec": {"replicas": 3}}));
+        sets.patch("web", &Default::default(), &patch).await.map_err(|e| failed("scale", e))?;
+        w.sleep(Duration::from_secs(10)).await;
+        Ok(())
+    });
+    let report = world.run(1);
+    assert!(report.verdict.is_pass(), "{}", report.verdict);
+    // The first create made the one Pod; the others came after the scale.
+    let refused = sent.lock().unwrap().len() - 1;
+    // The scale and the sync's own status write each trigger a sync: a create or two, where
+    // retrying the failed sync would make one at every backoff step (over ten in ten seconds).
+    assert!((1..=3).contains(&refused), "{refused} creates after the scale");
 }

@@ -6,11 +6,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::fault_plans::{lagging_watch, refused_calls};
+use crate::fault_plans::{RefusedCreates, lagging_watch, refused_calls};
 use controllers::builtins::{self, pod_state, snapshot, statefulset};
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec};
 use k8s_openapi::api::core::v1::{
-    Container, PersistentVolumeClaim, PersistentVolumeClaimSpec, Pod, PodSpec, PodTemplateSpec,
+    Container, Event, PersistentVolumeClaim, PersistentVolumeClaimSpec, Pod, PodSpec, PodTemplateSpec,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use model_apiserver::Snapshot;
@@ -519,4 +519,62 @@ fn an_image_change_rolls_out_while_the_controllers_revision_cache_lags() {
 
 fn image_of_template(set: &StatefulSet) -> Option<&str> {
     set.spec.template.spec.as_ref()?.containers.first()?.image.as_deref()
+}
+
+/// The messages of the Warning Events about the StatefulSet `db` with `reason`, once per
+/// occurrence.
+fn warnings_about_db(view: &sim::EndView<'_>, reason: &str) -> Vec<String> {
+    let Some(snap) = view.cluster("default") else { return Vec::new() };
+    snapshot::objects::<Event>(snap, Some("default"))
+        .into_iter()
+        .filter(|e| e.involved_object.name.as_deref() == Some("db") && e.reason.as_deref() == Some(reason))
+        .filter(|e| e.type_.as_deref() == Some("Warning"))
+        .flat_map(|e| {
+            std::iter::repeat_n(e.message.unwrap_or_default(), e.count.map_or(1, |c| c.max(1) as usize))
+        })
+        .collect()
+}
+
+/// A refused claim or Pod create is published as upstream's `StatefulPodControl` words it, and
+/// the set still gets its Pod once the retry goes through.
+#[test]
+fn a_refused_claim_or_pod_create_is_a_failed_create_warning_in_upstreams_words() {
+    let cases = [
+        (
+            "persistentvolumeclaims/",
+            vec![
+                "create Claim data-db-0 for Pod db-0 in StatefulSet db failed error: Internal error occurred: \
+                 refused by the test",
+                "create Pod db-0 in StatefulSet db failed error: failed to create PVC data-db-0: Internal error \
+                 occurred: refused by the test",
+            ],
+        ),
+        (
+            "pods/",
+            vec![
+                "create Pod db-0 in StatefulSet db failed error: Internal error occurred: refused by the test",
+            ],
+        ),
+    ];
+    for (resource, expected) in cases {
+        let hook = RefusedCreates::new(statefulset::NODE, resource, 1);
+        let world = builtins::kubelet(with_volumes(builtins::statefulset_controller(
+            Sim::builder().scenario("builtins-statefulset-refused"),
+        )))
+        .fault_hook(move |_seed| hook.clone())
+        .workload(|w| async move {
+            let sets: Api<StatefulSet> = Api::namespaced(w.client(), "default");
+            w.apply(&sets, &db(1)).await?;
+            w.wait_for(&sets, "db", |s| ready(s, 1), WAIT).await
+        })
+        .property(FnProperty::at_end("FailedCreate as upstream words it", move |view| {
+            let mut seen = warnings_about_db(view, "FailedCreate");
+            seen.sort();
+            let mut want: Vec<String> = expected.iter().map(|m| (*m).to_owned()).collect();
+            want.sort();
+            if seen == want { Ok(()) } else { Err(format!("{seen:#?}")) }
+        }));
+        let report = world.run(1);
+        assert!(report.verdict.is_pass(), "{resource}: {}", report.verdict);
+    }
 }

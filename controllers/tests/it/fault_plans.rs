@@ -1,5 +1,6 @@
 //! Fault plans the built-ins' tests share: a controller's cache made to lag behind the server,
-//! and a controller crashed in the middle of its creates; and what shows that a lag was real.
+//! a controller crashed in the middle of its creates, creates refused; and what shows that a lag
+//! was real.
 
 use sim::faults::{CallSide, Fault, FaultPlan, PlannedFault, Trigger};
 
@@ -56,4 +57,35 @@ pub(crate) fn refused_calls(
             matches!(&e.event, sim::TraceEvent::ApiResponse { call, result: Err((409, _)) } if calls.contains(call))
         })
         .count()
+}
+
+/// Refuses `node`'s first `refusals` creates of a target starting `resource` (`pods/`) with 500,
+/// recording the virtual time of every such create it sends.
+#[derive(Clone)]
+pub(crate) struct RefusedCreates {
+    node: &'static str,
+    resource: &'static str,
+    refusals: usize,
+    pub(crate) sent: std::sync::Arc<std::sync::Mutex<Vec<std::time::Duration>>>,
+}
+
+impl RefusedCreates {
+    pub(crate) fn new(node: &'static str, resource: &'static str, refusals: usize) -> Self {
+        RefusedCreates { node, resource, refusals, sent: Default::default() }
+    }
+}
+
+impl sim::transport::FaultHook for RefusedCreates {
+    fn before_call(
+        &mut self,
+        call: &sim::transport::CallInfo<'_>,
+        _request: &model_apiserver::Request,
+    ) -> Option<kube_core::Status> {
+        if call.node != self.node || call.verb != "create" || !call.target.starts_with(self.resource) {
+            return None;
+        }
+        let mut sent = self.sent.lock().unwrap_or_else(|e| e.into_inner());
+        sent.push(call.elapsed);
+        (sent.len() <= self.refusals).then(|| model_apiserver::errors::internal_error("refused by the test"))
+    }
 }
