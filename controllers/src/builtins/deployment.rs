@@ -39,9 +39,13 @@
 //!   times on the virtual clock (`sim::time`): `Available` (MinimumReplicasAvailable,
 //!   MinimumReplicasUnavailable) and, with `progressDeadlineSeconds`, `Progressing`
 //!   (NewReplicaSetCreated, FoundNewReplicaSet, ReplicaSetUpdated, NewReplicaSetAvailable,
-//!   ProgressDeadlineExceeded, DeploymentPaused, DeploymentResumed). A rollout that makes no
+//!   ProgressDeadlineExceeded, DeploymentPaused, DeploymentResumed, and False with
+//!   ReplicaSetCreateError when the new ReplicaSet's create is refused), and a ReplicaSet's
+//!   `ReplicaFailure` moved onto the Deployment while it lasts. A rollout that makes no
 //!   progress is requeued for when its deadline passes.
-//! - Events: `ScalingReplicaSet` ("Scaled up replica set web-abc from 0 to 2"), as upstream.
+//! - Events: `ScalingReplicaSet` ("Scaled up replica set web-abc from 0 to 2") and the Warning
+//!   `ReplicaSetCreateError` ("Failed to create new replica set \"web-abc\": ..."), as upstream.
+//!   In a namespace being terminated a refused create ends the sync, not retried.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -63,10 +67,10 @@ use sim::runtime::{Controller, watcher};
 use sim::{Clients, SimBuilder};
 
 use super::boxed;
-use super::error::{Error, has_code};
+use super::error::{Error, has_code, is_namespace_terminating, status_message};
 use super::owners::{self, Claim};
 use super::rate_limit::RunRateLimited;
-use super::{events, hashing, labels, pod_state};
+use super::{events, hashing, labels, pod_state, replicaset};
 
 /// The Deployment controller's node.
 pub const NODE: &str = "deployment-controller";
@@ -295,15 +299,15 @@ pub async fn reconcile(deployment: Arc<Deployment>, ctx: Arc<Context>) -> Result
     }
     let (new_rs, scaled) = if is_recreate(&d) {
         match boxed(|| sync.rollout_recreate(&mut d, new_rs, &old)).await? {
-            Some(done) => done,
-            None => return Ok(Action::requeue(super::ERROR_REQUEUE)),
+            Ok(done) => done,
+            Err(halted) => return Ok(halted),
         }
     } else {
         let new_rs = match new_rs {
             Some(rs) => boxed(|| sync.existing_new_replica_set(&mut d, rs, &old)).await?,
             None => match boxed(|| sync.create_new_replica_set(&mut d, &old)).await? {
-                Some(rs) => rs,
-                None => return Ok(Action::requeue(super::ERROR_REQUEUE)),
+                NewReplicaSet::Created(rs) => *rs,
+                halted => return Ok(halted.action()),
             },
         };
         let scaled = boxed(|| sync.rollout_rolling(&d, &new_rs, &old)).await?;
@@ -425,13 +429,14 @@ impl Sync<'_> {
     }
 
     /// Create the ReplicaSet of the current template (`getNewReplicaSet` with
-    /// `createIfNotExisted`). `None` after a name collision (the Deployment's `collisionCount` is
-    /// bumped, so the next sync hashes differently).
+    /// `createIfNotExisted`). A create that fails otherwise than on a name is published as
+    /// upstream does: a `ReplicaSetCreateError` Warning and, with a progress deadline, the
+    /// `Progressing` condition False with that reason (written best effort).
     async fn create_new_replica_set(
         &self,
         d: &mut Deployment,
         old: &[ReplicaSet],
-    ) -> Result<Option<ReplicaSet>, Error> {
+    ) -> Result<NewReplicaSet, Error> {
         let new_revision = old.iter().map(revision).max().unwrap_or(0) + 1;
         let collision_count = d.status.as_ref().and_then(|s| s.collision_count);
         let hash = template_hash(&d.spec().template, collision_count);
@@ -475,9 +480,13 @@ impl Sync<'_> {
             Ok(created) => created,
             Err(e) if has_code(&e, 409) => {
                 self.on_create_conflict(d, &name, collision_count, e).await?;
-                return Ok(None);
+                return Ok(NewReplicaSet::Conflict);
             }
-            Err(e) => return Err(e.into()),
+            Err(e) if is_namespace_terminating(&e) => return Ok(NewReplicaSet::NamespaceTerminating),
+            Err(e) => {
+                self.report_create_failure(d, &name, &e).await;
+                return Err(e.into());
+            }
         };
         if replicas > 0 {
             let message = format!("Scaled up replica set {name} from 0 to {replicas}");
@@ -489,7 +498,33 @@ impl Sync<'_> {
             let message = format!("Created new replica set \"{name}\"");
             set_condition(status, condition("Progressing", "True", NEW_RS_REASON, message));
         }
-        Ok(Some(created))
+        Ok(NewReplicaSet::Created(Box::new(created)))
+    }
+
+    /// Publish a failed create of the new ReplicaSet `name`: the `Progressing` condition False
+    /// (with a progress deadline; an update of the status as read, whose failure changes
+    /// nothing, as upstream ignores it) and a Warning.
+    async fn report_create_failure(&self, d: &mut Deployment, name: &str, error: &sim::Error) {
+        let message = format!("Failed to create new replica set \"{name}\": {}", status_message(error));
+        if progress_deadline(d).is_some() {
+            let status = d.status.get_or_insert_with(DeploymentStatus::default);
+            let failed = condition("Progressing", "False", FAILED_RS_CREATE_REASON, message.clone());
+            set_condition(status, failed);
+            // The resourceVersion read, as an update carries it: a status changed since is not
+            // overwritten.
+            let patch = serde_json::json!({
+                "metadata": { "resourceVersion": d.resource_version() },
+                "status": { "conditions": d.status.as_ref().and_then(|s| s.conditions.as_ref()) },
+            });
+            let written = self
+                .deployments()
+                .patch_status(&d.name_any(), &PatchParams::default(), &Patch::Merge(&patch))
+                .await;
+            if let Err(error) = written {
+                tracing::debug!(%error, "writing the ReplicaSetCreateError condition failed; ignored");
+            }
+        }
+        events::warning(&self.ctx.recorder, &events::reference(&*d), FAILED_RS_CREATE_REASON, message).await;
     }
 
     /// A 409 on create: ours already (created by an earlier sync whose answer was lost, found
@@ -679,13 +714,14 @@ impl Sync<'_> {
 
     /// Recreate (`rolloutRecreate`): scale every old ReplicaSet to zero, wait until their Pods
     /// are gone, then create (or scale up) the new one. The new ReplicaSet (if any) and whether
-    /// anything was scaled; `None` after a name collision.
+    /// anything was scaled; `Err(action)` when creating the new one came to nothing (the sync
+    /// ends with that action).
     async fn rollout_recreate(
         &self,
         d: &mut Deployment,
         new_rs: Option<ReplicaSet>,
         old: &[ReplicaSet],
-    ) -> Result<Option<(Option<ReplicaSet>, bool)>, Error> {
+    ) -> Result<Result<(Option<ReplicaSet>, bool), Action>, Error> {
         let new_rs = match new_rs {
             Some(rs) => Some(self.existing_new_replica_set(d, rs, old).await?),
             None => None,
@@ -696,13 +732,13 @@ impl Sync<'_> {
             scaled = true;
         }
         if scaled || self.old_pods_running(old).await? {
-            return Ok(Some((new_rs, scaled)));
+            return Ok(Ok((new_rs, scaled)));
         }
         let new_rs = match new_rs {
             Some(rs) => rs,
             None => match self.create_new_replica_set(d, old).await? {
-                Some(rs) => return Ok(Some((Some(rs), true))),
-                None => return Ok(None),
+                NewReplicaSet::Created(rs) => return Ok(Ok((Some(*rs), true))),
+                halted => return Ok(Err(halted.action())),
             },
         };
         let replicas = desired(d);
@@ -710,7 +746,7 @@ impl Sync<'_> {
         if scaled {
             self.scale_to(d, &new_rs, replicas).await?;
         }
-        Ok(Some((Some(new_rs), scaled)))
+        Ok(Ok((Some(new_rs), scaled)))
     }
 
     /// `oldPodsRunning`: whether a Pod of an old ReplicaSet has not finished, terminating ones
@@ -926,6 +962,9 @@ fn requeue_stuck(deployment: &Deployment, status: &DeploymentStatus) -> Option<s
 
 /// The reason of a new ReplicaSet just created.
 const NEW_RS_REASON: &str = "NewReplicaSetCreated";
+/// The reason of a new ReplicaSet's failed create (`FailedRSCreateReason`), an Event's and the
+/// Progressing condition's.
+pub const FAILED_RS_CREATE_REASON: &str = "ReplicaSetCreateError";
 /// The reason of a new ReplicaSet found without a Progressing condition.
 const FOUND_NEW_RS_REASON: &str = "FoundNewReplicaSet";
 /// The reason of a rollout that made progress.
@@ -1015,10 +1054,36 @@ fn calculate_status(d: &Deployment, new_rs: Option<&ReplicaSet>, old: &[ReplicaS
     status
 }
 
-/// `syncRolloutStatus`: [`calculate_status`] plus the Progressing condition of a rollout that is
-/// not known complete: NewReplicaSetAvailable once complete, ReplicaSetUpdated on progress (the
-/// update time moves, the transition time stays), ProgressDeadlineExceeded past the deadline.
+/// `syncRolloutStatus`: [`rollout_progress`], and the `ReplicaFailure` condition of the new
+/// ReplicaSet (else of an old one) moved onto the Deployment, or removed when none has one.
 fn sync_rollout_status(d: &Deployment, new_rs: Option<&ReplicaSet>, old: &[ReplicaSet]) -> DeploymentStatus {
+    let mut status = rollout_progress(d, new_rs, old);
+    let failure_of = |rs: &ReplicaSet| {
+        let conditions = rs.status.as_ref().and_then(|s| s.conditions.as_ref());
+        conditions.into_iter().flatten().find(|c| c.type_.text() == replicaset::REPLICA_FAILURE).cloned()
+    };
+    // `getReplicaFailures`: the new ReplicaSet's failure over the old ones'.
+    match new_rs.and_then(failure_of).or_else(|| old.iter().find_map(failure_of)) {
+        Some(failure) => set_condition(
+            &mut status,
+            DeploymentCondition {
+                type_: present(replicaset::REPLICA_FAILURE.to_owned()),
+                status: failure.status,
+                reason: failure.reason,
+                message: failure.message,
+                last_update_time: failure.last_transition_time.clone(),
+                last_transition_time: failure.last_transition_time,
+            },
+        ),
+        None => remove_condition(&mut status, replicaset::REPLICA_FAILURE),
+    }
+    status
+}
+
+/// [`calculate_status`] plus the Progressing condition of a rollout that is not known complete:
+/// NewReplicaSetAvailable once complete, ReplicaSetUpdated on progress (the update time moves,
+/// the transition time stays), ProgressDeadlineExceeded past the deadline.
+fn rollout_progress(d: &Deployment, new_rs: Option<&ReplicaSet>, old: &[ReplicaSet]) -> DeploymentStatus {
     let mut status = calculate_status(d, new_rs, old);
     if progress_deadline(d).is_none() {
         remove_condition(&mut status, "Progressing");
@@ -1052,6 +1117,29 @@ fn sync_rollout_status(d: &Deployment, new_rs: Option<&ReplicaSet>, old: &[Repli
         set_condition(&mut status, condition("Progressing", "False", TIMED_OUT_REASON, message));
     }
     status
+}
+
+/// What creating the new ReplicaSet came to, when the create did not fail.
+#[derive(Debug)]
+enum NewReplicaSet {
+    /// Created.
+    Created(Box<ReplicaSet>),
+    /// 409: ours already (made by a sync whose answer was lost) or a name collision (the
+    /// Deployment's `collisionCount` is bumped, so the next sync hashes differently).
+    Conflict,
+    /// Its namespace is being terminated: every create will be refused.
+    NamespaceTerminating,
+}
+
+impl NewReplicaSet {
+    /// How the sync ends when no ReplicaSet was created: a collision is taken again soon; in a
+    /// terminating namespace there is nothing to do, and upstream's `handleErr` does not retry.
+    fn action(&self) -> Action {
+        match self {
+            NewReplicaSet::NamespaceTerminating => Action::await_change(),
+            NewReplicaSet::Created(_) | NewReplicaSet::Conflict => Action::requeue(super::ERROR_REQUEUE),
+        }
+    }
 }
 
 /// Claim the ReplicaSets of `cached` (the cache's ReplicaSets in the Deployment's namespace).

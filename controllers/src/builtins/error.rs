@@ -44,6 +44,15 @@ pub enum Error {
 }
 
 impl Error {
+    /// The error's text as client-go's `err.Error()` gives it: the server's message for an API
+    /// error ([`status_message`]), else the error itself.
+    pub fn message(&self) -> String {
+        match self {
+            Error::Api(error) => status_message(error),
+            other => other.to_string(),
+        }
+    }
+
     /// Whether the server answered `code`.
     pub fn is_status(&self, code: u16) -> bool {
         matches!(self, Error::Api(sim::Error::Api(status)) if status.code == code)

@@ -18,14 +18,15 @@
 //!   being terminated a refused create ends the sync's creates without an error;
 //! - status: `replicas`, `fullyLabeledReplicas`, `readyReplicas`, `availableReplicas` and
 //!   `observedGeneration`, computed from the Pods claimed, minus those this sync deleted (the
-//!   real controller counts those until its next sync; see `reconcile`).
+//!   real controller counts those until its next sync; see `reconcile`); the `ReplicaFailure`
+//!   condition (FailedCreate / FailedDelete, the error's text) while creates or deletes fail.
 
 use std::sync::Arc;
 
 use futures::StreamExt;
-use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetStatus};
+use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetCondition, ReplicaSetStatus};
 use k8s_openapi::api::core::v1::Pod;
-use model_apiserver::versions::WorkloadSpec;
+use model_apiserver::versions::{Text, WorkloadSpec, present};
 use sim::api::{Api, Patch, PatchParams, ResourceExt};
 use sim::runtime::controller::Action;
 use sim::runtime::reflector::{ObjectRef, Store};
@@ -132,8 +133,9 @@ pub async fn reconcile(rs: Arc<ReplicaSet>, ctx: Arc<Context>) -> Result<Action,
     // Pods it saw before deleting and corrects it one sync later, and a Deployment reading that
     // status meanwhile counts Pods already going away as available, which can take a rollout
     // below `replicas - maxUnavailable`.
+    let failure = managed.as_ref().err().map(|error| replica_failure(error, claimed.len(), replicas));
     let remaining: Vec<Arc<Pod>> = claimed.into_iter().filter(|p| !deleted.contains(&p.uid())).collect();
-    boxed(|| update_status(&rs, &spec, &remaining, &ctx.client, &namespace)).await?;
+    boxed(|| update_status(&rs, &spec, &remaining, failure, &ctx.client, &namespace)).await?;
     managed.map(|()| match wait {
         // The Pod events that fulfil them trigger the next sync; if none comes, they expire.
         Wait::Pending(expire) => Action::requeue(expire),
@@ -230,11 +232,36 @@ async fn delete_pods(
     Ok(())
 }
 
-/// The status the claimed Pods give.
+/// The `ReplicaFailure` condition a failed create or delete step gives (`calculateStatus`'s
+/// `manageReplicasErr`): reason `FailedCreate` when Pods were missing, `FailedDelete` when there
+/// were too many, the error's text as message (a delete's as upstream's `DeletePod` wraps it).
+fn replica_failure(error: &Error, active: usize, replicas: usize) -> ReplicaSetCondition {
+    let text = error.message();
+    let (reason, message) = match active.cmp(&replicas) {
+        std::cmp::Ordering::Less => ("FailedCreate", text),
+        std::cmp::Ordering::Greater => ("FailedDelete", format!("unable to delete pods: {text}")),
+        std::cmp::Ordering::Equal => ("", text),
+    };
+    ReplicaSetCondition {
+        type_: present(REPLICA_FAILURE.to_owned()),
+        status: present("True".to_owned()),
+        reason: Some(reason.to_owned()),
+        message: Some(message),
+        last_transition_time: Some(sim::time::now_k8s()),
+    }
+}
+
+/// The type of the condition a ReplicaSet carries while its Pods cannot be created or deleted.
+pub const REPLICA_FAILURE: &str = "ReplicaFailure";
+
+/// The status the claimed Pods give, with the `ReplicaFailure` condition set when the sync's
+/// create or delete step failed (kept as first set while it keeps failing) and removed once one
+/// succeeds, as upstream's `calculateStatus`.
 fn status_of(
     rs: &ReplicaSet,
     spec: &k8s_openapi::api::apps::v1::ReplicaSetSpec,
     claimed: &[Arc<Pod>],
+    failure: Option<ReplicaSetCondition>,
 ) -> ReplicaSetStatus {
     let template_labels =
         spec.template.as_ref().and_then(|t| t.metadata.as_ref()).and_then(|m| m.labels.clone());
@@ -246,13 +273,24 @@ fn status_of(
         })
         .count();
     let count = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
+    let mut conditions = rs.status.as_ref().and_then(|s| s.conditions.clone());
+    let failing = conditions.iter().flatten().any(|c| c.type_.text() == REPLICA_FAILURE);
+    match failure {
+        Some(failure) if !failing => conditions.get_or_insert_with(Vec::new).push(failure),
+        Some(_) => {}
+        None if failing => {
+            conditions.iter_mut().for_each(|c| c.retain(|c| c.type_.text() != REPLICA_FAILURE));
+            conditions = conditions.filter(|c| !c.is_empty());
+        }
+        None => {}
+    }
     ReplicaSetStatus {
         replicas: count(claimed.len()),
         fully_labeled_replicas: Some(count(fully_labeled)),
         ready_replicas: Some(count(claimed.iter().filter(|p| pod_state::is_ready(p)).count())),
         available_replicas: Some(count(claimed.iter().filter(|p| pod_state::is_available(p)).count())),
         observed_generation: rs.metadata.generation,
-        conditions: rs.status.as_ref().and_then(|s| s.conditions.clone()),
+        conditions,
         terminating_replicas: rs.status.as_ref().and_then(|s| s.terminating_replicas),
     }
 }
@@ -261,10 +299,11 @@ async fn update_status(
     rs: &ReplicaSet,
     spec: &k8s_openapi::api::apps::v1::ReplicaSetSpec,
     claimed: &[Arc<Pod>],
+    failure: Option<ReplicaSetCondition>,
     client: &sim::Client,
     namespace: &str,
 ) -> Result<(), Error> {
-    let status = status_of(rs, spec, claimed);
+    let status = status_of(rs, spec, claimed, failure);
     let api: Api<ReplicaSet> = Api::namespaced(client.clone(), namespace);
     super::status_patch::write(&api, &rs.name_any(), rs.status.as_ref(), &status).await
 }

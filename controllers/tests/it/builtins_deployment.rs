@@ -5,15 +5,16 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::fault_plans::{lagging_watch, refused_calls};
+use crate::fault_plans::{RefusedCreates, lagging_watch, refused_calls};
 use controllers::builtins::{self, deployment, owners, pod_state, snapshot};
 use k8s_openapi::api::apps::v1::{
     Deployment, DeploymentSpec, DeploymentStrategy, ReplicaSet, RollingUpdateDeployment,
 };
-use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, PodTemplateSpec};
+use k8s_openapi::api::core::v1::{Container, Event, Namespace, Pod, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use model_apiserver::Snapshot;
+use model_apiserver::versions::Text;
 use sim::api::{Api, ObjectMeta, Patch};
 use sim::{FnProperty, Sim, SimBuilder, SweepConfig, sweep};
 
@@ -525,4 +526,176 @@ fn the_builtins_publish_the_events_kube_controller_manager_and_the_kubelet_do() 
         world.run_with(seed, options)
     });
     report.assert_all_passed();
+}
+
+/// (kind, type, status, reason, message) of every condition the Deployment `web` and its
+/// ReplicaSets had at some write of a run.
+type SeenConditions = std::sync::Arc<std::sync::Mutex<std::collections::BTreeSet<[String; 5]>>>;
+
+/// `world` with a fault hook, recording into `seen` the conditions of `web` and its ReplicaSets
+/// at every write.
+fn watched_world(hook: RefusedCreates, seen: &SeenConditions) -> SimBuilder {
+    let seen = seen.clone();
+    world(&["nginx:1"], None).fault_hook(move |_seed| hook.clone()).property(FnProperty::always(
+        "(records the conditions)",
+        move |view| {
+            let Some(snap) = view.cluster("default") else { return Ok(()) };
+            let mut seen = seen.lock().unwrap_or_else(|e| e.into_inner());
+            let mut note =
+                |kind: &str, type_: &str, status: &str, reason: Option<&String>, message: Option<&String>| {
+                    let text = |s: Option<&String>| s.cloned().unwrap_or_default();
+                    seen.insert([
+                        kind.to_owned(),
+                        type_.to_owned(),
+                        status.to_owned(),
+                        text(reason),
+                        text(message),
+                    ]);
+                };
+            let d = snapshot::object::<Deployment>(snap, Some("default"), "web");
+            for c in d.and_then(|d| d.status).and_then(|s| s.conditions).into_iter().flatten() {
+                note("Deployment", c.type_.text(), c.status.text(), c.reason.as_ref(), c.message.as_ref());
+            }
+            for rs in replica_sets(snap) {
+                for c in rs.status.and_then(|s| s.conditions).into_iter().flatten() {
+                    note(
+                        "ReplicaSet",
+                        c.type_.text(),
+                        c.status.text(),
+                        c.reason.as_ref(),
+                        c.message.as_ref(),
+                    );
+                }
+            }
+            Ok(())
+        },
+    ))
+}
+
+/// The conditions of `kind` and `type_` in `seen`: (status, reason, message).
+fn seen_of(seen: &SeenConditions, kind: &str, type_: &str) -> Vec<(String, String, String)> {
+    let seen = seen.lock().unwrap_or_else(|e| e.into_inner());
+    seen.iter()
+        .filter(|[k, t, ..]| k == kind && t == type_)
+        .map(|[_, _, status, reason, message]| (status.clone(), reason.clone(), message.clone()))
+        .collect()
+}
+
+/// A refused create of the new ReplicaSet is published as upstream's `getNewReplicaSet` does: a
+/// `ReplicaSetCreateError` Warning and the Progressing condition False with that reason, until the
+/// retry creates it and the rollout completes.
+#[test]
+fn a_refused_replica_set_create_is_a_warning_and_a_progressing_false_condition_until_it_succeeds() {
+    let seen = SeenConditions::default();
+    let world = watched_world(RefusedCreates::new(deployment::NODE, "replicasets/", 1), &seen).property(
+        FnProperty::at_end("a ReplicaSetCreateError Warning, then NewReplicaSetAvailable", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let warnings: Vec<String> = snapshot::objects::<Event>(snap, Some("default"))
+                .into_iter()
+                .filter(|e| e.reason.as_deref() == Some(deployment::FAILED_RS_CREATE_REASON))
+                .filter(|e| e.type_.as_deref() == Some("Warning"))
+                .filter_map(|e| e.message)
+                .collect();
+            let [message] = warnings.as_slice() else { return Err(format!("{warnings:?}")) };
+            let expected = "\": Internal error occurred: refused by the test";
+            if !(message.starts_with("Failed to create new replica set \"web-")
+                && message.ends_with(expected))
+            {
+                return Err(message.clone());
+            }
+            let d = snapshot::object::<Deployment>(snap, Some("default"), "web").ok_or("no deployment")?;
+            match progressing_reason(&d).as_deref() {
+                Some("NewReplicaSetAvailable") => Ok(()),
+                other => Err(format!("Progressing {other:?} at the end")),
+            }
+        }),
+    );
+    let report = world.run(1);
+    assert!(report.verdict.is_pass(), "{}", report.verdict);
+    let progressing = seen_of(&seen, "Deployment", "Progressing");
+    assert!(
+        progressing.iter().any(|(status, reason, message)| status == "False"
+            && reason == deployment::FAILED_RS_CREATE_REASON
+            && message.starts_with("Failed to create new replica set")),
+        "{progressing:#?}"
+    );
+}
+
+/// While the ReplicaSet controller's Pod creates are refused, the ReplicaSet carries a
+/// `ReplicaFailure` condition (`FailedCreate`, the server's message) and the Deployment the same
+/// condition moved onto it, as upstream's `calculateStatus` and `syncRolloutStatus`; both are
+/// removed once the creates go through.
+#[test]
+fn refused_pod_creates_are_a_replica_failure_condition_on_the_replica_set_and_its_deployment() {
+    let seen = SeenConditions::default();
+    let world = watched_world(RefusedCreates::new(builtins::replicaset::NODE, "pods/", 3), &seen).property(
+        FnProperty::at_end("no ReplicaFailure left", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let d = snapshot::object::<Deployment>(snap, Some("default"), "web").ok_or("no deployment")?;
+            let types = |conditions: Option<Vec<String>>| conditions.unwrap_or_default();
+            let mut left = types(
+                d.status
+                    .and_then(|s| s.conditions)
+                    .map(|c| c.iter().map(|c| c.type_.text().to_owned()).collect()),
+            );
+            for rs in replica_sets(snap) {
+                left.extend(types(
+                    rs.status
+                        .and_then(|s| s.conditions)
+                        .map(|c| c.iter().map(|c| c.type_.text().to_owned()).collect()),
+                ));
+            }
+            if left.iter().any(|t| t == "ReplicaFailure") { Err(format!("{left:?}")) } else { Ok(()) }
+        }),
+    );
+    let report = world.run(1);
+    assert!(report.verdict.is_pass(), "{}", report.verdict);
+    let failure = (
+        "True".to_owned(),
+        "FailedCreate".to_owned(),
+        "Internal error occurred: refused by the test".to_owned(),
+    );
+    for kind in ["ReplicaSet", "Deployment"] {
+        let seen = seen_of(&seen, kind, "ReplicaFailure");
+        assert_eq!(seen, std::slice::from_ref(&failure), "{kind}");
+    }
+}
+
+/// In a namespace being terminated the new ReplicaSet's create is refused (403,
+/// `NamespaceTerminating`): the sync ends without a retry, as upstream's `handleErr` forgets it,
+/// instead of retrying a create that cannot succeed.
+#[test]
+fn a_rollout_in_a_terminating_namespace_does_not_retry_its_refused_replica_set_create() {
+    let hook = RefusedCreates::new(deployment::NODE, "replicasets/", 0);
+    let sent = hook.sent.clone();
+    // No namespace controller: the namespace stays Terminating with the Deployment in it.
+    let world = Sim::builder().scenario("builtins-deployment-terminating");
+    let world = builtins::kubelet(builtins::replicaset_controller(builtins::deployment_controller(world)))
+        .fault_hook(move |_seed| hook.clone())
+        .workload(|w| async move {
+            let namespaces: Api<Namespace> = Api::all(w.client());
+            let team = Namespace {
+                metadata: ObjectMeta { name: Some("team".to_owned()), ..ObjectMeta::default() },
+                ..Namespace::default()
+            };
+            w.apply(&namespaces, &team).await?;
+            let deployments: Api<Deployment> = Api::namespaced(w.client(), "team");
+            let mut d = web("nginx:1", None);
+            d.metadata.namespace = Some("team".to_owned());
+            w.apply(&deployments, &d).await?;
+            w.wait_for(&deployments, "web", rolled_out, WAIT).await?;
+            let deleted = namespaces.delete("team", &Default::default()).await;
+            deleted.map_err(|e| failed_step("delete namespace", e.to_string()))?;
+            let patch = serde_json::json!({"spec": {"template": {"spec": {"containers": [
+                {"name": "web", "image": "nginx:2"}
+            ]}}}});
+            w.patch(&deployments, "web", &Patch::Strategic(patch)).await?;
+            w.sleep(Duration::from_secs(10)).await;
+            Ok(())
+        });
+    let report = world.run(1);
+    assert!(report.verdict.is_pass(), "{}", report.verdict);
+    // The first create made the rollout's ReplicaSet; the others came after the image change.
+    let refused = sent.lock().unwrap().len() - 1;
+    assert!((1..=2).contains(&refused), "{refused} creates after the image change");
 }
