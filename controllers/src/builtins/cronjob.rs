@@ -22,8 +22,9 @@
 //!   does not show is read from the server before it is called missing (upstream's "slow watch"
 //!   guard), so a Job just created is not dropped from `status.active`.
 //! - Events: `SuccessfulCreate` ("Created job x"), `SawCompletedJob`, `SuccessfulDelete`,
-//!   `JobAlreadyActive`, `MissSchedule`, `UnexpectedJob` (a warning) and `MissingJob` (normal, as
-//!   upstream's).
+//!   `JobAlreadyActive`, `MissSchedule`, `UnexpectedJob` (a warning), `MissingJob` (normal, as
+//!   upstream's) and the warning `FailedCreate` ("Error creating job: ...", none in a terminating
+//!   namespace).
 //!
 //! A CronJob that is not suspended always has a requeue pending: a simulated world holding one
 //! is quiet only once the workload suspends or deletes it.
@@ -47,7 +48,7 @@ use sim::runtime::reflector::Store;
 use sim::runtime::{Controller, watcher};
 use sim::{Clients, SimBuilder};
 
-use super::error::{Error, has_code};
+use super::error::{Error, has_code, is_namespace_terminating, status_message};
 use super::rate_limit::RunRateLimited;
 use super::{events, job, owners};
 
@@ -366,7 +367,13 @@ impl Sync<'_> {
                 }
                 _ => return Err(e.into()),
             },
-            Err(e) => return Err(e.into()),
+            // Refused as every create in a terminating namespace is: no event, as upstream
+            // (which retries it all the same).
+            Err(e) if is_namespace_terminating(&e) => return Err(e.into()),
+            Err(e) => {
+                self.warning("FailedCreate", format!("Error creating job: {}", status_message(&e))).await;
+                return Err(e.into());
+            }
         };
         self.event("SuccessfulCreate", format!("Created job {name}")).await;
         let mut active = status.active.clone().unwrap_or_default();

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::fault_plans::lagging_watch;
+use crate::fault_plans::{RefusedCreates, lagging_watch};
 use controllers::builtins::{self, cronjob, kubelet, snapshot};
 use k8s_openapi::api::batch::v1::{CronJob, CronJobSpec, Job, JobSpec, JobTemplateSpec};
 use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
@@ -249,6 +249,35 @@ fn a_suspended_cronjob_runs_nothing() {
         .property(FnProperty::at_end("no job", |view| {
             let (minutes, _, _) = jobs(view)?;
             if minutes.is_empty() { Ok(()) } else { Err(format!("jobs {minutes:?}")) }
+        }));
+    let report = world.run(1);
+    assert!(report.verdict.is_pass(), "{}", report.verdict);
+}
+
+/// A refused Job create is a `FailedCreate` Warning in upstream's words, and the retry still
+/// runs the minute's Job.
+#[test]
+fn a_refused_job_create_is_a_failed_create_warning_and_the_retry_runs_the_job() {
+    let hook = RefusedCreates::new(cronjob::NODE, "jobs/", 1);
+    let world = world("builtins-cronjob-refused", "Allow", false)
+        .fault_hook(move |_seed| hook.clone())
+        .property(FnProperty::at_end("one FailedCreate, a Job created each minute", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let failed: Vec<String> = snapshot::objects::<Event>(snap, Some("default"))
+                .into_iter()
+                .filter(|e| {
+                    e.reason.as_deref() == Some("FailedCreate") && e.type_.as_deref() == Some("Warning")
+                })
+                .filter_map(|e| e.note)
+                .collect();
+            // One Job a minute for the three minutes, the first on the retry.
+            let created = reasons(view).iter().filter(|r| *r == "SuccessfulCreate").count();
+            let expected = "Error creating job: Internal error occurred: refused by the test";
+            if failed == [expected] && created == 3 {
+                Ok(())
+            } else {
+                Err(format!("warnings {failed:?}, {created} created"))
+            }
         }));
     let report = world.run(1);
     assert!(report.verdict.is_pass(), "{}", report.verdict);
