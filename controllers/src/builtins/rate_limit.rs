@@ -13,8 +13,11 @@
 //! succeeds. Written here rather than taken from a crate: it is the two formulas above on the
 //! virtual clock, and the rate-limiting crates read the real one.
 //!
-//! Not modelled: the Deployment controller's `maxRetries` (15 failures, then the object waits for
-//! its next event) and the Job controller's own Pod-failure backoff.
+//! The Deployment, endpoints and EndpointSlice controllers give an object up after
+//! [`MAX_RETRIES`] retries (`maxRetries`): its failures are forgotten and it waits for its next
+//! event (upstream's informers also resync every 12 to 24 hours, which no run lasts).
+//!
+//! Not modelled: the Job controller's own Pod-failure backoff.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -34,6 +37,9 @@ pub const BASE_DELAY: Duration = Duration::from_millis(5);
 pub const MAX_DELAY: Duration = Duration::from_secs(1000);
 /// The namespace controller's longest delay.
 pub const NAMESPACE_MAX_DELAY: Duration = Duration::from_secs(60);
+/// The retries after which the Deployment, endpoints and EndpointSlice controllers drop an object
+/// that keeps failing (their `maxRetries`).
+pub const MAX_RETRIES: u32 = 15;
 /// Retries a second over the whole queue, once the burst is spent.
 const BUCKET_RATE: f64 = 10.0;
 /// Retries the bucket holds.
@@ -43,6 +49,8 @@ const BUCKET_BURST: f64 = 100.0;
 #[derive(Debug)]
 pub struct RateLimiter {
     max_delay: Duration,
+    /// Retries before an object is dropped (`None`: never).
+    max_retries: Option<u32>,
     state: Mutex<State>,
 }
 
@@ -60,7 +68,23 @@ impl RateLimiter {
     /// A limiter whose per-object delay grows to at most `max_delay`.
     pub fn new(max_delay: Duration) -> Self {
         let state = State { failures: BTreeMap::new(), tokens: BUCKET_BURST, refilled: None };
-        RateLimiter { max_delay, state: Mutex::new(state) }
+        RateLimiter { max_delay, max_retries: None, state: Mutex::new(state) }
+    }
+
+    /// The same, dropping an object after `retries` retries (its failures forgotten).
+    pub fn dropping_after(self, retries: u32) -> Self {
+        RateLimiter { max_retries: Some(retries), ..self }
+    }
+
+    /// What follows a failure of `key` at `now`: the delay before its retry, or `None` when it
+    /// has been retried as often as allowed (it is dropped and its failures forgotten, as
+    /// `handleErr` does past `maxRetries`).
+    pub fn retry(&self, key: &str, now: jiff::Timestamp) -> Option<Duration> {
+        if self.max_retries.is_some_and(|max| self.failures(key) >= max) {
+            self.forget(key);
+            return None;
+        }
+        Some(self.when(key, now))
     }
 
     /// The delay before `key`'s next attempt after a failure (`AddRateLimited`'s `When`), at
@@ -185,9 +209,16 @@ where
         };
         let backoff = move |object: Arc<K>, error: &Error, _ctx: Arc<C>| {
             let key = key_of(&*object);
-            let delay = limiter.when(&key, sim::time::now());
-            tracing::debug!(%error, %key, ?delay, "reconcile failed; retrying");
-            Action::requeue(delay)
+            match limiter.retry(&key, sim::time::now()) {
+                Some(delay) => {
+                    tracing::debug!(%error, %key, ?delay, "reconcile failed; retrying");
+                    Action::requeue(delay)
+                }
+                None => {
+                    tracing::debug!(%error, %key, "reconcile failed; dropped after its retries");
+                    Action::await_change()
+                }
+            }
         };
         self.run(sync, backoff, ctx)
     }

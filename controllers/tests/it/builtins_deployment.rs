@@ -699,3 +699,26 @@ fn a_rollout_in_a_terminating_namespace_does_not_retry_its_refused_replica_set_c
     let refused = sent.lock().unwrap().len() - 1;
     assert!((1..=2).contains(&refused), "{refused} creates after the image change");
 }
+
+/// A Deployment whose sync keeps failing is retried 15 times, backing off, then dropped until its
+/// next event, as upstream's `handleErr` does past `maxRetries`: 16 attempts in all, however long
+/// the run goes on.
+#[test]
+fn a_deployment_whose_sync_keeps_failing_is_dropped_after_15_retries() {
+    let hook = RefusedCreates::new(deployment::NODE, "replicasets/", usize::MAX);
+    let sent = hook.sent.clone();
+    let world = Sim::builder().scenario("builtins-deployment-max-retries");
+    let world = builtins::replicaset_controller(builtins::deployment_controller(world))
+        .fault_hook(move |_seed| hook.clone())
+        .workload(|w| async move {
+            let deployments: Api<Deployment> = Api::namespaced(w.client(), "default");
+            w.apply(&deployments, &web("nginx:1", None)).await?;
+            // The sixteenth attempt comes 5 ms × (2^15 − 1) ≈ 164 s after the first.
+            w.sleep(Duration::from_secs(500)).await;
+            Ok(())
+        });
+    let report = world.run(1);
+    assert!(report.verdict.is_pass(), "{}", report.verdict);
+    let sent = sent.lock().unwrap().clone();
+    assert_eq!(sent.len(), 16, "{sent:?}");
+}

@@ -46,3 +46,11 @@ fn the_queue_retries_at_most_100_at_once_then_10_a_second() {
     // A second later ten tokens came back, two of them already promised.
     assert_eq!(limiter.when("default/z", at(1_000)), 5 * MS);
 }
+
+#[test]
+fn a_limiter_with_max_retries_drops_an_object_after_them_and_forgets_its_failures() {
+    let limiter = RateLimiter::new(MAX_DELAY).dropping_after(2);
+    let retries: Vec<Option<Duration>> = (0..4).map(|i| limiter.retry("default/a", at(i * 1000))).collect();
+    assert_eq!(retries, [Some(5 * MS), Some(10 * MS), None, Some(5 * MS)], "dropped, then a fresh start");
+    assert_eq!(RateLimiter::new(MAX_DELAY).retry("default/a", at(0)), Some(5 * MS), "no cap by default");
+}
