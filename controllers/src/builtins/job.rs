@@ -13,6 +13,10 @@
 //!   work-queue pattern); `parallelism` defaults to 1 and `backoffLimit` to 6.
 //! - On completion the Job gets the `Complete` condition, on giving up the `Failed` condition
 //!   (`BackoffLimitExceeded`), and its remaining active Pods are deleted.
+//! - After a failed Pod the next one waits out upstream's Pod-failure backoff: 10 s, doubled for
+//!   each failure since the last success, at most 10 minutes ([`POD_FAILURE_BACKOFF`]). A failed
+//!   sync is retried after 1 s doubling to 60 s, the Job controller's own queue
+//!   ([`super::rate_limit`]). Not modelled: the 1 s batching of Pod events into one sync.
 //! - Status: `active`, `ready`, `succeeded`, `failed`, `conditions`, `startTime` and
 //!   `completionTime` (on the virtual clock, `sim::time`). Not modelled: Pod tracking
 //!   finalizers, Indexed completion, `suspend`, `activeDeadlineSeconds`, Pod failure and success
@@ -23,6 +27,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
@@ -36,7 +41,7 @@ use sim::{Clients, SimBuilder};
 use super::error::Error;
 use super::expectations::{Expectations, Wait};
 use super::pod_control::{self, Created};
-use super::rate_limit::RunRateLimited;
+use super::rate_limit::{JOB_MAX_DELAY, RateLimiter, RunRateLimited, SLOW_BASE_DELAY};
 use super::templates::{PodName, pod_from_template};
 use super::{events, owners, pod_state};
 
@@ -46,6 +51,11 @@ pub const NODE: &str = "job-controller";
 pub const BACKOFF_LIMIT_DEFAULT: i32 = 6;
 /// At most this many Pods are created or deleted in one sync (the real `MaxPodCreateDeletePerSync`).
 pub const POD_WRITES_PER_SYNC_MAX: usize = 500;
+/// How long the Job waits after a failed Pod before it creates another, doubled at each failure
+/// since its last success (`DefaultJobPodFailureBackOff`).
+pub const POD_FAILURE_BACKOFF: Duration = Duration::from_secs(10);
+/// The longest that wait gets (`MaxJobPodFailureBackOff`).
+pub const POD_FAILURE_BACKOFF_MAX: Duration = Duration::from_secs(600);
 
 /// Add the Job controller to a world, on node [`NODE`].
 pub fn job_controller(builder: SimBuilder) -> SimBuilder {
@@ -75,7 +85,11 @@ pub async fn run(clients: Clients) {
     });
     controller
         .owns_shared_stream(pod_changes)
-        .run_rate_limited(reconcile, ctx)
+        .run_limited_by(
+            Arc::new(RateLimiter::new(JOB_MAX_DELAY).starting_at(SLOW_BASE_DELAY).without_bucket()),
+            reconcile,
+            ctx,
+        )
         .for_each(|_| futures::future::ready(()))
         .await;
 }
@@ -134,9 +148,12 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
         }
     };
     let wanted = usize::try_from(wanted).unwrap_or(0);
+    let backoff = failure_backoff(&pods, sim::time::now());
     let mut created = 0;
     if wait != Wait::Satisfied {
         // Earlier creates or deletes not in the cache yet: no Pod is created or deleted.
+    } else if active.len() < wanted && !backoff.is_zero() {
+        // Pods failed lately: the next ones wait out the backoff (`enqueueSyncJobWithDelay`).
     } else if active.len() < wanted {
         for _ in 0..(wanted - active.len()).min(POD_WRITES_PER_SYNC_MAX) {
             match pod_control::create(&api, &job_pod(&job, &namespace), &*job, &ctx.recorder).await? {
@@ -201,8 +218,51 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
     Ok(match wait {
         // The Pod events that fulfil them trigger the next sync; if none comes, they expire.
         Wait::Pending(expire) => Action::requeue(expire),
+        Wait::Satisfied if active.len() < wanted && !backoff.is_zero() => Action::requeue(backoff),
         Wait::Satisfied => Action::await_change(),
     })
+}
+
+/// How long the Job still waits before it creates Pods after failures (upstream's
+/// `backoffRecord.getRemainingTime`): [`POD_FAILURE_BACKOFF`] doubled for each Pod that failed
+/// after the last one that succeeded, at most [`POD_FAILURE_BACKOFF_MAX`], counted from the last
+/// failure. Upstream keeps that record as Pods finish; here every finished Pod is still there to
+/// count (no tracking finalizers: finished Pods are not removed), which gives the same record.
+fn failure_backoff(pods: &[Arc<Pod>], now: jiff::Timestamp) -> Duration {
+    let finished = |phase: &str| -> Vec<jiff::Timestamp> {
+        pods.iter().filter(|p| pod_state::phase(p) == phase).map(|p| finish_time(p)).collect()
+    };
+    let last_success = finished(pod_state::PHASE_SUCCEEDED).into_iter().max();
+    let failures: Vec<jiff::Timestamp> = finished(pod_state::PHASE_FAILED)
+        .into_iter()
+        .filter(|t| last_success.is_none_or(|s| *t > s))
+        .collect();
+    let Some(last_failure) = failures.iter().max() else { return Duration::ZERO };
+    let mut backoff = POD_FAILURE_BACKOFF;
+    for _ in 1..failures.len() {
+        backoff = backoff.saturating_mul(2);
+        if backoff >= POD_FAILURE_BACKOFF_MAX {
+            backoff = POD_FAILURE_BACKOFF_MAX;
+            break;
+        }
+    }
+    let elapsed = Duration::try_from(now.duration_since(*last_failure)).unwrap_or_default();
+    backoff.saturating_sub(elapsed)
+}
+
+/// When a Pod finished (upstream's `getFinishedTime`): its containers' last `finishedAt`, else
+/// its deletion, else its creation.
+fn finish_time(pod: &Pod) -> jiff::Timestamp {
+    let statuses = pod.status.as_ref().and_then(|s| s.container_statuses.as_ref());
+    let finished = statuses.into_iter().flatten().filter_map(|c| {
+        let terminated = c.state.as_ref()?.terminated.as_ref()?;
+        terminated.finished_at.as_ref().map(|t| t.0)
+    });
+    finished
+        .max()
+        .or_else(|| pod.metadata.deletion_timestamp.as_ref().map(|t| t.0))
+        .or_else(|| pod.metadata.creation_timestamp.as_ref().map(|t| t.0))
+        .unwrap_or_default()
 }
 
 /// A new Pod of `job`, with the labels a real API server puts on a Job's template.

@@ -73,7 +73,9 @@
 //! A failed sync is retried as kube-controller-manager's work queues retry it ([`rate_limit`]):
 //! after 5 ms, doubled at each consecutive failure of the object (at most 1000 s, the namespace
 //! controller's at most 60 s), within a queue-wide 10 retries a second; a success forgets the
-//! object's failures. The kubelet-lite and the volume controllers, whose upstream counterparts
+//! object's failures. The Job controller's queue starts at 1 s and stops at 60 s, per object only;
+//! the EndpointSlice controller's starts at 1 s; the Deployment, endpoints and EndpointSlice
+//! controllers drop an object after 15 retries until its next event. The kubelet-lite and the volume controllers, whose upstream counterparts
 //! resync on a period rather than back off, retry after [`ERROR_REQUEUE`].
 //!
 //! ## Where they differ from the real ones

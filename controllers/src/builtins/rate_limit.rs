@@ -13,6 +13,8 @@
 //! succeeds. Written here rather than taken from a crate: it is the two formulas above on the
 //! virtual clock, and the rate-limiting crates read the real one.
 //!
+//! Two controllers tune theirs: the Job controller's is per object only, from 1 s up to 60 s
+//! (`DefaultJobApiBackOff`, `MaxJobApiBackOff`), and the EndpointSlice controller's starts at 1 s.
 //! The Deployment, endpoints and EndpointSlice controllers give an object up after
 //! [`MAX_RETRIES`] retries (`maxRetries`): its failures are forgotten and it waits for its next
 //! event (upstream's informers also resync every 12 to 24 hours, which no run lasts).
@@ -33,6 +35,10 @@ use super::Error;
 
 /// The first retry's delay; each consecutive failure doubles it.
 pub const BASE_DELAY: Duration = Duration::from_millis(5);
+/// The first retry's delay of the Job and EndpointSlice controllers.
+pub const SLOW_BASE_DELAY: Duration = Duration::from_secs(1);
+/// The Job controller's longest delay.
+pub const JOB_MAX_DELAY: Duration = Duration::from_secs(60);
 /// The longest per-object delay of the workload controllers' queues.
 pub const MAX_DELAY: Duration = Duration::from_secs(1000);
 /// The namespace controller's longest delay.
@@ -48,7 +54,10 @@ const BUCKET_BURST: f64 = 100.0;
 /// One queue's rate limiter: per object its consecutive failures, and the token bucket.
 #[derive(Debug)]
 pub struct RateLimiter {
+    base_delay: Duration,
     max_delay: Duration,
+    /// Whether the queue-wide token bucket applies too.
+    bucket: bool,
     /// Retries before an object is dropped (`None`: never).
     max_retries: Option<u32>,
     state: Mutex<State>,
@@ -68,7 +77,23 @@ impl RateLimiter {
     /// A limiter whose per-object delay grows to at most `max_delay`.
     pub fn new(max_delay: Duration) -> Self {
         let state = State { failures: BTreeMap::new(), tokens: BUCKET_BURST, refilled: None };
-        RateLimiter { max_delay, max_retries: None, state: Mutex::new(state) }
+        RateLimiter {
+            base_delay: BASE_DELAY,
+            max_delay,
+            bucket: true,
+            max_retries: None,
+            state: Mutex::new(state),
+        }
+    }
+
+    /// The same, with `base` as the first retry's delay.
+    pub fn starting_at(self, base: Duration) -> Self {
+        RateLimiter { base_delay: base, ..self }
+    }
+
+    /// The same, per object only: no queue-wide token bucket.
+    pub fn without_bucket(self) -> Self {
+        RateLimiter { bucket: false, ..self }
     }
 
     /// The same, dropping an object after `retries` retries (its failures forgotten).
@@ -94,9 +119,12 @@ impl RateLimiter {
         let failures = state.failures.entry(key.to_owned()).or_insert(0);
         let per_object = 2u32
             .checked_pow(*failures)
-            .and_then(|factor| BASE_DELAY.checked_mul(factor))
+            .and_then(|factor| self.base_delay.checked_mul(factor))
             .map_or(self.max_delay, |delay| delay.min(self.max_delay));
         *failures = failures.saturating_add(1);
+        if !self.bucket {
+            return per_object;
+        }
         if let Some(last) = state.refilled {
             let elapsed = now.duration_since(last).as_secs_f64().max(0.0);
             state.tokens = (state.tokens + elapsed * BUCKET_RATE).min(BUCKET_BURST);

@@ -173,3 +173,58 @@ fn job_whose_pods_fail_gives_up_after_backoff_limit_failures() {
     });
     report.assert_all_passed();
 }
+
+/// When each of `pi`'s Pods was created and when it finished (its container's `finishedAt`), in
+/// creation order.
+fn pod_times(snap: &Snapshot) -> Vec<(jiff::Timestamp, Option<jiff::Timestamp>)> {
+    let mut times: Vec<_> = job_pods(snap)
+        .iter()
+        .map(|p| {
+            let created = p.metadata.creation_timestamp.as_ref().map(|t| t.0).unwrap_or_default();
+            let statuses = p.status.as_ref().and_then(|s| s.container_statuses.as_ref());
+            let finished = statuses
+                .into_iter()
+                .flatten()
+                .find_map(|c| c.state.as_ref()?.terminated.as_ref()?.finished_at.as_ref().map(|t| t.0));
+            (created, finished)
+        })
+        .collect();
+    times.sort();
+    times
+}
+
+/// A failed Pod is replaced after the Job controller's Pod-failure backoff, as upstream's: 10 s
+/// after the first failure, 20 s after the second, 40 s after the third (plus a sync's latency),
+/// not at once.
+#[test]
+fn a_failed_pod_is_replaced_after_10s_doubling_at_each_failure() {
+    let world =
+        builtins::kubelet(builtins::job_controller(Sim::builder().scenario("builtins-job-pod-backoff")))
+            .workload(|w| async move {
+                let jobs: Api<Job> = Api::namespaced(w.client(), "default");
+                w.apply(&jobs, &job(1, 1, Some(3), true)).await?;
+                w.wait_for(&jobs, "pi", finished, Duration::from_secs(200)).await
+            })
+            .property(FnProperty::at_end("each replacement waits out its backoff", |view| {
+                let times = pod_times(view.cluster("default").ok_or("no cluster")?);
+                if times.len() != 4 {
+                    return Err(format!("{} pods: {times:?}", times.len()));
+                }
+                for (i, pair) in times.windows(2).enumerate() {
+                    let finished = pair[0].1.ok_or_else(|| format!("pod {i} never finished: {times:?}"))?;
+                    let waited = Duration::try_from(pair[1].0.duration_since(finished)).unwrap_or_default();
+                    let backoff = Duration::from_secs(10 << i);
+                    if waited < backoff || waited > backoff + Duration::from_secs(2) {
+                        return Err(format!(
+                            "pod {} created {waited:?} after pod {i} failed: {times:?}",
+                            i + 1
+                        ));
+                    }
+                }
+                Ok(())
+            }));
+    let report = sweep(&SweepConfig::new("builtins-job-pod-backoff").seeds(5), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}
