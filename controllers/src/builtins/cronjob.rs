@@ -49,7 +49,7 @@ use sim::runtime::{Controller, watcher};
 use sim::{Clients, SimBuilder};
 
 use super::error::{Error, has_code, is_namespace_terminating, status_message};
-use super::rate_limit::RunRateLimited;
+use super::rate_limit::{RateLimiter, RunRateLimited};
 use super::{events, job, owners};
 
 /// The CronJob controller's node.
@@ -84,7 +84,7 @@ pub async fn run(clients: Clients) {
     let ctx = Arc::new(Context { recorder: events::recorder(&client, NODE), client, jobs });
     controller
         .owns_shared_stream(job_changes)
-        .run_rate_limited(reconcile, ctx)
+        .run_limited_by(RateLimiter::default(), reconcile, ctx)
         .for_each(|_| futures::future::ready(()))
         .await;
 }

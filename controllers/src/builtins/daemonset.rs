@@ -49,7 +49,7 @@ use super::controller_revisions::{self, History, NewRevision};
 use super::error::Error;
 use super::expectations::{Expectations, Wait};
 use super::pod_control::{self, Created};
-use super::rate_limit::RunRateLimited;
+use super::rate_limit::{RateLimiter, RunRateLimited};
 use super::statefulset::REVISION_LABEL;
 use super::templates::{PodName, pod_from_template};
 use super::{events, labels, owners, pod_state};
@@ -108,7 +108,7 @@ pub async fn run(clients: Clients) {
     controller
         .owns_shared_stream(pod_changes)
         .watches_shared_stream(node_changes, move |_node: Arc<Node>| every_daemon_set(&sets))
-        .run_rate_limited(reconcile, ctx)
+        .run_limited_by(RateLimiter::default(), reconcile, ctx)
         .for_each(|_| futures::future::ready(()))
         .await;
 }

@@ -69,7 +69,7 @@ use sim::{Clients, SimBuilder};
 use super::boxed;
 use super::error::{Error, has_code, is_namespace_terminating, status_message};
 use super::owners::{self, Claim};
-use super::rate_limit::{MAX_DELAY, MAX_RETRIES, RateLimiter, RunRateLimited};
+use super::rate_limit::{MAX_RETRIES, RateLimiter, RunRateLimited};
 use super::{events, hashing, labels, pod_state, replicaset};
 
 /// The Deployment controller's node.
@@ -124,7 +124,7 @@ pub async fn run(clients: Clients) {
     let ctx = Arc::new(Context { recorder: events::recorder(&client, NODE), client, replica_sets });
     controller
         .watches_shared_stream(changes, move |rs: Arc<ReplicaSet>| owners_of_replica_set(&rs, &deployments))
-        .run_limited_by(Arc::new(RateLimiter::new(MAX_DELAY).dropping_after(MAX_RETRIES)), reconcile, ctx)
+        .run_limited_by(RateLimiter::default().dropping_after(MAX_RETRIES), reconcile, ctx)
         .for_each(|_| futures::future::ready(()))
         .await;
 }

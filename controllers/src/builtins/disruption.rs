@@ -67,7 +67,7 @@ use sim::{Clients, SimBuilder};
 
 use super::boxed;
 use super::error::{Error, has_code, status_message};
-use super::rate_limit::RunRateLimited;
+use super::rate_limit::{RateLimiter, RunRateLimited};
 use super::{events, kinds, labels, owners, pod_state};
 
 /// The disruption controller's node.
@@ -117,7 +117,7 @@ pub async fn run(clients: Clients) {
     let ctx = Arc::new(Context { recorder: events::recorder(&client, COMPONENT), client, pods });
     controller
         .watches_shared_stream(pod_changes, move |pod: Arc<Pod>| budgets_of_pod(&pod, &budgets))
-        .run_rate_limited(reconcile, ctx)
+        .run_limited_by(RateLimiter::default(), reconcile, ctx)
         .for_each(|_| futures::future::ready(()))
         .await;
 }

@@ -62,7 +62,7 @@ use super::boxed;
 use super::changes::{self, Change};
 use super::endpoint_pods::{self, LABEL_HEADLESS};
 use super::error::{Error, has_code, is_namespace_terminating, status_message};
-use super::rate_limit::{MAX_DELAY, MAX_RETRIES, RateLimiter, RunRateLimited};
+use super::rate_limit::{MAX_RETRIES, RateLimiter, RunRateLimited};
 use super::{events, pod_state};
 
 /// The endpoints controller's node.
@@ -169,7 +169,7 @@ pub async fn run(clients: Clients) {
     Controller::for_shared_stream(futures::stream::empty(), keys)
         .watches_shared_stream(keys_trigger, |key: Arc<Service>| [ObjectRef::from_obj(&*key)])
         .reconcile_on(requested)
-        .run_limited_by(Arc::new(RateLimiter::new(MAX_DELAY).dropping_after(MAX_RETRIES)), reconcile, ctx)
+        .run_limited_by(RateLimiter::default().dropping_after(MAX_RETRIES), reconcile, ctx)
         .for_each(|_| futures::future::ready(()))
         .await;
 }

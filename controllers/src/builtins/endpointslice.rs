@@ -51,7 +51,7 @@ use super::endpointslice_reconciler::{self, CONTROLLER_NAME, LABEL_MANAGED_BY, L
 use super::endpointslice_tracker::Tracker;
 use super::error::{Error, has_code, is_namespace_terminating, status_message};
 use super::events;
-use super::rate_limit::{MAX_DELAY, MAX_RETRIES, RateLimiter, RunRateLimited, SLOW_BASE_DELAY};
+use super::rate_limit::{MAX_RETRIES, RateLimiter, RunRateLimited, SLOW_BASE_DELAY};
 
 pub use endpointslice_reconciler::MAX_ENDPOINTS_PER_SLICE;
 
@@ -126,7 +126,7 @@ pub async fn run(clients: Clients) {
     controller
         .reconcile_on(requested)
         .run_limited_by(
-            Arc::new(RateLimiter::new(MAX_DELAY).starting_at(SLOW_BASE_DELAY).dropping_after(MAX_RETRIES)),
+            RateLimiter::default().starting_at(SLOW_BASE_DELAY).dropping_after(MAX_RETRIES),
             reconcile,
             ctx,
         )

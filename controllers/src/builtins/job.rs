@@ -86,7 +86,7 @@ pub async fn run(clients: Clients) {
     controller
         .owns_shared_stream(pod_changes)
         .run_limited_by(
-            Arc::new(RateLimiter::new(JOB_MAX_DELAY).starting_at(SLOW_BASE_DELAY).without_bucket()),
+            RateLimiter::new(JOB_MAX_DELAY).starting_at(SLOW_BASE_DELAY).without_bucket(),
             reconcile,
             ctx,
         )

@@ -51,11 +51,7 @@ pub struct Context {
 pub async fn run(clients: Clients) {
     let client = clients.default_cluster();
     Controller::new(Api::<Namespace>::all(client.clone()), watcher::Config::default())
-        .run_limited_by(
-            Arc::new(RateLimiter::new(NAMESPACE_MAX_DELAY)),
-            reconcile,
-            Arc::new(Context { client }),
-        )
+        .run_limited_by(RateLimiter::new(NAMESPACE_MAX_DELAY), reconcile, Arc::new(Context { client }))
         .for_each(|_| futures::future::ready(()))
         .await;
 }

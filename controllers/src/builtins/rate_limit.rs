@@ -73,6 +73,14 @@ struct State {
     refilled: Option<jiff::Timestamp>,
 }
 
+impl Default for RateLimiter {
+    /// client-go's `DefaultControllerRateLimiter`: from [`BASE_DELAY`] to [`MAX_DELAY`] per
+    /// object, within the token bucket.
+    fn default() -> Self {
+        RateLimiter::new(MAX_DELAY)
+    }
+}
+
 impl RateLimiter {
     /// A limiter whose per-object delay grows to at most `max_delay`.
     pub fn new(max_delay: Duration) -> Self {
@@ -170,25 +178,10 @@ fn key_of<K: Resource>(object: &K) -> String {
 /// policy that backs off per object and a reconcile that forgets an object's failures when it
 /// syncs.
 pub(crate) trait RunRateLimited<K>: Sized {
-    /// Run with the workload controllers' limiter (at most [`MAX_DELAY`]).
-    fn run_rate_limited<'a, C, F, Fut>(
-        self,
-        reconcile: F,
-        ctx: Arc<C>,
-    ) -> impl Stream<Item = Result<(ObjectRef<K>, Action), controller::Error<Error>>> + 'a
-    where
-        K: 'a,
-        C: 'a,
-        F: FnMut(Arc<K>, Arc<C>) -> Fut + 'a,
-        Fut: Future<Output = Result<Action, Error>> + 'static,
-    {
-        self.run_limited_by(Arc::new(RateLimiter::new(MAX_DELAY)), reconcile, ctx)
-    }
-
-    /// Run with `limiter`.
+    /// Run with `limiter` (most controllers: [`RateLimiter::default`]).
     fn run_limited_by<'a, C, F, Fut>(
         self,
-        limiter: Arc<RateLimiter>,
+        limiter: RateLimiter,
         reconcile: F,
         ctx: Arc<C>,
     ) -> impl Stream<Item = Result<(ObjectRef<K>, Action), controller::Error<Error>>> + 'a
@@ -212,7 +205,7 @@ where
 {
     fn run_limited_by<'a, C, F, Fut>(
         self,
-        limiter: Arc<RateLimiter>,
+        limiter: RateLimiter,
         mut reconcile: F,
         ctx: Arc<C>,
     ) -> impl Stream<Item = Result<(ObjectRef<K>, Action), controller::Error<Error>>> + 'a
@@ -222,6 +215,7 @@ where
         F: FnMut(Arc<K>, Arc<C>) -> Fut + 'a,
         Fut: Future<Output = Result<Action, Error>> + 'static,
     {
+        let limiter = Arc::new(limiter);
         let forgets = Arc::clone(&limiter);
         let sync = move |object: Arc<K>, ctx: Arc<C>| {
             let key = key_of(&*object);

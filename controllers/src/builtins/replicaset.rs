@@ -38,7 +38,7 @@ use super::error::{Error, has_code};
 use super::expectations::{Expectations, Wait};
 use super::owners::{self, Claim};
 use super::pod_control::{self, Created};
-use super::rate_limit::RunRateLimited;
+use super::rate_limit::{RateLimiter, RunRateLimited};
 use super::templates::{PodName, pod_from_template};
 use super::{events, labels, pod_state};
 
@@ -76,7 +76,7 @@ pub async fn run(clients: Clients) {
     });
     controller
         .watches_shared_stream(pod_changes, move |pod: Arc<Pod>| owners_of_pod(&pod, &sets))
-        .run_rate_limited(reconcile, ctx)
+        .run_limited_by(RateLimiter::default(), reconcile, ctx)
         .for_each(|_| futures::future::ready(()))
         .await;
 }

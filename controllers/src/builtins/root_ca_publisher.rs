@@ -45,7 +45,7 @@ use sim::runtime::{Controller, watcher};
 use sim::{Clients, SimBuilder};
 
 use super::error::{Error, has_code, is_namespace_terminating};
-use super::rate_limit::RunRateLimited;
+use super::rate_limit::{RateLimiter, RunRateLimited};
 use super::{namespace, per_namespace};
 
 /// The publisher's node (upstream's controller name).
@@ -89,7 +89,7 @@ pub async fn run(clients: Clients) {
         per_namespace::watch(&client, ROOT_CA_CONFIG_MAP, controller.store(), needs_sync);
     controller
         .reconcile_on(changed)
-        .run_rate_limited(reconcile, Arc::new(Context { client, config_maps }))
+        .run_limited_by(RateLimiter::default(), reconcile, Arc::new(Context { client, config_maps }))
         .for_each(|_| futures::future::ready(()))
         .await;
 }

@@ -33,7 +33,7 @@ use sim::runtime::{Controller, watcher};
 use sim::{Clients, SimBuilder};
 
 use super::error::{Error, has_code, is_already_exists, is_namespace_terminating};
-use super::rate_limit::RunRateLimited;
+use super::rate_limit::{RateLimiter, RunRateLimited};
 use super::{namespace, per_namespace};
 
 /// The ServiceAccount controller's node (upstream's controller name).
@@ -60,7 +60,7 @@ pub async fn run(clients: Clients) {
         per_namespace::watch(&client, DEFAULT_SERVICE_ACCOUNT, controller.store(), needs_sync);
     controller
         .reconcile_on(deleted)
-        .run_rate_limited(reconcile, Arc::new(Context { client, accounts }))
+        .run_limited_by(RateLimiter::default(), reconcile, Arc::new(Context { client, accounts }))
         .for_each(|_| futures::future::ready(()))
         .await;
 }

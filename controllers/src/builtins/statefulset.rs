@@ -65,7 +65,7 @@ use sim::{Clients, SimBuilder};
 use super::controller_revisions::{self, HASH_LABEL, History, NewRevision, template_of};
 use super::error::{Error, has_code, status_message};
 use super::owners::{self, Claim};
-use super::rate_limit::RunRateLimited;
+use super::rate_limit::{RateLimiter, RunRateLimited};
 use super::templates::{PodName, pod_from_template};
 use super::{events, labels, pod_state};
 
@@ -107,7 +107,7 @@ pub async fn run(clients: Clients) {
     let ctx = Arc::new(Context { recorder: events::recorder(&client, NODE), client, pods, revisions });
     controller
         .owns_shared_stream(pod_changes)
-        .run_rate_limited(reconcile, ctx)
+        .run_limited_by(RateLimiter::default(), reconcile, ctx)
         .for_each(|_| futures::future::ready(()))
         .await;
 }

@@ -38,7 +38,7 @@ use sim::{Clients, SimBuilder};
 
 use super::error::{Error, has_code};
 use super::job;
-use super::rate_limit::RunRateLimited;
+use super::rate_limit::{RateLimiter, RunRateLimited};
 
 /// The controller's node (upstream's controller name).
 pub const NODE: &str = "ttl-after-finished-controller";
@@ -65,7 +65,7 @@ pub async fn run(clients: Clients) {
         futures::future::ready(job.metadata.deletion_timestamp.is_none() && needs_cleanup(job))
     });
     Controller::for_shared_stream(to_clean, jobs)
-        .run_rate_limited(reconcile, Arc::new(Context { client }))
+        .run_limited_by(RateLimiter::default(), reconcile, Arc::new(Context { client }))
         .for_each(|_| futures::future::ready(()))
         .await;
 }
