@@ -29,7 +29,9 @@
 //!   `spec.replicas` stays within `replicas + maxSurge`, and old ones down while the available
 //!   Pods stay at least `replicas - maxUnavailable` (defaults 25 % and 25 %, surge rounded up,
 //!   unavailable rounded down; both 0 means maxUnavailable 1). Recreate scales every old
-//!   ReplicaSet to 0, waits until their Pods are gone, then creates the new one at full size.
+//!   ReplicaSet to 0, waits until their Pods are gone (read from a Pod cache; the deletion of a
+//!   Deployment's last Pod syncs it, as upstream's `deletePod`), then creates the new one at full
+//!   size.
 //! - `spec.paused`: no new ReplicaSet and no rollout step while paused; scaling still happens
 //!   (proportionally), and old ReplicaSets are cleaned up.
 //! - Once a rollout completes, old ReplicaSets scaled to zero beyond `revisionHistoryLimit`
@@ -47,7 +49,9 @@
 //!   `ReplicaSetCreateError` ("Failed to create new replica set \"web-abc\": ..."), as upstream.
 //!   In a namespace being terminated a refused create ends the sync, not retried.
 
+use std::cell::OnceCell;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -58,15 +62,14 @@ use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use model_apiserver::versions::{Text, WorkloadSpec, present};
-use sim::api::{
-    Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams, Preconditions, ResourceExt,
-};
+use sim::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams, Preconditions, ResourceExt};
 use sim::runtime::controller::Action;
 use sim::runtime::reflector::{ObjectRef, Store};
 use sim::runtime::{Controller, watcher};
 use sim::{Clients, SimBuilder};
 
 use super::boxed;
+use super::changes::{self, Change};
 use super::error::{Error, has_code, is_namespace_terminating, status_message};
 use super::owners::{self, Claim};
 use super::rate_limit::{MAX_RETRIES, RateLimiter, RunRateLimited};
@@ -113,6 +116,8 @@ pub struct Context {
     recorder: super::events::Recorder,
     /// The ReplicaSet informer's cache, which syncs read.
     replica_sets: Store<ReplicaSet>,
+    /// The Pod informer's cache, which a Recreate rollout reads for the old Pods.
+    pods: Store<Pod>,
 }
 
 /// The Deployment controller's main future.
@@ -121,12 +126,64 @@ pub async fn run(clients: Clients) {
     let Some((replica_sets, changes)) = super::synced_cache::<ReplicaSet>(&client).await else { return };
     let controller = Controller::new(Api::<Deployment>::all(client.clone()), watcher::Config::default());
     let deployments = controller.store();
-    let ctx = Arc::new(Context { recorder: events::recorder(&client, NODE), client, replica_sets });
+    // A Recreate rollout waits for its old Pods to be gone: the deletion of the last one syncs
+    // its Deployment (upstream's `deletePod`), as no ReplicaSet changes then.
+    let (emptied, emptied_requests) = futures::channel::mpsc::unbounded::<ObjectRef<Deployment>>();
+    let pods_cell: Rc<OnceCell<Store<Pod>>> = Rc::default();
+    let pods = {
+        let (pods_cell, replica_sets, deployments) =
+            (pods_cell.clone(), replica_sets.clone(), deployments.clone());
+        changes::informer(Api::<Pod>::all(client.clone()), watcher::Config::default(), move |change| {
+            let (Change::Deleted(pod), Some(pods)) = (change, pods_cell.get()) else { return };
+            if let Some(d) = recreate_emptied_by(&pod, pods, &replica_sets, &deployments) {
+                let _ = emptied.unbounded_send(d);
+            }
+        })
+    };
+    // Set before the informer's task first runs: it is spawned on this thread and runs at the
+    // next `.await`.
+    let _ = pods_cell.set(pods.clone());
+    if pods.wait_until_ready().await.is_err() {
+        return;
+    }
+    let ctx = Arc::new(Context { recorder: events::recorder(&client, NODE), client, replica_sets, pods });
     controller
+        .reconcile_on(emptied_requests)
         .watches_shared_stream(changes, move |rs: Arc<ReplicaSet>| owners_of_replica_set(&rs, &deployments))
         .run_limited_by(RateLimiter::default().dropping_after(MAX_RETRIES), reconcile, ctx)
         .for_each(|_| futures::future::ready(()))
         .await;
+}
+
+/// The Recreate Deployment whose last Pod `pod` was (`deletePod`): its controlling ReplicaSet's
+/// controlling Deployment, when that uses Recreate and `pods` (the cache, `pod` gone from it)
+/// holds no Pod of its ReplicaSets any more.
+fn recreate_emptied_by(
+    pod: &Pod,
+    pods: &Store<Pod>,
+    replica_sets: &Store<ReplicaSet>,
+    deployments: &Store<Deployment>,
+) -> Option<ObjectRef<Deployment>> {
+    let namespace = pod.namespace()?;
+    let rs_ref = owners::controller_of(&pod.metadata).filter(|r| r.kind == "ReplicaSet")?;
+    let rs = replica_sets.get(&ObjectRef::new(&rs_ref.name).within(&namespace))?;
+    let d_ref = owners::controller_of(&rs.metadata).filter(|r| r.kind == "Deployment")?;
+    let d = deployments.get(&ObjectRef::new(&d_ref.name).within(&namespace))?;
+    if d.uid().as_deref() != Some(d_ref.uid.as_str()) || !is_recreate(&d) {
+        return None;
+    }
+    let owned: Vec<String> = replica_sets
+        .state()
+        .iter()
+        .filter(|rs| rs.namespace().as_deref() == Some(namespace.as_str()))
+        .filter(|rs| owners::is_controlled_by(&rs.metadata, &d_ref.uid))
+        .filter_map(|rs| rs.uid())
+        .collect();
+    let remaining = pods.state().iter().any(|p| {
+        p.namespace().as_deref() == Some(namespace.as_str())
+            && owners::controller_of(&p.metadata).is_some_and(|r| owned.contains(&r.uid))
+    });
+    (!remaining).then(|| ObjectRef::from_obj(&*d))
 }
 
 /// The Deployments a changed ReplicaSet concerns: its controller, or for an orphan every
@@ -731,7 +788,7 @@ impl Sync<'_> {
             self.scale_to(d, rs, 0).await?;
             scaled = true;
         }
-        if scaled || self.old_pods_running(old).await? {
+        if scaled || self.old_pods_running(old) {
             return Ok(Ok((new_rs, scaled)));
         }
         let new_rs = match new_rs {
@@ -750,21 +807,18 @@ impl Sync<'_> {
     }
 
     /// `oldPodsRunning`: whether a Pod of an old ReplicaSet has not finished, terminating ones
-    /// included (Recreate starts new Pods only once the old ones are gone).
-    async fn old_pods_running(&self, old: &[ReplicaSet]) -> Result<bool, Error> {
+    /// included (Recreate starts new Pods only once the old ones are gone), read from the Pod
+    /// cache as upstream reads its Pod lister.
+    fn old_pods_running(&self, old: &[ReplicaSet]) -> bool {
         if old.iter().any(|rs| status_replicas(rs) > 0) {
-            return Ok(true);
+            return true;
         }
         let uids: Vec<String> = old.iter().filter_map(|rs| rs.uid()).collect();
-        if uids.is_empty() {
-            return Ok(false);
-        }
-        let pods: Api<Pod> = Api::namespaced(self.ctx.client.clone(), self.namespace);
-        let pods = pods.list(&ListParams::default()).await?.items;
-        Ok(pods.iter().any(|pod| {
-            !pod_state::is_finished(pod)
+        self.ctx.pods.state().iter().any(|pod| {
+            pod.namespace().as_deref() == Some(self.namespace)
+                && !pod_state::is_finished(pod)
                 && owners::controller_of(&pod.metadata).is_some_and(|r| uids.contains(&r.uid))
-        }))
+        })
     }
 
     /// Write the status (if it changed) of the Deployment as it was read.

@@ -53,9 +53,10 @@
 //! controller (Jobs) names each Job after its due time, and reads a Job its status lists but
 //! the cache does not show from the server before calling it missing. The StatefulSet and
 //! DaemonSet controllers read their ControllerRevisions from caches too
-//! ([`controller_revisions`]). The namespace controller, the StatefulSet controller's claims and
-//! the Deployment controller's Recreate check for old Pods are read with a live list at each
-//! sync. The disruption controller reads Pods from its own cache, as
+//! ([`controller_revisions`]). The Deployment controller's Recreate rollout reads the old Pods
+//! from a Pod cache, whose deletion of a Deployment's last Pod syncs it (upstream's
+//! `deletePod`). The namespace controller and the StatefulSet controller's claims are read with a
+//! live list at each sync. The disruption controller reads Pods from its own cache, as
 //! upstream reads its Pod lister: it creates nothing, so a lagging cache only delays a status
 //! that the Pod event behind the lag corrects. The ServiceAccount controller and the root CA publisher read their one
 //! object per namespace from their own caches too, as upstream reads its listers: a lagging cache

@@ -722,3 +722,44 @@ fn a_deployment_whose_sync_keeps_failing_is_dropped_after_15_retries() {
     let sent = sent.lock().unwrap().clone();
     assert_eq!(sent.len(), 16, "{sent:?}");
 }
+
+/// Recreate: an image change scales the old ReplicaSet to zero, waits until its Pods are gone
+/// (here a 20 s grace period each), and only then starts the new ones; the rollout completes
+/// without waiting for anything but those Pods.
+#[test]
+fn recreate_starts_new_pods_only_once_the_old_ones_are_gone() {
+    let recreate = |image: &str| {
+        let mut d = web(image, None);
+        d.spec.strategy =
+            Some(DeploymentStrategy { type_: Some("Recreate".to_owned()), rolling_update: None });
+        if let Some(pod) = d.spec.template.spec.as_mut() {
+            pod.termination_grace_period_seconds = Some(20);
+        }
+        d
+    };
+    let world = Sim::builder().scenario("builtins-deployment-recreate");
+    let world = builtins::kubelet(builtins::replicaset_controller(builtins::deployment_controller(world)))
+        .workload(move |w| {
+            let (first, second) = (recreate("nginx:1"), recreate("nginx:2"));
+            async move {
+                let deployments: Api<Deployment> = Api::namespaced(w.client(), "default");
+                w.apply(&deployments, &first).await?;
+                w.wait_for(&deployments, "web", rolled_out, WAIT).await?;
+                w.apply(&deployments, &second).await?;
+                // The old Pods take 20 s to go; the new ones a few seconds to be ready.
+                w.wait_for(&deployments, "web", rolled_out, Duration::from_secs(40)).await
+            }
+        })
+        .property(FnProperty::always("no new Pod while an old one is there", |view| {
+            let Some(snap) = view.cluster("default") else { return Ok(()) };
+            let pods = snapshot::objects::<Pod>(snap, Some("default"));
+            let images: Vec<Option<String>> = pods.iter().map(image_of).collect();
+            let old = images.iter().any(|i| i.as_deref() == Some("nginx:1"));
+            let new = images.iter().any(|i| i.as_deref() == Some("nginx:2"));
+            if old && new { Err(format!("old and new Pods together: {images:?}")) } else { Ok(()) }
+        }));
+    let report = sweep(&SweepConfig::new("builtins-deployment-recreate").seeds(10), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}
