@@ -19,7 +19,7 @@
 //! [`MAX_RETRIES`] retries (`maxRetries`): its failures are forgotten and it waits for its next
 //! event (upstream's informers also resync every 12 to 24 hours, which no run lasts).
 //!
-//! Not modelled: the Job controller's own Pod-failure backoff.
+//! The Job controller's Pod-failure backoff is not a queue's: it is in [`super::job`].
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
