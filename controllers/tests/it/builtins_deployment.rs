@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::builtins_namespace_defaults::namespace;
 use crate::fault_plans::{RefusedCreates, lagging_watch, refused_calls};
 use controllers::builtins::{self, deployment, owners, pod_state, snapshot};
 use k8s_openapi::api::apps::v1::{
@@ -674,11 +675,7 @@ fn a_rollout_in_a_terminating_namespace_does_not_retry_its_refused_replica_set_c
         .fault_hook(move |_seed| hook.clone())
         .workload(|w| async move {
             let namespaces: Api<Namespace> = Api::all(w.client());
-            let team = Namespace {
-                metadata: ObjectMeta { name: Some("team".to_owned()), ..ObjectMeta::default() },
-                ..Namespace::default()
-            };
-            w.apply(&namespaces, &team).await?;
+            w.apply(&namespaces, &namespace("team")).await?;
             let deployments: Api<Deployment> = Api::namespaced(w.client(), "team");
             let mut d = web("nginx:1", None);
             d.metadata.namespace = Some("team".to_owned());

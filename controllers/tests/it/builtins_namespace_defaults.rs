@@ -26,7 +26,8 @@ fn world(scenario: &str) -> SimBuilder {
     builtins::root_ca_cert_publisher(builtins::serviceaccounts_controller(world))
 }
 
-fn namespace(name: &str) -> Namespace {
+/// Namespace `name`, nothing else set.
+pub(crate) fn namespace(name: &str) -> Namespace {
     Namespace {
         metadata: ObjectMeta { name: Some(name.to_owned()), ..ObjectMeta::default() },
         ..Namespace::default()

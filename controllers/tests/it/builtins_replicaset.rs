@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::builtins_namespace_defaults::namespace;
 use crate::fault_plans::{RefusedCreates, crash_after_create, lagging_watch};
 use controllers::builtins::{self, owners, pod_state, snapshot};
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetSpec};
@@ -295,11 +296,7 @@ fn a_replicaset_in_a_terminating_namespace_does_not_retry_its_refused_creates() 
     .fault_hook(move |_seed| hook.clone())
     .workload(|w| async move {
         let namespaces: Api<Namespace> = Api::all(w.client());
-        let team = Namespace {
-            metadata: ObjectMeta { name: Some("team".to_owned()), ..ObjectMeta::default() },
-            ..Namespace::default()
-        };
-        w.apply(&namespaces, &team).await?;
+        w.apply(&namespaces, &namespace("team")).await?;
         let sets: Api<ReplicaSet> = Api::namespaced(w.client(), "team");
         let mut rs = replica_set(1);
         rs.metadata.namespace = Some("team".to_owned());

@@ -15,6 +15,22 @@ use sim::verdict::{RunReport, Verdict};
 /// Every cluster's end state, by name (`explain`'s own alias of this type is private).
 type EndStates = BTreeMap<Arc<str>, Snapshot>;
 
+/// The report of a run of scenario `s`, seed 1, with `trace` and `verdict` and nothing else.
+fn report_of(trace: Trace, verdict: Verdict) -> RunReport {
+    RunReport {
+        scenario: "s".into(),
+        seed: 1,
+        verdict,
+        digest: String::new(),
+        trace,
+        stats: RunStats::default(),
+        plan: FaultPlan::none(),
+        unfired: Vec::new(),
+        choices: None,
+        profile: Default::default(),
+    }
+}
+
 fn object(name: &str, replicas: u64) -> Arc<kube_core::DynamicObject> {
     let value = serde_json::json!({
         "apiVersion": "apps/v1", "kind": "StatefulSet",
@@ -70,22 +86,9 @@ fn the_story_names_the_fault_the_write_and_the_broken_property() {
         TraceEvent::ApiRequest { call: 2, verb: "delete", target: "pods/default/p".into() },
     );
     trace.push(3_500_000, &api, TraceEvent::ApiResponse { call: 2, result: Ok("8".into()) });
-    let report = RunReport {
-        scenario: "s".into(),
-        seed: 1,
-        verdict: Verdict::Correctness {
-            property: "kept".into(),
-            message: "pod p deleted".into(),
-            at_millis: 4,
-        },
-        digest: String::new(),
-        trace,
-        stats: RunStats::default(),
-        plan: FaultPlan::none(),
-        unfired: Vec::new(),
-        choices: None,
-        profile: Default::default(),
-    };
+    let verdict =
+        Verdict::Correctness { property: "kept".into(), message: "pod p deleted".into(), at_millis: 4 };
+    let report = report_of(trace, verdict);
     assert_eq!(
         story(&report),
         "0.001s FAULT on ctrl: crash ctrl after its 1st write\n\
@@ -112,18 +115,7 @@ fn the_story_tells_a_delete_and_a_write_that_changed_nothing_from_a_new_revision
     trace.push(3_500_000, &ctrl, ok(3, "7"));
     trace.push(4_000_000, &ctrl, request(4, "create", "configmaps/default/a"));
     trace.push(4_500_000, &ctrl, ok(4, "9"));
-    let report = RunReport {
-        scenario: "s".into(),
-        seed: 1,
-        verdict: Verdict::Pass,
-        digest: String::new(),
-        trace,
-        stats: RunStats::default(),
-        plan: FaultPlan::none(),
-        unfired: Vec::new(),
-        choices: None,
-        profile: Default::default(),
-    };
+    let report = report_of(trace, Verdict::Pass);
     assert_eq!(
         story(&report),
         "0.001s ctrl wrote (create) configmaps/default/a: ok, now rv 7\n\
