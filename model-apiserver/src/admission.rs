@@ -26,3 +26,33 @@ pub struct AdmissionRequest<'a> {
 /// (use 403 Forbidden or 422 Invalid as a webhook would).
 pub type AdmissionHook =
     Arc<dyn Fn(&AdmissionRequest<'_>, &mut DynamicObject) -> Result<(), Status> + Send + Sync>;
+
+/// The finalizer that keeps a PersistentVolumeClaim while a Pod uses it
+/// (`volumeutil.PVCProtectionFinalizer`).
+pub const PVC_PROTECTION_FINALIZER: &str = "kubernetes.io/pvc-protection";
+
+/// The finalizer that keeps a PersistentVolume while it is bound
+/// (`volumeutil.PVProtectionFinalizer`).
+pub const PV_PROTECTION_FINALIZER: &str = "kubernetes.io/pv-protection";
+
+/// kube-apiserver's `StorageObjectInUseProtection` admission plugin
+/// (`plugin/pkg/admission/storage/storageobjectinuseprotection`): the create of a core
+/// PersistentVolumeClaim or PersistentVolume (not of a subresource) gets its protection
+/// finalizer, after those it has, unless it has it already. Other operations and kinds pass.
+pub(crate) fn protect_storage_object(request: &AdmissionRequest<'_>, object: &mut DynamicObject) {
+    if request.operation != "create"
+        || request.subresource.is_some()
+        || !request.resource.api.group.is_empty()
+    {
+        return;
+    }
+    let finalizer = match request.resource.api.plural.as_str() {
+        "persistentvolumeclaims" => PVC_PROTECTION_FINALIZER,
+        "persistentvolumes" => PV_PROTECTION_FINALIZER,
+        _ => return,
+    };
+    let finalizers = object.metadata.finalizers.get_or_insert_with(Vec::new);
+    if !finalizers.iter().any(|f| f == finalizer) {
+        finalizers.push(finalizer.to_owned());
+    }
+}

@@ -60,7 +60,10 @@
 //!   (pod specs and containers, workloads and their templates, Jobs, Services with an allocated
 //!   cluster IP, claims, Secrets), so that a controller fighting defaults loops here as it
 //!   would in a cluster; `ServerConfig::builtin_defaults` turns it off.
-//! - **Admission.** Mutating hooks, validation, then validating hooks ([`AdmissionHook`]).
+//! - **Admission.** Mutating hooks, validation, then validating hooks ([`AdmissionHook`]); of
+//!   kube-apiserver's own plugins NamespaceLifecycle, and `StorageObjectInUseProtection` (claims'
+//!   and volumes' protection finalizers) when [`ServerConfig::storage_object_in_use_protection`]
+//!   is on.
 //! - **Eviction.** `pods/{name}/eviction` ([`Request::create_subresource`] with
 //!   [`Subresource::Eviction`]): the PodDisruptionBudget checks and decrement, the
 //!   `DisruptionTarget` condition and the pod's delete, each an ordinary write ([`eviction`]).
@@ -132,7 +135,7 @@ pub mod versions;
 mod watch;
 mod write;
 
-pub use admission::{AdmissionHook, AdmissionRequest};
+pub use admission::{AdmissionHook, AdmissionRequest, PV_PROTECTION_FINALIZER, PVC_PROTECTION_FINALIZER};
 pub use context::{Context, IdSource, SeqIds};
 pub use request::{FieldValidation, IntoResource, Request, Response, Subresource, Verb};
 pub use resources::{ResourceType, ResourceTypes};

@@ -43,6 +43,14 @@ pub struct ServerConfig {
     /// so that a watch or an exact read from them gets 410 Expired and the client relists.
     /// `None` keeps history by count alone (`history_revisions_max`).
     pub compaction_interval_seconds: Option<u64>,
+    /// kube-apiserver's `StorageObjectInUseProtection` admission plugin (on in every real
+    /// cluster): a created PersistentVolumeClaim gets the finalizer
+    /// [`PVC_PROTECTION_FINALIZER`](crate::PVC_PROTECTION_FINALIZER) and a created
+    /// PersistentVolume [`PV_PROTECTION_FINALIZER`](crate::PV_PROTECTION_FINALIZER), which
+    /// kube-controller-manager's protection controllers remove once nothing uses the object.
+    /// Off by default: without those controllers (the built-ins of the `controllers` crate turn
+    /// it on with them) a deleted claim would stay terminating for ever.
+    pub storage_object_in_use_protection: bool,
 }
 
 impl Default for ServerConfig {
@@ -52,6 +60,7 @@ impl Default for ServerConfig {
             pod_grace_period_seconds_default: 30,
             builtin_defaults: true,
             compaction_interval_seconds: Some(300),
+            storage_object_in_use_protection: false,
         }
     }
 }
@@ -477,6 +486,18 @@ impl ApiServer {
             }
         }
     }
+
+    /// The server's settings.
+    pub fn config(&self) -> &ServerConfig {
+        &self.config
+    }
+
+    /// The server's settings, to change while it serves (an admission plugin turned on when
+    /// the controllers that go with it start).
+    pub fn config_mut(&mut self) -> &mut ServerConfig {
+        &mut self.config
+    }
+
     /// The served types (built-ins plus established CRDs).
     pub fn types(&self) -> &ResourceTypes {
         &self.types

@@ -492,6 +492,11 @@ impl ApiServer {
         self.default_and_prune(t, &mut object);
         let request =
             AdmissionRequest { operation, resource: &t.ty, subresource, old, user: t.user.as_deref() };
+        // The built-in plugin runs before the webhooks, as kube-apiserver's admission chain
+        // orders its plugins before `MutatingAdmissionWebhook`.
+        if self.config.storage_object_in_use_protection {
+            crate::admission::protect_storage_object(&request, &mut object);
+        }
         for hook in &self.mutating {
             hook(&request, &mut object)?;
         }
