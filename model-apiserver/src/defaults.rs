@@ -25,7 +25,7 @@ pub(crate) fn apply(ty: &ResourceType, data: &mut Value) {
         ("", "Pod") => {
             let spec = object_at(obj, "spec");
             pod_spec(spec);
-            spec.entry("enableServiceLinks").or_insert(json!(true));
+            pod_only(spec);
         }
         ("apps", "Deployment") => {
             let spec = object_at(obj, "spec");
@@ -60,8 +60,10 @@ pub(crate) fn apply(ty: &ResourceType, data: &mut Value) {
             retention.entry("whenDeleted").or_insert(json!("Retain"));
             retention.entry("whenScaled").or_insert(json!("Retain"));
             if let Some(claims) = spec.get_mut("volumeClaimTemplates").and_then(Value::as_array_mut) {
+                // SetDefaults_PersistentVolumeClaim and SetDefaults_PersistentVolumeClaimSpec.
                 for claim in claims.iter_mut().filter_map(Value::as_object_mut) {
                     object_at(claim, "spec").entry("volumeMode").or_insert(json!("Filesystem"));
+                    object_at(claim, "status").entry("phase").or_insert(json!("Pending"));
                 }
             }
             template(spec);
@@ -252,33 +254,192 @@ fn template(spec: &mut Map<String, Value>) {
     pod_spec(object_at(object_at(spec, "template"), "spec"));
 }
 
-/// SetDefaults_PodSpec and SetDefaults_Container.
+/// SetObjectDefaults of a pod spec (`zz_generated.defaults.go`): SetDefaults_PodSpec, then each
+/// volume and each container (init and ephemeral ones too) with what they hold.
 fn pod_spec(spec: &mut Map<String, Value>) {
     spec.entry("restartPolicy").or_insert(json!("Always"));
     spec.entry("terminationGracePeriodSeconds").or_insert(json!(30));
     spec.entry("dnsPolicy").or_insert(json!("ClusterFirst"));
     spec.entry("securityContext").or_insert(json!({}));
     spec.entry("schedulerName").or_insert(json!("default-scheduler"));
-    for list in ["containers", "initContainers"] {
-        if let Some(containers) = spec.get_mut(list).and_then(Value::as_array_mut) {
-            for c in containers.iter_mut().filter_map(Value::as_object_mut) {
-                container(c);
-            }
+    for v in objects_in(spec, "volumes") {
+        volume(v);
+    }
+    for list in ["containers", "initContainers", "ephemeralContainers"] {
+        for c in objects_in(spec, list) {
+            container(c);
         }
     }
 }
 
+/// SetDefaults_Pod, what a Pod gets and a template does not: requests default to the limits
+/// they lack, service links are on, and with host networking a port's hostPort is its
+/// containerPort (defaultHostNetworkPorts).
+fn pod_only(spec: &mut Map<String, Value>) {
+    let host_network = spec.get("hostNetwork") == Some(&json!(true));
+    for list in ["containers", "initContainers"] {
+        for c in objects_in(spec, list) {
+            let resources = object_at(c, "resources");
+            let limits =
+                resources.get("limits").and_then(Value::as_object).filter(|l| !l.is_empty()).cloned();
+            if let Some(limits) = limits {
+                let requests = object_at(resources, "requests");
+                for (name, quantity) in limits {
+                    requests.entry(name).or_insert(quantity);
+                }
+            }
+            if host_network {
+                for port in objects_in(c, "ports") {
+                    if unset(port.get("hostPort")) {
+                        let container_port = port.get("containerPort").cloned().unwrap_or(json!(0));
+                        port.insert("hostPort".to_owned(), container_port);
+                    }
+                }
+            }
+        }
+    }
+    spec.entry("enableServiceLinks").or_insert(json!(true));
+}
+
+/// Whether a defaulted Go field is at its zero value: absent, null, 0 or "".
+fn unset(value: Option<&Value>) -> bool {
+    match value {
+        None | Some(Value::Null) => true,
+        Some(Value::Number(n)) => n.as_f64() == Some(0.0),
+        Some(Value::String(s)) => s.is_empty(),
+        Some(_) => false,
+    }
+}
+
+/// Set `key` to `default` when it is unset (the Go zero value counts as unset).
+fn default_to(map: &mut Map<String, Value>, key: &str, default: Value) {
+    if unset(map.get(key)) {
+        map.insert(key.to_owned(), default);
+    }
+}
+
+/// The default file mode of secret, configMap, downwardAPI and projected volumes (0644).
+const VOLUME_DEFAULT_MODE: u32 = 0o644;
+
+/// SetDefaults_Volume (a volume with no source is an emptyDir) and the defaults of its source.
+fn volume(v: &mut Map<String, Value>) {
+    if v.iter().all(|(key, value)| key == "name" || value.is_null()) {
+        v.insert("emptyDir".to_owned(), json!({}));
+    }
+    for (key, source) in v.iter_mut() {
+        let Some(source) = source.as_object_mut() else { continue };
+        match key.as_str() {
+            "secret" | "configMap" => {
+                source.entry("defaultMode").or_insert(json!(VOLUME_DEFAULT_MODE));
+            }
+            "downwardAPI" => {
+                source.entry("defaultMode").or_insert(json!(VOLUME_DEFAULT_MODE));
+                downward_api_items(source);
+            }
+            "projected" => {
+                source.entry("defaultMode").or_insert(json!(VOLUME_DEFAULT_MODE));
+                for projection in objects_in(source, "sources") {
+                    if let Some(downward) = projection.get_mut("downwardAPI").and_then(Value::as_object_mut) {
+                        downward_api_items(downward);
+                    }
+                    if let Some(token) =
+                        projection.get_mut("serviceAccountToken").and_then(Value::as_object_mut)
+                    {
+                        token.entry("expirationSeconds").or_insert(json!(3600));
+                    }
+                }
+            }
+            "hostPath" => {
+                source.entry("type").or_insert(json!(""));
+            }
+            "iscsi" => default_to(source, "iscsiInterface", json!("default")),
+            "rbd" => {
+                default_to(source, "pool", json!("rbd"));
+                default_to(source, "user", json!("admin"));
+                default_to(source, "keyring", json!("/etc/ceph/keyring"));
+            }
+            "azureDisk" => {
+                source.entry("cachingMode").or_insert(json!("ReadWrite"));
+                source.entry("kind").or_insert(json!("Shared"));
+                source.entry("fsType").or_insert(json!("ext4"));
+                source.entry("readOnly").or_insert(json!(false));
+            }
+            "scaleIO" => {
+                default_to(source, "storageMode", json!("ThinProvisioned"));
+                default_to(source, "fsType", json!("xfs"));
+            }
+            "ephemeral" => {
+                if let Some(claim) = source.get_mut("volumeClaimTemplate").and_then(Value::as_object_mut) {
+                    object_at(claim, "spec").entry("volumeMode").or_insert(json!("Filesystem"));
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// SetDefaults_ObjectFieldSelector on the field references of downward API items.
+fn downward_api_items(source: &mut Map<String, Value>) {
+    for item in objects_in(source, "items") {
+        if let Some(field_ref) = item.get_mut("fieldRef").and_then(Value::as_object_mut) {
+            default_to(field_ref, "apiVersion", json!("v1"));
+        }
+    }
+}
+
+/// SetDefaults_Container and what a container holds: ports (TCP), env field references,
+/// probes and lifecycle hooks.
 fn container(c: &mut Map<String, Value>) {
     let pull = image_pull_policy(c.get("image").and_then(Value::as_str).unwrap_or_default());
     c.entry("imagePullPolicy").or_insert(json!(pull));
     c.entry("terminationMessagePath").or_insert(json!("/dev/termination-log"));
     c.entry("terminationMessagePolicy").or_insert(json!("File"));
     c.entry("resources").or_insert(json!({}));
-    if let Some(ports) = c.get_mut("ports").and_then(Value::as_array_mut) {
-        for p in ports.iter_mut().filter_map(Value::as_object_mut) {
-            p.entry("protocol").or_insert(json!("TCP"));
+    for p in objects_in(c, "ports") {
+        p.entry("protocol").or_insert(json!("TCP"));
+    }
+    for env in objects_in(c, "env") {
+        let field_ref =
+            env.get_mut("valueFrom").and_then(|v| v.get_mut("fieldRef")).and_then(Value::as_object_mut);
+        if let Some(field_ref) = field_ref {
+            default_to(field_ref, "apiVersion", json!("v1"));
         }
     }
+    for key in ["livenessProbe", "readinessProbe", "startupProbe"] {
+        if let Some(p) = c.get_mut(key).and_then(Value::as_object_mut) {
+            probe(p);
+        }
+    }
+    if let Some(lifecycle) = c.get_mut("lifecycle").and_then(Value::as_object_mut) {
+        for hook in ["postStart", "preStop"] {
+            if let Some(get) =
+                lifecycle.get_mut(hook).and_then(|h| h.get_mut("httpGet")).and_then(Value::as_object_mut)
+            {
+                http_get(get);
+            }
+        }
+    }
+}
+
+/// SetDefaults_Probe, SetDefaults_HTTPGetAction of its handler, and a gRPC handler's service
+/// (`+default=""`).
+fn probe(p: &mut Map<String, Value>) {
+    default_to(p, "timeoutSeconds", json!(1));
+    default_to(p, "periodSeconds", json!(10));
+    default_to(p, "successThreshold", json!(1));
+    default_to(p, "failureThreshold", json!(3));
+    if let Some(get) = p.get_mut("httpGet").and_then(Value::as_object_mut) {
+        http_get(get);
+    }
+    if let Some(grpc) = p.get_mut("grpc").and_then(Value::as_object_mut) {
+        grpc.entry("service").or_insert(json!(""));
+    }
+}
+
+/// SetDefaults_HTTPGetAction.
+fn http_get(get: &mut Map<String, Value>) {
+    default_to(get, "path", json!("/"));
+    default_to(get, "scheme", json!("HTTP"));
 }
 
 /// `Always` for an image without a tag (or tagged `latest`), `IfNotPresent` otherwise; a digest

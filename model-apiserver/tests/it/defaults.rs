@@ -258,3 +258,119 @@ fn a_job_selects_its_pods_by_a_generated_controller_uid_selector() {
         json!({"job-name": "j", "batch.kubernetes.io/job-name": "j", "controller-uid": uid, "batch.kubernetes.io/controller-uid": uid})
     );
 }
+
+// core/v1 SetObjectDefaults_Pod (zz_generated.defaults.go): SetDefaults_Probe, SetDefaults_HTTPGetAction,
+// the gRPC action's `+default=""` service, SetDefaults_ObjectFieldSelector on env and downward API
+// items, SetDefaults_Volume (no source is an emptyDir), the volume sources' defaultMode 0644 (420),
+// SetDefaults_HostPathVolumeSource, SetDefaults_ServiceAccountTokenProjection (one hour) and
+// SetDefaults_PersistentVolumeClaimSpec inside an ephemeral volume's claim template.
+#[test]
+fn a_pod_gets_probe_lifecycle_env_and_volume_defaults() {
+    let mut w = World::new();
+    let mut body = pod(json!([{
+        "name": "c", "image": "i:1",
+        "livenessProbe": {"httpGet": {"port": 80}},
+        "readinessProbe": {"exec": {"command": ["true"]}, "periodSeconds": 5},
+        "startupProbe": {"grpc": {"port": 9000}},
+        "lifecycle": {"preStop": {"httpGet": {"port": 8080, "path": "/quit"}}, "postStart": {"exec": {"command": ["x"]}}},
+        "env": [{"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}, {"name": "B", "value": "b"}],
+    }]));
+    body["spec"]["volumes"] = json!([
+        {"name": "empty"},
+        {"name": "s", "secret": {"secretName": "x"}},
+        {"name": "cm", "configMap": {"name": "x", "defaultMode": 256}},
+        {"name": "d", "downwardAPI": {"items": [{"path": "a", "fieldRef": {"fieldPath": "metadata.name"}}]}},
+        {"name": "pr", "projected": {"sources": [{"serviceAccountToken": {"path": "t"}},
+            {"downwardAPI": {"items": [{"path": "b", "fieldRef": {"fieldPath": "metadata.uid"}}]}}]}},
+        {"name": "h", "hostPath": {"path": "/x"}},
+        {"name": "e", "ephemeral": {"volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}}}}}},
+    ]);
+    let p = w.create(&pods(), Some("default"), body);
+    let c = &p.data["spec"]["containers"][0];
+    let probe = |handler: Value| {
+        let mut p =
+            json!({"timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3});
+        p.as_object_mut().unwrap().extend(handler.as_object().unwrap().clone());
+        p
+    };
+    assert_eq!(c["livenessProbe"], probe(json!({"httpGet": {"port": 80, "path": "/", "scheme": "HTTP"}})));
+    assert_eq!(c["readinessProbe"], probe(json!({"exec": {"command": ["true"]}, "periodSeconds": 5})));
+    assert_eq!(c["startupProbe"], probe(json!({"grpc": {"port": 9000, "service": ""}})));
+    assert_eq!(
+        c["lifecycle"],
+        json!({"preStop": {"httpGet": {"port": 8080, "path": "/quit", "scheme": "HTTP"}},
+               "postStart": {"exec": {"command": ["x"]}}})
+    );
+    assert_eq!(
+        c["env"],
+        json!([{"name": "A", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}},
+               {"name": "B", "value": "b"}])
+    );
+    assert_eq!(
+        p.data["spec"]["volumes"],
+        json!([
+            {"name": "empty", "emptyDir": {}},
+            {"name": "s", "secret": {"secretName": "x", "defaultMode": 420}},
+            {"name": "cm", "configMap": {"name": "x", "defaultMode": 256}},
+            {"name": "d", "downwardAPI": {"defaultMode": 420,
+                "items": [{"path": "a", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}]}},
+            {"name": "pr", "projected": {"defaultMode": 420, "sources": [
+                {"serviceAccountToken": {"path": "t", "expirationSeconds": 3600}},
+                {"downwardAPI": {"items": [{"path": "b", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.uid"}}]}}]}},
+            {"name": "h", "hostPath": {"path": "/x", "type": ""}},
+            {"name": "e", "ephemeral": {"volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "1Gi"}}, "volumeMode": "Filesystem"}}}},
+        ])
+    );
+}
+
+// core/v1 SetDefaults_Pod: limits without requests become the requests, on Pods only ("we only
+// want this defaulting semantic to take place on a v1.Pod and not a v1.PodTemplate"), and with
+// hostNetwork a container port's hostPort defaults to its containerPort (defaultHostNetworkPorts).
+#[test]
+fn a_pods_limits_default_its_requests_and_host_network_its_host_ports() {
+    let mut w = World::new();
+    let mut body = pod(json!([{"name": "c", "image": "i:1",
+        "resources": {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m"}},
+        "ports": [{"containerPort": 80}, {"containerPort": 81, "hostPort": 9081}]}]));
+    body["spec"]["initContainers"] =
+        json!([{"name": "i", "image": "i:1", "resources": {"limits": {"cpu": "2"}}}]);
+    body["spec"]["hostNetwork"] = json!(true);
+    let p = w.create(&pods(), Some("default"), body);
+    let spec = &p.data["spec"];
+    assert_eq!(spec["containers"][0]["resources"]["requests"], json!({"cpu": "500m", "memory": "1Gi"}));
+    assert_eq!(spec["initContainers"][0]["resources"]["requests"], json!({"cpu": "2"}));
+    assert_eq!(
+        spec["containers"][0]["ports"],
+        json!([{"containerPort": 80, "hostPort": 80, "protocol": "TCP"},
+               {"containerPort": 81, "hostPort": 9081, "protocol": "TCP"}])
+    );
+    // A template's limits stay alone.
+    let rs = builtin("apps", "replicasets");
+    let r = w.create(
+        &rs,
+        Some("default"),
+        json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "r"},
+               "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}},
+                   "spec": {"containers": [{"name": "c", "image": "i:1", "resources": {"limits": {"cpu": "1"}}}]}}}}),
+    );
+    assert_eq!(
+        r.data["spec"]["template"]["spec"]["containers"][0]["resources"],
+        json!({"limits": {"cpu": "1"}})
+    );
+}
+
+// apps/v1 SetObjectDefaults_StatefulSet calls SetDefaults_PersistentVolumeClaim on every volume
+// claim template, so each starts with `status.phase: Pending` as a created claim does.
+#[test]
+fn a_statefulsets_volume_claim_templates_get_the_pending_phase() {
+    let mut w = World::new();
+    let sts = builtin("apps", "statefulsets");
+    let body = json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "s"},
+        "spec": {"serviceName": "s", "selector": {"matchLabels": {"app": "s"}}, "template": {"metadata": {"labels": {"app": "s"}}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}},
+                 "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"],
+                     "resources": {"requests": {"storage": "1Gi"}}}}]}});
+    let s = w.create(&sts, Some("default"), body);
+    assert_eq!(s.data["spec"]["volumeClaimTemplates"][0]["status"], json!({"phase": "Pending"}));
+}
