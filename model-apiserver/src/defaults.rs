@@ -456,16 +456,34 @@ fn image_pull_policy(image: &str) -> &'static str {
     }
 }
 
-/// SetDefaults_Service (clusterIP allocation is the strategy's, with the id source).
+/// SetDefaults_Service (clusterIP and node port allocation is the strategy's, with the id
+/// source).
 fn service(spec: &mut Map<String, Value>) {
     spec.entry("type").or_insert(json!("ClusterIP"));
-    spec.entry("sessionAffinity").or_insert(json!("None"));
+    default_to(spec, "sessionAffinity", json!("None"));
+    match spec.get("sessionAffinity").and_then(Value::as_str) {
+        Some("None") => {
+            spec.remove("sessionAffinityConfig");
+        }
+        Some("ClientIP")
+            if spec
+                .get("sessionAffinityConfig")
+                .and_then(|c| c.pointer("/clientIP/timeoutSeconds"))
+                .is_none_or(Value::is_null) =>
+        {
+            spec.insert("sessionAffinityConfig".to_owned(), json!({"clientIP": {"timeoutSeconds": 10800}}));
+        }
+        _ => {}
+    }
     let kind = spec.get("type").and_then(Value::as_str).unwrap_or("ClusterIP").to_owned();
     if kind != "ExternalName" {
         spec.entry("internalTrafficPolicy").or_insert(json!("Cluster"));
     }
-    if kind == "NodePort" || kind == "LoadBalancer" {
-        spec.entry("externalTrafficPolicy").or_insert(json!("Cluster"));
+    if externally_accessible(spec) {
+        default_to(spec, "externalTrafficPolicy", json!("Cluster"));
+    }
+    if kind == "LoadBalancer" {
+        spec.entry("allocateLoadBalancerNodePorts").or_insert(json!(true));
     }
     if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
         for p in ports.iter_mut().filter_map(Value::as_object_mut) {
@@ -475,5 +493,15 @@ fn service(spec: &mut Map<String, Value>) {
                 p.insert("targetPort".to_owned(), port);
             }
         }
+    }
+}
+
+/// `service.ExternallyAccessible`: a LoadBalancer, a NodePort, or a ClusterIP Service with
+/// external IPs.
+pub(crate) fn externally_accessible(spec: &Map<String, Value>) -> bool {
+    match spec.get("type").and_then(Value::as_str).unwrap_or("ClusterIP") {
+        "LoadBalancer" | "NodePort" => true,
+        "ClusterIP" => spec.get("externalIPs").and_then(Value::as_array).is_some_and(|ips| !ips.is_empty()),
+        _ => false,
     }
 }

@@ -58,7 +58,7 @@
 //!   spec, claim spec, immutable ConfigMaps and Secrets).
 //! - **Defaulting of built-ins.** The fields the real server fills in on create and update
 //!   (pod specs and containers, workloads and their templates, Jobs, Services with an allocated
-//!   cluster IP, claims, Secrets), so that a controller fighting defaults loops here as it
+//!   cluster IP and node ports, claims, Secrets), so that a controller fighting defaults loops here as it
 //!   would in a cluster; `ServerConfig::builtin_defaults` turns it off.
 //! - **Admission.** Mutating hooks, validation, then validating hooks ([`AdmissionHook`]); of
 //!   kube-apiserver's own plugins NamespaceLifecycle, and `StorageObjectInUseProtection` (claims'
@@ -116,6 +116,7 @@ mod filter;
 pub mod go_json;
 mod ignored;
 mod metadata;
+mod node_ports;
 pub mod patch;
 pub mod pod_logs;
 pub mod quantity;

@@ -6,7 +6,7 @@
 use kube_core::DynamicObject;
 use serde_json::{Value, json};
 
-use crate::{context::IdSource, defaults, metadata, resources::ResourceType, server::Target};
+use crate::{context::IdSource, defaults, metadata, node_ports, resources::ResourceType, server::Target};
 
 /// The finalizer the namespace lifecycle puts in a Namespace's `spec.finalizers`.
 pub(crate) const NAMESPACE_FINALIZER: &str = "kubernetes";
@@ -96,6 +96,7 @@ pub(crate) fn prepare_for_create(
 ) {
     if is_core(&t.ty, "Service") {
         allocate_cluster_ip(object, ids);
+        node_ports::allocate(object, ids);
     }
     if is_job(&t.ty) {
         generate_job_selector(object);
@@ -225,6 +226,7 @@ pub(crate) fn prepare_for_update(
     old: &DynamicObject,
     new: &mut DynamicObject,
     builtin_defaults: bool,
+    ids: &mut dyn IdSource,
 ) {
     merge_string_data(t, new);
     if builtin_defaults {
@@ -247,7 +249,10 @@ pub(crate) fn prepare_for_update(
         ensure_namespace_label(new);
     }
     if is_core(&t.ty, "Service") {
+        node_ports::drop_type_dependent_fields(old, new);
         keep_cluster_ip(old, new);
+        node_ports::keep(old, new);
+        node_ports::allocate(new, ids);
     }
     if is_job(&t.ty) {
         copy_job_labels(new);
@@ -410,10 +415,14 @@ fn allocate_cluster_ip(object: &mut DynamicObject, ids: &mut dyn IdSource) {
 }
 
 /// An update that leaves a Service's cluster IP fields empty keeps the allocated ones, as the
-/// real Service REST does (a changed IP is refused by validation).
+/// real Service REST does (a changed IP is refused by validation), unless it no longer needs
+/// one (ExternalName).
 fn keep_cluster_ip(old: &DynamicObject, new: &mut DynamicObject) {
     let Some(old_spec) = old.data.get("spec").and_then(Value::as_object) else { return };
     let Some(spec) = new.data.get_mut("spec").and_then(Value::as_object_mut) else { return };
+    if spec.get("type").and_then(Value::as_str) == Some("ExternalName") {
+        return;
+    }
     for field in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
         let empty = spec.get(field).is_none_or(|v| v == &json!("") || v == &json!([]) || v.is_null());
         if let (true, Some(v)) = (empty, old_spec.get(field)) {

@@ -355,7 +355,7 @@ impl ApiServer {
             strategy::prepare_for_status_update(t, old, &mut new, ctx.now);
         } else {
             self.preserve_server_fields(t, old, &mut new, opts.applied)?;
-            strategy::prepare_for_update(t, old, &mut new, self.config.builtin_defaults);
+            strategy::prepare_for_update(t, old, &mut new, self.config.builtin_defaults, ctx.ids);
         }
         strategy::fill_status_zero_values(t, &mut new);
         let sub_name = subresource.map(Subresource::name);

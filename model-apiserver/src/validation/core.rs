@@ -417,13 +417,22 @@ pub(crate) fn service(svc: &Service, out: &mut Vec<StatusCause>) {
         &["SingleStack", "PreferDualStack", "RequireDualStack"],
         out,
     );
-    if let Some(policy) = spec.external_traffic_policy.as_deref().filter(|p| !p.is_empty()) {
-        if ty == "ClusterIP" || ty == "ExternalName" {
-            let why = "may only be set for services with type 'NodePort' or 'LoadBalancer'";
+    // validateServiceExternalTrafficPolicy, with `service.ExternallyAccessible`.
+    let externally_accessible = matches!(ty, "NodePort" | "LoadBalancer")
+        || (ty == "ClusterIP" && spec.external_ips.as_ref().is_some_and(|ips| !ips.is_empty()));
+    let policy = spec.external_traffic_policy.as_deref().filter(|p| !p.is_empty());
+    if let Some(policy) = policy {
+        if !externally_accessible {
+            let why = "may only be set for externally-accessible services";
             out.push(invalid(&path.child("externalTrafficPolicy"), q(policy), why));
         } else {
             one_of_if_set(Some(policy), &path.child("externalTrafficPolicy"), &["Cluster", "Local"], out);
         }
+    }
+    let needs_health_check = ty == "LoadBalancer" && policy == Some("Local");
+    if let Some(port) = spec.health_check_node_port.filter(|p| *p != 0 && !needs_health_check) {
+        let why = "may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'";
+        out.push(invalid(&path.child("healthCheckNodePort"), port.to_string(), why));
     }
     one_of_if_set(
         spec.internal_traffic_policy.as_deref(),

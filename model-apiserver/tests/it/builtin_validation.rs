@@ -393,3 +393,36 @@ fn a_changed_selector_is_shown_as_go_prints_a_label_selector() {
         "Deployment.apps \"web\" is invalid: spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{\"app\":\"web\", \"x\":\"y\"}, MatchExpressions:[]v1.LabelSelectorRequirement{v1.LabelSelectorRequirement{Key:\"tier\", Operator:\"In\", Values:[]string{\"a\", \"b\"}}}}: field is immutable"
     );
 }
+
+// validateServiceExternalTrafficPolicy (pkg/apis/core/validation/validation.go): the policy
+// only on `service.ExternallyAccessible` Services (a ClusterIP with external IPs is one), and a
+// health check node port only on a LoadBalancer with the Local policy.
+#[test]
+fn a_traffic_policy_or_health_check_port_off_an_externally_accessible_service_gets_422() {
+    let mut w = World::new();
+    let svcs = builtin("", "services");
+    let body = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+                      "spec": {"ports": [{"port": 80}], "externalTrafficPolicy": "Local"}});
+    let err = w.try_create(&svcs, Some("default"), body.clone()).unwrap_err();
+    assert_eq!(
+        err.message,
+        "Service \"s\" is invalid: spec.externalTrafficPolicy: Invalid value: \"Local\": may only be set for externally-accessible services"
+    );
+    let err = w
+        .try_create(
+            &svcs,
+            Some("default"),
+            with(
+                with(body.clone(), "/spec/type", json!("NodePort")),
+                "/spec/healthCheckNodePort",
+                json!(30001),
+            ),
+        )
+        .unwrap_err();
+    assert_eq!(
+        err.message,
+        "Service \"s\" is invalid: spec.healthCheckNodePort: Invalid value: 30001: may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'"
+    );
+    let external = with(body, "/spec/externalIPs", json!(["192.0.2.1"]));
+    assert!(w.try_create(&svcs, Some("default"), external).is_ok());
+}

@@ -374,3 +374,90 @@ fn a_statefulsets_volume_claim_templates_get_the_pending_phase() {
     let s = w.create(&sts, Some("default"), body);
     assert_eq!(s.data["spec"]["volumeClaimTemplates"][0]["status"], json!({"phase": "Pending"}));
 }
+
+fn node_ports(s: &kube_core::DynamicObject) -> Vec<i64> {
+    s.data["spec"]["ports"].as_array().unwrap().iter().map(|p| p["nodePort"].as_i64().unwrap_or(0)).collect()
+}
+
+// core/v1 SetDefaults_Service: ClientIP affinity gets a 10800 s timeout and None drops the
+// config; externally accessible Services (NodePort, LoadBalancer, or ClusterIP with external IPs,
+// `service.ExternallyAccessible`) get the Cluster external traffic policy; a LoadBalancer
+// allocates node ports unless told not to.
+#[test]
+fn a_service_gets_session_affinity_traffic_policy_and_load_balancer_defaults() {
+    let mut w = World::new();
+    let svcs = builtin("", "services");
+    let lb = w.create(
+        &svcs,
+        Some("default"),
+        service(
+            "lb",
+            json!({"type": "LoadBalancer", "sessionAffinity": "ClientIP", "ports": [{"port": 80}]}),
+        ),
+    );
+    let spec = &lb.data["spec"];
+    assert_eq!(spec["sessionAffinityConfig"], json!({"clientIP": {"timeoutSeconds": 10800}}));
+    assert_eq!(spec["allocateLoadBalancerNodePorts"], json!(true));
+    assert_eq!(spec["externalTrafficPolicy"], json!("Cluster"));
+    let ext = w.create(
+        &svcs,
+        Some("default"),
+        service(
+            "ext",
+            json!({"externalIPs": ["192.0.2.1"], "ports": [{"port": 80}],
+                              "sessionAffinityConfig": {"clientIP": {"timeoutSeconds": 5}}}),
+        ),
+    );
+    let spec = &ext.data["spec"];
+    assert_eq!(spec["externalTrafficPolicy"], json!("Cluster"));
+    assert_eq!(spec.get("sessionAffinityConfig"), None);
+    assert_eq!(spec.get("allocateLoadBalancerNodePorts"), None);
+}
+
+// The Service REST allocates a node port (30000-32767) to every port of a NodePort or
+// LoadBalancer Service that names none, and a health check node port to a LoadBalancer with the
+// Local policy; an update keeps them by port name (`patchAllocatedValues`,
+// pkg/registry/core/service/storage/storage.go), and a switch to ClusterIP that leaves them as
+// they were drops them (`dropTypeDependentFields`, pkg/registry/core/service/strategy.go).
+#[test]
+fn node_ports_are_allocated_kept_across_updates_and_dropped_with_the_type() {
+    let mut w = World::new();
+    let svcs = builtin("", "services");
+    let spec = json!({"type": "NodePort", "selector": {"a": "b"},
+                      "ports": [{"name": "http", "port": 80}, {"name": "https", "port": 443, "nodePort": 30443}]});
+    let s = w.create(&svcs, Some("default"), service("np", spec.clone()));
+    let ports = node_ports(&s);
+    assert!((30000..=32767).contains(&ports[0]), "{ports:?}");
+    assert_eq!(ports[1], 30443);
+    // Resubmitting the manifest without node ports keeps the allocated ones: nothing changes.
+    let mut body = (*s).clone();
+    body.data["spec"] = spec;
+    let same = w.try_update(&svcs, Some("default"), body).unwrap();
+    assert_eq!(node_ports(&same), ports);
+    assert_eq!(rv(&same), rv(&s));
+    // Switching to ClusterIP with the node ports as stored drops them.
+    let mut body = (*same).clone();
+    body.data["spec"]["type"] = json!("ClusterIP");
+    let cluster = w.try_update(&svcs, Some("default"), body).unwrap();
+    assert_eq!(node_ports(&cluster), vec![0, 0]);
+    assert_eq!(cluster.data["spec"].get("externalTrafficPolicy"), None);
+    let local = w.create(
+        &svcs,
+        Some("default"),
+        service(
+            "local",
+            json!({"type": "LoadBalancer", "externalTrafficPolicy": "Local", "ports": [{"port": 80}]}),
+        ),
+    );
+    let hc = local.data["spec"]["healthCheckNodePort"].as_i64().unwrap();
+    assert!((30000..=32767).contains(&hc), "{hc}");
+    let none = w.create(
+        &svcs,
+        Some("default"),
+        service(
+            "none",
+            json!({"type": "LoadBalancer", "allocateLoadBalancerNodePorts": false, "ports": [{"port": 80}]}),
+        ),
+    );
+    assert_eq!(node_ports(&none), vec![0]);
+}
