@@ -306,9 +306,20 @@ impl SimBuilder {
         self
     }
 
-    /// The bounds of every cluster's model server (a short history makes watches expire: 410).
+    /// The settings of every cluster's model server (a short history makes watches expire: 410).
+    /// They replace every earlier setting, those that added controllers turned on included (the
+    /// storage protection controllers' admission plugin): set them before adding controllers, or
+    /// change one with [`Self::server_config_with`].
     pub fn server_config(mut self, config: ServerConfig) -> Self {
         self.server_config = config;
+        self.installed = Arc::default();
+        self
+    }
+
+    /// Change some settings of every cluster's model server, keeping the others (a controller
+    /// turns on the admission plugin that goes with it).
+    pub fn server_config_with(mut self, change: impl FnOnce(&mut ServerConfig)) -> Self {
+        change(&mut self.server_config);
         self.installed = Arc::default();
         self
     }

@@ -38,6 +38,13 @@ pub enum Error {
         /// The object (`namespace/name`) the sync was for.
         name: String,
     },
+    /// A StatefulSet's Pod needs a claim that exists but is being deleted (kept by its
+    /// protection finalizer while a Pod uses it): the Pod is not created on it.
+    #[error("pvc {name} is being deleted")]
+    ClaimBeingDeleted {
+        /// The claim's name.
+        name: String,
+    },
     /// An object did not convert to or from JSON.
     #[error("serializing an object: {0}")]
     Serde(#[from] serde_json::Error),

@@ -25,6 +25,8 @@
 //! | [`endpointslice_controller()`] | `endpointslice-controller` | Service → EndpointSlices of its selected Pods (owned by it): conditions, ports, zones, at most 100 endpoints each |
 //! | [`persistentvolume_binder()`] | `persistentvolume-binder` | binds PersistentVolumeClaims to PersistentVolumes (the smallest that fits, or the one named), gives a classless claim the default StorageClass, hands claims to their class's provisioner, releases a volume whose claim is gone |
 //! | [`local_provisioner()`] | `local-provisioner` | installs the default StorageClass `standard` (kind's local-path provisioner's stand-in), provisions a volume for each of its claims, deletes them once released |
+//! | [`pvc_protection_controller()`] | `pvc-protection-controller` | keeps a deleted PersistentVolumeClaim (its `kubernetes.io/pvc-protection` finalizer) while a scheduled Pod mounts it |
+//! | [`pv_protection_controller()`] | `pv-protection-controller` | keeps a deleted PersistentVolume (its `kubernetes.io/pv-protection` finalizer) while it is bound |
 //! | [`kubelet()`] | `kubelet` | schedules Pods once their claims are bound and runs them: Pending → Running, Ready, Succeeded or Failed |
 //!
 //! ```ignore
@@ -136,6 +138,7 @@ pub mod statefulset;
 pub mod status_patch;
 pub mod templates;
 pub mod ttl_after_finished;
+pub mod volume_protection;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -163,6 +166,9 @@ pub use root_ca_publisher::root_ca_cert_publisher;
 pub use serviceaccounts::serviceaccounts_controller;
 pub use statefulset::statefulset_controller;
 pub use ttl_after_finished::ttl_after_finished_controller;
+pub use volume_protection::{
+    pv_protection_controller, pvc_protection_controller, volume_protection_controllers,
+};
 
 /// How soon the kubelet-lite and the volume controllers retry a failed sync (a 409 from a stale
 /// cache, a fault): the next attempt reads fresh state. The others back off ([`rate_limit`]).
@@ -183,7 +189,7 @@ pub(crate) fn boxed<F: std::future::Future>(make: impl FnOnce() -> F) -> std::pi
 }
 
 pub fn all(builder: SimBuilder) -> SimBuilder {
-    let adders: [(&str, AddBuiltin); 17] = [
+    let adders: [(&str, AddBuiltin); 19] = [
         (garbage_collector::NODE, garbage_collector),
         (namespace::NODE, namespace_controller),
         (deployment::NODE, deployment_controller),
@@ -200,6 +206,8 @@ pub fn all(builder: SimBuilder) -> SimBuilder {
         (endpointslice::NODE, endpointslice_controller),
         (persistentvolume::NODE, persistentvolume_binder),
         (local_provisioner::NODE, local_provisioner),
+        (volume_protection::PVC_NODE, pvc_protection_controller),
+        (volume_protection::PV_NODE, pv_protection_controller),
         (kubelet::NODE, kubelet),
     ];
     let present = builder.controller_names();

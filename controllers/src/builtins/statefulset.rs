@@ -23,7 +23,10 @@
 //!   revision, every other from the update revision.
 //! - Before a Pod is created, each `volumeClaimTemplates` entry `tpl` gets its PVC
 //!   `<tpl>-<set>-<ordinal>` (template labels plus the selector's `matchLabels`), mounted by the
-//!   Pod as volume `tpl`.
+//!   Pod as volume `tpl`. An existing claim is used as it is, unless it is being deleted (kept
+//!   by its protection finalizer while a Pod uses it, [`super::volume_protection`]): then the
+//!   Pod is not created ("pvc <name> is being deleted") and the sync is retried until the claim
+//!   is gone and can be created anew.
 //! - Scale-down deletes the highest ordinal first, one at a time, and only while every Pod that
 //!   stays is Running and Ready.
 //! - RollingUpdate: once every Pod is healthy, the highest-ordinal Pod at or above `partition`
@@ -337,12 +340,26 @@ impl Sync<'_> {
                     events::normal(&self.ctx.recorder, &events::reference(set), "SuccessfulCreate", message)
                         .await;
                 }
-                // Made by an earlier sync (or by the user): used as it is, if it is really there.
-                Err(e) if has_code(&e, 409) => {
-                    if self.claims_api.get_opt(&claim.name_any()).await?.is_none() {
-                        return Err(e.into());
+                // Made by an earlier sync (or by the user): used as it is, if it is really there
+                // and not being deleted. A claim being deleted (kept by its protection finalizer
+                // while a Pod uses it) is not used for a new Pod: upstream's
+                // `createPersistentVolumeClaims` fails with "pvc <name> is being deleted", and
+                // the retry finds it gone and creates it anew.
+                Err(e) if has_code(&e, 409) => match self.claims_api.get_opt(&claim.name_any()).await? {
+                    None => return Err(e.into()),
+                    Some(existing) if existing.metadata.deletion_timestamp.is_some() => {
+                        let error = Error::ClaimBeingDeleted { name: name.clone() };
+                        let pod = format!("{set_name}-{ordinal}");
+                        let message = format!(
+                            "create Pod {pod} in StatefulSet {set_name} failed error: {}",
+                            error.message()
+                        );
+                        events::warning(&self.ctx.recorder, &events::reference(set), "FailedCreate", message)
+                            .await;
+                        return Err(error);
                     }
-                }
+                    Some(_) => {}
+                },
                 Err(e) => {
                     // Upstream's claim event, then the Pod's (its `createPersistentVolumeClaims`
                     // error, which stops the Pod's create).

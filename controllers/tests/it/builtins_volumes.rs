@@ -25,11 +25,11 @@ const SEEDS: u64 = 20;
 const WAIT: Duration = Duration::from_secs(60);
 
 /// The binder and the provisioner, which every world here runs.
-fn storage(name: &str) -> SimBuilder {
+pub(crate) fn storage(name: &str) -> SimBuilder {
     builtins::local_provisioner(builtins::persistentvolume_binder(Sim::builder().scenario(name)))
 }
 
-fn claim(name: &str, class: Option<&str>, storage: &str) -> PersistentVolumeClaim {
+pub(crate) fn claim(name: &str, class: Option<&str>, storage: &str) -> PersistentVolumeClaim {
     PersistentVolumeClaim {
         metadata: ObjectMeta {
             name: Some(name.to_owned()),
@@ -49,7 +49,7 @@ fn claim(name: &str, class: Option<&str>, storage: &str) -> PersistentVolumeClai
     }
 }
 
-fn volume(name: &str, class: &str, capacity: &str, reclaim: &str) -> PersistentVolume {
+pub(crate) fn volume(name: &str, class: &str, capacity: &str, reclaim: &str) -> PersistentVolume {
     PersistentVolume {
         metadata: ObjectMeta { name: Some(name.to_owned()), ..ObjectMeta::default() },
         spec: Some(PersistentVolumeSpec {
@@ -68,11 +68,11 @@ fn claim_phase(c: &PersistentVolumeClaim) -> Option<&str> {
     c.status.as_ref().and_then(|s| s.phase.as_deref())
 }
 
-fn volume_phase(v: &PersistentVolume) -> Option<&str> {
+pub(crate) fn volume_phase(v: &PersistentVolume) -> Option<&str> {
     v.status.as_ref().and_then(|s| s.phase.as_deref())
 }
 
-fn claim_is(phase: &'static str) -> impl Fn(Option<&PersistentVolumeClaim>) -> bool {
+pub(crate) fn claim_is(phase: &'static str) -> impl Fn(Option<&PersistentVolumeClaim>) -> bool {
     move |c| c.is_some_and(|c| claim_phase(c) == Some(phase))
 }
 
@@ -270,7 +270,7 @@ fn deleting_a_claim_deletes_its_provisioned_volume_and_releases_a_retained_one()
     report.assert_all_passed();
 }
 
-fn pod_with_claim(name: &str, claim: &str) -> Pod {
+pub(crate) fn pod_with_claim(name: &str, claim: &str) -> Pod {
     Pod {
         metadata: ObjectMeta {
             name: Some(name.to_owned()),
@@ -392,7 +392,7 @@ fn a_pod_whose_claim_is_missing_stays_pending_unschedulable_until_the_claim_bind
 }
 
 /// The StatefulSet tests' `db`, its claim `data` asking 1Gi of the default class.
-fn db(replicas: i32) -> StatefulSet {
+pub(crate) fn db(replicas: i32) -> StatefulSet {
     let claim = claim("data", None, "1Gi").spec.expect("a claim spec");
     crate::builtins_statefulset::db_claiming(replicas, claim)
 }

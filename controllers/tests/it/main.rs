@@ -42,6 +42,7 @@ mod builtins_namespace_defaults;
 mod builtins_replicaset;
 mod builtins_statefulset;
 mod builtins_ttl_after_finished;
+mod builtins_volume_protection;
 mod builtins_volumes;
 mod fault_plans;
 mod runtime_wait;

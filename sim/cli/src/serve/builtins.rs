@@ -2,7 +2,8 @@
 //! collector, namespace, Deployment, ReplicaSet, StatefulSet, DaemonSet, Job, CronJob, disruption,
 //! TTL-after-finished, ServiceAccount, root CA publisher, endpoints, EndpointSlice, the
 //! PersistentVolume binder, the local provisioner (which installs the default StorageClass
-//! `standard`) and the kubelet-lite) run live against the served model, so that a Deployment
+//! `standard`), the PVC and PV protection controllers (with the admission plugin that gives
+//! claims and volumes their protection finalizers) and the kubelet-lite) run live against the served model, so that a Deployment
 //! applied with kubectl leads to Pods that become Running behind its Services' Endpoints and
 //! EndpointSlices, and a claim to a bound volume.
 //!
@@ -57,6 +58,9 @@ impl Builtins {
     /// Start every built-in controller against `live`, on a new thread.
     pub fn start(live: &Live) -> Result<Builtins, ServeError> {
         let stop = StopHandle::new();
+        // The admission plugin that goes with the storage protection controllers: from now on a
+        // created claim or volume gets its protection finalizer, which they remove.
+        live.with_model(|model| model.server.config_mut().storage_object_in_use_protection = true);
         let shared: Arc<dyn SharedCluster> = Arc::new(LiveCluster(live.clone()));
         let thread_stop = stop.clone();
         let thread = std::thread::Builder::new()
