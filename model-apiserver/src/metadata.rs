@@ -136,17 +136,30 @@ pub(crate) fn forbidden(field: &str, why: &str) -> StatusCause {
     errors::cause("FieldValueForbidden", field, format!("Forbidden: {why}"))
 }
 
-/// At most one owner reference may be the controller, and each names its owner
-/// (apimachinery's ValidateOwnerReferences).
+/// apimachinery's ValidateOwnerReferences: each reference names its owner (validateOwnerReference:
+/// the version of its apiVersion, its kind, name and uid, in that order, at the unindexed
+/// `metadata.ownerReferences`), and at most one is the controller.
 pub(crate) fn validate_owner_references(meta: &ObjectMeta) -> Vec<StatusCause> {
     let refs = meta.owner_references.as_deref().unwrap_or_default();
     let mut causes = Vec::new();
     for r in refs {
-        if r.uid.is_empty() {
-            causes.push(invalid_value("metadata.ownerReferences.uid", "", "uid must not be empty"));
-        }
-        if r.name.is_empty() {
-            causes.push(invalid_value("metadata.ownerReferences.name", "", "name must not be empty"));
+        // schema.FromAPIVersionAndKind: "v1" is a version, "apps/v1" a group and a version, and
+        // more than one '/' parses to nothing.
+        let version = match r.api_version.split_once('/') {
+            None => r.api_version.as_str(),
+            Some((_, version)) if !version.contains('/') => version,
+            Some(_) => "",
+        };
+        let checks = [
+            ("apiVersion", version, &r.api_version, "version must not be empty"),
+            ("kind", r.kind.as_str(), &r.kind, "kind must not be empty"),
+            ("name", r.name.as_str(), &r.name, "name must not be empty"),
+            ("uid", r.uid.as_str(), &r.uid, "uid must not be empty"),
+        ];
+        for (field, part, value, why) in checks {
+            if part.is_empty() {
+                causes.push(invalid_value(&format!("metadata.ownerReferences.{field}"), value, why));
+            }
         }
     }
     let controllers: Vec<String> = refs
@@ -164,6 +177,52 @@ pub(crate) fn validate_owner_references(meta: &ObjectMeta) -> Vec<StatusCause> {
                 controllers.join(" and ")
             ),
         ));
+    }
+    causes
+}
+
+/// The finalizers every built-in kind accepts without a domain: the namespace controller's and
+/// the garbage collector's (`helper.IsStandardFinalizerName`).
+const STANDARD_FINALIZERS: [&str; 3] = ["kubernetes", "orphan", "foregroundDeletion"];
+
+/// apimachinery's ValidateFinalizers: each name is a qualified name (errors at the unindexed
+/// `metadata.finalizers`), and `orphan` and `foregroundDeletion` exclude each other. Then, for
+/// built-in kinds (core's ValidateObjectMeta, validateKubeFinalizerName), a name without a '/'
+/// must be a standard finalizer; custom resources skip that check.
+pub(crate) fn validate_finalizers(
+    meta: &ObjectMeta,
+    builtin: bool,
+    qualified_name_errors: impl Fn(&str) -> Vec<String>,
+) -> Vec<StatusCause> {
+    let finalizers = meta.finalizers.as_deref().unwrap_or_default();
+    let mut causes = Vec::new();
+    for f in finalizers {
+        for err in qualified_name_errors(f) {
+            causes.push(invalid_value("metadata.finalizers", f, &err));
+        }
+    }
+    let has = |name: &str| finalizers.iter().any(|f| f == name);
+    if has("orphan") && has("foregroundDeletion") {
+        let listed: Vec<String> = finalizers.iter().map(|f| format!("{f:?}")).collect();
+        causes.push(errors::cause(
+            "FieldValueInvalid",
+            "metadata.finalizers",
+            format!(
+                "Invalid value: []string{{{}}}: finalizer orphan and foregroundDeletion cannot be both set",
+                listed.join(", ")
+            ),
+        ));
+    }
+    if builtin {
+        for (i, f) in finalizers.iter().enumerate() {
+            if !f.contains('/') && !STANDARD_FINALIZERS.contains(&f.as_str()) {
+                causes.push(invalid_value(
+                    &format!("metadata.finalizers[{i}]"),
+                    f,
+                    "name is neither a standard finalizer name nor is it fully qualified",
+                ));
+            }
+        }
     }
     causes
 }

@@ -552,8 +552,13 @@ impl ApiServer {
             let name = object.metadata.name.as_deref().unwrap_or_default();
             causes.extend(metadata::validate_name(t.ty.name_rule, "metadata.name", name));
         }
-        causes.extend(metadata::validate_owner_references(&object.metadata));
+        // ValidateObjectMeta's order: labels and annotations, owner references, finalizers.
         causes.extend(validation::validate_labels_and_annotations(&object.metadata));
+        causes.extend(metadata::validate_owner_references(&object.metadata));
+        // Only kube-apiserver's own groups validate with core's ValidateObjectMeta; CRDs
+        // (apiextensions) and custom resources use apimachinery's alone.
+        let kube_group = !t.ty.custom && t.ty.api.group != "apiextensions.k8s.io";
+        causes.extend(validation::validate_finalizers(&object.metadata, kube_group));
         if spec_rules {
             causes.extend(validation::validate_builtin(&t.ty, object));
             if old.is_none() {

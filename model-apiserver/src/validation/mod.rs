@@ -97,6 +97,11 @@ fn label_value_errors(value: &str) -> Vec<String> {
     errs
 }
 
+/// Finalizer names ([`metadata::validate_finalizers`]), the Kubernetes rules with `builtin`.
+pub(crate) fn validate_finalizers(meta: &ObjectMeta, builtin: bool) -> Vec<StatusCause> {
+    metadata::validate_finalizers(meta, builtin, qualified_name_errors)
+}
+
 /// Label keys and values, annotation keys and their total size.
 pub(crate) fn validate_labels_and_annotations(meta: &ObjectMeta) -> Vec<StatusCause> {
     let mut causes = Vec::new();

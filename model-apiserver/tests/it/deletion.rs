@@ -73,7 +73,7 @@ fn delete_with_finalizers_sets_deletion_timestamp_and_keeps_the_object() {
 #[test]
 fn deletion_start_bumps_the_generation_of_kinds_that_track_it() {
     let mut w = World::new();
-    let mut body = json!({"metadata": {"name": "d", "finalizers": ["x"]}, "spec": {"replicas": 1,
+    let mut body = json!({"metadata": {"name": "d", "finalizers": ["example.com/x"]}, "spec": {"replicas": 1,
         "selector": {"matchLabels": {"app": "d"}}, "template": {"metadata": {"labels": {"app": "d"}}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}}}});
     body["apiVersion"] = json!("apps/v1");
     body["kind"] = json!("Deployment");
@@ -86,10 +86,11 @@ fn deletion_start_bumps_the_generation_of_kinds_that_track_it() {
 #[test]
 fn removing_the_last_finalizer_of_a_deleting_object_deletes_it() {
     let mut w = World::new();
-    w.create(&cm(), Some("default"), with_finalizers("a", &["x", "y"]));
+    w.create(&cm(), Some("default"), with_finalizers("a", &["example.com/x", "example.com/y"]));
     w.try_delete(&cm(), Some("default"), "a").unwrap();
-    let one_left =
-        w.try_merge(&cm(), Some("default"), "a", json!({"metadata": {"finalizers": ["y"]}})).unwrap();
+    let one_left = w
+        .try_merge(&cm(), Some("default"), "a", json!({"metadata": {"finalizers": ["example.com/y"]}}))
+        .unwrap();
     assert_eq!(rv(&one_left), 7);
     assert!(w.try_get(&cm(), Some("default"), "a").is_ok());
     let last = w.try_merge(&cm(), Some("default"), "a", json!({"metadata": {"finalizers": null}})).unwrap();
@@ -102,31 +103,36 @@ fn removing_the_last_finalizer_of_a_deleting_object_deletes_it() {
     assert_eq!(events.len(), 1);
     assert_eq!(events[0].kind, model_apiserver::StoredEventType::Deleted);
     // The DELETED event carries what was stored, finalizer included, at the deletion's revision.
-    assert_eq!(events[0].object.metadata.finalizers.as_deref(), Some(&["y".to_owned()][..]));
+    assert_eq!(events[0].object.metadata.finalizers.as_deref(), Some(&["example.com/y".to_owned()][..]));
     assert_eq!(rv(&events[0].object), 8);
 }
 
 #[test]
 fn adding_a_finalizer_to_a_deleting_object_gets_422_forbidden_field() {
     let mut w = World::new();
-    w.create(&cm(), Some("default"), with_finalizers("a", &["x"]));
+    w.create(&cm(), Some("default"), with_finalizers("a", &["example.com/x"]));
     w.try_delete(&cm(), Some("default"), "a").unwrap();
     let err = w
-        .try_merge(&cm(), Some("default"), "a", json!({"metadata": {"finalizers": ["x", "new"]}}))
+        .try_merge(
+            &cm(),
+            Some("default"),
+            "a",
+            json!({"metadata": {"finalizers": ["example.com/x", "example.com/new"]}}),
+        )
         .unwrap_err();
     assert_eq!(code_reason(&err), (422, "Invalid"));
     let cause = &err.details.as_ref().unwrap().causes[0];
     assert_eq!((cause.reason.as_str(), cause.field.as_str()), ("FieldValueForbidden", "metadata.finalizers"));
     assert_eq!(
         err.message,
-        "ConfigMap \"a\" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{\"new\"}"
+        "ConfigMap \"a\" is invalid: metadata.finalizers: Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers []string{\"example.com/new\"}"
     );
 }
 
 #[test]
 fn an_update_cannot_clear_a_deletion_timestamp() {
     let mut w = World::new();
-    w.create(&cm(), Some("default"), with_finalizers("a", &["x"]));
+    w.create(&cm(), Some("default"), with_finalizers("a", &["example.com/x"]));
     let deleting = object(w.try_delete(&cm(), Some("default"), "a").unwrap());
     let mut body = (*deleting).clone();
     body.metadata.deletion_timestamp = None;
@@ -138,7 +144,7 @@ fn an_update_cannot_clear_a_deletion_timestamp() {
 #[test]
 fn a_second_delete_of_a_deleting_object_returns_it_unchanged() {
     let mut w = World::new();
-    w.create(&cm(), Some("default"), with_finalizers("a", &["x"]));
+    w.create(&cm(), Some("default"), with_finalizers("a", &["example.com/x"]));
     let first = object(w.try_delete(&cm(), Some("default"), "a").unwrap());
     w.advance_seconds(5);
     let Response::Object(second) = w.try_delete(&cm(), Some("default"), "a").unwrap() else { panic!() };
@@ -294,7 +300,7 @@ fn delete_collection_deletes_every_object_in_the_namespace_one_revision_each() {
 fn a_graceful_pod_with_a_finalizer_stays_until_both_grace_zero_and_the_finalizer_are_done() {
     let mut w = World::new();
     let mut pod = scheduled_pod("p", None);
-    pod["metadata"]["finalizers"] = json!(["x"]);
+    pod["metadata"]["finalizers"] = json!(["example.com/x"]);
     w.create(&pods(), Some("default"), pod);
     w.try_delete(&pods(), Some("default"), "p").unwrap();
     // The finalizer goes while the grace period is pending: the pod stays (the kubelet has not

@@ -38,7 +38,7 @@ fn transcript() -> String {
             &pods(),
             Some("default"),
             obj(
-                json!({"metadata": {"name": "p", "finalizers": ["x"]}, "spec": {"nodeName": "n", "containers": [{"name": "c", "image": "i:1"}]}}),
+                json!({"metadata": {"name": "p", "finalizers": ["example.com/x"]}, "spec": {"nodeName": "n", "containers": [{"name": "c", "image": "i:1"}]}}),
             ),
             PostParams::default(),
         ),

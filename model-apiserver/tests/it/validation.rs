@@ -196,3 +196,73 @@ fn a_secrets_string_data_is_stored_base64_encoded_in_data() {
     assert_eq!(patched.data["data"]["c"], json!("aGk="));
     assert_eq!(patched.data.get("stringData"), None);
 }
+
+fn with_meta(key: &str, value: serde_json::Value) -> serde_json::Value {
+    let mut body = config_map("a", json!({}));
+    body["metadata"][key] = value;
+    body
+}
+
+fn causes_of(err: &kube_core::Status) -> Vec<(String, String)> {
+    err.details.as_ref().unwrap().causes.iter().map(|c| (c.field.clone(), c.message.clone())).collect()
+}
+
+// apimachinery ValidateFinalizers (pkg/api/validation/objectmeta.go): each name is a qualified
+// name (errors at the unindexed `metadata.finalizers`), and orphan with foregroundDeletion
+// conflict; then core's ValidateObjectMeta (pkg/apis/core/validation/validation.go) runs
+// validateKubeFinalizerName on built-ins: a name without '/' must be a standard finalizer.
+#[test]
+fn finalizer_names_are_validated_as_the_real_server_does() {
+    let mut w = World::new();
+    let err = w
+        .try_create(
+            &cm(),
+            Some("default"),
+            with_meta("finalizers", json!(["bad name", "kubernetes", "example.com/ok", "foo"])),
+        )
+        .unwrap_err();
+    assert_eq!(code_reason(&err), (422, "Invalid"));
+    assert_eq!(
+        causes_of(&err),
+        vec![
+            ("metadata.finalizers".to_owned(), "Invalid value: \"bad name\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')".to_owned()),
+            ("metadata.finalizers[0]".to_owned(), "Invalid value: \"bad name\": name is neither a standard finalizer name nor is it fully qualified".to_owned()),
+            ("metadata.finalizers[3]".to_owned(), "Invalid value: \"foo\": name is neither a standard finalizer name nor is it fully qualified".to_owned()),
+        ]
+    );
+    let err = w
+        .try_create(&cm(), Some("default"), with_meta("finalizers", json!(["orphan", "foregroundDeletion"])))
+        .unwrap_err();
+    assert_eq!(
+        err.message,
+        "ConfigMap \"a\" is invalid: metadata.finalizers: Invalid value: []string{\"orphan\", \"foregroundDeletion\"}: finalizer orphan and foregroundDeletion cannot be both set"
+    );
+    assert!(
+        w.try_create(
+            &cm(),
+            Some("default"),
+            with_meta("finalizers", json!(["kubernetes", "orphan", "a.io/b"]))
+        )
+        .is_ok()
+    );
+}
+
+// apimachinery validateOwnerReference: apiVersion (its version), kind, name, then uid, each at
+// the unindexed `metadata.ownerReferences.<field>`.
+#[test]
+fn an_owner_reference_without_version_or_kind_gets_422_in_the_real_order() {
+    let mut w = World::new();
+    let body =
+        with_meta("ownerReferences", json!([{"apiVersion": "apps/", "kind": "", "name": "", "uid": ""}]));
+    let err = w.try_create(&cm(), Some("default"), body).unwrap_err();
+    let fields: Vec<String> = causes_of(&err).into_iter().map(|(f, m)| format!("{f}: {m}")).collect();
+    assert_eq!(
+        fields,
+        vec![
+            "metadata.ownerReferences.apiVersion: Invalid value: \"apps/\": version must not be empty",
+            "metadata.ownerReferences.kind: Invalid value: \"\": kind must not be empty",
+            "metadata.ownerReferences.name: Invalid value: \"\": name must not be empty",
+            "metadata.ownerReferences.uid: Invalid value: \"\": uid must not be empty",
+        ]
+    );
+}
