@@ -326,6 +326,45 @@ fn a_new_namespace_gets_a_default_service_account_and_the_root_ca_config_map() {
     k.eventually(&["get", "configmaps", "-n", "team", "-o", "name"], "configmap/kube-root-ca.crt\n");
 }
 
+/// A claim and a Pod that mounts it; a one-second grace period keeps the Pod's deletion short.
+const CLAIM_AND_POD: &str = r#"apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data}
+spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: app}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers: [{name: app, image: "app:1"}]
+  volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
+"#;
+
+#[test]
+fn a_claim_deleted_with_kubectl_while_a_pod_mounts_it_stays_terminating_until_the_pod_goes() {
+    let k = Kubectl::start(true);
+    k.ok(&["apply", "-f", &k.file("claim.yaml", CLAIM_AND_POD)]);
+    assert_eq!(
+        k.ok(&["get", "pvc", "data", "-o=jsonpath={.metadata.finalizers}"]),
+        "[\"kubernetes.io/pvc-protection\"]"
+    );
+    k.eventually(&["get", "pod", "app", "-o=jsonpath={.status.phase}"], "Running");
+    k.eventually(&["get", "pvc", "data", "-o=jsonpath={.status.phase}"], "Bound");
+    let volume = k.ok(&["get", "pvc", "data", "-o=jsonpath={.spec.volumeName}"]);
+    assert_eq!(
+        k.ok(&["get", "pv", &volume, "-o=jsonpath={.metadata.finalizers}"]),
+        "[\"kubernetes.io/pv-protection\"]"
+    );
+    assert_eq!(k.ok(&["delete", "pvc", "data", "--wait=false"]), "persistentvolumeclaim \"data\" deleted\n");
+    // `kubectl get` shows it Terminating, for as long as the Pod is there.
+    std::thread::sleep(Duration::from_secs(2));
+    let row = k.ok(&["get", "pvc", "data", "--no-headers"]);
+    assert!(row.starts_with("data   Terminating"), "{row:?}");
+    k.ok(&["delete", "pod", "app"]);
+    k.eventually(&["get", "pvc,pv", "-o", "name"], "");
+}
+
 #[test]
 fn without_the_flag_nothing_creates_pods_or_endpoints() {
     let k = Kubectl::start(false);
