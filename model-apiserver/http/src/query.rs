@@ -75,21 +75,13 @@ impl Query {
         GetParams { resource_version: self.get("resourceVersion").map(str::to_owned) }
     }
 
-    /// Parameters of a LIST.
+    /// Parameters of a LIST (also of a DELETECOLLECTION's selection).
     pub fn list_params(&self) -> Result<ListParams, Status> {
+        self.validate_list_options(false)?;
         let version_match = match self.get("resourceVersionMatch") {
-            None => None,
             Some("NotOlderThan") => Some(VersionMatch::NotOlderThan),
             Some("Exact") => Some(VersionMatch::Exact),
-            Some(other) => {
-                return Err(errors::invalid_list_options(vec![errors::cause(
-                    "FieldValueNotSupported",
-                    "resourceVersionMatch",
-                    format!(
-                        "Unsupported value: {other:?}: supported values: \"Exact\", \"NotOlderThan\", \"\""
-                    ),
-                )]));
-            }
+            _ => None,
         };
         Ok(ListParams {
             label_selector: self.get("labelSelector").map(str::to_owned),
@@ -104,6 +96,7 @@ impl Query {
 
     /// Parameters of a WATCH.
     pub fn watch_params(&self) -> Result<WatchParams, Status> {
+        self.validate_list_options(true)?;
         Ok(WatchParams {
             label_selector: self.get("labelSelector").map(str::to_owned),
             field_selector: self.get("fieldSelector").map(str::to_owned),
@@ -111,6 +104,80 @@ impl Query {
             bookmarks: self.flag("allowWatchBookmarks")?,
             send_initial_events: self.flag("sendInitialEvents")?,
         })
+    }
+
+    /// apimachinery's ValidateListOptions and validateWatchOptions
+    /// (`pkg/apis/meta/internalversion/validation/validation.go`): 422 Invalid on ListOptions
+    /// with every cause, in their order. `sendInitialEvents` counts as given when present, even
+    /// `false`.
+    fn validate_list_options(&self, watch: bool) -> Result<(), Status> {
+        let forbidden =
+            |field: &str, why: &str| errors::cause("FieldValueForbidden", field, format!("Forbidden: {why}"));
+        let not_supported = |value: &str, supported: &str| {
+            errors::cause(
+                "FieldValueNotSupported",
+                "resourceVersionMatch",
+                format!("Unsupported value: {value:?}: supported values: {supported}"),
+            )
+        };
+        let version_match = self.get("resourceVersionMatch");
+        let send_initial_events = self.get("sendInitialEvents").is_some();
+        let continued = self.get("continue").is_some();
+        let mut causes = Vec::new();
+        if watch {
+            if send_initial_events && version_match != Some("NotOlderThan") {
+                causes.push(forbidden(
+                    "resourceVersionMatch",
+                    "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+                ));
+            }
+            if let Some(version_match) = version_match {
+                if !send_initial_events {
+                    causes.push(forbidden(
+                        "resourceVersionMatch",
+                        "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+                    ));
+                }
+                if version_match != "NotOlderThan" {
+                    causes.push(not_supported(version_match, "\"NotOlderThan\""));
+                }
+                if continued {
+                    causes.push(forbidden(
+                        "resourceVersionMatch",
+                        "resourceVersionMatch is forbidden when continue is provided",
+                    ));
+                }
+            }
+        } else {
+            if let Some(version_match) = version_match {
+                let resource_version = self.get("resourceVersion");
+                if resource_version.is_none() {
+                    causes.push(forbidden(
+                        "resourceVersionMatch",
+                        "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                    ));
+                }
+                if continued {
+                    causes.push(forbidden(
+                        "resourceVersionMatch",
+                        "resourceVersionMatch is forbidden when continue is provided",
+                    ));
+                }
+                if !matches!(version_match, "Exact" | "NotOlderThan") {
+                    causes.push(not_supported(version_match, "\"Exact\", \"NotOlderThan\", \"\""));
+                }
+                if version_match == "Exact" && resource_version == Some("0") {
+                    causes.push(forbidden(
+                        "resourceVersionMatch",
+                        "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+                    ));
+                }
+            }
+            if send_initial_events {
+                causes.push(forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"));
+            }
+        }
+        if causes.is_empty() { Ok(()) } else { Err(errors::invalid_list_options(causes)) }
     }
 
     /// Parameters of a create or update.

@@ -629,3 +629,59 @@ fn an_eviction_answers_201_success_or_the_budgets_refusal_with_its_code() {
         Value::Null
     );
 }
+
+/// The causes (field and message) of a 422 on ListOptions.
+fn list_option_causes(answer: &Answer) -> Vec<String> {
+    assert_eq!(answer.code, 422, "{}", answer.body);
+    let status = answer.json();
+    assert_eq!(status["details"]["kind"], json!("ListOptions"));
+    let causes = status["details"]["causes"].as_array().unwrap();
+    causes
+        .iter()
+        .map(|c| format!("{}: {}", c["field"].as_str().unwrap(), c["message"].as_str().unwrap()))
+        .collect()
+}
+
+// ValidateListOptions and validateWatchOptions
+// (staging/src/k8s.io/apimachinery/pkg/apis/meta/internalversion/validation/validation.go):
+// every cause at once, in upstream's order; a watch takes resourceVersionMatch only with
+// sendInitialEvents, and only NotOlderThan; a list never takes sendInitialEvents.
+#[test]
+fn list_and_watch_options_are_validated_as_the_real_server_does() {
+    let served = serve();
+    let answer = get(&served, "/api/v1/namespaces?resourceVersionMatch=Bogus");
+    assert_eq!(
+        list_option_causes(&answer),
+        [
+            "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
+            "resourceVersionMatch: Unsupported value: \"Bogus\": supported values: \"Exact\", \"NotOlderThan\", \"\"",
+        ]
+    );
+    let answer =
+        get(&served, "/api/v1/namespaces?resourceVersionMatch=NotOlderThan&resourceVersion=1&continue=x");
+    assert_eq!(
+        list_option_causes(&answer),
+        ["resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when continue is provided"]
+    );
+    let answer = get(&served, "/api/v1/namespaces?sendInitialEvents=true");
+    assert_eq!(
+        list_option_causes(&answer),
+        ["sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list"]
+    );
+    let answer =
+        get(&served, "/api/v1/namespaces?watch=1&resourceVersionMatch=NotOlderThan&resourceVersion=1");
+    assert_eq!(
+        list_option_causes(&answer),
+        [
+            "resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"
+        ]
+    );
+    let answer = get(&served, "/api/v1/namespaces?watch=1&sendInitialEvents=true&resourceVersionMatch=Exact");
+    assert_eq!(
+        list_option_causes(&answer),
+        [
+            "resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+            "resourceVersionMatch: Unsupported value: \"Exact\": supported values: \"NotOlderThan\"",
+        ]
+    );
+}
