@@ -67,6 +67,58 @@ pub fn json(body: &[u8], what: &str) -> Result<Value, Status> {
     serde_json::from_slice(body).map_err(|e| errors::bad_request(&format!("error decoding {what}: {e}")))
 }
 
+/// The operations of a JSON patch, decoded as the patch handler decodes them
+/// (`applyJSPatch` in `handlers/patch.go`: encoding/json into `[]jsonPatchOp`, whose `op`,
+/// `path` and `from` are strings): a body of another shape is 400 with Go's words, and an
+/// operation that json-patch does not know, or lacks its path, fails to apply: the generic 422
+/// (`NewGenericServerResponse`). json-patch v4 reads a missing `value` as null.
+pub fn json_patch(mut patch: Value) -> Result<json_patch::Patch, Status> {
+    let decoding =
+        |what: String| errors::bad_request(&format!("error decoding patch: json: cannot unmarshal {what}"));
+    let Some(ops) = patch.as_array() else {
+        return Err(decoding(format!("{} into Go value of type []handlers.jsonPatchOp", go_kind(&patch))));
+    };
+    for op in ops {
+        match op {
+            Value::Null => {}
+            Value::Object(fields) => {
+                for field in ["op", "path", "from"] {
+                    if let Some(v) = fields.get(field).filter(|v| !v.is_string() && !v.is_null()) {
+                        let kind = go_kind(v);
+                        return Err(decoding(format!(
+                            "{kind} into Go struct field jsonPatchOp.{field} of type string"
+                        )));
+                    }
+                }
+            }
+            other => {
+                return Err(decoding(format!(
+                    "{} into Go value of type handlers.jsonPatchOp",
+                    go_kind(other)
+                )));
+            }
+        }
+    }
+    for op in patch.as_array_mut().into_iter().flatten().filter_map(Value::as_object_mut) {
+        if matches!(op.get("op").and_then(Value::as_str), Some("add" | "replace" | "test")) {
+            op.entry("value").or_insert(Value::Null);
+        }
+    }
+    serde_json::from_value(patch).map_err(|_| errors::json_patch_failed())
+}
+
+/// The JSON kind encoding/json names in an UnmarshalTypeError.
+fn go_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
 /// A YAML document (JSON is YAML too): an apply patch.
 pub fn yaml(body: &[u8]) -> Result<Value, Status> {
     check_depth(body, Syntax::Yaml)?;

@@ -331,10 +331,9 @@ impl Call {
         let mut params = self.query.patch_params()?;
         let content_type = self.headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
         let patch = match decode::media_type(content_type).as_str() {
-            "application/json-patch+json" => Patch::Json(
-                serde_json::from_value(decode::json(&self.body, "patch")?)
-                    .map_err(|e| errors::bad_request(&format!("error decoding patch: {e}")))?,
-            ),
+            "application/json-patch+json" => {
+                Patch::Json(decode::json_patch(decode::json(&self.body, "patch")?)?)
+            }
             "application/merge-patch+json" => Patch::Merge(decode::json(&self.body, "patch")?),
             "application/strategic-merge-patch+json" => Patch::Strategic(decode::json(&self.body, "patch")?),
             "application/apply-patch+yaml" => Patch::Apply(decode::yaml(&self.body)?),

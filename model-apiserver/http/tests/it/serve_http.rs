@@ -685,3 +685,48 @@ fn list_and_watch_options_are_validated_as_the_real_server_does() {
         ]
     );
 }
+
+// The patch handler (staging/src/k8s.io/apiserver/pkg/endpoints/handlers/patch.go,
+// applyJSPatch) decodes a JSON patch into []jsonPatchOp with encoding/json: a body that is not
+// a list of operations is 400 with Go's words; an operation json-patch does not know is an
+// apply failure, the generic 422 (NewGenericServerResponse).
+#[test]
+fn a_json_patch_that_is_not_a_list_of_operations_gets_go_decoding_errors() {
+    let served = serve();
+    let json_patch = "application/json-patch+json";
+    let answer = request(
+        &served,
+        "PATCH",
+        "/api/v1/namespaces/default",
+        json_patch,
+        br#"{"metadata":{"labels":{"a":"b"}}}"#,
+    );
+    assert_eq!(answer.code, 400, "{}", answer.body);
+    assert_eq!(
+        answer.json()["message"],
+        json!(
+            "error decoding patch: json: cannot unmarshal object into Go value of type []handlers.jsonPatchOp"
+        )
+    );
+    let answer =
+        request(&served, "PATCH", "/api/v1/namespaces/default", json_patch, br#"[{"op":"add","path":1}]"#);
+    assert_eq!(answer.code, 400, "{}", answer.body);
+    assert_eq!(
+        answer.json()["message"],
+        json!(
+            "error decoding patch: json: cannot unmarshal number into Go struct field jsonPatchOp.path of type string"
+        )
+    );
+    let answer = request(
+        &served,
+        "PATCH",
+        "/api/v1/namespaces/default",
+        json_patch,
+        br#"[{"op":"bogus","path":"/x"}]"#,
+    );
+    assert_eq!(answer.code, 422, "{}", answer.body);
+    assert_eq!(
+        answer.json()["message"],
+        json!("the server rejected our request due to an error in our request")
+    );
+}
