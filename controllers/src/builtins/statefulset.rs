@@ -7,7 +7,9 @@
 //!   ordinals is adopted); syncs start once the cache has its first list. A Pod the lagging cache
 //!   does not show yet is created again and answered `AlreadyExists`, which fails the sync to be
 //!   retried, as upstream's. ControllerRevisions are read from a cache too
-//!   ([`super::controller_revisions`]); claims with a live list.
+//!   ([`super::controller_revisions`]), and the claims a Pod needs from a claim cache (a claim
+//!   the cache does not show yet is created again and answered `AlreadyExists`, then read); the
+//!   claims of condemned ordinals with a live list.
 //! - Revisions: every template the set has had is a `ControllerRevision` (apps/v1) named
 //!   `<set>-<hash>`, labelled `controller.kubernetes.io/hash`, owned by the set, holding the
 //!   template as the patch `{"spec":{"template":{..,"$patch":"replace"}}}` and a revision number
@@ -26,7 +28,8 @@
 //!   Pod as volume `tpl`. An existing claim is used as it is, unless it is being deleted (kept
 //!   by its protection finalizer while a Pod uses it, [`super::volume_protection`]): then the
 //!   Pod is not created ("pvc <name> is being deleted") and the sync is retried until the claim
-//!   is gone and can be created anew.
+//!   is gone and can be created anew. A Pending Pod's missing claims are created again (one
+//!   deleted while the Pod waited for it to bind).
 //! - Scale-down deletes the highest ordinal first, one at a time, and only while every Pod that
 //!   stays is Running and Ready.
 //! - RollingUpdate: once every Pod is healthy, the highest-ordinal Pod at or above `partition`
@@ -61,7 +64,7 @@ use sim::api::{
     Api, DeleteParams, ListParams, ObjectMeta, Patch, PatchParams, PostParams, Preconditions, ResourceExt,
 };
 use sim::runtime::controller::Action;
-use sim::runtime::reflector::Store;
+use sim::runtime::reflector::{ObjectRef, Store};
 use sim::runtime::{Controller, watcher};
 use sim::{Clients, SimBuilder};
 
@@ -96,18 +99,26 @@ pub struct Context {
     pods: Store<Pod>,
     /// The ControllerRevision informer's cache, which the history reads.
     revisions: Store<ControllerRevision>,
+    /// The PersistentVolumeClaim informer's cache (upstream's claim lister): a Pod's claims are
+    /// looked up there before any is created. Claims trigger no sync, as upstream's.
+    claims: Store<PersistentVolumeClaim>,
 }
 
 /// The StatefulSet controller's main future.
 pub async fn run(clients: Clients) {
     let client = clients.default_cluster();
-    let (pods, revisions) = futures::join!(
+    let (pods, revisions, claims) = futures::join!(
         super::synced_cache::<Pod>(&client),
-        super::synced_cache::<ControllerRevision>(&client)
+        super::synced_cache::<ControllerRevision>(&client),
+        super::synced_cache::<PersistentVolumeClaim>(&client)
     );
-    let (Some((pods, pod_changes)), Some((revisions, _))) = (pods, revisions) else { return };
+    let (Some((pods, pod_changes)), Some((revisions, _)), Some((claims, _))) = (pods, revisions, claims)
+    else {
+        return;
+    };
     let controller = Controller::new(Api::<StatefulSet>::all(client.clone()), watcher::Config::default());
-    let ctx = Arc::new(Context { recorder: events::recorder(&client, NODE), client, pods, revisions });
+    let recorder = events::recorder(&client, NODE);
+    let ctx = Arc::new(Context { recorder, client, pods, revisions, claims });
     controller
         .owns_shared_stream(pod_changes)
         .run_limited_by(RateLimiter::default(), reconcile, ctx)
@@ -211,7 +222,7 @@ pub async fn reconcile(set: Arc<StatefulSet>, ctx: Arc<Context>) -> Result<Actio
     for ordinal in wanted.clone() {
         let healthy = match pods.get(&ordinal) {
             None => {
-                sync.create_claims(ordinal).await?;
+                sync.create_claims(ordinal, ClaimsFor::NewPod).await?;
                 sync.create_pod(ordinal, start).await?;
                 false
             }
@@ -221,7 +232,15 @@ pub async fn reconcile(set: Arc<StatefulSet>, ctx: Arc<Context>) -> Result<Actio
                 sync.delete_pod(pod).await?;
                 false
             }
-            Some(pod) => is_healthy(pod),
+            Some(pod) => {
+                // A Pending Pod gets its missing claims again (upstream's
+                // `createMissingPersistentVolumeClaims`): one deleted while the Pod waited for it
+                // to bind would otherwise keep it Pending for ever.
+                if pod_state::phase(pod) == pod_state::PHASE_PENDING {
+                    sync.create_claims(ordinal, ClaimsFor::PendingPod).await?;
+                }
+                is_healthy(pod)
+            }
         };
         if !healthy && ordered {
             blocked = true;
@@ -256,6 +275,15 @@ pub async fn reconcile(set: Arc<StatefulSet>, ctx: Arc<Context>) -> Result<Actio
     history.truncate(&revisions, kept, limit).await?;
     update_status(&set, status, &ctx.client, &namespace).await?;
     Ok(Action::await_change())
+}
+
+/// Why a sync makes a Pod's claims: for the Pod it is about to create, whose failed create is
+/// reported when they fail, or for a Pending Pod that may have lost one (no Pod event then, as
+/// upstream's `createMissingPersistentVolumeClaims`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ClaimsFor {
+    NewPod,
+    PendingPod,
 }
 
 /// What one sync writes through.
@@ -309,15 +337,27 @@ impl Sync<'_> {
         Ok(())
     }
 
-    /// Create every missing PVC of `ordinal` (an existing one, whoever made it, is used as is).
-    async fn create_claims(&self, ordinal: i32) -> Result<(), Error> {
+    /// Create every missing PVC of `ordinal`, as found in the claim cache (upstream's
+    /// `createPersistentVolumeClaims`): an existing one, whoever made it, is used as it is, but
+    /// one being deleted fails the sync ("pvc <name> is being deleted"; for a new Pod, reported
+    /// as its failed create), to be retried until it is gone and can be made anew.
+    async fn create_claims(&self, ordinal: i32, purpose: ClaimsFor) -> Result<(), Error> {
         let set = self.set;
         let set_name = set.name_any();
+        let namespace = set.namespace().unwrap_or_default();
+        let pod = format!("{set_name}-{ordinal}");
         let owner: Option<OwnerReference> = policy_deletes(set, |p| p.when_deleted.as_ref())
             .then(|| OwnerReference { controller: None, ..owners::controller_ref(set) });
         for template in set.spec().volume_claim_templates.iter().flatten() {
             let template_name = template.name_any();
             let name = claim_name(&template_name, &set_name, ordinal);
+            match self.ctx.claims.get(&ObjectRef::new(&name).within(&namespace)) {
+                Some(cached) if cached.metadata.deletion_timestamp.is_some() => {
+                    return Err(self.claim_being_deleted(&name, &pod, purpose).await);
+                }
+                Some(_) => continue,
+                None => {}
+            }
             let mut labels = template.metadata.labels.clone().unwrap_or_default();
             labels.extend(set.spec().selector.match_labels.clone().unwrap_or_default());
             let claim = PersistentVolumeClaim {
@@ -334,52 +374,53 @@ impl Sync<'_> {
             };
             match self.claims_api.create(&PostParams::default(), &claim).await {
                 Ok(_) => {
-                    let message = format!(
-                        "create Claim {name} Pod {set_name}-{ordinal} in StatefulSet {set_name} success"
-                    );
+                    let message = format!("create Claim {name} Pod {pod} in StatefulSet {set_name} success");
                     events::normal(&self.ctx.recorder, &events::reference(set), "SuccessfulCreate", message)
                         .await;
                 }
-                // Made by an earlier sync (or by the user): used as it is, if it is really there
-                // and not being deleted. A claim being deleted (kept by its protection finalizer
-                // while a Pod uses it) is not used for a new Pod: upstream's
-                // `createPersistentVolumeClaims` fails with "pvc <name> is being deleted", and
-                // the retry finds it gone and creates it anew.
-                Err(e) if has_code(&e, 409) => match self.claims_api.get_opt(&claim.name_any()).await? {
+                // Made since the cache last heard (by an earlier sync, or by the user): used as
+                // it is, if it is really there and not being deleted.
+                Err(e) if has_code(&e, 409) => match self.claims_api.get_opt(&name).await? {
                     None => return Err(e.into()),
                     Some(existing) if existing.metadata.deletion_timestamp.is_some() => {
-                        let error = Error::ClaimBeingDeleted { name: name.clone() };
-                        let pod = format!("{set_name}-{ordinal}");
-                        let message = format!(
-                            "create Pod {pod} in StatefulSet {set_name} failed error: {}",
-                            error.message()
-                        );
-                        events::warning(&self.ctx.recorder, &events::reference(set), "FailedCreate", message)
-                            .await;
-                        return Err(error);
+                        return Err(self.claim_being_deleted(&name, &pod, purpose).await);
                     }
                     Some(_) => {}
                 },
                 Err(e) => {
                     // Upstream's claim event, then the Pod's (its `createPersistentVolumeClaims`
                     // error, which stops the Pod's create).
-                    let pod = format!("{set_name}-{ordinal}");
                     let error = status_message(&e);
                     let message = format!(
                         "create Claim {name} for Pod {pod} in StatefulSet {set_name} failed error: {error}"
                     );
                     events::warning(&self.ctx.recorder, &events::reference(set), "FailedCreate", message)
                         .await;
-                    let message = format!(
-                        "create Pod {pod} in StatefulSet {set_name} failed error: failed to create PVC {name}: {error}"
-                    );
-                    events::warning(&self.ctx.recorder, &events::reference(set), "FailedCreate", message)
-                        .await;
+                    if purpose == ClaimsFor::NewPod {
+                        let message = format!(
+                            "create Pod {pod} in StatefulSet {set_name} failed error: failed to create PVC {name}: {error}"
+                        );
+                        events::warning(&self.ctx.recorder, &events::reference(set), "FailedCreate", message)
+                            .await;
+                    }
                     return Err(e.into());
                 }
             }
         }
         Ok(())
+    }
+
+    /// The error of a claim found being deleted, reported as the failed create of `pod` when it
+    /// was to be created.
+    async fn claim_being_deleted(&self, name: &str, pod: &str, purpose: ClaimsFor) -> Error {
+        let error = Error::ClaimBeingDeleted { name: name.to_owned() };
+        if purpose == ClaimsFor::NewPod {
+            let set_name = self.set.name_any();
+            let message =
+                format!("create Pod {pod} in StatefulSet {set_name} failed error: {}", error.message());
+            events::warning(&self.ctx.recorder, &events::reference(self.set), "FailedCreate", message).await;
+        }
+        error
     }
 
     /// Create Pod `ordinal` from the current revision (below the partition) or the update one.

@@ -236,6 +236,37 @@ fn a_statefulset_waits_for_a_terminating_claim_to_go_before_recreating_its_pod()
 }
 
 #[test]
+fn a_pending_statefulset_pod_whose_claim_is_deleted_gets_it_again() {
+    let world = builtins::statefulset_controller(protected("builtins-statefulset-missing-claim"))
+        .workload(|w| async move {
+            let sets: Api<StatefulSet> = Api::namespaced(w.client(), "default");
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            let claims: Api<PersistentVolumeClaim> = Api::namespaced(w.client(), "default");
+            let volumes: Api<PersistentVolume> = Api::all(w.client());
+            // The class `manual` has no provisioner: the claim waits for a volume, and its Pod,
+            // unscheduled, does not hold it.
+            let spec = claim("data", Some("manual"), "1Gi").spec.expect("a claim spec");
+            w.apply(&sets, &crate::builtins_statefulset::db_claiming(1, spec)).await?;
+            w.wait_for(&claims, "data-db-0", claim_is("Pending"), WAIT).await?;
+            w.wait_for(&pods, "db-0", |p| p.is_some(), WAIT).await?;
+            let first = claims.get("data-db-0").await.map_err(|e| failed("get claim", e.to_string()))?;
+            w.delete(&claims, "data-db-0").await?;
+            // The controller makes it again for the Pending Pod (upstream's
+            // `createMissingPersistentVolumeClaims`), and it binds once a volume comes.
+            let renewed = move |c: Option<&PersistentVolumeClaim>| c.is_some_and(|c| c.uid() != first.uid());
+            w.wait_for(&claims, "data-db-0", renewed, WAIT).await?;
+            w.apply(&volumes, &volume("disk", "manual", "1Gi", "Retain")).await?;
+            w.wait_for(&pods, "db-0", |p| p.is_some_and(pod_state::is_running_and_ready), WAIT).await
+        })
+        .property(no_claim_gone_under_a_scheduled_pod());
+    let report =
+        sweep(&SweepConfig::new("builtins-statefulset-missing-claim").seeds(SEEDS), |seed, options| {
+            world.run_with(seed, options)
+        });
+    report.assert_all_passed();
+}
+
+#[test]
 fn under_swarm_faults_no_claim_goes_while_a_scheduled_pod_mounts_it() {
     let world = builtins::all(Sim::builder().scenario("builtins-pvc-protection-faults"));
     let swarm = SwarmConfig { controllers: world.controller_names(), ..SwarmConfig::default() };
