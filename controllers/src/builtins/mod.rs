@@ -57,8 +57,12 @@
 //! DaemonSet controllers read their ControllerRevisions from caches too
 //! ([`controller_revisions`]). The Deployment controller's Recreate rollout reads the old Pods
 //! from a Pod cache, whose deletion of a Deployment's last Pod syncs it (upstream's
-//! `deletePod`). The namespace controller and the StatefulSet controller's claims are read with a
-//! live list at each sync. The disruption controller reads Pods from its own cache, as
+//! `deletePod`). The StatefulSet controller reads a Pod's claims from a claim cache too (a claim
+//! the cache does not show yet is answered `AlreadyExists` and read). The namespace controller,
+//! and the StatefulSet controller for the claims of condemned ordinals, list through the API at
+//! each sync. The PVC protection controller reads Pods from its cache and, before it lets a
+//! deleted claim go, from a live list of its namespace, as upstream's (the cache may not show a
+//! Pod just scheduled). The disruption controller reads Pods from its own cache, as
 //! upstream reads its Pod lister: it creates nothing, so a lagging cache only delays a status
 //! that the Pod event behind the lag corrects. The ServiceAccount controller and the root CA publisher read their one
 //! object per namespace from their own caches too, as upstream reads its listers: a lagging cache
