@@ -784,6 +784,78 @@ pub fn path_string(path: &[PathElement]) -> String {
         .collect()
 }
 
+/// The key fields of keyed lists that the OpenAPI schema defaults (a port's protocol, TCP): an
+/// applied item may omit them (structured-merge-diff's `getAssociativeKeyDefault`).
+const DEFAULTED_KEYS: &[(&str, &str)] = &[("protocol", "\"TCP\"")];
+
+/// What structured-merge-diff's typed conversion of an applied built-in object refuses in its
+/// keyed lists (`keyedAssociativeListItemToPathElement`): a null or non-object item, or one that
+/// omits a key field without a default, each as `path: element i: why`.
+pub(crate) fn keyed_list_errors(applied: &Value, resource: &ApiResource) -> Vec<String> {
+    let mut out = Vec::new();
+    walk_keyed_lists(applied, TypeRef::root(resource), &mut String::new(), &mut out);
+    out
+}
+
+fn walk_keyed_lists(v: &Value, ty: TypeRef, at: &mut String, out: &mut Vec<String>) {
+    let Value::Object(m) = v else { return };
+    for (key, child) in m {
+        if child.is_null() || is_atomic_map(ty, key) {
+            continue;
+        }
+        let (child_ty, strategy) = ty.field(key);
+        let parent_len = at.len();
+        at.push('.');
+        at.push_str(key);
+        match (child, list_keys(ty, key, strategy)) {
+            (Value::Array(items), Some(keys)) if !keys.is_empty() => {
+                for (i, item) in items.iter().enumerate() {
+                    match keyed_item_element(keys, item) {
+                        Err(why) => out.push(format!("{at}: element {i}: {why}")),
+                        Ok(element) if !has_atomic_items(ty, key) => {
+                            let list_len = at.len();
+                            at.push_str(&element);
+                            walk_keyed_lists(item, child_ty, at, out);
+                            at.truncate(list_len);
+                        }
+                        Ok(_) => {}
+                    }
+                }
+            }
+            (Value::Object(_), _) => walk_keyed_lists(child, child_ty, at, out),
+            _ => {}
+        }
+        at.truncate(parent_len);
+    }
+}
+
+/// An item's path element in structured-merge-diff's words (`[name="c"]`, key fields sorted),
+/// or why the item cannot have one.
+fn keyed_item_element(keys: &[&str], item: &Value) -> Result<String, String> {
+    let fields = match item {
+        Value::Null => return Err("associative list with keys may not have a null element".to_owned()),
+        Value::Object(fields) => fields,
+        _ => return Err("associative list with keys may not have non-map elements".to_owned()),
+    };
+    let mut parts = Vec::with_capacity(keys.len());
+    for key in keys {
+        let value = match fields.get(*key) {
+            Some(v) => v.to_string(),
+            None => match DEFAULTED_KEYS.iter().find(|(k, _)| k == key) {
+                Some((_, default)) => (*default).to_owned(),
+                None => {
+                    return Err(format!(
+                        "associative list with keys has an element that omits key field {key:?} (and doesn't have default value)"
+                    ));
+                }
+            },
+        };
+        parts.push(format!("{key}={value}"));
+    }
+    parts.sort();
+    Ok(format!("[{}]", parts.join(",")))
+}
+
 /// Server-side apply of `applied` (the request body of an `application/apply-patch+yaml` PATCH)
 /// by `manager` to `live` (`None`: the object does not exist and the apply creates it).
 ///

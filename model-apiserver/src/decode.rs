@@ -550,7 +550,8 @@ impl ApiServer {
 }
 
 /// An apply body of a built-in kind must fit the kind's schema whatever `fieldValidation`
-/// says: the field manager's typed conversion refuses a wrong type or an unknown field, with an
+/// says: the field manager's typed conversion refuses a wrong type, an unknown field or a keyed
+/// list item without its key ([`crate::apply::keyed_list_errors`]), with an
 /// error that is no API status (500, reason unset), as kube-apiserver answers. Its apiVersion
 /// must be the URL's: 400 BadRequest otherwise.
 pub(crate) fn check_apply_body(t: &Target, name: &str, body: &Value) -> Result<(), Status> {
@@ -563,7 +564,10 @@ pub(crate) fn check_apply_body(t: &Target, name: &str, body: &Value) -> Result<(
     }
     let Some(decoded) = decode_builtin(&t.ty, body) else { return Ok(()) };
     let problems: Vec<String> = match decoded {
-        Ok(d) => d.unknown.iter().map(|p| format!(".{p}: field not declared in schema")).collect(),
+        Ok(d) => {
+            let unknown = d.unknown.iter().map(|p| format!(".{p}: field not declared in schema"));
+            unknown.chain(crate::apply::keyed_list_errors(body, &t.ty.api)).collect()
+        }
         Err(e) => vec![format!(".{}: {}", e.path, e.message)],
     };
     if problems.is_empty() {

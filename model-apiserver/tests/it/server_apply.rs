@@ -194,3 +194,43 @@ fn an_update_of_an_object_created_without_managed_fields_records_none_until_an_a
         [("ctrl".to_owned(), "Apply".to_owned()), ("editor".to_owned(), "Update".to_owned())]
     );
 }
+
+// structured-merge-diff's keyedAssociativeListItemToPathElement (typed/helpers.go): an item of
+// a keyed list that omits a key field without a schema default fails the field manager's
+// typed conversion ("failed to create typed patch object", structuredmerge.go Apply), an error
+// that is no API status: 500 with no reason. A container port may omit its protocol (default
+// TCP), not its containerPort.
+#[test]
+fn an_apply_whose_keyed_list_item_omits_its_key_gets_the_typed_patch_error() {
+    let mut w = World::new();
+    let deploy = |containers: Value| {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+               "spec": {"selector": {"matchLabels": {"a": "b"}},
+                        "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": containers}}}})
+    };
+    let send = |w: &mut World, body: Value| {
+        w.handle(Request::patch(
+            &deployments(),
+            Some("default"),
+            "d",
+            Patch::Apply(body),
+            PatchParams::apply("m"),
+        ))
+    };
+    let err = send(&mut w, deploy(json!([{"image": "i:1"}]))).unwrap_err();
+    assert_eq!((err.code, err.reason.as_str()), (500, ""));
+    assert_eq!(
+        err.message,
+        "failed to create typed patch object (default/d; apps/v1, Kind=Deployment): .spec.template.spec.containers: element 0: associative list with keys has an element that omits key field \"name\" (and doesn't have default value)"
+    );
+    let err = send(&mut w, deploy(json!([{"name": "c", "image": "i:1", "ports": [{"name": "http"}]}])))
+        .unwrap_err();
+    assert_eq!(
+        err.message,
+        "failed to create typed patch object (default/d; apps/v1, Kind=Deployment): .spec.template.spec.containers[name=\"c\"].ports: element 0: associative list with keys has an element that omits key field \"containerPort\" (and doesn't have default value)"
+    );
+    assert!(
+        send(&mut w, deploy(json!([{"name": "c", "image": "i:1", "ports": [{"containerPort": 80}]}])))
+            .is_ok()
+    );
+}
