@@ -20,7 +20,7 @@
 //!   than the current and update ones, are deleted beyond `revisionHistoryLimit` (default 10),
 //!   oldest first.
 //! - Creation (`OrderedReady`): Pod `i + 1` is created only once Pod `i` is Running and Ready; a
-//!   Failed Pod is deleted and then recreated; a terminating one is waited for. `Parallel`
+//!   Failed or Succeeded Pod is deleted and then recreated; a terminating one is waited for. `Parallel`
 //!   drops the ordering. A Pod below the RollingUpdate `partition` is made from the current
 //!   revision, every other from the update revision.
 //! - Before a Pod is created, each `volumeClaimTemplates` entry `tpl` gets its PVC
@@ -226,9 +226,9 @@ pub async fn reconcile(set: Arc<StatefulSet>, ctx: Arc<Context>) -> Result<Actio
                 sync.create_pod(ordinal, start).await?;
                 false
             }
-            Some(pod)
-                if pod_state::phase(pod) == pod_state::PHASE_FAILED && !pod_state::is_terminating(pod) =>
-            {
+            // Succeeded too: a Pod stopped by an eviction or a node reboot ends in the phase its
+            // container's exit code gives (upstream's `isFailed || isSucceeded`).
+            Some(pod) if pod_state::is_finished(pod) && !pod_state::is_terminating(pod) => {
                 sync.delete_pod(pod).await?;
                 false
             }

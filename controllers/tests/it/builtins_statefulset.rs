@@ -578,3 +578,42 @@ fn a_refused_claim_or_pod_create_is_a_failed_create_warning_in_upstreams_words()
         assert!(report.verdict.is_pass(), "{resource}: {}", report.verdict);
     }
 }
+
+#[test]
+fn a_finished_pod_is_deleted_and_made_again_succeeded_as_failed() {
+    // A Pod stopped by an eviction or a node reboot ends Succeeded or Failed, as its container's
+    // exit code says: either way the controller replaces it (upstream's `isFailed || isSucceeded`).
+    let world = builtins::kubelet(with_volumes(builtins::statefulset_controller(
+        Sim::builder().scenario("builtins-statefulset-finished"),
+    )))
+    .workload(|w| async move {
+        let sets: Api<StatefulSet> = Api::namespaced(w.client(), "default");
+        let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+        w.apply(&sets, &db(1)).await?;
+        for phase in ["Succeeded", "Failed"] {
+            w.wait_for(&sets, "db", |s| ready(s, 1), WAIT).await?;
+            let before = pods.get("db-0").await.map_err(|e| sim::WorkloadError {
+                step: 0,
+                action: "get db-0".to_owned(),
+                reason: e.to_string(),
+            })?;
+            let status = serde_json::json!({ "status": { "phase": phase } });
+            pods.patch_status("db-0", &sim::api::PatchParams::default(), &Patch::Merge(status))
+                .await
+                .map_err(|e| sim::WorkloadError {
+                    step: 0,
+                    action: format!("make db-0 {phase}"),
+                    reason: e.to_string(),
+                })?;
+            let replaced = move |p: Option<&Pod>| {
+                p.is_some_and(|p| p.metadata.uid != before.metadata.uid && pod_state::is_running_and_ready(p))
+            };
+            w.wait_for(&pods, "db-0", replaced, WAIT).await?;
+        }
+        Ok(())
+    });
+    let report = sweep(&SweepConfig::new("builtins-statefulset-finished").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}
