@@ -10,6 +10,7 @@ use k8s_openapi::api::core::v1::{
     PodTemplateSpec, Secret, Service, ServiceAccount, Volume,
 };
 use kube_core::response::StatusCause;
+use serde_json::Value;
 
 use crate::quantity;
 
@@ -290,27 +291,48 @@ pub(crate) fn secret(s: &Secret, out: &mut Vec<StatusCause>) {
                 ));
             }
         }
-        "kubernetes.io/dockercfg" if !has(".dockercfg") => {
-            out.push(required(&data.key(".dockercfg"), ""));
-        }
-        "kubernetes.io/dockerconfigjson" if !has(".dockerconfigjson") => {
-            out.push(required(&data.key(".dockerconfigjson"), ""));
+        ty @ ("kubernetes.io/dockercfg" | "kubernetes.io/dockerconfigjson") => {
+            let key = if ty == "kubernetes.io/dockercfg" { ".dockercfg" } else { ".dockerconfigjson" };
+            match s.data.as_ref().and_then(|d| d.get(key)) {
+                None => out.push(required(&data.key(key), "")),
+                Some(config) => {
+                    if let Some(err) = docker_config_error(&config.0) {
+                        out.push(invalid(&data.key(key), q("<secret contents redacted>"), &err));
+                    }
+                }
+            }
         }
         "kubernetes.io/basic-auth" if !has("username") && !has("password") => {
             out.push(required(&data.key("username"), ""));
             out.push(required(&data.key("password"), ""));
         }
-        "kubernetes.io/ssh-auth" if !has("ssh-privatekey") => {
+        "kubernetes.io/ssh-auth"
+            if s.data.as_ref().and_then(|d| d.get("ssh-privatekey")).is_none_or(|k| k.0.is_empty()) =>
+        {
             out.push(required(&data.key("ssh-privatekey"), ""));
         }
         "kubernetes.io/tls" => {
-            for k in ["tls.key", "tls.crt"] {
+            for k in ["tls.crt", "tls.key"] {
                 if !has(k) {
                     out.push(required(&data.key(k), ""));
                 }
             }
         }
         _ => {}
+    }
+}
+
+/// Why a docker config does not `json.Unmarshal` into a `map[string]interface{}`, in Go's words.
+fn docker_config_error(config: &[u8]) -> Option<String> {
+    if let Some(syntax) = crate::go_json::syntax_error(config) {
+        return Some(syntax);
+    }
+    match serde_json::from_slice::<Value>(config).ok()? {
+        Value::Null | Value::Object(_) => None,
+        other => Some(format!(
+            "json: cannot unmarshal {} into Go value of type map[string]interface {{}}",
+            crate::go_json::go_kind(&other)
+        )),
     }
 }
 

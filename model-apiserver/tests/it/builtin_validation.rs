@@ -426,3 +426,46 @@ fn a_traffic_policy_or_health_check_port_off_an_externally_accessible_service_ge
     let external = with(body, "/spec/externalIPs", json!(["192.0.2.1"]));
     assert!(w.try_create(&svcs, Some("default"), external).is_ok());
 }
+
+// core ValidateSecret (pkg/apis/core/validation/validation.go): a TLS Secret names tls.crt
+// before tls.key; an ssh-auth Secret needs a non-empty private key; a dockercfg or
+// dockerconfigjson Secret's config must json.Unmarshal into a map (the contents redacted in the
+// error, Go's encoding/json words as its message).
+#[test]
+fn secret_types_require_their_keys_in_the_real_order_and_docker_configs_to_be_json_objects() {
+    let mut w = World::new();
+    let secrets = builtin("", "secrets");
+    let secret = |name: &str, ty: &str, data: Value| json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "type": ty, "data": data});
+    let message =
+        |w: &mut World, body: Value| w.try_create(&secrets, Some("default"), body).unwrap_err().message;
+    assert_eq!(
+        message(&mut w, secret("tls", "kubernetes.io/tls", json!({}))),
+        "Secret \"tls\" is invalid: [data[tls.crt]: Required value, data[tls.key]: Required value]"
+    );
+    assert_eq!(
+        message(&mut w, secret("ssh", "kubernetes.io/ssh-auth", json!({"ssh-privatekey": ""}))),
+        "Secret \"ssh\" is invalid: data[ssh-privatekey]: Required value"
+    );
+    // "not json", base64.
+    assert_eq!(
+        message(
+            &mut w,
+            secret("d1", "kubernetes.io/dockerconfigjson", json!({".dockerconfigjson": "bm90IGpzb24="}))
+        ),
+        "Secret \"d1\" is invalid: data[.dockerconfigjson]: Invalid value: \"<secret contents redacted>\": invalid character 'o' in literal null (expecting 'u')"
+    );
+    // "[]", base64.
+    assert_eq!(
+        message(&mut w, secret("d2", "kubernetes.io/dockercfg", json!({".dockercfg": "W10="}))),
+        "Secret \"d2\" is invalid: data[.dockercfg]: Invalid value: \"<secret contents redacted>\": json: cannot unmarshal array into Go value of type map[string]interface {}"
+    );
+    // "{}", base64.
+    assert!(
+        w.try_create(
+            &secrets,
+            Some("default"),
+            secret("d3", "kubernetes.io/dockerconfigjson", json!({".dockerconfigjson": "e30="}))
+        )
+        .is_ok()
+    );
+}
