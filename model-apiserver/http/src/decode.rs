@@ -10,7 +10,7 @@
 //! even a slow decode never holds an async worker.)
 
 use kube_core::Status;
-use model_apiserver::errors;
+use model_apiserver::{errors, go_json::go_kind};
 use serde_json::Value;
 
 use super::protobuf;
@@ -105,18 +105,6 @@ pub fn json_patch(mut patch: Value) -> Result<json_patch::Patch, Status> {
         }
     }
     serde_json::from_value(patch).map_err(|_| errors::json_patch_failed())
-}
-
-/// The JSON kind encoding/json names in an UnmarshalTypeError.
-fn go_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
 }
 
 /// A YAML document (JSON is YAML too): an apply patch.
