@@ -362,8 +362,19 @@ pub(crate) fn validate_builtin_create(ty: &ResourceType, object: &DynamicObject)
     if !ty.custom && ty.api.group == "scheduling.k8s.io" && ty.api.kind == "PriorityClass" {
         scheduling::priority_class(object, &mut out);
     }
+    // ValidateCronJobCreate: the controller names a CronJob's Jobs `<name>-<11 characters>`,
+    // which must fit a 63-character label.
+    let name = object.metadata.name.as_deref().unwrap_or_default();
+    if !ty.custom && ty.api.group == "batch" && ty.api.kind == "CronJob" && name.len() > CRON_JOB_NAME_LEN_MAX
+    {
+        let why = format!("must be no more than {CRON_JOB_NAME_LEN_MAX} characters");
+        out.push(metadata::invalid_value("metadata.name", name, &why));
+    }
     out
 }
+
+/// The longest CronJob name (DNS1035LabelMaxLength - 11).
+const CRON_JOB_NAME_LEN_MAX: usize = 52;
 
 /// The spec validation of a built-in kind, on create and on every update (`pkg/apis/*/validation`):
 /// the per-group modules check the typed object. A body that does not decode was refused

@@ -469,3 +469,25 @@ fn secret_types_require_their_keys_in_the_real_order_and_docker_configs_to_be_js
         .is_ok()
     );
 }
+
+// ValidateCronJobCreate (pkg/apis/batch/validation/validation.go): a CronJob's name is at
+// most 52 characters (its Jobs append an 11-character suffix), checked after the spec.
+#[test]
+fn a_cron_job_name_longer_than_52_characters_gets_422_on_create() {
+    let mut w = World::new();
+    let cron_jobs = builtin("batch", "cronjobs");
+    let cron_job = |name: &str| {
+        json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": name},
+               "spec": {"schedule": "@hourly", "jobTemplate": {"spec": {"template": {"spec": {
+                   "restartPolicy": "Never", "containers": [{"name": "c", "image": "i:1"}]}}}}}})
+    };
+    let long = "c".repeat(53);
+    let err = w.try_create(&cron_jobs, Some("default"), cron_job(&long)).unwrap_err();
+    assert_eq!(
+        err.message,
+        format!(
+            "CronJob.batch \"{long}\" is invalid: metadata.name: Invalid value: \"{long}\": must be no more than 52 characters"
+        )
+    );
+    assert!(w.try_create(&cron_jobs, Some("default"), cron_job(&"c".repeat(52))).is_ok());
+}
