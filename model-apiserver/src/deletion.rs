@@ -69,7 +69,7 @@ impl ApiServer {
         }
         let grace = self.grace_period_seconds(t, &old, params);
         let mut new = DynamicObject::clone(&old);
-        add_propagation_finalizer(&mut new, params.propagation_policy.as_ref());
+        set_garbage_collector_finalizers(&mut new, params.propagation_policy.as_ref());
         let deleting = old.metadata.deletion_timestamp.is_some();
         if deleting {
             // A second delete can only shorten a pending grace period (the kubelet's final
@@ -358,15 +358,37 @@ pub(crate) fn check_preconditions(
 }
 
 /// Foreground and orphan propagation are carried out by the garbage collector through a
-/// finalizer; background needs none.
-fn add_propagation_finalizer(object: &mut DynamicObject, policy: Option<&PropagationPolicy>) {
-    let finalizer = match policy {
-        Some(PropagationPolicy::Foreground) => FOREGROUND_FINALIZER,
-        Some(PropagationPolicy::Orphan) => ORPHAN_FINALIZER,
-        Some(PropagationPolicy::Background) | None => return,
+/// finalizer, which every delete (of an object already deleting too) sets as the store's
+/// `deletionFinalizersForGarbageCollection` does: both are dropped, then `orphan` is added back
+/// when the policy is Orphan (or, with none, when the object had it) and `foregroundDeletion`
+/// when the policy is Foreground (or, with none, when the object had it). A delete that leaves
+/// the same set keeps the finalizers as they were. (Every kind the model serves deletes its
+/// dependents by default; core/v1 ReplicationControllers, which orphan, are not served.)
+fn set_garbage_collector_finalizers(object: &mut DynamicObject, policy: Option<&PropagationPolicy>) {
+    let finalizers = object.metadata.finalizers.as_deref().unwrap_or_default();
+    let has = |name: &str| finalizers.iter().any(|f| f == name);
+    // shouldOrphanDependents: the policy, then the first of the two finalizers the object has.
+    let first_gc_finalizer = finalizers.iter().find(|f| *f == ORPHAN_FINALIZER || *f == FOREGROUND_FINALIZER);
+    let orphan = match policy {
+        Some(p) => matches!(p, PropagationPolicy::Orphan),
+        None => first_gc_finalizer.is_some_and(|f| f == ORPHAN_FINALIZER),
     };
-    let finalizers = object.metadata.finalizers.get_or_insert_with(Vec::new);
-    if !finalizers.iter().any(|f| f == finalizer) {
-        finalizers.push(finalizer.to_owned());
+    // shouldDeleteDependents: the policy, then the finalizer.
+    let foreground = match policy {
+        Some(p) => matches!(p, PropagationPolicy::Foreground),
+        None => has(FOREGROUND_FINALIZER),
+    };
+    let mut wanted: Vec<String> =
+        finalizers.iter().filter(|f| *f != ORPHAN_FINALIZER && *f != FOREGROUND_FINALIZER).cloned().collect();
+    if orphan {
+        wanted.push(ORPHAN_FINALIZER.to_owned());
+    }
+    if foreground {
+        wanted.push(FOREGROUND_FINALIZER.to_owned());
+    }
+    let same_set =
+        wanted.iter().all(|f| finalizers.contains(f)) && finalizers.iter().all(|f| wanted.contains(f));
+    if !same_set {
+        object.metadata.finalizers = Some(wanted);
     }
 }

@@ -386,14 +386,17 @@ fn propagate_dry_run(options: Option<ApiDeleteOptions>, dry_run: bool) -> Result
 
 /// The Eviction's delete options as the model's delete takes them. Any `dryRun` value makes the
 /// store's delete a dry run; a negative grace period is 1 second, as the pod strategy makes it;
-/// `orphanDependents: true` is the orphan policy when no policy is named.
+/// `orphanDependents` is the orphan policy when no policy is named (`false` the background one).
 fn delete_params(options: &ApiDeleteOptions) -> DeleteParams {
     let policy = match options.propagation_policy.as_deref() {
         Some("Orphan") => Some(PropagationPolicy::Orphan),
         Some("Background") => Some(PropagationPolicy::Background),
         Some("Foreground") => Some(PropagationPolicy::Foreground),
-        _ if options.orphan_dependents == Some(true) => Some(PropagationPolicy::Orphan),
-        _ => None,
+        _ => match options.orphan_dependents {
+            Some(true) => Some(PropagationPolicy::Orphan),
+            Some(false) => Some(PropagationPolicy::Background),
+            None => None,
+        },
     };
     DeleteParams {
         dry_run: options.dry_run.as_ref().is_some_and(|d| !d.is_empty()),

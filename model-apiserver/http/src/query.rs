@@ -257,11 +257,14 @@ impl Query {
         let preconditions = options
             .preconditions
             .map(|p| kube_core::params::Preconditions { resource_version: p.resource_version, uid: p.uid });
-        // orphanDependents (deprecated) is the Orphan policy, as the real store reads it.
+        // orphanDependents (deprecated) is the Orphan policy, and `false` neither orphans nor
+        // deletes in the foreground: the Background policy, as the store's
+        // shouldOrphanDependents and shouldDeleteDependents read it.
         let policy = match (options.propagation_policy.as_deref(), options.orphan_dependents) {
             (Some(p), _) => Some(propagation_policy(p)),
             (None, Some(true)) => Some(PropagationPolicy::Orphan),
-            (None, _) => None,
+            (None, Some(false)) => Some(PropagationPolicy::Background),
+            (None, None) => None,
         };
         Ok(DeleteParams {
             dry_run: options.dry_run.is_some_and(|d| d.iter().any(|v| v == "All")),

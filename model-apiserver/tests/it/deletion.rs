@@ -345,3 +345,30 @@ fn a_completed_pod_or_service_account_delete_answers_the_object_not_a_status() {
         assert_eq!(o.metadata.name.as_deref(), Some(name));
     }
 }
+
+// The store's deletionFinalizersForGarbageCollection (staging/src/k8s.io/apiserver/pkg/registry/
+// generic/registry/store.go), on every delete, an object already deleting too: the orphan and
+// foregroundDeletion finalizers are dropped, then added back as shouldOrphanDependents and
+// shouldDeleteDependents say (an explicit policy first, then the finalizer the object has); a
+// delete that leaves the same set keeps the order.
+#[test]
+fn a_second_delete_with_another_policy_swaps_the_garbage_collector_finalizer() {
+    let mut w = World::new();
+    w.create(&cm(), Some("default"), with_finalizers("a", &["example.com/x"]));
+    let delete = |w: &mut World, policy: Option<PropagationPolicy>| {
+        let params = DeleteParams { propagation_policy: policy, ..Default::default() };
+        object(w.handle(Request::delete(&cm(), Some("default"), "a", params)).unwrap())
+            .metadata
+            .finalizers
+            .clone()
+    };
+    let f = |names: &[&str]| Some(names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>());
+    assert_eq!(delete(&mut w, Some(PropagationPolicy::Orphan)), f(&["example.com/x", "orphan"]));
+    // No policy: the finalizer the object has decides, nothing changes.
+    assert_eq!(delete(&mut w, None), f(&["example.com/x", "orphan"]));
+    assert_eq!(
+        delete(&mut w, Some(PropagationPolicy::Foreground)),
+        f(&["example.com/x", "foregroundDeletion"])
+    );
+    assert_eq!(delete(&mut w, Some(PropagationPolicy::Background)), f(&["example.com/x"]));
+}

@@ -730,3 +730,24 @@ fn a_json_patch_that_is_not_a_list_of_operations_gets_go_decoding_errors() {
         json!("the server rejected our request due to an error in our request")
     );
 }
+
+// The store's shouldOrphanDependents and shouldDeleteDependents read the deprecated
+// `orphanDependents=false` as neither orphaning nor deleting in the foreground: a second delete
+// with it drops the orphan finalizer a first delete added (deletionFinalizersForGarbageCollection).
+#[test]
+fn orphan_dependents_false_on_a_second_delete_drops_the_orphan_finalizer() {
+    let served = serve();
+    let body =
+        br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"gc","finalizers":["example.com/x"]}}"#;
+    assert_eq!(
+        request(&served, "POST", "/api/v1/namespaces/default/configmaps", "application/json", body).code,
+        201
+    );
+    let path = "/api/v1/namespaces/default/configmaps/gc";
+    let first =
+        request(&served, "DELETE", &format!("{path}?propagationPolicy=Orphan"), "application/json", b"");
+    assert_eq!(first.json()["metadata"]["finalizers"], json!(["example.com/x", "orphan"]));
+    let second =
+        request(&served, "DELETE", &format!("{path}?orphanDependents=false"), "application/json", b"");
+    assert_eq!(second.json()["metadata"]["finalizers"], json!(["example.com/x"]));
+}
