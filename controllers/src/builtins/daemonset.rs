@@ -20,7 +20,9 @@
 //!   deleted. `maxSurge` is not modelled.
 //! - Status: `desiredNumberScheduled`, `currentNumberScheduled`, `numberMisscheduled`,
 //!   `numberReady`, `updatedNumberScheduled`, `numberAvailable`, `numberUnavailable`,
-//!   `observedGeneration`: what `kubectl rollout status ds/<name>` reads.
+//!   `observedGeneration`: what `kubectl rollout status ds/<name>` reads. Available is ready for
+//!   more than `minReadySeconds` (virtual clock), in the status and the rolling update alike;
+//!   while some Pods are ready but not available, the DaemonSet is synced again that much later.
 //! - Events: `SuccessfulCreate` ("Created pod: x"), `SuccessfulDelete` ("Deleted pod: x") and the
 //!   Warnings `FailedCreate` / `FailedDelete` ([`super::pod_control`]).
 //! - Nodes and Pods are read from the controller's informer caches, as upstream reads its
@@ -32,6 +34,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::events::Recorder;
 use futures::StreamExt;
@@ -186,11 +189,13 @@ pub async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Context>) -> Result<Action, 
         by_node.entry(node_of(pod).unwrap_or_default().to_owned()).or_default().push(pod);
     }
     let sync = Sync { ds: &ds, uid: &uid, ctx: &ctx, api: &pods_api, hash: &hash };
-    let status = status_of(&ds, &nodes, &by_node, &hash, collision_count);
+    let now = sim::time::now();
+    let status = status_of(&ds, &nodes, &by_node, &hash, collision_count, now);
+    let recheck = available_recheck(&ds, &status);
     if let Wait::Pending(expire) = wait {
         // Earlier creates or deletes not in the cache yet: the status only (`syncDaemonSet`).
         update_status(&ds, status, &ctx.client, &namespace).await?;
-        return Ok(Action::requeue(expire));
+        return Ok(Action::requeue(recheck.map_or(expire, |r| r.min(expire))));
     }
     let mut writes = 0;
     // manage: one running Pod on each Node that should run one, none elsewhere.
@@ -230,7 +235,7 @@ pub async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Context>) -> Result<Action, 
         }
     }
     if !is_on_delete(&ds) {
-        sync.rolling_update(&nodes, &by_node).await?;
+        sync.rolling_update(&nodes, &by_node, now).await?;
     }
     let live: Vec<&str> =
         pods.iter().filter_map(|p| p.labels().get(REVISION_LABEL).map(String::as_str)).collect();
@@ -241,7 +246,15 @@ pub async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Context>) -> Result<Action, 
     let limit = ds.spec().revision_history_limit.unwrap_or(REVISION_HISTORY_LIMIT_DEFAULT);
     history.truncate(&revisions, kept, limit).await?;
     update_status(&ds, status, &ctx.client, &namespace).await?;
-    Ok(Action::await_change())
+    Ok(recheck.map_or_else(Action::await_change, Action::requeue))
+}
+
+/// When to look again for Pods ready but not yet available: `minReadySeconds` later, while
+/// some are (upstream's `updateDaemonSetStatus`); no Pod event marks the moment they become so.
+fn available_recheck(ds: &DaemonSet, status: &DaemonSetStatus) -> Option<Duration> {
+    let min_ready = ds.spec().min_ready_seconds.unwrap_or(0);
+    (min_ready > 0 && status.number_ready != status.number_available.unwrap_or(0))
+        .then(|| Duration::from_secs(u64::try_from(min_ready).unwrap_or(0)))
 }
 
 /// The revision of the current template (created or moved up as needed), its hash, and the
@@ -318,7 +331,9 @@ impl Sync<'_> {
         &self,
         nodes: &[Arc<Node>],
         by_node: &BTreeMap<String, Vec<&Pod>>,
+        now: k8s_openapi::jiff::Timestamp,
     ) -> Result<(), Error> {
+        let min_ready = self.ds.spec().min_ready_seconds;
         let desired: Vec<&Node> = nodes.iter().map(|n| &**n).filter(|n| should_run(self.ds, n)).collect();
         let budget = max_unavailable(self.ds, desired.len());
         let mut unavailable = 0;
@@ -332,12 +347,12 @@ impl Sync<'_> {
             match (new, old) {
                 (None, None) | (Some(_), Some(_)) => unavailable += 1,
                 (Some(new), None) => {
-                    if !pod_state::is_available(new) {
+                    if !pod_state::is_available_at(new, min_ready, now) {
                         unavailable += 1;
                     }
                 }
                 (None, Some(old)) => {
-                    if !pod_state::is_available(old) {
+                    if !pod_state::is_available_at(old, min_ready, now) {
                         replace_now.push(old);
                     } else if unavailable < budget {
                         candidates.push(old);
@@ -360,6 +375,7 @@ fn status_of(
     by_node: &BTreeMap<String, Vec<&Pod>>,
     hash: &str,
     collision_count: Option<i32>,
+    now: k8s_openapi::jiff::Timestamp,
 ) -> DaemonSetStatus {
     let count = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
     let (mut desired, mut current, mut misscheduled, mut ready, mut updated, mut available) =
@@ -385,7 +401,7 @@ fn status_of(
         if pod_state::is_ready(pod) {
             ready += 1;
         }
-        if pod_state::is_available(pod) {
+        if pod_state::is_available_at(pod, ds.spec().min_ready_seconds, now) {
             available += 1;
         }
         if pods.iter().any(|p| p.labels().get(REVISION_LABEL).map(String::as_str) == Some(hash)) {

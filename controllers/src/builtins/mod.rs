@@ -87,9 +87,9 @@
 //!
 //! ## Where they differ from the real ones
 //!
-//! - `minReadySeconds` is not supported (ready is available). Times (Pod `startTime`, conditions'
-//!   times, Job `startTime` and `completionTime`, CronJob schedules) come from `sim::time`'s
-//!   virtual clock.
+//! - Times (Pod `startTime`, conditions' times, Job `startTime` and `completionTime`, CronJob
+//!   schedules, `minReadySeconds`: a Pod is available once Ready for longer than that, as
+//!   `podutil.IsPodAvailable`) come from `sim::time`'s virtual clock.
 //! - The Deployment controller implements both strategies, revisions and rollback (as
 //!   `kubectl rollout undo` does it), `paused` and `progressDeadlineSeconds`; the StatefulSet
 //!   controller `OrderedReady` and `Parallel`, ControllerRevisions, RollingUpdate (with

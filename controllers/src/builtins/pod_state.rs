@@ -4,6 +4,7 @@
 use std::cmp::Ordering;
 
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 /// `Running`, as `status.phase` spells it.
 pub const PHASE_RUNNING: &str = "Running";
@@ -47,10 +48,33 @@ pub fn is_running_and_ready(pod: &Pod) -> bool {
     phase(pod) == PHASE_RUNNING && is_ready(pod)
 }
 
-/// Whether the pod counts as available: ready (the built-ins here support `minReadySeconds: 0`
-/// only, so ready and available coincide; see the crate guide).
+/// Whether the pod counts as available with `minReadySeconds: 0`: active and ready.
 pub fn is_available(pod: &Pod) -> bool {
     is_active(pod) && is_ready(pod)
+}
+
+/// Whether the pod is available at `now` for a controller whose `minReadySeconds` is
+/// `min_ready_seconds`: active, ready, and ready for long enough ([`ready_for_at_least`]).
+pub fn is_available_at(pod: &Pod, min_ready_seconds: Option<i32>, now: Timestamp) -> bool {
+    is_available(pod) && ready_for_at_least(pod, min_ready_seconds, now)
+}
+
+/// Whether the pod's readiness counts as availability at `now` (`podutil.IsPodAvailable` on a
+/// ready pod): always when `min_ready_seconds` is 0 or unset, else when its `Ready` condition
+/// turned true more than that long before `now`.
+pub fn ready_for_at_least(pod: &Pod, min_ready_seconds: Option<i32>, now: Timestamp) -> bool {
+    let min_ready = i64::from(min_ready_seconds.unwrap_or(0).max(0));
+    if min_ready == 0 {
+        return true;
+    }
+    let conditions = pod.status.as_ref().and_then(|s| s.conditions.as_ref());
+    let ready = conditions.into_iter().flatten().find(|c| c.type_ == "Ready");
+    ready.and_then(|c| c.last_transition_time.as_ref()).is_some_and(|since| {
+        since
+            .0
+            .checked_add(SignedDuration::from_secs(min_ready))
+            .is_ok_and(|available_from| available_from < now)
+    })
 }
 
 fn restarts(pod: &Pod) -> i32 {

@@ -16,12 +16,15 @@
 //! - events: `SuccessfulCreate` ("Created pod: x"), `SuccessfulDelete` ("Deleted pod: x") and the
 //!   Warnings `FailedCreate` / `FailedDelete` ([`super::pod_control`]), as upstream; in a namespace
 //!   being terminated a refused create ends the sync's creates without an error;
-//! - status: `replicas`, `fullyLabeledReplicas`, `readyReplicas`, `availableReplicas` and
+//! - status: `replicas`, `fullyLabeledReplicas`, `readyReplicas`, `availableReplicas` (Pods
+//!   ready for more than `minReadySeconds`, on the virtual clock; while every replica is ready but
+//!   not all available, the ReplicaSet is synced again `minReadySeconds` later) and
 //!   `observedGeneration`, computed from the Pods claimed, minus those this sync deleted (the
 //!   real controller counts those until its next sync; see `reconcile`); the `ReplicaFailure`
 //!   condition (FailedCreate / FailedDelete, the error's text) while creates or deletes fail.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetCondition, ReplicaSetStatus};
@@ -135,11 +138,25 @@ pub async fn reconcile(rs: Arc<ReplicaSet>, ctx: Arc<Context>) -> Result<Action,
     // below `replicas - maxUnavailable`.
     let failure = managed.as_ref().err().map(|error| replica_failure(error, claimed.len(), replicas));
     let remaining: Vec<Arc<Pod>> = claimed.into_iter().filter(|p| !deleted.contains(&p.uid())).collect();
-    boxed(|| update_status(&rs, &spec, &remaining, failure, &ctx.client, &namespace)).await?;
-    managed.map(|()| match wait {
+    let status = boxed(|| update_status(&rs, &spec, &remaining, failure, &ctx.client, &namespace)).await?;
+    // Every replica ready but not all available yet: no Pod event marks the moment they become
+    // so, so look again `minReadySeconds` later, as upstream's `syncReplicaSet`.
+    let ready = status.ready_replicas.unwrap_or(0);
+    let becoming_available = spec.min_ready_seconds.unwrap_or(0) > 0
+        && ready == spec.replicas.unwrap_or(1)
+        && status.available_replicas.unwrap_or(0) != ready;
+    let recheck = becoming_available
+        .then(|| Duration::from_secs(u64::try_from(spec.min_ready_seconds.unwrap_or(0)).unwrap_or(0)));
+    managed.map(|()| {
         // The Pod events that fulfil them trigger the next sync; if none comes, they expire.
-        Wait::Pending(expire) => Action::requeue(expire),
-        Wait::Satisfied => Action::await_change(),
+        let expire = match wait {
+            Wait::Pending(expire) => Some(expire),
+            Wait::Satisfied => None,
+        };
+        match expire.into_iter().chain(recheck).min() {
+            Some(after) => Action::requeue(after),
+            None => Action::await_change(),
+        }
     })
 }
 
@@ -262,6 +279,7 @@ fn status_of(
     spec: &k8s_openapi::api::apps::v1::ReplicaSetSpec,
     claimed: &[Arc<Pod>],
     failure: Option<ReplicaSetCondition>,
+    now: k8s_openapi::jiff::Timestamp,
 ) -> ReplicaSetStatus {
     let template_labels =
         spec.template.as_ref().and_then(|t| t.metadata.as_ref()).and_then(|m| m.labels.clone());
@@ -288,7 +306,9 @@ fn status_of(
         replicas: count(claimed.len()),
         fully_labeled_replicas: Some(count(fully_labeled)),
         ready_replicas: Some(count(claimed.iter().filter(|p| pod_state::is_ready(p)).count())),
-        available_replicas: Some(count(claimed.iter().filter(|p| pod_state::is_available(p)).count())),
+        available_replicas: Some(count(
+            claimed.iter().filter(|p| pod_state::is_available_at(p, spec.min_ready_seconds, now)).count(),
+        )),
         observed_generation: rs.metadata.generation,
         conditions,
         terminating_replicas: rs.status.as_ref().and_then(|s| s.terminating_replicas),
@@ -302,8 +322,9 @@ async fn update_status(
     failure: Option<ReplicaSetCondition>,
     client: &sim::Client,
     namespace: &str,
-) -> Result<(), Error> {
-    let status = status_of(rs, spec, claimed, failure);
+) -> Result<ReplicaSetStatus, Error> {
+    let status = status_of(rs, spec, claimed, failure, sim::time::now());
     let api: Api<ReplicaSet> = Api::namespaced(client.clone(), namespace);
-    super::status_patch::write(&api, &rs.name_any(), rs.status.as_ref(), &status).await
+    super::status_patch::write(&api, &rs.name_any(), rs.status.as_ref(), &status).await?;
+    Ok(status)
 }

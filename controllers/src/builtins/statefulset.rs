@@ -19,7 +19,10 @@
 //!   `controller-revision-hash` with the revision it was made from. Revisions no Pod uses, other
 //!   than the current and update ones, are deleted beyond `revisionHistoryLimit` (default 10),
 //!   oldest first.
-//! - Creation (`OrderedReady`): Pod `i + 1` is created only once Pod `i` is Running and Ready; a
+//! - Creation (`OrderedReady`): Pod `i + 1` is created only once Pod `i` is Running and Ready,
+//!   and has been Ready for more than `minReadySeconds` (virtual clock; the status's
+//!   `availableReplicas` counts those too, and the set is synced again while some are ready but
+//!   not yet available); a
 //!   Failed or Succeeded Pod is deleted and then recreated; a terminating one is waited for. `Parallel`
 //!   drops the ordering. A Pod below the RollingUpdate `partition` is made from the current
 //!   revision, every other from the update revision.
@@ -181,6 +184,13 @@ pub fn pod_revision(pod: &Pod) -> Option<&str> {
     pod.labels().get(REVISION_LABEL).map(String::as_str)
 }
 
+/// Running, ready, and ready for more than the set's `minReadySeconds` (upstream's
+/// `isRunningAndAvailable`).
+fn is_running_and_available(set: &StatefulSet, pod: &Pod, now: k8s_openapi::jiff::Timestamp) -> bool {
+    pod_state::is_running_and_ready(pod)
+        && pod_state::ready_for_at_least(pod, set.spec().min_ready_seconds, now)
+}
+
 fn is_healthy(pod: &Pod) -> bool {
     pod_state::is_running_and_ready(pod) && !pod_state::is_terminating(pod)
 }
@@ -216,7 +226,13 @@ pub async fn reconcile(set: Arc<StatefulSet>, ctx: Arc<Context>) -> Result<Actio
     let replicas = set.spec().replicas.unwrap_or(1).max(0);
     let wanted = start..start.saturating_add(replicas);
     let ordered = set.spec().pod_management_policy.as_deref() != Some("Parallel");
-    let status = status_of(&set, &pods, &current, &update, collision_count);
+    let now = sim::time::now();
+    let status = status_of(&set, &pods, &current, &update, collision_count, now);
+    // Every ready replica that is not available yet is looked at again `minReadySeconds` later
+    // (upstream's `durationStore`): no Pod event marks the moment it becomes so.
+    let min_ready = set.spec().min_ready_seconds.unwrap_or(0);
+    let recheck = (min_ready > 0 && status.ready_replicas != status.available_replicas)
+        .then(|| std::time::Duration::from_secs(u64::try_from(min_ready).unwrap_or(0)));
     // Scale up and repair, lowest ordinal first.
     let mut blocked = false;
     for ordinal in wanted.clone() {
@@ -239,7 +255,8 @@ pub async fn reconcile(set: Arc<StatefulSet>, ctx: Arc<Context>) -> Result<Actio
                 if pod_state::phase(pod) == pod_state::PHASE_PENDING {
                     sync.create_claims(ordinal, ClaimsFor::PendingPod).await?;
                 }
-                is_healthy(pod)
+                // The next ordinal waits for this one to be available, not only ready.
+                is_healthy(pod) && is_running_and_available(&set, pod, now)
             }
         };
         if !healthy && ordered {
@@ -274,7 +291,7 @@ pub async fn reconcile(set: Arc<StatefulSet>, ctx: Arc<Context>) -> Result<Actio
     let limit = set.spec().revision_history_limit.unwrap_or(REVISION_HISTORY_LIMIT_DEFAULT);
     history.truncate(&revisions, kept, limit).await?;
     update_status(&set, status, &ctx.client, &namespace).await?;
-    Ok(Action::await_change())
+    Ok(recheck.map_or_else(Action::await_change, Action::requeue))
 }
 
 /// Why a sync makes a Pod's claims: for the Pod it is about to create, whose failed create is
@@ -621,6 +638,7 @@ fn status_of(
     current: &ControllerRevision,
     update: &ControllerRevision,
     collision_count: Option<i32>,
+    now: k8s_openapi::jiff::Timestamp,
 ) -> StatefulSetStatus {
     let count = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
     let (current_name, update_name) = (current.name_any(), update.name_any());
@@ -629,7 +647,9 @@ fn status_of(
     let mut status = StatefulSetStatus {
         replicas: count(pods.len()),
         ready_replicas: Some(count(pods.values().filter(|p| pod_state::is_running_and_ready(p)).count())),
-        available_replicas: Some(count(pods.values().filter(|p| pod_state::is_running_and_ready(p)).count())),
+        available_replicas: Some(count(
+            pods.values().filter(|p| is_running_and_available(set, p, now)).count(),
+        )),
         current_replicas: Some(at(&current_name)),
         updated_replicas: Some(at(&update_name)),
         observed_generation: set.metadata.generation,

@@ -16,7 +16,7 @@ use sim::{FnProperty, Sim, SimBuilder, SweepConfig, sweep};
 const SEEDS: u64 = 20;
 const WAIT: Duration = Duration::from_secs(120);
 
-fn node(name: &str, role: &str) -> Node {
+pub(crate) fn node(name: &str, role: &str) -> Node {
     Node {
         metadata: ObjectMeta {
             name: Some(name.to_owned()),
@@ -27,7 +27,7 @@ fn node(name: &str, role: &str) -> Node {
     }
 }
 
-fn agent() -> DaemonSet {
+pub(crate) fn agent() -> DaemonSet {
     let labels = BTreeMap::from([("app".to_owned(), "agent".to_owned())]);
     DaemonSet {
         metadata: ObjectMeta {
@@ -57,7 +57,7 @@ fn agent() -> DaemonSet {
 }
 
 /// What `kubectl rollout status ds/agent` waits for, with `want` Pods desired.
-fn rolled_out(want: i32) -> impl Fn(Option<&DaemonSet>) -> bool {
+pub(crate) fn rolled_out(want: i32) -> impl Fn(Option<&DaemonSet>) -> bool {
     move |ds| {
         let Some(ds) = ds else { return false };
         ds.status.as_ref().is_some_and(|s| {

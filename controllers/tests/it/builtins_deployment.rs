@@ -21,7 +21,7 @@ use sim::{FnProperty, Sim, SimBuilder, SweepConfig, sweep};
 
 const SEEDS: u64 = 30;
 const WAIT: Duration = Duration::from_secs(120);
-const REPLICAS: i32 = 4;
+pub(crate) const REPLICAS: i32 = 4;
 const MAX_SURGE: i32 = 1;
 const MAX_UNAVAILABLE: i32 = 1;
 
@@ -29,7 +29,7 @@ fn labels() -> BTreeMap<String, String> {
     BTreeMap::from([("app".to_owned(), "web".to_owned())])
 }
 
-fn web(image: &str, history: Option<i32>) -> Deployment {
+pub(crate) fn web(image: &str, history: Option<i32>) -> Deployment {
     Deployment {
         metadata: ObjectMeta {
             name: Some("web".to_owned()),
@@ -65,7 +65,7 @@ fn web(image: &str, history: Option<i32>) -> Deployment {
     }
 }
 
-fn rolled_out(d: Option<&Deployment>) -> bool {
+pub(crate) fn rolled_out(d: Option<&Deployment>) -> bool {
     let Some(d) = d else { return false };
     let Some(status) = &d.status else { return false };
     status.observed_generation == d.metadata.generation

@@ -37,6 +37,7 @@ mod builtins_garbage_collector;
 mod builtins_job;
 mod builtins_kubelet;
 mod builtins_kubelet_clock;
+mod builtins_min_ready;
 mod builtins_namespace;
 mod builtins_namespace_defaults;
 mod builtins_replicaset;
