@@ -20,6 +20,7 @@ pub(crate) const GENERATE_NAME_ATTEMPTS_MAX: usize = 8;
 const DNS1123_LABEL_LEN_MAX: usize = 63;
 const DNS1123_SUBDOMAIN_LEN_MAX: usize = 253;
 const DNS1123_LABEL_ERR: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+const DNS1035_LABEL_ERR: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
 const DNS1123_SUBDOMAIN_ERR: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 
 /// A fresh uid: 128 bits from `ids`, formatted as a version-4 UUID as the real server's are.
@@ -69,12 +70,21 @@ pub(crate) fn generate_name(prefix: &str, ids: &mut dyn IdSource) -> String {
     name
 }
 
-/// The field errors for `name` under `rule` (empty when valid).
+/// The field errors for `name` under `rule` (empty when valid), in apimachinery's words
+/// (IsDNS1123Label, IsDNS1123Subdomain, IsDNS1035Label, path.IsValidPathSegmentName).
 pub(crate) fn validate_name(rule: NameRule, field: &str, name: &str) -> Vec<StatusCause> {
     let (len_max, ok, err) = match rule {
         NameRule::Label => (DNS1123_LABEL_LEN_MAX, is_dns1123_label(name), DNS1123_LABEL_ERR),
         NameRule::Subdomain => {
             (DNS1123_SUBDOMAIN_LEN_MAX, name.split('.').all(is_dns1123_label), DNS1123_SUBDOMAIN_ERR)
+        }
+        NameRule::Dns1035Label => (
+            DNS1123_LABEL_LEN_MAX,
+            is_dns1123_label(name) && name.starts_with(|c: char| c.is_ascii_lowercase()),
+            DNS1035_LABEL_ERR,
+        ),
+        NameRule::PathSegment => {
+            return path_segment_errors(name).map(|why| invalid_value(field, name, &why)).collect();
         }
     };
     let mut causes = Vec::new();
@@ -85,6 +95,15 @@ pub(crate) fn validate_name(rule: NameRule, field: &str, name: &str) -> Vec<Stat
         causes.push(invalid_value(field, name, err));
     }
     causes
+}
+
+/// path.IsValidPathSegmentName: not `.` or `..`, and neither `/` nor `%` inside.
+fn path_segment_errors(name: &str) -> impl Iterator<Item = String> {
+    let whole = ["..", "."].into_iter().find(|n| *n == name).map(|n| format!("may not be '{n}'"));
+    let parts = if whole.is_some() { &[][..] } else { &["/", "%"][..] };
+    whole
+        .into_iter()
+        .chain(parts.iter().filter(|p| name.contains(**p)).map(|p| format!("may not contain '{p}'")))
 }
 
 /// The errors of a `generateName` prefix: the name rule with a trailing dash allowed (it is

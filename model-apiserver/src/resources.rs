@@ -13,8 +13,14 @@ use crate::fields::SelectableFields;
 pub enum NameRule {
     /// DNS-1123 subdomain: lowercase alphanumerics, `-` and `.`, at most 253 characters.
     Subdomain,
-    /// DNS-1123 label: lowercase alphanumerics and `-`, at most 63 characters (Namespace, Service).
+    /// DNS-1123 label: lowercase alphanumerics and `-`, at most 63 characters (Namespace).
     Label,
+    /// DNS-1035 label: a DNS-1123 label that starts with a letter (Service,
+    /// `ValidateServiceName`).
+    Dns1035Label,
+    /// A path segment: anything but `.` and `..`, without `/` or `%` (the RBAC kinds,
+    /// `ValidateRBACName`).
+    PathSegment,
 }
 
 /// The `/scale` subresource's paths into the object (from a CRD's `subresources.scale`, or the
@@ -273,19 +279,19 @@ impl Builtin {
         self.tracks_generation = true;
         self
     }
-    const fn label_name(mut self) -> Self {
-        self.name_rule = NameRule::Label;
+    const fn name_rule(mut self, rule: NameRule) -> Self {
+        self.name_rule = rule;
         self
     }
 }
 
 /// The built-in kinds served by every model server.
 const BUILTINS: &[Builtin] = &[
-    builtin("", "v1", "Namespace", "namespaces", &["ns"]).cluster().status().label_name(),
+    builtin("", "v1", "Namespace", "namespaces", &["ns"]).cluster().status().name_rule(NameRule::Label),
     builtin("", "v1", "Pod", "pods", &["po"]).status().generation(),
     builtin("", "v1", "ConfigMap", "configmaps", &["cm"]),
     builtin("", "v1", "Secret", "secrets", &[]),
-    builtin("", "v1", "Service", "services", &["svc"]).status().label_name(),
+    builtin("", "v1", "Service", "services", &["svc"]).status().name_rule(NameRule::Dns1035Label),
     builtin("", "v1", "ServiceAccount", "serviceaccounts", &["sa"]),
     builtin("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims", &["pvc"]).status(),
     builtin("apps", "v1", "Deployment", "deployments", &["deploy"]).status().scale().generation(),
@@ -329,10 +335,15 @@ const BUILTINS: &[Builtin] = &[
     .cluster()
     .generation(),
     builtin("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", &["pc"]).cluster(),
-    builtin("rbac.authorization.k8s.io", "v1", "Role", "roles", &[]),
-    builtin("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", &[]),
-    builtin("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", &[]).cluster(),
-    builtin("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", &[]).cluster(),
+    builtin("rbac.authorization.k8s.io", "v1", "Role", "roles", &[]).name_rule(NameRule::PathSegment),
+    builtin("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", &[])
+        .name_rule(NameRule::PathSegment),
+    builtin("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", &[])
+        .cluster()
+        .name_rule(NameRule::PathSegment),
+    builtin("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", &[])
+        .cluster()
+        .name_rule(NameRule::PathSegment),
     builtin("coordination.k8s.io", "v1", "Lease", "leases", &[]),
     builtin("", "v1", "Event", "events", &["ev"]),
     builtin("events.k8s.io", "v1", "Event", "events", &["ev"]),

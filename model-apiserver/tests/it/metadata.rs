@@ -219,3 +219,34 @@ fn uids_are_distinct_version_4_uuids() {
         assert!(matches!(&uid[19..20], "8" | "9" | "a" | "b"), "{uid}");
     }
 }
+
+// Each kind's name function, as its ValidateObjectMeta call names it: Services are DNS-1035
+// labels (ValidateServiceName = NameIsDNS1035Label, pkg/apis/core/validation), so a name must
+// start with a letter; RBAC kinds are path segments (ValidateRBACName =
+// path.IsValidPathSegmentName, pkg/apis/rbac/validation), so uppercase and dots are fine and
+// only '.', '..', '/' and '%' are refused.
+#[test]
+fn services_are_dns_1035_labels_and_rbac_names_path_segments() {
+    let mut w = World::new();
+    let svcs = builtin("", "services");
+    let service = |name: &str| serde_json::json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name}, "spec": {"ports": [{"port": 80}]}});
+    let err = w.try_create(&svcs, Some("default"), service("1abc")).unwrap_err();
+    assert_eq!(
+        err.message,
+        "Service \"1abc\" is invalid: metadata.name: Invalid value: \"1abc\": a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+    );
+    assert!(w.try_create(&svcs, Some("default"), service("abc-1")).is_ok());
+    let roles = builtin("rbac.authorization.k8s.io", "roles");
+    let role = |name: &str| serde_json::json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": name}, "rules": []});
+    assert!(w.try_create(&roles, Some("default"), role("System:Controller.v1")).is_ok());
+    let err = w.try_create(&roles, Some("default"), role("a/b%c")).unwrap_err();
+    assert_eq!(
+        err.message,
+        "Role.rbac.authorization.k8s.io \"a/b%c\" is invalid: [metadata.name: Invalid value: \"a/b%c\": may not contain '/', metadata.name: Invalid value: \"a/b%c\": may not contain '%']"
+    );
+    let err = w.try_create(&roles, Some("default"), role("..")).unwrap_err();
+    assert_eq!(
+        err.message,
+        "Role.rbac.authorization.k8s.io \"..\" is invalid: metadata.name: Invalid value: \"..\": may not be '..'"
+    );
+}
