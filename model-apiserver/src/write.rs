@@ -113,6 +113,7 @@ impl ApiServer {
             }
         };
         self.check_namespace_accepts(t, &name)?;
+        let resource_version_set = object.metadata.resource_version.as_deref().is_some_and(sets_a_version);
         let meta = &mut object.metadata;
         meta.name = Some(name.clone());
         meta.namespace = t.meta_namespace();
@@ -137,6 +138,12 @@ impl ApiServer {
         strategy::prepare_for_create(t, &mut object, ctx.ids, ctx.now);
         strategy::fill_status_zero_values(t, &mut object);
         let object = self.admit(t, "create", None, None, object)?;
+        // The storage's Create refuses a resourceVersion before it looks for the key (a dry
+        // run never reaches it): an error that is no API status, so 500 without a reason.
+        if resource_version_set && !opts.dry_run {
+            return Err(Status::failure("resourceVersion should not be set on objects to be created", "")
+                .with_code(500));
+        }
         let key = t.key(&name);
         if self.store.current().get(&key).is_some() {
             return Err(errors::already_exists(&t.ty.api.group, &t.ty.api.plural, &name));
@@ -741,4 +748,13 @@ pub(crate) fn check_subresource(
         Some(Subresource::Eviction) => false,
     };
     if served { Ok(()) } else { Err(t.unserved_subresource(name)) }
+}
+
+/// Whether a create's `metadata.resourceVersion` names a version for the storage
+/// (`APIObjectVersioner.ObjectResourceVersion`: Go's ParseUint, not 0). One that does not parse
+/// ("-1", "abc") is ignored, as the real storage ignores it.
+fn sets_a_version(resource_version: &str) -> bool {
+    !resource_version.is_empty()
+        && resource_version.bytes().all(|b| b.is_ascii_digit())
+        && resource_version.parse::<u64>().is_ok_and(|v| v != 0)
 }

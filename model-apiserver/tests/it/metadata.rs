@@ -250,3 +250,23 @@ fn services_are_dns_1035_labels_and_rbac_names_path_segments() {
         "Role.rbac.authorization.k8s.io \"..\" is invalid: metadata.name: Invalid value: \"..\": may not be '..'"
     );
 }
+
+// The etcd3 storage's Create (staging/src/k8s.io/apiserver/pkg/storage/etcd3/store.go) refuses
+// an object whose resourceVersion parses to a version other than 0 with
+// ErrResourceVersionSetOnCreate, which InterpretCreateError passes on as no API status: 500,
+// no reason. One that does not parse is ignored; a dry run never reaches the storage.
+#[test]
+fn a_create_with_a_resource_version_gets_500_from_the_storage() {
+    let mut w = World::new();
+    let with_rv = |name: &str, rv: &str| {
+        let mut body = config_map(name, json!({}));
+        body["metadata"]["resourceVersion"] = json!(rv);
+        body
+    };
+    let err = w.try_create(&cm(), Some("default"), with_rv("a", "5")).unwrap_err();
+    assert_eq!((err.code, err.reason.as_str()), (500, ""));
+    assert_eq!(err.message, "resourceVersion should not be set on objects to be created");
+    for (name, ignored) in [("b", "0"), ("c", "-1"), ("d", "abc")] {
+        assert!(w.try_create(&cm(), Some("default"), with_rv(name, ignored)).is_ok(), "{ignored}");
+    }
+}
