@@ -17,13 +17,22 @@
 //!   each failure since the last success, at most 10 minutes ([`POD_FAILURE_BACKOFF`]). A failed
 //!   sync is retried after 1 s doubling to 60 s, the Job controller's own queue
 //!   ([`super::rate_limit`]). Not modelled: the 1 s batching of Pod events into one sync.
+//! - `suspend: true` deletes the active Pods and creates none, with the condition `Suspended`
+//!   True (`JobSuspended`, a `Suspended` event); resuming sets it False (`JobResumed`, a
+//!   `Resumed` event) and starts `startTime` again. A Job created suspended has no `startTime`
+//!   until it is resumed.
+//! - `activeDeadlineSeconds`: once the Job has been active (not suspended) that long since its
+//!   `startTime`, it fails (`DeadlineExceeded`, "Job was active longer than specified deadline",
+//!   a Warning of that reason) and its active Pods are deleted; it is synced again when the
+//!   deadline comes.
 //! - Status: `active`, `ready`, `succeeded`, `failed`, `conditions`, `startTime` and
 //!   `completionTime` (on the virtual clock, `sim::time`). Not modelled: Pod tracking
-//!   finalizers, Indexed completion, `suspend`, `activeDeadlineSeconds`, Pod failure and success
-//!   policies.
+//!   finalizers, Indexed completion, Pod failure and success policies, the interim
+//!   `FailureTarget` condition (`Failed` is set at once).
 //! - Events: `SuccessfulCreate` ("Created pod: x"), `SuccessfulDelete` ("Deleted pod: x"), the
 //!   Warnings `FailedCreate` / `FailedDelete` ([`super::pod_control`]), `Completed` ("Job
-//!   completed") and `BackoffLimitExceeded`, as upstream.
+//!   completed"), the Warnings `BackoffLimitExceeded` and `DeadlineExceeded`, and `Suspended` /
+//!   `Resumed`, as upstream.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -137,8 +146,24 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
         Some(completions) => succeeded >= completions,
         None => succeeded >= 1 && active.is_empty(),
     };
-    let gave_up = failed > spec.backoff_limit.unwrap_or(BACKOFF_LIMIT_DEFAULT);
-    let wanted = if complete || gave_up {
+    let now = sim::time::now();
+    let suspended = spec.suspend == Some(true);
+    let previous = job.status.clone().unwrap_or_default();
+    // Started when first not suspended (upstream sets `startTime` only then); resuming starts it
+    // again below, so that `activeDeadlineSeconds` counts continuous activity.
+    let mut start_time = previous.start_time.clone().or_else(|| (!suspended).then(sim::time::now_k8s));
+    let backoff_exceeded = failed > spec.backoff_limit.unwrap_or(BACKOFF_LIMIT_DEFAULT);
+    let deadline_left = active_deadline_left(&spec, start_time.as_ref(), suspended, now);
+    let failure = if backoff_exceeded {
+        Some(FAILED_BACKOFF_LIMIT)
+    } else if deadline_left.is_some_and(|left| left.is_zero()) {
+        Some(FAILED_DEADLINE)
+    } else {
+        None
+    };
+    let gave_up = failure.is_some();
+    // A suspended Job runs no Pod (upstream's `manageJob` deletes its active ones).
+    let wanted = if complete || gave_up || suspended {
         0
     } else {
         match spec.completions {
@@ -148,7 +173,7 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
         }
     };
     let wanted = usize::try_from(wanted).unwrap_or(0);
-    let backoff = failure_backoff(&pods, sim::time::now());
+    let backoff = failure_backoff(&pods, now);
     let mut created = 0;
     if wait != Wait::Satisfied {
         // Earlier creates or deletes not in the cache yet: no Pod is created or deleted.
@@ -173,8 +198,21 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
         }
     }
     let mut conditions = job.status.as_ref().and_then(|s| s.conditions.clone()).unwrap_or_default();
-    let previous = job.status.clone().unwrap_or_default();
-    let start_time = previous.start_time.clone().or_else(|| Some(sim::time::now_k8s()));
+    // `Suspended`, only when the create and delete step ran (upstream's `manageJobCalled`): True
+    // while suspended, False once resumed (never added False).
+    let mut suspension = None;
+    if wait == Wait::Satisfied && !complete && !gave_up {
+        suspension = if suspended {
+            ensure_condition(&mut conditions, "Suspended", "True", "JobSuspended", "Job suspended")
+                .then_some(("Suspended", "Job suspended"))
+        } else {
+            ensure_condition(&mut conditions, "Suspended", "False", "JobResumed", "Job resumed")
+                .then_some(("Resumed", "Job resumed"))
+        };
+        if suspension.is_some_and(|(reason, _)| reason == "Resumed") {
+            start_time = Some(sim::time::now_k8s());
+        }
+    }
     let completion_time =
         if complete { Some(sim::time::now_k8s()) } else { previous.completion_time.clone() };
     if complete {
@@ -183,12 +221,8 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
             "CompletionsReached",
             "Reached expected number of succeeded pods",
         ));
-    } else if gave_up {
-        conditions.push(condition(
-            "Failed",
-            "BackoffLimitExceeded",
-            "Job has reached the specified backoff limit",
-        ));
+    } else if let Some((reason, message)) = failure {
+        conditions.push(condition("Failed", reason, message));
     }
     let status = JobStatus {
         active: Some(i32::try_from(active.len() + created).unwrap_or(i32::MAX)),
@@ -210,17 +244,80 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
         let regarding = events::reference(&*job);
         if complete {
             events::normal(&ctx.recorder, &regarding, "Completed", "Job completed".to_owned()).await;
-        } else if gave_up {
-            let message = "Job has reached the specified backoff limit".to_owned();
-            events::warning(&ctx.recorder, &regarding, "BackoffLimitExceeded", message).await;
+        } else if let Some((reason, message)) = failure {
+            events::warning(&ctx.recorder, &regarding, reason, message.to_owned()).await;
+        } else if let Some((reason, message)) = suspension {
+            events::normal(&ctx.recorder, &regarding, reason, message.to_owned()).await;
         }
     }
-    Ok(match wait {
+    // The next look: when expectations expire, the failure backoff ends, or the active deadline
+    // passes (upstream's `AddAfter` of the deadline's remaining time), whichever comes first.
+    let expire = match wait {
         // The Pod events that fulfil them trigger the next sync; if none comes, they expire.
-        Wait::Pending(expire) => Action::requeue(expire),
-        Wait::Satisfied if active.len() < wanted && !backoff.is_zero() => Action::requeue(backoff),
-        Wait::Satisfied => Action::await_change(),
+        Wait::Pending(expire) => Some(expire),
+        Wait::Satisfied if active.len() < wanted && !backoff.is_zero() => Some(backoff),
+        Wait::Satisfied => None,
+    };
+    let deadline = deadline_left.filter(|_| !complete && !gave_up);
+    Ok(match expire.into_iter().chain(deadline).min() {
+        Some(after) => Action::requeue(after),
+        None => Action::await_change(),
     })
+}
+
+/// The `Failed` condition's reason and message when more Pods failed than `backoffLimit` allows.
+const FAILED_BACKOFF_LIMIT: (&str, &str) =
+    ("BackoffLimitExceeded", "Job has reached the specified backoff limit");
+/// The `Failed` condition's reason and message when the Job ran longer than
+/// `activeDeadlineSeconds` (upstream's `JobReasonDeadlineExceeded`).
+const FAILED_DEADLINE: (&str, &str) = ("DeadlineExceeded", "Job was active longer than specified deadline");
+
+/// How long the Job may still be active under `activeDeadlineSeconds` (zero once past it,
+/// upstream's `pastActiveDeadline`): `None` without a deadline, a start, or while suspended.
+fn active_deadline_left(
+    spec: &k8s_openapi::api::batch::v1::JobSpec,
+    start_time: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
+    suspended: bool,
+    now: jiff::Timestamp,
+) -> Option<Duration> {
+    let seconds = u64::try_from(spec.active_deadline_seconds?).unwrap_or(0);
+    let start = start_time?.0;
+    if suspended {
+        return None;
+    }
+    let active_for = Duration::try_from(now.duration_since(start)).unwrap_or_default();
+    Some(Duration::from_secs(seconds).saturating_sub(active_for))
+}
+
+/// Set condition `type_` to `status` with `reason` and `message` (upstream's
+/// `ensureJobConditionStatus`): a condition that differs is replaced (a new transition time), a
+/// missing one is added unless it would be `False`. Whether anything changed.
+fn ensure_condition(
+    conditions: &mut Vec<JobCondition>,
+    type_: &str,
+    status: &str,
+    reason: &str,
+    message: &str,
+) -> bool {
+    let fresh = || JobCondition { status: status.to_owned(), ..condition(type_, reason, message) };
+    match conditions.iter_mut().find(|c| c.type_ == type_) {
+        Some(c)
+            if c.status == status
+                && c.reason.as_deref() == Some(reason)
+                && c.message.as_deref() == Some(message) =>
+        {
+            false
+        }
+        Some(c) => {
+            *c = fresh();
+            true
+        }
+        None if status == "False" => false,
+        None => {
+            conditions.push(fresh());
+            true
+        }
+    }
 }
 
 /// How long the Job still waits before it creates Pods after failures (upstream's

@@ -9,7 +9,7 @@ use controllers::builtins::{self, kubelet, owners, pod_state, snapshot};
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, PodTemplateSpec};
 use model_apiserver::Snapshot;
-use sim::api::{Api, ObjectMeta};
+use sim::api::{Api, ObjectMeta, Patch};
 use sim::{FnProperty, Sim, SimBuilder, SweepConfig, sweep};
 
 const SEEDS: u64 = 30;
@@ -224,6 +224,168 @@ fn a_failed_pod_is_replaced_after_10s_doubling_at_each_failure() {
                 Ok(())
             }));
     let report = sweep(&SweepConfig::new("builtins-job-pod-backoff").seeds(5), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}
+
+fn failed_step(action: &str, reason: String) -> sim::WorkloadError {
+    sim::WorkloadError { step: 0, action: action.to_owned(), reason }
+}
+
+/// The Job's (type, status, reason) conditions, as a workload reads them.
+fn conditions_of(job: &Job) -> Conditions {
+    let conditions = job.status.as_ref().and_then(|s| s.conditions.clone()).unwrap_or_default();
+    conditions.into_iter().map(|c| (c.type_, c.status, c.reason.unwrap_or_default())).collect()
+}
+
+fn condition(type_: &str, status: &str, reason: &str) -> (String, String, String) {
+    (type_.to_owned(), status.to_owned(), reason.to_owned())
+}
+
+/// A Job whose one Pod never finishes: its container fails and restarts in place (`OnFailure`).
+fn never_finishing() -> Job {
+    let mut job = job(1, 1, None, true);
+    let spec = job.spec.as_mut().expect("a spec");
+    spec.template.spec.as_mut().expect("a pod spec").restart_policy = Some("OnFailure".to_owned());
+    job
+}
+
+#[test]
+fn a_job_created_suspended_runs_no_pod_until_resumed_and_then_completes() {
+    let mut suspended = job(2, 1, None, false);
+    suspended.spec.as_mut().expect("a spec").suspend = Some(true);
+    let world = builtins::kubelet(builtins::job_controller(Sim::builder().scenario("builtins-job-suspend")))
+        .workload(move |w| {
+            let suspended = suspended.clone();
+            async move {
+                let jobs: Api<Job> = Api::namespaced(w.client(), "default");
+                w.apply(&jobs, &suspended).await?;
+                let marked = |j: Option<&Job>| {
+                    j.is_some_and(|j| conditions_of(j) == [condition("Suspended", "True", "JobSuspended")])
+                };
+                w.wait_for(&jobs, "pi", marked, WAIT).await?;
+                w.sleep(Duration::from_secs(10)).await;
+                let held = jobs.get("pi").await.map_err(|e| failed_step("get pi", e.to_string()))?;
+                let status = held.status.clone().unwrap_or_default();
+                if status.start_time.is_some() || status.active.unwrap_or(0) != 0 {
+                    return Err(failed_step("check pi waits", format!("{status:?}")));
+                }
+                let resumed_at = sim::time::now();
+                w.patch(&jobs, "pi", &Patch::Merge(serde_json::json!({ "spec": { "suspend": false } })))
+                    .await?;
+                w.wait_for(&jobs, "pi", finished, WAIT).await?;
+                let done = jobs.get("pi").await.map_err(|e| failed_step("get pi", e.to_string()))?;
+                let started = done.status.as_ref().and_then(|s| s.start_time.as_ref()).map(|t| t.0);
+                // Stored to the second.
+                if started.is_none_or(|t| t.as_second() < resumed_at.as_second()) {
+                    return Err(failed_step(
+                        "check the start",
+                        format!("started {started:?}, resumed {resumed_at}"),
+                    ));
+                }
+                let want = [
+                    condition("Suspended", "False", "JobResumed"),
+                    condition("Complete", "True", "CompletionsReached"),
+                ];
+                if conditions_of(&done) != want {
+                    return Err(failed_step("check the conditions", format!("{:?}", conditions_of(&done))));
+                }
+                Ok(())
+            }
+        })
+        .property(FnProperty::always("no Pod while the Job is suspended", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let Some(job) = snapshot::object::<Job>(snap, Some("default"), "pi") else { return Ok(()) };
+            let suspended = job.spec.as_ref().and_then(|s| s.suspend) == Some(true);
+            if suspended && !job_pods(snap).is_empty() {
+                return Err("a Pod of the suspended Job".to_owned());
+            }
+            Ok(())
+        }))
+        .property(FnProperty::at_end("Suspended and Resumed events", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let reasons: Vec<String> =
+                snapshot::objects::<k8s_openapi::api::core::v1::Event>(snap, Some("default"))
+                    .into_iter()
+                    .filter_map(|e| e.reason)
+                    .filter(|r| r == "Suspended" || r == "Resumed")
+                    .collect();
+            if reasons == ["Suspended", "Resumed"] { Ok(()) } else { Err(format!("events {reasons:?}")) }
+        }));
+    let report = sweep(&SweepConfig::new("builtins-job-suspend").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}
+
+#[test]
+fn suspending_a_running_job_deletes_its_active_pods() {
+    let world =
+        builtins::kubelet(builtins::job_controller(Sim::builder().scenario("builtins-job-suspend-running")))
+            .workload(|w| async move {
+                let jobs: Api<Job> = Api::namespaced(w.client(), "default");
+                w.apply(&jobs, &never_finishing()).await?;
+                let running =
+                    |j: Option<&Job>| j.and_then(|j| j.status.as_ref()).is_some_and(|s| s.active == Some(1));
+                w.wait_for(&jobs, "pi", running, WAIT).await?;
+                w.patch(&jobs, "pi", &Patch::Merge(serde_json::json!({ "spec": { "suspend": true } })))
+                    .await?;
+                let emptied = |j: Option<&Job>| {
+                    j.is_some_and(|j| {
+                        j.status.as_ref().is_some_and(|s| s.active == Some(0))
+                            && conditions_of(j) == [condition("Suspended", "True", "JobSuspended")]
+                    })
+                };
+                w.wait_for(&jobs, "pi", emptied, WAIT).await
+            })
+            .property(FnProperty::at_end("no Pod left running", |view| {
+                let snap = view.cluster("default").ok_or("no cluster")?;
+                let left = job_pods(snap).len();
+                if left == 0 { Ok(()) } else { Err(format!("{left} Pods left")) }
+            }));
+    let report = sweep(&SweepConfig::new("builtins-job-suspend-running").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}
+
+#[test]
+fn a_job_active_longer_than_its_deadline_fails_and_its_pods_are_deleted() {
+    let mut job = never_finishing();
+    job.spec.as_mut().expect("a spec").active_deadline_seconds = Some(30);
+    let world = builtins::kubelet(builtins::job_controller(Sim::builder().scenario("builtins-job-deadline")))
+        .workload(move |w| {
+            let job = job.clone();
+            async move {
+                let jobs: Api<Job> = Api::namespaced(w.client(), "default");
+                w.apply(&jobs, &job).await?;
+                w.wait_for(&jobs, "pi", finished, Duration::from_secs(120)).await
+            }
+        })
+        .property(FnProperty::at_end("Failed with DeadlineExceeded after 30 s, no Pod left", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let job = snapshot::object::<Job>(snap, Some("default"), "pi").ok_or("no pi")?;
+            let status = job.status.clone().unwrap_or_default();
+            let failed = status.conditions.iter().flatten().find(|c| c.type_ == "Failed");
+            let lasted = failed
+                .and_then(|c| c.last_transition_time.as_ref())
+                .zip(status.start_time.as_ref())
+                .map(|(end, start)| end.0.as_second() - start.0.as_second());
+            let found = (conditions_of(&job), lasted.is_some_and(|s| s >= 30), job_pods(snap).len());
+            let want = (vec![condition("Failed", "True", "DeadlineExceeded")], true, 0);
+            if found != want {
+                return Err(format!("{found:?} (lasted {lasted:?} s), want {want:?}"));
+            }
+            let warned = snapshot::objects::<k8s_openapi::api::core::v1::Event>(snap, Some("default"))
+                .into_iter()
+                .any(|e| {
+                    e.reason.as_deref() == Some("DeadlineExceeded")
+                        && e.message.as_deref() == Some("Job was active longer than specified deadline")
+                });
+            if warned { Ok(()) } else { Err("no DeadlineExceeded event".to_owned()) }
+        }));
+    let report = sweep(&SweepConfig::new("builtins-job-deadline").seeds(SEEDS), |seed, options| {
         world.run_with(seed, options)
     });
     report.assert_all_passed();
