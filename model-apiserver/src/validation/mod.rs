@@ -157,7 +157,13 @@ pub(crate) fn validate_builtin_update(
             causes
         }
         ("", "PersistentVolumeClaim") => claim_update(ty, old, new),
-        ("", "ConfigMap" | "Secret") => immutable_data(old, new),
+        ("", "ConfigMap") => immutable_data(old, new),
+        // ValidateSecretUpdate: the type first (ValidateImmutableField), then `immutable`.
+        ("", "Secret") => {
+            let mut causes = immutable(old, new, &["type"]);
+            causes.extend(immutable_data(old, new));
+            causes
+        }
         ("", "Service") => service_cluster_ip(old, new),
         ("scheduling.k8s.io", "PriorityClass") => scheduling::priority_class_update(old, new),
         _ => Vec::new(),

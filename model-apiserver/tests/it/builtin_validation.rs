@@ -491,3 +491,36 @@ fn a_cron_job_name_longer_than_52_characters_gets_422_on_create() {
     );
     assert!(w.try_create(&cron_jobs, Some("default"), cron_job(&"c".repeat(52))).is_ok());
 }
+
+// ValidateSecretUpdate (pkg/apis/core/validation/validation.go): a Secret's type is immutable
+// (ValidateImmutableField); an update without one is defaulted to Opaque (SetDefaults_Secret),
+// so it changes a TLS Secret's type too.
+#[test]
+fn a_secrets_type_cannot_change() {
+    let mut w = World::new();
+    let secrets = builtin("", "secrets");
+    w.create(
+        &secrets,
+        Some("default"),
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "type": "Opaque"}),
+    );
+    let err = w
+        .try_merge(
+            &secrets,
+            Some("default"),
+            "s",
+            json!({"type": "kubernetes.io/tls", "data": {"tls.crt": "YQ==", "tls.key": "YQ=="}}),
+        )
+        .unwrap_err();
+    assert_eq!(
+        err.message,
+        "Secret \"s\" is invalid: type: Invalid value: \"kubernetes.io/tls\": field is immutable"
+    );
+    let tls = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "t"}, "type": "kubernetes.io/tls",
+                     "data": {"tls.crt": "YQ==", "tls.key": "YQ=="}});
+    let stored = w.create(&secrets, Some("default"), tls);
+    let mut untyped = (*stored).clone();
+    untyped.data.as_object_mut().unwrap().remove("type");
+    let err = w.try_update(&secrets, Some("default"), untyped).unwrap_err();
+    assert_eq!(err.message, "Secret \"t\" is invalid: type: Invalid value: \"Opaque\": field is immutable");
+}
