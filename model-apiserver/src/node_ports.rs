@@ -11,8 +11,8 @@ use crate::{context::IdSource, defaults};
 
 /// The range node ports are allocated from (kube-apiserver's `--service-node-port-range`
 /// default).
-const NODE_PORT_MIN: u64 = 30000;
-const NODE_PORT_MAX: u64 = 32767;
+pub(crate) const NODE_PORT_MIN: i32 = 30000;
+pub(crate) const NODE_PORT_MAX: i32 = 32767;
 
 fn service_type(spec: &Map<String, Value>) -> &str {
     spec.get("type").and_then(Value::as_str).unwrap_or("ClusterIP")
@@ -55,10 +55,11 @@ pub(crate) fn allocate(object: &mut DynamicObject, ids: &mut dyn IdSource) {
     let mut used = node_ports_of(spec);
     used.push(health_check_node_port(spec));
     let mut draw = |used: &mut Vec<u64>| {
-        let range = NODE_PORT_MAX - NODE_PORT_MIN + 1;
+        let (min, max) = (NODE_PORT_MIN as u64, NODE_PORT_MAX as u64);
+        let range = max - min + 1;
         // Bounded: a Service has far fewer ports than the range has numbers.
         let port = (0..range)
-            .map(|_| ids.next_u64() % range + NODE_PORT_MIN)
+            .map(|_| ids.next_u64() % range + min)
             .find(|p| !used.contains(p))
             .expect("a Service has fewer ports than the node port range");
         used.push(port);

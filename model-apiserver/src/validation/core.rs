@@ -12,7 +12,10 @@ use k8s_openapi::api::core::v1::{
 use kube_core::response::StatusCause;
 use serde_json::Value;
 
-use crate::quantity;
+use crate::{
+    node_ports::{NODE_PORT_MAX, NODE_PORT_MIN},
+    quantity,
+};
 
 use super::field::{
     Path, dns1123_label, dns1123_subdomain, duplicate, forbidden, invalid, labels, non_negative, not_found,
@@ -415,6 +418,15 @@ pub(crate) fn service(svc: &Service, out: &mut Vec<StatusCause>) {
             if ty == "ClusterIP" || ty == "ExternalName" {
                 let why = format!("may not be used when `type` is '{ty}'");
                 out.push(forbidden(&at.child("nodePort"), &why));
+            } else if (1..=65535).contains(&node_port)
+                && !(NODE_PORT_MIN..=NODE_PORT_MAX).contains(&node_port)
+            {
+                // The Service REST's node port allocator (portallocator.ErrNotInRange), after
+                // validation in the real server, refuses a port outside the node port range.
+                let why = format!(
+                    "provided port is not in the valid range. The range of valid ports is {NODE_PORT_MIN}-{NODE_PORT_MAX}"
+                );
+                out.push(invalid(&at.child("nodePort"), node_port.to_string(), &why));
             } else {
                 port_number(node_port, &at.child("nodePort"), out);
             }

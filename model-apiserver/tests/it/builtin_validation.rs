@@ -524,3 +524,18 @@ fn a_secrets_type_cannot_change() {
     let err = w.try_update(&secrets, Some("default"), untyped).unwrap_err();
     assert_eq!(err.message, "Secret \"t\" is invalid: type: Invalid value: \"Opaque\": field is immutable");
 }
+
+// The Service REST's node port allocator (pkg/registry/core/service/portallocator) refuses a
+// node port outside --service-node-port-range (30000-32767 by default) with 422 on the port.
+#[test]
+fn a_node_port_outside_the_range_gets_422() {
+    let mut w = World::new();
+    let svcs = builtin("", "services");
+    let body = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "np"},
+                      "spec": {"type": "NodePort", "ports": [{"port": 80, "nodePort": 8080}]}});
+    let err = w.try_create(&svcs, Some("default"), body).unwrap_err();
+    assert_eq!(
+        err.message,
+        "Service \"np\" is invalid: spec.ports[0].nodePort: Invalid value: 8080: provided port is not in the valid range. The range of valid ports is 30000-32767"
+    );
+}
