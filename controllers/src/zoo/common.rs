@@ -131,7 +131,10 @@ where
 /// Make sure data volume `name` exists and is owned by `owner` (by uid). A claim of that name with
 /// another owner was left or made by someone acting for an older object of the same name (a
 /// stale view): it is adopted, with its resourceVersion as precondition, before anyone relies on
-/// it, since the garbage collector would otherwise delete it under the live cluster.
+/// it, since the garbage collector would otherwise delete it under the live cluster. A claim
+/// being deleted (an older cluster's, kept a moment by its `kubernetes.io/pvc-protection`
+/// finalizer) is not adopted: it goes whatever its owner, so the sync fails and is retried until
+/// it is gone and a new one can be made.
 pub async fn ensure_owned_pvc(
     api: &Api<PersistentVolumeClaim>,
     name: &str,
@@ -141,6 +144,9 @@ pub async fn ensure_owned_pvc(
 ) -> Result<(), Error> {
     match api.get_opt(name).await? {
         None => create_if_absent(api, &pvc(name, operator, owner, size_gi)).await,
+        Some(existing) if existing.metadata.deletion_timestamp.is_some() => {
+            Err(Error::Unexpected(format!("claim {name} is being deleted")))
+        }
         Some(existing) if existing.metadata.owner_references.iter().flatten().any(|o| o.uid == owner.uid) => {
             Ok(())
         }
