@@ -11,9 +11,10 @@
 //!   preemption: ...`), with a `FailedScheduling` event when the message changes. The kubelet-lite
 //!   watches claims, and a change of a claim a waiting Pod mounts schedules it again, as the
 //!   scheduler's queueing hints do. Every claim counts as of an `Immediate` class (no delayed
-//!   binding), and generic ephemeral volumes are not looked at (no ephemeral volume controller
-//!   makes their claims). A Pod that names its node skips the scheduler and runs whatever its
-//!   claims (the real kubelet would wait to mount them);
+//!   binding). A generic ephemeral volume's claim (`<pod>-<volume>`, made by
+//!   [`super::ephemeral`]) counts too: missing, the Pod waits for the ephemeral volume
+//!   controller; not controlled by the Pod, it is not used. A Pod that names its node skips the
+//!   scheduler and runs whatever its claims (the real kubelet would wait to mount them);
 //! - a Pending Pod starts after a delay drawn in [`START_DELAY_MS_MIN`]..=[`START_DELAY_MS_MAX`]:
 //!   it becomes Running and Ready (with `status.startTime`), or, if it
 //!   carries [`FAIL_ANNOTATION`]` = "true"`, its container fails: phase Failed for
@@ -128,10 +129,18 @@ fn context(client: sim::Client, claims: Store<PersistentVolumeClaim>) -> Context
     }
 }
 
-/// The names of the claims a Pod mounts (its `persistentVolumeClaim` volumes).
-fn claim_names(pod: &Pod) -> impl Iterator<Item = &str> {
+/// The claims a Pod mounts: its `persistentVolumeClaim` volumes' by name, and its generic
+/// `ephemeral` volumes' (`<pod>-<volume>`, made by [`super::ephemeral`]), each with whether it is
+/// an ephemeral volume's.
+fn claim_names(pod: &Pod) -> Vec<(String, bool)> {
     let volumes = pod.spec.iter().flat_map(|s| s.volumes.iter().flatten());
-    volumes.filter_map(|v| v.persistent_volume_claim.as_ref()).map(|c| c.claim_name.as_str())
+    volumes
+        .filter_map(|v| match (&v.persistent_volume_claim, &v.ephemeral) {
+            (Some(c), _) => Some((c.claim_name.clone(), false)),
+            (None, Some(_)) => Some((super::ephemeral::claim_name(&pod.name_any(), &v.name), true)),
+            (None, None) => None,
+        })
+        .collect()
 }
 
 fn is_scheduled(pod: &Pod) -> bool {
@@ -144,7 +153,9 @@ fn pods_waiting_for(claim: &PersistentVolumeClaim, pods: &Store<Pod>) -> Vec<Obj
     let name = claim.name_any();
     let namespace = claim.namespace();
     pods.state_filter(|pod| {
-        pod.metadata.namespace == namespace && !is_scheduled(pod) && claim_names(pod).any(|c| c == name)
+        pod.metadata.namespace == namespace
+            && !is_scheduled(pod)
+            && claim_names(pod).iter().any(|(c, _)| *c == name)
     })
     .iter()
     .map(|pod| ObjectRef::from_obj(&**pod))
@@ -158,9 +169,16 @@ fn pods_waiting_for(claim: &PersistentVolumeClaim, pods: &Store<Pod>) -> Vec<Obj
 pub fn volume_binding_failure(pod: &Pod, claims: &Store<PersistentVolumeClaim>) -> Option<String> {
     let namespace = pod.namespace().unwrap_or_default();
     let mut unbound = false;
-    for name in claim_names(pod) {
-        let Some(claim) = claims.get(&ObjectRef::new(name).within(&namespace)) else {
-            return Some(format!("persistentvolumeclaim {name:?} not found"));
+    for (name, ephemeral) in claim_names(pod) {
+        let Some(claim) = claims.get(&ObjectRef::new(&name).within(&namespace)) else {
+            // Normal for a moment after a Pod with a generic ephemeral volume is created.
+            return Some(if ephemeral {
+                format!(
+                    "waiting for ephemeral volume controller to create the persistentvolumeclaim {name:?}"
+                )
+            } else {
+                format!("persistentvolumeclaim {name:?} not found")
+            });
         };
         let spec = claim.spec.clone().unwrap_or_default();
         let volume = spec.volume_name.as_deref().unwrap_or_default();
@@ -172,6 +190,9 @@ pub fn volume_binding_failure(pod: &Pod, claims: &Store<PersistentVolumeClaim>) 
         }
         if claim.metadata.deletion_timestamp.is_some() {
             return Some(format!("persistentvolumeclaim {name:?} is being deleted"));
+        }
+        if ephemeral && let Some(not_ours) = super::ephemeral::not_for_pod(pod, &claim) {
+            return Some(not_ours);
         }
         let bind_completed = claim.annotations().contains_key(super::persistentvolume::ANN_BIND_COMPLETED);
         unbound |= volume.is_empty() || !bind_completed;
@@ -237,7 +258,7 @@ pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, Error
         return Ok(Action::await_change());
     }
     if !is_scheduled(&pod) {
-        if claim_names(&pod).next().is_some() {
+        if !claim_names(&pod).is_empty() {
             if ctx.claims.wait_until_ready().await.is_err() {
                 return Ok(Action::await_change());
             }

@@ -27,6 +27,7 @@
 //! | [`local_provisioner()`] | `local-provisioner` | installs the default StorageClass `standard` (kind's local-path provisioner's stand-in), provisions a volume for each of its claims, deletes them once released |
 //! | [`pvc_protection_controller()`] | `pvc-protection-controller` | keeps a deleted PersistentVolumeClaim (its `kubernetes.io/pvc-protection` finalizer) while a scheduled Pod mounts it |
 //! | [`pv_protection_controller()`] | `pv-protection-controller` | keeps a deleted PersistentVolume (its `kubernetes.io/pv-protection` finalizer) while it is bound |
+//! | [`ephemeral_volume_controller()`] | `ephemeral-volume-controller` | a PersistentVolumeClaim `<pod>-<volume>`, owned by the Pod, for each generic ephemeral volume |
 //! | [`kubelet()`] | `kubelet` | schedules Pods once their claims are bound and runs them: Pending → Running, Ready, Succeeded or Failed |
 //!
 //! ```ignore
@@ -116,6 +117,7 @@ pub mod endpoints;
 pub mod endpointslice;
 pub mod endpointslice_reconciler;
 pub mod endpointslice_tracker;
+pub mod ephemeral;
 pub mod error;
 pub mod events;
 pub mod expectations;
@@ -158,6 +160,7 @@ pub use deployment::deployment_controller;
 pub use disruption::disruption_controller;
 pub use endpoints::endpoints_controller;
 pub use endpointslice::endpointslice_controller;
+pub use ephemeral::ephemeral_volume_controller;
 pub use error::Error;
 pub use garbage_collector::garbage_collector;
 pub use job::job_controller;
@@ -193,7 +196,7 @@ pub(crate) fn boxed<F: std::future::Future>(make: impl FnOnce() -> F) -> std::pi
 }
 
 pub fn all(builder: SimBuilder) -> SimBuilder {
-    let adders: [(&str, AddBuiltin); 19] = [
+    let adders: [(&str, AddBuiltin); 20] = [
         (garbage_collector::NODE, garbage_collector),
         (namespace::NODE, namespace_controller),
         (deployment::NODE, deployment_controller),
@@ -212,6 +215,7 @@ pub fn all(builder: SimBuilder) -> SimBuilder {
         (local_provisioner::NODE, local_provisioner),
         (volume_protection::PVC_NODE, pvc_protection_controller),
         (volume_protection::PV_NODE, pv_protection_controller),
+        (ephemeral::NODE, ephemeral_volume_controller),
         (kubelet::NODE, kubelet),
     ];
     let present = builder.controller_names();

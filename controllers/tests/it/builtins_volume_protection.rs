@@ -301,3 +301,99 @@ fn the_protection_controllers_come_with_the_other_builtins() {
         assert!(names.iter().any(|n| n == node), "{node} missing from {names:?}");
     }
 }
+
+/// A Pod with a generic ephemeral volume `scratch` of 1Gi (the default class).
+fn pod_with_ephemeral_volume(name: &str) -> Pod {
+    let mut pod = pod_with_claim(name, "unused");
+    let template = claim("ignored", None, "1Gi");
+    let volume = k8s_openapi::api::core::v1::Volume {
+        name: "scratch".to_owned(),
+        ephemeral: Some(k8s_openapi::api::core::v1::EphemeralVolumeSource {
+            volume_claim_template: Some(k8s_openapi::api::core::v1::PersistentVolumeClaimTemplate {
+                metadata: Some(sim::api::ObjectMeta {
+                    labels: Some([("tier".to_owned(), "scratch".to_owned())].into()),
+                    ..sim::api::ObjectMeta::default()
+                }),
+                spec: template.spec.expect("a claim spec"),
+            }),
+        }),
+        ..k8s_openapi::api::core::v1::Volume::default()
+    };
+    pod.spec.as_mut().expect("a pod spec").volumes = Some(vec![volume]);
+    pod
+}
+
+#[test]
+fn a_pods_ephemeral_volume_gets_its_own_claim_which_goes_with_the_pod() {
+    let world = builtins::all(Sim::builder().scenario("builtins-ephemeral-volume"))
+        .workload(|w| async move {
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            let claims: Api<PersistentVolumeClaim> = Api::namespaced(w.client(), "default");
+            let volumes: Api<PersistentVolume> = Api::all(w.client());
+            let pod = w.apply(&pods, &pod_with_ephemeral_volume("app")).await?;
+            w.wait_for(&pods, "app", |p| p.is_some_and(pod_state::is_running_and_ready), WAIT).await?;
+            let made =
+                claims.get("app-scratch").await.map_err(|e| failed("get app-scratch", e.to_string()))?;
+            let owned = made
+                .owner_references()
+                .iter()
+                .any(|o| o.kind == "Pod" && Some(&o.uid) == pod.uid().as_ref() && o.controller == Some(true));
+            let labelled = made.labels().get("tier").map(String::as_str) == Some("scratch");
+            if !(owned && labelled && claim_is("Bound")(Some(&made))) {
+                return Err(failed("check app-scratch", format!("{:?}", made.metadata)));
+            }
+            // The garbage collector deletes the claim with its Pod, and the protection
+            // controller lets it go once the Pod is gone.
+            w.delete(&pods, "app").await?;
+            w.wait_for(&claims, "app-scratch", |c| c.is_none(), WAIT).await?;
+            w.wait_for_all(&volumes, |all| all.is_empty(), WAIT).await
+        })
+        .property(nothing_left());
+    let report = sweep(&SweepConfig::new("builtins-ephemeral-volume").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}
+
+#[test]
+fn a_claim_the_pod_does_not_own_is_not_used_for_its_ephemeral_volume() {
+    let world = builtins::all(Sim::builder().scenario("builtins-ephemeral-foreign-claim"))
+        .workload(|w| async move {
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            let claims: Api<PersistentVolumeClaim> = Api::namespaced(w.client(), "default");
+            w.apply(&claims, &claim("app-scratch", None, "1Gi")).await?;
+            w.apply(&pods, &pod_with_ephemeral_volume("app")).await?;
+            let want = "PVC default/app-scratch was not created for pod default/app (pod is not owner)";
+            let refused = move |p: Option<&Pod>| {
+                p.and_then(|p| {
+                    p.status
+                        .as_ref()?
+                        .conditions
+                        .as_ref()?
+                        .iter()
+                        .find(|c| c.type_ == "PodScheduled")
+                        .cloned()
+                })
+                .is_some_and(|c| c.status == "False" && c.message.is_some_and(|m| m.contains(want)))
+            };
+            w.wait_for(&pods, "app", refused, WAIT).await?;
+            // Once the stranger's claim goes, the Pod gets its own and runs.
+            w.delete(&claims, "app-scratch").await?;
+            w.wait_for(&pods, "app", |p| p.is_some_and(pod_state::is_running_and_ready), WAIT).await
+        })
+        .property(FnProperty::at_end("a FailedBinding warning names the claim", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let warned = snapshot::objects::<k8s_openapi::api::core::v1::Event>(snap, Some("default"))
+                .into_iter()
+                .any(|e| {
+                    e.reason.as_deref() == Some("FailedBinding")
+                        && e.message.as_deref().is_some_and(|m| m.contains("(pod is not owner)"))
+                });
+            if warned { Ok(()) } else { Err("no FailedBinding event".to_owned()) }
+        }));
+    let report =
+        sweep(&SweepConfig::new("builtins-ephemeral-foreign-claim").seeds(SEEDS), |seed, options| {
+            world.run_with(seed, options)
+        });
+    report.assert_all_passed();
+}

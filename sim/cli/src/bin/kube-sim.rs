@@ -50,8 +50,8 @@ struct ServeArgs {
     time_scale: u32,
     /// Run the built-in controllers live (garbage collector, namespace, Deployment, ReplicaSet,
     /// StatefulSet, DaemonSet, Job, CronJob, disruption, TTL-after-finished, ServiceAccount, root
-    /// CA publisher, endpoints, EndpointSlice, PersistentVolume binder, local provisioner, PVC
-    /// and PV protection, kubelet-lite): applied Deployments get Pods that become Running,
+    /// CA publisher, endpoints, EndpointSlice, PersistentVolume binder, local provisioner,
+    /// ephemeral volume, PVC and PV protection, kubelet-lite): applied Deployments get Pods that become Running,
     /// PodDisruptionBudgets a status, Services their Endpoints and EndpointSlices, claims a bound
     /// volume of the default StorageClass `standard` (and a deleted claim stays while a Pod
     /// mounts it), and every namespace its `default` ServiceAccount and `kube-root-ca.crt`
