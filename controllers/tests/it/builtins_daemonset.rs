@@ -83,6 +83,24 @@ fn placed(snap: &Snapshot) -> Vec<(String, Option<String>, bool)> {
     found
 }
 
+/// Change agent's image to `agent:2` and wait for the rollout on its three Nodes.
+pub(crate) async fn roll_agent_to_image_2(
+    w: &sim::Workload,
+    sets: &Api<DaemonSet>,
+    wait: Duration,
+) -> Result<(), sim::WorkloadError> {
+    let image = serde_json::json!({ "spec": { "template": { "spec": { "containers": [
+        { "name": "agent", "image": "agent:2" } ] } } } });
+    w.patch(sets, "agent", &Patch::Merge(image)).await?;
+    let observed = |ds: Option<&DaemonSet>| {
+        ds.is_some_and(|ds| {
+            ds.status.as_ref().is_some_and(|s| s.observed_generation >= ds.metadata.generation)
+        })
+    };
+    w.wait_for(sets, "agent", observed, wait).await?;
+    w.wait_for(sets, "agent", rolled_out(3), wait).await
+}
+
 fn world(name: &'static str) -> SimBuilder {
     let world = builtins::kubelet(builtins::daemonset_controller(Sim::builder().scenario(name)));
     world.workload(|w| async move {
@@ -94,16 +112,7 @@ fn world(name: &'static str) -> SimBuilder {
         let sets: Api<DaemonSet> = Api::namespaced(w.client(), "default");
         w.apply(&sets, &agent()).await?;
         w.wait_for(&sets, "agent", rolled_out(3), WAIT).await?;
-        let image = serde_json::json!({ "spec": { "template": { "spec": { "containers": [
-            { "name": "agent", "image": "agent:2" } ] } } } });
-        w.patch(&sets, "agent", &Patch::Merge(image)).await?;
-        let observed = |ds: Option<&DaemonSet>| {
-            ds.is_some_and(|ds| {
-                ds.status.as_ref().is_some_and(|s| s.observed_generation >= ds.metadata.generation)
-            })
-        };
-        w.wait_for(&sets, "agent", observed, WAIT).await?;
-        w.wait_for(&sets, "agent", rolled_out(3), WAIT).await?;
+        roll_agent_to_image_2(&w, &sets, WAIT).await?;
         let worker = serde_json::json!({ "metadata": { "labels": { "role": "worker" } } });
         w.patch(&nodes, "node-d", &Patch::Merge(worker)).await?;
         w.wait_for(&sets, "agent", rolled_out(4), WAIT).await

@@ -273,7 +273,8 @@ fn progressing_reason(d: &Deployment) -> Option<String> {
         .and_then(|c| c.reason.clone())
 }
 
-fn failed_step(action: &str, reason: String) -> sim::WorkloadError {
+/// A workload step that failed for `reason` (a check a test makes beyond the steps' own).
+pub(crate) fn failed_step(action: &str, reason: String) -> sim::WorkloadError {
     sim::WorkloadError { step: 0, action: action.to_owned(), reason }
 }
 

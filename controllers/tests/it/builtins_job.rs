@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use crate::builtins_deployment::failed_step;
 use crate::fault_plans::{crash_after_create, lagging_watch};
 use controllers::builtins::{self, kubelet, owners, pod_state, snapshot};
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
@@ -227,10 +228,6 @@ fn a_failed_pod_is_replaced_after_10s_doubling_at_each_failure() {
         world.run_with(seed, options)
     });
     report.assert_all_passed();
-}
-
-fn failed_step(action: &str, reason: String) -> sim::WorkloadError {
-    sim::WorkloadError { step: 0, action: action.to_owned(), reason }
 }
 
 /// The Job's (type, status, reason) conditions, as a workload reads them.

@@ -9,9 +9,9 @@ use controllers::builtins::{self, snapshot};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use sim::api::{Api, Patch};
-use sim::{FnProperty, Sim, SweepConfig, WorkloadError, sweep};
+use sim::{FnProperty, Sim, SweepConfig, sweep};
 
-use crate::builtins_deployment::{REPLICAS, rolled_out, web};
+use crate::builtins_deployment::{REPLICAS, failed_step, rolled_out, web};
 
 const SEEDS: u64 = 20;
 const WAIT: Duration = Duration::from_secs(300);
@@ -21,10 +21,6 @@ fn ready_since(pod: &Pod) -> Option<jiff::Timestamp> {
     let conditions = pod.status.as_ref()?.conditions.as_ref()?;
     let ready = conditions.iter().find(|c| c.type_ == "Ready" && c.status == "True")?;
     ready.last_transition_time.as_ref().map(|t| t.0)
-}
-
-fn failed(action: &str, reason: String) -> WorkloadError {
-    WorkloadError { step: 0, action: action.to_owned(), reason }
 }
 
 #[test]
@@ -45,10 +41,10 @@ fn a_deployment_with_min_ready_seconds_counts_a_pod_available_only_after_it_and_
                 d.and_then(|d| d.status.as_ref()).is_some_and(|s| s.ready_replicas == Some(REPLICAS))
             };
             w.wait_for(&deployments, "web", all_ready, WAIT).await?;
-            let ready = deployments.get("web").await.map_err(|e| failed("get web", e.to_string()))?;
+            let ready = deployments.get("web").await.map_err(|e| failed_step("get web", e.to_string()))?;
             let available = ready.status.and_then(|s| s.available_replicas).unwrap_or(0);
             if available != 0 {
-                return Err(failed("check no Pod is available yet", format!("{available} available")));
+                return Err(failed_step("check no Pod is available yet", format!("{available} available")));
             }
             w.wait_for(&deployments, "web", rolled_out, WAIT).await?;
             let started = sim::time::elapsed().unwrap_or_default();
@@ -64,7 +60,7 @@ fn a_deployment_with_min_ready_seconds_counts_a_pod_available_only_after_it_and_
             // `minReadySeconds` before the last new Pods are available.
             let took = sim::time::elapsed().unwrap_or_default().saturating_sub(started);
             if took < Duration::from_secs(2 * MIN_READY as u64) {
-                return Err(failed("time the rollout", format!("rolled out in {took:?}")));
+                return Err(failed_step("time the rollout", format!("rolled out in {took:?}")));
             }
             Ok(())
         }
@@ -151,28 +147,19 @@ fn a_daemonset_with_min_ready_seconds_rolls_one_node_at_a_time_each_after_it() {
             ds.and_then(|ds| ds.status.as_ref()).is_some_and(|s| s.number_ready == 3)
         };
         w.wait_for(&sets, "agent", all_ready, WAIT).await?;
-        let ready = sets.get("agent").await.map_err(|e| failed("get agent", e.to_string()))?;
+        let ready = sets.get("agent").await.map_err(|e| failed_step("get agent", e.to_string()))?;
         let available = ready.status.and_then(|s| s.number_available).unwrap_or(0);
         if available != 0 {
-            return Err(failed("check no Pod is available yet", format!("{available} available")));
+            return Err(failed_step("check no Pod is available yet", format!("{available} available")));
         }
         w.wait_for(&sets, "agent", crate::builtins_daemonset::rolled_out(3), WAIT).await?;
         let started = sim::time::elapsed().unwrap_or_default();
-        let image = serde_json::json!({ "spec": { "template": { "spec": { "containers": [
-            { "name": "agent", "image": "agent:2" } ] } } } });
-        w.patch(&sets, "agent", &Patch::Merge(image)).await?;
-        let observed = |ds: Option<&DaemonSet>| {
-            ds.is_some_and(|ds| {
-                ds.status.as_ref().is_some_and(|s| s.observed_generation >= ds.metadata.generation)
-            })
-        };
-        w.wait_for(&sets, "agent", observed, WAIT).await?;
-        w.wait_for(&sets, "agent", crate::builtins_daemonset::rolled_out(3), WAIT).await?;
+        crate::builtins_daemonset::roll_agent_to_image_2(&w, &sets, WAIT).await?;
         // One Node at a time (maxUnavailable 1), each new Pod available before the next Node's
         // old one goes: three rounds of `minReadySeconds`.
         let took = sim::time::elapsed().unwrap_or_default().saturating_sub(started);
         if took < Duration::from_secs(3 * MIN_READY as u64) {
-            return Err(failed("time the rollout", format!("rolled out in {took:?}")));
+            return Err(failed_step("time the rollout", format!("rolled out in {took:?}")));
         }
         Ok(())
     });

@@ -13,6 +13,7 @@ use sim::api::{Api, PostParams, ResourceExt};
 use sim::faults::SwarmConfig;
 use sim::{FnProperty, Sim, SimBuilder, SweepConfig, WorkloadError, sweep};
 
+use crate::builtins_deployment::failed_step;
 use crate::builtins_volumes::{claim, claim_is, db, pod_with_claim, storage, volume, volume_phase};
 use crate::fault_plans::lagging_watch;
 
@@ -24,10 +25,6 @@ fn protected(name: &str) -> SimBuilder {
     builtins::volume_protection_controllers(builtins::kubelet(storage(name)))
 }
 
-fn failed(action: &str, reason: String) -> WorkloadError {
-    WorkloadError { step: 0, action: action.to_owned(), reason }
-}
-
 fn finalizers(meta: &sim::api::ObjectMeta) -> Vec<&str> {
     meta.finalizers.iter().flatten().map(String::as_str).collect()
 }
@@ -35,11 +32,11 @@ fn finalizers(meta: &sim::api::ObjectMeta) -> Vec<&str> {
 /// The claim `name` as it is now: there, being deleted, still held by its finalizer.
 async fn expect_terminating(claims: &Api<PersistentVolumeClaim>, name: &str) -> Result<(), WorkloadError> {
     let action = format!("check claim {name} is terminating");
-    let claim = claims.get_opt(name).await.map_err(|e| failed(&action, e.to_string()))?;
-    let claim = claim.ok_or_else(|| failed(&action, "gone while a Pod mounts it".to_owned()))?;
+    let claim = claims.get_opt(name).await.map_err(|e| failed_step(&action, e.to_string()))?;
+    let claim = claim.ok_or_else(|| failed_step(&action, "gone while a Pod mounts it".to_owned()))?;
     let found = (claim.metadata.deletion_timestamp.is_some(), finalizers(&claim.metadata));
     if found != (true, vec![protection::PVC_FINALIZER]) {
-        return Err(failed(&action, format!("(deleting, finalizers) = {found:?}")));
+        return Err(failed_step(&action, format!("(deleting, finalizers) = {found:?}")));
     }
     Ok(())
 }
@@ -92,7 +89,7 @@ fn a_claim_deleted_while_a_pod_mounts_it_stays_terminating_until_the_pod_is_gone
             let created = w.apply(&claims, &claim("data", None, "1Gi")).await?;
             // The admission plugin's finalizer, in the create's answer already.
             if finalizers(&created.metadata) != [protection::PVC_FINALIZER] {
-                return Err(failed(
+                return Err(failed_step(
                     "create claim data",
                     format!("finalizers {:?}", created.metadata.finalizers),
                 ));
@@ -105,7 +102,7 @@ fn a_claim_deleted_while_a_pod_mounts_it_stays_terminating_until_the_pod_is_gone
             // Its name is still taken: a create answers AlreadyExists, as in a cluster.
             match claims.create(&PostParams::default(), &claim("data", None, "1Gi")).await {
                 Err(sim::Error::Api(status)) if status.code == 409 && status.reason == "AlreadyExists" => {}
-                other => return Err(failed("create claim data again", format!("{other:?}"))),
+                other => return Err(failed_step("create claim data again", format!("{other:?}"))),
             }
             w.delete(&pods, "app").await?;
             w.wait_for(&claims, "data", |c| c.is_none(), WAIT).await?;
@@ -127,7 +124,7 @@ fn a_bound_volume_deleted_stays_until_its_claim_is_deleted_and_releases_it() {
             let volumes: Api<PersistentVolume> = Api::all(w.client());
             let created = w.apply(&volumes, &volume("kept", "manual", "1Gi", "Retain")).await?;
             if finalizers(&created.metadata) != [protection::PV_FINALIZER] {
-                return Err(failed(
+                return Err(failed_step(
                     "create volume kept",
                     format!("finalizers {:?}", created.metadata.finalizers),
                 ));
@@ -136,7 +133,8 @@ fn a_bound_volume_deleted_stays_until_its_claim_is_deleted_and_releases_it() {
             w.wait_for(&claims, "precious", claim_is("Bound"), WAIT).await?;
             w.delete(&volumes, "kept").await?;
             w.sleep(Duration::from_secs(60)).await;
-            let kept = volumes.get_opt("kept").await.map_err(|e| failed("get volume kept", e.to_string()))?;
+            let kept =
+                volumes.get_opt("kept").await.map_err(|e| failed_step("get volume kept", e.to_string()))?;
             let found = kept.as_ref().map(|v| {
                 (
                     v.metadata.deletion_timestamp.is_some(),
@@ -145,7 +143,7 @@ fn a_bound_volume_deleted_stays_until_its_claim_is_deleted_and_releases_it() {
                 )
             });
             if found != Some((true, Some("Bound".to_owned()), 1)) {
-                return Err(failed("check volume kept is terminating and bound", format!("{found:?}")));
+                return Err(failed_step("check volume kept is terminating and bound", format!("{found:?}")));
             }
             // No Pod mounts the claim: it goes at once, the binder releases the volume, and the
             // released volume goes.
@@ -202,15 +200,20 @@ fn a_statefulset_waits_for_a_terminating_claim_to_go_before_recreating_its_pod()
             // terminating after the replica's Pod is gone.
             w.apply(&pods, &pod_with_claim("reader", "data-db-0")).await?;
             w.wait_for(&pods, "reader", running, WAIT).await?;
-            let first = claims.get("data-db-0").await.map_err(|e| failed("get claim", e.to_string()))?;
+            let first = claims.get("data-db-0").await.map_err(|e| failed_step("get claim", e.to_string()))?;
             w.delete(&claims, "data-db-0").await?;
             w.delete(&pods, "db-0").await?;
             w.wait_for(&pods, "db-0", |p| p.is_none(), WAIT).await?;
             // The controller does not put the replica back on the claim that is going.
             w.sleep(Duration::from_secs(30)).await;
             expect_terminating(&claims, "data-db-0").await?;
-            if let Some(pod) = pods.get_opt("db-0").await.map_err(|e| failed("get db-0", e.to_string()))? {
-                return Err(failed("check db-0 waits", format!("db-0 was re-created: {:?}", pod.metadata)));
+            if let Some(pod) =
+                pods.get_opt("db-0").await.map_err(|e| failed_step("get db-0", e.to_string()))?
+            {
+                return Err(failed_step(
+                    "check db-0 waits",
+                    format!("db-0 was re-created: {:?}", pod.metadata),
+                ));
             }
             // Once the claim is gone the replica comes back, on a new claim.
             w.delete(&pods, "reader").await?;
@@ -249,7 +252,7 @@ fn a_pending_statefulset_pod_whose_claim_is_deleted_gets_it_again() {
             w.apply(&sets, &crate::builtins_statefulset::db_claiming(1, spec)).await?;
             w.wait_for(&claims, "data-db-0", claim_is("Pending"), WAIT).await?;
             w.wait_for(&pods, "db-0", |p| p.is_some(), WAIT).await?;
-            let first = claims.get("data-db-0").await.map_err(|e| failed("get claim", e.to_string()))?;
+            let first = claims.get("data-db-0").await.map_err(|e| failed_step("get claim", e.to_string()))?;
             w.delete(&claims, "data-db-0").await?;
             // The controller makes it again for the Pending Pod (upstream's
             // `createMissingPersistentVolumeClaims`), and it binds once a volume comes.
@@ -333,14 +336,14 @@ fn a_pods_ephemeral_volume_gets_its_own_claim_which_goes_with_the_pod() {
             let pod = w.apply(&pods, &pod_with_ephemeral_volume("app")).await?;
             w.wait_for(&pods, "app", |p| p.is_some_and(pod_state::is_running_and_ready), WAIT).await?;
             let made =
-                claims.get("app-scratch").await.map_err(|e| failed("get app-scratch", e.to_string()))?;
+                claims.get("app-scratch").await.map_err(|e| failed_step("get app-scratch", e.to_string()))?;
             let owned = made
                 .owner_references()
                 .iter()
                 .any(|o| o.kind == "Pod" && Some(&o.uid) == pod.uid().as_ref() && o.controller == Some(true));
             let labelled = made.labels().get("tier").map(String::as_str) == Some("scratch");
             if !(owned && labelled && claim_is("Bound")(Some(&made))) {
-                return Err(failed("check app-scratch", format!("{:?}", made.metadata)));
+                return Err(failed_step("check app-scratch", format!("{:?}", made.metadata)));
             }
             // The garbage collector deletes the claim with its Pod, and the protection
             // controller lets it go once the Pod is gone.
