@@ -202,19 +202,25 @@ impl Quiescence {
     }
 
     /// `None` if the world is quiet at `now`; otherwise what keeps it busy. `faults_busy` is what
-    /// keeps the faults' side busy (a node down, a task in a gate), if anything.
+    /// keeps the faults' side busy (a node down, a task in a gate), if anything, and `released_at`
+    /// when a task last left a fault's gate.
     pub(crate) fn busy(
         &self,
         clusters: &Clusters,
-        faults_busy: Option<String>,
+        (faults_busy, released_at): (Option<String>, Duration),
         now: Duration,
         quiet: Duration,
     ) -> Option<Busy> {
         if let Some(busy) = faults_busy.or_else(|| self.crash_looping()) {
             return Some(Busy::Described(busy));
         }
-        if now.saturating_sub(self.last_write) < quiet {
-            return Some(Busy::LastWrite(self.last_write));
+        // A task a fault held (a watch pull, a reconcile's start) acts on what it was held from
+        // only once released: as after a write, it gets a quiet period to do so. Without it, a
+        // controller partitioned past the last write (whose informers then catch up at once) was
+        // judged quiet before it could act, e.g. a garbage collector before its next scan.
+        let last_activity = self.last_write.max(released_at);
+        if now.saturating_sub(last_activity) < quiet {
+            return Some(Busy::LastWrite(last_activity));
         }
         for progress in self.progress.values() {
             match progress {

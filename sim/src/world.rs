@@ -358,7 +358,8 @@ impl WorldState {
 
     /// `None` if the world is quiet at `now`; otherwise what keeps it busy.
     pub(crate) fn busy(&self, now: Duration, quiet: Duration) -> Option<crate::quiescence::Busy> {
-        self.quiescence.busy(&self.clusters, self.injector.busy(), now, quiet)
+        let faults = (self.injector.busy(), self.injector.released_at());
+        self.quiescence.busy(&self.clusters, faults, now, quiet)
     }
 
     /// A terminating object whose grace period outlasts the liveness phase, if any.

@@ -122,6 +122,9 @@ pub(crate) struct Injector {
     /// Tasks now waiting in a gate (a paused reconcile start, a held watch): the world is not quiet
     /// while one is, even after the liveness phase ended their faults.
     gated: u32,
+    /// When a task last left a gate (a held watch released, a paused reconcile let start): what it
+    /// was held from reaches it only now, so the quiet period starts over then, as after a write.
+    released_at: Duration,
     /// Per replica node, its group (who leads a group is the model's to say: its Lease).
     groups: BTreeMap<Arc<str>, Arc<str>>,
     /// How many actions were dropped at [`ACTIONS_MAX`] (reported in the trace).
@@ -250,6 +253,11 @@ impl Injector {
     /// Whether the node's calls should pend (a crash fired; the supervisor is about to kill it).
     pub(crate) fn is_dying(&self, node: &str) -> bool {
         self.nodes.get(node).is_some_and(|n| n.dying)
+    }
+
+    /// When a task last left a gate ([`Injector::released_at`]).
+    pub(crate) fn released_at(&self) -> Duration {
+        self.released_at
     }
 
     /// What keeps the world busy from the faults' side: a node down or about to be killed.
@@ -527,7 +535,10 @@ impl<H: Host> Gated<H> {
 
 impl<H: Host> Drop for Gated<H> {
     fn drop(&mut self) {
-        self.0.with_faults(|w| w.injector.gated -= 1);
+        self.0.with_faults(|w| {
+            w.injector.gated -= 1;
+            w.injector.released_at = w.injector.released_at.max(w.elapsed());
+        });
     }
 }
 

@@ -55,6 +55,7 @@ mod logging;
 mod multicluster;
 mod pod_logs;
 mod process_exit;
+mod quiescence_release;
 mod random_and_clock;
 mod regression_file;
 mod runner;
