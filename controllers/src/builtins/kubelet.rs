@@ -143,10 +143,6 @@ fn claim_names(pod: &Pod) -> Vec<(String, bool)> {
         .collect()
 }
 
-fn is_scheduled(pod: &Pod) -> bool {
-    pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty())
-}
-
 /// The Pods a changed claim may make schedulable: the unscheduled ones of its namespace that
 /// mount it.
 fn pods_waiting_for(claim: &PersistentVolumeClaim, pods: &Store<Pod>) -> Vec<ObjectRef<Pod>> {
@@ -154,7 +150,7 @@ fn pods_waiting_for(claim: &PersistentVolumeClaim, pods: &Store<Pod>) -> Vec<Obj
     let namespace = claim.namespace();
     pods.state_filter(|pod| {
         pod.metadata.namespace == namespace
-            && !is_scheduled(pod)
+            && !pod_state::is_scheduled(pod)
             && claim_names(pod).iter().any(|(c, _)| *c == name)
     })
     .iter()
@@ -257,7 +253,7 @@ pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, Error
     if pod_state::is_finished(&pod) {
         return Ok(Action::await_change());
     }
-    if !is_scheduled(&pod) {
+    if !pod_state::is_scheduled(&pod) {
         if !claim_names(&pod).is_empty() {
             if ctx.claims.wait_until_ready().await.is_err() {
                 return Ok(Action::await_change());

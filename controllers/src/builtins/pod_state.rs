@@ -43,6 +43,11 @@ pub fn is_ready(pod: &Pod) -> bool {
         .is_some_and(|conditions| conditions.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
+/// Whether the pod is bound to a node (`spec.nodeName` set).
+pub fn is_scheduled(pod: &Pod) -> bool {
+    pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty())
+}
+
 /// Whether the pod is Running and Ready (what a StatefulSet waits for before the next ordinal).
 pub fn is_running_and_ready(pod: &Pod) -> bool {
     phase(pod) == PHASE_RUNNING && is_ready(pod)
@@ -96,10 +101,8 @@ fn phase_rank(pod: &Pod) -> u8 {
 /// `Less`): unscheduled before scheduled, Pending before Running, not ready before ready, more
 /// restarts before fewer, newer before older; then by name, so that the order is total.
 pub fn deletion_order(a: &Pod, b: &Pod) -> Ordering {
-    let scheduled =
-        |p: &Pod| p.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty());
-    scheduled(a)
-        .cmp(&scheduled(b))
+    is_scheduled(a)
+        .cmp(&is_scheduled(b))
         .then_with(|| phase_rank(a).cmp(&phase_rank(b)))
         .then_with(|| is_ready(a).cmp(&is_ready(b)))
         .then_with(|| restarts(b).cmp(&restarts(a)))

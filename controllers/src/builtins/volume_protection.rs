@@ -110,8 +110,7 @@ pub fn pod_uses_claim(pod: &Pod, claim: &PersistentVolumeClaim) -> bool {
     if pod.namespace() != claim.namespace() {
         return false;
     }
-    let scheduled = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty());
-    if !scheduled {
+    if !pod_state::is_scheduled(pod) {
         return false;
     }
     let claim_name = claim.name_any();
@@ -167,10 +166,7 @@ fn claims_of(pod: &Pod) -> Vec<ObjectRef<PersistentVolumeClaim>> {
 /// Pod deleted, finished or not scheduled (others still hold theirs), and of a Pod replaced by
 /// one of the same name.
 fn claims_released_by(change: &Change<Pod>) -> Vec<ObjectRef<PersistentVolumeClaim>> {
-    let may_release = |pod: &Pod| {
-        let scheduled = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty());
-        is_terminated(pod) || !scheduled
-    };
+    let may_release = |pod: &Pod| is_terminated(pod) || !pod_state::is_scheduled(pod);
     match change {
         Change::Added(pod) => {
             if may_release(pod) {
