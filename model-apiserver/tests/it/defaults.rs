@@ -110,15 +110,19 @@ fn an_update_that_drops_a_defaulted_field_gets_it_back_and_changes_nothing() {
     assert_eq!(rv(&same), rv(&d));
 }
 
+/// A StatefulSet `s` with one volume claim template `data`, leaving every defaulted field out.
+fn statefulset_with_a_claim_template() -> serde_json::Value {
+    json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "s"},
+        "spec": {"serviceName": "s", "selector": {"matchLabels": {"app": "s"}}, "template": {"metadata": {"labels": {"app": "s"}}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}},
+                 "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"],
+                     "resources": {"requests": {"storage": "1Gi"}}}}]}})
+}
+
 #[test]
 fn a_statefulset_and_a_job_get_their_defaults() {
     let mut w = World::new();
     let sts = builtin("apps", "statefulsets");
-    let body = json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "s"},
-        "spec": {"serviceName": "s", "selector": {"matchLabels": {"app": "s"}}, "template": {"metadata": {"labels": {"app": "s"}}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}},
-                 "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"],
-                     "resources": {"requests": {"storage": "1Gi"}}}}]}});
-    let s = w.create(&sts, Some("default"), body);
+    let s = w.create(&sts, Some("default"), statefulset_with_a_claim_template());
     let spec = &s.data["spec"];
     assert_eq!(spec["podManagementPolicy"], json!("OrderedReady"));
     assert_eq!(spec["updateStrategy"], json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}));
@@ -367,11 +371,7 @@ fn a_pods_limits_default_its_requests_and_host_network_its_host_ports() {
 fn a_statefulsets_volume_claim_templates_get_the_pending_phase() {
     let mut w = World::new();
     let sts = builtin("apps", "statefulsets");
-    let body = json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "s"},
-        "spec": {"serviceName": "s", "selector": {"matchLabels": {"app": "s"}}, "template": {"metadata": {"labels": {"app": "s"}}, "spec": {"containers": [{"name": "c", "image": "i:1"}]}},
-                 "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"],
-                     "resources": {"requests": {"storage": "1Gi"}}}}]}});
-    let s = w.create(&sts, Some("default"), body);
+    let s = w.create(&sts, Some("default"), statefulset_with_a_claim_template());
     assert_eq!(s.data["spec"]["volumeClaimTemplates"][0]["status"], json!({"phase": "Pending"}));
 }
 
