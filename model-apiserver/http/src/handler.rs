@@ -231,8 +231,8 @@ impl Call {
             // `kubectl get <kind> <name>` asks for a one-row Table too.
             let metadata = json!({"resourceVersion": object.metadata.resource_version});
             let crd = self.crd_of(&t.ty);
-            let now = self.live.now();
-            let table = table::table(&t.ty, crd.as_deref(), std::slice::from_ref(object), metadata, now);
+            let options = self.table_options(t, crd.as_deref())?;
+            let table = table::table(&options, std::slice::from_ref(object), metadata, self.live.now());
             return Ok(http::json(200, &table));
         }
         Ok(self.object_reply(t, 200, &answer))
@@ -251,10 +251,20 @@ impl Call {
         }
         if table::wanted(&self.headers) {
             let crd = self.crd_of(&t.ty);
-            let now = self.live.now();
-            return Ok(http::json(200, &table::table(&t.ty, crd.as_deref(), &list.items, metadata, now)));
+            let options = self.table_options(t, crd.as_deref())?;
+            return Ok(http::json(200, &table::table(&options, &list.items, metadata, self.live.now())));
         }
         Ok(http::json(200, &list_body(t, &list.items, metadata)))
+    }
+
+    /// How to make the Table a request asked for (its `includeObject` is checked here).
+    fn table_options<'a>(
+        &self,
+        t: &'a Target,
+        crd: Option<&'a DynamicObject>,
+    ) -> Result<table::Options<'a>, Status> {
+        let include = table::Include::from_query(self.query.get("includeObject"))?;
+        Ok(table::Options { ty: &t.ty, crd, include, headers: true })
     }
 
     /// The CustomResourceDefinition serving a custom resource type, whose printer columns its
@@ -281,7 +291,24 @@ impl Call {
             Err(e) => return http::status(&e),
         };
         let rv = self.query.get("resourceVersion").unwrap_or("").to_owned();
-        watch::start(self.live.clone(), t.ty.api.clone(), t.namespace.clone(), rv, params, &self.limits)
+        let table = if table::wanted(&self.headers) {
+            let include = match table::Include::from_query(self.query.get("includeObject")) {
+                Ok(include) => include,
+                Err(e) => return http::status(&e),
+            };
+            Some(watch::TableView { ty: t.ty.clone(), crd: self.crd_of(&t.ty), include })
+        } else {
+            None
+        };
+        watch::start(
+            self.live.clone(),
+            t.ty.api.clone(),
+            t.namespace.clone(),
+            rv,
+            params,
+            table,
+            &self.limits,
+        )
     }
 
     fn create(&self, t: &Target) -> Result<Reply, Status> {

@@ -8,18 +8,62 @@
 //! - Every other kind (the CustomResourceDefinitions themselves, events.k8s.io Events) gets the
 //!   default convertor's Name and Created At (an RFC 3339 time), as kube-apiserver serves them.
 //!
-//! Each row keeps `object` as `PartialObjectMetadata`, which `kubectl get -o name` reads.
+//! Each row's `object` is what the request's `includeObject` asks for (`TableOptions`,
+//! apiserver's `transformObject`): `Metadata` (the default) the object's `PartialObjectMetadata`,
+//! which `kubectl get -o name` reads; `Object` the whole object, which `kubectl get --sort-by`
+//! sorts on; `None` nothing. A watch asked for a Table gets one Table of one row per event, with
+//! the column definitions only on the first ([`Watch`]), as kube-apiserver sends them.
 
 use std::sync::Arc;
 
 use hyper::header::HeaderMap;
-use kube_core::DynamicObject;
+use kube_core::{DynamicObject, Status};
 use model_apiserver::ResourceType;
 use serde_json::{Map, Value, json};
 
 /// Whether the client asked for a Table (kubectl's `Accept: application/json;as=Table;...`).
 pub fn wanted(headers: &HeaderMap) -> bool {
     super::handler::accept(headers).split(',').next().is_some_and(|first| first.contains("as=Table"))
+}
+
+/// What each row carries as its `object` (`metav1.IncludeObjectPolicy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Include {
+    /// `includeObject=Object`: the whole object, with its apiVersion and kind.
+    Object,
+    /// `includeObject=Metadata`, the default: its `PartialObjectMetadata`.
+    Metadata,
+    /// `includeObject=None`: no object.
+    None,
+}
+
+impl Include {
+    /// The request's `includeObject`, read only when a Table is served (as the real server
+    /// decodes `TableOptions` only then); an unknown value is 400 BadRequest.
+    pub fn from_query(value: Option<&str>) -> Result<Include, Status> {
+        match value.unwrap_or_default() {
+            "Object" => Ok(Include::Object),
+            "Metadata" | "" => Ok(Include::Metadata),
+            "None" => Ok(Include::None),
+            other => Err(model_apiserver::errors::bad_request(&format!(
+                "unrecognized includeObject value: {other:?}"
+            ))),
+        }
+    }
+}
+
+/// How a Table is made for one request: its kind's columns, what its rows carry, and (for a
+/// watch) whether the column definitions are still to be sent.
+pub struct Options<'a> {
+    /// The type served.
+    pub ty: &'a ResourceType,
+    /// The CustomResourceDefinition serving `ty` when it is a custom resource (its columns are
+    /// read from it).
+    pub crd: Option<&'a DynamicObject>,
+    /// What each row's `object` is.
+    pub include: Include,
+    /// Whether the Table carries its `columnDefinitions` (a watch's later events do not).
+    pub headers: bool,
 }
 
 /// How a column's cell is computed from the object (as JSON).
@@ -63,32 +107,37 @@ fn age_column() -> Column {
     column("Age", "string", 0, AGE_DESCRIPTION, |o, now| json!(creation_age(o, now)))
 }
 
-/// The Table of `items`. `crd` is the CustomResourceDefinition serving `ty` when it is a custom
-/// resource (its columns are read from it); `now` is the wall clock the ages are counted from.
+/// The Table of `items`; `now` is the wall clock the ages are counted from.
 pub fn table(
-    ty: &ResourceType,
-    crd: Option<&DynamicObject>,
+    options: &Options<'_>,
     items: &[Arc<DynamicObject>],
     metadata: Value,
     now: jiff::Timestamp,
 ) -> Value {
-    let columns = columns(ty, crd);
+    let columns = columns(options.ty, options.crd);
     let rows: Vec<Value> = items
         .iter()
         .map(|o| {
             let value = serde_json::to_value(&**o).unwrap_or(Value::Null);
             let cells: Vec<Value> = columns.iter().map(|c| cell(c, &value, now)).collect();
-            let mut meta = serde_json::to_value(&o.metadata).unwrap_or(Value::Null);
-            if let Value::Object(m) = &mut meta {
-                m.remove("managedFields");
-            }
-            json!({
-                "cells": cells,
-                "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta},
-            })
+            let object = match options.include {
+                // Go's `RawExtension` of no object encodes as null.
+                Include::None => Value::Null,
+                Include::Object => whole_object(options.ty, value),
+                Include::Metadata => {
+                    let mut meta = serde_json::to_value(&o.metadata).unwrap_or(Value::Null);
+                    if let Value::Object(m) = &mut meta {
+                        m.remove("managedFields");
+                    }
+                    json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta})
+                }
+            };
+            json!({ "cells": cells, "object": object })
         })
         .collect();
-    let definitions: Vec<&Value> = columns.iter().map(|c| &c.definition).collect();
+    // Without headers the Go slice is nil: `null`, not left out.
+    let definitions: Option<Vec<&Value>> =
+        options.headers.then(|| columns.iter().map(|c| &c.definition).collect());
     json!({
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
@@ -96,6 +145,16 @@ pub fn table(
         "columnDefinitions": definitions,
         "rows": rows,
     })
+}
+
+/// A row's whole object, typed with its served version and kind as the real server's embedded
+/// encoder types it.
+fn whole_object(ty: &ResourceType, mut value: Value) -> Value {
+    if let Value::Object(m) = &mut value {
+        m.insert("apiVersion".into(), json!(ty.api.api_version));
+        m.insert("kind".into(), json!(ty.api.kind));
+    }
+    value
 }
 
 fn cell(column: &Column, object: &Value, now: jiff::Timestamp) -> Value {

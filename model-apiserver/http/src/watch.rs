@@ -21,12 +21,14 @@ use kube_core::{ApiResource, DynamicObject, Status, WatchEvent, params::WatchPar
 use model_apiserver::{Request, Response};
 use serde_json::{Value, json};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::{
     Limits,
     http::{self, Reply},
     live::Live,
+    table,
 };
 
 /// One queued chunk and its share of the stream's byte budget, given back when the connection
@@ -45,6 +47,16 @@ pub const BOOKMARK_INTERVAL: Duration = Duration::from_secs(10);
 /// The annotation of the bookmark that ends the initial events of `sendInitialEvents`.
 const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
 
+/// A watch asked for as a Table (`kubectl get -w`): each event's object is a Table of one row.
+pub struct TableView {
+    /// The type watched.
+    pub ty: Arc<model_apiserver::ResourceType>,
+    /// Its CustomResourceDefinition when it is a custom resource (read once, at the start).
+    pub crd: Option<Arc<DynamicObject>>,
+    /// What each row's `object` is.
+    pub include: table::Include,
+}
+
 /// One poll: the events, and the revision to resume from.
 struct Poll {
     events: Vec<WatchEvent<Arc<DynamicObject>>>,
@@ -58,6 +70,7 @@ pub fn start(
     namespace: Option<String>,
     rv: String,
     params: WatchParams,
+    table: Option<TableView>,
     limits: &Limits,
 ) -> Reply {
     let first = match poll(&live, &api, namespace.as_deref(), &rv, &params) {
@@ -76,7 +89,8 @@ pub fn start(
     let initial_end = params.send_initial_events && matches!(rv.as_str(), "" | "0");
     tokio::spawn(async move {
         let deadline = tokio::time::Instant::now() + timeout;
-        let stream = Stream { live, api, namespace, params, tx };
+        let headers_sent = AtomicBool::new(false);
+        let stream = Stream { live, api, namespace, params, tx, table, headers_sent };
         stream.run(first, initial_end, deadline).await;
     });
     let chunks = futures::stream::unfold(rx, |mut rx| async move {
@@ -115,6 +129,10 @@ struct Stream {
     namespace: Option<String>,
     params: WatchParams,
     tx: Sender,
+    table: Option<TableView>,
+    /// Whether a Table event has carried the column definitions (only the first one does,
+    /// as kube-apiserver sets `NoHeaders` after it).
+    headers_sent: AtomicBool,
 }
 
 impl Stream {
@@ -171,9 +189,9 @@ impl Stream {
     async fn send(&self, events: Vec<WatchEvent<Arc<DynamicObject>>>) -> bool {
         for event in events {
             let (kind, object, last) = match event {
-                WatchEvent::Added(o) => ("ADDED", to_value(&o), false),
-                WatchEvent::Modified(o) => ("MODIFIED", to_value(&o), false),
-                WatchEvent::Deleted(o) => ("DELETED", to_value(&o), false),
+                WatchEvent::Added(o) => ("ADDED", self.to_value(o), false),
+                WatchEvent::Modified(o) => ("MODIFIED", self.to_value(o), false),
+                WatchEvent::Deleted(o) => ("DELETED", self.to_value(o), false),
                 // Bookmarks are sent by the stream itself, at its own pace.
                 WatchEvent::Bookmark(_) => continue,
                 WatchEvent::Error(status) => ("ERROR", http::status_json(&status), true),
@@ -183,6 +201,16 @@ impl Stream {
             }
         }
         true
+    }
+
+    /// An event's object as sent: itself, or a Table of its one row.
+    fn to_value(&self, object: Arc<DynamicObject>) -> Value {
+        let Some(view) = &self.table else { return to_value(&object) };
+        let headers = !self.headers_sent.swap(true, Ordering::Relaxed);
+        let options =
+            table::Options { ty: &view.ty, crd: view.crd.as_deref(), include: view.include, headers };
+        let metadata = json!({"resourceVersion": object.metadata.resource_version});
+        table::table(&options, std::slice::from_ref(&object), metadata, self.live.now())
     }
 
     async fn send_bookmark(&self, revision: u64, initial_end: bool) -> bool {

@@ -30,9 +30,14 @@ impl Answer {
 /// Send one request with `Connection: close` and read the whole answer (chunked bodies are
 /// decoded).
 fn request(served: &Served, method: &str, path: &str, content_type: &str, body: &[u8]) -> Answer {
+    request_with(served, method, path, &format!("Content-Type: {content_type}\r\n"), body)
+}
+
+/// [`request`] with header lines of its own (each ending in CRLF).
+fn request_with(served: &Served, method: &str, path: &str, headers: &str, body: &[u8]) -> Answer {
     let mut stream = TcpStream::connect(served.addr()).expect("connect");
     let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
+        "{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n{headers}Content-Length: {}\r\n\r\n",
         body.len()
     );
     stream.write_all(head.as_bytes()).unwrap();
@@ -750,4 +755,90 @@ fn orphan_dependents_false_on_a_second_delete_drops_the_orphan_finalizer() {
     let second =
         request(&served, "DELETE", &format!("{path}?orphanDependents=false"), "application/json", b"");
     assert_eq!(second.json()["metadata"]["finalizers"], json!(["example.com/x"]));
+}
+
+/// kubectl's `Accept` for `kubectl get`.
+const TABLE: &str = "Accept: application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json\r\n";
+
+fn create_config_maps(served: &Served, names: &[&str]) {
+    for name in names {
+        let body =
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": "v"}});
+        let path = "/api/v1/namespaces/default/configmaps";
+        assert_eq!(request(served, "POST", path, "application/json", body.to_string().as_bytes()).code, 201);
+    }
+}
+
+// apiserver's `transformObject`: a row carries the PartialObjectMetadata by default, the whole
+// object for `includeObject=Object` (what `kubectl get --sort-by` sorts on), nothing for `None`;
+// another value is a 400.
+#[test]
+fn a_table_rows_object_is_what_include_object_asks_for() {
+    let served = serve();
+    create_config_maps(&served, &["a"]);
+    let path = "/api/v1/namespaces/default/configmaps";
+    let rows = |query: &str| {
+        let answer = request_with(&served, "GET", &format!("{path}{query}"), TABLE, b"");
+        assert_eq!(answer.code, 200, "{query}: {}", answer.body);
+        let table = answer.json();
+        assert_eq!(table["kind"], "Table");
+        table["rows"].as_array().unwrap().clone()
+    };
+    for query in ["", "?includeObject=Metadata"] {
+        let object = &rows(query)[0]["object"];
+        assert_eq!(
+            (&object["kind"], &object["apiVersion"]),
+            (&json!("PartialObjectMetadata"), &json!("meta.k8s.io/v1"))
+        );
+        assert_eq!(object["metadata"]["name"], "a");
+        assert!(object.get("data").is_none(), "{object}");
+    }
+    let object = &rows("?includeObject=Object")[0]["object"];
+    assert_eq!((&object["kind"], &object["apiVersion"]), (&json!("ConfigMap"), &json!("v1")));
+    assert_eq!((&object["metadata"]["name"], &object["data"]), (&json!("a"), &json!({"k": "v"})));
+    let row = &rows("?includeObject=None")[0];
+    assert_eq!((&row["object"], &row["cells"][0]), (&Value::Null, &json!("a")));
+    // One object by name, too.
+    let answer = request_with(&served, "GET", &format!("{path}/a?includeObject=Object"), TABLE, b"");
+    assert_eq!(answer.json()["rows"][0]["object"]["data"], json!({"k": "v"}));
+    let answer = request_with(&served, "GET", &format!("{path}?includeObject=All"), TABLE, b"");
+    assert_eq!(answer.code, 400);
+    assert_eq!(answer.json()["message"], r#"unrecognized includeObject value: "All""#);
+    // Without a Table the option is not read.
+    assert_eq!(get(&served, &format!("{path}?includeObject=All")).code, 200);
+}
+
+// `kubectl get -w`: each event's object is a Table of one row, and only the first carries the
+// column definitions (the watch handler sets `NoHeaders` after it).
+#[test]
+fn a_watch_asked_for_a_table_sends_one_row_tables_with_columns_only_first() {
+    let served = serve();
+    create_config_maps(&served, &["a", "b"]);
+    let path = "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=0&timeoutSeconds=1";
+    let answer = request_with(&served, "GET", path, TABLE, b"");
+    assert_eq!(answer.code, 200);
+    let lines = answer.lines();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    for (line, name) in lines.iter().zip(["a", "b"]) {
+        let table = &line["object"];
+        assert_eq!((&line["type"], &table["kind"]), (&json!("ADDED"), &json!("Table")));
+        assert_eq!(table["rows"].as_array().map(Vec::len), Some(1));
+        assert_eq!(table["rows"][0]["cells"][0], name);
+        assert_eq!(table["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+        assert!(table["metadata"]["resourceVersion"].is_string());
+    }
+    let names: Vec<&str> = lines[0]["object"]["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["Name", "Data", "Age"]);
+    assert_eq!(lines[1]["object"]["columnDefinitions"], Value::Null);
+    let answer = request_with(&served, "GET", &format!("{path}&includeObject=Object"), TABLE, b"");
+    assert_eq!(answer.lines()[1]["object"]["rows"][0]["object"]["data"], json!({"k": "v"}));
+    let answer = request_with(&served, "GET", &format!("{path}&includeObject=x"), TABLE, b"");
+    assert_eq!(answer.code, 400);
+    // A plain watch still sends the objects.
+    assert_eq!(get(&served, path).lines()[0]["object"]["kind"], "ConfigMap");
 }

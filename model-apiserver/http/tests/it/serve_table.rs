@@ -354,3 +354,60 @@ fn get_nodes_wide_prints_status_roles_and_unknown_system_info_and_a_cordon_shows
     assert_eq!(rows[0][..3], ["n1", "Unknown,SchedulingDisabled", "control-plane"]);
     assert_eq!(rows[0][4..], ["<none>", "<none>", "<unknown>", "<unknown>", "<unknown>"]);
 }
+
+const CONFIG_MAPS: &str = "apiVersion: v1
+kind: ConfigMap
+metadata: {name: b}
+data: {order: '1'}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: a}
+data: {order: '2', more: x}
+";
+
+// `--sort-by` makes kubectl ask each row's whole object (`includeObject=Object`) and sort on
+// it; with the metadata alone it found no field to sort on and printed "No resources found".
+#[test]
+fn get_sort_by_a_field_outside_the_metadata_sorts_the_rows() {
+    let k = Kubectl::start();
+    k.ok(&["create", "-f", &k.file("cms.yaml", CONFIG_MAPS)]);
+    let output = k.ok(&["get", "configmaps", "--sort-by=.data.order"]);
+    let (header, rows) = table(&output);
+    assert_eq!(header, ["NAME", "DATA", "AGE"]);
+    let names: Vec<&str> = rows.iter().map(|r| r[0]).collect();
+    assert_eq!(names, ["b", "a"]);
+    let output = k.ok(&["get", "configmaps", "--sort-by=.data.order", "-o", "name"]);
+    assert_eq!(output, "configmap/b\nconfigmap/a\n");
+}
+
+// `kubectl get -w` prints a watched object's change with the kind's columns under the one
+// header: the watch sends Tables, not bare objects (which it printed as NAME and AGE only).
+#[test]
+fn get_watch_prints_new_objects_with_the_kinds_columns() {
+    let k = Kubectl::start();
+    k.ok(&["create", "-f", &k.file("cms.yaml", CONFIG_MAPS)]);
+    let out_path = std::path::Path::new(&k.file("watch.out", "")).to_owned();
+    let out = std::fs::File::create(&out_path).unwrap();
+    let mut watch = k
+        .command(&["get", "configmaps", "-w", "--request-timeout=6s"])
+        .stdout(out)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("kubectl starts");
+    // Once the list is printed the watch is (about to be) open.
+    let listed = (0..400).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        std::fs::read_to_string(&out_path).unwrap_or_default().lines().count() >= 3
+    });
+    assert!(listed, "kubectl printed no list: {:?}", std::fs::read_to_string(&out_path));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let added = CONFIG_MAPS.replace("name: b", "name: c").replace("name: a", "name: d");
+    k.ok(&["create", "-f", &k.file("more.yaml", &added)]);
+    let _ = watch.wait();
+    let output = std::fs::read_to_string(&out_path).unwrap();
+    let (header, rows) = table(&output);
+    assert_eq!(header, ["NAME", "DATA", "AGE"], "{output}");
+    let rows: Vec<&[&str]> = rows.iter().map(|r| &r[..2]).collect();
+    assert_eq!(rows, [["a", "2"], ["b", "1"], ["c", "1"], ["d", "2"]], "{output}");
+}

@@ -1,6 +1,6 @@
 //! The tests of `model_apiserver_http::table` (its former unit tests: the library has no test harness).
 
-use model_apiserver_http::table::{jsonpath, typed_cell};
+use model_apiserver_http::table::{Include, Options, jsonpath, typed_cell};
 use serde_json::json;
 
 fn now() -> jiff::Timestamp {
@@ -50,8 +50,9 @@ fn printed(
         object["metadata"]["creationTimestamp"] = json!("2026-01-01T00:05:00Z");
     }
     let object: kube_core::DynamicObject = serde_json::from_value(object).unwrap();
+    let options = Options { ty, crd: None, include: Include::Metadata, headers: true };
     let table =
-        model_apiserver_http::table::table(ty, None, &[std::sync::Arc::new(object)], json!({}), now());
+        model_apiserver_http::table::table(&options, &[std::sync::Arc::new(object)], json!({}), now());
     let columns = table["columnDefinitions"]
         .as_array()
         .unwrap()
