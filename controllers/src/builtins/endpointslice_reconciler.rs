@@ -22,8 +22,8 @@
 //! hostname and Pod; slices by name), so a seed replays. Ports are ordered by name, number and
 //! protocol, where upstream orders them by a hash. Topology hints and `trafficDistribution` are
 //! not modelled (no hints are written). A Pod whose Node is not in the cache is published without
-//! a zone, where upstream leaves it out and retries: the simulated cluster's one node
-//! ([`super::kubelet::NODE_NAME`]) has no Node object unless a workload creates one.
+//! a zone, where upstream leaves it out and retries: a world without the kubelet-lite (which
+//! registers [`super::kubelet::NODE_NAME`]) has no Node object unless its workload creates one.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

@@ -1,16 +1,22 @@
-//! kubelet-lite: the one simulated node's kubelet, with a scheduler-lite in front of it.
+//! kubelet-lite: the simulated nodes' kubelet, with a scheduler-lite in front of it.
 //!
-//! Every Pod is handled, whatever its `spec.nodeName` (the simulated cluster has one node):
-//! - an unscheduled Pod is bound to [`NODE_NAME`] (a merge patch of `spec.nodeName`, standing in
-//!   for the scheduler's `pods/binding`), which also makes the API server delete it gracefully
-//!   from then on;
-//! - but not while a PersistentVolumeClaim it mounts is missing, being deleted, `Lost` or not yet
-//!   bound (the scheduler's VolumeBinding plugin, [`volume_binding_failure`]): the Pod stays
-//!   Pending with the condition `PodScheduled=False`, reason `Unschedulable`, and the scheduler's
-//!   message (`0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims.
-//!   preemption: ...`), with a `FailedScheduling` event when the message changes. The kubelet-lite
-//!   watches claims, and a change of a claim a waiting Pod mounts schedules it again, as the
-//!   scheduler's queueing hints do. Every claim counts as of an `Immediate` class (no delayed
+//! At start it registers its own Node, [`NODE_NAME`] ([`node`]: the kubelet's labels, Ready, an
+//! InternalIP of [`HOST_IP`]), as a kubelet does, unless a Node of that name exists. It then
+//! runs every Pod bound to any Node (a scenario may declare more Nodes; the kubelet-lite is
+//! their kubelet too):
+//! - an unscheduled Pod is bound to the Node it fits best ([`super::scheduler`]: cordoned Nodes,
+//!   untolerated taints, `nodeSelector` and required node affinity are respected; the Node with
+//!   the fewest Pods wins) by a merge patch of `spec.nodeName`, standing in for the scheduler's
+//!   `pods/binding`, which also makes the API server delete it gracefully from then on;
+//! - but not while no Node fits, or while a PersistentVolumeClaim it mounts is missing, being
+//!   deleted, `Lost` or not yet bound (the scheduler's VolumeBinding plugin,
+//!   [`volume_binding_failure`]): the Pod stays Pending with the condition `PodScheduled=False`,
+//!   reason `Unschedulable`, and the scheduler's message (`0/1 nodes are available: pod has
+//!   unbound immediate PersistentVolumeClaims. preemption: ...`, or `no nodes available to
+//!   schedule pods`), with a `FailedScheduling` event when the message changes. The kubelet-lite
+//!   watches claims and Nodes, and a change of a claim a waiting Pod mounts, or of any Node,
+//!   schedules it again, as the scheduler's queueing hints do. Every claim counts as of an
+//!   `Immediate` class (no delayed
 //!   binding). A generic ephemeral volume's claim (`<pod>-<volume>`, made by
 //!   [`super::ephemeral`]) counts too: missing, the Pod waits for the ephemeral volume
 //!   controller; not controlled by the Pod, it is not used. A Pod that names its node skips the
@@ -39,15 +45,18 @@
 //! come from the run's virtual clock (`sim::time`), the same on every replay of a seed. A
 //! condition keeps its `lastTransitionTime` while its status stays the same, as the kubelet's do.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{
     ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting, ContainerStatus,
-    PersistentVolumeClaim, Pod, PodCondition, PodStatus,
+    DaemonEndpoint, Node, NodeAddress, NodeCondition, NodeDaemonEndpoints, NodeSpec, NodeStatus,
+    NodeSystemInfo, PersistentVolumeClaim, Pod, PodCondition, PodStatus,
 };
-use sim::api::{Api, DeleteParams, Patch, PatchParams, Preconditions, ResourceExt};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use sim::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams, Preconditions, ResourceExt};
 use sim::runtime::controller::Action;
 use sim::runtime::reflector::{self, ObjectRef, Store};
 use sim::runtime::{Controller, watcher};
@@ -55,7 +64,7 @@ use sim::{Clients, SimBuilder};
 
 use super::boxed;
 use super::error::{Error, has_code};
-use super::{events, hashing, owners, pod_state};
+use super::{events, hashing, owners, pod_state, scheduler};
 
 /// The decision stream the kubelet-lite's delays are drawn from (its own, so that other
 /// controllers' draws do not move them).
@@ -87,21 +96,27 @@ pub fn kubelet(builder: SimBuilder) -> SimBuilder {
     builder.controller(NODE, run)
 }
 
-/// The kubelet-lite's main future.
+/// The kubelet-lite's main future: register [`NODE_NAME`], then run Pods.
 pub async fn run(clients: Clients) {
     let client = clients.default_cluster();
+    register_node(&client).await;
     let pods: Api<Pod> = Api::all(client.clone());
     let claims =
         reflector::informer(Api::<PersistentVolumeClaim>::all(client.clone()), watcher::Config::default());
-    // Subscribed before the first `.await`, so that the initial list reaches the mapper.
+    let nodes = reflector::informer(Api::<Node>::all(client.clone()), watcher::Config::default());
+    // Subscribed before the first `.await`, so that the initial lists reach the mappers.
     let claim_changes = claims.subscribe();
+    let node_changes = nodes.subscribe();
     let controller = Controller::new(pods, watcher::Config::default());
-    let waiting = controller.store();
+    let store = controller.store();
+    let (waiting_claim, waiting_node) = (store.clone(), store.clone());
     controller
         .watches_shared_stream(claim_changes, move |claim: Arc<PersistentVolumeClaim>| {
-            pods_waiting_for(&claim, &waiting)
+            pods_waiting_for(&claim, &waiting_claim)
         })
-        .run(reconcile, super::retry_soon, Arc::new(context(client, claims)))
+        // A Node registered, uncordoned or relabelled may fit a Pod that fitted none.
+        .watches_shared_stream(node_changes, move |_node: Arc<Node>| unscheduled(&waiting_node))
+        .run(reconcile, super::retry_soon, Arc::new(context(client, claims, nodes, store)))
         .for_each(|_| futures::future::ready(()))
         .await;
 }
@@ -111,6 +126,10 @@ pub struct Context {
     client: sim::Client,
     /// The scheduler-lite's claim cache (the scheduler's PVC lister).
     claims: Store<PersistentVolumeClaim>,
+    /// The scheduler-lite's Node cache.
+    nodes: Store<Node>,
+    /// The Pod cache, which the scheduler-lite counts each Node's Pods in.
+    pods: Store<Pod>,
     /// Publishes as the kubelet of [`NODE_NAME`].
     kubelet: events::Recorder,
     /// Publishes as `default-scheduler`.
@@ -120,13 +139,144 @@ pub struct Context {
 /// The component name of the scheduler's events.
 pub const SCHEDULER_NAME: &str = "default-scheduler";
 
-fn context(client: sim::Client, claims: Store<PersistentVolumeClaim>) -> Context {
+fn context(
+    client: sim::Client,
+    claims: Store<PersistentVolumeClaim>,
+    nodes: Store<Node>,
+    pods: Store<Pod>,
+) -> Context {
     Context {
         kubelet: events::recorder_on_host(&client, "kubelet", NODE_NAME),
         scheduler: events::scheduler_recorder(&client, SCHEDULER_NAME),
         claims,
+        nodes,
+        pods,
         client,
     }
+}
+
+/// How long the kubelet waits before its first retry of a failed registration, and at most
+/// (`registerWithAPIServer`: 100 ms doubled up to 7 s).
+const REGISTER_RETRY_FIRST: Duration = Duration::from_millis(100);
+/// See [`REGISTER_RETRY_FIRST`].
+const REGISTER_RETRY_MAX: Duration = Duration::from_secs(7);
+
+/// Register [`NODE_NAME`] as the kubelet does at start (`registerWithAPIServer`): create its
+/// Node, retried with a doubling backoff until it is created or found to exist (a restarted
+/// kubelet, or a Node a scenario declared, keeps the stored one).
+async fn register_node(client: &sim::Client) {
+    let api: Api<Node> = Api::all(client.clone());
+    let mut retry = REGISTER_RETRY_FIRST;
+    loop {
+        match api.create(&PostParams::default(), &node()).await {
+            Ok(_) => return,
+            Err(e) if has_code(&e, 409) => return,
+            Err(e) => tracing::debug!(error = %e, "registering node {NODE_NAME} failed; retrying"),
+        }
+        madsim::time::sleep(retry).await;
+        retry = (retry * 2).min(REGISTER_RETRY_MAX);
+    }
+}
+
+/// The Node the kubelet-lite registers: the labels the kubelet sets on its own Node
+/// (`kubernetes.io/hostname`, `kubernetes.io/os` and `arch`, with their beta twins), an
+/// InternalIP of [`HOST_IP`], room for 110 Pods, and Ready with the kubelet's reasons. It sends
+/// no heartbeats (no Lease renewals, no periodic status), so a world still goes quiet.
+pub fn node() -> Node {
+    let labels = [
+        ("beta.kubernetes.io/arch", "amd64"),
+        ("beta.kubernetes.io/os", "linux"),
+        ("kubernetes.io/arch", "amd64"),
+        ("kubernetes.io/hostname", NODE_NAME),
+        ("kubernetes.io/os", "linux"),
+    ];
+    let quantities = |pairs: &[(&str, &str)]| -> BTreeMap<String, Quantity> {
+        pairs.iter().map(|(k, v)| ((*k).to_owned(), Quantity((*v).to_owned()))).collect()
+    };
+    let capacity =
+        quantities(&[("cpu", "8"), ("ephemeral-storage", "100Gi"), ("memory", "32Gi"), ("pods", "110")]);
+    let now = sim::time::now_k8s();
+    let condition = |type_: &str, status: &str, reason: &str, message: &str| NodeCondition {
+        type_: type_.to_owned(),
+        status: status.to_owned(),
+        reason: Some(reason.to_owned()),
+        message: Some(message.to_owned()),
+        last_heartbeat_time: Some(now.clone()),
+        last_transition_time: Some(now.clone()),
+    };
+    Node {
+        metadata: ObjectMeta {
+            name: Some(NODE_NAME.to_owned()),
+            labels: Some(labels.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()),
+            annotations: Some(BTreeMap::from([(
+                "volumes.kubernetes.io/controller-managed-attach-detach".to_owned(),
+                "true".to_owned(),
+            )])),
+            ..ObjectMeta::default()
+        },
+        spec: Some(NodeSpec {
+            pod_cidr: Some("10.244.0.0/16".to_owned()),
+            pod_cidrs: Some(vec!["10.244.0.0/16".to_owned()]),
+            ..NodeSpec::default()
+        }),
+        status: Some(NodeStatus {
+            addresses: Some(vec![
+                NodeAddress { type_: "InternalIP".to_owned(), address: HOST_IP.to_owned() },
+                NodeAddress { type_: "Hostname".to_owned(), address: NODE_NAME.to_owned() },
+            ]),
+            allocatable: Some(capacity.clone()),
+            capacity: Some(capacity),
+            conditions: Some(vec![
+                condition(
+                    "MemoryPressure",
+                    "False",
+                    "KubeletHasSufficientMemory",
+                    "kubelet has sufficient memory available",
+                ),
+                condition(
+                    "DiskPressure",
+                    "False",
+                    "KubeletHasNoDiskPressure",
+                    "kubelet has no disk pressure",
+                ),
+                condition(
+                    "PIDPressure",
+                    "False",
+                    "KubeletHasSufficientPID",
+                    "kubelet has sufficient PID available",
+                ),
+                condition("Ready", "True", "KubeletReady", "kubelet is posting ready status"),
+            ]),
+            daemon_endpoints: Some(NodeDaemonEndpoints {
+                kubelet_endpoint: Some(DaemonEndpoint { port: 10250 }),
+            }),
+            node_info: Some(NodeSystemInfo {
+                architecture: "amd64".to_owned(),
+                boot_id: "kube-sim".to_owned(),
+                container_runtime_version: "kube-sim://1".to_owned(),
+                kernel_version: "kube-sim".to_owned(),
+                kube_proxy_version: String::new(),
+                kubelet_version: KUBELET_VERSION.to_owned(),
+                machine_id: "kube-sim".to_owned(),
+                operating_system: "linux".to_owned(),
+                os_image: "kube-sim".to_owned(),
+                system_uuid: "kube-sim".to_owned(),
+                ..NodeSystemInfo::default()
+            }),
+            ..NodeStatus::default()
+        }),
+    }
+}
+
+/// The version the registered Node reports (`kubectl get nodes`' VERSION).
+pub const KUBELET_VERSION: &str = "v1.33.0-kube-sim";
+
+/// Every Pod in the cache that no Node has yet.
+fn unscheduled(pods: &Store<Pod>) -> Vec<ObjectRef<Pod>> {
+    pods.state_filter(|pod| !pod_state::is_scheduled(pod) && !pod_state::is_terminating(pod))
+        .iter()
+        .map(|pod| ObjectRef::from_obj(&**pod))
+        .collect()
 }
 
 /// The claims a Pod mounts: its `persistentVolumeClaim` volumes' by name, and its generic
@@ -196,15 +346,6 @@ pub fn volume_binding_failure(pod: &Pod, claims: &Store<PersistentVolumeClaim>) 
     unbound.then(|| "pod has unbound immediate PersistentVolumeClaims".to_owned())
 }
 
-/// The scheduler's `FitError` message for a PreFilter rejection on the one node, with the
-/// default preemption plugin's verdict after it.
-pub fn unschedulable_message(reason: &str) -> String {
-    format!(
-        "0/1 nodes are available: {reason}. preemption: 0/1 nodes are available: 1 Preemption is not helpful \
-         for scheduling."
-    )
-}
-
 /// The reference to one container of a Pod (`fieldPath: spec.containers{name}`), as the
 /// kubelet's container events carry it.
 fn container_reference(pod: &Pod, container: &str) -> k8s_openapi::api::core::v1::ObjectReference {
@@ -254,20 +395,7 @@ pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, Error
         return Ok(Action::await_change());
     }
     if !pod_state::is_scheduled(&pod) {
-        if !claim_names(&pod).is_empty() {
-            if ctx.claims.wait_until_ready().await.is_err() {
-                return Ok(Action::await_change());
-            }
-            if let Some(reason) = volume_binding_failure(&pod, &ctx.claims) {
-                return boxed(|| mark_unschedulable(&api, &pod, &reason, &ctx)).await;
-            }
-        }
-        let bind = serde_json::json!({ "spec": { "nodeName": NODE_NAME }, "metadata": { "uid": pod.uid() } });
-        api.patch(&name, &PatchParams::default(), &Patch::Merge(&bind)).await?;
-        let message = format!("Successfully assigned {namespace}/{name} to {NODE_NAME}");
-        let reference = events::reference(&*pod);
-        boxed(|| events::scheduled(&ctx.scheduler, &reference, message)).await;
-        return Ok(Action::await_change());
+        return boxed(|| schedule(&api, &pod, &ctx)).await;
     }
     match pod_state::phase(&pod) {
         pod_state::PHASE_PENDING => {
@@ -288,12 +416,56 @@ pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, Error
     }
 }
 
+/// The scheduler-lite's cycle for one Pod ([`scheduler`]): bind it to the Node it fits best (a
+/// merge patch of `spec.nodeName`, standing in for `pods/binding`) with a `Scheduled` event, or
+/// record why no Node fits.
+async fn schedule(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action, Error> {
+    if ctx.nodes.wait_until_ready().await.is_err() {
+        return Ok(Action::await_change());
+    }
+    let nodes = ctx.nodes.state();
+    if nodes.is_empty() {
+        return mark_unschedulable(api, pod, scheduler::NO_NODES, ctx).await;
+    }
+    if !claim_names(pod).is_empty() {
+        if ctx.claims.wait_until_ready().await.is_err() {
+            return Ok(Action::await_change());
+        }
+        if let Some(reason) = volume_binding_failure(pod, &ctx.claims) {
+            return mark_unschedulable(api, pod, &scheduler::prefilter_error(nodes.len(), &reason), ctx)
+                .await;
+        }
+    }
+    let bound = |node: &str| {
+        let on_node = |p: &Pod| {
+            p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node) && !pod_state::is_finished(p)
+        };
+        ctx.pods.state_filter(on_node).len()
+    };
+    let node = match scheduler::choose(pod, &nodes, bound) {
+        Ok(node) => node.name_any(),
+        Err(message) => return mark_unschedulable(api, pod, &message, ctx).await,
+    };
+    let (name, namespace) = (pod.name_any(), pod.namespace().unwrap_or_default());
+    let bind = serde_json::json!({ "spec": { "nodeName": node }, "metadata": { "uid": pod.uid() } });
+    api.patch(&name, &PatchParams::default(), &Patch::Merge(&bind)).await?;
+    let message = format!("Successfully assigned {namespace}/{name} to {node}");
+    let reference = events::reference(pod);
+    events::scheduled(&ctx.scheduler, &reference, message).await;
+    Ok(Action::await_change())
+}
+
 /// Record the scheduler's failure on a Pod it cannot place: `PodScheduled=False`,
 /// `Unschedulable`, with the message (written only when it changes, as the scheduler's
 /// `updatePod` skips an unchanged condition), and a `FailedScheduling` event then. The claim
 /// watch schedules the Pod again.
-async fn mark_unschedulable(api: &Api<Pod>, pod: &Pod, reason: &str, ctx: &Context) -> Result<Action, Error> {
-    let message = unschedulable_message(reason);
+async fn mark_unschedulable(
+    api: &Api<Pod>,
+    pod: &Pod,
+    message: &str,
+    ctx: &Context,
+) -> Result<Action, Error> {
+    let message = message.to_owned();
     let conditions = pod.status.as_ref().and_then(|s| s.conditions.clone()).unwrap_or_default();
     let current = conditions.iter().find(|c| c.type_ == "PodScheduled");
     if current.is_some_and(|c| {

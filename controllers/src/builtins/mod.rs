@@ -28,7 +28,7 @@
 //! | [`pvc_protection_controller()`] | `pvc-protection-controller` | keeps a deleted PersistentVolumeClaim (its `kubernetes.io/pvc-protection` finalizer) while a scheduled Pod mounts it |
 //! | [`pv_protection_controller()`] | `pv-protection-controller` | keeps a deleted PersistentVolume (its `kubernetes.io/pv-protection` finalizer) while it is bound |
 //! | [`ephemeral_volume_controller()`] | `ephemeral-volume-controller` | a PersistentVolumeClaim `<pod>-<volume>`, owned by the Pod, for each generic ephemeral volume |
-//! | [`kubelet()`] | `kubelet` | schedules Pods once their claims are bound and runs them: Pending → Running, Ready, Succeeded or Failed |
+//! | [`kubelet()`] | `kubelet` | registers its Node `node-1`; schedules Pods on the Nodes they fit ([`scheduler`]: cordons, taints, node selectors and affinity) once their claims are bound, and runs them: Pending → Running, Ready, Succeeded or Failed |
 //!
 //! ```ignore
 //! let world = controllers::builtins::all(Sim::builder()).workload(|w| async move { ... });
@@ -138,6 +138,7 @@ pub mod quantity;
 pub mod rate_limit;
 pub mod replicaset;
 pub mod root_ca_publisher;
+pub mod scheduler;
 pub mod serviceaccounts;
 pub mod snapshot;
 pub mod statefulset;

@@ -337,7 +337,9 @@ fn under_swarm_faults_a_statefulset_rolls_an_image_change_to_every_pod() {
 }
 
 #[test]
-fn under_swarm_faults_a_daemonset_runs_one_new_pod_on_each_of_three_nodes() {
+// The kubelet-lite's own Node and three the workload declares: a DaemonSet without a node
+// selector runs on all four, as on a real cluster whose kubelet registered its Node.
+fn under_swarm_faults_a_daemonset_runs_one_new_pod_on_each_of_four_nodes() {
     use k8s_openapi::api::apps::v1::{DaemonSet, DaemonSetSpec};
     use k8s_openapi::api::core::v1::Node;
     let world = builtins::all(Sim::builder().scenario("builtins-faults-daemonset"));
@@ -384,9 +386,9 @@ fn under_swarm_faults_a_daemonset_runs_one_new_pod_on_each_of_three_nodes() {
                         ds.status.as_ref().is_some_and(|s| {
                             current == Some(image)
                                 && s.observed_generation >= ds.metadata.generation
-                                && s.desired_number_scheduled == 3
-                                && s.updated_number_scheduled == Some(3)
-                                && s.number_available == Some(3)
+                                && s.desired_number_scheduled == 4
+                                && s.updated_number_scheduled == Some(4)
+                                && s.number_available == Some(4)
                         })
                     })
                 }
@@ -404,7 +406,7 @@ fn under_swarm_faults_a_daemonset_runs_one_new_pod_on_each_of_three_nodes() {
                     .map(|p| (p.spec.as_ref().and_then(|s| s.node_name.clone()), image_of(p)))
                     .collect();
             placed.sort();
-            let want: Vec<(Option<String>, Option<String>)> = ["node-a", "node-b", "node-c"]
+            let want: Vec<(Option<String>, Option<String>)> = ["node-1", "node-a", "node-b", "node-c"]
                 .iter()
                 .map(|n| (Some((*n).to_owned()), Some("agent:2".to_owned())))
                 .collect();

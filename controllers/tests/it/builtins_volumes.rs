@@ -335,7 +335,7 @@ fn scheduled_only_with_bound_claims() -> FnProperty {
 
 #[test]
 fn a_pod_whose_claim_is_missing_stays_pending_unschedulable_until_the_claim_binds() {
-    let missing = kubelet::unschedulable_message("persistentvolumeclaim \"data\" not found");
+    let missing = builtins::scheduler::prefilter_error(1, "persistentvolumeclaim \"data\" not found");
     let want = missing.clone();
     let world = builtins::kubelet(storage("builtins-volumes-pod"))
         .workload(move |w| {

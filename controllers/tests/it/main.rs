@@ -41,6 +41,7 @@ mod builtins_min_ready;
 mod builtins_namespace;
 mod builtins_namespace_defaults;
 mod builtins_replicaset;
+mod builtins_scheduler;
 mod builtins_statefulset;
 mod builtins_ttl_after_finished;
 mod builtins_volume_protection;

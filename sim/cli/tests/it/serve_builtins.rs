@@ -457,3 +457,27 @@ fn builtins_started_on_a_served_model_reconcile_until_stopped_and_then_no_more()
         assert_eq!(k.ok(&["get", "pods", "-l", "app=web", PHASES]), "Running Running");
     }
 }
+
+// The kubelet-lite registers node-1 as a kubelet does, so `kubectl get nodes`, `cordon`,
+// `drain` and `uncordon` work: a cordoned node takes no new Pod (the scheduler's message says
+// why), drain evicts the Deployment's Pods and their replacements wait, uncordon runs them.
+#[test]
+fn the_kubelets_node_is_listed_and_cordon_drain_and_uncordon_move_pods_as_on_a_cluster() {
+    let k = Kubectl::start(true);
+    k.eventually(&["get", "nodes", "-o=jsonpath={.items[*].metadata.name}"], "node-1");
+    let ready = "-o=jsonpath={.status.conditions[?(@.type==\"Ready\")].status}";
+    assert_eq!(k.ok(&["get", "node", "node-1", ready]), "True");
+    k.ok(&["apply", "-f", &k.file("web.yaml", &deployment("default"))]);
+    k.eventually(&["get", "pods", "-l", "app=web", PHASES], "Running Running");
+    let output = k.ok(&["drain", "node-1", "--ignore-daemonsets", "--timeout=60s"]);
+    assert!(output.contains("node/node-1 drained"), "{output}");
+    assert!(k.ok(&["get", "node", "node-1"]).contains("Ready,SchedulingDisabled"));
+    // The replacements wait: the only node is cordoned.
+    k.eventually(&["get", "pods", "-l", "app=web", PHASES], "Pending Pending");
+    let scheduled = "-o=jsonpath={.items[*].status.conditions[?(@.type==\"PodScheduled\")].message}";
+    let waiting = "0/1 nodes are available: 1 node(s) were unschedulable. preemption: 0/1 nodes are available: 1 \
+                   Preemption is not helpful for scheduling.";
+    k.eventually(&["get", "pods", "-l", "app=web", scheduled], &format!("{waiting} {waiting}"));
+    k.ok(&["uncordon", "node-1"]);
+    k.eventually(&["get", "pods", "-l", "app=web", PHASES], "Running Running");
+}

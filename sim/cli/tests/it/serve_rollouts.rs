@@ -566,16 +566,17 @@ spec:
     let on = |nodes: &[&str], image: &str| -> Vec<(String, String)> {
         nodes.iter().map(|n| ((*n).to_owned(), image.to_owned())).collect()
     };
-    assert_eq!(agents(&k), on(&["node-a", "node-b", "node-c"], "agent:1"));
+    // node-1 is the kubelet-lite's own Node, registered at start.
+    assert_eq!(agents(&k), on(&["node-1", "node-a", "node-b", "node-c"], "agent:1"));
     k.apply("node-d.yaml", &node("node-d"));
-    k.until(&["get", AGENT, "-o=jsonpath={.status.numberReady}"], "4 ready", |n| n == "4");
-    assert_eq!(agents(&k), on(&["node-a", "node-b", "node-c", "node-d"], "agent:1"));
+    k.until(&["get", AGENT, "-o=jsonpath={.status.numberReady}"], "5 ready", |n| n == "5");
+    assert_eq!(agents(&k), on(&["node-1", "node-a", "node-b", "node-c", "node-d"], "agent:1"));
     k.ok(&["set", "image", AGENT, "agent=agent:2"]);
     assert_eq!(k.rollout_status(AGENT), "daemon set \"agent\" successfully rolled out");
-    assert_eq!(agents(&k), on(&["node-a", "node-b", "node-c", "node-d"], "agent:2"));
+    assert_eq!(agents(&k), on(&["node-1", "node-a", "node-b", "node-c", "node-d"], "agent:2"));
     assert_eq!(
         k.ok(&["get", AGENT, "-o=jsonpath={.status.desiredNumberScheduled} {.status.updatedNumberScheduled} {.status.numberAvailable}"]),
-        "4 4 4"
+        "5 5 5"
     );
     assert_eq!(history(&k, AGENT), ["1", "2"]);
     let table = k.ok(&["get", AGENT]);
@@ -585,9 +586,9 @@ spec:
         ["NAME", "DESIRED", "CURRENT", "READY", "UP-TO-DATE", "AVAILABLE", "NODE", "SELECTOR", "AGE"]
     );
     let row: Vec<&str> = table.lines().nth(1).unwrap_or_default().split_whitespace().collect();
-    assert_eq!(row[..7], ["agent", "4", "4", "4", "4", "4", "<none>"]);
+    assert_eq!(row[..7], ["agent", "5", "5", "5", "5", "5", "<none>"]);
     k.ok(&["delete", "node", "node-b"]);
-    k.until(&["get", AGENT, "-o=jsonpath={.status.desiredNumberScheduled}"], "3 desired", |n| n == "3");
+    k.until(&["get", AGENT, "-o=jsonpath={.status.desiredNumberScheduled}"], "4 desired", |n| n == "4");
 }
 
 /// A CronJob `tick` due every minute with `policy`; its Pods fail (and so stay active) when

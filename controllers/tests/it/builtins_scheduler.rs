@@ -1,0 +1,222 @@
+//! The kubelet-lite registers its Node, and the scheduler-lite places Pods on the Nodes they fit:
+//! cordoned Nodes, untolerated taints, `nodeSelector` and required node affinity keep a Pod off
+//! a Node, with kube-scheduler's `Unschedulable` message when none is left, and a change of a
+//! Node schedules a waiting Pod again.
+
+use std::time::Duration;
+
+use controllers::builtins::{self, kubelet, pod_state, scheduler, snapshot};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use sim::api::{Api, Patch};
+use sim::{FnProperty, Sim, SimBuilder, SweepConfig, sweep};
+
+const SEEDS: u64 = 20;
+const WAIT: Duration = Duration::from_secs(60);
+
+fn pod(name: &str, extra_spec: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: default}}\nspec:\n  \
+         terminationGracePeriodSeconds: 1\n  containers: [{{name: app, image: app}}]\n{extra_spec}"
+    )
+}
+
+fn node_of(pod: &Pod) -> Option<&str> {
+    pod.spec.as_ref().and_then(|s| s.node_name.as_deref())
+}
+
+/// The `PodScheduled=False` message of a Pod the scheduler-lite could not place.
+fn unschedulable_message(pod: Option<&Pod>) -> Option<String> {
+    let conditions = pod?.status.as_ref()?.conditions.as_ref()?;
+    let c = conditions.iter().find(|c| c.type_ == "PodScheduled" && c.status == "False")?;
+    (c.reason.as_deref() == Some(kubelet::UNSCHEDULABLE)).then(|| c.message.clone().unwrap_or_default())
+}
+
+fn sweep_passes(name: &str, world: &SimBuilder) {
+    let report = sweep(&SweepConfig::new(name).seeds(SEEDS), |seed, options| world.run_with(seed, options));
+    report.assert_all_passed();
+}
+
+#[test]
+fn the_kubelet_registers_its_ready_node_and_a_pod_runs_on_it() {
+    let world = builtins::kubelet(Sim::builder().scenario("builtins-scheduler-register"))
+        .workload(|w| async move {
+            w.apply_yaml("default", &pod("app", "")).await?;
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            w.wait_for(&pods, "app", |p| p.is_some_and(pod_state::is_running_and_ready), WAIT).await
+        })
+        .property(FnProperty::at_end("node-1 registered, Ready, running the Pod", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let node = snapshot::object::<Node>(snap, None, kubelet::NODE_NAME).ok_or("no node-1")?;
+            let labels = node.metadata.labels.clone().unwrap_or_default();
+            let status = node.status.clone().unwrap_or_default();
+            let ready = status.conditions.unwrap_or_default().into_iter().find(|c| c.type_ == "Ready");
+            let found = (
+                labels.get("kubernetes.io/hostname").map(String::as_str),
+                ready.map(|c| (c.status, c.reason)),
+                status.node_info.map(|i| i.kubelet_version),
+            );
+            let want = (
+                Some(kubelet::NODE_NAME),
+                Some(("True".to_owned(), Some("KubeletReady".to_owned()))),
+                Some(kubelet::KUBELET_VERSION.to_owned()),
+            );
+            if found != want {
+                return Err(format!("node {found:?}"));
+            }
+            let app = snapshot::object::<Pod>(snap, Some("default"), "app").ok_or("no pod")?;
+            if node_of(&app) == Some(kubelet::NODE_NAME) {
+                Ok(())
+            } else {
+                Err(format!("pod on {:?}", node_of(&app)))
+            }
+        }));
+    sweep_passes("builtins-scheduler-register", &world);
+}
+
+// A Pod whose selector no Node matches waits with the scheduler's message; labelling the Node
+// (a Node event, nothing about the Pod) schedules it.
+#[test]
+fn a_pod_no_node_matches_waits_unschedulable_until_a_node_is_labelled_for_it() {
+    let world = builtins::kubelet(Sim::builder().scenario("builtins-scheduler-selector")).workload(|w| async move {
+        w.apply_yaml("default", &pod("db", "  nodeSelector: {disk: ssd}\n")).await?;
+        let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+        let want = "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector. preemption: \
+                    0/1 nodes are available: 1 Preemption is not helpful for scheduling.";
+        w.wait_for(&pods, "db", |p| unschedulable_message(p).as_deref() == Some(want), WAIT).await?;
+        let nodes: Api<Node> = Api::all(w.client());
+        let label = serde_json::json!({"metadata": {"labels": {"disk": "ssd"}}});
+        w.patch(&nodes, kubelet::NODE_NAME, &Patch::Merge(label)).await?;
+        w.wait_for(&pods, "db", |p| p.is_some_and(pod_state::is_running_and_ready), WAIT).await
+    });
+    sweep_passes("builtins-scheduler-selector", &world);
+}
+
+// Two Nodes: the kubelet's, cordoned, and `node-a`, tainted. A Pod that tolerates the taint
+// goes to node-a; one that does not waits with both reasons counted; uncordoning node-1 places
+// it there.
+#[test]
+fn cordoned_and_tainted_nodes_keep_pods_off_unless_tolerated_and_uncordoning_schedules_the_waiting_pod() {
+    let node_a = "apiVersion: v1\nkind: Node\nmetadata: {name: node-a, labels: {kubernetes.io/hostname: node-a}}\n\
+                  spec:\n  taints: [{key: dedicated, value: db, effect: NoSchedule}]\n";
+    let tolerant = "  tolerations: [{key: dedicated, operator: Equal, value: db, effect: NoSchedule}]\n";
+    let world = builtins::kubelet(Sim::builder().scenario("builtins-scheduler-cordon"))
+        .workload(move |w| async move {
+            let nodes: Api<Node> = Api::all(w.client());
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            w.wait_for(&nodes, kubelet::NODE_NAME, |n| n.is_some(), WAIT).await?;
+            w.apply_yaml("default", node_a).await?;
+            let cordon = |on: bool| Patch::Merge(serde_json::json!({"spec": {"unschedulable": on}}));
+            w.patch(&nodes, kubelet::NODE_NAME, &cordon(true)).await?;
+            w.apply_yaml("default", &pod("db", tolerant)).await?;
+            w.apply_yaml("default", &pod("web", "")).await?;
+            let want = "0/2 nodes are available: 1 node(s) had untolerated taint {dedicated: db}, 1 node(s) were \
+                        unschedulable. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.";
+            w.wait_for(&pods, "web", |p| unschedulable_message(p).as_deref() == Some(want), WAIT).await?;
+            w.wait_for(&pods, "db", |p| p.is_some_and(pod_state::is_running_and_ready), WAIT).await?;
+            w.patch(&nodes, kubelet::NODE_NAME, &cordon(false)).await?;
+            w.wait_for(&pods, "web", |p| p.is_some_and(pod_state::is_running_and_ready), WAIT).await
+        })
+        .property(FnProperty::at_end("db on node-a, web on node-1", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let placed: Vec<(String, Option<String>)> = snapshot::objects::<Pod>(snap, Some("default"))
+                .iter()
+                .map(|p| (p.metadata.name.clone().unwrap_or_default(), node_of(p).map(str::to_owned)))
+                .collect();
+            let want = [("db".to_owned(), Some("node-a".to_owned())), ("web".to_owned(), Some("node-1".to_owned()))];
+            if placed == want { Ok(()) } else { Err(format!("placed {placed:?}")) }
+        }));
+    sweep_passes("builtins-scheduler-cordon", &world);
+}
+
+// Pods that fit both Nodes are spread: with two schedulable Nodes, four Pods made one after
+// another (each Running before the next) end two on each.
+#[test]
+fn pods_that_fit_several_nodes_are_spread_over_them() {
+    let world = builtins::kubelet(Sim::builder().scenario("builtins-scheduler-spread"))
+        .workload(|w| async move {
+            let nodes: Api<Node> = Api::all(w.client());
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            w.wait_for(&nodes, kubelet::NODE_NAME, |n| n.is_some(), WAIT).await?;
+            w.apply_yaml("default", "apiVersion: v1\nkind: Node\nmetadata: {name: node-a}\n").await?;
+            for name in ["p0", "p1", "p2", "p3"] {
+                w.apply_yaml("default", &pod(name, "")).await?;
+                w.wait_for(&pods, name, |p| p.is_some_and(pod_state::is_running_and_ready), WAIT).await?;
+            }
+            Ok(())
+        })
+        .property(FnProperty::at_end("two pods on each node", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let pods = snapshot::objects::<Pod>(snap, Some("default"));
+            let on = |node: &str| pods.iter().filter(|p| node_of(p) == Some(node)).count();
+            if (on("node-1"), on("node-a")) == (2, 2) {
+                Ok(())
+            } else {
+                Err(format!("{} and {}", on("node-1"), on("node-a")))
+            }
+        }));
+    sweep_passes("builtins-scheduler-spread", &world);
+}
+
+fn node_yaml(yaml: &str) -> Node {
+    serde_yaml_ng::from_str(yaml).expect("a Node")
+}
+
+fn pod_yaml(spec: &str) -> Pod {
+    serde_yaml_ng::from_str(&pod("p", spec)).expect("a Pod")
+}
+
+#[test]
+fn required_node_affinity_terms_are_ored_and_their_expressions_anded() {
+    let node = node_yaml("metadata: {name: n1, labels: {zone: a, cores: '8'}}");
+    let affinity = |terms: &str| {
+        pod_yaml(&format!(
+            "  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n        \
+             nodeSelectorTerms: {terms}\n"
+        ))
+    };
+    let fits = |terms: &str| scheduler::matches_affinity(&affinity(terms), &node);
+    assert!(fits("[{matchExpressions: [{key: zone, operator: In, values: [a, b]}]}]"));
+    assert!(!fits("[{matchExpressions: [{key: zone, operator: NotIn, values: [a]}]}]"));
+    assert!(fits(
+        "[{matchExpressions: [{key: gpu, operator: DoesNotExist}, {key: zone, operator: Exists}]}]"
+    ));
+    assert!(!fits("[{matchExpressions: [{key: gpu, operator: Exists}, {key: zone, operator: Exists}]}]"));
+    assert!(fits("[{matchExpressions: [{key: cores, operator: Gt, values: ['4']}]}]"));
+    assert!(!fits("[{matchExpressions: [{key: cores, operator: Lt, values: ['4']}]}]"));
+    assert!(fits(
+        "[{matchExpressions: [{key: gpu, operator: Exists}]}, {matchFields: [{key: metadata.name, operator: In, values: [n1]}]}]"
+    ));
+    assert!(!fits("[{matchFields: [{key: metadata.name, operator: NotIn, values: [n1]}]}]"));
+    // An empty term matches no Node.
+    assert!(!fits("[{}]"));
+    assert!(!scheduler::matches_affinity(&pod_yaml("  nodeSelector: {zone: b}\n"), &node));
+    assert!(scheduler::matches_affinity(&pod_yaml("  nodeSelector: {zone: a}\n"), &node));
+}
+
+#[test]
+fn a_toleration_matches_a_taint_by_effect_key_and_operator() {
+    let taint = |yaml: &str| serde_yaml_ng::from_str::<k8s_openapi::api::core::v1::Taint>(yaml).unwrap();
+    let toleration =
+        |yaml: &str| serde_yaml_ng::from_str::<k8s_openapi::api::core::v1::Toleration>(yaml).unwrap();
+    let dedicated = taint("{key: dedicated, value: db, effect: NoSchedule}");
+    assert!(scheduler::tolerates(&toleration("{key: dedicated, value: db}"), &dedicated));
+    assert!(!scheduler::tolerates(&toleration("{key: dedicated, value: web}"), &dedicated));
+    assert!(scheduler::tolerates(
+        &toleration("{key: dedicated, operator: Exists, effect: NoSchedule}"),
+        &dedicated
+    ));
+    assert!(!scheduler::tolerates(
+        &toleration("{key: dedicated, operator: Exists, effect: NoExecute}"),
+        &dedicated
+    ));
+    assert!(scheduler::tolerates(&toleration("{operator: Exists}"), &dedicated));
+    // A PreferNoSchedule taint never keeps a Pod off.
+    let node = node_yaml("metadata: {name: n1}\nspec: {taints: [{key: soft, effect: PreferNoSchedule}]}");
+    assert_eq!(scheduler::rejection(&pod_yaml(""), &node), None);
+}
+
+#[test]
+fn with_no_node_registered_the_message_is_the_schedulers_no_nodes_available() {
+    let pod = pod_yaml("");
+    assert_eq!(scheduler::choose(&pod, &[], |_| 0).err().as_deref(), Some(scheduler::NO_NODES));
+}
