@@ -2,9 +2,12 @@
 //! template revision to the next, as kube-controller-manager's `DaemonSetsController`
 //! (`pkg/controller/daemon`).
 //!
-//! - Nodes are the model's Node objects (declared by a scenario, or created with kubectl): a
-//!   Node runs the DaemonSet's Pod when its labels match the template's `nodeSelector`.
-//!   Taints, tolerations and node affinity are not considered.
+//! - Nodes are the model's Node objects (the kubelet-lite's own, those a scenario declares or
+//!   kubectl creates): a Node runs the DaemonSet's Pod when it fits the template's
+//!   `nodeSelector` and required node affinity and has no `NoSchedule` or `NoExecute` taint the
+//!   Pod does not tolerate (upstream's `predicates`), counting the tolerations every daemon Pod
+//!   gets ([`DAEMON_TOLERATIONS`], added to the Pods it creates as `CreatePodTemplate` adds them),
+//!   so a cordoned or not-ready Node keeps its daemons.
 //! - Pods are pinned with `spec.nodeName` (upstream sets a node affinity and lets the scheduler
 //!   bind; the kubelet-lite runs Pods by `nodeName` either way), named `<ds>-<random>` and
 //!   labelled `controller-revision-hash` (the revision's hash) and `pod-template-generation`.
@@ -39,7 +42,7 @@ use std::time::Duration;
 use super::events::Recorder;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, DaemonSetStatus};
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, Pod, PodSpec, Toleration};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use model_apiserver::versions::WorkloadSpec;
 use sim::api::{Api, ResourceExt};
@@ -55,7 +58,7 @@ use super::pod_control::{self, Created};
 use super::rate_limit::{RateLimiter, RunRateLimited};
 use super::statefulset::REVISION_LABEL;
 use super::templates::{PodName, pod_from_template};
-use super::{events, labels, owners, pod_state};
+use super::{events, labels, owners, pod_state, scheduler};
 
 /// The DaemonSet controller's node.
 pub const NODE: &str = "daemonset-controller";
@@ -121,11 +124,47 @@ fn every_daemon_set(sets: &Store<DaemonSet>) -> Vec<ObjectRef<DaemonSet>> {
     sets.state().iter().map(|ds| ObjectRef::from_obj(&**ds)).collect()
 }
 
-/// Whether `node` should run a Pod of `ds` (its labels match the template's `nodeSelector`).
+/// The tolerations upstream adds to every daemon Pod (`AddOrUpdateDaemonPodTolerations`): key,
+/// effect; each with operator `Exists`. A `hostNetwork` Pod also tolerates
+/// [`NETWORK_UNAVAILABLE`].
+pub const DAEMON_TOLERATIONS: [(&str, &str); 6] = [
+    ("node.kubernetes.io/not-ready", "NoExecute"),
+    ("node.kubernetes.io/unreachable", "NoExecute"),
+    ("node.kubernetes.io/disk-pressure", "NoSchedule"),
+    ("node.kubernetes.io/memory-pressure", "NoSchedule"),
+    ("node.kubernetes.io/pid-pressure", "NoSchedule"),
+    ("node.kubernetes.io/unschedulable", "NoSchedule"),
+];
+/// The taint a `hostNetwork` daemon Pod tolerates besides [`DAEMON_TOLERATIONS`].
+pub const NETWORK_UNAVAILABLE: &str = "node.kubernetes.io/network-unavailable";
+
+/// `spec`'s tolerations with the daemon ones added after them, each unless an equal one is there
+/// (`AddOrUpdateTolerationInPodSpec`).
+pub fn daemon_tolerations(spec: &PodSpec) -> Vec<Toleration> {
+    let mut tolerations = spec.tolerations.clone().unwrap_or_default();
+    let host_network = spec.host_network == Some(true);
+    let network = host_network.then_some((NETWORK_UNAVAILABLE, "NoSchedule"));
+    for (key, effect) in DAEMON_TOLERATIONS.into_iter().chain(network) {
+        let toleration = Toleration {
+            key: Some(key.to_owned()),
+            operator: Some("Exists".to_owned()),
+            effect: Some(effect.to_owned()),
+            ..Toleration::default()
+        };
+        if !tolerations.contains(&toleration) {
+            tolerations.push(toleration);
+        }
+    }
+    tolerations
+}
+
+/// Whether `node` should run a Pod of `ds` (upstream's `predicates`): the template's node
+/// selector and required node affinity match it, and it has no `NoSchedule` or `NoExecute` taint
+/// the daemon Pod would not tolerate.
 pub fn should_run(ds: &DaemonSet, node: &Node) -> bool {
-    let selector = ds.spec().template.spec.as_ref().and_then(|s| s.node_selector.as_ref());
-    let labels = node.labels();
-    selector.into_iter().flatten().all(|(key, value)| labels.get(key) == Some(value))
+    let Some(spec) = ds.spec().template.spec.as_ref() else { return true };
+    scheduler::spec_matches_affinity(spec, node)
+        && scheduler::untolerated_taint(daemon_tolerations(spec).iter(), node).is_none()
 }
 
 fn is_on_delete(ds: &DaemonSet) -> bool {
@@ -305,7 +344,9 @@ impl Sync<'_> {
         let labels = pod.metadata.labels.get_or_insert_with(BTreeMap::new);
         labels.insert(REVISION_LABEL.to_owned(), self.hash.to_owned());
         labels.insert(TEMPLATE_GENERATION_LABEL.to_owned(), ds.metadata.generation.unwrap_or(0).to_string());
-        pod.spec.get_or_insert_with(Default::default).node_name = Some(node.to_owned());
+        let spec = pod.spec.get_or_insert_with(Default::default);
+        spec.tolerations = Some(daemon_tolerations(spec));
+        spec.node_name = Some(node.to_owned());
         match pod_control::create(self.api, &pod, ds, &self.ctx.recorder).await? {
             Created::Pod(created) => {
                 self.ctx.expectations.created(self.uid, created.name_any(), sim::time::now());

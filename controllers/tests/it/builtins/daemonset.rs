@@ -45,3 +45,72 @@ fn max_unavailable_defaults_to_one_and_rounds_percentages_up() {
     ds.spec.update_strategy = Some(with(IntOrString::Int(0)));
     assert_eq!(max_unavailable(&ds, 10), 1);
 }
+
+/// A DaemonSet whose template has `spec` (YAML).
+fn daemon_set(spec: &str) -> DaemonSet {
+    let mut ds = DaemonSet::default();
+    ds.spec.template.spec = Some(serde_yaml_ng::from_str(spec).expect("a PodSpec"));
+    ds
+}
+
+fn tainted(taints: &str) -> Node {
+    serde_yaml_ng::from_str(&format!("metadata: {{name: n}}\nspec: {{taints: {taints}}}")).expect("a Node")
+}
+
+// upstream's `predicates`: taints count with the daemon tolerations every daemon Pod gets, so a
+// not-ready or cordoned-by-taint Node keeps its daemon and a dedicated one needs the template's.
+#[test]
+fn a_node_with_a_taint_the_daemon_pod_does_not_tolerate_runs_none() {
+    let plain = daemon_set("containers: []");
+    assert!(!should_run(&plain, &tainted("[{key: dedicated, value: db, effect: NoSchedule}]")));
+    assert!(!should_run(&plain, &tainted("[{key: dedicated, value: db, effect: NoExecute}]")));
+    assert!(should_run(&plain, &tainted("[{key: dedicated, value: db, effect: PreferNoSchedule}]")));
+    assert!(should_run(&plain, &tainted("[{key: node.kubernetes.io/not-ready, effect: NoExecute}]")));
+    assert!(should_run(&plain, &tainted("[{key: node.kubernetes.io/unschedulable, effect: NoSchedule}]")));
+    assert!(!should_run(
+        &plain,
+        &tainted("[{key: node.kubernetes.io/network-unavailable, effect: NoSchedule}]")
+    ));
+    let host = daemon_set("containers: []\nhostNetwork: true");
+    assert!(should_run(
+        &host,
+        &tainted("[{key: node.kubernetes.io/network-unavailable, effect: NoSchedule}]")
+    ));
+    let tolerant = daemon_set("containers: []\ntolerations: [{key: dedicated, operator: Exists}]");
+    assert!(should_run(&tolerant, &tainted("[{key: dedicated, value: db, effect: NoSchedule}]")));
+    // A cordon alone (`spec.unschedulable`) never keeps a daemon off.
+    let cordoned: Node = serde_yaml_ng::from_str("metadata: {name: n}\nspec: {unschedulable: true}").unwrap();
+    assert!(should_run(&plain, &cordoned));
+}
+
+#[test]
+fn a_node_outside_the_required_node_affinity_runs_none() {
+    let ds = daemon_set(
+        "containers: []\naffinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: \
+         {nodeSelectorTerms: [{matchExpressions: [{key: zone, operator: In, values: [a]}]}]}}}",
+    );
+    assert!(should_run(&ds, &node(&[("zone", "a")])));
+    assert!(!should_run(&ds, &node(&[("zone", "b")])));
+}
+
+#[test]
+fn daemon_pods_get_the_daemon_tolerations_once_after_their_own() {
+    let spec: PodSpec = serde_yaml_ng::from_str(
+        "containers: []\ntolerations: [{key: dedicated, operator: Exists}, \
+         {key: node.kubernetes.io/unschedulable, operator: Exists, effect: NoSchedule}]",
+    )
+    .unwrap();
+    let keys: Vec<String> = daemon_tolerations(&spec).into_iter().filter_map(|t| t.key).collect();
+    assert_eq!(
+        keys,
+        [
+            "dedicated",
+            "node.kubernetes.io/unschedulable",
+            "node.kubernetes.io/not-ready",
+            "node.kubernetes.io/unreachable",
+            "node.kubernetes.io/disk-pressure",
+            "node.kubernetes.io/memory-pressure",
+            "node.kubernetes.io/pid-pressure",
+        ]
+    );
+}
