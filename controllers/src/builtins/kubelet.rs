@@ -26,8 +26,9 @@
 //!   carries [`FAIL_ANNOTATION`]` = "true"`, its container fails: phase Failed for
 //!   `restartPolicy: Never`, otherwise Running with the container waiting in `CrashLoopBackOff`
 //!   and the Pod not Ready;
-//! - a Running Pod controlled by a Job runs to completion (phase Succeeded, exit code 0) after a
-//!   delay drawn in [`RUN_DELAY_MS_MIN`]..=[`RUN_DELAY_MS_MAX`]; other Pods run until deleted;
+//! - a Running Pod whose `restartPolicy` is `Never` or `OnFailure` (a Job's, a Helm test's) runs
+//!   to completion (phase Succeeded, exit code 0) after a delay drawn in
+//!   [`RUN_DELAY_MS_MIN`]..=[`RUN_DELAY_MS_MAX`]; Pods with `Always` run until deleted;
 //! - a Pod being deleted is removed after its grace period (`deletionGracePeriodSeconds`,
 //!   counted from when the kubelet sees the deletion, as the real kubelet counts it), by a
 //!   delete with grace period 0 and the Pod's uid as precondition.
@@ -64,7 +65,7 @@ use sim::{Clients, SimBuilder};
 
 use super::boxed;
 use super::error::{Error, has_code};
-use super::{events, hashing, owners, pod_state, scheduler};
+use super::{events, hashing, pod_state, scheduler};
 
 /// The decision stream the kubelet-lite's delays are drawn from (its own, so that other
 /// controllers' draws do not move them).
@@ -560,9 +561,12 @@ pub fn fails(pod: &Pod) -> bool {
     pod.annotations().get(FAIL_ANNOTATION).is_some_and(|v| v == "true")
 }
 
-/// Whether the Pod's workload finishes on its own: Pods controlled by a Job do.
+/// Whether the Pod's containers run to completion: those whose `restartPolicy` is `Never` or
+/// `OnFailure` (a Job's, a Helm hook's or test's, `kubectl run --restart=Never`); with `Always`
+/// (every Deployment's, StatefulSet's and DaemonSet's) an exit would restart them, so they run
+/// until deleted. kube-sim runs no command, so this is the one sign of a workload that ends.
 fn runs_to_completion(pod: &Pod) -> bool {
-    owners::controller_of(&pod.metadata).is_some_and(|r| r.kind == "Job" && r.api_version == "batch/v1")
+    restart_policy(pod) != "Always"
 }
 
 fn restart_policy(pod: &Pod) -> &str {

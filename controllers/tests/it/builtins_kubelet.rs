@@ -97,6 +97,31 @@ fn a_failing_container_with_restart_policy_never_gives_a_failed_pod() {
     report.assert_all_passed();
 }
 
+// A bare Pod's containers end as a Job's do when they would not be restarted (a Helm test, a
+// `kubectl run --restart=Never`), and run on with `Always`: Succeeded, Succeeded, Running.
+#[test]
+fn a_bare_pod_that_would_not_be_restarted_runs_to_completion_and_one_with_always_runs_on() {
+    let world = builtins::kubelet(Sim::builder())
+        .workload(|w| async move {
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            for (name, policy) in [("once", "Never"), ("retry", "OnFailure"), ("server", "Always")] {
+                w.apply(&pods, &pod(name, policy, false, 1)).await?;
+            }
+            w.wait_for(&pods, "once", phase_is(pod_state::PHASE_SUCCEEDED), WAIT).await?;
+            w.wait_for(&pods, "retry", phase_is(pod_state::PHASE_SUCCEEDED), WAIT).await?;
+            w.wait_for(&pods, "server", |p| p.is_some_and(pod_state::is_running_and_ready), WAIT).await
+        })
+        .property(FnProperty::at_end("the server still runs", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let p = snapshot::object::<Pod>(snap, Some("default"), "server").ok_or("gone")?;
+            if pod_state::is_running_and_ready(&p) { Ok(()) } else { Err(format!("{:?}", p.status)) }
+        }));
+    let report = sweep(&SweepConfig::new("builtins-kubelet-complete").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}
+
 #[test]
 fn a_failing_container_with_restart_policy_always_is_in_crash_loop_back_off_and_not_ready() {
     let world = builtins::kubelet(Sim::builder())

@@ -481,3 +481,15 @@ fn the_kubelets_node_is_listed_and_cordon_drain_and_uncordon_move_pods_as_on_a_c
     k.ok(&["uncordon", "node-1"]);
     k.eventually(&["get", "pods", "-l", "app=web", PHASES], "Running Running");
 }
+
+// `kubectl run --restart=Never` and a Helm test Pod end Succeeded (kube-sim runs no command; a
+// Pod that would not be restarted is taken to finish), where before they ran until deleted and
+// `helm test` timed out.
+#[test]
+fn a_pod_run_with_restart_never_completes() {
+    let k = Kubectl::start(true);
+    k.ok(&["run", "once", "--image=busybox", "--restart=Never", "--", "true"]);
+    k.eventually(&["get", "pod", "once", "-o=jsonpath={.status.phase}"], "Succeeded");
+    let output = k.ok(&["wait", "--for=jsonpath={.status.phase}=Succeeded", "pod/once", "--timeout=5s"]);
+    assert_eq!(output, "pod/once condition met\n");
+}

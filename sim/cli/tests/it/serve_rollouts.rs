@@ -941,3 +941,42 @@ fn kube_sim_serve_refuses_a_time_scale_of_zero_naming_the_flag() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("--time-scale") && stderr.contains("0 is not in 1..=3600"), "{stderr}");
 }
+
+// Helm runs a hook Pod and waits for it to succeed, and `helm test` runs the test Pod: both
+// have `restartPolicy: Never`, so the kubelet-lite ends them Succeeded (before, they ran until
+// deleted and helm timed out).
+#[test]
+fn helm_runs_a_post_install_hook_pod_and_a_test_pod_to_completion() {
+    let k = Cluster::start();
+    let hook_pod = |name: &str, hook: &str| {
+        format!(
+            "apiVersion: v1
+kind: Pod
+metadata:
+  name: {{{{ .Release.Name }}}}-{name}
+  annotations:
+    helm.sh/hook: {hook}
+spec:
+  restartPolicy: Never
+  containers: [{{name: {name}, image: busybox, command: [wget, 'web:80']}}]
+"
+        )
+    };
+    let files = [
+        ("Chart.yaml", "apiVersion: v2\nname: hooks\nversion: 0.1.0\n".to_owned()),
+        ("templates/migrate.yaml", hook_pod("migrate", "post-install")),
+        ("templates/tests/connection.yaml", hook_pod("connection", "test")),
+    ];
+    for (path, text) in &files {
+        k.file(&format!("hooks/{path}"), text);
+    }
+    let chart = k.dir().join("hooks").to_string_lossy().into_owned();
+    let installed = k.helm(&["install", "h", &chart, "--wait", "--timeout", WAIT]);
+    assert!(installed.contains("STATUS: deployed"), "{installed}");
+    assert_eq!(k.ok(&["get", "pod", "h-migrate", "-o=jsonpath={.status.phase}"]), "Succeeded");
+    let tested = k.helm(&["test", "h", "--timeout", WAIT]);
+    assert!(
+        tested.contains("TEST SUITE:     h-connection") && tested.contains("Phase:          Succeeded"),
+        "{tested}"
+    );
+}
