@@ -15,6 +15,7 @@ use std::sync::Arc;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, CustomResourceDefinitionNames, CustomResourceDefinitionVersion,
     CustomResourceSubresourceScale, JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
+    ValidationRule,
 };
 use kube_core::ApiResource;
 use kube_core::response::StatusCause;
@@ -458,6 +459,7 @@ fn validate_structural(
             format!("must be a valid regular expression, but isn't: {}", crate::schema::regex_error_line(&e));
         causes.push(invalid(&format!("{path}.pattern"), pattern, &why));
     }
+    validate_rules(s, path, causes);
     for (key, prop) in s.properties.iter().flatten() {
         validate_structural(prop, &format!("{path}.properties[{key}]"), Level::Field, depth + 1, causes);
     }
@@ -477,6 +479,53 @@ fn validate_structural(
     if let Some(JSONSchemaPropsOrBool::Schema(add)) = &s.additional_properties {
         validate_structural(add, &format!("{path}.additionalProperties"), Level::Field, depth + 1, causes);
     }
+}
+
+/// A node's `x-kubernetes-validations`: each rule must be given and compile (its
+/// `messageExpression` too), as `validateValidationRules` checks them; `reason` is one of the
+/// four upstream takes.
+fn validate_rules(s: &JSONSchemaProps, path: &str, causes: &mut Vec<StatusCause>) {
+    for (i, rule) in s.x_kubernetes_validations.iter().flatten().enumerate() {
+        let rule_path = format!("{path}.x-kubernetes-validations[{i}]");
+        if rule.rule.trim().is_empty() {
+            causes.push(required(&format!("{rule_path}.rule"), "rule is not specified"));
+        } else if let Err(e) = crate::cel::compile(&rule.rule) {
+            causes.push(rule_invalid(&format!("{rule_path}.rule"), rule, &e));
+        }
+        if let Some(expression) = rule.message_expression.as_deref().filter(|e| !e.trim().is_empty())
+            && let Err(e) = crate::cel::compile(expression)
+        {
+            causes.push(rule_invalid(
+                &format!("{rule_path}.messageExpression"),
+                rule,
+                &format!("messageExpression {e}"),
+            ));
+        }
+        let reasons =
+            ["FieldValueInvalid", "FieldValueForbidden", "FieldValueRequired", "FieldValueDuplicate"];
+        if let Some(reason) = rule.reason.as_deref().filter(|r| !reasons.contains(r)) {
+            causes.push(not_supported(&format!("{rule_path}.reason"), reason, &reasons));
+        }
+    }
+}
+
+/// An Invalid cause whose value is the rule as Go's `%#v` prints an `apiextensions.ValidationRule`.
+fn rule_invalid(field: &str, rule: &ValidationRule, detail: &str) -> StatusCause {
+    let text = |v: &Option<String>| quote(v.as_deref().unwrap_or_default());
+    let reason = match &rule.reason {
+        Some(_) => "(*apiextensions.FieldValueErrorReason)(0x0)".to_owned(),
+        None => "(*apiextensions.FieldValueErrorReason)(nil)".to_owned(),
+    };
+    let optional = if rule.optional_old_self.is_some() { "(*bool)(0x0)" } else { "(*bool)(nil)" };
+    let value = format!(
+        "apiextensions.ValidationRule{{Rule:{}, Message:{}, MessageExpression:{}, Reason:{reason}, FieldPath:{}, \
+         OptionalOldSelf:{optional}}}",
+        quote(&rule.rule),
+        text(&rule.message),
+        text(&rule.message_expression),
+        text(&rule.field_path),
+    );
+    errors::cause("FieldValueInvalid", field, format!("Invalid value: {value}: {detail}"))
 }
 
 fn forbidden(field: &str, detail: &str) -> StatusCause {

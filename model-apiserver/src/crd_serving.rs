@@ -53,11 +53,31 @@ impl ApiServer {
         schema::prune(schema, &mut object.data);
     }
 
-    /// Type-specific validation: structural schemas for custom resources, and the CRD rules
-    /// for CustomResourceDefinitions.
-    pub(crate) fn validate_custom(&self, t: &Target, object: &DynamicObject) -> Vec<StatusCause> {
+    /// Type-specific validation: structural schemas and their validation rules
+    /// ([`crate::cel`], with the stored object `old` on an update) for custom resources, and the
+    /// CRD rules for CustomResourceDefinitions.
+    pub(crate) fn validate_custom(
+        &self,
+        t: &Target,
+        old: Option<&DynamicObject>,
+        object: &DynamicObject,
+    ) -> Vec<StatusCause> {
         if let Some(schema) = t.ty.schema.as_deref().filter(|_| t.ty.custom) {
-            return schema::validate(schema, &object.data);
+            let mut causes = schema::validate(schema, &object.data);
+            if crate::cel::has_rules(schema) {
+                // customResourceStrategy.Validate: a wrong type or an unsupported value blocks the
+                // rules (`hasBlockingErr`), with one more cause saying so.
+                let blocking = causes
+                    .iter()
+                    .any(|c| matches!(c.reason.as_str(), "FieldValueTypeInvalid" | "FieldValueNotSupported"));
+                if blocking {
+                    causes.push(crate::cel::not_checked());
+                } else {
+                    let json = |o: &DynamicObject| serde_json::to_value(o).unwrap_or_default();
+                    causes.extend(crate::cel::validate(schema, &json(object), old.map(json).as_ref()));
+                }
+            }
+            return causes;
         }
         if is_crd_type(t) {
             return match as_crd(object) {

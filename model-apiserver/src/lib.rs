@@ -44,7 +44,8 @@
 //! - **Patches.** JSON merge patch, JSON patch, strategic merge patch for built-ins
 //!   ([`strategic`]) and a server-side apply subset ([`apply`]).
 //! - **CRDs.** Served from creation (status Established at once), structural-schema
-//!   defaulting, pruning and validation ([`schema`]), subresources; a deleted CRD terminates
+//!   defaulting, pruning and validation ([`schema`]), validation rules (`x-kubernetes-validations`,
+//!   CEL, transition rules and ratcheting: [`cel`]), subresources; a deleted CRD terminates
 //!   until its objects (deleted through normal deletion, finalizers honoured) are gone.
 //! - **Decoding.** A body of another kind than the URL's is 400; a wrong JSON type is 400 (422
 //!   for a patch); unknown fields follow `fieldValidation` ([`FieldValidation`]: Strict refuses,
@@ -102,6 +103,7 @@
 
 pub mod admission;
 pub mod apply;
+pub mod cel;
 pub mod context;
 pub mod crd;
 mod crd_serving;

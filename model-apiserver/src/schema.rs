@@ -8,8 +8,9 @@
 //! kube-openapi's validator (`spec.replicas: Invalid value: "string": spec.replicas in body must be
 //! of type integer: "string"`), so that a test matching on them matches production.
 //!
-//! Not modelled: `format`, `uniqueItems`, `allOf`/`anyOf`/`oneOf`/`not` value validation,
-//! `x-kubernetes-validations` (CEL) and list-type uniqueness.
+//! Not modelled: `format`, `uniqueItems`, `allOf`/`anyOf`/`oneOf`/`not` value validation and
+//! list-type uniqueness. `x-kubernetes-validations` (CEL) rules run after these checks
+//! ([`crate::cel`]).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};

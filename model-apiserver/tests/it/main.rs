@@ -8,6 +8,7 @@ mod admission;
 mod apply;
 mod bootstrap;
 mod builtin_validation;
+mod cel_rules;
 mod crd;
 mod crd_serving;
 mod decoding;

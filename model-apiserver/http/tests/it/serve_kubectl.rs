@@ -610,3 +610,54 @@ fn drain_evicts_through_the_eviction_subresource_and_respects_the_budget() {
     let disrupted = k.ok(&["get", "pdb", "web", "-o", "jsonpath={.status.disruptionsAllowed}"]);
     assert_eq!(disrupted, "0");
 }
+
+const RULED_CRD: &str = "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: databases.example.com}
+spec:
+  group: example.com
+  names: {kind: Database, plural: databases, singular: database, listKind: DatabaseList}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations:
+            - {rule: 'self.minReplicas <= self.maxReplicas', message: minReplicas must not exceed maxReplicas}
+            properties:
+              minReplicas: {type: integer}
+              maxReplicas: {type: integer}
+              engine:
+                type: string
+                x-kubernetes-validations: [{rule: self == oldSelf, message: Value is immutable}]
+";
+
+// A CRD's CEL validation rules refuse what a real cluster refuses, in its words: a broken rule
+// on create, a change of an immutable field on update.
+#[test]
+fn kubectl_meets_a_crds_validation_rules() {
+    let k = Kubectl::start();
+    k.ok(&["create", "-f", &k.file("crd.yaml", RULED_CRD)]);
+    k.ok(&["wait", "--for=condition=Established", "crd/databases.example.com"]);
+    let db = |min: u32, engine: &str| {
+        format!(
+            "apiVersion: example.com/v1\nkind: Database\nmetadata: {{name: db}}\n\
+             spec: {{minReplicas: {min}, maxReplicas: 3, engine: {engine}}}\n"
+        )
+    };
+    let err = k.fails(&["apply", "-f", &k.file("bad.yaml", &db(5, "postgres"))]);
+    assert!(
+        err.contains("spec: Invalid value: \"object\": minReplicas must not exceed maxReplicas"),
+        "{err}"
+    );
+    k.ok(&["apply", "-f", &k.file("db.yaml", &db(1, "postgres"))]);
+    let err = k.fails(&["apply", "-f", &k.file("db2.yaml", &db(1, "mysql"))]);
+    assert!(err.contains("spec.engine: Invalid value: \"string\": Value is immutable"), "{err}");
+    k.ok(&["apply", "-f", &k.file("db3.yaml", &db(2, "postgres"))]);
+}

@@ -1,0 +1,285 @@
+//! CRD validation rules (`x-kubernetes-validations`): the causes apiextensions-apiserver gives
+//! for a broken rule, transition rules on updates, ratcheting, and rules refused with their CRD.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use common::*;
+use kube_core::ApiResource;
+use serde_json::{Value, json};
+
+fn crds() -> ApiResource {
+    builtin("apiextensions.k8s.io", "customresourcedefinitions")
+}
+
+fn databases() -> ApiResource {
+    ApiResource {
+        group: "example.com".into(),
+        version: "v1".into(),
+        api_version: "example.com/v1".into(),
+        kind: "Database".into(),
+        plural: "databases".into(),
+    }
+}
+
+/// A CRD whose schema is `spec_schema` under `spec`, with `root_rules` on the root.
+fn crd(spec_schema: Value, root_rules: Value) -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "databases.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "databases", "singular": "database", "kind": "Database", "listKind": "DatabaseList"},
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "x-kubernetes-validations": root_rules,
+                    "properties": {"spec": spec_schema}
+                }}
+            }]
+        }
+    })
+}
+
+/// The schema of the tests' `spec`: replicas within min and max, an immutable engine, a map
+/// list of users keyed by name whose passwords may only grow longer.
+fn spec_schema() -> Value {
+    json!({
+        "type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.minReplicas <= self.maxReplicas", "message": "minReplicas must not exceed maxReplicas"},
+            {"rule": "!has(self.backup) || self.backup.schedule != ''", "fieldPath": ".backup.schedule",
+             "reason": "FieldValueRequired", "message": "a backup needs a schedule"},
+            {"rule": "self.minReplicas <= 10", "messageExpression": "'minReplicas ' + string(self.minReplicas) + ' is above 10'"}
+        ],
+        "properties": {
+            "minReplicas": {"type": "integer"},
+            "maxReplicas": {"type": "integer"},
+            "engine": {"type": "string", "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "Value is immutable"}]},
+            "name": {"type": "string", "x-kubernetes-validations": [{"rule": "self.matches('^[a-z]+$') && size(self) <= 8"}]},
+            "backup": {"type": "object", "properties": {"schedule": {"type": "string"}}},
+            "users": {
+                "type": "array",
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["name"],
+                "items": {
+                    "type": "object",
+                    "required": ["name"],
+                    "x-kubernetes-validations": [
+                        {"rule": "size(self.password) >= size(oldSelf.password)", "reason": "FieldValueForbidden",
+                         "message": "passwords may not get shorter"}
+                    ],
+                    "properties": {"name": {"type": "string"}, "password": {"type": "string"}}
+                }
+            }
+        }
+    })
+}
+
+fn world_with(root_rules: Value) -> World {
+    let mut w = World::new();
+    w.create(&crds(), None, crd(spec_schema(), root_rules));
+    w
+}
+
+fn world() -> World {
+    world_with(json!([{"rule": "self.metadata.name.startsWith('db-')", "message": "names start with db-"}]))
+}
+
+fn database(name: &str, spec: Value) -> Value {
+    json!({"apiVersion": "example.com/v1", "kind": "Database", "metadata": {"name": name}, "spec": spec})
+}
+
+fn valid_spec() -> Value {
+    json!({"minReplicas": 1, "maxReplicas": 3, "engine": "postgres", "name": "main",
+           "users": [{"name": "app", "password": "secret"}]})
+}
+
+/// (field, reason, message) of each cause of a refusal.
+fn causes(err: &kube_core::Status) -> Vec<(String, String, String)> {
+    let details = err.details.as_ref().expect("details");
+    details.causes.iter().map(|c| (c.field.clone(), c.reason.clone(), c.message.clone())).collect()
+}
+
+fn cause(field: &str, reason: &str, message: &str) -> (String, String, String) {
+    (field.to_owned(), reason.to_owned(), message.to_owned())
+}
+
+#[test]
+fn a_valid_custom_resource_passes_every_rule() {
+    let mut w = world();
+    let created = w.create(&databases(), Some("default"), database("db-a", valid_spec()));
+    assert_eq!(created.data["spec"]["engine"], "postgres");
+}
+
+#[test]
+fn a_broken_rule_is_an_invalid_cause_at_its_node_with_the_message_or_the_rule() {
+    let mut w = world();
+    let mut spec = valid_spec();
+    spec["minReplicas"] = json!(12);
+    spec["name"] = json!("Main");
+    let err = w.try_create(&databases(), Some("default"), database("db-a", spec)).unwrap_err();
+    assert_eq!(code_reason(&err), (422, "Invalid"));
+    assert_eq!(
+        causes(&err),
+        [
+            cause(
+                "spec",
+                "FieldValueInvalid",
+                "Invalid value: \"object\": minReplicas must not exceed maxReplicas"
+            ),
+            cause("spec", "FieldValueInvalid", "Invalid value: \"object\": minReplicas 12 is above 10"),
+            cause(
+                "spec.name",
+                "FieldValueInvalid",
+                "Invalid value: \"string\": failed rule: self.matches('^[a-z]+$') && size(self) <= 8"
+            ),
+        ]
+    );
+    assert!(
+        err.message.starts_with(
+            "Database.example.com \"db-a\" is invalid: [spec: Invalid value: \"object\": minReplicas must not exceed"
+        ),
+        "{}",
+        err.message
+    );
+}
+
+#[test]
+fn a_root_rule_reads_the_name_and_fails_at_the_nil_path() {
+    let mut w = world();
+    let err = w.try_create(&databases(), Some("default"), database("main", valid_spec())).unwrap_err();
+    assert_eq!(
+        causes(&err),
+        [cause("<nil>", "FieldValueInvalid", "Invalid value: \"object\": names start with db-")]
+    );
+}
+
+#[test]
+fn field_path_and_reason_place_and_word_the_cause() {
+    let mut w = world();
+    let mut spec = valid_spec();
+    spec["backup"] = json!({"schedule": ""});
+    let err = w.try_create(&databases(), Some("default"), database("db-a", spec)).unwrap_err();
+    assert_eq!(
+        causes(&err),
+        [cause("spec.backup.schedule", "FieldValueRequired", "Required value: a backup needs a schedule")]
+    );
+}
+
+#[test]
+fn a_transition_rule_runs_on_update_and_refuses_a_change_of_an_immutable_field() {
+    let mut w = world();
+    w.create(&databases(), Some("default"), database("db-a", valid_spec()));
+    let err =
+        w.try_merge(&databases(), Some("default"), "db-a", json!({"spec": {"engine": "mysql"}})).unwrap_err();
+    assert_eq!(
+        causes(&err),
+        [cause("spec.engine", "FieldValueInvalid", "Invalid value: \"string\": Value is immutable")]
+    );
+    // Another field may change.
+    let updated =
+        w.try_merge(&databases(), Some("default"), "db-a", json!({"spec": {"maxReplicas": 5}})).unwrap();
+    assert_eq!(updated.data["spec"]["maxReplicas"], 5);
+}
+
+#[test]
+fn map_list_items_correlate_by_key_for_transition_rules_and_new_items_skip_them() {
+    let mut w = world();
+    w.create(&databases(), Some("default"), database("db-a", valid_spec()));
+    let users = |users: Value| json!({"spec": {"users": users}});
+    // A new user (no old item) and the old one, reordered, with a longer password: fine.
+    let ok = users(json!([{"name": "ro", "password": "x"}, {"name": "app", "password": "secret2"}]));
+    w.try_merge(&databases(), Some("default"), "db-a", ok).unwrap();
+    let shorter = users(json!([{"name": "ro", "password": "x"}, {"name": "app", "password": "s"}]));
+    let err = w.try_merge(&databases(), Some("default"), "db-a", shorter).unwrap_err();
+    assert_eq!(
+        causes(&err),
+        [cause("spec.users[1]", "FieldValueForbidden", "Forbidden: passwords may not get shorter")]
+    );
+}
+
+#[test]
+fn a_rule_added_later_does_not_block_updates_that_leave_its_value_unchanged() {
+    let mut w = world_with(json!([]));
+    let mut spec = valid_spec();
+    spec["name"] = json!("UPPER");
+    // The name rule is on the schema from the start, so build the old value under a CRD without it.
+    let mut crd_without = crd(spec_schema(), json!([]));
+    crd_without["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["name"] =
+        json!({"type": "string"});
+    let mut w2 = World::new();
+    w2.create(&crds(), None, crd_without);
+    w2.create(&databases(), Some("default"), database("db-a", spec.clone()));
+    // Now the rule applies: the stored bad name ratchets while another field changes.
+    let stored = w2.get(&crds(), None, "databases.example.com");
+    let mut with_rule = serde_json::to_value(&*stored).unwrap();
+    with_rule["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"] = spec_schema();
+    w2.try_update(&crds(), None, obj(with_rule)).unwrap();
+    w2.try_merge(&databases(), Some("default"), "db-a", json!({"spec": {"maxReplicas": 4}})).unwrap();
+    let err = w2
+        .try_merge(&databases(), Some("default"), "db-a", json!({"spec": {"name": "STILLBAD"}}))
+        .unwrap_err();
+    assert_eq!(causes(&err)[0].0, "spec.name");
+    // And a fresh object with that name is refused.
+    let err = w.try_create(&databases(), Some("default"), database("db-b", spec)).unwrap_err();
+    assert_eq!(causes(&err)[0].0, "spec.name");
+}
+
+#[test]
+fn a_wrong_type_blocks_the_rules_with_one_more_cause() {
+    let mut w = world();
+    let mut spec = valid_spec();
+    spec["minReplicas"] = json!("one");
+    let err = w.try_create(&databases(), Some("default"), database("db-a", spec)).unwrap_err();
+    let found = causes(&err);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert_eq!((found[0].0.as_str(), found[0].1.as_str()), ("spec.minReplicas", "FieldValueTypeInvalid"));
+    assert_eq!(
+        found[1],
+        cause(
+            "<nil>",
+            "FieldValueInvalid",
+            "Invalid value: \"null\": some validation rules were not checked because the object was invalid; \
+             correct the existing errors to complete validation"
+        )
+    );
+}
+
+#[test]
+fn a_rule_that_fails_to_evaluate_is_an_invalid_cause_naming_the_rule() {
+    let mut w = world();
+    let mut spec = valid_spec();
+    spec.as_object_mut().unwrap().remove("maxReplicas");
+    let err = w.try_create(&databases(), Some("default"), database("db-a", spec)).unwrap_err();
+    let (field, reason, message) = causes(&err).remove(0);
+    assert_eq!((field.as_str(), reason.as_str()), ("spec", "FieldValueInvalid"));
+    assert!(message.ends_with("evaluating rule: self.minReplicas <= self.maxReplicas"), "{message}");
+    assert!(message.starts_with("Invalid value: \"object\": no such key: maxReplicas"), "{message}");
+}
+
+#[test]
+fn a_crd_whose_rule_does_not_compile_is_refused_naming_the_rule() {
+    let mut w = World::new();
+    let broken =
+        crd(spec_schema(), json!([{"rule": "self.metadata.name =="}, {"rule": "true", "reason": "Nope"}]));
+    let err = w.try_create(&crds(), None, broken).unwrap_err();
+    assert_eq!(code_reason(&err), (422, "Invalid"));
+    let found = causes(&err);
+    let path = "spec.versions[0].schema.openAPIV3Schema.x-kubernetes-validations";
+    assert_eq!(found[0].0, format!("{path}[0].rule"));
+    assert!(
+        found[0].2.starts_with("Invalid value: apiextensions.ValidationRule{Rule:\"self.metadata.name ==\"")
+            && found[0].2.contains(": compilation failed: ERROR: <input>:1:"),
+        "{}",
+        found[0].2
+    );
+    assert_eq!(
+        (found[1].0.as_str(), found[1].1.as_str()),
+        (format!("{path}[1].reason").as_str(), "FieldValueNotSupported")
+    );
+    assert!(w.server.types().get("example.com", "v1", "databases").is_none());
+}
