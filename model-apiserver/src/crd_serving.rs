@@ -64,6 +64,7 @@ impl ApiServer {
     ) -> Vec<StatusCause> {
         if let Some(schema) = t.ty.schema.as_deref().filter(|_| t.ty.custom) {
             let mut causes = schema::validate(schema, &object.data);
+            causes.extend(schema::validate_list_types(schema, &object.data));
             if crate::cel::has_rules(schema) {
                 // customResourceStrategy.Validate: a wrong type or an unsupported value blocks the
                 // rules (`hasBlockingErr`), with one more cause saying so.

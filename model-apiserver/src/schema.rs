@@ -8,9 +8,9 @@
 //! kube-openapi's validator (`spec.replicas: Invalid value: "string": spec.replicas in body must be
 //! of type integer: "string"`), so that a test matching on them matches production.
 //!
-//! Not modelled: `format`, `uniqueItems`, `allOf`/`anyOf`/`oneOf`/`not` value validation and
-//! list-type uniqueness. `x-kubernetes-validations` (CEL) rules run after these checks
-//! ([`crate::cel`]).
+//! List types' uniqueness is [`validate_list_types`]. Not modelled: `format`, `uniqueItems`,
+//! `allOf`/`anyOf`/`oneOf`/`not` value validation. `x-kubernetes-validations` (CEL) rules run
+//! after these checks ([`crate::cel`]).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -402,6 +402,136 @@ pub fn validate(schema: &JSONSchemaProps, value: &Value) -> Vec<StatusCause> {
     let mut v = Validator { causes: Vec::new() };
     v.check(schema, value, "", true, 0);
     v.causes
+}
+
+/// `x-kubernetes-list-type` invariants (`structurallisttype.ValidateListSetsAndMaps`): a `set`
+/// holds no item twice, a `map` no two items with the same `x-kubernetes-list-map-keys` values and
+/// only objects. A repeated item is reported once, at its second index, as `Duplicate value:`
+/// with Go's `%#v` of the value (of the key for a map list). Properties are walked in key order
+/// (upstream's map order is random).
+pub fn validate_list_types(schema: &JSONSchemaProps, value: &Value) -> Vec<StatusCause> {
+    let mut causes = Vec::new();
+    list_types(schema, value, "", 0, &mut causes);
+    causes
+}
+
+fn list_types(
+    schema: &JSONSchemaProps,
+    value: &Value,
+    path: &str,
+    depth: usize,
+    causes: &mut Vec<StatusCause>,
+) {
+    if depth > DEPTH_MAX {
+        return;
+    }
+    match value {
+        Value::Object(map) => {
+            for (key, v) in map {
+                if let Some(prop) = schema.properties.as_ref().and_then(|p| p.get(key)) {
+                    list_types(prop, v, &child(path, key), depth + 1, causes);
+                } else if let Additional::Schema(add) = additional(schema) {
+                    list_types(add, v, &format!("{path}[{key}]"), depth + 1, causes);
+                }
+            }
+        }
+        Value::Array(items) => {
+            match schema.x_kubernetes_list_type.as_deref() {
+                Some("set") => {
+                    for i in second_occurrences(items) {
+                        causes.push(duplicate(&format!("{path}[{i}]"), &items[i]));
+                    }
+                }
+                Some("map") => list_map(schema, items, path, causes),
+                _ => {}
+            }
+            if let Some(item_schema) = items_schema(schema) {
+                for (i, item) in items.iter().enumerate() {
+                    list_types(item_schema, item, &format!("{path}[{i}]"), depth + 1, causes);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn list_map(schema: &JSONSchemaProps, items: &[Value], path: &str, causes: &mut Vec<StatusCause>) {
+    if let Some((i, item)) = items.iter().enumerate().find(|(_, x)| !x.is_null() && !x.is_object()) {
+        let message =
+            format!("Invalid value: {}: must be an object for an array of list-type map", go_value(item));
+        causes.push(errors::cause("FieldValueInvalid", &format!("{path}[{i}]"), message));
+        return;
+    }
+    let key_fields = schema.x_kubernetes_list_map_keys.as_deref().unwrap_or_default();
+    // Each item's key: the object of its key fields that are set (an absent field stays absent).
+    let keys: Vec<Value> = items
+        .iter()
+        .map(|x| {
+            let fields = key_fields.iter().filter_map(|k| Some((k.clone(), x.get(k)?.clone())));
+            Value::Object(fields.collect())
+        })
+        .collect();
+    for i in second_occurrences(&keys) {
+        causes.push(duplicate(&format!("{path}[{i}]"), &keys[i]));
+    }
+}
+
+/// The indices where an item is seen for the second time (`validateListSet`).
+fn second_occurrences(items: &[Value]) -> Vec<usize> {
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut found = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let times = seen.entry(canonical(item)).or_default();
+        *times += 1;
+        if *times == 2 {
+            found.push(i);
+        }
+    }
+    found
+}
+
+/// A value's identity for uniqueness: its JSON with numbers compared by value.
+fn canonical(value: &Value) -> String {
+    match value {
+        Value::Number(n) => n.as_f64().map_or_else(|| n.to_string(), |f| format!("{f:?}")),
+        Value::Array(items) => format!("[{}]", items.iter().map(canonical).collect::<Vec<_>>().join(",")),
+        Value::Object(map) => {
+            let fields: Vec<String> = map.iter().map(|(k, v)| format!("{k:?}:{}", canonical(v))).collect();
+            format!("{{{}}}", fields.join(","))
+        }
+        other => other.to_string(),
+    }
+}
+
+fn duplicate(path: &str, value: &Value) -> StatusCause {
+    errors::cause("FieldValueDuplicate", path, format!("Duplicate value: {}", go_value(value)))
+}
+
+/// How `field.Error` prints a bad value of an unstructured object: scalars as `%v` (strings
+/// quoted), maps and slices as Go's `%#v` of `map[string]interface {}` and `[]interface {}`.
+fn go_value(value: &Value) -> String {
+    match value {
+        Value::Object(_) | Value::Array(_) => go_sharp_v(value),
+        other => value_text(other),
+    }
+}
+
+fn go_sharp_v(value: &Value) -> String {
+    match value {
+        Value::Null => "interface {}(nil)".to_owned(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => {
+            n.as_i64().map_or_else(|| number_text(n.as_f64().unwrap_or_default()), |i| i.to_string())
+        }
+        Value::String(s) => format!("{s:?}"),
+        Value::Array(items) => {
+            format!("[]interface {{}}{{{}}}", items.iter().map(go_sharp_v).collect::<Vec<_>>().join(", "))
+        }
+        Value::Object(map) => {
+            let fields: Vec<String> = map.iter().map(|(k, v)| format!("{k:?}:{}", go_sharp_v(v))).collect();
+            format!("map[string]interface {{}}{{{}}}", fields.join(", "))
+        }
+    }
 }
 
 /// Validate a value against one node of a schema (not a resource root), with field paths

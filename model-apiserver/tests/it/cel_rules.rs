@@ -1,5 +1,6 @@
 //! CRD validation rules (`x-kubernetes-validations`): the causes apiextensions-apiserver gives
-//! for a broken rule, transition rules on updates, ratcheting, and rules refused with their CRD.
+//! for a broken rule, transition rules on updates, ratcheting, and rules refused with their CRD;
+//! and the list types' uniqueness, checked in the same pass.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -61,6 +62,7 @@ fn spec_schema() -> Value {
             "engine": {"type": "string", "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "Value is immutable"}]},
             "name": {"type": "string", "x-kubernetes-validations": [{"rule": "self.matches('^[a-z]+$') && size(self) <= 8"}]},
             "backup": {"type": "object", "properties": {"schedule": {"type": "string"}}},
+            "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
             "users": {
                 "type": "array",
                 "x-kubernetes-list-type": "map",
@@ -282,4 +284,33 @@ fn a_crd_whose_rule_does_not_compile_is_refused_naming_the_rule() {
         (format!("{path}[1].reason").as_str(), "FieldValueNotSupported")
     );
     assert!(w.server.types().get("example.com", "v1", "databases").is_none());
+}
+
+// `ValidateListSetsAndMaps`: a repeated set item or map-list key is a Duplicate at its second
+// index, printed as Go prints the unstructured value; the rules still run beside it.
+#[test]
+fn a_set_or_map_list_with_a_repeated_item_or_key_gets_duplicate_causes() {
+    let mut w = world();
+    let mut spec = valid_spec();
+    spec["tags"] = json!(["a", "b", "a", "a"]);
+    spec["users"] =
+        json!([{"name": "app", "password": "x"}, {"name": "ro"}, {"name": "app", "password": "y"}]);
+    spec["minReplicas"] = json!(7);
+    let err = w.try_create(&databases(), Some("default"), database("db-a", spec)).unwrap_err();
+    assert_eq!(
+        causes(&err),
+        [
+            cause("spec.tags[2]", "FieldValueDuplicate", "Duplicate value: \"a\""),
+            cause(
+                "spec.users[2]",
+                "FieldValueDuplicate",
+                "Duplicate value: map[string]interface {}{\"name\":\"app\"}"
+            ),
+            cause(
+                "spec",
+                "FieldValueInvalid",
+                "Invalid value: \"object\": minReplicas must not exceed maxReplicas"
+            ),
+        ]
+    );
 }
