@@ -28,6 +28,7 @@
 //! | [`pvc_protection_controller()`] | `pvc-protection-controller` | keeps a deleted PersistentVolumeClaim (its `kubernetes.io/pvc-protection` finalizer) while a scheduled Pod mounts it |
 //! | [`pv_protection_controller()`] | `pv-protection-controller` | keeps a deleted PersistentVolume (its `kubernetes.io/pv-protection` finalizer) while it is bound |
 //! | [`ephemeral_volume_controller()`] | `ephemeral-volume-controller` | a PersistentVolumeClaim `<pod>-<volume>`, owned by the Pod, for each generic ephemeral volume |
+//! | [`podgc_controller()`] | `pod-garbage-collector` | force-deletes a Pod whose Node is gone (40 s after, marked `Failed` with `DisruptionTarget`), a terminating Pod never scheduled, and a terminating Pod on an out-of-service Node |
 //! | [`kubelet()`] | `kubelet` | registers its Node `node-1`; schedules Pods on the Nodes they fit ([`scheduler`]: cordons, taints, node selectors and affinity) once their claims are bound, and runs them: Pending → Running, Ready, Succeeded or Failed |
 //!
 //! ```ignore
@@ -69,7 +70,9 @@
 //! object per namespace from their own caches too, as upstream reads its listers: a lagging cache
 //! costs at most a create answered `AlreadyExists`, an update answered 409, or a recreate that
 //! waits for the delete event. The TTL-after-finished controller reads Jobs from its cache and
-//! re-reads an expired one from the server before deleting it, as upstream. The endpoints and EndpointSlice controllers read Services, Pods and what they
+//! re-reads an expired one from the server before deleting it, as upstream. The Pod garbage
+//! collector reads Pods and Nodes from its caches and reads a Node missing from its cache from the
+//! server before it deletes the Pods bound to it, as upstream. The endpoints and EndpointSlice controllers read Services, Pods and what they
 //! write from caches, as upstream's listers, and guard against their own writes not yet cached as
 //! upstream does (a tracker of what they wrote; an update that carries the resourceVersion read),
 //! with handlers that see a Pod's labels before an update and every deletion ([`changes`]).
@@ -134,6 +137,7 @@ pub mod per_namespace;
 pub mod persistentvolume;
 pub(crate) mod pod_control;
 pub mod pod_state;
+pub mod podgc;
 pub mod quantity;
 pub mod rate_limit;
 pub mod replicaset;
@@ -169,6 +173,7 @@ pub use kubelet::kubelet;
 pub use local_provisioner::local_provisioner;
 pub use namespace::namespace_controller;
 pub use persistentvolume::persistentvolume_binder;
+pub use podgc::podgc_controller;
 pub use replicaset::replicaset_controller;
 pub use root_ca_publisher::root_ca_cert_publisher;
 pub use serviceaccounts::serviceaccounts_controller;
@@ -197,7 +202,7 @@ pub(crate) fn boxed<F: std::future::Future>(make: impl FnOnce() -> F) -> std::pi
 }
 
 pub fn all(builder: SimBuilder) -> SimBuilder {
-    let adders: [(&str, AddBuiltin); 20] = [
+    let adders: [(&str, AddBuiltin); 21] = [
         (garbage_collector::NODE, garbage_collector),
         (namespace::NODE, namespace_controller),
         (deployment::NODE, deployment_controller),
@@ -217,6 +222,7 @@ pub fn all(builder: SimBuilder) -> SimBuilder {
         (volume_protection::PVC_NODE, pvc_protection_controller),
         (volume_protection::PV_NODE, pv_protection_controller),
         (ephemeral::NODE, ephemeral_volume_controller),
+        (podgc::NODE, podgc_controller),
         (kubelet::NODE, kubelet),
     ];
     let present = builder.controller_names();

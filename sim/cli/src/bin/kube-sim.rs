@@ -51,7 +51,7 @@ struct ServeArgs {
     /// Run the built-in controllers live (garbage collector, namespace, Deployment, ReplicaSet,
     /// StatefulSet, DaemonSet, Job, CronJob, disruption, TTL-after-finished, ServiceAccount, root
     /// CA publisher, endpoints, EndpointSlice, PersistentVolume binder, local provisioner,
-    /// ephemeral volume, PVC and PV protection, kubelet-lite): applied Deployments get Pods that become Running,
+    /// ephemeral volume, PVC and PV protection, Pod GC, kubelet-lite): applied Deployments get Pods that become Running,
     /// PodDisruptionBudgets a status, Services their Endpoints and EndpointSlices, claims a bound
     /// volume of the default StorageClass `standard` (and a deleted claim stays while a Pod
     /// mounts it), and every namespace its `default` ServiceAccount and `kube-root-ca.crt`

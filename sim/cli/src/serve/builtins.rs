@@ -3,7 +3,7 @@
 //! TTL-after-finished, ServiceAccount, root CA publisher, endpoints, EndpointSlice, the
 //! PersistentVolume binder, the local provisioner (which installs the default StorageClass
 //! `standard`), the ephemeral volume controller, the PVC and PV protection controllers (with the admission plugin that gives
-//! claims and volumes their protection finalizers) and the kubelet-lite) run live against the served model, so that a Deployment
+//! claims and volumes their protection finalizers), the Pod garbage collector and the kubelet-lite) run live against the served model, so that a Deployment
 //! applied with kubectl leads to Pods that become Running behind its Services' Endpoints and
 //! EndpointSlices, and a claim to a bound volume.
 //!
