@@ -122,6 +122,7 @@ mod node_ports;
 pub mod patch;
 pub mod pod_logs;
 pub mod quantity;
+pub mod rbac;
 mod read;
 pub mod request;
 pub mod resources;

@@ -2,6 +2,7 @@
 //! and the dispatch of each request to its verb (implemented in `read`, `write`, `deletion`,
 //! `watch` and `crd_serving`).
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
 use kube_core::{ApiResource, DynamicObject, Status, TypeMeta, params::PostParams};
@@ -51,6 +52,11 @@ pub struct ServerConfig {
     /// Off by default: without those controllers (the built-ins of the `controllers` crate turn
     /// it on with them) a deleted claim would stay terminating for ever.
     pub storage_object_in_use_protection: bool,
+    /// Users whose requests RBAC authorizes, each as a ServiceAccount ([`crate::rbac`]): a
+    /// simulated controller's node name, mapped to the account its Deployment would run as. Other
+    /// users are allowed everything. Empty by default (nothing is checked); when not empty, the
+    /// bootstrap objects include the `cluster-admin` ClusterRole.
+    pub service_accounts: BTreeMap<String, crate::rbac::ServiceAccount>,
 }
 
 impl Default for ServerConfig {
@@ -61,6 +67,7 @@ impl Default for ServerConfig {
             builtin_defaults: true,
             compaction_interval_seconds: Some(300),
             storage_object_in_use_protection: false,
+            service_accounts: BTreeMap::new(),
         }
     }
 }
@@ -277,8 +284,9 @@ impl ApiServer {
     /// `kube-apiserver`. What a simulated cluster and `kube-sim serve` start with. Unlike the real
     /// server, nothing re-creates the Service or its endpoints once deleted.
     ///
-    /// RBAC's bootstrap roles and bindings and API priority and fairness's configuration are not
-    /// created: the model serves neither authorization nor flow control.
+    /// When [`ServerConfig::service_accounts`] names any (RBAC is checked), the `cluster-admin`
+    /// ClusterRole too, which operators' manifests often bind; RBAC's other bootstrap roles and
+    /// bindings and API priority and fairness's configuration are not created.
     pub fn with_bootstrap_objects(self, ctx: &mut Context<'_>) -> Self {
         let mut server = self.with_default_namespaces(ctx);
         let params = PostParams { field_manager: Some("kube-apiserver".to_owned()), ..PostParams::default() };
@@ -324,6 +332,19 @@ impl ApiServer {
                 json!({"metadata": {"name": name}, "value": value, "description": description}),
             ));
         }
+        if !server.config.service_accounts.is_empty() {
+            objects.push((
+                ("rbac.authorization.k8s.io", "v1", "clusterroles"),
+                None,
+                json!({
+                    "metadata": {"name": "cluster-admin",
+                                 "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
+                                 "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"}},
+                    "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
+                              {"nonResourceURLs": ["*"], "verbs": ["*"]}],
+                }),
+            ));
+        }
         for ((group, version, plural), namespace, body) in objects {
             let Some(ty) = server.types.get(group, version, plural).filter(|ty| !ty.custom) else { continue };
             let api = ty.api.clone();
@@ -349,6 +370,7 @@ impl ApiServer {
     /// Handle one request at `ctx.now`.
     pub fn handle(&mut self, request: Request, ctx: &mut Context<'_>) -> Result<Response, Status> {
         self.advance_clock(ctx.now);
+        self.authorize(&request)?;
         let target = self.resolve(&request)?;
         match request.verb {
             Verb::Get { name, params, subresource } => self.get(&target, &name, &params, subresource),

@@ -324,6 +324,19 @@ impl SimBuilder {
         self
     }
 
+    /// Run controller `node`'s API calls under RBAC as the ServiceAccount `namespace`/`name`,
+    /// as its Deployment would run in a cluster: a call no (Cluster)RoleBinding allows is 403
+    /// Forbidden in kube-apiserver's words ([`model_apiserver::rbac`]). Give the world the
+    /// controller's Roles and bindings (its manifests, as initial objects or applied by the
+    /// workload); nodes not named here (the built-ins, the workload) are not checked.
+    pub fn service_account(self, node: impl Into<String>, namespace: &str, name: &str) -> Self {
+        let account = model_apiserver::rbac::ServiceAccount::new(namespace, name);
+        let node = node.into();
+        self.server_config_with(move |config| {
+            config.service_accounts.insert(node, account);
+        })
+    }
+
     /// Where faults act: `hook(seed)` makes a fresh [`FaultHook`] for each run.
     pub fn fault_hook<H: FaultHook + 'static>(
         mut self,

@@ -23,6 +23,7 @@ mod list;
 mod metadata;
 mod namespaces;
 mod patch;
+mod rbac;
 mod registry_fields;
 mod revisions;
 mod scale;

@@ -57,6 +57,7 @@ mod pod_logs;
 mod process_exit;
 mod quiescence_release;
 mod random_and_clock;
+mod rbac;
 mod regression_file;
 mod runner;
 mod runtime_reflector;
