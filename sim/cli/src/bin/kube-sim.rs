@@ -51,11 +51,12 @@ struct ServeArgs {
     /// Run the built-in controllers live (garbage collector, namespace, Deployment, ReplicaSet,
     /// StatefulSet, DaemonSet, Job, CronJob, disruption, TTL-after-finished, ServiceAccount, root
     /// CA publisher, endpoints, EndpointSlice, PersistentVolume binder, local provisioner,
-    /// ephemeral volume, PVC and PV protection, Pod GC, kubelet-lite): applied Deployments get Pods that become Running,
-    /// PodDisruptionBudgets a status, Services their Endpoints and EndpointSlices, claims a bound
-    /// volume of the default StorageClass `standard` (and a deleted claim stays while a Pod
-    /// mounts it), and every namespace its `default` ServiceAccount and `kube-root-ca.crt`
-    /// ConfigMap.
+    /// ephemeral volume, PVC and PV protection, Pod GC, kubelet-lite): the kubelet-lite registers
+    /// the Node `node-1` (cordon, drain and uncordon work), applied Deployments get Pods that
+    /// become Running, PodDisruptionBudgets a status, Services their Endpoints and
+    /// EndpointSlices, claims a bound volume of the default StorageClass `standard` (and a deleted
+    /// claim stays while a Pod mounts it), and every namespace its `default` ServiceAccount and
+    /// `kube-root-ca.crt` ConfigMap.
     #[arg(long)]
     with_builtins: bool,
     /// Serve, read only, the cluster state of a regression file's run at step `--at` (a step is
