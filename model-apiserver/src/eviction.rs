@@ -92,6 +92,10 @@ impl ApiServer {
         match subresource {
             Subresource::Eviction if serves(&t.ty) => self.evict(t, name, object, params, ctx),
             Subresource::Eviction => Err(t.unserved_subresource(name)),
+            Subresource::Token if crate::token::serves(&t.ty) => {
+                self.token_request(t, name, object, params, ctx)
+            }
+            Subresource::Token => Err(t.unserved_subresource(name)),
             Subresource::Status | Subresource::Scale | Subresource::Finalize => {
                 check_subresource(t, name, Some(subresource))?;
                 Err(method_not_allowed())

@@ -68,6 +68,9 @@
 //! - **Eviction.** `pods/{name}/eviction` ([`Request::create_subresource`] with
 //!   [`Subresource::Eviction`]): the PodDisruptionBudget checks and decrement, the
 //!   `DisruptionTarget` condition and the pod's delete, each an ordinary write ([`eviction`]).
+//! - **Tokens.** `serviceaccounts/{name}/token` ([`Subresource::Token`]): TokenRequests answered
+//!   with a token of the real claims, validated as upstream ([`token`]).
+//! - **RBAC**, for the users configured as ServiceAccounts ([`rbac`]).
 //!
 //! Not modelled: RBAC, admission plugins' additions (service-account token volumes, default
 //! tolerations, priority), built-in validation beyond the kinds above, version conversion, the
@@ -134,6 +137,7 @@ mod server_apply;
 pub mod store;
 pub mod strategic;
 mod strategy;
+pub mod token;
 mod validation;
 pub mod versions;
 mod watch;

@@ -26,6 +26,9 @@ pub enum Subresource {
     /// `/eviction` of a Pod (create only): a `policy/v1` (or `v1beta1`) `Eviction` that deletes
     /// the pod if its PodDisruptionBudget allows it (see [`Verb::CreateSubresource`]).
     Eviction,
+    /// `/token` of a ServiceAccount (create only): an `authentication.k8s.io/v1` TokenRequest,
+    /// answered with a token ([`crate::token`]).
+    Token,
 }
 
 impl Subresource {
@@ -36,6 +39,7 @@ impl Subresource {
             Subresource::Scale => "scale",
             Subresource::Finalize => "finalize",
             Subresource::Eviction => "eviction",
+            Subresource::Token => "token",
         }
     }
 }

@@ -746,6 +746,8 @@ pub(crate) fn check_subresource(
             return Err(method_not_allowed());
         }
         Some(Subresource::Eviction) => false,
+        Some(Subresource::Token) if crate::token::serves(&t.ty) => return Err(method_not_allowed()),
+        Some(Subresource::Token) => false,
     };
     if served { Ok(()) } else { Err(t.unserved_subresource(name)) }
 }

@@ -638,10 +638,11 @@ where
 }
 
 /// kube's methods for any subresource by name. The model serves `status`, `scale` (of the kinds
-/// that have them), a Namespace's `finalize` (PUT only) and a Pod's `eviction` (POST only); a
+/// that have them), a Namespace's `finalize` (PUT only), a Pod's `eviction` and a
+/// ServiceAccount's `token` (POST only); a
 /// request naming them goes through the transport as every call does, and the server answers as
 /// kube-apiserver (404 NotFound for a kind without that subresource, 405 MethodNotAllowed for a
-/// verb it does not take). Any other name (`binding`, `token`, `ephemeralcontainers`, `resize`,
+/// verb it does not take). Any other name (`binding`, `ephemeralcontainers`, `resize`,
 /// `approval`...) answers 404 NotFound without a request: the model does not serve it, and says
 /// so in the message.
 impl<K> Api<K>
@@ -654,11 +655,12 @@ where
             "scale" => Ok(Subresource::Scale),
             "finalize" => Ok(Subresource::Finalize),
             "eviction" => Ok(Subresource::Eviction),
+            "token" => Ok(Subresource::Token),
             other => {
                 let mut status = model_apiserver::errors::resource_not_found();
                 status.message = format!(
                     "{} ({}/{other} is not a subresource kube-sim serves: status, scale, a pod's \
-                     eviction and a namespace's finalize)",
+                     eviction, a service account's token and a namespace's finalize)",
                     status.message, self.resource.plural
                 );
                 Err(Error::from(status))
@@ -864,10 +866,12 @@ impl Api<k8s_openapi::api::core::v1::Node> {
     }
 }
 
-/// kube's `create_token_request` of a ServiceAccount. The model does not serve the `token`
-/// subresource (it issues no credentials): the answer is the 404 of [`Api::create_subresource`].
+/// kube's `create_token_request` of a ServiceAccount: the model's `token` subresource
+/// (`model_apiserver::token`) answers with a JWT-shaped token whose claims are the real ones
+/// (subject, audiences, expiry on the virtual clock, a bound object) and whose signature is a
+/// placeholder: nothing in a simulated cluster checks it.
 impl Api<k8s_openapi::api::core::v1::ServiceAccount> {
-    /// POST `serviceaccounts/{name}/token`: not modelled, 404 NotFound.
+    /// POST `serviceaccounts/{name}/token`.
     pub async fn create_token_request(
         &self,
         name: &str,

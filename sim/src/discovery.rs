@@ -73,6 +73,10 @@ fn describe(ty: &ResourceType) -> (ApiResource, ApiCapabilities) {
         // A pod's eviction: a `policy/v1` Eviction, POST only.
         subresources.push(sub("eviction", "policy", "v1", "Eviction", &[verbs::CREATE]));
     }
+    if !ty.custom && ty.api.group.is_empty() && ty.api.plural == "serviceaccounts" {
+        // A service account's token: an `authentication.k8s.io/v1` TokenRequest, POST only.
+        subresources.push(sub("token", "authentication.k8s.io", "v1", "TokenRequest", &[verbs::CREATE]));
+    }
     let caps = ApiCapabilities { scope, subresources, operations: owned(&RESOURCE_VERBS) };
     (ty.api.clone(), caps)
 }

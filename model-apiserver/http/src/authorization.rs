@@ -173,7 +173,7 @@ fn protobuf_spec(kind: &str, body: &[u8]) -> Result<Value, Status> {
     Ok(Value::Object(out))
 }
 
-fn bytes_of(number: u32, field: Field<'_>, wanted: u32) -> Option<&[u8]> {
+pub(crate) fn bytes_of(number: u32, field: Field<'_>, wanted: u32) -> Option<&[u8]> {
     match field {
         Field::Bytes(b) if number == wanted => Some(b),
         _ => None,
@@ -181,7 +181,7 @@ fn bytes_of(number: u32, field: Field<'_>, wanted: u32) -> Option<&[u8]> {
 }
 
 /// The string fields `names` of a message into `out`, by their JSON names.
-fn strings_into(fields: &[(u32, Field<'_>)], names: &[(u32, &str)], out: &mut Map<String, Value>) {
+pub(crate) fn strings_into(fields: &[(u32, Field<'_>)], names: &[(u32, &str)], out: &mut Map<String, Value>) {
     for (number, field) in fields {
         if let (Some((_, name)), Field::Bytes(b)) = (names.iter().find(|(n, _)| n == number), field)
             && !b.is_empty()

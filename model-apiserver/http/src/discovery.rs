@@ -134,13 +134,17 @@ pub fn resource_list(types: &ResourceTypes, group: &str, version: &str) -> Optio
             group: match kind {
                 "Scale" => Some("autoscaling".to_owned()),
                 "Eviction" => Some("policy".to_owned()),
+                "TokenRequest" => Some("authentication.k8s.io".to_owned()),
                 _ => None,
             },
-            version: matches!(kind, "Scale" | "Eviction").then(|| "v1".to_owned()),
+            version: matches!(kind, "Scale" | "Eviction" | "TokenRequest").then(|| "v1".to_owned()),
             ..Default::default()
         };
         if !ty.custom && ty.api.group.is_empty() && ty.api.plural == "pods" {
             resources.push(sub("eviction", "Eviction", &["create"]));
+        }
+        if !ty.custom && ty.api.group.is_empty() && ty.api.plural == "serviceaccounts" {
+            resources.push(sub("token", "TokenRequest", &["create"]));
         }
         if ty.status_subresource {
             resources.push(sub("status", &ty.api.kind, &["get", "patch", "update"]));

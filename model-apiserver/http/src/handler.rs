@@ -173,6 +173,7 @@ impl Call {
             Some("status") => Some(Subresource::Status),
             Some("scale") => Some(Subresource::Scale),
             Some("eviction") => Some(Subresource::Eviction),
+            Some("token") => Some(Subresource::Token),
             Some("log") if logs::serves(&ty.api.group, &ty.api.plural) => return self.log(&ty, &path),
             Some(_) => return http::status(&not_found()),
         };
@@ -192,6 +193,9 @@ impl Call {
             (&Method::POST, None) if subresource.is_none() => self.create(&target),
             (&Method::POST, Some(name)) if subresource == Some(Subresource::Eviction) => {
                 self.evict(&target, &name)
+            }
+            (&Method::POST, Some(name)) if subresource == Some(Subresource::Token) => {
+                self.token(&target, &name)
             }
             (&Method::PUT, Some(name)) => self.update(&target, &name),
             (&Method::PATCH, Some(name)) => self.patch(&target, &name),
@@ -338,6 +342,20 @@ impl Call {
                 Ok(with_warnings(http::json(code, &http::status_json(&status)), &warnings))
             }
             _ => Err(unexpected()),
+        }
+    }
+
+    /// POST `serviceaccounts/{name}/token`: an `authentication.k8s.io/v1` TokenRequest, answered
+    /// 201 with the token (`model_apiserver::token`).
+    fn token(&self, t: &Target, name: &str) -> Result<Reply, Status> {
+        let params = self.query.post_params()?;
+        let object = super::token::decode(&self.headers, &self.body)?;
+        let request =
+            Request::create_subresource(&t.ty.api, t.ns(), name, Subresource::Token, object, params);
+        let (answer, warnings) = self.live.handle_with_warnings(request);
+        match answer?.object() {
+            Some(token) => Ok(with_warnings(http::json(201, &**token), &warnings)),
+            None => Err(unexpected()),
         }
     }
 
@@ -493,7 +511,7 @@ fn current(m: &mut Model, t: &Target, name: &str) -> Result<Option<Arc<DynamicOb
 /// An object body, decoded by its Content-Type (see [`decode`]): JSON, YAML, or Kubernetes
 /// protobuf of a built-in kind (see [`protobuf`]). CBOR is not served: it gets 415, and client-go
 /// retries in JSON.
-fn decode_object(headers: &HeaderMap, body: &[u8], kind: &str) -> Result<DynamicObject, Status> {
+pub(crate) fn decode_object(headers: &HeaderMap, body: &[u8], kind: &str) -> Result<DynamicObject, Status> {
     let content_type = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
     let value = decode::object(decode::Media::of_object(content_type)?, body, kind)?;
     if !value.is_object() {

@@ -44,6 +44,7 @@ pub mod protobuf;
 pub mod query;
 pub mod route;
 pub mod table;
+mod token;
 pub mod watch;
 pub mod wire;
 

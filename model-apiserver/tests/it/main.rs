@@ -34,6 +34,7 @@ mod server_apply;
 mod state_machine;
 mod status;
 mod strategic;
+mod token;
 mod type_errors;
 mod unknown_fields;
 mod validation;

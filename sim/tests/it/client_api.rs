@@ -303,9 +303,9 @@ fn an_entry_creates_a_missing_object_modifies_an_existing_one_and_refuses_a_stal
 
 /// kube's helpers built on patches: `restart` stamps the pod template with the virtual clock
 /// (a new template, so a new rollout), `cordon`/`uncordon` flip a Node's `spec.unschedulable`;
-/// `create_token_request` is not modelled and says so.
+/// `create_token_request` gets a token for an existing account, 404 for a missing one.
 #[test]
-fn restart_cordon_and_uncordon_patch_as_kubes_and_a_token_request_is_not_served() {
+fn restart_cordon_and_uncordon_patch_as_kubes_and_a_token_request_gets_a_token() {
     use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
     use k8s_openapi::api::core::v1::{Node, ServiceAccount};
     let verdict = run_script(|w| async move {
@@ -347,15 +347,28 @@ fn restart_cordon_and_uncordon_patch_as_kubes_and_a_token_request_is_not_served(
             }),
             ..TokenRequest::default()
         };
-        match accounts.create_token_request("default", &PostParams::default(), &request).await {
-            Err(Error::Api(status)) => {
-                assert_eq!(status.code, 404);
-                assert!(
-                    status.message.contains("serviceaccounts/token is not a subresource kube-sim serves")
-                );
-            }
-            other => panic!("a token request is not modelled: {other:?}"),
+        let missing = accounts.create_token_request("ghost", &PostParams::default(), &request).await;
+        match missing {
+            Err(Error::Api(status)) => assert_eq!(
+                (status.code, status.message.as_str()),
+                (404, "serviceaccounts \"ghost\" not found")
+            ),
+            other => panic!("a token for a missing account: {other:?}"),
         }
+        let account = ServiceAccount {
+            metadata: ObjectMeta { name: Some("op".to_owned()), ..ObjectMeta::default() },
+            ..ServiceAccount::default()
+        };
+        accounts.create(&PostParams::default(), &account).await.expect("create the account");
+        let issued =
+            accounts.create_token_request("op", &PostParams::default(), &request).await.expect("a token");
+        let status = issued.status.expect("a status");
+        let token = status.token.expect("a token");
+        assert_eq!(token.split('.').count(), 3, "a JWT: {token}");
+        let expires = status.expiration_timestamp.expect("an expiry").0;
+        // An hour by default, from the virtual clock (the answer took the call's latency).
+        let left = expires.as_second() - sim::time::now_k8s().0.as_second();
+        assert!((3599..=3600).contains(&left), "{left}");
         Ok(())
     });
     assert_eq!(verdict, Verdict::Pass);

@@ -661,3 +661,25 @@ fn kubectl_meets_a_crds_validation_rules() {
     assert!(err.contains("spec.engine: Invalid value: \"string\": Value is immutable"), "{err}");
     k.ok(&["apply", "-f", &k.file("db3.yaml", &db(2, "postgres"))]);
 }
+
+// `kubectl create token`: a token for an existing account, with the duration asked for; the
+// real refusals for a missing account and a duration under ten minutes.
+#[test]
+fn kubectl_create_token_issues_a_token_for_an_existing_account() {
+    let k = Kubectl::start();
+    k.ok(&["create", "serviceaccount", "op"]);
+    let token = k.ok(&["create", "token", "op", "--duration=20m", "--audience=vault"]);
+    let parts: Vec<&str> = token.trim().split('.').collect();
+    assert_eq!(parts.len(), 3, "{token}");
+    // What kubectl sent (in protobuf) is in the claims: the audience and the 20 minutes.
+    use base64::Engine;
+    let claims = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(parts[1]).expect("base64url claims");
+    let claims: serde_json::Value = serde_json::from_slice(&claims).expect("JSON claims");
+    assert_eq!(claims["aud"], json!(["vault"]));
+    assert_eq!(claims["exp"].as_i64().unwrap() - claims["iat"].as_i64().unwrap(), 1200);
+    assert_eq!(claims["sub"], "system:serviceaccount:default:op");
+    let err = k.fails(&["create", "token", "ghost"]);
+    assert!(err.contains("serviceaccounts \"ghost\" not found"), "{err}");
+    let err = k.fails(&["create", "token", "op", "--duration=5m"]);
+    assert!(err.contains("may not specify a duration less than 10 minutes"), "{err}");
+}
