@@ -49,7 +49,7 @@ const DEPTH_MAX: usize = 512;
 static PROGRAMS: Mutex<BTreeMap<String, Result<Arc<Program>, String>>> = Mutex::new(BTreeMap::new());
 
 /// The environment every rule is compiled and run in.
-fn env() -> &'static Arc<Env> {
+pub(crate) fn env() -> &'static Arc<Env> {
     static ENV: OnceLock<Arc<Env>> = OnceLock::new();
     ENV.get_or_init(|| {
         let mut env = Env::stdlib();
@@ -269,7 +269,7 @@ fn correlated<'a>(schema: &JSONSchemaProps, item: &Value, olds: &'a [Value]) -> 
 }
 
 /// JSON as CEL sees it: integers are `int` (as Kubernetes decodes them), not `uint`.
-fn to_cel(value: &Value) -> CelValue {
+pub(crate) fn to_cel(value: &Value) -> CelValue {
     match value {
         Value::Null => CelValue::Null,
         Value::Bool(b) => CelValue::Bool(*b),
@@ -289,7 +289,7 @@ fn to_cel(value: &Value) -> CelValue {
 
 /// Kubernetes' list library (`library.Lists`): `isSorted`, `sum`, `min`, `max` (its `indexOf`
 /// and `lastIndexOf` would shadow the strings extension's).
-fn add_list_functions(ctx: &mut Context<'_, '_>) {
+pub(crate) fn add_list_functions(ctx: &mut Context<'_, '_>) {
     use cel::extractors::This;
     type List = This<Arc<Vec<CelValue>>>;
     let _ = ctx.add_function("isSorted", |This(list): List| list.windows(2).all(|w| w[0] <= w[1]));

@@ -269,6 +269,12 @@ fn by_kind<D: DecodeAs>(ty: &ResourceType, decoding: D) -> Option<D::Out> {
         ("admissionregistration.k8s.io", "MutatingWebhookConfiguration") => {
             decode!(k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration)
         }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
+            decode!(k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy)
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
+            decode!(k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding)
+        }
         ("policy", "PodDisruptionBudget") => decode!(policy::PodDisruptionBudget),
         ("coordination.k8s.io", "Lease") => decode!(coordination::Lease),
         ("events.k8s.io", "Event") => decode!(events::Event),

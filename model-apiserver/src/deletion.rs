@@ -66,6 +66,7 @@ impl ApiServer {
             for hook in &self.validating {
                 hook(&request, &mut scratch)?;
             }
+            self.check_admission_policies(t, &request, None)?;
         }
         let grace = self.grace_period_seconds(t, &old, params);
         let mut new = DynamicObject::clone(&old);

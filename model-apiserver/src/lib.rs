@@ -71,8 +71,10 @@
 //! - **Tokens.** `serviceaccounts/{name}/token` ([`Subresource::Token`]): TokenRequests answered
 //!   with a token of the real claims, validated as upstream ([`token`]).
 //! - **RBAC**, for the users configured as ServiceAccounts ([`rbac`]).
+//! - **ValidatingAdmissionPolicy.** Bound CEL policies (`admissionregistration.k8s.io/v1`) refuse
+//!   creates, updates and deletes as kube-apiserver's plugin does (`admission_policy.rs`).
 //!
-//! Not modelled: RBAC, admission plugins' additions (service-account token volumes, default
+//! Not modelled: admission plugins' additions (service-account token volumes, default
 //! tolerations, priority), built-in validation beyond the kinds above, version conversion, the
 //! `pods/binding` subresource (setting `spec.nodeName` on an unscheduled pod stands in for it),
 //! and apply to `/scale`.
@@ -105,6 +107,7 @@
 #![allow(clippy::result_large_err)]
 
 pub mod admission;
+mod admission_policy;
 pub mod apply;
 pub mod cel;
 pub mod context;

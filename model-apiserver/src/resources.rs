@@ -334,6 +334,25 @@ const BUILTINS: &[Builtin] = &[
     )
     .cluster()
     .generation(),
+    builtin(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingAdmissionPolicy",
+        "validatingadmissionpolicies",
+        &[],
+    )
+    .cluster()
+    .status()
+    .generation(),
+    builtin(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingAdmissionPolicyBinding",
+        "validatingadmissionpolicybindings",
+        &[],
+    )
+    .cluster()
+    .generation(),
     builtin("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", &["pc"]).cluster(),
     builtin("rbac.authorization.k8s.io", "v1", "Role", "roles", &[]).name_rule(NameRule::PathSegment),
     builtin("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", &[])

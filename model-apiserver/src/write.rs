@@ -515,6 +515,7 @@ impl ApiServer {
         for hook in &self.validating {
             hook(&request, &mut object)?;
         }
+        self.check_admission_policies(t, &request, Some(&object))?;
         Ok(object)
     }
 

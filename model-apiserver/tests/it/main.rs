@@ -5,6 +5,7 @@
 #![allow(clippy::duplicate_mod, clippy::module_inception)]
 
 mod admission;
+mod admission_policy;
 mod apply;
 mod bootstrap;
 mod builtin_validation;

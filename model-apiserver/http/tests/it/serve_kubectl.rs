@@ -683,3 +683,36 @@ fn kubectl_create_token_issues_a_token_for_an_existing_account() {
     let err = k.fails(&["create", "token", "op", "--duration=5m"]);
     assert!(err.contains("may not specify a duration less than 10 minutes"), "{err}");
 }
+
+const REPLICA_LIMIT: &str = "apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: replica-limit}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [apps], apiVersions: [v1], operations: [CREATE, UPDATE], resources: [deployments]}
+  validations:
+  - {expression: 'object.spec.replicas <= 5', message: at most 5 replicas}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: replica-limit}
+spec: {policyName: replica-limit, validationActions: [Deny]}
+";
+
+// A cluster's ValidatingAdmissionPolicy applied with kubectl refuses what it refuses on a
+// cluster, in the plugin's words.
+#[test]
+fn kubectl_meets_a_validating_admission_policy() {
+    let k = Kubectl::start();
+    k.ok(&["apply", "-f", &k.file("policy.yaml", REPLICA_LIMIT)]);
+    let err = k.fails(&["create", "deployment", "web", "--image=nginx", "--replicas=6"]);
+    assert!(
+        err.contains(
+            "deployments.apps \"web\" is forbidden: ValidatingAdmissionPolicy 'replica-limit' with binding \
+             'replica-limit' denied request: at most 5 replicas"
+        ),
+        "{err}"
+    );
+    k.ok(&["create", "deployment", "web", "--image=nginx", "--replicas=5"]);
+}
