@@ -70,7 +70,7 @@ impl ApiServer {
         for policy in &policies {
             let policy_name = policy.metadata.name.as_deref().unwrap_or_default();
             let spec = &policy.data["spec"];
-            if !spec["paramKind"].is_null() || !facts.matches(self, &spec["matchConstraints"]) {
+            if !spec["paramKind"].is_null() || !facts.matches(&spec["matchConstraints"]) {
                 continue;
             }
             for binding in &bindings {
@@ -82,7 +82,7 @@ impl ApiServer {
                     continue;
                 }
                 if !binding_spec["matchResources"].is_null()
-                    && !facts.matches(self, &binding_spec["matchResources"])
+                    && !facts.matches(&binding_spec["matchResources"])
                 {
                     continue;
                 }
@@ -102,10 +102,6 @@ impl ApiServer {
 /// 403 Forbidden's message and details, with the validation's reason and its code.
 fn denied(t: &Target, name: &str, message: &str, reason: &str) -> Status {
     let mut status = errors::forbidden(&t.ty.api.group, &t.ty.api.plural, name, message);
-    if name.is_empty() {
-        status.message =
-            format!("{} is forbidden: {message}", errors::group_resource(&t.ty.api.group, &t.ty.api.plural));
-    }
     status.code = match reason {
         "Unauthorized" => 401,
         "Forbidden" => 403,
@@ -158,15 +154,9 @@ impl Facts {
             Value::Null
         } else {
             server
-                .types()
-                .get_with_storage_key("", "v1", "namespaces")
-                .and_then(|(_, key)| {
-                    server
-                        .snapshot()
-                        .iter_resource(key, None)
-                        .find(|(k, _)| *k.name == *namespace)
-                        .map(|(_, o)| o.clone())
-                })
+                .snapshot()
+                .get(&server.namespace_key(&namespace))
+                .cloned()
                 .map_or(Value::Null, |o| serde_json::to_value(&*o).unwrap_or(Value::Null))
         };
         Facts {
@@ -191,7 +181,7 @@ impl Facts {
     }
 
     /// Whether `constraints` (a `MatchResources`) match the request.
-    fn matches(&self, _server: &ApiServer, constraints: &Value) -> bool {
+    fn matches(&self, constraints: &Value) -> bool {
         let rules = constraints["resourceRules"].as_array().map(Vec::as_slice).unwrap_or_default();
         if !rules.iter().any(|r| self.rule_matches(r)) {
             return false;

@@ -121,10 +121,7 @@ struct Walk {
 
 /// `path.key` (a property; `key` at the root).
 fn child(path: Option<&str>, key: &str) -> String {
-    match path {
-        None | Some("") => key.to_owned(),
-        Some(p) => format!("{p}.{key}"),
-    }
+    crate::schema::child(path.unwrap_or_default(), key)
 }
 
 impl Walk {

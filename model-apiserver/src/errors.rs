@@ -106,11 +106,16 @@ pub fn bad_request(message: &str) -> Status {
     Status::failure(message, "BadRequest").with_code(400)
 }
 
-/// 403 Forbidden: `pods "p" is forbidden: <why>`.
+/// 403 Forbidden: `pods "p" is forbidden: <why>`, or `pods is forbidden: <why>` for a request
+/// that names no object (a list, a create by generateName), as `NewForbidden` words it.
 pub fn forbidden(group: &str, plural: &str, name: &str, why: &str) -> Status {
-    Status::failure(&format!("{} \"{name}\" is forbidden: {why}", group_resource(group, plural)), "Forbidden")
-        .with_code(403)
-        .with_details(details(group, plural, name))
+    let resource = group_resource(group, plural);
+    let message = if name.is_empty() {
+        format!("{resource} is forbidden: {why}")
+    } else {
+        format!("{resource} \"{name}\" is forbidden: {why}")
+    };
+    Status::failure(&message, "Forbidden").with_code(403).with_details(details(group, plural, name))
 }
 
 /// 404 NotFound for a path the server does not serve (an unknown resource or subresource, or a

@@ -131,7 +131,7 @@ impl ApiServer {
             attrs.verb,
             attrs.group
         );
-        Err(forbidden(attrs.group, attrs.resource, &attrs.name, &why))
+        Err(errors::forbidden(attrs.group, attrs.resource, &attrs.name, &why))
     }
 
     fn allows(&self, account: &ServiceAccount, attrs: &Attributes<'_>) -> bool {
@@ -189,18 +189,6 @@ impl ApiServer {
             .filter_map(|o| serde_json::to_value(&**o).ok().and_then(|v| serde_json::from_value(v).ok()))
             .collect()
     }
-}
-
-/// `NewForbidden`: `<resource> "<name>" is forbidden: ...`, or without the name for a request
-/// that has none (a list, a create).
-fn forbidden(group: &str, plural: &str, name: &str, why: &str) -> Status {
-    if !name.is_empty() {
-        return errors::forbidden(group, plural, name, why);
-    }
-    let message = format!("{} is forbidden: {why}", errors::group_resource(group, plural));
-    let mut status = errors::forbidden(group, plural, name, why);
-    status.message = message;
-    status
 }
 
 /// The rules of the ClusterRoles an aggregation rule's selectors match.

@@ -122,7 +122,7 @@ fn json_eq(a: &Value, b: &Value) -> bool {
 
 /// `path.key`: built for every field a schema validates, so by `concat` (one allocation, no
 /// formatting machinery) rather than `format!`.
-fn child(path: &str, key: &str) -> String {
+pub(crate) fn child(path: &str, key: &str) -> String {
     if path.is_empty() { key.to_owned() } else { [path, ".", key].concat() }
 }
 

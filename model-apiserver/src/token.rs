@@ -151,10 +151,12 @@ impl ApiServer {
         };
         let found = self.types().get_with_storage_key("", "v1", plural).and_then(|(_, resource)| {
             let ns = if namespaced { namespace } else { "" };
-            self.snapshot()
-                .iter_resource(resource, Some(ns))
-                .find(|(k, _)| &*k.name == name)
-                .map(|(_, o)| o.clone())
+            let key = crate::store::ObjectKey {
+                resource: resource.clone(),
+                namespace: Arc::from(ns),
+                name: Arc::from(name),
+            };
+            self.snapshot().get(&key).cloned()
         });
         let Some(object) = found else {
             return Err(errors::not_found("", plural, name));
