@@ -1,16 +1,28 @@
 //! The Job controller (basic): runs Pods until `completions` of them succeed, at most
 //! `parallelism` at a time, and gives up after more than `backoffLimit` failed Pods, as
-//! kube-controller-manager's `JobController` in NonIndexed mode.
+//! kube-controller-manager's `JobController`, in both completion modes (NonIndexed and Indexed).
 //!
 //! - Pods are read from the controller's Pod informer cache, as upstream reads its Pod lister, and
 //!   belong to the Job by controller reference; the create and delete step waits on
 //!   [`expectations`](super::expectations) as upstream's does (a sync that runs before the cache
 //!   shows the Pods the previous one created or deleted writes the status only), and syncs start
-//!   once the cache has its first list. Pods get `generateName: <job>-` and the labels a real API
-//!   server adds to a Job's template (`batch.kubernetes.io/controller-uid`,
+//!   once the cache has its first list. Pods get `generateName: <job>-` (NonIndexed) and the
+//!   labels a real API server adds to a Job's template (`batch.kubernetes.io/controller-uid`,
 //!   `batch.kubernetes.io/job-name` and their legacy forms).
 //! - Without `completions`, the Job is complete once one Pod succeeded and none is active (the
 //!   work-queue pattern); `parallelism` defaults to 1 and `backoffLimit` to 6.
+//! - `completionMode: Indexed` ([`super::indexed_job`]): each Pod holds a completion index in
+//!   0..`completions`, as the annotation and label `batch.kubernetes.io/job-completion-index`,
+//!   with `spec.hostname` `<job>-<index>` (the template's `subdomain` kept), the
+//!   `JOB_COMPLETION_INDEX` variable in every container from that label through the downward API,
+//!   and the name `<job>-<index>-<random>`. Missing indexes get one Pod each, lowest first, at
+//!   most `parallelism` at a time; a succeeded Pod completes its index, `status.completedIndexes`
+//!   lists the completed ones in upstream's interval form ("0-2,4") and `status.succeeded` counts
+//!   them; the Job is Complete once every index is. A failed Pod counts against `backoffLimit`
+//!   (and its failure backoff) as in NonIndexed mode, and its index gets a new Pod. Active Pods
+//!   without a valid index (none, or not below `completions`) are deleted, and so are all but
+//!   one of those sharing an index, before anything is created (upstream's
+//!   `activePodsForRemoval`); Pods without a valid index are not counted.
 //! - On completion the Job gets the `Complete` condition, on giving up the `Failed` condition
 //!   (`BackoffLimitExceeded`), and its remaining active Pods are deleted.
 //! - After a failed Pod the next one waits out upstream's Pod-failure backoff: 10 s, doubled for
@@ -26,9 +38,13 @@
 //!   a Warning of that reason) and its active Pods are deleted; it is synced again when the
 //!   deadline comes.
 //! - Status: `active`, `ready`, `succeeded`, `failed`, `conditions`, `startTime` and
-//!   `completionTime` (on the virtual clock, `sim::time`). Not modelled: Pod tracking
-//!   finalizers, Indexed completion, Pod failure and success policies, the interim
-//!   `FailureTarget` condition (`Failed` is set at once).
+//!   `completionTime` (on the virtual clock, `sim::time`), `completedIndexes`. Not modelled: Pod
+//!   tracking finalizers, Pod failure and success policies, `podReplacementPolicy: Failed`, the
+//!   per-index backoff of Indexed Jobs (`backoffLimitPerIndex`, `maxFailedIndexes`,
+//!   `status.failedIndexes`, the `job-index-failure-count` annotation: such a Job runs as one
+//!   without them, under `backoffLimit`, which the API server defaults to 2147483647 for it), the
+//!   interim `FailureTarget` and `SuccessCriteriaMet` conditions (`Failed` and `Complete` are
+//!   set at once).
 //! - Events: `SuccessfulCreate` ("Created pod: x"), `SuccessfulDelete` ("Deleted pod: x"), the
 //!   Warnings `FailedCreate` / `FailedDelete` ([`super::pod_control`]), `Completed` ("Job
 //!   completed"), the Warnings `BackoffLimitExceeded` and `DeadlineExceeded`, and `Suspended` /
@@ -52,10 +68,12 @@ use super::expectations::{Expectations, Wait};
 use super::pod_control::{self, Created};
 use super::rate_limit::{JOB_MAX_DELAY, RateLimiter, RunRateLimited, SLOW_BASE_DELAY};
 use super::templates::{PodName, pod_from_template};
-use super::{events, owners, pod_state};
+use super::{events, indexed_job, owners, pod_state};
 
 /// The Job controller's node.
 pub const NODE: &str = "job-controller";
+/// `spec.completionMode` of a Job whose Pods each get a completion index.
+pub const INDEXED: &str = "Indexed";
 /// `backoffLimit` when unset.
 pub const BACKOFF_LIMIT_DEFAULT: i32 = 6;
 /// At most this many Pods are created or deleted in one sync (the real `MaxPodCreateDeletePerSync`).
@@ -137,9 +155,33 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
         p.metadata.namespace.as_deref() == Some(namespace.as_str())
             && owners::is_controlled_by(&p.metadata, &uid)
     });
+    // An Indexed Job counts only the Pods of an index below `completions` (upstream's
+    // `getValidPodsWithFilter`); validation makes an Indexed Job set `completions`.
+    let indexed = spec.completion_mode.as_deref() == Some(INDEXED);
+    let completions_indexed = spec.completions.filter(|_| indexed).unwrap_or(0).max(0);
+    let counted: Vec<Arc<Pod>> = if indexed {
+        pods.iter().filter(|p| indexed_job::has_valid_index(p, completions_indexed)).cloned().collect()
+    } else {
+        pods.clone()
+    };
     let count = |f: fn(&Pod) -> bool| i32::try_from(pods.iter().filter(|p| f(p)).count()).unwrap_or(i32::MAX);
-    let succeeded = count(|p| pod_state::phase(p) == pod_state::PHASE_SUCCEEDED);
-    let failed = count(|p| pod_state::phase(p) == pod_state::PHASE_FAILED);
+    let count_counted =
+        |f: fn(&Pod) -> bool| i32::try_from(counted.iter().filter(|p| f(p)).count()).unwrap_or(i32::MAX);
+    let previous = job.status.clone().unwrap_or_default();
+    // Indexed: the completed indexes, those the status records and those of succeeded Pods; the
+    // Job's `succeeded` is their number (upstream's `calculateSucceededIndexes`).
+    let completed_indexes = indexed.then(|| {
+        indexed_job::succeeded_indexes(
+            previous.completed_indexes.as_deref(),
+            pods.iter().map(|p| &**p),
+            completions_indexed,
+        )
+    });
+    let succeeded = match &completed_indexes {
+        Some(indexes) => indexes.total(),
+        None => count(|p| pod_state::phase(p) == pod_state::PHASE_SUCCEEDED),
+    };
+    let failed = count_counted(|p| pod_state::phase(p) == pod_state::PHASE_FAILED);
     let mut active: Vec<&Pod> = pods.iter().map(|p| &**p).filter(|p| pod_state::is_active(p)).collect();
     let parallelism = spec.parallelism.unwrap_or(1).max(0);
     let complete = match spec.completions {
@@ -148,7 +190,6 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
     };
     let now = sim::time::now();
     let suspended = spec.suspend == Some(true);
-    let previous = job.status.clone().unwrap_or_default();
     // Started when first not suspended (upstream sets `startTime` only then); resuming starts it
     // again below, so that `activeDeadlineSeconds` counts continuous activity.
     let mut start_time = previous.start_time.clone().or_else(|| (!suspended).then(sim::time::now_k8s));
@@ -173,28 +214,50 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
         }
     };
     let wanted = usize::try_from(wanted).unwrap_or(0);
-    let backoff = failure_backoff(&pods, now);
+    let backoff = failure_backoff(&counted, now);
+    // The Pods to delete: beyond `wanted`, the first in deletion order; an Indexed Job's also
+    // those of no valid index and all but one of those sharing an index (upstream's
+    // `activePodsForRemoval`). Deleting takes precedence over creating, as upstream's.
+    let surplus = active.len().saturating_sub(wanted);
+    let removal: Vec<&Pod> = if indexed {
+        indexed_job::pods_for_removal(&active, completions_indexed, surplus)
+    } else if surplus > 0 {
+        active.sort_by(|a, b| pod_state::deletion_order(a, b));
+        active[..surplus].to_vec()
+    } else {
+        Vec::new()
+    };
     let mut created = 0;
     if wait != Wait::Satisfied {
         // Earlier creates or deletes not in the cache yet: no Pod is created or deleted.
+    } else if !removal.is_empty() {
+        for pod in removal.iter().take(POD_WRITES_PER_SYNC_MAX) {
+            pod_control::delete(&api, pod, &*job, &ctx.recorder).await?;
+            // Gone or going either way: the cache is to show it.
+            ctx.expectations.deleted(&uid, pod.name_any(), pod.uid().unwrap_or_default(), sim::time::now());
+        }
+        let deleted: Vec<&Pod> = removal.iter().take(POD_WRITES_PER_SYNC_MAX).copied().collect();
+        active.retain(|p| !deleted.iter().any(|d| std::ptr::eq(*d, *p)));
     } else if active.len() < wanted && !backoff.is_zero() {
         // Pods failed lately: the next ones wait out the backoff (`enqueueSyncJobWithDelay`).
     } else if active.len() < wanted {
-        for _ in 0..(wanted - active.len()).min(POD_WRITES_PER_SYNC_MAX) {
-            match pod_control::create(&api, &job_pod(&job, &namespace), &*job, &ctx.recorder).await? {
+        let missing = (wanted - active.len()).min(POD_WRITES_PER_SYNC_MAX);
+        // An Indexed Job's new Pods take the lowest indexes neither completed nor running.
+        let indexes: Vec<Option<i32>> = match &completed_indexes {
+            Some(done) => indexed_job::first_pending(&active, done, missing, completions_indexed)
+                .into_iter()
+                .map(Some)
+                .collect(),
+            None => vec![None; missing],
+        };
+        for index in indexes {
+            let pod = job_pod(&job, &namespace, index);
+            match pod_control::create(&api, &pod, &*job, &ctx.recorder).await? {
                 Created::Pod(pod) => ctx.expectations.created(&uid, pod.name_any(), sim::time::now()),
                 // Every create will be refused: nothing to do, as upstream.
                 Created::NamespaceTerminating => break,
             }
             created += 1;
-        }
-    } else if active.len() > wanted {
-        active.sort_by(|a, b| pod_state::deletion_order(a, b));
-        let surplus = active.len() - wanted;
-        for pod in active.drain(..surplus.min(POD_WRITES_PER_SYNC_MAX)) {
-            pod_control::delete(&api, pod, &*job, &ctx.recorder).await?;
-            // Gone or going either way: the cache is to show it.
-            ctx.expectations.deleted(&uid, pod.name_any(), pod.uid().unwrap_or_default(), sim::time::now());
         }
     }
     let mut conditions = job.status.as_ref().and_then(|s| s.conditions.clone()).unwrap_or_default();
@@ -232,6 +295,11 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
         succeeded: Some(succeeded),
         failed: Some(failed),
         terminating: Some(count(|p| pod_state::is_terminating(p) && !pod_state::is_finished(p))),
+        // Left out while empty, as Go's `omitempty` leaves it out.
+        completed_indexes: match completed_indexes {
+            Some(indexes) => Some(indexes.to_string()).filter(|i| !i.is_empty()),
+            None => previous.completed_indexes.clone(),
+        },
         conditions: (!conditions.is_empty()).then_some(conditions),
         start_time,
         completion_time,
@@ -362,15 +430,23 @@ fn finish_time(pod: &Pod) -> jiff::Timestamp {
         .unwrap_or_default()
 }
 
-/// A new Pod of `job`, with the labels a real API server puts on a Job's template.
-fn job_pod(job: &Job, namespace: &str) -> Pod {
+/// A new Pod of `job`, with the labels a real API server puts on a Job's template; of an
+/// Indexed Job, the Pod of `index` ([`indexed_job::set_index`]), named `<job>-<index>-<random>`.
+fn job_pod(job: &Job, namespace: &str, index: Option<i32>) -> Pod {
     let template = job.spec.as_ref().map(|s| s.template.clone()).unwrap_or_default();
+    let generate_name = match index {
+        Some(index) => indexed_job::generate_name(&job.name_any(), index),
+        None => format!("{}-", job.name_any()),
+    };
     let mut pod = pod_from_template(
         &template,
-        PodName::Generate(format!("{}-", job.name_any())),
+        PodName::Generate(generate_name),
         namespace,
         owners::controller_ref(job),
     );
+    if let Some(index) = index {
+        indexed_job::set_index(&mut pod, &job.name_any(), index);
+    }
     let uid = job.uid().unwrap_or_default();
     let name = job.name_any();
     let labels = pod.metadata.labels.get_or_insert_with(BTreeMap::new);

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::builtins_deployment::failed_step;
 use crate::fault_plans::{crash_after_create, lagging_watch};
-use controllers::builtins::{self, kubelet, owners, pod_state, snapshot};
+use controllers::builtins::{self, indexed_job, kubelet, owners, pod_state, snapshot};
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, PodTemplateSpec};
 use model_apiserver::Snapshot;
@@ -386,4 +386,183 @@ fn a_job_active_longer_than_its_deadline_fails_and_its_pods_are_deleted() {
         world.run_with(seed, options)
     });
     report.assert_all_passed();
+}
+
+/// `job` in Indexed completion mode.
+fn indexed(mut job: Job) -> Job {
+    job.spec.as_mut().expect("a spec").completion_mode = Some("Indexed".to_owned());
+    job
+}
+
+/// The Pod's completion index annotation.
+fn index_of(pod: &Pod) -> Option<&str> {
+    pod.metadata.annotations.as_ref()?.get(indexed_job::COMPLETION_INDEX).map(String::as_str)
+}
+
+/// Whether the Pod is the Pod of its index as upstream makes it: the index as annotation and
+/// label, named `pi-<index>-<random>`, hostname `pi-<index>`, and `JOB_COMPLETION_INDEX` from the
+/// label in every container.
+fn check_index_pod(pod: &Pod) -> Result<(), String> {
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    let index = index_of(pod).ok_or_else(|| format!("{name}: no completion index"))?;
+    let label = pod.metadata.labels.as_ref().and_then(|l| l.get(indexed_job::COMPLETION_INDEX));
+    let spec = pod.spec.as_ref().ok_or_else(|| format!("{name}: no spec"))?;
+    let env_path = |c: &k8s_openapi::api::core::v1::Container| {
+        let env = c.env.as_deref().unwrap_or_default();
+        let var = env.iter().find(|v| v.name == indexed_job::COMPLETION_INDEX_ENV)?;
+        var.value_from.as_ref()?.field_ref.as_ref().map(|f| f.field_path.clone())
+    };
+    let want_path = "metadata.labels['batch.kubernetes.io/job-completion-index']";
+    let found = (
+        label.cloned(),
+        pod.metadata.generate_name.clone(),
+        name.starts_with(&format!("pi-{index}-")) && name.len() == format!("pi-{index}-").len() + 5,
+        spec.hostname.clone(),
+        spec.containers.iter().all(|c| env_path(c).as_deref() == Some(want_path)),
+    );
+    let want =
+        (Some(index.to_owned()), Some(format!("pi-{index}-")), true, Some(format!("pi-{index}")), true);
+    if found == want { Ok(()) } else { Err(format!("{name}: {found:?}, want {want:?}")) }
+}
+
+/// Never more than two active Pods nor two active Pods of one index, every Pod the Pod of its
+/// index; in the end Complete with indexes 0-2 completed by one succeeded Pod each.
+fn indexed_three_completions_two_at_a_time(world: SimBuilder) -> SimBuilder {
+    world
+        .property(FnProperty::always("at most two active pods, one per index", |view| {
+            let pods = job_pods(view.cluster("default").ok_or("no cluster")?);
+            let active: Vec<&Pod> = pods.iter().filter(|p| pod_state::is_active(p)).collect();
+            let mut indexes: Vec<Option<&str>> = active.iter().map(|p| index_of(p)).collect();
+            indexes.sort();
+            indexes.dedup();
+            if active.len() > 2 || indexes.len() != active.len() {
+                return Err(format!(
+                    "active pods of indexes {:?}",
+                    active.iter().map(|p| index_of(p)).collect::<Vec<_>>()
+                ));
+            }
+            pods.iter().try_for_each(check_index_pod)
+        }))
+        .property(FnProperty::at_end("complete with indexes 0-2 completed", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let mut pods: Vec<(String, String)> = job_pods(snap)
+                .iter()
+                .map(|p| (index_of(p).unwrap_or_default().to_owned(), pod_state::phase(p).to_owned()))
+                .collect();
+            pods.sort();
+            let job = snapshot::object::<Job>(snap, Some("default"), "pi").ok_or("no pi")?;
+            let completed = job.status.as_ref().and_then(|s| s.completed_indexes.clone());
+            let found = (outcome(snap), completed, pods);
+            let succeeded = |i: &str| (i.to_owned(), "Succeeded".to_owned());
+            let want = (
+                Some((
+                    vec![("Complete".to_owned(), "True".to_owned(), "CompletionsReached".to_owned())],
+                    (Some(0), Some(3), Some(0)),
+                )),
+                Some("0-2".to_owned()),
+                vec![succeeded("0"), succeeded("1"), succeeded("2")],
+            );
+            if found == want { Ok(()) } else { Err(format!("{found:?}, want {want:?}")) }
+        }))
+}
+
+#[test]
+fn an_indexed_job_runs_one_pod_per_index_two_at_a_time_and_completes_indexes_0_to_2() {
+    let world = indexed_three_completions_two_at_a_time(world(indexed(job(3, 2, None, false))));
+    let report = sweep(&SweepConfig::new("builtins-job-indexed").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}
+
+#[test]
+fn an_indexed_job_creates_no_second_pod_of_an_index_while_its_pod_cache_lags() {
+    // As for a NonIndexed Job: the expectations of the Pods it created hold its creates back, so
+    // the lagging cache's missing Pods never become a second Pod of their index.
+    let plan = lagging_watch(builtins::job::NODE, "pods", 3_000, 10_000);
+    let world = indexed_three_completions_two_at_a_time(world(indexed(job(3, 2, None, false)))).faults(plan);
+    let report =
+        sweep(&SweepConfig::new("builtins-job-indexed-lagging-cache").seeds(SEEDS), |seed, options| {
+            world.run_with(seed, options)
+        });
+    report.assert_all_passed();
+}
+
+#[test]
+fn a_failed_index_is_retried_by_a_pod_of_the_same_index() {
+    // The first Pod of index 1 is made to fail: the workload marks it for the kubelet-lite as
+    // soon as it exists (polled every 50 ms), well before the kubelet starts it (100 ms at least).
+    // (Whether the retry waits out the Pod-failure backoff depends on whether index 0 succeeded
+    // after the failure: a success resets the Job's backoff record, as upstream's.)
+    let world = builtins::kubelet(builtins::job_controller(
+        Sim::builder().scenario("builtins-job-indexed-retry"),
+    ))
+    .workload(|w| async move {
+        let jobs: Api<Job> = Api::namespaced(w.client(), "default");
+        let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+        w.apply(&jobs, &indexed(job(3, 2, Some(1), false))).await?;
+        let first = std::sync::Mutex::new(None);
+        let of_index_1 = |pods: &[Pod]| {
+            let pod = pods.iter().find(|p| index_of(p) == Some("1"));
+            *first.lock().expect("not poisoned") = pod.and_then(|p| p.metadata.name.clone());
+            pod.is_some()
+        };
+        w.wait_for_all(&pods, of_index_1, WAIT).await?;
+        let name = first.lock().expect("not poisoned").clone().unwrap_or_default();
+        let fail = serde_json::json!({ "metadata": { "annotations": { kubelet::FAIL_ANNOTATION: "true" } } });
+        w.patch(&pods, &name, &Patch::Merge(fail)).await?;
+        w.wait_for(&jobs, "pi", finished, Duration::from_secs(120)).await
+    })
+    .property(FnProperty::at_end("complete, index 1 after one failed Pod", |view| {
+        let snap = view.cluster("default").ok_or("no cluster")?;
+        let mut pods: Vec<(String, jiff::Timestamp, String)> = job_pods(snap)
+            .iter()
+            .map(|p| {
+                let created = p.metadata.creation_timestamp.as_ref().map(|t| t.0).unwrap_or_default();
+                (index_of(p).unwrap_or_default().to_owned(), created, pod_state::phase(p).to_owned())
+            })
+            .collect();
+        pods.sort();
+        let job = snapshot::object::<Job>(snap, Some("default"), "pi").ok_or("no pi")?;
+        let completed = job.status.as_ref().and_then(|s| s.completed_indexes.clone());
+        let phases: Vec<(&str, &str)> =
+            pods.iter().map(|(i, _, phase)| (i.as_str(), phase.as_str())).collect();
+        let found = (outcome(snap), completed, phases);
+        let want = (
+            Some((
+                vec![("Complete".to_owned(), "True".to_owned(), "CompletionsReached".to_owned())],
+                (Some(0), Some(3), Some(1)),
+            )),
+            Some("0-2".to_owned()),
+            vec![("0", "Succeeded"), ("1", "Failed"), ("1", "Succeeded"), ("2", "Succeeded")],
+        );
+        if found == want { Ok(()) } else { Err(format!("{found:?}, want {want:?}")) }
+    }));
+    let report = sweep(&SweepConfig::new("builtins-job-indexed-retry").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}
+
+#[test]
+fn an_indexed_job_without_completions_is_refused_as_kube_apiserver_refuses_it() {
+    let world = builtins::job_controller(Sim::builder().scenario("builtins-job-indexed-invalid")).workload(
+        |w| async move {
+            let jobs: Api<Job> = Api::namespaced(w.client(), "default");
+            let mut job = indexed(job(1, 1, None, false));
+            job.spec.as_mut().expect("a spec").completions = None;
+            match jobs.create(&Default::default(), &job).await {
+                Ok(_) => Err(failed_step("create pi", "accepted".to_owned())),
+                Err(e)
+                    if e.to_string()
+                        .contains("spec.completions: Required value: when completion mode is Indexed") =>
+                {
+                    Ok(())
+                }
+                Err(e) => Err(failed_step("create pi", e.to_string())),
+            }
+        },
+    );
+    let run = world.run(0);
+    assert!(run.verdict.is_pass(), "{run}");
 }

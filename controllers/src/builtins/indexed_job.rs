@@ -1,0 +1,344 @@
+//! The completion indexes of Indexed Jobs (`completionMode: Indexed`), as kube-controller-manager's
+//! `pkg/controller/job/indexed_job_utils.go`: which index a Pod holds, sets of indexes in the
+//! compressed interval form of `status.completedIndexes` ("0-2,4"), the lowest indexes still
+//! to run, the Pods to delete for repeated or invalid indexes, and the Pod of one index.
+//!
+//! A Pod's index is its [`COMPLETION_INDEX`] annotation (a non-negative integer); a Pod without
+//! one, or with one that does not parse, holds no index (upstream's `unknownCompletionIndex`).
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use k8s_openapi::api::core::v1::{Container, EnvVar, EnvVarSource, ObjectFieldSelector, Pod};
+
+use super::pod_state;
+
+/// The annotation, and the label, that hold a Pod's completion index
+/// (`batch.JobCompletionIndexAnnotation`).
+pub const COMPLETION_INDEX: &str = "batch.kubernetes.io/job-completion-index";
+/// The environment variable every container of an Indexed Job's Pod gets its index in.
+pub const COMPLETION_INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
+/// The longest `generateName` prefix (apimachinery's `maxGeneratedNameLength`).
+const GENERATE_NAME_PREFIX_MAX: usize = 58;
+
+/// A set of indexes as ordered, disjoint, non-adjacent closed intervals (upstream's
+/// `orderedIntervals`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Intervals(Vec<(i32, i32)>);
+
+impl Intervals {
+    /// Parse `status.completedIndexes` (or `failedIndexes`) as upstream's
+    /// `parseIndexesFromString`: intervals that do not parse are skipped, and indexes at or above
+    /// `completions` are dropped.
+    pub fn parse(text: &str, completions: i32) -> Intervals {
+        let mut result: Vec<(i32, i32)> = Vec::new();
+        if text.is_empty() {
+            return Intervals(result);
+        }
+        for interval in text.split(',') {
+            let mut limits = interval.split('-');
+            let Some(Ok(first)) = limits.next().map(str::parse::<i32>) else { continue };
+            if first >= completions {
+                break;
+            }
+            let last = match limits.next() {
+                Some(last) => match last.parse::<i32>() {
+                    Ok(last) => last.min(completions - 1),
+                    Err(_) => continue,
+                },
+                None => first,
+            };
+            match result.last_mut() {
+                Some(previous) if previous.1 == first - 1 => previous.1 = last,
+                _ => result.push((first, last)),
+            }
+        }
+        Intervals(result)
+    }
+
+    /// These intervals with `indexes` added (upstream's `withOrderedIndexes`).
+    pub fn with_indexes(&self, indexes: impl IntoIterator<Item = i32>) -> Intervals {
+        let sorted: BTreeSet<i32> = indexes.into_iter().collect();
+        self.merge(&Intervals(sorted.into_iter().map(|i| (i, i)).collect()))
+    }
+
+    /// The union of both (upstream's `merge`).
+    pub fn merge(&self, other: &Intervals) -> Intervals {
+        let mut all: Vec<(i32, i32)> = self.0.iter().chain(&other.0).copied().collect();
+        all.sort_unstable();
+        let mut result: Vec<(i32, i32)> = Vec::with_capacity(all.len());
+        for (first, last) in all {
+            match result.last_mut() {
+                Some(previous) if first <= previous.1.saturating_add(1) => previous.1 = previous.1.max(last),
+                _ => result.push((first, last)),
+            }
+        }
+        Intervals(result)
+    }
+
+    /// How many indexes the intervals hold.
+    pub fn total(&self) -> i32 {
+        self.0.iter().map(|(first, last)| last - first + 1).sum()
+    }
+
+    /// Whether `index` is in one of the intervals.
+    pub fn has(&self, index: i32) -> bool {
+        self.0.iter().any(|(first, last)| (*first..=*last).contains(&index))
+    }
+
+    /// The intervals, lowest first.
+    pub fn iter(&self) -> impl Iterator<Item = (i32, i32)> + '_ {
+        self.0.iter().copied()
+    }
+}
+
+/// The compressed form: `"1,3-5,7,8"` (two adjacent indexes are written as a pair, not a range).
+impl fmt::Display for Intervals {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, (first, last)) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{first}")?;
+            if last == &(first + 1) {
+                write!(f, ",{last}")?;
+            } else if last > first {
+                write!(f, "-{last}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The Pod's completion index (upstream's `getCompletionIndex`): `None` without the annotation,
+/// or when it is not a non-negative integer.
+pub fn completion_index(pod: &Pod) -> Option<i32> {
+    let value = pod.metadata.annotations.as_ref()?.get(COMPLETION_INDEX)?;
+    value.parse::<i32>().ok().filter(|i| *i >= 0)
+}
+
+/// Whether the Pod holds an index below `completions` (upstream counts only those).
+pub fn has_valid_index(pod: &Pod, completions: i32) -> bool {
+    completion_index(pod).is_some_and(|i| i < completions)
+}
+
+/// The indexes of Pods of phase Succeeded below `completions`, added to those `previous`
+/// (`status.completedIndexes`) records (upstream's `calculateSucceededIndexes`): an index once
+/// completed stays so even if its Pod goes away.
+pub fn succeeded_indexes<'a>(
+    previous: Option<&str>,
+    pods: impl IntoIterator<Item = &'a Pod>,
+    completions: i32,
+) -> Intervals {
+    let succeeded = pods
+        .into_iter()
+        .filter(|p| pod_state::phase(p) == pod_state::PHASE_SUCCEEDED)
+        .filter_map(completion_index)
+        .filter(|i| *i < completions);
+    Intervals::parse(previous.unwrap_or_default(), completions).with_indexes(succeeded)
+}
+
+/// Up to `count` indexes below `completions`, lowest first, that neither an active Pod holds nor
+/// `done` covers (upstream's `firstPendingIndexes`).
+pub fn first_pending(active: &[&Pod], done: &Intervals, count: usize, completions: i32) -> Vec<i32> {
+    let busy = done.with_indexes(active.iter().filter_map(|p| completion_index(p)));
+    let mut result = Vec::with_capacity(count.min(usize::try_from(completions).unwrap_or(0)));
+    let mut candidate = 0;
+    for (first, last) in busy.iter() {
+        while candidate < completions && result.len() < count && candidate < first {
+            result.push(candidate);
+            candidate += 1;
+        }
+        candidate = candidate.max(last.saturating_add(1));
+    }
+    while candidate < completions && result.len() < count {
+        result.push(candidate);
+        candidate += 1;
+    }
+    result
+}
+
+/// The active Pods to delete (upstream's `activePodsForRemoval` for an Indexed Job): every Pod
+/// without an index or with one at or above `completions`, all but one of the Pods that share an
+/// index (the one kept is the last in [`pod_state::deletion_order`], the furthest along), and then,
+/// if that is fewer than `at_least`, the first of the others in deletion order.
+pub fn pods_for_removal<'a>(active: &[&'a Pod], completions: i32, at_least: usize) -> Vec<&'a Pod> {
+    let mut by_index: Vec<(Option<i32>, &'a Pod)> =
+        active.iter().map(|p| (completion_index(p), *p)).collect();
+    by_index.sort_by(|(a, pa), (b, pb)| a.cmp(b).then_with(|| pod_state::deletion_order(pa, pb)));
+    let mut remove = Vec::new();
+    let mut left = Vec::new();
+    for (i, (index, pod)) in by_index.iter().enumerate() {
+        let valid = index.is_some_and(|ix| ix < completions);
+        let last_of_index = by_index.get(i + 1).is_none_or(|(next, _)| next != index);
+        if valid && last_of_index {
+            left.push(*pod);
+        } else {
+            remove.push(*pod);
+        }
+    }
+    if remove.len() < at_least {
+        left.sort_by(|a, b| pod_state::deletion_order(a, b));
+        remove.extend(left.into_iter().take(at_least - remove.len()));
+    }
+    remove
+}
+
+/// The `generateName` of an index's Pods, `<job>-<index>-`, the Job's name cut so that it fits
+/// (upstream's `podGenerateNameWithIndex`).
+pub fn generate_name(job_name: &str, index: i32) -> String {
+    let suffix = format!("-{index}-");
+    let mut prefix = format!("{job_name}{suffix}");
+    if prefix.len() > GENERATE_NAME_PREFIX_MAX {
+        let mut keep = GENERATE_NAME_PREFIX_MAX.saturating_sub(suffix.len());
+        while !job_name.is_char_boundary(keep) {
+            keep -= 1;
+        }
+        prefix = format!("{}{suffix}", &job_name[..keep]);
+    }
+    prefix
+}
+
+/// Make `pod` (made from the Job's template) the Pod of `index`, as upstream's `manageJob`
+/// does: the index as annotation and label, `spec.hostname` `<job>-<index>`, and
+/// [`COMPLETION_INDEX_ENV`] in every container and init container from the label through the
+/// downward API (`addCompletionIndexEnvVariables`, with the `PodIndexLabel` gate on, as it is
+/// locked since Kubernetes 1.32) unless the container sets it already.
+pub fn set_index(pod: &mut Pod, job_name: &str, index: i32) {
+    let value = index.to_string();
+    let meta = &mut pod.metadata;
+    meta.annotations.get_or_insert_default().insert(COMPLETION_INDEX.to_owned(), value.clone());
+    meta.labels.get_or_insert_default().insert(COMPLETION_INDEX.to_owned(), value);
+    let spec = pod.spec.get_or_insert_default();
+    spec.hostname = Some(format!("{job_name}-{index}"));
+    let init = spec.init_containers.iter_mut().flatten();
+    for container in init.chain(spec.containers.iter_mut()) {
+        add_index_env(container);
+    }
+}
+
+fn add_index_env(container: &mut Container) {
+    let env = container.env.get_or_insert_default();
+    if env.iter().any(|v| v.name == COMPLETION_INDEX_ENV) {
+        return;
+    }
+    env.push(EnvVar {
+        name: COMPLETION_INDEX_ENV.to_owned(),
+        value: None,
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                api_version: None,
+                field_path: format!("metadata.labels['{COMPLETION_INDEX}']"),
+            }),
+            ..EnvVarSource::default()
+        }),
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    fn pod(name: &str, index: Option<&str>) -> Pod {
+        let annotations = index.map(|i| [(COMPLETION_INDEX.to_owned(), i.to_owned())].into());
+        Pod {
+            metadata: ObjectMeta { name: Some(name.to_owned()), annotations, ..ObjectMeta::default() },
+            ..Pod::default()
+        }
+    }
+
+    #[test]
+    fn intervals_print_in_upstreams_compressed_form() {
+        let set = Intervals::default().with_indexes([0, 1, 2, 4, 6, 7, 9, 10, 11]);
+        assert_eq!(set.to_string(), "0-2,4,6,7,9-11");
+        assert_eq!(set.total(), 9);
+        assert!(set.has(10) && !set.has(5) && !set.has(12));
+        assert_eq!(Intervals::default().to_string(), "");
+    }
+
+    #[test]
+    fn parsing_drops_indexes_beyond_completions_and_skips_garbage() {
+        assert_eq!(Intervals::parse("0-2,4,6,7", 10).to_string(), "0-2,4,6,7");
+        assert_eq!(Intervals::parse("0-2,4-9", 6).to_string(), "0-2,4,5");
+        assert_eq!(Intervals::parse("1,x,3-4,8", 5).to_string(), "1,3,4");
+        // Adjacent intervals join, as upstream's parser joins them.
+        assert_eq!(Intervals::parse("0,1,2", 5).to_string(), "0-2");
+    }
+
+    #[test]
+    fn merging_joins_overlapping_and_adjacent_intervals() {
+        let a = Intervals::parse("0-2,8", 20);
+        let b = Intervals::parse("3,5-6,8-9", 20);
+        assert_eq!(a.merge(&b).to_string(), "0-3,5,6,8,9");
+    }
+
+    #[test]
+    fn first_pending_skips_completed_and_active_indexes_lowest_first() {
+        let active = [pod("a", Some("1")), pod("b", Some("4")), pod("c", None)];
+        let active: Vec<&Pod> = active.iter().collect();
+        let done = Intervals::parse("0,2", 7);
+        assert_eq!(first_pending(&active, &done, 2, 7), [3, 5]);
+        assert_eq!(first_pending(&active, &done, 10, 7), [3, 5, 6]);
+        assert!(first_pending(&active, &done, 0, 7).is_empty());
+    }
+
+    #[test]
+    fn removal_takes_pods_without_a_valid_index_and_all_but_one_of_a_repeated_index() {
+        let pods = [
+            pod("a", Some("0")),
+            pod("b", Some("0")),
+            pod("c", None),
+            pod("d", Some("5")),
+            pod("e", Some("1")),
+            pod("f", Some("-1")),
+        ];
+        let active: Vec<&Pod> = pods.iter().collect();
+        let names = |pods: Vec<&Pod>| -> Vec<String> {
+            let mut names: Vec<String> = pods.iter().filter_map(|p| p.metadata.name.clone()).collect();
+            names.sort();
+            names
+        };
+        // Of two equal Pods of index 0 the newer-named one sorts last in deletion order and stays.
+        assert_eq!(names(pods_for_removal(&active, 3, 0)), ["a", "c", "d", "f"]);
+        // One more must go: the first of those left in deletion order.
+        assert_eq!(pods_for_removal(&active, 3, 5).len(), 5);
+    }
+
+    #[test]
+    fn an_index_pod_gets_annotation_label_hostname_and_env_in_every_container() {
+        let mut p = pod("x", None);
+        p.spec = Some(k8s_openapi::api::core::v1::PodSpec {
+            containers: vec![Container { name: "main".to_owned(), ..Container::default() }],
+            init_containers: Some(vec![Container { name: "init".to_owned(), ..Container::default() }]),
+            ..Default::default()
+        });
+        set_index(&mut p, "pi", 2);
+        assert_eq!(completion_index(&p), Some(2));
+        assert_eq!(
+            p.metadata.labels.as_ref().and_then(|l| l.get(COMPLETION_INDEX)).map(String::as_str),
+            Some("2")
+        );
+        let spec = p.spec.as_ref().expect("a spec");
+        assert_eq!(spec.hostname.as_deref(), Some("pi-2"));
+        let init = spec.init_containers.iter().flatten();
+        for container in init.chain(&spec.containers) {
+            let env = container.env.as_deref().unwrap_or_default();
+            let path = env
+                .iter()
+                .find(|v| v.name == COMPLETION_INDEX_ENV)
+                .and_then(|v| v.value_from.as_ref()?.field_ref.as_ref())
+                .map(|f| f.field_path.as_str());
+            assert_eq!(path, Some("metadata.labels['batch.kubernetes.io/job-completion-index']"));
+        }
+    }
+
+    #[test]
+    fn a_long_job_name_is_cut_so_that_the_index_fits_the_generated_name() {
+        assert_eq!(generate_name("pi", 3), "pi-3-");
+        let long = "j".repeat(70);
+        let name = generate_name(&long, 12);
+        assert_eq!(name.len(), 58);
+        assert!(name.ends_with("j-12-"));
+    }
+}
