@@ -244,7 +244,6 @@ impl Facts {
     fn evaluate(&self, spec: &Value) -> Option<(String, String)> {
         let ignore = spec["failurePolicy"] == "Ignore";
         let mut ctx = CelContext::with_env(crate::cel::env().clone());
-        crate::cel::add_list_functions(&mut ctx);
         ctx.add_variable_from_value("object", crate::cel::to_cel(&self.object));
         ctx.add_variable_from_value("oldObject", crate::cel::to_cel(&self.old_object));
         ctx.add_variable_from_value("namespaceObject", crate::cel::to_cel(&self.namespace_object));
@@ -319,7 +318,7 @@ impl Facts {
 /// `expression` compiled (from the cache) and run.
 fn run(expression: &str, ctx: &CelContext<'_, '_>) -> Result<CelValue, String> {
     let program = crate::cel::compile(expression)?;
-    program.execute(ctx).map_err(|e| e.to_string())
+    program.execute(ctx).map_err(|e| crate::cel::error_text(&e))
 }
 
 /// Whether a label selector (null or empty: everything) selects `labels`.

@@ -18,21 +18,56 @@
 //!   <message>`, where the message is `messageExpression`'s string, else `message`, else `failed
 //!   rule: <rule>`; `reason` makes it `FieldValueForbidden` (`Forbidden: ...`),
 //!   `FieldValueRequired` (`Required value: ...`) or `FieldValueDuplicate`. A rule that fails to
-//!   evaluate (no such key, a wrong type) is an Invalid cause `<error> evaluating rule: <rule>`.
-//! - The language is CEL's standard library with the strings extension (`lowerAscii`, `split`,
-//!   `replace`, ...) and Kubernetes' list functions `isSorted`, `sum`, `min` and `max`, evaluated by the `cel` crate (cel-rust). Not modelled: Kubernetes'
-//!   other libraries (`quantity`, `url`, `ip`, `cidr`, `format`, `authz`), static type checking
-//!   against the schema (a rule comparing a string with an int compiles and fails when it runs)
-//!   and cost limits.
+//!   evaluate (no such key, a wrong type, `quantity('x')`) is an Invalid cause.
+//! - A rule that fails to evaluate prints upstream's error before ` evaluating rule: `, then the
+//!   rule's `message` if it has one, else the rule (`ruleErrorString`).
+//! - A string property with `format: date-time` or `date` is a CEL `timestamp`, `format: duration`
+//!   a `duration` and `format: byte` `bytes`, wherever the schema puts it under `self` (a string
+//!   that does not parse as its format stays a string).
+//!
+//! # The language
+//!
+//! The libraries of kube-apiserver's base environment (1.33 and later), on the `cel` crate
+//! (cel-rust):
+//! - CEL's standard library, with `duration()` and `timestamp()` and their accessors, and the
+//!   optional syntax and `optional.*`;
+//! - cel-go's strings extension (`lowerAscii`, `split`, `replace`, `indexOf`, ...) and sets
+//!   extension (`sets.contains`, `sets.equivalent`, `sets.intersects`);
+//! - Kubernetes' libraries, in the representation `cel/library.rs` explains: lists (`isSorted`, `sum`, `min`,
+//!   `max`, `indexOf`, `lastIndexOf`), regex (`find`, `findAll`), URLs (`url`, `isURL`,
+//!   `getScheme`, `getHost`, `getHostname`, `getPort`, `getEscapedPath`, `getQuery`), quantity
+//!   (`quantity`, `isQuantity`, `sign`, `isInteger`, `asInteger`, `asApproximateFloat`, `add`,
+//!   `sub`, `mul`, `isLessThan`, `isGreaterThan`, `compareTo`), IP and CIDR (`ip`, `isIP`,
+//!   `ip.isCanonical`, `family`, `isUnspecified`, `isLoopback`, `isLinkLocalMulticast`,
+//!   `isLinkLocalUnicast`, `isGlobalUnicast`, `cidr`, `isCIDR`, `containsIP`, `containsCIDR`,
+//!   `ip()`, `masked`, `prefixLength`, `string()`), format (`format.named`, `format.<name>()`,
+//!   `validate`) and semver (`semver`, `isSemver`, with or without normalization, `major`,
+//!   `minor`, `patch`, `isLessThan`, `isGreaterThan`, `compareTo`). Parsers are ports of the Go
+//!   code upstream calls (`resource.ParseQuantity`, `net/url`, `net/netip`, blang/semver), so that
+//!   what they accept and their error messages are kube-apiserver's.
+//!
+//! Not modelled: the authz and authz-selector libraries (no authorizer), the image library
+//! (1.33), the lists library's `includes`, quantity's `div` and `divInt`, two-variable
+//! comprehensions (`all(k, v, ...)`), static type checking against the schema (a rule comparing
+//! a string with an int compiles and fails when it runs), and cost limits. A quantity is exact up
+//! to 38 significant digits (`cel/quantity.rs`).
 //!
 //! Compiled programs are kept for the process (a pure cache, like the schema patterns): which
 //! thread or seed compiled a rule changes no answer.
+
+mod format;
+mod library;
+mod lists;
+mod net;
+mod quantity;
+mod semver;
+mod url;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use cel::objects::{Key, Map};
-use cel::{Context, Env, Program, Value as CelValue};
+use cel::{Context, Env, ExecutionError, Program, Value as CelValue};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool, ValidationRule,
 };
@@ -48,16 +83,44 @@ const DEPTH_MAX: usize = 512;
 
 static PROGRAMS: Mutex<BTreeMap<String, Result<Arc<Program>, String>>> = Mutex::new(BTreeMap::new());
 
-/// The environment every rule is compiled and run in.
+/// The environment every rule and admission-policy expression is compiled and run in: the
+/// standard library, the strings extension and Kubernetes' libraries, declared once per process
+/// (the overloads are plain functions: no per-run state).
 pub(crate) fn env() -> &'static Arc<Env> {
     static ENV: OnceLock<Arc<Env>> = OnceLock::new();
     ENV.get_or_init(|| {
         let mut env = Env::stdlib();
-        // The strings extension Kubernetes enables; a declaration error would be a bug of the
-        // crate's own extension, and leaves the standard library usable.
-        let _ = cel::extensions::strings(&mut env);
+        let declared = cel::extensions::strings(&mut env)
+            .and_then(|()| lists::register(&mut env))
+            .and_then(|()| url::register(&mut env))
+            .and_then(|()| quantity::register(&mut env))
+            .and_then(|()| net::register(&mut env))
+            .and_then(|()| format::register(&mut env))
+            .and_then(|()| semver::register(&mut env));
+        // Our own declarations, fixed at compile time: a conflict is a bug (tests/it/cel_rules.rs
+        // evaluates every library, so it would fail there first).
+        assert_eq!(declared, Ok(()), "the CEL libraries declare without conflict");
         Arc::new(env)
     })
+}
+
+/// How a failed evaluation reads in a cause, as cel-go prints its errors: a library function's
+/// message alone (`quantities must match the regular expression ...`), a missing key in lower
+/// case (`no such key: x`).
+pub(crate) fn error_text(error: &ExecutionError) -> String {
+    match error {
+        ExecutionError::FunctionError { message, .. } => message.clone(),
+        ExecutionError::NoSuchKey(key) => format!("no such key: {key}"),
+        other => other.to_string(),
+    }
+}
+
+/// `source` evaluated with no variables, in the rules' environment: what a rule's library call
+/// answers (`evaluate("quantity('1Gi').isGreaterThan(quantity('1G'))")` is `Ok(Bool(true))`), or
+/// its error as a cause would print it. For tests and tools; rules run through [`validate`].
+pub fn evaluate(source: &str) -> Result<CelValue, String> {
+    let program = compile(source)?;
+    program.execute(&Context::with_env(env().clone())).map_err(|e| error_text(&e))
 }
 
 /// `source` compiled, or the compiler's error (as CRD validation reports it), from the cache.
@@ -184,13 +247,18 @@ impl Walk {
             return; // ratcheting: an unchanged value keeps whatever it was stored with
         }
         let mut ctx = Context::with_env(env().clone());
-        ctx.add_variable_from_value("self", to_cel(value));
+        ctx.add_variable_from_value("self", to_cel_typed(value, Some(schema)));
         if transition {
-            ctx.add_variable_from_value("oldSelf", old.map_or(CelValue::Null, to_cel));
+            ctx.add_variable_from_value(
+                "oldSelf",
+                old.map_or(CelValue::Null, |o| to_cel_typed(o, Some(schema))),
+            );
         }
-        add_list_functions(&mut ctx);
         let ty = schema.type_.as_deref().unwrap_or_default();
         let rule_text = rule.rule.trim();
+        // `ruleErrorString`: an evaluation error names the rule by its message, if it has one.
+        let rule_error_string =
+            rule.message.as_deref().map(str::trim).filter(|m| !m.is_empty()).unwrap_or(rule_text);
         let field =
             match rule.field_path.as_deref().map(|p| p.trim_start_matches('.')).filter(|p| !p.is_empty()) {
                 Some(relative) => child(path, relative),
@@ -203,17 +271,13 @@ impl Walk {
                 self.causes.push(cause_for_reason(rule.reason.as_deref(), &field, ty, &message));
             }
             Ok(other) => {
-                let message =
-                    format!("rule did not evaluate to a bool: {other:?} evaluating rule: {rule_text}");
+                let message = format!(
+                    "rule did not evaluate to a bool: {other:?} evaluating rule: {rule_error_string}"
+                );
                 self.causes.push(invalid(&field, ty, &message));
             }
             Err(e) => {
-                // cel-go words a missing key in lower case.
-                let error = e.to_string();
-                let error = error
-                    .strip_prefix("No such key")
-                    .map_or(error.clone(), |rest| format!("no such key{rest}"));
-                let message = format!("{error} evaluating rule: {rule_text}");
+                let message = format!("{} evaluating rule: {rule_error_string}", error_text(&e));
                 self.causes.push(invalid(&field, ty, &message));
             }
         }
@@ -284,35 +348,145 @@ pub(crate) fn to_cel(value: &Value) -> CelValue {
     }
 }
 
-/// Kubernetes' list library (`library.Lists`): `isSorted`, `sum`, `min`, `max` (its `indexOf`
-/// and `lastIndexOf` would shadow the strings extension's).
-pub(crate) fn add_list_functions(ctx: &mut Context<'_, '_>) {
-    use cel::extractors::This;
-    type List = This<Arc<Vec<CelValue>>>;
-    let _ = ctx.add_function("isSorted", |This(list): List| list.windows(2).all(|w| w[0] <= w[1]));
-    let _ = ctx.add_function("sum", |This(list): List| -> CelValue {
-        let ints: Option<i64> = list.iter().try_fold(0i64, |acc, v| match v {
-            CelValue::Int(i) => acc.checked_add(*i),
-            _ => None,
-        });
-        match ints {
-            Some(total) => CelValue::Int(total),
-            None => CelValue::Float(
-                list.iter()
-                    .map(|v| match v {
-                        CelValue::Int(i) => *i as f64,
-                        CelValue::UInt(u) => *u as f64,
-                        CelValue::Float(f) => *f,
-                        _ => 0.0,
-                    })
-                    .sum(),
-            ),
+/// JSON as CEL sees it under `schema` (`UnstructuredToVal`): as [`to_cel`], except that a string
+/// of `format: date-time` or `date` is a timestamp, of `format: duration` a duration and of
+/// `format: byte` bytes, at any depth the schema describes.
+fn to_cel_typed(value: &Value, schema: Option<&JSONSchemaProps>) -> CelValue {
+    let Some(schema) = schema else { return to_cel(value) };
+    match value {
+        Value::String(s) => {
+            schema.format.as_deref().and_then(|f| typed_string(s, f)).unwrap_or_else(|| to_cel(value))
         }
-    });
-    let _ = ctx.add_function("min", |This(list): List| -> CelValue {
-        list.iter().cloned().reduce(|a, b| if b < a { b } else { a }).unwrap_or(CelValue::Null)
-    });
-    let _ = ctx.add_function("max", |This(list): List| -> CelValue {
-        list.iter().cloned().reduce(|a, b| if b > a { b } else { a }).unwrap_or(CelValue::Null)
-    });
+        Value::Array(items) => {
+            let item_schema = match &schema.items {
+                Some(JSONSchemaPropsOrArray::Schema(s)) => Some(&**s),
+                _ => None,
+            };
+            CelValue::List(Arc::new(items.iter().map(|v| to_cel_typed(v, item_schema)).collect()))
+        }
+        Value::Object(map) => {
+            let additional = match &schema.additional_properties {
+                Some(JSONSchemaPropsOrBool::Schema(s)) => Some(&**s),
+                _ => None,
+            };
+            let entries = map.iter().map(|(k, v)| {
+                let sub = schema.properties.as_ref().and_then(|p| p.get(k)).or(additional);
+                (Key::String(Arc::new(k.clone())), to_cel_typed(v, sub))
+            });
+            CelValue::Map(Map { map: Arc::new(entries.collect()) })
+        }
+        _ => to_cel(value),
+    }
+}
+
+/// A string of a CEL-typed `format`, or `None` to keep it a string (another format, or a value
+/// that does not parse as its format).
+fn typed_string(s: &str, format: &str) -> Option<CelValue> {
+    match format {
+        "date-time" => parse_date_time(s).map(CelValue::Timestamp),
+        "date" => {
+            let day = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").ok().filter(|_| s.len() == 10)?;
+            Some(CelValue::Timestamp(day.and_time(chrono::NaiveTime::MIN).and_utc().fixed_offset()))
+        }
+        "duration" => parse_duration(s).map(CelValue::Duration),
+        "byte" => {
+            use base64::Engine;
+            let bytes = base64::engine::general_purpose::STANDARD.decode(s).ok()?;
+            Some(CelValue::Bytes(Arc::new(bytes)))
+        }
+        _ => None,
+    }
+}
+
+/// strfmt's `ParseDateTime`: RFC 3339 (any fraction), an offset without a colon, or no zone (UTC).
+fn parse_date_time(s: &str) -> Option<chrono::DateTime<chrono::FixedOffset>> {
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
+        return Some(t);
+    }
+    if let Ok(t) = chrono::DateTime::parse_from_str(s, "%Y-%m-%dT%H:%M:%S%.f%z") {
+        return Some(t);
+    }
+    ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S"]
+        .iter()
+        .find_map(|layout| chrono::NaiveDateTime::parse_from_str(s, layout).ok())
+        .map(|t| t.and_utc().fixed_offset())
+}
+
+/// strfmt's `ParseDuration`: Go's `time.ParseDuration` (`1h30m`, `1.5s`, `-2m`), else a sum of
+/// `<int> <unit>` with units up to weeks (`3 days`, `1w 2d`).
+fn parse_duration(s: &str) -> Option<chrono::Duration> {
+    go_duration(s).or_else(|| {
+        let mut total = chrono::Duration::zero();
+        let mut found = false;
+        let mut rest = s.trim_start();
+        while !rest.is_empty() {
+            let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+            let n: i64 = rest[..digits].parse().ok()?;
+            let after = rest[digits..].trim_start();
+            let unit_len = after.find(|c: char| !(c.is_alphabetic())).unwrap_or(after.len());
+            let unit = after[..unit_len].to_lowercase();
+            let nanos: i64 = match unit.trim_end_matches('s') {
+                "n" | "nano" => 1,
+                "u" | "µ" | "micro" => 1_000,
+                "m" | "milli" => 1_000_000,
+                "" | "sec" => 1_000_000_000,
+                "min" => 60_000_000_000,
+                "h" | "hr" | "hour" => 3_600_000_000_000,
+                "d" | "day" => 86_400_000_000_000,
+                "w" | "wk" | "week" => 604_800_000_000_000,
+                _ => return None,
+            };
+            let nanos = match unit.as_str() {
+                "m" => 60_000_000_000,
+                "ms" => 1_000_000,
+                _ => nanos,
+            };
+            total = total.checked_add(&chrono::Duration::nanoseconds(n.checked_mul(nanos)?))?;
+            found = true;
+            rest = after[unit_len..].trim_start();
+        }
+        found.then_some(total)
+    })
+}
+
+/// Go's `time.ParseDuration`.
+fn go_duration(s: &str) -> Option<chrono::Duration> {
+    let (negative, mut rest) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    if rest == "0" {
+        return Some(chrono::Duration::zero());
+    }
+    if rest.is_empty() {
+        return None;
+    }
+    let mut total: f64 = 0.0;
+    while !rest.is_empty() {
+        let number_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+        let number = &rest[..number_len];
+        if number.is_empty() || number == "." {
+            return None;
+        }
+        let value: f64 = number.parse().ok()?;
+        rest = &rest[number_len..];
+        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let nanos: f64 = match &rest[..unit_len] {
+            "ns" => 1.0,
+            "us" | "µs" | "μs" => 1e3,
+            "ms" => 1e6,
+            "s" => 1e9,
+            "m" => 60e9,
+            "h" => 3600e9,
+            _ => return None,
+        };
+        total += value * nanos;
+        rest = &rest[unit_len..];
+    }
+    if total > i64::MAX as f64 {
+        return None;
+    }
+    let nanos = total.round() as i64;
+    Some(chrono::Duration::nanoseconds(if negative { -nanos } else { nanos }))
 }

@@ -126,3 +126,28 @@ fn an_expression_that_fails_to_evaluate_refuses_under_fail_and_is_ignored_under_
     w.try_update(&policies(), None, obj(ignoring)).unwrap();
     w.create(&deployments(), Some("prod"), deployment("prod", 1));
 }
+
+// A policy may call Kubernetes' CEL libraries, and hold a library value in a variable.
+#[test]
+fn a_policy_calling_the_quantity_library_refuses_a_container_asking_too_much_memory() {
+    let mut w = world_with(
+        json!({"expression": "object.spec.template.spec.containers.all(c, !has(c.resources) || \
+               !has(c.resources.limits) || !has(c.resources.limits.memory) || \
+               !quantity(c.resources.limits.memory).isGreaterThan(quantity('1Gi')))",
+               "message": "a container may use at most 1Gi"}),
+        json!(["Deny"]),
+    );
+    let with_limit = |memory: &str| {
+        let mut d = deployment("prod", 1);
+        d["spec"]["template"]["spec"]["containers"][0]["resources"] = json!({"limits": {"memory": memory}});
+        d
+    };
+    w.create(&deployments(), Some("prod"), with_limit("512Mi"));
+    let err = w.try_create(&deployments(), Some("prod"), {
+        let mut d = with_limit("2G");
+        d["metadata"]["name"] = json!("big");
+        d
+    });
+    let err = err.unwrap_err();
+    assert!(err.message.ends_with("denied request: a container may use at most 1Gi"), "{}", err.message);
+}

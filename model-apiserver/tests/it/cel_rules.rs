@@ -1,9 +1,14 @@
 //! CRD validation rules (`x-kubernetes-validations`): the causes apiextensions-apiserver gives
 //! for a broken rule, transition rules on updates, ratcheting, and rules refused with their CRD;
-//! and the list types' uniqueness, checked in the same pass.
+//! and the list types' uniqueness, checked in the same pass; rules calling Kubernetes' CEL
+//! libraries (quantity, url, ip, cidr, format, semver) and `format: duration` / `date-time`
+//! properties bound as CEL durations and timestamps.
 
 #[path = "common/mod.rs"]
 mod common;
+// Kubernetes' CEL libraries, expression by expression (the rules below call them on objects).
+#[path = "cel_libraries.rs"]
+mod libraries;
 
 use common::*;
 use kube_core::ApiResource;
@@ -259,7 +264,8 @@ fn a_rule_that_fails_to_evaluate_is_an_invalid_cause_naming_the_rule() {
     let err = w.try_create(&databases(), Some("default"), database("db-a", spec)).unwrap_err();
     let (field, reason, message) = causes(&err).remove(0);
     assert_eq!((field.as_str(), reason.as_str()), ("spec", "FieldValueInvalid"));
-    assert!(message.ends_with("evaluating rule: self.minReplicas <= self.maxReplicas"), "{message}");
+    // `ruleErrorString`: the rule is named by its message when it has one.
+    assert!(message.ends_with("evaluating rule: minReplicas must not exceed maxReplicas"), "{message}");
     assert!(message.starts_with("Invalid value: \"object\": no such key: maxReplicas"), "{message}");
 }
 
@@ -312,5 +318,142 @@ fn a_set_or_map_list_with_a_repeated_item_or_key_gets_duplicate_causes() {
                 "Invalid value: \"object\": minReplicas must not exceed maxReplicas"
             ),
         ]
+    );
+}
+
+/// A spec whose rules call each of Kubernetes' libraries, as a real operator's CRD does.
+fn library_spec_schema() -> Value {
+    let rule = |rule: &str, message: &str| json!([{"rule": rule, "message": message}]);
+    json!({
+        "type": "object",
+        "properties": {
+            "memory": {"type": "string", "x-kubernetes-validations":
+                rule("quantity(self).isLessThan(quantity('1Gi'))", "memory must be under 1Gi")},
+            "endpoint": {"type": "string", "x-kubernetes-validations":
+                rule("isURL(self) && url(self).getScheme() == 'https'", "endpoint must be an https URL")},
+            "address": {"type": "string", "x-kubernetes-validations":
+                rule("ip(self).family() == 4", "address must be an IPv4 address")},
+            "subnet": {"type": "string", "x-kubernetes-validations":
+                rule("cidr(self).containsIP(ip('10.0.0.1'))", "subnet must contain 10.0.0.1")},
+            "serviceName": {"type": "string", "x-kubernetes-validations": [{
+                "rule": "!format.dns1123Label().validate(self).hasValue()",
+                "messageExpression": "'serviceName: ' + format.dns1123Label().validate(self).value().join(', ')"}]},
+            "version": {"type": "string", "x-kubernetes-validations":
+                rule("semver(self, true).isGreaterThan(semver('1.0.0'))", "version must be above 1.0.0")},
+            "timeout": {"type": "string", "format": "duration", "x-kubernetes-validations":
+                rule("self <= duration('1h')", "timeout must be at most an hour")},
+            "notAfter": {"type": "string", "format": "date-time", "x-kubernetes-validations":
+                rule("self > timestamp('2020-01-01T00:00:00Z')", "notAfter must be after 2020")}
+        }
+    })
+}
+
+fn library_world() -> World {
+    let mut w = World::new();
+    w.create(&crds(), None, crd(library_spec_schema(), json!([])));
+    w
+}
+
+fn library_spec() -> Value {
+    json!({"memory": "512Mi", "endpoint": "https://db.example.com:5432/main", "address": "10.0.0.7",
+           "subnet": "10.0.0.0/24", "serviceName": "db-main", "version": "v1.2",
+           "timeout": "30m", "notAfter": "2030-06-01T12:00:00Z"})
+}
+
+#[test]
+fn rules_calling_kubernetes_libraries_accept_a_valid_object() {
+    let mut w = library_world();
+    let created = w.create(&databases(), Some("default"), database("db-a", library_spec()));
+    assert_eq!(created.data["spec"]["memory"], "512Mi");
+    // An update through every rule again (the values changed, so none ratchets).
+    let changed = json!({"spec": {"memory": "1G", "endpoint": "https://[::1]:8443/", "address": "192.168.1.1",
+        "subnet": "10.0.0.0/8", "serviceName": "db", "version": "2.0.0", "timeout": "1h", "notAfter": "2021-01-01T00:00:00+02:00"}});
+    w.try_merge(&databases(), Some("default"), "db-a", changed).unwrap();
+}
+
+#[test]
+fn rules_calling_kubernetes_libraries_refuse_invalid_values_with_the_rules_messages() {
+    let mut w = library_world();
+    let spec = json!({"memory": "2Gi", "endpoint": "http://db.example.com/", "address": "::1",
+        "subnet": "10.1.0.0/16", "serviceName": "Db_Main", "version": "0.9", "timeout": "90m",
+        "notAfter": "2019-12-31T23:59:59Z"});
+    let err = w.try_create(&databases(), Some("default"), database("db-a", spec)).unwrap_err();
+    assert_eq!(code_reason(&err), (422, "Invalid"));
+    let invalid = |field: &str, message: &str| {
+        cause(&format!("spec.{field}"), "FieldValueInvalid", &format!("Invalid value: \"string\": {message}"))
+    };
+    assert_eq!(
+        causes(&err),
+        [
+            invalid("address", "address must be an IPv4 address"),
+            invalid("endpoint", "endpoint must be an https URL"),
+            invalid("memory", "memory must be under 1Gi"),
+            invalid("notAfter", "notAfter must be after 2020"),
+            invalid(
+                "serviceName",
+                "serviceName: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', \
+                 and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for \
+                 validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+            ),
+            invalid("subnet", "subnet must contain 10.0.0.1"),
+            invalid("timeout", "timeout must be at most an hour"),
+            invalid("version", "version must be above 1.0.0"),
+        ]
+    );
+}
+
+// kube-apiserver prints the function's error, then the rule's message (`ruleErrorString`).
+#[test]
+fn a_library_call_given_an_invalid_argument_fails_with_upstreams_evaluation_error() {
+    let mut w = library_world();
+    let mut spec = library_spec();
+    spec["memory"] = json!("10Mo");
+    spec["address"] = json!("10.0.0.256");
+    let err = w.try_create(&databases(), Some("default"), database("db-a", spec)).unwrap_err();
+    assert_eq!(
+        causes(&err),
+        [
+            cause(
+                "spec.address",
+                "FieldValueInvalid",
+                "Invalid value: \"string\": IP Address \"10.0.0.256\" parse error during conversion from string: \
+                 ParseAddr(\"10.0.0.256\"): IPv4 field has value >255 evaluating rule: address must be an IPv4 address"
+            ),
+            cause(
+                "spec.memory",
+                "FieldValueInvalid",
+                "Invalid value: \"string\": quantities must match the regular expression \
+                 '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$' evaluating rule: memory must be under 1Gi"
+            ),
+        ]
+    );
+}
+
+#[test]
+fn duration_and_date_time_strings_are_bound_as_cel_durations_and_timestamps_at_any_depth() {
+    let mut schema = library_spec_schema();
+    schema["properties"]["windows"] = json!({
+        "type": "array",
+        "x-kubernetes-validations": [{"rule": "self.all(w, w.end - w.start <= duration('24h'))",
+                                      "message": "a window lasts at most a day"}],
+        "items": {"type": "object", "properties": {
+            "start": {"type": "string", "format": "date-time"},
+            "end": {"type": "string", "format": "date-time"}
+        }}
+    });
+    let mut w = World::new();
+    w.create(&crds(), None, crd(schema, json!([])));
+    let mut spec = library_spec();
+    spec["windows"] = json!([{"start": "2024-01-01T00:00:00Z", "end": "2024-01-01T08:00:00Z"}]);
+    w.create(&databases(), Some("default"), database("db-a", spec.clone()));
+    spec["windows"] = json!([{"start": "2024-01-01T00:00:00Z", "end": "2024-01-03T00:00:00Z"}]);
+    let err = w.try_create(&databases(), Some("default"), database("db-b", spec)).unwrap_err();
+    assert_eq!(
+        causes(&err),
+        [cause(
+            "spec.windows",
+            "FieldValueInvalid",
+            "Invalid value: \"array\": a window lasts at most a day"
+        )]
     );
 }
