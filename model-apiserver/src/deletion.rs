@@ -186,7 +186,9 @@ impl ApiServer {
             // The registry's collection delete deletes each item through the store, past the
             // REST Delete that refuses a system PriorityClass.
             match self.delete_with(&target, &name, params, true, ctx)? {
-                Response::Object(o) | Response::Deleted { object: o, .. } => items.push(o),
+                Response::Object(o)
+                | Response::Deleted { object: o, .. }
+                | Response::Completed { object: o, .. } => items.push(o),
                 Response::List(_) | Response::Watch(_) => {}
             }
         }

@@ -65,8 +65,25 @@ pub const BUDGET_VIOLATION_MESSAGE: &str =
 /// The message of an eviction of a pod that more than one budget selects (500).
 pub const MULTIPLE_BUDGETS_MESSAGE: &str =
     "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.";
-/// The versions of `policy` whose Eviction the subresource takes (`AcceptsGroupVersion`).
-const EVICTION_API_VERSIONS: [&str; 2] = ["policy/v1", "policy/v1beta1"];
+/// What a subresource's POST body must be (see [`ApiServer::decode_subresource_body`]).
+pub(crate) struct SubresourceBody {
+    /// The kind (`Eviction`, `Binding`).
+    pub(crate) kind: &'static str,
+    /// The apiVersions it takes (`AcceptsGroupVersion`); the first when the body names none.
+    pub(crate) api_versions: &'static [&'static str],
+    /// How the registry's type check names another kind it got (Go's `%T` or `%#v` of it).
+    pub(crate) other: fn(&str) -> String,
+    /// Top-level struct fields Go decodes as zero values when they are missing.
+    pub(crate) structs: &'static [&'static str],
+}
+
+/// An Eviction: `policy/v1` or `v1beta1` (`AcceptsGroupVersion`).
+const EVICTION_BODY: SubresourceBody = SubresourceBody {
+    kind: "Eviction",
+    api_versions: &["policy/v1", "policy/v1beta1"],
+    other: |kind| format!("*policy.{kind}"),
+    structs: &[],
+};
 /// The user the real handler's loopback client writes the budget as.
 const LOOPBACK_USER: &str = "system:apiserver";
 /// The field manager of that write (the loopback client's user agent is kube-apiserver's own).
@@ -96,6 +113,8 @@ impl ApiServer {
                 self.token_request(t, name, object, params, ctx)
             }
             Subresource::Token => Err(t.unserved_subresource(name)),
+            Subresource::Binding if crate::binding::serves(&t.ty) => self.bind(t, name, object, params, ctx),
+            Subresource::Binding => Err(t.unserved_subresource(name)),
             Subresource::Status | Subresource::Scale | Subresource::Finalize => {
                 check_subresource(t, name, Some(subresource))?;
                 Err(method_not_allowed())
@@ -176,23 +195,38 @@ impl ApiServer {
         }
     }
 
-    /// The body as an Eviction (`policy/v1` or `v1beta1`; either may be left out), as the create
-    /// handler decodes it: another registered kind of an accepted version is "not a Eviction",
-    /// one of another version is that version's mismatch, an unregistered kind a decoding
-    /// error; a wrong JSON type is 400; unknown fields follow `fieldValidation`.
+    /// The body as an Eviction (`policy/v1` or `v1beta1`; either may be left out).
     fn decode_eviction(
         &self,
         t: &Target,
+        body: DynamicObject,
+        ctx: &mut Context<'_>,
+    ) -> Result<DynamicObject, Status> {
+        self.decode_subresource_body::<policy::Eviction>(t, body, &EVICTION_BODY, ctx)
+    }
+
+    /// A subresource's POST body as `T`, the kind `expected` names, as the create handler decodes
+    /// it: kind and apiVersion may be left out; another registered kind of an accepted version is
+    /// "not a <kind>", one of another version is that version's mismatch, an unregistered kind a
+    /// decoding error; a wrong JSON type is 400; unknown fields follow `fieldValidation`. The
+    /// body keeps the apiVersion it named (the first accepted one when it named none).
+    pub(crate) fn decode_subresource_body<T: serde::de::DeserializeOwned + serde::Serialize>(
+        &self,
+        t: &Target,
         mut body: DynamicObject,
+        expected: &SubresourceBody,
         ctx: &mut Context<'_>,
     ) -> Result<DynamicObject, Status> {
         let given = body.types.take().unwrap_or_default();
-        let kind = if given.kind.is_empty() { "Eviction".to_owned() } else { given.kind };
-        let api_version =
-            if given.api_version.is_empty() { "policy/v1".to_owned() } else { given.api_version };
+        let kind = if given.kind.is_empty() { expected.kind.to_owned() } else { given.kind };
+        let api_version = if given.api_version.is_empty() {
+            expected.api_versions[0].to_owned()
+        } else {
+            given.api_version
+        };
         let version = api_version.rsplit_once('/').map_or(api_version.as_str(), |(_, v)| v).to_owned();
-        let accepted = EVICTION_API_VERSIONS.contains(&api_version.as_str());
-        let registered = kind == "Eviction" && accepted
+        let accepted = expected.api_versions.contains(&api_version.as_str());
+        let registered = kind == expected.kind && accepted
             || self.types.by_kind(&api_version, &kind).is_some_and(|ty| !ty.custom);
         if !registered {
             let why = format!(
@@ -200,27 +234,43 @@ impl ApiServer {
                 Value::String(kind.clone()),
                 Value::String(api_version.clone())
             );
-            return Err(decode::cannot_handle(&kind, &version, "Eviction", &why));
+            return Err(decode::cannot_handle(&kind, &version, expected.kind, &why));
         }
         if !accepted {
             return Err(errors::bad_request(&format!(
-                "the API version in the data ({api_version}) does not match the expected API version (policy/v1)"
+                "the API version in the data ({api_version}) does not match the expected API version ({})",
+                expected.api_versions[0]
             )));
         }
-        if kind != "Eviction" {
-            return Err(errors::bad_request(&format!("not a Eviction object: *policy.{kind}")));
+        if kind != expected.kind {
+            return Err(errors::bad_request(&format!(
+                "not a {} object: {}",
+                expected.kind,
+                (expected.other)(&kind)
+            )));
         }
-        body.types = Some(TypeMeta { api_version: "policy/v1".to_owned(), kind: "Eviction".to_owned() });
-        let value = serde_json::to_value(&body)
-            .map_err(|e| errors::internal_error(&format!("encoding the eviction: {e}")))?;
-        let decoded = decode::check::<policy::Eviction>(&value)
-            .map_err(|e| decode::cannot_handle("Eviction", &version, "Eviction", &e.go_message(&value)))?;
+        body.types = Some(TypeMeta {
+            api_version: expected.api_versions[0].to_owned(),
+            kind: expected.kind.to_owned(),
+        });
+        let mut value = serde_json::to_value(&body)
+            .map_err(|e| errors::internal_error(&format!("encoding the {}: {e}", expected.kind)))?;
+        // Go decodes a missing struct as its zero value (validation then says what it lacks);
+        // serde would refuse the typed form for it.
+        for field in expected.structs {
+            if value.get(*field).is_none_or(Value::is_null) {
+                value[*field] = json!({});
+            }
+        }
+        let decoded = decode::check::<T>(&value).map_err(|e| {
+            decode::cannot_handle(expected.kind, &version, expected.kind, &e.go_message(&value))
+        })?;
         decode::remove_paths(&mut body.data, &decoded.nulls);
         if !decoded.unknown.is_empty() {
             match t.field_validation {
                 crate::FieldValidation::Strict => {
                     let why = decode::strict_error_message(&decoded.unknown);
-                    return Err(decode::cannot_handle("Eviction", &version, "Eviction", &why));
+                    return Err(decode::cannot_handle(expected.kind, &version, expected.kind, &why));
                 }
                 crate::FieldValidation::Warn => {
                     ctx.warnings.extend(decoded.unknown.iter().map(|p| decode::unknown_field_message(p)));
@@ -513,33 +563,11 @@ fn set_insufficient_pods(status: &mut Value, observed_generation: i64, now: jiff
 /// `UpdatePodCondition` with the eviction's `DisruptionTarget` condition: added, or replacing
 /// the one there (its transition time kept when its status was True already).
 fn set_disruption_target(pod: &mut DynamicObject, now: jiff::Timestamp) {
-    let now = serde_json::to_value(metadata::timestamp(now)).unwrap_or(Value::Null);
-    let mut condition = json!({
+    let condition = json!({
         "type": "DisruptionTarget",
         "status": "True",
-        "lastProbeTime": null,
-        "lastTransitionTime": now,
         "reason": "EvictionByEvictionAPI",
         "message": "Eviction API: evicting",
     });
-    let mut status = strategy::status_of(pod).filter(Value::is_object).unwrap_or_else(|| json!({}));
-    if !status.get("conditions").is_some_and(Value::is_array) {
-        status["conditions"] = json!([]);
-    }
-    if let Some(conditions) = status["conditions"].as_array_mut() {
-        match conditions
-            .iter_mut()
-            .find(|c| c.get("type").and_then(Value::as_str) == Some("DisruptionTarget"))
-        {
-            Some(existing) => {
-                if existing.get("status").and_then(Value::as_str) == Some("True") {
-                    condition["lastTransitionTime"] =
-                        existing.get("lastTransitionTime").cloned().unwrap_or(Value::Null);
-                }
-                *existing = condition;
-            }
-            None => conditions.push(condition),
-        }
-    }
-    strategy::set_status(pod, Some(status));
+    crate::binding::update_pod_condition(pod, condition, now);
 }

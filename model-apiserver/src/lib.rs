@@ -68,6 +68,8 @@
 //! - **Eviction.** `pods/{name}/eviction` ([`Request::create_subresource`] with
 //!   [`Subresource::Eviction`]): the PodDisruptionBudget checks and decrement, the
 //!   `DisruptionTarget` condition and the pod's delete, each an ordinary write ([`eviction`]).
+//! - **Binding.** `pods/{name}/binding` ([`Subresource::Binding`]): a scheduler's Binding sets
+//!   the pod's node, annotations and `PodScheduled` condition in its storage ([`binding`]).
 //! - **Tokens.** `serviceaccounts/{name}/token` ([`Subresource::Token`]): TokenRequests answered
 //!   with a token of the real claims, validated as upstream ([`token`]).
 //! - **RBAC**, for the users configured as ServiceAccounts ([`rbac`]).
@@ -75,9 +77,8 @@
 //!   creates, updates and deletes as kube-apiserver's plugin does (`admission_policy.rs`).
 //!
 //! Not modelled: admission plugins' additions (service-account token volumes, default
-//! tolerations, priority), built-in validation beyond the kinds above, version conversion, the
-//! `pods/binding` subresource (setting `spec.nodeName` on an unscheduled pod stands in for it),
-//! and apply to `/scale`.
+//! tolerations, priority), built-in validation beyond the kinds above, version conversion and
+//! apply to `/scale`.
 //!
 //! ```
 //! use model_apiserver::{ApiServer, Context, Request, Response, SeqIds};
@@ -109,6 +110,7 @@
 pub mod admission;
 mod admission_policy;
 pub mod apply;
+pub mod binding;
 pub mod cel;
 pub mod context;
 pub mod crd;

@@ -29,6 +29,9 @@ pub enum Subresource {
     /// `/token` of a ServiceAccount (create only): an `authentication.k8s.io/v1` TokenRequest,
     /// answered with a token ([`crate::token`]).
     Token,
+    /// `/binding` of a Pod (create only): a `v1` Binding that assigns the pod to a node, as the
+    /// scheduler binds it ([`crate::binding`]).
+    Binding,
 }
 
 impl Subresource {
@@ -40,6 +43,7 @@ impl Subresource {
             Subresource::Finalize => "finalize",
             Subresource::Eviction => "eviction",
             Subresource::Token => "token",
+            Subresource::Binding => "binding",
         }
     }
 }
@@ -387,6 +391,15 @@ pub enum Response {
         /// The object as it was when removed (resourceVersion = the deletion's revision).
         object: Arc<DynamicObject>,
     },
+    /// A POST to a subresource that changes its object and answers a `Success` Status (code 201),
+    /// as a pod's `binding` ([`crate::binding`]): the Status, and the object as the write left it
+    /// (resourceVersion = the write's revision; unstored for a dry run).
+    Completed {
+        /// The `Success` Status.
+        status: Status,
+        /// The object the write changed.
+        object: Arc<DynamicObject>,
+    },
     /// list and deletecollection (the deleted items).
     List(ListResponse),
     /// watch: the events after the requested revision, in order. A compacted revision yields a
@@ -395,10 +408,12 @@ pub enum Response {
 }
 
 impl Response {
-    /// The object of an `Object` or `Deleted` response.
+    /// The object of an `Object`, `Deleted` or `Completed` response.
     pub fn object(&self) -> Option<&Arc<DynamicObject>> {
         match self {
-            Response::Object(o) | Response::Deleted { object: o, .. } => Some(o),
+            Response::Object(o)
+            | Response::Deleted { object: o, .. }
+            | Response::Completed { object: o, .. } => Some(o),
             _ => None,
         }
     }

@@ -749,6 +749,8 @@ pub(crate) fn check_subresource(
         Some(Subresource::Eviction) => false,
         Some(Subresource::Token) if crate::token::serves(&t.ty) => return Err(method_not_allowed()),
         Some(Subresource::Token) => false,
+        Some(Subresource::Binding) if crate::binding::serves(&t.ty) => return Err(method_not_allowed()),
+        Some(Subresource::Binding) => false,
     };
     if served { Ok(()) } else { Err(t.unserved_subresource(name)) }
 }

@@ -638,11 +638,11 @@ where
 }
 
 /// kube's methods for any subresource by name. The model serves `status`, `scale` (of the kinds
-/// that have them), a Namespace's `finalize` (PUT only), a Pod's `eviction` and a
+/// that have them), a Namespace's `finalize` (PUT only), a Pod's `eviction` and `binding` and a
 /// ServiceAccount's `token` (POST only); a
 /// request naming them goes through the transport as every call does, and the server answers as
 /// kube-apiserver (404 NotFound for a kind without that subresource, 405 MethodNotAllowed for a
-/// verb it does not take). Any other name (`binding`, `ephemeralcontainers`, `resize`,
+/// verb it does not take). Any other name (`ephemeralcontainers`, `resize`,
 /// `approval`...) answers 404 NotFound without a request: the model does not serve it, and says
 /// so in the message.
 impl<K> Api<K>
@@ -656,11 +656,12 @@ where
             "finalize" => Ok(Subresource::Finalize),
             "eviction" => Ok(Subresource::Eviction),
             "token" => Ok(Subresource::Token),
+            "binding" => Ok(Subresource::Binding),
             other => {
                 let mut status = model_apiserver::errors::resource_not_found();
                 status.message = format!(
                     "{} ({}/{other} is not a subresource kube-sim serves: status, scale, a pod's \
-                     eviction, a service account's token and a namespace's finalize)",
+                     eviction and binding, a service account's token and a namespace's finalize)",
                     status.message, self.resource.plural
                 );
                 Err(Error::from(status))
@@ -677,9 +678,9 @@ where
         self.object(self.send(request).await?)
     }
 
-    /// POST to a subresource: a Pod's `eviction` (answered with a `Status`, as kube decodes it
-    /// into `T`); `status`, `scale` and `finalize` answer 405 MethodNotAllowed, as
-    /// kube-apiserver's.
+    /// POST to a subresource: a Pod's `eviction` and `binding` (answered with a `Success` Status,
+    /// as kube decodes it into `T`), a ServiceAccount's `token` (the TokenRequest); `status`,
+    /// `scale` and `finalize` answer 405 MethodNotAllowed, as kube-apiserver's.
     pub async fn create_subresource<I, T>(
         &self,
         subresource_name: &str,
@@ -696,7 +697,7 @@ where
         let request =
             Request::create_subresource(&self.resource, self.ns(), name, subresource, object, params.clone());
         let answer = match self.send(request).await? {
-            Response::Deleted { status, .. } => status_value(&status),
+            Response::Deleted { status, .. } | Response::Completed { status, .. } => status_value(&status),
             other => match other.object() {
                 Some(object) => serde_json::to_value(&**object).map_err(Error::SerdeError)?,
                 None => return Err(unexpected_answer()),

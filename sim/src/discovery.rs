@@ -70,6 +70,8 @@ fn describe(ty: &ResourceType) -> (ApiResource, ApiCapabilities) {
         subresources.push(sub("scale", "autoscaling", "v1", "Scale", &SUBRESOURCE_VERBS));
     }
     if !ty.custom && ty.api.group.is_empty() && ty.api.plural == "pods" {
+        // A pod's binding: a `v1` Binding, POST only.
+        subresources.push(sub("binding", "", "v1", "Binding", &[verbs::CREATE]));
         // A pod's eviction: a `policy/v1` Eviction, POST only.
         subresources.push(sub("eviction", "policy", "v1", "Eviction", &[verbs::CREATE]));
     }

@@ -142,9 +142,9 @@ fn apply(
     // A watch answer's version is its count of events, the only one to format.
     let count;
     let traced = match &result {
-        Ok(Response::Object(o) | Response::Deleted { object: o, .. }) => {
-            Ok(o.metadata.resource_version.as_deref().unwrap_or_default())
-        }
+        Ok(
+            Response::Object(o) | Response::Deleted { object: o, .. } | Response::Completed { object: o, .. },
+        ) => Ok(o.metadata.resource_version.as_deref().unwrap_or_default()),
         Ok(Response::List(list)) => Ok(list.resource_version.as_str()),
         Ok(Response::Watch(events)) => {
             count = events.len().to_string();

@@ -141,6 +141,7 @@ pub fn resource_list(types: &ResourceTypes, group: &str, version: &str) -> Optio
             ..Default::default()
         };
         if !ty.custom && ty.api.group.is_empty() && ty.api.plural == "pods" {
+            resources.push(sub("binding", "Binding", &["create"]));
             resources.push(sub("eviction", "Eviction", &["create"]));
         }
         if !ty.custom && ty.api.group.is_empty() && ty.api.plural == "serviceaccounts" {

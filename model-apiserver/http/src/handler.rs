@@ -174,6 +174,7 @@ impl Call {
             Some("scale") => Some(Subresource::Scale),
             Some("eviction") => Some(Subresource::Eviction),
             Some("token") => Some(Subresource::Token),
+            Some("binding") => Some(Subresource::Binding),
             Some("log") if logs::serves(&ty.api.group, &ty.api.plural) => return self.log(&ty, &path),
             Some(_) => return http::status(&not_found()),
         };
@@ -196,6 +197,9 @@ impl Call {
             }
             (&Method::POST, Some(name)) if subresource == Some(Subresource::Token) => {
                 self.token(&target, &name)
+            }
+            (&Method::POST, Some(name)) if subresource == Some(Subresource::Binding) => {
+                self.bind(&target, &name)
             }
             (&Method::PUT, Some(name)) => self.update(&target, &name),
             (&Method::PATCH, Some(name)) => self.patch(&target, &name),
@@ -340,6 +344,23 @@ impl Call {
             Response::Deleted { status, .. } => {
                 let code = if status.code == 0 { 201 } else { status.code };
                 Ok(with_warnings(http::json(code, &http::status_json(&status)), &warnings))
+            }
+            _ => Err(unexpected()),
+        }
+    }
+
+    /// POST `pods/{name}/binding`: a `v1` Binding (`model_apiserver::binding`), answered with the
+    /// `Success` Status and code 201, as the create handler completes it.
+    fn bind(&self, t: &Target, name: &str) -> Result<Reply, Status> {
+        let params = self.query.post_params()?;
+        let directive = self.query.field_validation("CreateOptions")?;
+        let object = decode_object(&self.headers, &self.body, "Binding")?;
+        let request =
+            Request::create_subresource(&t.ty.api, t.ns(), name, Subresource::Binding, object, params);
+        let (answer, warnings) = self.live.handle_with_warnings(with_directive(request, directive));
+        match answer? {
+            Response::Completed { status, .. } => {
+                Ok(with_warnings(http::json(201, &http::status_json(&status)), &warnings))
             }
             _ => Err(unexpected()),
         }

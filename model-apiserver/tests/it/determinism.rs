@@ -54,7 +54,7 @@ fn transcript() -> String {
         let answer = server.handle(r, &mut Context::new(now, &mut ids));
         let line = match answer {
             Ok(Response::Object(o)) => serde_json::to_string(&*o).unwrap(),
-            Ok(Response::Deleted { status, object }) => {
+            Ok(Response::Deleted { status, object } | Response::Completed { status, object }) => {
                 format!(
                     "{} {}",
                     serde_json::to_string(&status).unwrap(),

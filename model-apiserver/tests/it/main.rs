@@ -7,6 +7,7 @@
 mod admission;
 mod admission_policy;
 mod apply;
+mod binding;
 mod bootstrap;
 mod builtin_validation;
 mod cel_rules;

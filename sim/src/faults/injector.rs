@@ -475,6 +475,8 @@ pub(crate) fn after_call(w: &mut FaultCtx<'_>, info: &CallInfo<'_>, result: &mut
             (o.metadata.name.clone().or(object.name.clone()), change)
         }
         Response::Deleted { object: o, .. } => (o.metadata.name.clone(), ObjectChange::Delete),
+        // A binding's write: the pod is updated.
+        Response::Completed { object: o, .. } => (o.metadata.name.clone(), ObjectChange::Update),
         Response::List(_) | Response::Watch(_) => (None, ObjectChange::Delete),
     };
     let Some(name) = name else { return };

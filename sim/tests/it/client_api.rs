@@ -214,12 +214,12 @@ fn subresources_by_name_read_and_write_status_and_refuse_what_is_not_served() {
         let view = scale.get_subresource("scale", "web").await.expect("scale as a dynamic object");
         assert_eq!(view.types.map(|t| t.kind), Some("Scale".to_owned()));
 
-        let Err(Error::Api(status)) = api.get_subresource("binding", "web").await else {
-            panic!("a binding read is not served");
+        let Err(Error::Api(status)) = api.get_subresource("ephemeralcontainers", "web").await else {
+            panic!("an ephemeralcontainers read is not served");
         };
         assert_eq!((status.code, status.reason.as_str()), (404, "NotFound"));
         assert!(
-            status.message.contains("deployments/binding is not a subresource kube-sim serves"),
+            status.message.contains("deployments/ephemeralcontainers is not a subresource kube-sim serves"),
             "{}",
             status.message
         );
@@ -228,6 +228,16 @@ fn subresources_by_name_read_and_write_status_and_refuse_what_is_not_served() {
             panic!("a Deployment has no eviction");
         };
         assert_eq!(status.message, "the server could not find the requested resource");
+        // So is `binding`, for Pods only.
+        let binding = serde_json::json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "web"},
+            "target": {"kind": "Node", "name": "node-1"}});
+        let bound: Result<kube_core::Status, Error> =
+            api.create_subresource("binding", "web", &PostParams::default(), &binding).await;
+        let Err(Error::Api(status)) = bound else { panic!("a Deployment has no binding") };
+        assert_eq!(
+            (status.code, status.message.as_str()),
+            (404, "the server could not find the requested resource")
+        );
         let created: Result<Deployment, Error> =
             api.create_subresource("status", "web", &PostParams::default(), &read).await;
         let Err(Error::Api(status)) = created else { panic!("a POST to status is refused") };

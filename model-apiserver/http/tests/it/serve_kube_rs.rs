@@ -193,3 +193,45 @@ async fn a_kube_runtime_controller_converges_against_the_served_model() {
     assert_eq!(data, "v2");
     running.abort();
 }
+
+/// A custom scheduler's bind, as kube-rs sends it (`create_subresource("binding", ..)` with a
+/// `v1` Binding): the real `Success` Status, the pod on its node with `PodScheduled` True, and
+/// a second bind refused with the real 409.
+#[tokio::test]
+async fn a_pod_is_bound_through_the_binding_subresource() {
+    use k8s_openapi::api::core::v1::{Binding, ObjectReference, Pod};
+    let (_served, client) = client().await;
+    let pods: Api<Pod> = Api::default_namespaced(client);
+    let pod = serde_json::from_value(serde_json::json!({"metadata": {"name": "web"},
+        "spec": {"schedulerName": "my-scheduler", "containers": [{"name": "c", "image": "i"}]}}))
+    .unwrap();
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    let binding = |node: &str| Binding {
+        metadata: ObjectMeta { name: Some("web".to_owned()), ..Default::default() },
+        target: ObjectReference {
+            kind: Some("Node".to_owned()),
+            name: Some(node.to_owned()),
+            ..Default::default()
+        },
+    };
+    let status: kube_core::Status =
+        pods.create_subresource("binding", "web", &PostParams::default(), &binding("node-1")).await.unwrap();
+    assert_eq!((status.is_success(), status.code), (true, 201));
+    let bound = pods.get("web").await.unwrap();
+    assert_eq!(bound.spec.as_ref().and_then(|s| s.node_name.as_deref()), Some("node-1"));
+    let conditions = bound.status.and_then(|s| s.conditions).unwrap_or_default();
+    assert!(conditions.iter().any(|c| c.type_ == "PodScheduled" && c.status == "True"), "{conditions:?}");
+
+    let refused: kube::Result<kube_core::Status> =
+        pods.create_subresource("binding", "web", &PostParams::default(), &binding("node-2")).await;
+    match refused {
+        Err(kube::Error::Api(status)) => {
+            assert_eq!(status.code, 409);
+            assert_eq!(
+                status.message,
+                "Operation cannot be fulfilled on pods/binding \"web\": pod web is already assigned to node \"node-1\""
+            );
+        }
+        other => panic!("a second bind must be refused: {other:?}"),
+    }
+}
