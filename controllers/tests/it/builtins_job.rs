@@ -544,25 +544,72 @@ fn a_failed_index_is_retried_by_a_pod_of_the_same_index() {
     report.assert_all_passed();
 }
 
+/// An Indexed Job (`pi`, parallelism 1) changed by `change`.
+fn indexed_with(change: impl FnOnce(&mut Job, &mut JobSpec)) -> Job {
+    let mut job = indexed(job(3, 1, None, false));
+    let mut spec = job.spec.take().expect("a spec");
+    change(&mut job, &mut spec);
+    job.spec = Some(spec);
+    job
+}
+
+/// kube-apiserver's answers to Indexed Jobs it refuses (`pkg/apis/batch/validation`), in its
+/// words; and the defaults of one it accepts.
 #[test]
-fn an_indexed_job_without_completions_is_refused_as_kube_apiserver_refuses_it() {
-    let world = builtins::job_controller(Sim::builder().scenario("builtins-job-indexed-invalid")).workload(
-        |w| async move {
-            let jobs: Api<Job> = Api::namespaced(w.client(), "default");
-            let mut job = indexed(job(1, 1, None, false));
-            job.spec.as_mut().expect("a spec").completions = None;
-            match jobs.create(&Default::default(), &job).await {
-                Ok(_) => Err(failed_step("create pi", "accepted".to_owned())),
-                Err(e)
-                    if e.to_string()
-                        .contains("spec.completions: Required value: when completion mode is Indexed") =>
-                {
-                    Ok(())
+fn the_api_server_refuses_and_defaults_indexed_jobs_as_kube_apiserver_does() {
+    let refused: Vec<(Job, &str)> = vec![
+        (
+            indexed_with(|_, s| s.completions = None),
+            "spec.completions: Required value: when completion mode is Indexed",
+        ),
+        (
+            indexed_with(|_, s| s.parallelism = Some(100_001)),
+            "spec.parallelism: Invalid value: 100001: must be less than or equal to 100000 when completion mode is Indexed",
+        ),
+        (
+            indexed_with(|_, s| s.max_failed_indexes = Some(4)),
+            "spec.backoffLimitPerIndex: Required value: when maxFailedIndexes is specified",
+        ),
+        (
+            indexed_with(|_, s| {
+                s.backoff_limit_per_index = Some(1);
+                s.max_failed_indexes = Some(4);
+            }),
+            "spec.maxFailedIndexes: Invalid value: 4: must be less than or equal to completions",
+        ),
+        (
+            indexed_with(|_, s| {
+                s.completion_mode = Some("NonIndexed".to_owned());
+                s.backoff_limit_per_index = Some(1);
+            }),
+            "spec.backoffLimitPerIndex: Invalid value: 1: requires indexed completion mode",
+        ),
+    ];
+    let world = builtins::job_controller(Sim::builder().scenario("builtins-job-indexed-validation"))
+        .workload(move |w| {
+            let refused = refused.clone();
+            async move {
+                let jobs: Api<Job> = Api::namespaced(w.client(), "default");
+                for (job, message) in refused {
+                    match jobs.create(&Default::default(), &job).await {
+                        Err(e) if e.to_string().contains(message) => {}
+                        other => return Err(failed_step("create", format!("{other:?}, want {message}"))),
+                    }
                 }
-                Err(e) => Err(failed_step("create pi", e.to_string())),
+                let per_index = indexed_with(|_, s| s.backoff_limit_per_index = Some(1));
+                let created = jobs
+                    .create(&Default::default(), &per_index)
+                    .await
+                    .map_err(|e| failed_step("create pi", e.to_string()))?;
+                let spec = created.spec.unwrap_or_default();
+                // SetDefaults_Job: no global limit when the limit is per index.
+                let found = (spec.completion_mode.as_deref(), spec.completions, spec.backoff_limit);
+                if found != (Some("Indexed"), Some(3), Some(i32::MAX)) {
+                    return Err(failed_step("check the defaults", format!("{found:?}")));
+                }
+                Ok(())
             }
-        },
-    );
+        });
     let run = world.run(0);
     assert!(run.verdict.is_pass(), "{run}");
 }

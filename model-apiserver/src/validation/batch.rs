@@ -17,8 +17,16 @@ use super::{
 
 /// Completion modes.
 const COMPLETION_MODES: &[&str] = &["NonIndexed", "Indexed"];
-/// The largest parallelism of an Indexed Job.
+/// The largest parallelism of an Indexed Job (`maxParallelismForIndexedJob`).
 const INDEXED_PARALLELISM_MAX: i32 = 100_000;
+/// The largest `maxFailedIndexes` (`maxFailedIndexesForIndexedJob`).
+const MAX_FAILED_INDEXES_MAX: i32 = 100_000;
+/// Above this many completions, a Job with a per-index backoff limit has tighter bounds
+/// (`completionsSoftLimit`).
+const COMPLETIONS_SOFT_LIMIT: i32 = 100_000;
+/// Those bounds on `parallelism` and `maxFailedIndexes` (`parallelismLimitForHighCompletions`,
+/// `maxFailedIndexesLimitForHighCompletions`).
+const HIGH_COMPLETIONS_LIMIT: i32 = 10_000;
 
 /// validateJobSpec: what a Job and a CronJob's job template share.
 fn job_spec(spec: &JobSpec, path: &Path, out: &mut Vec<StatusCause>) {
@@ -27,14 +35,25 @@ fn job_spec(spec: &JobSpec, path: &Path, out: &mut Vec<StatusCause>) {
     non_negative(spec.active_deadline_seconds, &path.child("activeDeadlineSeconds"), out);
     non_negative(spec.backoff_limit.map(i64::from), &path.child("backoffLimit"), out);
     non_negative(spec.ttl_seconds_after_finished.map(i64::from), &path.child("ttlSecondsAfterFinished"), out);
+    non_negative(spec.backoff_limit_per_index.map(i64::from), &path.child("backoffLimitPerIndex"), out);
+    if let Some(max_failed) = spec.max_failed_indexes {
+        non_negative(Some(i64::from(max_failed)), &path.child("maxFailedIndexes"), out);
+        if spec.backoff_limit_per_index.is_none() {
+            out.push(required(&path.child("backoffLimitPerIndex"), "when maxFailedIndexes is specified"));
+        }
+    }
     one_of_if_set(spec.completion_mode.as_deref(), &path.child("completionMode"), COMPLETION_MODES, out);
     if spec.completion_mode.as_deref() == Some("Indexed") {
-        if spec.completions.is_none() {
-            out.push(required(&path.child("completions"), "when completion mode is Indexed"));
-        }
-        if let Some(p) = spec.parallelism.filter(|p| *p > INDEXED_PARALLELISM_MAX) {
-            let why = format!("must be less than or equal to {INDEXED_PARALLELISM_MAX}");
-            out.push(invalid(&path.child("parallelism"), p, &why));
+        indexed_job_spec(spec, path, out);
+    }
+    if matches!(spec.completion_mode.as_deref(), None | Some("NonIndexed")) {
+        for (field, value) in [
+            ("backoffLimitPerIndex", spec.backoff_limit_per_index),
+            ("maxFailedIndexes", spec.max_failed_indexes),
+        ] {
+            if let Some(value) = value {
+                out.push(invalid(&path.child(field), value, "requires indexed completion mode"));
+            }
         }
     }
     one_of_if_set(
@@ -54,7 +73,53 @@ fn job_spec(spec: &JobSpec, path: &Path, out: &mut Vec<StatusCause>) {
     }
 }
 
-/// ValidateJob (create): the spec, the selector, and the template labels matching it.
+/// validateJobSpec's rules for `completionMode: Indexed`: `completions` required, and the
+/// bounds of `parallelism` and `maxFailedIndexes`.
+fn indexed_job_spec(spec: &JobSpec, path: &Path, out: &mut Vec<StatusCause>) {
+    if spec.completions.is_none() {
+        out.push(required(&path.child("completions"), "when completion mode is Indexed"));
+    }
+    if let Some(p) = spec.parallelism.filter(|p| *p > INDEXED_PARALLELISM_MAX) {
+        let why = format!(
+            "must be less than or equal to {INDEXED_PARALLELISM_MAX} when completion mode is Indexed"
+        );
+        out.push(invalid(&path.child("parallelism"), p, &why));
+    }
+    if let (Some(completions), Some(max_failed)) = (spec.completions, spec.max_failed_indexes)
+        && max_failed > completions
+    {
+        out.push(invalid(
+            &path.child("maxFailedIndexes"),
+            max_failed,
+            "must be less than or equal to completions",
+        ));
+    }
+    if let Some(max_failed) = spec.max_failed_indexes.filter(|m| *m > MAX_FAILED_INDEXES_MAX) {
+        let why = format!("must be less than or equal to {MAX_FAILED_INDEXES_MAX}");
+        out.push(invalid(&path.child("maxFailedIndexes"), max_failed, &why));
+    }
+    if spec.completions.is_some_and(|c| c > COMPLETIONS_SOFT_LIMIT) && spec.backoff_limit_per_index.is_some()
+    {
+        if spec.max_failed_indexes.is_none() {
+            let why = format!("must be specified when completions is above {COMPLETIONS_SOFT_LIMIT}");
+            out.push(required(&path.child("maxFailedIndexes"), &why));
+        }
+        let why = format!(
+            "must be less than or equal to {HIGH_COMPLETIONS_LIMIT} when completions are above \
+             {COMPLETIONS_SOFT_LIMIT} and used with backoff limit per index"
+        );
+        if let Some(p) = spec.parallelism.filter(|p| *p > HIGH_COMPLETIONS_LIMIT) {
+            out.push(invalid(&path.child("parallelism"), p, &why));
+        }
+        if let Some(m) = spec.max_failed_indexes.filter(|m| *m > HIGH_COMPLETIONS_LIMIT) {
+            out.push(invalid(&path.child("maxFailedIndexes"), m, &why));
+        }
+    }
+}
+
+/// ValidateJob (create): the spec, the selector, and the template labels matching it. Not
+/// checked: that an Indexed Job's name leaves room for the index in its Pods' hostnames
+/// (`<name>-<completions - 1>` a DNS label), as the typed Job here has no metadata.
 pub(crate) fn job(job: &Job, out: &mut Vec<StatusCause>) {
     let path = Path::new("spec");
     let Some(spec) = &job.spec else {
