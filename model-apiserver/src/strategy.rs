@@ -127,6 +127,25 @@ pub(crate) fn prepare_for_create(
         }
     };
     set_status(object, status);
+    if is_core(&t.ty, "Pod") {
+        apply_scheduling_gated_condition(object, now);
+    }
+}
+
+/// `applySchedulingGatedCondition`: a pod created with scheduling gates says why it waits
+/// (`PodScheduled` False, reason `SchedulingGated`); the scheduler leaves it until they are gone.
+fn apply_scheduling_gated_condition(pod: &mut DynamicObject, now: jiff::Timestamp) {
+    let gates = pod.data.pointer("/spec/schedulingGates").and_then(Value::as_array);
+    if gates.is_none_or(Vec::is_empty) {
+        return;
+    }
+    let condition = json!({
+        "type": "PodScheduled",
+        "status": "False",
+        "reason": "SchedulingGated",
+        "message": "Scheduling is blocked due to non-empty scheduling gates",
+    });
+    crate::binding::update_pod_condition(pod, condition, now);
 }
 
 /// What encoding a built-in object through its Go type always writes into its `.status`, as

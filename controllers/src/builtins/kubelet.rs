@@ -6,8 +6,8 @@
 //! their kubelet too):
 //! - an unscheduled Pod is bound to the Node it fits best ([`super::scheduler`]: cordoned Nodes,
 //!   untolerated taints, `nodeSelector` and required node affinity are respected; the Node with
-//!   the fewest Pods wins) by a merge patch of `spec.nodeName`, standing in for the scheduler's
-//!   `pods/binding`, which also makes the API server delete it gracefully from then on;
+//!   the fewest Pods wins) through `pods/binding`, as kube-scheduler binds it (the API server then
+//!   deletes it gracefully); a Pod with `schedulingGates` waits until they are all removed;
 //! - but not while no Node fits, or while a PersistentVolumeClaim it mounts is missing, being
 //!   deleted, `Lost` or not yet bound (the scheduler's VolumeBinding plugin,
 //!   [`volume_binding_failure`]): the Pod stays Pending with the condition `PodScheduled=False`,
@@ -417,10 +417,16 @@ pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, Error
     }
 }
 
-/// The scheduler-lite's cycle for one Pod ([`scheduler`]): bind it to the Node it fits best (a
-/// merge patch of `spec.nodeName`, standing in for `pods/binding`) with a `Scheduled` event, or
-/// record why no Node fits.
+/// The scheduler-lite's cycle for one Pod ([`scheduler`]): bind it to the Node it fits best
+/// (`pods/binding`, as kube-scheduler's DefaultBinder) with a `Scheduled` event, or record why no
+/// Node fits. A Pod with scheduling gates waits for them to be removed.
 async fn schedule(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action, Error> {
+    // A gated Pod waits (the API server gave it the `SchedulingGated` condition); removing its
+    // last gate is an update of the Pod, which brings it back here (the `SchedulingGates`
+    // PreEnqueue plugin).
+    if pod.spec.as_ref().and_then(|s| s.scheduling_gates.as_ref()).is_some_and(|g| !g.is_empty()) {
+        return Ok(Action::await_change());
+    }
     if ctx.nodes.wait_until_ready().await.is_err() {
         return Ok(Action::await_change());
     }
@@ -448,8 +454,16 @@ async fn schedule(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action, Er
         Err(message) => return mark_unschedulable(api, pod, &message, ctx).await,
     };
     let (name, namespace) = (pod.name_any(), pod.namespace().unwrap_or_default());
-    let bind = serde_json::json!({ "spec": { "nodeName": node }, "metadata": { "uid": pod.uid() } });
-    api.patch(&name, &PatchParams::default(), &Patch::Merge(&bind)).await?;
+    // As the DefaultBinder binds: the Pod's uid is a precondition, so a Pod deleted and made
+    // again under its name is not bound by a decision about the old one.
+    let binding = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": { "name": name, "namespace": namespace, "uid": pod.uid() },
+        "target": { "kind": "Node", "name": node },
+    });
+    let _: kube_core::Status =
+        api.create_subresource("binding", &name, &PostParams::default(), &binding).await?;
     let message = format!("Successfully assigned {namespace}/{name} to {node}");
     let reference = events::reference(pod);
     events::scheduled(&ctx.scheduler, &reference, message).await;

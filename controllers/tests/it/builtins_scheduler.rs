@@ -220,3 +220,29 @@ fn with_no_node_registered_the_message_is_the_schedulers_no_nodes_available() {
     let pod = pod_yaml("");
     assert_eq!(scheduler::choose(&pod, &[], |_| 0).err().as_deref(), Some(scheduler::NO_NODES));
 }
+
+// A Pod created with scheduling gates waits with the API server's `SchedulingGated` condition,
+// unbound, however long; removing its gates (an update of the Pod) lets the scheduler bind it.
+#[test]
+fn a_gated_pod_waits_until_its_gates_are_removed() {
+    let world =
+        builtins::kubelet(Sim::builder().scenario("builtins-scheduler-gates")).workload(|w| async move {
+            w.apply_yaml("default", &pod("held", "  schedulingGates: [{name: example.com/quota}]\n")).await?;
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            let gated = |p: Option<&Pod>| {
+                let conditions = p.and_then(|p| p.status.as_ref()?.conditions.clone()).unwrap_or_default();
+                p.is_some_and(|p| node_of(p).is_none())
+                    && conditions
+                        .iter()
+                        .any(|c| c.type_ == "PodScheduled" && c.reason.as_deref() == Some("SchedulingGated"))
+            };
+            w.wait_for(&pods, "held", gated, WAIT).await?;
+            w.sleep(Duration::from_secs(120)).await;
+            // Still unbound, with its condition, two minutes on (this wait only looks once).
+            w.wait_for(&pods, "held", gated, Duration::ZERO).await?;
+            let ungate = serde_json::json!({"spec": {"schedulingGates": null}});
+            w.patch(&pods, "held", &Patch::Merge(ungate)).await?;
+            w.wait_for(&pods, "held", |p| p.is_some_and(pod_state::is_running_and_ready), WAIT).await
+        });
+    sweep_passes("builtins-scheduler-gates", &world);
+}

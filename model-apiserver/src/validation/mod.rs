@@ -266,8 +266,9 @@ fn go_label_selector(v: &Value) -> Option<String> {
 }
 
 /// A pod's spec may change only in container images, activeDeadlineSeconds, added
-/// tolerations and terminationGracePeriodSeconds. Setting `spec.nodeName` on an unscheduled
-/// pod is allowed too: it stands in for the `pods/binding` subresource that the model lacks.
+/// tolerations, terminationGracePeriodSeconds and removed scheduling gates
+/// (`validateOnlyDeletedSchedulingGates`: a gate added is Forbidden). `spec.nodeName` is set by
+/// `pods/binding` ([`crate::binding`]), never by an update.
 fn pod_update(old: &DynamicObject, new: &DynamicObject) -> Vec<StatusCause> {
     let (Some(old_spec), Some(new_spec)) = (old.data.get("spec"), new.data.get("spec")) else {
         return Vec::new();
@@ -294,17 +295,40 @@ fn pod_update(old: &DynamicObject, new: &DynamicObject) -> Vec<StatusCause> {
             None => m.remove(field),
         };
     }
-    let unscheduled = old_spec.get("nodeName").and_then(Value::as_str).is_none_or(str::is_empty);
-    if unscheduled {
-        match old_spec.get("nodeName") {
-            Some(v) => m.insert("nodeName".to_owned(), v.clone()),
-            None => m.remove("nodeName"),
-        };
+    let mut causes = added_scheduling_gates(old_spec, new_spec);
+    match old_spec.get("schedulingGates") {
+        Some(v) => m.insert("schedulingGates".to_owned(), v.clone()),
+        None => m.remove("schedulingGates"),
+    };
+    if &mutable != old_spec {
+        causes.push(metadata::forbidden("spec", POD_UPDATE_ERR));
     }
-    if &mutable == old_spec {
-        return Vec::new();
-    }
-    vec![metadata::forbidden("spec", POD_UPDATE_ERR)]
+    causes
+}
+
+/// `validateOnlyDeletedSchedulingGates`: each gate of `new_spec` that `old_spec` lacks.
+fn added_scheduling_gates(old_spec: &Value, new_spec: &Value) -> Vec<StatusCause> {
+    let names = |spec: &Value| -> Vec<String> {
+        let gates = spec.get("schedulingGates").and_then(Value::as_array);
+        gates
+            .into_iter()
+            .flatten()
+            .map(|g| g.get("name").and_then(Value::as_str).unwrap_or_default().to_owned())
+            .collect()
+    };
+    let old = names(old_spec);
+    // Upstream walks a Go map, in no set order: the gates' order here is the spec's.
+    names(new_spec)
+        .into_iter()
+        .enumerate()
+        .filter(|(_, name)| !old.contains(name))
+        .map(|(i, name)| {
+            metadata::forbidden(
+                &format!("spec.schedulingGates[{i}].name"),
+                &format!("only deletion is allowed, but found new scheduling gate '{name}'"),
+            )
+        })
+        .collect()
 }
 
 /// A StatefulSet's spec may change only in the fields its strategy allows.

@@ -126,11 +126,70 @@ fn a_pods_container_image_can_change() {
 }
 
 #[test]
-fn an_unscheduled_pod_can_be_bound_by_setting_its_node_name() {
+fn an_unscheduled_pod_is_not_bound_by_an_update_of_its_node_name() {
+    // kube-apiserver takes `spec.nodeName` only through `pods/binding` (tests/it/binding.rs).
     let mut w = World::new();
     w.create(&pods(), Some("default"), pod(None));
-    let p = w.try_merge(&pods(), Some("default"), "p", json!({"spec": {"nodeName": "n1"}})).unwrap();
-    assert_eq!(p.data["spec"]["nodeName"], json!("n1"));
+    let err = w.try_merge(&pods(), Some("default"), "p", json!({"spec": {"nodeName": "n1"}})).unwrap_err();
+    assert_eq!(code_reason(&err), (422, "Invalid"));
+    assert_eq!(cause_of(&err).1, "spec");
+}
+
+#[test]
+fn scheduling_gates_may_be_removed_but_not_added() {
+    let mut w = World::new();
+    let mut gated = pod(None);
+    gated["spec"]["schedulingGates"] = json!([{"name": "quota"}, {"name": "group"}]);
+    let created = w.create(&pods(), Some("default"), gated);
+    // `applySchedulingGatedCondition`: a gated pod says why it waits.
+    let conditions = created.data["status"]["conditions"].as_array().cloned().unwrap_or_default();
+    assert_eq!(conditions.len(), 1, "{conditions:?}");
+    assert_eq!(
+        (
+            &conditions[0]["type"],
+            &conditions[0]["status"],
+            &conditions[0]["reason"],
+            &conditions[0]["message"]
+        ),
+        (
+            &json!("PodScheduled"),
+            &json!("False"),
+            &json!("SchedulingGated"),
+            &json!("Scheduling is blocked due to non-empty scheduling gates")
+        )
+    );
+    let p = w
+        .try_merge(&pods(), Some("default"), "p", json!({"spec": {"schedulingGates": [{"name": "group"}]}}))
+        .unwrap();
+    assert_eq!(p.data["spec"]["schedulingGates"], json!([{"name": "group"}]));
+    let err = w
+        .try_merge(
+            &pods(),
+            Some("default"),
+            "p",
+            json!({"spec": {"schedulingGates": [{"name": "group"}, {"name": "new"}]}}),
+        )
+        .unwrap_err();
+    assert_eq!(code_reason(&err), (422, "Invalid"));
+    assert_eq!(
+        cause_of(&err),
+        (
+            "FieldValueForbidden".to_owned(),
+            "spec.schedulingGates[1].name".to_owned(),
+            "Forbidden: only deletion is allowed, but found new scheduling gate 'new'".to_owned()
+        )
+    );
+    let ungated =
+        w.try_merge(&pods(), Some("default"), "p", json!({"spec": {"schedulingGates": null}})).unwrap();
+    assert!(ungated.data["spec"].get("schedulingGates").is_none());
+    // A pod created without gates has no condition until the scheduler writes one.
+    w.create(
+        &pods(),
+        Some("default"),
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "q"},
+        "spec": {"containers": [{"name": "c", "image": "i"}]}}),
+    );
+    assert!(w.get(&pods(), Some("default"), "q").data["status"].get("conditions").is_none());
 }
 
 #[test]
