@@ -34,6 +34,7 @@ mod builtins_endpoints;
 mod builtins_endpointslice;
 mod builtins_faults;
 mod builtins_garbage_collector;
+mod builtins_indexed_job;
 mod builtins_job;
 mod builtins_kubelet;
 mod builtins_kubelet_clock;

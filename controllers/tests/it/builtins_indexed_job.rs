@@ -1,0 +1,109 @@
+//! The completion-index arithmetic of Indexed Jobs (`controllers::builtins::indexed_job`):
+//! upstream's interval form, parsing, merging, the indexes still to run, the Pods to delete and
+//! the Pod of one index. (The crate's library has no unit-test harness: its tests live here.)
+
+use controllers::builtins::indexed_job::*;
+use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+fn pod(name: &str, index: Option<&str>) -> Pod {
+    let annotations = index.map(|i| [(COMPLETION_INDEX.to_owned(), i.to_owned())].into());
+    Pod {
+        metadata: ObjectMeta { name: Some(name.to_owned()), annotations, ..ObjectMeta::default() },
+        ..Pod::default()
+    }
+}
+
+#[test]
+fn intervals_print_in_upstreams_compressed_form() {
+    let set = Intervals::default().with_indexes([0, 1, 2, 4, 6, 7, 9, 10, 11]);
+    assert_eq!(set.to_string(), "0-2,4,6,7,9-11");
+    assert_eq!(set.total(), 9);
+    assert!(set.has(10) && !set.has(5) && !set.has(12));
+    assert_eq!(Intervals::default().to_string(), "");
+}
+
+#[test]
+fn parsing_drops_indexes_beyond_completions_and_skips_garbage() {
+    assert_eq!(Intervals::parse("0-2,4,6,7", 10).to_string(), "0-2,4,6,7");
+    assert_eq!(Intervals::parse("0-2,4-9", 6).to_string(), "0-2,4,5");
+    assert_eq!(Intervals::parse("1,x,3-4,8", 5).to_string(), "1,3,4");
+    // Adjacent intervals join, as upstream's parser joins them.
+    assert_eq!(Intervals::parse("0,1,2", 5).to_string(), "0-2");
+}
+
+#[test]
+fn merging_joins_overlapping_and_adjacent_intervals() {
+    let a = Intervals::parse("0-2,8", 20);
+    let b = Intervals::parse("3,5-6,8-9", 20);
+    assert_eq!(a.merge(&b).to_string(), "0-3,5,6,8,9");
+}
+
+#[test]
+fn first_pending_skips_completed_and_active_indexes_lowest_first() {
+    let active = [pod("a", Some("1")), pod("b", Some("4")), pod("c", None)];
+    let active: Vec<&Pod> = active.iter().collect();
+    let done = Intervals::parse("0,2", 7);
+    assert_eq!(first_pending(&active, &done, 2, 7), [3, 5]);
+    assert_eq!(first_pending(&active, &done, 10, 7), [3, 5, 6]);
+    assert!(first_pending(&active, &done, 0, 7).is_empty());
+}
+
+#[test]
+fn removal_takes_pods_without_a_valid_index_and_all_but_one_of_a_repeated_index() {
+    let pods = [
+        pod("a", Some("0")),
+        pod("b", Some("0")),
+        pod("c", None),
+        pod("d", Some("5")),
+        pod("e", Some("1")),
+        pod("f", Some("-1")),
+    ];
+    let active: Vec<&Pod> = pods.iter().collect();
+    let names = |pods: Vec<&Pod>| -> Vec<String> {
+        let mut names: Vec<String> = pods.iter().filter_map(|p| p.metadata.name.clone()).collect();
+        names.sort();
+        names
+    };
+    // Of two equal Pods of index 0 the newer-named one sorts last in deletion order and stays.
+    assert_eq!(names(pods_for_removal(&active, 3, 0)), ["a", "c", "d", "f"]);
+    // One more must go: the first of those left in deletion order.
+    assert_eq!(pods_for_removal(&active, 3, 5).len(), 5);
+}
+
+#[test]
+fn an_index_pod_gets_annotation_label_hostname_and_env_in_every_container() {
+    let mut p = pod("x", None);
+    p.spec = Some(k8s_openapi::api::core::v1::PodSpec {
+        containers: vec![Container { name: "main".to_owned(), ..Container::default() }],
+        init_containers: Some(vec![Container { name: "init".to_owned(), ..Container::default() }]),
+        ..Default::default()
+    });
+    set_index(&mut p, "pi", 2);
+    assert_eq!(completion_index(&p), Some(2));
+    assert_eq!(
+        p.metadata.labels.as_ref().and_then(|l| l.get(COMPLETION_INDEX)).map(String::as_str),
+        Some("2")
+    );
+    let spec = p.spec.as_ref().expect("a spec");
+    assert_eq!(spec.hostname.as_deref(), Some("pi-2"));
+    let init = spec.init_containers.iter().flatten();
+    for container in init.chain(&spec.containers) {
+        let env = container.env.as_deref().unwrap_or_default();
+        let path = env
+            .iter()
+            .find(|v| v.name == COMPLETION_INDEX_ENV)
+            .and_then(|v| v.value_from.as_ref()?.field_ref.as_ref())
+            .map(|f| f.field_path.as_str());
+        assert_eq!(path, Some("metadata.labels['batch.kubernetes.io/job-completion-index']"));
+    }
+}
+
+#[test]
+fn a_long_job_name_is_cut_so_that_the_index_fits_the_generated_name() {
+    assert_eq!(generate_name("pi", 3), "pi-3-");
+    let long = "j".repeat(70);
+    let name = generate_name(&long, 12);
+    assert_eq!(name.len(), 58);
+    assert!(name.ends_with("j-12-"));
+}
