@@ -75,6 +75,10 @@ pub const DELAY_STREAM: &str = "kubelet.delays";
 pub const NODE: &str = "kubelet";
 /// The name of the one simulated Kubernetes node, which every Pod is bound to.
 pub const NODE_NAME: &str = "node-1";
+/// What the registered Node offers (its capacity and allocatable): a laptop's kind node. The
+/// scheduler-lite counts the same for a Node that reports no allocatable resources of its own.
+pub const NODE_CAPACITY: [(&str, &str); 4] =
+    [("cpu", "8"), ("ephemeral-storage", "100Gi"), ("memory", "32Gi"), ("pods", "110")];
 /// The node's IP, as `status.hostIP`.
 pub const HOST_IP: &str = "10.0.0.1";
 /// Set to `"true"` on a Pod to make its containers fail.
@@ -110,13 +114,21 @@ pub async fn run(clients: Clients) {
     let node_changes = nodes.subscribe();
     let controller = Controller::new(pods, watcher::Config::default());
     let store = controller.store();
-    let (waiting_claim, waiting_node) = (store.clone(), store.clone());
+    let pod_changes = store.subscribe();
+    let (waiting_claim, waiting_node, waiting_room) = (store.clone(), store.clone(), store.clone());
     controller
         .watches_shared_stream(claim_changes, move |claim: Arc<PersistentVolumeClaim>| {
             pods_waiting_for(&claim, &waiting_claim)
         })
         // A Node registered, uncordoned or relabelled may fit a Pod that fitted none.
         .watches_shared_stream(node_changes, move |_node: Arc<Node>| unscheduled(&waiting_node))
+        // A bound Pod that finishes, starts terminating or is deleted may leave room (resources,
+        // host ports) for a Pod that fitted nowhere (the scheduler's `AssignedPodDelete` hint).
+        .watches_shared_stream(pod_changes, move |pod: Arc<Pod>| {
+            let frees = pod_state::is_scheduled(&pod)
+                && (pod_state::is_terminating(&pod) || pod_state::is_finished(&pod));
+            if frees { unscheduled(&waiting_room) } else { Vec::new() }
+        })
         .run(reconcile, super::retry_soon, Arc::new(context(client, claims, nodes, store)))
         .for_each(|_| futures::future::ready(()))
         .await;
@@ -194,8 +206,7 @@ pub fn node() -> Node {
     let quantities = |pairs: &[(&str, &str)]| -> BTreeMap<String, Quantity> {
         pairs.iter().map(|(k, v)| ((*k).to_owned(), Quantity((*v).to_owned()))).collect()
     };
-    let capacity =
-        quantities(&[("cpu", "8"), ("ephemeral-storage", "100Gi"), ("memory", "32Gi"), ("pods", "110")]);
+    let capacity = quantities(&NODE_CAPACITY);
     let now = sim::time::now_k8s();
     let condition = |type_: &str, status: &str, reason: &str, message: &str| NodeCondition {
         type_: type_.to_owned(),
@@ -439,17 +450,17 @@ async fn schedule(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action, Er
             return Ok(Action::await_change());
         }
         if let Some(reason) = volume_binding_failure(pod, &ctx.claims) {
-            return mark_unschedulable(api, pod, &scheduler::prefilter_error(nodes.len(), &reason), ctx)
+            return mark_unschedulable(api, pod, &scheduler::prefilter_error(pod, nodes.len(), &reason), ctx)
                 .await;
         }
     }
-    let bound = |node: &str| {
-        let on_node = |p: &Pod| {
+    // The Pods each Node runs, as the scheduler's cache holds them (finished ones are not).
+    let on_node = |node: &str| {
+        ctx.pods.state_filter(|p: &Pod| {
             p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node) && !pod_state::is_finished(p)
-        };
-        ctx.pods.state_filter(on_node).len()
+        })
     };
-    let node = match scheduler::choose(pod, &nodes, bound) {
+    let node = match scheduler::choose(pod, &nodes, on_node) {
         Ok(node) => node.name_any(),
         Err(message) => return mark_unschedulable(api, pod, &message, ctx).await,
     };

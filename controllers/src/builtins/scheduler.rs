@@ -16,14 +16,30 @@
 //!   on labels with `In`, `NotIn`, `Exists`, `DoesNotExist`, `Gt`, `Lt`; `matchFields` on
 //!   `metadata.name`).
 //!
-//! A Node fails on its first failing filter; the message counts the Nodes per reason, sorted as
-//! upstream's `FitError` sorts them, and ends with the default preemption plugin's verdict (every
-//! one of these rejections is `UnschedulableAndUnresolvable`, so preemption is never helpful).
+//! - `NodePorts`: a container `hostPort` already taken on the Node by a Pod running there (same
+//!   protocol, and the same `hostIP` or either of them unset or `0.0.0.0`): `node(s) didn't have
+//!   free ports for the requested pod ports`;
+//! - `NodeResourcesFit`: `Too many pods` past the Node's allocatable `pods`, then `Insufficient
+//!   cpu`, `memory`, `ephemeral-storage` and `Insufficient <name>` for extended resources, each
+//!   the Pod's request against the Node's allocatable less what the Pods running there request
+//!   ([`pod_requests`]: containers summed, init containers as their maximum, sidecars added,
+//!   `spec.overhead` on top). A Node whose status reports no allocatable resources counts as the
+//!   kubelet-lite's own Node ([`super::kubelet::NODE_CAPACITY`]).
 //!
-//! Not modelled: resources (`NodeResourcesFit`: every Node has room), host ports, inter-Pod
-//! affinity and topology spread, and scoring beyond spreading: among the Nodes that fit, the one
-//! with the fewest Pods bound to it is chosen, the first by name on a tie, so a choice depends
-//! only on the caches and replays exactly.
+//! A Node fails on its first failing filter (with all of `NodeResourcesFit`'s reasons); the
+//! message counts the Nodes per reason, sorted as upstream's `FitError` sorts them, and ends with
+//! the default preemption plugin's verdict: `Preemption is not helpful for scheduling` for the
+//! Nodes whose rejection no eviction could undo (`UnschedulableAndUnresolvable`: the filters
+//! before `NodePorts`, and a request larger than the whole Node), `No preemption victims found for
+//! incoming pod` for the others (every Pod has priority 0 here, so none is a victim), or `not
+//! eligible due to preemptionPolicy=Never.` for a Pod that may not preempt.
+//!
+//! Not modelled: preemption itself (priorities are not resolved), inter-Pod affinity and
+//! topology spread, pod-level `spec.resources`, and scoring beyond spreading: among the Nodes
+//! that fit, the one with the fewest Pods bound to it is chosen, the first by name on a tie, so a
+//! choice depends only on the caches and replays exactly. The Pods counted on a Node are the
+//! kubelet-lite's cache, which has no assumed Pods: two Pods scheduled in the same instant may
+//! both count a Node's room once.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -148,52 +164,235 @@ fn requirement_matches(requirement: &NodeSelectorRequirement, value: Option<&str
     }
 }
 
-/// The Node `pod` goes to: of those it fits, the one with the fewest Pods bound to it
-/// (`bound(name)`), the first by name on a tie; or the scheduler's message why none fits.
+/// The Node `pod` goes to: of those it fits, the one with the fewest Pods running on it
+/// (`on_node(name)`: the Pods bound to it that have not finished), the first by name on a tie;
+/// or the scheduler's message why none fits.
 pub fn choose<'a>(
     pod: &Pod,
     nodes: &'a [Arc<Node>],
-    bound: impl Fn(&str) -> usize,
+    on_node: impl Fn(&str) -> Vec<Arc<Pod>>,
 ) -> Result<&'a Node, String> {
     if nodes.is_empty() {
         return Err(NO_NODES.to_owned());
     }
     let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+    let mut preemption: BTreeMap<&str, usize> = BTreeMap::new();
     let mut best: Option<(usize, String, &Node)> = None;
+    let requests = pod_requests(pod);
     for node in nodes {
-        if let Some(reason) = rejection(pod, node) {
-            *reasons.entry(reason).or_default() += 1;
-            continue;
-        }
         let name = node.name_any();
-        let load = bound(&name);
-        if best.as_ref().is_none_or(|(l, n, _)| (load, &name) < (*l, n)) {
-            best = Some((load, name, node));
+        let (failed, resolvable) = match rejection(pod, node) {
+            Some(reason) => (vec![reason], false),
+            None => {
+                let running = on_node(&name);
+                match running_rejection(pod, &requests, node, &running) {
+                    Some(found) => found,
+                    None => {
+                        let load = running.len();
+                        if best.as_ref().is_none_or(|(l, n, _)| (load, &name) < (*l, n)) {
+                            best = Some((load, name, node));
+                        }
+                        continue;
+                    }
+                }
+            }
+        };
+        for reason in failed {
+            *reasons.entry(reason).or_default() += 1;
         }
+        *preemption.entry(if resolvable { NO_VICTIMS } else { NOT_HELPFUL }).or_default() += 1;
     }
     match best {
         Some((_, _, node)) => Ok(node),
-        None => Err(fit_error(nodes.len(), &reasons)),
+        None => Err(fit_error(pod, nodes.len(), &reasons, &preemption)),
     }
 }
 
+/// The preemption plugin's verdict on a Node where evicting Pods could make room but none may go.
+pub const NO_VICTIMS: &str = "No preemption victims found for incoming pod";
+/// Its verdict on a Node where no eviction would help.
+pub const NOT_HELPFUL: &str = "Preemption is not helpful for scheduling";
+/// `NodePorts`' reason.
+pub const PORTS_TAKEN: &str = "node(s) didn't have free ports for the requested pod ports";
+
+/// The filters that read the Pods running on `node`, in the default profile's order: `NodePorts`,
+/// then `NodeResourcesFit`. Their reasons, and whether an eviction could undo them (`Unschedulable`
+/// rather than `UnschedulableAndUnresolvable`).
+fn running_rejection(
+    pod: &Pod,
+    requests: &BTreeMap<String, f64>,
+    node: &Node,
+    running: &[Arc<Pod>],
+) -> Option<(Vec<String>, bool)> {
+    let wanted = host_ports(pod);
+    if !wanted.is_empty() {
+        let taken: Vec<HostPort> = running.iter().flat_map(|p| host_ports(p)).collect();
+        if wanted.iter().any(|w| taken.iter().any(|t| w.conflicts(t))) {
+            return Some((vec![PORTS_TAKEN.to_owned()], true));
+        }
+    }
+    let allocatable = allocatable(node);
+    let amount = |map: &BTreeMap<String, f64>, name: &str| map.get(name).copied().unwrap_or(0.0);
+    let mut used: BTreeMap<String, f64> = BTreeMap::new();
+    for other in running {
+        for (name, value) in pod_requests(other) {
+            *used.entry(name).or_default() += value;
+        }
+    }
+    let mut reasons = Vec::new();
+    let mut resolvable = true;
+    if running.len() as f64 + 1.0 > amount(&allocatable, "pods") {
+        reasons.push("Too many pods".to_owned());
+    }
+    // cpu, memory and ephemeral-storage first, then the others by name (upstream walks a Go map
+    // for those, in no set order).
+    let fixed = ["cpu", "memory", "ephemeral-storage"];
+    let others = requests.keys().filter(|k| !fixed.contains(&k.as_str()) && k.as_str() != "pods");
+    for name in fixed.iter().copied().chain(others.map(String::as_str)) {
+        let want = amount(requests, name);
+        if want <= 0.0 {
+            continue;
+        }
+        let room = amount(&allocatable, name) - amount(&used, name);
+        if want > room {
+            reasons.push(format!("Insufficient {name}"));
+            if want > amount(&allocatable, name) {
+                resolvable = false;
+            }
+        }
+    }
+    (!reasons.is_empty()).then_some((reasons, resolvable))
+}
+
+/// What `pod` requests of each resource (`computePodResourceRequest`): the containers' requests
+/// summed, each init container's with the sidecars started before it, the larger of the two per
+/// resource, and `spec.overhead`. CPU is in cores and the others in their units, as parsed.
+pub fn pod_requests(pod: &Pod) -> BTreeMap<String, f64> {
+    let Some(spec) = pod.spec.as_ref() else { return BTreeMap::new() };
+    let of = |c: &k8s_openapi::api::core::v1::Container| -> BTreeMap<String, f64> {
+        let requests = c.resources.as_ref().and_then(|r| r.requests.as_ref());
+        requests
+            .into_iter()
+            .flatten()
+            .map(|(k, q)| (k.clone(), super::quantity::value(q).unwrap_or(0.0)))
+            .collect()
+    };
+    let add = |into: &mut BTreeMap<String, f64>, from: &BTreeMap<String, f64>| {
+        for (k, v) in from {
+            *into.entry(k.clone()).or_default() += v;
+        }
+    };
+    let max = |into: &mut BTreeMap<String, f64>, from: &BTreeMap<String, f64>| {
+        for (k, v) in from {
+            let slot = into.entry(k.clone()).or_default();
+            *slot = slot.max(*v);
+        }
+    };
+    let mut total = BTreeMap::new();
+    for c in &spec.containers {
+        add(&mut total, &of(c));
+    }
+    let (mut sidecars, mut init_max) = (BTreeMap::new(), BTreeMap::new());
+    for c in spec.init_containers.iter().flatten() {
+        let own = of(c);
+        if c.restart_policy.as_deref() == Some("Always") {
+            add(&mut total, &own);
+            add(&mut sidecars, &own);
+            max(&mut init_max, &sidecars);
+        } else {
+            let mut running = own;
+            add(&mut running, &sidecars);
+            max(&mut init_max, &running);
+        }
+    }
+    max(&mut total, &init_max);
+    let overhead =
+        spec.overhead.iter().flatten().map(|(k, q)| (k.clone(), super::quantity::value(q).unwrap_or(0.0)));
+    add(&mut total, &overhead.collect());
+    total
+}
+
+/// A Node's allocatable resources, parsed; the kubelet-lite's own when the Node reports none.
+fn allocatable(node: &Node) -> BTreeMap<String, f64> {
+    let parse = |(k, q): (&String, &k8s_openapi::apimachinery::pkg::api::resource::Quantity)| {
+        (k.clone(), super::quantity::value(q).unwrap_or(0.0))
+    };
+    match node.status.as_ref().and_then(|s| s.allocatable.as_ref()).filter(|a| !a.is_empty()) {
+        Some(reported) => reported.iter().map(parse).collect(),
+        None => super::kubelet::NODE_CAPACITY
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), model_apiserver::quantity::value(v).unwrap_or(0.0)))
+            .collect(),
+    }
+}
+
+/// A container port bound on its Node (`hostPort` > 0).
+struct HostPort {
+    ip: String,
+    protocol: String,
+    port: i32,
+}
+
+impl HostPort {
+    /// `HostPortInfo`'s conflict: the same protocol and port, and the same IP or either unset
+    /// (`0.0.0.0`, every address).
+    fn conflicts(&self, other: &HostPort) -> bool {
+        let any = |ip: &str| ip.is_empty() || ip == "0.0.0.0";
+        self.port == other.port
+            && self.protocol == other.protocol
+            && (self.ip == other.ip || any(&self.ip) || any(&other.ip))
+    }
+}
+
+/// The host ports `pod`'s containers bind.
+fn host_ports(pod: &Pod) -> Vec<HostPort> {
+    let containers = pod.spec.as_ref().map(|s| s.containers.as_slice()).unwrap_or_default();
+    let ports = containers.iter().flat_map(|c| c.ports.iter().flatten());
+    ports
+        .filter(|p| p.host_port.is_some_and(|h| h > 0))
+        .map(|p| HostPort {
+            ip: p.host_ip.clone().unwrap_or_default(),
+            protocol: p.protocol.clone().unwrap_or_else(|| "TCP".to_owned()),
+            port: p.host_port.unwrap_or_default(),
+        })
+        .collect()
+}
+
 /// `FitError.Error()` for Nodes rejected by filters: `0/N nodes are available: ` and the sorted
-/// `<count> <reason>` histogram, then the preemption plugin's verdict.
-pub fn fit_error(nodes: usize, reasons: &BTreeMap<String, usize>) -> String {
-    let mut histogram: Vec<String> =
-        reasons.iter().map(|(reason, count)| format!("{count} {reason}")).collect();
-    histogram.sort();
-    with_preemption(nodes, &histogram.join(", "))
-}
-
-/// `FitError.Error()` for a PreFilter rejection, which fails every Node with one message.
-pub fn prefilter_error(nodes: usize, message: &str) -> String {
-    with_preemption(nodes, message)
-}
-
-fn with_preemption(nodes: usize, reasons: &str) -> String {
+/// `<count> <reason>` histogram, then the preemption plugin's verdict on the same Nodes.
+pub fn fit_error(
+    pod: &Pod,
+    nodes: usize,
+    reasons: &BTreeMap<String, usize>,
+    preemption: &BTreeMap<&str, usize>,
+) -> String {
     format!(
-        "0/{nodes} nodes are available: {reasons}. preemption: 0/{nodes} nodes are available: {nodes} \
-         Preemption is not helpful for scheduling."
+        "0/{nodes} nodes are available: {}.{}",
+        histogram(reasons),
+        preemption_message(pod, nodes, preemption)
     )
+}
+
+/// `FitError.Error()` for a PreFilter rejection, which fails every Node with one message that no
+/// eviction undoes.
+pub fn prefilter_error(pod: &Pod, nodes: usize, message: &str) -> String {
+    let preemption = BTreeMap::from([(NOT_HELPFUL, nodes)]);
+    format!("0/{nodes} nodes are available: {message}.{}", preemption_message(pod, nodes, &preemption))
+}
+
+/// The sorted `<count> <reason>` histogram.
+fn histogram<K: std::fmt::Display>(counts: &BTreeMap<K, usize>) -> String {
+    let mut histogram: Vec<String> =
+        counts.iter().map(|(reason, count)| format!("{count} {reason}")).collect();
+    histogram.sort();
+    histogram.join(", ")
+}
+
+/// The default preemption plugin's part of the message (`PostFilterMsg`), with its separator.
+fn preemption_message(pod: &Pod, nodes: usize, verdicts: &BTreeMap<&str, usize>) -> String {
+    if pod.spec.as_ref().and_then(|s| s.preemption_policy.as_deref()) == Some("Never") {
+        // `PodEligibleToPreemptOthers`' message ends in a period, and the separator adds one.
+        return " preemption: not eligible due to preemptionPolicy=Never..".to_owned();
+    }
+    format!(" preemption: 0/{nodes} nodes are available: {}.", histogram(verdicts))
 }

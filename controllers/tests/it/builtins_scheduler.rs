@@ -218,7 +218,7 @@ fn a_toleration_matches_a_taint_by_effect_key_and_operator() {
 #[test]
 fn with_no_node_registered_the_message_is_the_schedulers_no_nodes_available() {
     let pod = pod_yaml("");
-    assert_eq!(scheduler::choose(&pod, &[], |_| 0).err().as_deref(), Some(scheduler::NO_NODES));
+    assert_eq!(scheduler::choose(&pod, &[], |_| Vec::new()).err().as_deref(), Some(scheduler::NO_NODES));
 }
 
 // A Pod created with scheduling gates waits with the API server's `SchedulingGated` condition,
@@ -245,4 +245,102 @@ fn a_gated_pod_waits_until_its_gates_are_removed() {
             w.wait_for(&pods, "held", |p| p.is_some_and(pod_state::is_running_and_ready), WAIT).await
         });
     sweep_passes("builtins-scheduler-gates", &world);
+}
+
+fn requesting(cpu: &str) -> String {
+    format!("  containers: [{{name: app, image: app, resources: {{requests: {{cpu: '{cpu}'}}}}}}]\n")
+}
+
+fn pod_requesting(name: &str, cpu: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: default}}\nspec:\n  \
+         terminationGracePeriodSeconds: 1\n{}",
+        requesting(cpu)
+    )
+}
+
+// node-1 has 8 cores: a Pod asking for 5 runs, one asking for 4 more waits with the scheduler's
+// `Insufficient cpu` (preemption finds no victim: every Pod has the same priority), and runs once
+// the first is deleted; one asking for more than the whole Node is told preemption cannot help.
+#[test]
+fn a_pod_waits_for_room_on_its_node_and_runs_when_a_pod_leaves() {
+    let world = builtins::kubelet(Sim::builder().scenario("builtins-scheduler-resources")).workload(|w| async move {
+        let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+        w.apply_yaml("default", &pod_requesting("big", "5")).await?;
+        w.wait_for(&pods, "big", |p| p.is_some_and(pod_state::is_running_and_ready), WAIT).await?;
+        w.apply_yaml("default", &pod_requesting("more", "4000m")).await?;
+        let want = "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No \
+                    preemption victims found for incoming pod.";
+        w.wait_for(&pods, "more", |p| unschedulable_message(p).as_deref() == Some(want), WAIT).await?;
+        w.apply_yaml("default", &pod_requesting("huge", "9")).await?;
+        let want = "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 \
+                    Preemption is not helpful for scheduling.";
+        w.wait_for(&pods, "huge", |p| unschedulable_message(p).as_deref() == Some(want), WAIT).await?;
+        w.delete(&pods, "big").await?;
+        w.wait_for(&pods, "more", |p| p.is_some_and(pod_state::is_running_and_ready), WAIT).await?;
+        w.wait_for(&pods, "huge", |p| p.is_some_and(|p| node_of(p).is_none()), Duration::ZERO).await
+    });
+    sweep_passes("builtins-scheduler-resources", &world);
+}
+
+// Two Pods binding the same host port cannot share a Node: the second waits with `NodePorts`'
+// reason until the first is gone.
+#[test]
+fn a_host_port_is_taken_until_its_pod_leaves() {
+    let with_port = |name: &str| {
+        pod(name, "").replace(
+            "containers: [{name: app, image: app}]",
+            "containers: [{name: app, image: app, ports: [{containerPort: 80, hostPort: 8080}]}]",
+        )
+    };
+    let world = builtins::kubelet(Sim::builder().scenario("builtins-scheduler-ports")).workload(move |w| {
+        let (first, second) = (with_port("first"), with_port("second"));
+        async move {
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            w.apply_yaml("default", &first).await?;
+            w.wait_for(&pods, "first", |p| p.is_some_and(pod_state::is_running_and_ready), WAIT).await?;
+            w.apply_yaml("default", &second).await?;
+            let want = "0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod ports. \
+                        preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.";
+            w.wait_for(&pods, "second", |p| unschedulable_message(p).as_deref() == Some(want), WAIT).await?;
+            w.delete(&pods, "first").await?;
+            w.wait_for(&pods, "second", |p| p.is_some_and(pod_state::is_running_and_ready), WAIT).await
+        }
+    });
+    sweep_passes("builtins-scheduler-ports", &world);
+}
+
+#[test]
+fn a_pods_request_sums_its_containers_and_sidecars_takes_the_largest_init_step_and_adds_overhead() {
+    let pod = pod_yaml(
+        "  overhead: {cpu: 100m}\n  initContainers:\n  \
+         - {name: setup, image: i, resources: {requests: {cpu: '2', memory: 1Gi}}}\n  \
+         - {name: proxy, image: i, restartPolicy: Always, resources: {requests: {cpu: 500m}}}\n  \
+         - {name: late, image: i, resources: {requests: {cpu: '1'}}}\n",
+    );
+    let mut spec = pod.spec.clone().unwrap();
+    spec.containers[0].resources = serde_yaml_ng::from_str("{requests: {cpu: 250m, memory: 512Mi}}").unwrap();
+    let pod = Pod { spec: Some(spec), ..pod };
+    let requests = scheduler::pod_requests(&pod);
+    // cpu: containers 0.25 + sidecar 0.5 = 0.75; init steps: setup 2, late 1 + 0.5; largest 2;
+    // plus 0.1 overhead. memory: max(512Mi, 1Gi).
+    assert_eq!(requests.get("cpu").copied(), Some(2.1));
+    assert_eq!(requests.get("memory").copied(), Some(1073741824.0));
+}
+
+#[test]
+fn a_pod_that_may_not_preempt_says_so() {
+    let pod = pod_yaml(
+        &format!("  preemptionPolicy: Never\n{}", requesting("9"))
+            .replace("  containers: [{name: app, image: app}]\n", ""),
+    );
+    let node = node_yaml("metadata: {name: n1}");
+    let node = std::sync::Arc::new(node);
+    let message = scheduler::choose(&pod, std::slice::from_ref(&node), |_| Vec::new()).err();
+    assert_eq!(
+        message.as_deref(),
+        Some(
+            "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never.."
+        )
+    );
 }

@@ -335,7 +335,10 @@ fn scheduled_only_with_bound_claims() -> FnProperty {
 
 #[test]
 fn a_pod_whose_claim_is_missing_stays_pending_unschedulable_until_the_claim_binds() {
-    let missing = builtins::scheduler::prefilter_error(1, "persistentvolumeclaim \"data\" not found");
+    let missing =
+        "0/1 nodes are available: persistentvolumeclaim \"data\" not found. preemption: 0/1 nodes are \
+                   available: 1 Preemption is not helpful for scheduling."
+            .to_owned();
     let want = missing.clone();
     let world = builtins::kubelet(storage("builtins-volumes-pod"))
         .workload(move |w| {
