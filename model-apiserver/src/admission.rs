@@ -1,10 +1,23 @@
-//! Admission hooks, as Rust closures: mutating hooks run first, then validating hooks.
+//! Admission: hooks, as Rust closures (mutating hooks run first, then validating hooks), and the
+//! few of kube-apiserver's own plugins the model has, each when its [`crate::ServerConfig`] flag is
+//! on, in kube-apiserver's order (`AllOrderedPlugins`) and before the hooks, as its chain runs
+//! them before `MutatingAdmissionWebhook`: [`service_account`], [`priority`],
+//! [`default_toleration_seconds`] (the Pod plugins, [`crate::ServerConfig::pod_admission_plugins`])
+//! and `StorageObjectInUseProtection` ([`crate::ServerConfig::storage_object_in_use_protection`]).
 
 use std::sync::Arc;
 
 use kube_core::{DynamicObject, Status};
 
-use crate::resources::ResourceType;
+use crate::{
+    context::IdSource,
+    resources::ResourceType,
+    server::{ApiServer, Target},
+};
+
+pub mod default_toleration_seconds;
+pub mod priority;
+pub mod service_account;
 
 /// What an admission hook sees.
 #[derive(Debug)]
@@ -55,4 +68,122 @@ pub(crate) fn protect_storage_object(request: &AdmissionRequest<'_>, object: &mu
     if !finalizers.iter().any(|f| f == finalizer) {
         finalizers.push(finalizer.to_owned());
     }
+}
+
+/// What kube-apiserver's own plugins need of a write beyond the [`AdmissionRequest`] a hook sees.
+pub(crate) struct PluginInput<'c> {
+    /// Entropy for the names they generate (the service account token volume's).
+    pub(crate) ids: &'c mut dyn IdSource,
+    /// Whether the storage generated the object's name from its `generateName`: admission runs
+    /// before it does upstream, so refusals name the object by its `generateName` then
+    /// (`extractResourceName`).
+    pub(crate) name_generated: bool,
+}
+
+impl ApiServer {
+    /// kube-apiserver's own mutating plugins that are on, in its order. The Pod plugins refuse
+    /// with their 403s.
+    pub(crate) fn admit_with_plugins(
+        &self,
+        t: &Target,
+        request: &AdmissionRequest<'_>,
+        object: &mut DynamicObject,
+        input: PluginInput<'_>,
+    ) -> Result<(), Status> {
+        if self.config.pod_admission_plugins && is_core(request, "pods") {
+            let name = refusal_name(object, input.name_generated);
+            match (request.operation, request.old) {
+                ("create", _) => {
+                    let account =
+                        |account: &str| self.stored_object("", "serviceaccounts", &t.namespace, account);
+                    service_account::admit_create(object, &t.namespace, &name, account, input.ids)?;
+                    priority::admit_create(
+                        object,
+                        &name,
+                        &self.stored_all("scheduling.k8s.io", "priorityclasses"),
+                    )?;
+                    default_toleration_seconds::admit(object);
+                }
+                ("update", Some(old)) => {
+                    priority::admit_update(old, object);
+                    default_toleration_seconds::admit(object);
+                }
+                _ => {}
+            }
+        }
+        if self.config.storage_object_in_use_protection {
+            protect_storage_object(request, object);
+        }
+        Ok(())
+    }
+
+    /// kube-apiserver's own validating plugins that are on (after the object's validation, before
+    /// the validating hooks): the `Priority` plugin's one default PriorityClass.
+    pub(crate) fn validate_with_plugins(
+        &self,
+        request: &AdmissionRequest<'_>,
+        object: &DynamicObject,
+    ) -> Result<(), Status> {
+        let api = &request.resource.api;
+        let is_class = !request.resource.custom
+            && api.group == "scheduling.k8s.io"
+            && api.plural == "priorityclasses"
+            && request.subresource.is_none();
+        if self.config.pod_admission_plugins && is_class && matches!(request.operation, "create" | "update") {
+            let name = object.metadata.name.as_deref().unwrap_or_default();
+            let classes = self.stored_all("scheduling.k8s.io", "priorityclasses");
+            priority::validate_class(request.operation, object, name, &classes)?;
+        }
+        Ok(())
+    }
+
+    /// The stored object `name` of a built-in v1 resource in `namespace`, if any.
+    fn stored_object(
+        &self,
+        group: &str,
+        plural: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Option<Arc<DynamicObject>> {
+        let (_, resource) =
+            self.types.get_with_storage_key(group, "v1", plural).filter(|(ty, _)| !ty.custom)?;
+        let key = crate::store::ObjectKey {
+            resource: resource.clone(),
+            namespace: Arc::from(namespace),
+            name: Arc::from(name),
+        };
+        self.store.current().get(&key).cloned()
+    }
+
+    /// Every stored object of a built-in, cluster-scoped v1 resource, in name order.
+    fn stored_all(&self, group: &str, plural: &str) -> Vec<&DynamicObject> {
+        let Some((_, resource)) =
+            self.types.get_with_storage_key(group, "v1", plural).filter(|(ty, _)| !ty.custom)
+        else {
+            return Vec::new();
+        };
+        self.store.current().iter_resource(resource, None).map(|(_, o)| o.as_ref()).collect()
+    }
+}
+
+/// Whether the request is for the core resource `plural` itself (not a subresource).
+fn is_core(request: &AdmissionRequest<'_>, plural: &str) -> bool {
+    let api = &request.resource.api;
+    !request.resource.custom && api.group.is_empty() && api.plural == plural && request.subresource.is_none()
+}
+
+/// The name a plugin's refusal gives the object (`extractResourceName`): its name, or its
+/// `generateName` when the storage generated the name.
+fn refusal_name(object: &DynamicObject, name_generated: bool) -> String {
+    let generate_name = object.metadata.generate_name.as_deref().filter(|g| name_generated && !g.is_empty());
+    generate_name.or(object.metadata.name.as_deref()).unwrap_or_default().to_owned()
+}
+
+/// A Pod's `spec`, made an object if it is not one (a decoded Pod's always is).
+fn pod_spec(pod: &mut DynamicObject) -> &mut serde_json::Map<String, serde_json::Value> {
+    if !pod.data.is_object() {
+        pod.data = serde_json::json!({});
+    }
+    let content = pod.data.as_object_mut().expect("just made an object");
+    crate::defaults::object_at(content, "spec")
 }

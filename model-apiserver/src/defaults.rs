@@ -9,7 +9,7 @@
 //! CustomResourceDefinition names and conversion, the Namespace name label, PodTemplate,
 //! HorizontalPodAutoscaler, NetworkPolicy, StorageClass, EndpointSlice and the admission webhook
 //! configurations. Admission plugins' additions (service account token volumes, default tolerations,
-//! priority) are not modelled.
+//! priority) are no defaults: see [`crate::admission`].
 
 use serde_json::{Map, Value, json};
 
@@ -172,7 +172,7 @@ pub(crate) fn apply(ty: &ResourceType, data: &mut Value) {
 }
 
 /// The objects of the list at `key` of `map` (none when it is absent or not a list).
-fn objects_in<'m>(
+pub(crate) fn objects_in<'m>(
     map: &'m mut Map<String, Value>,
     key: &str,
 ) -> impl Iterator<Item = &'m mut Map<String, Value>> {
@@ -253,7 +253,7 @@ fn admission_webhook(webhook: &mut Map<String, Value>, mutating: bool) {
 }
 
 /// The object at `key` of `map`, created (or replacing a non-object) as needed.
-fn object_at<'m>(map: &'m mut Map<String, Value>, key: &str) -> &'m mut Map<String, Value> {
+pub(crate) fn object_at<'m>(map: &'m mut Map<String, Value>, key: &str) -> &'m mut Map<String, Value> {
     let value = map.entry(key).or_insert_with(|| json!({}));
     if !value.is_object() {
         *value = json!({});

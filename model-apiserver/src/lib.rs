@@ -62,9 +62,17 @@
 //!   cluster IP and node ports, claims, Secrets), so that a controller fighting defaults loops here as it
 //!   would in a cluster; `ServerConfig::builtin_defaults` turns it off.
 //! - **Admission.** Mutating hooks, validation, then validating hooks ([`AdmissionHook`]); of
-//!   kube-apiserver's own plugins NamespaceLifecycle, and `StorageObjectInUseProtection` (claims'
+//!   kube-apiserver's own plugins NamespaceLifecycle, `StorageObjectInUseProtection` (claims'
 //!   and volumes' protection finalizers) when [`ServerConfig::storage_object_in_use_protection`]
-//!   is on.
+//!   is on, and the Pod plugins when [`ServerConfig::pod_admission_plugins`] is on:
+//!   `ServiceAccount` (the `default` account, which must exist, and the projected token volume
+//!   `kube-api-access-<suffix>` mounted in every container, its suffix drawn from the
+//!   [`IdSource`]), `Priority` (`spec.priority` and `preemptionPolicy` from the PriorityClass or
+//!   the global default, 403 for an unknown class) and `DefaultTolerationSeconds` (the
+//!   `not-ready` and `unreachable` `NoExecute` tolerations for 300 s): see [`admission`]. Both
+//!   flags are off by default (each needs kube-controller-manager's controllers that go with
+//!   it, and the conformance corpus was recorded without them); the built-ins of the
+//!   `controllers` crate turn them on.
 //! - **Eviction.** `pods/{name}/eviction` ([`Request::create_subresource`] with
 //!   [`Subresource::Eviction`]): the PodDisruptionBudget checks and decrement, the
 //!   `DisruptionTarget` condition and the pod's delete, each an ordinary write ([`eviction`]).
@@ -76,9 +84,9 @@
 //! - **ValidatingAdmissionPolicy.** Bound CEL policies (`admissionregistration.k8s.io/v1`) refuse
 //!   creates, updates and deletes as kube-apiserver's plugin does (`admission_policy.rs`).
 //!
-//! Not modelled: admission plugins' additions (service-account token volumes, default
-//! tolerations, priority), built-in validation beyond the kinds above, version conversion and
-//! apply to `/scale`.
+//! Not modelled: kube-apiserver's other admission plugins (LimitRanger, ResourceQuota,
+//! PodSecurity, DefaultStorageClass, RuntimeClass...), built-in validation beyond the kinds above,
+//! version conversion and apply to `/scale`.
 //!
 //! ```
 //! use model_apiserver::{ApiServer, Context, Request, Response, SeqIds};

@@ -11,7 +11,7 @@ use kube_core::{
 };
 
 use crate::{
-    admission::AdmissionRequest,
+    admission::{AdmissionRequest, PluginInput},
     context::Context,
     errors, metadata, patch,
     request::{Response, Subresource},
@@ -101,6 +101,7 @@ impl ApiServer {
         self.check_crd_accepts_creates(t)?;
         let given = object.metadata.name.clone().filter(|n| !n.is_empty());
         let prefix = object.metadata.generate_name.clone().filter(|n| !n.is_empty());
+        let name_generated = given.is_none();
         let name = match (given, prefix) {
             (Some(name), _) => name,
             (None, Some(prefix)) => self.generated_name(t, &prefix, ctx)?,
@@ -137,7 +138,8 @@ impl ApiServer {
         }
         strategy::prepare_for_create(t, &mut object, ctx.ids, ctx.now);
         strategy::fill_status_zero_values(t, &mut object);
-        let object = self.admit(t, "create", None, None, object)?;
+        let plugins = PluginInput { ids: &mut *ctx.ids, name_generated };
+        let object = self.admit(t, "create", None, None, object, plugins)?;
         // The storage's Create refuses a resourceVersion before it looks for the key (a dry
         // run never reaches it): an error that is no API status, so 500 without a reason.
         if resource_version_set && !opts.dry_run {
@@ -372,7 +374,8 @@ impl ApiServer {
         let mut new = if opts.internal {
             self.validated(t, hook_sub_name, Some(old), new)?
         } else {
-            self.admit(t, "update", hook_sub_name, Some(old), new)?
+            let plugins = PluginInput { ids: &mut *ctx.ids, name_generated: false };
+            self.admit(t, "update", hook_sub_name, Some(old), new, plugins)?
         };
         if t.ty.tracks_generation && metadata::spec_changed(old, &new, t.ty.status_subresource) {
             new.metadata.generation = Some(old.metadata.generation.unwrap_or(0) + 1);
@@ -495,15 +498,14 @@ impl ApiServer {
         subresource: Option<&'static str>,
         old: Option<&DynamicObject>,
         mut object: DynamicObject,
+        plugins: PluginInput<'_>,
     ) -> Result<DynamicObject, Status> {
         self.default_and_prune(t, &mut object);
         let request =
             AdmissionRequest { operation, resource: &t.ty, subresource, old, user: t.user.as_deref() };
-        // The built-in plugin runs before the webhooks, as kube-apiserver's admission chain
+        // The built-in plugins run before the webhooks, as kube-apiserver's admission chain
         // orders its plugins before `MutatingAdmissionWebhook`.
-        if self.config.storage_object_in_use_protection {
-            crate::admission::protect_storage_object(&request, &mut object);
-        }
+        self.admit_with_plugins(t, &request, &mut object, plugins)?;
         for hook in &self.mutating {
             hook(&request, &mut object)?;
         }
@@ -512,6 +514,7 @@ impl ApiServer {
             let name = object.metadata.name.clone().unwrap_or_default();
             return Err(self.invalid(t, &name, causes));
         }
+        self.validate_with_plugins(&request, &object)?;
         for hook in &self.validating {
             hook(&request, &mut object)?;
         }

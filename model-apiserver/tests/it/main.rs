@@ -25,6 +25,7 @@ mod list;
 mod metadata;
 mod namespaces;
 mod patch;
+mod pod_admission;
 mod rbac;
 mod registry_fields;
 mod revisions;
