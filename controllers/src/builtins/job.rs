@@ -25,6 +25,16 @@
 //!   `activePodsForRemoval`); Pods without a valid index are not counted.
 //! - On completion the Job gets the `Complete` condition, on giving up the `Failed` condition
 //!   (`BackoffLimitExceeded`), and its remaining active Pods are deleted.
+//! - `podFailurePolicy` (upstream's `matchPodFailurePolicy`): each failed Pod is matched against
+//!   the rules in order, on its containers' (then init containers') non-zero exit codes (`In` or
+//!   `NotIn` the values, of the named container or any) or on its conditions (type and status);
+//!   an `Ignore` rule's Pods count nowhere (not in `failed`, `backoffLimit` or the failure
+//!   backoff), a `FailJob` rule's first Pod (in name order) fails the Job at once with reason
+//!   `PodFailurePolicy` and upstream's message (`Container c for pod ns/p failed with exit code 42
+//!   matching FailJob rule at index 1`, `Pod ns/p has condition DisruptionTarget matching ...`),
+//!   `Count` (and `FailIndex`, without the per-index backoff) counts as without a policy. The
+//!   kubelet-lite's [`EXIT_CODE_ANNOTATION`](super::kubelet::EXIT_CODE_ANNOTATION) sets the exit
+//!   code a failing Pod reports.
 //! - After a failed Pod the next one waits out upstream's Pod-failure backoff: 10 s, doubled for
 //!   each failure since the last success, at most 10 minutes ([`POD_FAILURE_BACKOFF`]). A failed
 //!   sync is retried after 1 s doubling to 60 s, the Job controller's own queue
@@ -39,7 +49,8 @@
 //!   deadline comes.
 //! - Status: `active`, `ready`, `succeeded`, `failed`, `conditions`, `startTime` and
 //!   `completionTime` (on the virtual clock, `sim::time`), `completedIndexes`. Not modelled: Pod
-//!   tracking finalizers, Pod failure and success policies, `podReplacementPolicy: Failed`, the
+//!   tracking finalizers (a failed Pod deleted before a sync saw it is not counted), success
+//!   policies, `podReplacementPolicy: Failed`, the
 //!   per-index backoff of Indexed Jobs (`backoffLimitPerIndex`, `maxFailedIndexes`,
 //!   `status.failedIndexes`, the `job-index-failure-count` annotation: such a Job runs as one
 //!   without them, under `backoffLimit`, which the API server defaults to 2147483647 for it), the
@@ -164,6 +175,27 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
     } else {
         pods.clone()
     };
+    // The pod failure policy: a failed Pod an `Ignore` rule matches counts nowhere (neither
+    // `failed`, `backoffLimit` nor the failure backoff); the first a `FailJob` rule matches, in
+    // name order, fails the Job.
+    let mut fail_job: Option<String> = None;
+    let counted: Vec<Arc<Pod>> = match &spec.pod_failure_policy {
+        None => counted,
+        Some(policy) => {
+            let mut kept = Vec::with_capacity(counted.len());
+            for pod in counted {
+                if pod_state::phase(&pod) == pod_state::PHASE_FAILED {
+                    match failure_policy_action(policy, &pod) {
+                        PolicyAction::Ignore => continue,
+                        PolicyAction::FailJob(message) if fail_job.is_none() => fail_job = Some(message),
+                        _ => {}
+                    }
+                }
+                kept.push(pod);
+            }
+            kept
+        }
+    };
     let count = |f: fn(&Pod) -> bool| i32::try_from(pods.iter().filter(|p| f(p)).count()).unwrap_or(i32::MAX);
     let count_counted =
         |f: fn(&Pod) -> bool| i32::try_from(counted.iter().filter(|p| f(p)).count()).unwrap_or(i32::MAX);
@@ -195,10 +227,12 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
     let mut start_time = previous.start_time.clone().or_else(|| (!suspended).then(sim::time::now_k8s));
     let backoff_exceeded = failed > spec.backoff_limit.unwrap_or(BACKOFF_LIMIT_DEFAULT);
     let deadline_left = active_deadline_left(&spec, start_time.as_ref(), suspended, now);
-    let failure = if backoff_exceeded {
-        Some(FAILED_BACKOFF_LIMIT)
+    let failure: Option<(&str, String)> = if let Some(message) = fail_job {
+        Some((FAILED_POD_FAILURE_POLICY, message))
+    } else if backoff_exceeded {
+        Some((FAILED_BACKOFF_LIMIT.0, FAILED_BACKOFF_LIMIT.1.to_owned()))
     } else if deadline_left.is_some_and(|left| left.is_zero()) {
-        Some(FAILED_DEADLINE)
+        Some((FAILED_DEADLINE.0, FAILED_DEADLINE.1.to_owned()))
     } else {
         None
     };
@@ -284,7 +318,7 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
             "CompletionsReached",
             "Reached expected number of succeeded pods",
         ));
-    } else if let Some((reason, message)) = failure {
+    } else if let Some((reason, message)) = &failure {
         conditions.push(condition("Failed", reason, message));
     }
     let status = JobStatus {
@@ -312,8 +346,8 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
         let regarding = events::reference(&*job);
         if complete {
             events::normal(&ctx.recorder, &regarding, "Completed", "Job completed".to_owned()).await;
-        } else if let Some((reason, message)) = failure {
-            events::warning(&ctx.recorder, &regarding, reason, message.to_owned()).await;
+        } else if let Some((reason, message)) = &failure {
+            events::warning(&ctx.recorder, &regarding, reason, message.clone()).await;
         } else if let Some((reason, message)) = suspension {
             events::normal(&ctx.recorder, &regarding, reason, message.to_owned()).await;
         }
@@ -336,6 +370,76 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
 /// The `Failed` condition's reason and message when more Pods failed than `backoffLimit` allows.
 const FAILED_BACKOFF_LIMIT: (&str, &str) =
     ("BackoffLimitExceeded", "Job has reached the specified backoff limit");
+/// The `Failed` condition's reason when a `FailJob` rule of the pod failure policy matched a
+/// failed Pod (upstream's `JobReasonPodFailurePolicy`).
+const FAILED_POD_FAILURE_POLICY: &str = "PodFailurePolicy";
+
+/// What the pod failure policy does with a failed Pod (`matchPodFailurePolicy`).
+enum PolicyAction {
+    /// No rule matched, or a `Count` (or, without a per-index backoff, `FailIndex`) rule did.
+    Count,
+    /// An `Ignore` rule matched: the failure counts nowhere.
+    Ignore,
+    /// A `FailJob` rule matched: the Job fails with this message.
+    FailJob(String),
+}
+
+/// The first rule of `policy` that matches the failed `pod`, as upstream's
+/// `matchPodFailurePolicy`: a rule on exit codes matches a container (then an init container)
+/// of the rule's name, or any, that terminated with a non-zero code that is `In` (or `NotIn`)
+/// the values; a rule on Pod conditions matches a condition of one of its types with the
+/// pattern's status (`True` when unset).
+fn failure_policy_action(policy: &k8s_openapi::api::batch::v1::PodFailurePolicy, pod: &Pod) -> PolicyAction {
+    let status = pod.status.as_ref();
+    let namespace = pod.namespace().unwrap_or_default();
+    let name = pod.name_any();
+    for (index, rule) in policy.rules.iter().enumerate() {
+        let what = if let Some(codes) = &rule.on_exit_codes {
+            let statuses = status.into_iter().flat_map(|s| {
+                s.container_statuses.iter().flatten().chain(s.init_container_statuses.iter().flatten())
+            });
+            let matching = statuses.filter_map(|c| {
+                let code = c.state.as_ref()?.terminated.as_ref()?.exit_code;
+                let named = codes.container_name.as_deref().is_none_or(|n| n == c.name);
+                let listed = codes.values.contains(&code);
+                let hit = named && code != 0 && if codes.operator == "NotIn" { !listed } else { listed };
+                hit.then(|| (c.name.clone(), code))
+            });
+            matching.into_iter().next().map(|(container, code)| {
+                format!(
+                    "Container {container} for pod {namespace}/{name} failed with exit code {code} matching {} \
+                     rule at index {index}",
+                    rule.action
+                )
+            })
+        } else {
+            let conditions = status.and_then(|s| s.conditions.as_deref()).unwrap_or_default();
+            let patterns = rule.on_pod_conditions.as_deref().unwrap_or_default();
+            let wanted = |pattern: &k8s_openapi::api::batch::v1::PodFailurePolicyOnPodConditionsPattern| {
+                // JSON: the status' Option-ness differs between Kubernetes versions.
+                let value = serde_json::to_value(pattern).unwrap_or_default();
+                value.get("status").and_then(serde_json::Value::as_str).unwrap_or("True").to_owned()
+            };
+            conditions
+                .iter()
+                .find(|c| patterns.iter().any(|p| p.type_ == c.type_ && wanted(p) == c.status))
+                .map(|c| {
+                    format!(
+                        "Pod {namespace}/{name} has condition {} matching {} rule at index {index}",
+                        c.type_, rule.action
+                    )
+                })
+        };
+        let Some(message) = what else { continue };
+        return match rule.action.as_str() {
+            "Ignore" => PolicyAction::Ignore,
+            "FailJob" => PolicyAction::FailJob(message),
+            _ => PolicyAction::Count,
+        };
+    }
+    PolicyAction::Count
+}
+
 /// The `Failed` condition's reason and message when the Job ran longer than
 /// `activeDeadlineSeconds` (upstream's `JobReasonDeadlineExceeded`).
 const FAILED_DEADLINE: (&str, &str) = ("DeadlineExceeded", "Job was active longer than specified deadline");

@@ -23,7 +23,8 @@
 //!   scheduler and runs whatever its claims (the real kubelet would wait to mount them);
 //! - a Pending Pod starts after a delay drawn in [`START_DELAY_MS_MIN`]..=[`START_DELAY_MS_MAX`]:
 //!   it becomes Running and Ready (with `status.startTime`), or, if it
-//!   carries [`FAIL_ANNOTATION`]` = "true"`, its container fails: phase Failed for
+//!   carries [`FAIL_ANNOTATION`]` = "true"`, its container fails (with the exit code
+//!   [`EXIT_CODE_ANNOTATION`] names, 1 by default): phase Failed for
 //!   `restartPolicy: Never`, otherwise Running with the container waiting in `CrashLoopBackOff`
 //!   and the Pod not Ready;
 //! - a Running Pod whose `restartPolicy` is `Never` or `OnFailure` (a Job's, a Helm test's) runs
@@ -83,6 +84,9 @@ pub const NODE_CAPACITY: [(&str, &str); 4] =
 pub const HOST_IP: &str = "10.0.0.1";
 /// Set to `"true"` on a Pod to make its containers fail.
 pub const FAIL_ANNOTATION: &str = "kube-sim.io/fail";
+/// With [`FAIL_ANNOTATION`], the exit code the failing containers report (a non-zero integer;
+/// [`FAILED_EXIT_CODE`] when absent or not one): what a Job's pod failure policy reads.
+pub const EXIT_CODE_ANNOTATION: &str = "kube-sim.io/exit-code";
 /// The bounds of a container's start delay, in milliseconds. The upper bound stays below the
 /// world's default quiet period (2 s) so that every start is part of the same busy stretch.
 pub const START_DELAY_MS_MIN: u64 = 100;
@@ -586,6 +590,12 @@ pub fn fails(pod: &Pod) -> bool {
     pod.annotations().get(FAIL_ANNOTATION).is_some_and(|v| v == "true")
 }
 
+/// The exit code of a failing Pod's containers ([`EXIT_CODE_ANNOTATION`]).
+fn exit_code(pod: &Pod) -> i32 {
+    let given = pod.annotations().get(EXIT_CODE_ANNOTATION).and_then(|v| v.parse::<i32>().ok());
+    given.filter(|code| *code != 0).unwrap_or(FAILED_EXIT_CODE)
+}
+
 /// Whether the Pod's containers run to completion: those whose `restartPolicy` is `Never` or
 /// `OnFailure` (a Job's, a Helm hook's or test's, `kubectl run --restart=Never`); with `Always`
 /// (every Deployment's, StatefulSet's and DaemonSet's) an exit would restart them, so they run
@@ -695,7 +705,7 @@ fn started_status(pod: &Pod) -> PodStatus {
         };
     }
     if restart_policy(pod) == "Never" {
-        let failed = terminated(FAILED_EXIT_CODE, "Error");
+        let failed = terminated(exit_code(pod), "Error");
         return PodStatus {
             phase: Some(pod_state::PHASE_FAILED.to_owned()),
             conditions: Some(conditions(pod, false, Some("PodFailed"))),
@@ -714,7 +724,7 @@ fn started_status(pod: &Pod) -> PodStatus {
         ..ContainerState::default()
     };
     let statuses = container_statuses(pod, |n, i| ContainerStatus {
-        last_state: Some(terminated(FAILED_EXIT_CODE, "Error")),
+        last_state: Some(terminated(exit_code(pod), "Error")),
         ..container_status(n, i, false, 1, waiting.clone())
     });
     PodStatus {

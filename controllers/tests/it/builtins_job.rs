@@ -613,3 +613,108 @@ fn the_api_server_refuses_and_defaults_indexed_jobs_as_kube_apiserver_does() {
     let run = world.run(0);
     assert!(run.verdict.is_pass(), "{run}");
 }
+
+/// A failing Job with a pod failure policy: its Pods exit with `exit_code`.
+fn job_with_policy(backoff_limit: i32, exit_code: i32, policy: serde_json::Value) -> Job {
+    let mut job = job(1, 1, Some(backoff_limit), true);
+    let spec = job.spec.as_mut().expect("a spec");
+    let template = spec.template.metadata.as_mut().expect("template metadata");
+    template
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(kubelet::EXIT_CODE_ANNOTATION.to_owned(), exit_code.to_string());
+    spec.pod_failure_policy = Some(serde_json::from_value(policy).expect("a pod failure policy"));
+    job
+}
+
+/// The Job's `Failed` condition: (reason, message).
+fn failed_condition(snap: &Snapshot) -> Option<(String, String)> {
+    let status = snapshot::object::<Job>(snap, Some("default"), "pi")?.status?;
+    let failed = status.conditions?.into_iter().find(|c| c.type_ == "Failed" && c.status == "True")?;
+    Some((failed.reason.unwrap_or_default(), failed.message.unwrap_or_default()))
+}
+
+// A `FailJob` rule on the Pods' exit code fails the Job at its first failed Pod, with the
+// policy's reason and message, though `backoffLimit` would allow five more.
+#[test]
+fn a_fail_job_rule_on_an_exit_code_fails_the_job_at_the_first_matching_pod() {
+    let policy = serde_json::json!({"rules": [
+        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
+        {"action": "FailJob", "onExitCodes": {"containerName": "pi", "operator": "In", "values": [3, 42]}},
+    ]});
+    let world = world(job_with_policy(5, 42, policy)).property(FnProperty::at_end(
+        "failed by the pod failure policy after one Pod",
+        |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let pods = job_pods(snap);
+            let (reason, message) = failed_condition(snap).ok_or("the Job has not failed")?;
+            let pod = pods.first().and_then(|p| p.metadata.name.clone()).unwrap_or_default();
+            let want = format!(
+                "Container pi for pod default/{pod} failed with exit code 42 matching FailJob rule at index 1"
+            );
+            if pods.len() != 1 || reason != "PodFailurePolicy" || message != want {
+                return Err(format!("{} Pods, Failed {reason:?} {message:?}", pods.len()));
+            }
+            Ok(())
+        },
+    ));
+    sweep(&SweepConfig::new("builtins-job-policy-failjob").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    })
+    .assert_all_passed();
+}
+
+// An exit code the `FailJob` rule does not list counts as usual: the Job gives up after
+// `backoffLimit` with `BackoffLimitExceeded`.
+#[test]
+fn an_exit_code_no_rule_matches_counts_against_the_backoff_limit() {
+    let policy = serde_json::json!({"rules": [
+        {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}},
+    ]});
+    let world =
+        world(job_with_policy(1, 7, policy)).property(FnProperty::at_end("backoff limit exceeded", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            match (failed_condition(snap), job_pods(snap).len()) {
+                (Some((reason, _)), 2) if reason == "BackoffLimitExceeded" => Ok(()),
+                (failed, pods) => Err(format!("Failed {failed:?} with {pods} Pods")),
+            }
+        }));
+    sweep(&SweepConfig::new("builtins-job-policy-count").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    })
+    .assert_all_passed();
+}
+
+// Failures an `Ignore` rule matches count nowhere: with `backoffLimit: 0` the Job keeps
+// replacing its failed Pods (and would give up at once without the rule), until suspended.
+#[test]
+fn failures_an_ignore_rule_matches_do_not_count() {
+    let policy = serde_json::json!({"rules": [
+        {"action": "Ignore", "onExitCodes": {"operator": "NotIn", "values": [1]}},
+    ]});
+    let job = job_with_policy(0, 137, policy);
+    let world = builtins::kubelet(builtins::job_controller(Sim::builder().scenario("builtins-job")))
+        .workload(move |w| {
+            let job = job.clone();
+            async move {
+                let jobs: Api<Job> = Api::namespaced(w.client(), "default");
+                let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+                w.apply(&jobs, &job).await?;
+                let failed = |pods: &[Pod]| pods.iter().filter(|p| pod_state::phase(p) == "Failed").count();
+                w.wait_for_all(&pods, |pods| failed(pods) >= 3, Duration::from_secs(300)).await?;
+                let counted = |j: Option<&Job>| {
+                    j.is_some_and(|j| {
+                        !finished(Some(j)) && j.status.as_ref().and_then(|s| s.failed) == Some(0)
+                    })
+                };
+                w.wait_for(&jobs, "pi", counted, Duration::ZERO).await?;
+                // Every failure is ignored, so the Job would retry for ever: suspend it to end.
+                w.patch(&jobs, "pi", &Patch::Merge(serde_json::json!({"spec": {"suspend": true}}))).await?;
+                Ok(())
+            }
+        });
+    sweep(&SweepConfig::new("builtins-job-policy-ignore").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    })
+    .assert_all_passed();
+}

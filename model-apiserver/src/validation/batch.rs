@@ -56,10 +56,16 @@ fn job_spec(spec: &JobSpec, path: &Path, out: &mut Vec<StatusCause>) {
             }
         }
     }
+    if let Some(policy) = &spec.pod_failure_policy {
+        pod_failure_policy(spec, policy, &path.child("podFailurePolicy"), out);
+    }
+    // With a pod failure policy, only `Failed` (`validatePodReplacementPolicy`).
+    let replacements: &[&str] =
+        if spec.pod_failure_policy.is_some() { &["Failed"] } else { &["TerminatingOrFailed", "Failed"] };
     one_of_if_set(
         spec.pod_replacement_policy.as_deref(),
         &path.child("podReplacementPolicy"),
-        &["TerminatingOrFailed", "Failed"],
+        replacements,
         out,
     );
     let template = path.child("template");
@@ -70,6 +76,146 @@ fn job_spec(spec: &JobSpec, path: &Path, out: &mut Vec<StatusCause>) {
             &template.child("spec").child("restartPolicy"),
             "valid values: \"OnFailure\", \"Never\"",
         ));
+    } else if spec.pod_failure_policy.is_some() && policy != "Never" {
+        out.push(invalid(
+            &template.child("spec").child("restartPolicy"),
+            q(policy),
+            "only \"Never\" is supported when podFailurePolicy is specified",
+        ));
+    }
+}
+
+/// The most rules a pod failure policy has (`maxPodFailurePolicyRules`), and the most values or
+/// patterns a rule has (`maxPodFailurePolicyOnExitCodesValues`,
+/// `maxPodFailurePolicyOnPodConditionsPatterns`).
+const FAILURE_POLICY_RULES_MAX: usize = 20;
+const FAILURE_POLICY_EXIT_CODES_MAX: usize = 255;
+const FAILURE_POLICY_CONDITIONS_MAX: usize = 20;
+
+/// `field.TooMany`.
+fn too_many(path: &Path, actual: usize, max: usize) -> StatusCause {
+    crate::errors::cause(
+        "FieldValueTooMany",
+        path.as_str(),
+        format!("Too many: {actual}: must have at most {max} items"),
+    )
+}
+
+/// `validatePodFailurePolicy` and its rules' checks, in upstream's order and words.
+fn pod_failure_policy(
+    spec: &JobSpec,
+    policy: &k8s_openapi::api::batch::v1::PodFailurePolicy,
+    path: &Path,
+    out: &mut Vec<StatusCause>,
+) {
+    let rules_path = path.child("rules");
+    if policy.rules.len() > FAILURE_POLICY_RULES_MAX {
+        out.push(too_many(&rules_path, policy.rules.len(), FAILURE_POLICY_RULES_MAX));
+    }
+    let pod_spec = spec.template.spec.as_ref();
+    let containers = pod_spec.map(|s| s.containers.iter().chain(s.init_containers.iter().flatten()));
+    let names: Vec<&str> = containers.into_iter().flatten().map(|c| c.name.as_str()).collect();
+    for (i, rule) in policy.rules.iter().enumerate() {
+        let rule_path = rules_path.index(i);
+        let action_path = rule_path.child("action");
+        match rule.action.as_str() {
+            "" => {
+                out.push(required(&action_path, r#"valid values: ["Count" "FailIndex" "FailJob" "Ignore"]"#))
+            }
+            "FailIndex" if spec.backoff_limit_per_index.is_none() => {
+                out.push(invalid(
+                    &action_path,
+                    q("FailIndex"),
+                    "requires the backoffLimitPerIndex to be set",
+                ));
+            }
+            "FailIndex" | "Count" | "FailJob" | "Ignore" => {}
+            other => {
+                out.push(not_supported(&action_path, other, &["Count", "FailIndex", "FailJob", "Ignore"]))
+            }
+        }
+        if let Some(codes) = &rule.on_exit_codes {
+            on_exit_codes(codes, &rule_path.child("onExitCodes"), &names, out);
+        }
+        let patterns = rule.on_pod_conditions.as_deref().unwrap_or_default();
+        if !patterns.is_empty() {
+            let patterns_path = rule_path.child("onPodConditions");
+            if patterns.len() > FAILURE_POLICY_CONDITIONS_MAX {
+                out.push(too_many(&patterns_path, patterns.len(), FAILURE_POLICY_CONDITIONS_MAX));
+            }
+            for (j, pattern) in patterns.iter().enumerate() {
+                let pattern_path = patterns_path.index(j);
+                for err in super::qualified_name_errors(&pattern.type_) {
+                    out.push(invalid(&pattern_path.child("type"), q(&pattern.type_), &err));
+                }
+                let status_path = pattern_path.child("status");
+                // Read as JSON: the field's Option-ness differs between the Kubernetes versions
+                // k8s-openapi compiles for.
+                let status = serde_json::to_value(pattern).ok();
+                let status = status.as_ref().and_then(|p| p.get("status")).and_then(|s| s.as_str());
+                match status.unwrap_or_default() {
+                    "" => out.push(required(&status_path, r#"valid values: ["False" "True" "Unknown"]"#)),
+                    "False" | "True" | "Unknown" => {}
+                    other => out.push(not_supported(&status_path, other, &["False", "True", "Unknown"])),
+                }
+            }
+        }
+        let omitted = |detail: &str| {
+            crate::errors::cause("FieldValueInvalid", rule_path.as_str(), format!("Invalid value: {detail}"))
+        };
+        match (rule.on_exit_codes.is_some(), !patterns.is_empty()) {
+            (true, true) => {
+                out.push(omitted("specifying both OnExitCodes and OnPodConditions is not supported"))
+            }
+            (false, false) => {
+                out.push(omitted("specifying one of OnExitCodes and OnPodConditions is required"))
+            }
+            _ => {}
+        }
+    }
+}
+
+/// `validatePodFailurePolicyRuleOnExitCodes`.
+fn on_exit_codes(
+    codes: &k8s_openapi::api::batch::v1::PodFailurePolicyOnExitCodesRequirement,
+    path: &Path,
+    containers: &[&str],
+    out: &mut Vec<StatusCause>,
+) {
+    let operator_path = path.child("operator");
+    match codes.operator.as_str() {
+        "" => out.push(required(&operator_path, r#"valid values: ["In" "NotIn"]"#)),
+        "In" | "NotIn" => {}
+        other => out.push(not_supported(&operator_path, other, &["In", "NotIn"])),
+    }
+    if let Some(name) = codes.container_name.as_deref().filter(|n| !containers.contains(n)) {
+        out.push(invalid(
+            &path.child("containerName"),
+            q(name),
+            "must be one of the container or initContainer names in the pod template",
+        ));
+    }
+    let values_path = path.child("values");
+    let shown =
+        || format!("[]int32{{{}}}", codes.values.iter().map(i32::to_string).collect::<Vec<_>>().join(", "));
+    if codes.values.is_empty() {
+        out.push(invalid(&values_path, shown(), "at least one value is required"));
+    } else if codes.values.len() > FAILURE_POLICY_EXIT_CODES_MAX {
+        out.push(too_many(&values_path, codes.values.len(), FAILURE_POLICY_EXIT_CODES_MAX));
+    }
+    let mut seen: Vec<i32> = Vec::new();
+    for (j, value) in codes.values.iter().enumerate() {
+        if codes.operator == "In" && *value == 0 {
+            out.push(invalid(&values_path.index(j), 0, "must not be 0 for the In operator"));
+        }
+        if seen.contains(value) {
+            out.push(super::field::duplicate(&values_path.index(j), value));
+        } else {
+            seen.push(*value);
+        }
+    }
+    if codes.values.windows(2).any(|w| w[0] > w[1]) {
+        out.push(invalid(&values_path, shown(), "must be ordered"));
     }
 }
 

@@ -127,6 +127,70 @@ fn a_jobs_restart_policy_must_be_on_failure_or_never() {
 }
 
 #[test]
+fn a_jobs_pod_failure_policy_is_validated_in_upstreams_words() {
+    let mut w = World::new();
+    let jobs = builtin("batch", "jobs");
+    let policy =
+        |restart: &str, rules: Value| with(job(restart), "/spec/podFailurePolicy", json!({"rules": rules}));
+    // Only `Never` with a policy; the replacement policy may only be `Failed`.
+    let on_failure =
+        policy("OnFailure", json!([{"action": "Count", "onExitCodes": {"operator": "In", "values": [1]}}]));
+    let on_failure = with(on_failure, "/spec/podReplacementPolicy", json!("TerminatingOrFailed"));
+    let err = w.try_create(&jobs, Some("default"), on_failure).unwrap_err();
+    let messages: Vec<(String, String)> =
+        err.details.as_ref().unwrap().causes.iter().map(|c| (c.field.clone(), c.message.clone())).collect();
+    assert_eq!(
+        messages,
+        [
+            ("spec.podReplacementPolicy".to_owned(), "Unsupported value: \"TerminatingOrFailed\": supported values: \"Failed\"".to_owned()),
+            ("spec.template.spec.restartPolicy".to_owned(), "Invalid value: \"OnFailure\": only \"Never\" is supported when podFailurePolicy is specified".to_owned()),
+        ]
+    );
+    // Each rule's checks.
+    let rules = json!([
+        {"action": "Retry", "onExitCodes": {"containerName": "other", "operator": "In", "values": [0, 5, 5, 2]}},
+        {"action": "Ignore"},
+        {"action": "FailJob", "onExitCodes": {"operator": "NotIn", "values": [1]}, "onPodConditions": [{"type": "DisruptionTarget"}]},
+    ]);
+    let err = w.try_create(&jobs, Some("default"), policy("Never", rules)).unwrap_err();
+    let messages: Vec<(String, String)> =
+        err.details.as_ref().unwrap().causes.iter().map(|c| (c.field.clone(), c.message.clone())).collect();
+    let want = [
+        (
+            "spec.podFailurePolicy.rules[0].action",
+            "Unsupported value: \"Retry\": supported values: \"Count\", \"FailIndex\", \"FailJob\", \"Ignore\"",
+        ),
+        (
+            "spec.podFailurePolicy.rules[0].onExitCodes.containerName",
+            "Invalid value: \"other\": must be one of the container or initContainer names in the pod template",
+        ),
+        (
+            "spec.podFailurePolicy.rules[0].onExitCodes.values[0]",
+            "Invalid value: 0: must not be 0 for the In operator",
+        ),
+        ("spec.podFailurePolicy.rules[0].onExitCodes.values[2]", "Duplicate value: 5"),
+        (
+            "spec.podFailurePolicy.rules[0].onExitCodes.values",
+            "Invalid value: []int32{0, 5, 5, 2}: must be ordered",
+        ),
+        (
+            "spec.podFailurePolicy.rules[1]",
+            "Invalid value: specifying one of OnExitCodes and OnPodConditions is required",
+        ),
+        (
+            "spec.podFailurePolicy.rules[2]",
+            "Invalid value: specifying both OnExitCodes and OnPodConditions is not supported",
+        ),
+    ];
+    assert_eq!(messages, want.map(|(f, m)| (f.to_owned(), m.to_owned())));
+    // A valid one is accepted, its patterns' status defaulted to True.
+    let rules = json!([{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]);
+    let created = w.create(&jobs, Some("default"), policy("Never", rules));
+    assert_eq!(created.data["spec"]["podFailurePolicy"]["rules"][0]["onPodConditions"][0]["status"], "True");
+    assert_eq!(created.data["spec"]["podReplacementPolicy"], "Failed");
+}
+
+#[test]
 fn a_deployments_restart_policy_must_be_always() {
     let mut w = World::new();
     let d = with(deployment(), "/spec/template/spec/restartPolicy", json!("Never"));
