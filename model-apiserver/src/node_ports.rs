@@ -4,10 +4,99 @@
 //! `patchAllocatedValues` (an update without node ports keeps the allocated ones) and
 //! `dropTypeDependentFields` (a type switch drops what the new type does not use).
 
-use kube_core::DynamicObject;
+use std::collections::BTreeSet;
+
+use kube_core::{DynamicObject, Status};
 use serde_json::{Map, Value, json};
 
-use crate::{context::IdSource, defaults};
+use crate::{context::IdSource, defaults, errors};
+
+/// What the other Services of the cluster hold: the cluster IP and node port allocators' state
+/// (kube-apiserver keeps it as bitmaps; here it is read off the stored Services).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Taken {
+    /// Their cluster IPs.
+    pub(crate) ips: BTreeSet<String>,
+    /// Their node ports and health check node ports.
+    pub(crate) ports: BTreeSet<u64>,
+}
+
+impl Taken {
+    /// What `services` hold.
+    pub(crate) fn of<'a>(services: impl Iterator<Item = &'a DynamicObject>) -> Taken {
+        let mut taken = Taken::default();
+        for service in services {
+            let Some(spec) = service.data.get("spec").and_then(Value::as_object) else { continue };
+            taken.ips.extend(cluster_ips(spec));
+            taken.ports.extend(node_ports_of(spec).into_iter().filter(|p| *p != 0));
+            taken.ports.extend(Some(health_check_node_port(spec)).filter(|p| *p != 0));
+        }
+        taken
+    }
+}
+
+/// A Service's cluster IPs (`clusterIPs`, else `clusterIP`), without `None` (headless).
+fn cluster_ips(spec: &Map<String, Value>) -> Vec<String> {
+    let listed: Vec<String> = spec
+        .get("clusterIPs")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .collect();
+    let ips = if listed.is_empty() {
+        spec.get("clusterIP").and_then(Value::as_str).map(str::to_owned).into_iter().collect()
+    } else {
+        listed
+    };
+    ips.into_iter().filter(|ip| !ip.is_empty() && ip != "None").collect()
+}
+
+/// The allocators' refusal of a cluster IP or node port another Service holds (422, as the
+/// Service REST's `allocClusterIPs` and `initNodePorts` word it): `spec.clusterIPs: Invalid value:
+/// []string{"10.96.0.50"}: failed to allocate IP 10.96.0.50: provided IP is already allocated`,
+/// `spec.ports[0].nodePort: Invalid value: 30080: provided port is already allocated`. `old` is
+/// the stored Service of an update: what it held stays its own.
+pub(crate) fn check_taken(
+    name: &str,
+    object: &DynamicObject,
+    old: Option<&DynamicObject>,
+    taken: &Taken,
+) -> Result<(), Status> {
+    let Some(spec) = object.data.get("spec").and_then(Value::as_object) else { return Ok(()) };
+    let old_spec = old.and_then(|o| o.data.get("spec")).and_then(Value::as_object);
+    let invalid = |field: String, value: String, why: &str| {
+        let cause = errors::cause("FieldValueInvalid", &field, format!("Invalid value: {value}: {why}"));
+        Err(errors::invalid("", "Service", name, vec![cause]))
+    };
+    let old_ips = old_spec.map(cluster_ips).unwrap_or_default();
+    let ips = cluster_ips(spec);
+    if let Some(ip) = ips.iter().find(|ip| taken.ips.contains(*ip) && !old_ips.contains(ip)) {
+        let shown =
+            format!("[]string{{{}}}", ips.iter().map(|ip| format!("{ip:?}")).collect::<Vec<_>>().join(", "));
+        return invalid(
+            "spec.clusterIPs".to_owned(),
+            shown,
+            &format!("failed to allocate IP {ip}: provided IP is already allocated"),
+        );
+    }
+    let old_ports: Vec<u64> = old_spec.map(node_ports_of).unwrap_or_default();
+    for (i, port) in node_ports_of(spec).into_iter().enumerate() {
+        if port != 0 && taken.ports.contains(&port) && !old_ports.contains(&port) {
+            return invalid(format!("spec.ports[{i}].nodePort"), port.to_string(), PORT_ALLOCATED);
+        }
+    }
+    let health = health_check_node_port(spec);
+    let old_health = old_spec.map(health_check_node_port).unwrap_or(0);
+    if health != 0 && health != old_health && taken.ports.contains(&health) {
+        return invalid("spec.healthCheckNodePort".to_owned(), health.to_string(), PORT_ALLOCATED);
+    }
+    Ok(())
+}
+
+/// The node port allocator's `ErrAllocated`.
+const PORT_ALLOCATED: &str = "provided port is already allocated";
 
 /// The range node ports are allocated from (kube-apiserver's `--service-node-port-range`
 /// default).
@@ -44,8 +133,8 @@ fn health_check_node_port(spec: &Map<String, Value>) -> u64 {
 /// The node port allocation of create and update: each port of a NodePort Service (or of a
 /// LoadBalancer that allocates node ports) without one gets one, and a LoadBalancer with the
 /// Local policy a health check node port, drawn from the id source in 30000-32767 (the model
-/// tracks no collisions between Services, only within one).
-pub(crate) fn allocate(object: &mut DynamicObject, ids: &mut dyn IdSource) {
+/// skips the ports another Service holds, in `taken`).
+pub(crate) fn allocate(object: &mut DynamicObject, ids: &mut dyn IdSource, taken: &Taken) {
     let Some(spec) = object.data.get_mut("spec").and_then(Value::as_object_mut) else { return };
     let allocates = match service_type(spec) {
         "NodePort" => true,
@@ -54,14 +143,15 @@ pub(crate) fn allocate(object: &mut DynamicObject, ids: &mut dyn IdSource) {
     };
     let mut used = node_ports_of(spec);
     used.push(health_check_node_port(spec));
+    used.extend(taken.ports.iter().copied());
     let mut draw = |used: &mut Vec<u64>| {
         let (min, max) = (NODE_PORT_MIN as u64, NODE_PORT_MAX as u64);
         let range = max - min + 1;
-        // Bounded: a Service has far fewer ports than the range has numbers.
+        // Bounded: the cluster's Services hold far fewer ports than the range has numbers.
         let port = (0..range)
             .map(|_| ids.next_u64() % range + min)
             .find(|p| !used.contains(p))
-            .expect("a Service has fewer ports than the node port range");
+            .expect("the Services hold fewer ports than the node port range");
         used.push(port);
         json!(port)
     };

@@ -60,7 +60,7 @@ pub(crate) fn keep_stored_content_but_status(new: &mut DynamicObject, old: &Dyna
 }
 
 /// Whether `ty` is the built-in core/v1 `kind`.
-fn is_core(ty: &ResourceType, kind: &str) -> bool {
+pub(crate) fn is_core(ty: &ResourceType, kind: &str) -> bool {
     !ty.custom && ty.api.group.is_empty() && ty.api.kind == kind
 }
 
@@ -93,10 +93,11 @@ pub(crate) fn prepare_for_create(
     object: &mut DynamicObject,
     ids: &mut dyn IdSource,
     now: jiff::Timestamp,
+    taken: &node_ports::Taken,
 ) {
     if is_core(&t.ty, "Service") {
-        allocate_cluster_ip(object, ids);
-        node_ports::allocate(object, ids);
+        allocate_cluster_ip(object, ids, taken);
+        node_ports::allocate(object, ids, taken);
     }
     if is_job(&t.ty) {
         generate_job_selector(object);
@@ -246,6 +247,7 @@ pub(crate) fn prepare_for_update(
     new: &mut DynamicObject,
     builtin_defaults: bool,
     ids: &mut dyn IdSource,
+    taken: &node_ports::Taken,
 ) {
     merge_string_data(t, new);
     if builtin_defaults {
@@ -271,7 +273,7 @@ pub(crate) fn prepare_for_update(
         node_ports::drop_type_dependent_fields(old, new);
         keep_cluster_ip(old, new);
         node_ports::keep(old, new);
-        node_ports::allocate(new, ids);
+        node_ports::allocate(new, ids, taken);
     }
     if is_job(&t.ty) {
         copy_job_labels(new);
@@ -411,7 +413,7 @@ fn ensure_namespace_label(object: &mut DynamicObject) {
 /// A Service that needs a cluster IP and names none gets one from the service range
 /// 10.96.0.0/16 (drawn from the id source; the model does not track collisions), as the real
 /// allocator assigns on create. `None` (headless) and ExternalName services get none.
-fn allocate_cluster_ip(object: &mut DynamicObject, ids: &mut dyn IdSource) {
+fn allocate_cluster_ip(object: &mut DynamicObject, ids: &mut dyn IdSource, taken: &node_ports::Taken) {
     let Some(spec) = object.data.get_mut("spec").and_then(Value::as_object_mut) else { return };
     if spec.get("type").and_then(Value::as_str) == Some("ExternalName") {
         return;
@@ -420,9 +422,20 @@ fn allocate_cluster_ip(object: &mut DynamicObject, ids: &mut dyn IdSource) {
         Some(ip) => ip.to_owned(),
         None => {
             // Host part 2..=65534 of the /16: the first address is the `kubernetes` Service's
-            // (crate::KUBERNETES_SERVICE_IP), as the real allocator reserves it.
-            let host = ids.next_u64() % 65_533 + 2;
-            format!("10.96.{}.{}", host >> 8, host & 0xFF)
+            // (crate::KUBERNETES_SERVICE_IP), as the real allocator reserves it. An address
+            // another Service holds is drawn again (bounded: far fewer Services than addresses).
+            let mut draw = || {
+                let host = ids.next_u64() % 65_533 + 2;
+                format!("10.96.{}.{}", host >> 8, host & 0xFF)
+            };
+            let mut ip = draw();
+            for _ in 0..65_533 {
+                if !taken.ips.contains(&ip) {
+                    break;
+                }
+                ip = draw();
+            }
+            ip
         }
     };
     spec.insert("clusterIP".to_owned(), json!(ip));

@@ -136,10 +136,14 @@ impl ApiServer {
         if !opts.applied {
             self.track_managed_fields(t, None, &mut object, None, opts.field_manager, ctx);
         }
-        strategy::prepare_for_create(t, &mut object, ctx.ids, ctx.now);
+        let taken = self.services_taken(t, None);
+        strategy::prepare_for_create(t, &mut object, ctx.ids, ctx.now, &taken);
         strategy::fill_status_zero_values(t, &mut object);
         let plugins = PluginInput { ids: &mut *ctx.ids, name_generated };
         let object = self.admit(t, "create", None, None, object, plugins)?;
+        if strategy::is_core(&t.ty, "Service") {
+            crate::node_ports::check_taken(&name, &object, None, &taken)?;
+        }
         // The storage's Create refuses a resourceVersion before it looks for the key (a dry
         // run never reaches it): an error that is no API status, so 500 without a reason.
         if resource_version_set && !opts.dry_run {
@@ -298,6 +302,20 @@ impl ApiServer {
     }
 
     /// The stored object as `t` presents it, or 404.
+    /// What the cluster's other Services hold (cluster IPs, node ports) when `t` is the Service
+    /// type, for the allocators; `except` is the Service being updated. Empty for other types.
+    pub(crate) fn services_taken(&self, t: &Target, except: Option<&str>) -> crate::node_ports::Taken {
+        if !strategy::is_core(&t.ty, "Service") {
+            return crate::node_ports::Taken::default();
+        }
+        let snapshot = self.store.current();
+        let others = snapshot
+            .iter_resource(&t.resource, None)
+            .filter(|(key, _)| !(except.is_some_and(|n| *key.name == *n) && key.namespace == t.namespace))
+            .map(|(_, object)| &**object);
+        crate::node_ports::Taken::of(others)
+    }
+
     pub(crate) fn current_object(&self, t: &Target, name: &str) -> Result<Arc<DynamicObject>, Status> {
         // As the target's version shows it: a write through one Event API (or one version of a
         // custom resource) starts from the object in its own shape.
@@ -344,6 +362,7 @@ impl ApiServer {
         ctx: &mut Context<'_>,
     ) -> Result<Response, Status> {
         let name = old.metadata.name.clone().unwrap_or_default();
+        let taken = self.services_taken(t, Some(&name));
         if subresource == Some(Subresource::Status) && t.ty.custom {
             // A custom resource's `/status` takes only `.status`; everything else, metadata
             // included, stays (but for the managedFields an apply computed), as the
@@ -364,7 +383,7 @@ impl ApiServer {
             strategy::prepare_for_status_update(t, old, &mut new, ctx.now);
         } else {
             self.preserve_server_fields(t, old, &mut new, opts.applied)?;
-            strategy::prepare_for_update(t, old, &mut new, self.config.builtin_defaults, ctx.ids);
+            strategy::prepare_for_update(t, old, &mut new, self.config.builtin_defaults, ctx.ids, &taken);
         }
         strategy::fill_status_zero_values(t, &mut new);
         let sub_name = subresource.map(Subresource::name);
@@ -377,6 +396,9 @@ impl ApiServer {
             let plugins = PluginInput { ids: &mut *ctx.ids, name_generated: false };
             self.admit(t, "update", hook_sub_name, Some(old), new, plugins)?
         };
+        if subresource.is_none() && strategy::is_core(&t.ty, "Service") {
+            crate::node_ports::check_taken(&name, &new, Some(old), &taken)?;
+        }
         if t.ty.tracks_generation && metadata::spec_changed(old, &new, t.ty.status_subresource) {
             new.metadata.generation = Some(old.metadata.generation.unwrap_or(0) + 1);
         }

@@ -493,3 +493,61 @@ fn a_job_gets_its_backoff_and_replacement_defaults() {
         json!([{"type": "DisruptionTarget", "status": "True"}])
     );
 }
+
+// The allocators hold every Service's cluster IP and node ports: another Service asking for one
+// of them is refused in the Service REST's words, and a Service keeps its own across updates.
+#[test]
+fn a_cluster_ip_or_node_port_another_service_holds_is_refused() {
+    let mut w = World::new();
+    let svcs = builtin("", "services");
+    let first = w.create(
+        &svcs,
+        Some("default"),
+        service(
+            "a",
+            json!({"type": "NodePort", "selector": {"app": "a"}, "ports": [{"port": 80, "nodePort": 30080}]}),
+        ),
+    );
+    let ip = first.data["spec"]["clusterIP"].as_str().unwrap().to_owned();
+    let err = w
+        .try_create(
+            &svcs,
+            Some("kube-public"),
+            service("b", json!({"type": "NodePort", "ports": [{"name": "x", "port": 81, "nodePort": 31000}, {"name": "y", "port": 80, "nodePort": 30080}]})),
+        )
+        .unwrap_err();
+    assert_eq!(code_reason(&err), (422, "Invalid"));
+    assert_eq!(
+        err.message,
+        "Service \"b\" is invalid: spec.ports[1].nodePort: Invalid value: 30080: provided port is already allocated"
+    );
+    let err = w
+        .try_create(
+            &svcs,
+            Some("default"),
+            service("c", json!({"clusterIP": ip.clone(), "ports": [{"port": 80}]})),
+        )
+        .unwrap_err();
+    assert_eq!(
+        err.message,
+        format!(
+            "Service \"c\" is invalid: spec.clusterIPs: Invalid value: []string{{\"{ip}\"}}: failed to allocate IP {ip}: \
+             provided IP is already allocated"
+        )
+    );
+    // Its own values are no collision: an update that keeps them, and one that moves its port.
+    let mut body = (*first).clone();
+    body.data["spec"]["ports"] =
+        json!([{"name": "x", "port": 80, "nodePort": 30080}, {"name": "y", "port": 81, "nodePort": 30081}]);
+    let updated = w.try_update(&svcs, Some("default"), body).unwrap();
+    assert_eq!(node_ports(&updated), [30080, 30081]);
+    // Once `a` lets 30080 go, another Service may take it.
+    let mut body = (*updated).clone();
+    body.data["spec"]["ports"] = json!([{"port": 80, "nodePort": 30090}]);
+    w.try_update(&svcs, Some("default"), body).unwrap();
+    w.create(
+        &svcs,
+        Some("kube-public"),
+        service("e", json!({"type": "NodePort", "ports": [{"port": 80, "nodePort": 30080}]})),
+    );
+}
