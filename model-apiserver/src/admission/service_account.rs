@@ -3,7 +3,8 @@
 //!
 //! - a Pod without `serviceAccountName` gets [`DEFAULT_SERVICE_ACCOUNT`];
 //! - the account must exist in the Pod's namespace, else 403 Forbidden
-//!   `error looking up service account <ns>/<name>: serviceaccount "<name>" not found`;
+//!   `error looking up service account <ns>/<name>: serviceaccount "<name>" not found` (but
+//!   `default`: see below);
 //! - unless `automountServiceAccountToken` is false (the Pod's, else the account's), the Pod gets
 //!   the projected volume `kube-api-access-<5 random characters>` (a bound token, the
 //!   `kube-root-ca.crt` ConfigMap's `ca.crt` and the namespace, [`token_volume_source`]) and each
@@ -15,10 +16,13 @@
 //! - a mirror pod (annotated `kubernetes.io/config.mirror`) is not changed, and is refused if it
 //!   names an account, uses any Secret or projects a service account token.
 //!
-//! Upstream looks an account up in its informer, and, when missing there, asks the storage once
-//! (ten times in one or two seconds for `default`, which kube-controller-manager creates shortly
-//! after the namespace). The model reads its store, which is always current, and does not wait:
-//! a Pod created in a namespace before its `default` account is refused at once.
+//! Upstream looks an account up in its informer, and, when missing there, asks the storage once;
+//! for `default`, which kube-controller-manager's ServiceAccount controller creates right after
+//! the namespace, ten times over one or two seconds. The model reads its store, which is always
+//! current, and cannot wait within a request: a missing account is refused at once, but a missing
+//! `default`, which the wait would find, is taken as that controller creates it (nothing but its
+//! name: the token is mounted, no image pull secrets). Where a cluster's wait would time out (no
+//! ServiceAccount controller, or one down for seconds) the model admits the Pod all the same.
 
 use std::sync::Arc;
 
@@ -68,10 +72,14 @@ pub(crate) fn admit_create(
             DEFAULT_SERVICE_ACCOUNT.to_owned()
         }
     };
-    let Some(account) = account(&account_name) else {
-        return Err(forbidden(&format!(
-            "error looking up service account {namespace}/{account_name}: serviceaccount \"{account_name}\" not found"
-        )));
+    let account = match account(&account_name) {
+        Some(account) => account,
+        None if account_name == DEFAULT_SERVICE_ACCOUNT => awaited_default_account(namespace),
+        None => {
+            return Err(forbidden(&format!(
+                "error looking up service account {namespace}/{account_name}: serviceaccount \"{account_name}\" not found"
+            )));
+        }
     };
     if should_automount(spec, &account) {
         mount_token(spec, ids);
@@ -148,6 +156,18 @@ fn references_secrets(spec: Option<&Value>) -> bool {
         }
     });
     in_containers || in_volumes
+}
+
+/// The `default` account upstream's wait for a missing one finds: it asks the storage ten times
+/// over one or two seconds, for kube-controller-manager's ServiceAccount controller creates it
+/// right after the namespace. The model cannot wait within a request, and takes the wait's usual
+/// end: the account that controller creates, with nothing but its name. Refusing instead would
+/// refuse every Pod a world creates in the first moments of a namespace, which a cluster admits.
+fn awaited_default_account(namespace: &str) -> Arc<DynamicObject> {
+    let mut account = DynamicObject { types: None, metadata: Default::default(), data: json!({}) };
+    account.metadata.name = Some(DEFAULT_SERVICE_ACCOUNT.to_owned());
+    account.metadata.namespace = Some(namespace.to_owned());
+    Arc::new(account)
 }
 
 /// `shouldAutomount`: the Pod's choice, else the account's, else yes.

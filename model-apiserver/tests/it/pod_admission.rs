@@ -140,12 +140,6 @@ fn a_pod_whose_account_is_missing_is_refused_as_upstream_refuses_it() {
         err.message,
         "pods \"p\" is forbidden: error looking up service account default/robot: serviceaccount \"robot\" not found"
     );
-    // No `default` account in kube-public yet: the Pod that names none is refused too.
-    let err = w.try_create(&pods(), Some("kube-public"), pod("p", json!({}))).unwrap_err();
-    assert_eq!(
-        err.message,
-        "pods \"p\" is forbidden: error looking up service account kube-public/default: serviceaccount \"default\" not found"
-    );
     // Admission runs before the storage generates a name: the refusal names the prefix.
     let mut generated = pod("", json!({"serviceAccountName": "robot"}));
     generated["metadata"] = json!({"generateName": "web-"});
@@ -155,6 +149,20 @@ fn a_pod_whose_account_is_missing_is_refused_as_upstream_refuses_it() {
     w.create(&service_accounts(), Some("default"), account("robot", json!({})));
     let admitted = w.create(&pods(), Some("default"), pod("p", json!({"serviceAccountName": "robot"})));
     assert_eq!(spec(&admitted)["serviceAccountName"], "robot");
+}
+
+#[test]
+fn a_missing_default_account_is_taken_as_the_one_upstreams_wait_would_find() {
+    let mut w = with_plugins();
+    // kube-public has no `default` account yet: upstream would wait for kube-controller-manager to
+    // make it, a bare account, and mount its token.
+    let p = w.create(&pods(), Some("kube-public"), pod("p", json!({})));
+    assert_eq!(spec(&p)["serviceAccountName"], "default");
+    token_volume(&p);
+    assert!(spec(&p).get("imagePullSecrets").is_none());
+    // Named explicitly, the same missing account is no different.
+    let q = w.create(&pods(), Some("kube-public"), pod("q", json!({"serviceAccountName": "default"})));
+    assert_eq!(spec(&q)["serviceAccountName"], "default");
 }
 
 #[test]
