@@ -192,8 +192,6 @@ pub const ERROR_REQUEUE: Duration = Duration::from_millis(500);
 /// A function that adds one built-in controller to a world.
 type AddBuiltin = fn(SimBuilder) -> SimBuilder;
 
-/// Add every built-in controller to a world, but those it already has (a world that runs the
-/// garbage collector alone can be given all the others).
 /// `make`'s future in a box of its own, written in place: `Box::pin(step(..))` builds the whole
 /// future on the stack (as large as its largest state, most of it not yet written) and copies it
 /// into the box. The built-ins box the nested steps a reconcile awaits, to keep their own futures
@@ -203,6 +201,15 @@ pub(crate) fn boxed<F: std::future::Future>(make: impl FnOnce() -> F) -> std::pi
     Box::into_pin(boxed)
 }
 
+/// Add every built-in controller to a world, but those it already has (a world that runs the
+/// garbage collector alone can be given all the others), and turn on kube-apiserver's Pod
+/// admission plugins in its model servers
+/// ([`model_apiserver::ServerConfig::pod_admission_plugins`]), as a cluster has them with
+/// kube-controller-manager: every created Pod gets the `default` ServiceAccount (which the
+/// ServiceAccount controller creates; until it has, a Pod of a new namespace is refused 403, and
+/// its controller retries), the projected token volume `kube-api-access-<suffix>` mounted in each
+/// container, `priority` and `preemptionPolicy` from its PriorityClass, and the `not-ready` and
+/// `unreachable` `NoExecute` tolerations for 300 s.
 pub fn all(builder: SimBuilder) -> SimBuilder {
     let adders: [(&str, AddBuiltin); 21] = [
         (garbage_collector::NODE, garbage_collector),
@@ -228,12 +235,10 @@ pub fn all(builder: SimBuilder) -> SimBuilder {
         (kubelet::NODE, kubelet),
     ];
     let present = builder.controller_names();
-    adders.into_iter().fold(
-        builder,
-        |builder, (node, add)| {
-            if present.iter().any(|p| p == node) { builder } else { add(builder) }
-        },
-    )
+    let builder = adders.into_iter().fold(builder, |builder, (node, add)| {
+        if present.iter().any(|p| p == node) { builder } else { add(builder) }
+    });
+    builder.server_config_with(|config| config.pod_admission_plugins = true)
 }
 
 /// Every `K` of the cluster in a shared informer's cache, and the stream of the objects it

@@ -106,3 +106,68 @@ fn deleting_a_deployment_in_the_foreground_removes_it_only_after_its_pods() {
     });
     report.assert_all_passed();
 }
+
+/// What kube-apiserver's Pod admission plugins add to `pod` that is missing, if anything: the
+/// `default` account and its projected token volume mounted read-only in the container, priority
+/// 0 with `PreemptLowerPriority`, and the `not-ready` and `unreachable` `NoExecute` tolerations.
+fn missing_admission_additions(pod: &Pod) -> Option<String> {
+    let name = pod.metadata.name.as_deref().unwrap_or_default();
+    let spec = pod.spec.as_ref()?;
+    let volume = spec.volumes.iter().flatten().find(|v| v.name.starts_with("kube-api-access-"));
+    let Some(volume) = volume.filter(|v| v.projected.is_some()) else {
+        return Some(format!("pod {name} has no projected kube-api-access-* volume"));
+    };
+    let mounted = spec.containers[0].volume_mounts.iter().flatten().any(|m| {
+        m.name == volume.name
+            && m.mount_path == "/var/run/secrets/kubernetes.io/serviceaccount"
+            && m.read_only == Some(true)
+    });
+    let tolerated = |key: &str| {
+        spec.tolerations.iter().flatten().any(|t| {
+            t.key.as_deref() == Some(key)
+                && t.effect.as_deref() == Some("NoExecute")
+                && t.toleration_seconds == Some(300)
+        })
+    };
+    let problems = [
+        (spec.service_account_name.as_deref() != Some("default"), "no default account"),
+        (!mounted, "no token mount"),
+        (spec.priority != Some(0), "no priority 0"),
+        (spec.preemption_policy.as_deref() != Some("PreemptLowerPriority"), "no preemption policy"),
+        (!tolerated("node.kubernetes.io/not-ready"), "no not-ready toleration"),
+        (!tolerated("node.kubernetes.io/unreachable"), "no unreachable toleration"),
+    ];
+    let missing: Vec<&str> = problems.iter().filter(|(missing, _)| *missing).map(|(_, what)| *what).collect();
+    (!missing.is_empty()).then(|| format!("pod {name}: {}", missing.join(", ")))
+}
+
+#[test]
+fn a_deployments_pods_get_the_admission_plugins_additions_and_run() {
+    let world = builtins::all(Sim::builder().scenario("builtins-all-pod-admission"))
+        .workload(|w| async move {
+            let deployments: Api<Deployment> = Api::namespaced(w.client(), "default");
+            w.apply(&deployments, &web()).await?;
+            let available = |d: Option<&Deployment>| {
+                d.and_then(|d| d.status.as_ref()).is_some_and(|s| s.available_replicas == Some(2))
+            };
+            w.wait_for(&deployments, "web", available, WAIT).await
+        })
+        .property(FnProperty::at_end("the Deployment's Pods carry the plugins' additions and run", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let pods = snapshot::objects::<Pod>(snap, Some("default"));
+            if pods.len() != 2 {
+                return Err(format!("{} pods, not 2", pods.len()));
+            }
+            if let Some(missing) = pods.iter().find_map(missing_admission_additions) {
+                return Err(missing);
+            }
+            let phases: Vec<_> =
+                pods.iter().map(|p| p.status.as_ref().and_then(|s| s.phase.clone())).collect();
+            let running = phases.iter().all(|p| p.as_deref() == Some("Running"));
+            if running { Ok(()) } else { Err(format!("phases: {phases:?}")) }
+        }));
+    let report = sweep(&SweepConfig::new("builtins-all-pod-admission").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}

@@ -60,7 +60,14 @@ impl Builtins {
         let stop = StopHandle::new();
         // The admission plugin that goes with the storage protection controllers: from now on a
         // created claim or volume gets its protection finalizer, which they remove.
-        live.with_model(|model| model.server.config_mut().storage_object_in_use_protection = true);
+        // And kube-apiserver's Pod plugins, which go with the ServiceAccount controller's
+        // `default` accounts (as `builtins::all` turns them on in a simulated world's servers,
+        // which the live cluster does not take its configuration from).
+        live.with_model(|model| {
+            let config = model.server.config_mut();
+            config.storage_object_in_use_protection = true;
+            config.pod_admission_plugins = true;
+        });
         let shared: Arc<dyn SharedCluster> = Arc::new(LiveCluster(live.clone()));
         let thread_stop = stop.clone();
         let thread = std::thread::Builder::new()
