@@ -65,7 +65,7 @@
 //!   kube-apiserver's own plugins NamespaceLifecycle, `StorageObjectInUseProtection` (claims'
 //!   and volumes' protection finalizers) when [`ServerConfig::storage_object_in_use_protection`]
 //!   is on, and the Pod plugins when [`ServerConfig::pod_admission_plugins`] is on:
-//!   `ServiceAccount` (the `default` account, which must exist, and the projected token volume
+//!   `ServiceAccount` (the `default` account, a named one that must exist, the projected token volume
 //!   `kube-api-access-<suffix>` mounted in every container, its suffix drawn from the
 //!   [`IdSource`]), `Priority` (`spec.priority` and `preemptionPolicy` from the PriorityClass or
 //!   the global default, 403 for an unknown class) and `DefaultTolerationSeconds` (the

@@ -53,17 +53,19 @@ pub struct ServerConfig {
     /// it on with them) a deleted claim would stay terminating for ever.
     pub storage_object_in_use_protection: bool,
     /// kube-apiserver's Pod admission plugins (on in every real cluster), in its order:
-    /// `ServiceAccount` (a Pod gets the account `default` when it names none, which must exist,
-    /// and unless it opts out the projected token volume `kube-api-access-<suffix>` mounted in
-    /// every container: [`crate::admission::service_account`]), `Priority` (its
+    /// `ServiceAccount` (a Pod gets the account `default` when it names none, an account it names
+    /// must exist, and unless it opts out it gets the projected token volume
+    /// `kube-api-access-<suffix>` mounted in every container:
+    /// [`crate::admission::service_account`]), `Priority` (its
     /// `priorityClassName` resolves to `spec.priority` and `preemptionPolicy`, an unknown class
     /// is refused, and only one PriorityClass may be `globalDefault`:
     /// [`crate::admission::priority`]) and `DefaultTolerationSeconds` (the `not-ready` and
     /// `unreachable` `NoExecute` tolerations for 300 s:
     /// [`crate::admission::default_toleration_seconds`]).
-    /// Off by default: without kube-controller-manager's ServiceAccount controller (the built-ins
-    /// of the `controllers` crate turn it on with it) every Pod would be refused for want of a
-    /// `default` account, and the conformance corpus was recorded on a server without them.
+    /// Off by default: they go with kube-controller-manager's ServiceAccount controller and root
+    /// CA publisher, whose `default` accounts and `kube-root-ca.crt` ConfigMaps the Pods then use
+    /// (the built-ins of the `controllers` crate turn them on with those), and the conformance
+    /// corpus was recorded on a server without them.
     pub pod_admission_plugins: bool,
     /// Users whose requests RBAC authorizes, each as a ServiceAccount ([`crate::rbac`]): a
     /// simulated controller's node name, mapped to the account its Deployment would run as. Other

@@ -206,8 +206,8 @@ pub(crate) fn boxed<F: std::future::Future>(make: impl FnOnce() -> F) -> std::pi
 /// admission plugins in its model servers
 /// ([`model_apiserver::ServerConfig::pod_admission_plugins`]), as a cluster has them with
 /// kube-controller-manager: every created Pod gets the `default` ServiceAccount (which the
-/// ServiceAccount controller creates; until it has, a Pod of a new namespace is refused 403, and
-/// its controller retries), the projected token volume `kube-api-access-<suffix>` mounted in each
+/// ServiceAccount controller creates; a Pod that names another that is missing is refused 403),
+/// the projected token volume `kube-api-access-<suffix>` mounted in each
 /// container, `priority` and `preemptionPolicy` from its PriorityClass, and the `not-ready` and
 /// `unreachable` `NoExecute` tolerations for 300 s.
 pub fn all(builder: SimBuilder) -> SimBuilder {
