@@ -18,15 +18,33 @@
 //!   `resourceNames`, if any, contain the request's name. ClusterRoleBindings grant everywhere,
 //!   RoleBindings in their namespace, through a Role of that namespace or a ClusterRole; a
 //!   ServiceAccount subject without a namespace is the binding's namespace's. A ClusterRole's
-//!   `aggregationRule` adds the rules of the ClusterRoles its selectors match (what the
-//!   aggregation controller writes into it).
+//!   `aggregationRule` adds the rules of the ClusterRoles its selectors match, transitively
+//!   (what the aggregation controller writes into it).
 //! - A refusal is 403 Forbidden in kube-apiserver's words: `deployments.apps "web" is forbidden:
 //!   User "system:serviceaccount:ops:op" cannot update resource "deployments/status" in API
 //!   group "apps" in the namespace "ops"` (`... at the cluster scope` for a cluster-wide request).
+//! - Writes of roles and bindings by a checked user pass kube-apiserver's escalation and bind
+//!   prevention (`rbac/escalation.rs`): a Role or ClusterRole may grant only what its writer holds
+//!   (or it may `escalate` that role), a binding may reference only a role whose permissions its
+//!   writer holds (or it may `bind` that role), and an `aggregationRule` needs every permission.
+//!   The refusal is upstream's 403: `roles.rbac.authorization.k8s.io "reader" is forbidden: user
+//!   "system:serviceaccount:ops:op" (groups=["system:serviceaccounts"
+//!   "system:serviceaccounts:ops" "system:authenticated"]) is attempting to grant RBAC
+//!   permissions not currently held:` and the missing rules, compacted and sorted, one a line.
+//! - When any service account is configured, the bootstrap objects include the ClusterRoles
+//!   `cluster-admin`, `admin`, `edit` and `view` and the `system:aggregate-to-*` roles the last
+//!   three aggregate (`rbac/bootstrap.rs`), so a RoleBinding to `view` or `edit` grants what it
+//!   does on a cluster.
 //!
-//! Not modelled: non-resource URLs, impersonation, the escalation and bind checks on writes of
-//! roles and bindings, and kube-apiserver's bootstrap roles other than `cluster-admin` (created
-//! with the bootstrap objects when any service account is configured).
+//! Not modelled: non-resource URLs, impersonation, and RBAC's other bootstrap roles and
+//! bindings (`system:*` roles of the control plane's components, `system:discovery`,
+//! `system:basic-user`). The aggregation controller's eventual rules are computed on each
+//! decision rather than written into the aggregating role, so a read of `admin` shows no rules.
+//! An escalation refusal quotes names as Rust's debug format does, which is Go's `%q` for
+//! printable names.
+
+pub(crate) mod bootstrap;
+mod escalation;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -134,46 +152,28 @@ impl ApiServer {
         Err(errors::forbidden(attrs.group, attrs.resource, &attrs.name, &why))
     }
 
+    /// Whether a rule bound to `account` allows `attrs` (the RBAC authorizer's decision).
     fn allows(&self, account: &ServiceAccount, attrs: &Attributes<'_>) -> bool {
-        let cluster_roles: Vec<ClusterRole> = self.stored("rbac.authorization.k8s.io", "clusterroles", None);
-        let rules_of_cluster_role = |name: &str| -> Vec<PolicyRule> {
-            let Some(role) = cluster_roles.iter().find(|r| r.metadata.name.as_deref() == Some(name)) else {
-                return Vec::new();
-            };
-            let mut rules = role.rules.clone().unwrap_or_default();
-            if let Some(aggregation) = &role.aggregation_rule {
-                rules.extend(aggregated(aggregation, &cluster_roles));
-            }
-            rules
+        let (rules, _) = self.policy(attrs.namespace).rules_for(account);
+        rules.iter().any(|rule| rule_allows(rule, attrs))
+    }
+
+    /// The stored RBAC objects a decision in `namespace` reads (empty: cluster-wide only).
+    fn policy(&self, namespace: &str) -> Policy {
+        let (roles, role_bindings) = if namespace.is_empty() {
+            (Vec::new(), Vec::new())
+        } else {
+            (
+                self.stored(RBAC_GROUP, "roles", Some(namespace)),
+                self.stored(RBAC_GROUP, "rolebindings", Some(namespace)),
+            )
         };
-        let applies = |rules: &[PolicyRule]| rules.iter().any(|rule| rule_allows(rule, attrs));
-        let bindings: Vec<ClusterRoleBinding> =
-            self.stored("rbac.authorization.k8s.io", "clusterrolebindings", None);
-        for binding in &bindings {
-            if binding.role_ref.kind == "ClusterRole"
-                && binds(binding.subjects.as_deref(), account, "")
-                && applies(&rules_of_cluster_role(&binding.role_ref.name))
-            {
-                return true;
-            }
+        Policy {
+            cluster_roles: self.stored(RBAC_GROUP, "clusterroles", None),
+            cluster_role_bindings: self.stored(RBAC_GROUP, "clusterrolebindings", None),
+            roles,
+            role_bindings,
         }
-        if attrs.namespace.is_empty() {
-            return false;
-        }
-        let role_bindings: Vec<RoleBinding> =
-            self.stored("rbac.authorization.k8s.io", "rolebindings", Some(attrs.namespace));
-        let roles: Vec<Role> = self.stored("rbac.authorization.k8s.io", "roles", Some(attrs.namespace));
-        role_bindings.iter().filter(|b| binds(b.subjects.as_deref(), account, attrs.namespace)).any(|b| {
-            let name = b.role_ref.name.as_str();
-            match b.role_ref.kind.as_str() {
-                "Role" => roles
-                    .iter()
-                    .find(|r| r.metadata.name.as_deref() == Some(name))
-                    .is_some_and(|r| applies(r.rules.as_deref().unwrap_or_default())),
-                "ClusterRole" => applies(&rules_of_cluster_role(name)),
-                _ => false,
-            }
-        })
     }
 
     /// The stored objects of a built-in kind, typed (one that does not decode is skipped).
@@ -191,8 +191,91 @@ impl ApiServer {
     }
 }
 
-/// The rules of the ClusterRoles an aggregation rule's selectors match.
-fn aggregated(rule: &AggregationRule, roles: &[ClusterRole]) -> Vec<PolicyRule> {
+/// The API group of RBAC's kinds.
+const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
+
+/// The stored RBAC objects one decision reads: every ClusterRole and ClusterRoleBinding, and the
+/// Roles and RoleBindings of one namespace (none for a cluster-wide decision).
+struct Policy {
+    cluster_roles: Vec<ClusterRole>,
+    cluster_role_bindings: Vec<ClusterRoleBinding>,
+    roles: Vec<Role>,
+    role_bindings: Vec<RoleBinding>,
+}
+
+impl Policy {
+    /// A ClusterRole's rules with those its `aggregationRule` gathers, transitively (what the
+    /// aggregation controller writes into it: `admin` gathers `edit`, which gathers `view`);
+    /// `None` when it does not exist.
+    fn cluster_role_rules(&self, name: &str) -> Option<Vec<PolicyRule>> {
+        let root = self.cluster_roles.iter().find(|r| r.metadata.name.as_deref() == Some(name))?;
+        let mut seen = BTreeSet::from([name]);
+        let mut queue = std::collections::VecDeque::from([root]);
+        let mut rules = Vec::new();
+        // Each role enters the queue once: the walk is bounded by the number of roles.
+        while let Some(role) = queue.pop_front() {
+            rules.extend(role.rules.iter().flatten().cloned());
+            for matched in role.aggregation_rule.iter().flat_map(|a| aggregated(a, &self.cluster_roles)) {
+                if let Some(matched_name) = matched.metadata.name.as_deref()
+                    && seen.insert(matched_name)
+                {
+                    queue.push_back(matched);
+                }
+            }
+        }
+        Some(rules)
+    }
+
+    /// The rules a binding's `roleRef` grants (`GetRoleReferenceRules`), or 404 for a role that
+    /// does not exist, as the registries' getters answer.
+    fn role_ref_rules(&self, kind: &str, name: &str) -> Result<Vec<PolicyRule>, Status> {
+        match kind {
+            "Role" => self
+                .roles
+                .iter()
+                .find(|r| r.metadata.name.as_deref() == Some(name))
+                .map(|r| r.rules.clone().unwrap_or_default())
+                .ok_or_else(|| errors::not_found(RBAC_GROUP, "roles", name)),
+            "ClusterRole" => self
+                .cluster_role_rules(name)
+                .ok_or_else(|| errors::not_found(RBAC_GROUP, "clusterroles", name)),
+            _ => Err(Status::failure(&format!("unsupported role reference kind: {kind:?}"), "InternalError")
+                .with_code(500)),
+        }
+    }
+
+    /// Every rule bound to `account` (`RulesFor`): through ClusterRoleBindings, then the
+    /// RoleBindings of the namespace, in storage order; and the errors resolving a binding whose
+    /// role does not exist.
+    fn rules_for(&self, account: &ServiceAccount) -> (Vec<PolicyRule>, Vec<Status>) {
+        let mut rules = Vec::new();
+        let mut errors = Vec::new();
+        let refs = self
+            .cluster_role_bindings
+            .iter()
+            .filter(|b| binds(b.subjects.as_deref(), account, ""))
+            .map(|b| &b.role_ref)
+            .chain(
+                self.role_bindings
+                    .iter()
+                    .filter(|b| {
+                        let namespace = b.metadata.namespace.as_deref().unwrap_or_default();
+                        binds(b.subjects.as_deref(), account, namespace)
+                    })
+                    .map(|b| &b.role_ref),
+            );
+        for role_ref in refs {
+            match self.role_ref_rules(&role_ref.kind, &role_ref.name) {
+                Ok(granted) => rules.extend(granted),
+                Err(status) => errors.push(status),
+            }
+        }
+        (rules, errors)
+    }
+}
+
+/// The ClusterRoles an aggregation rule's selectors match.
+fn aggregated<'r>(rule: &AggregationRule, roles: &'r [ClusterRole]) -> Vec<&'r ClusterRole> {
     let selectors: Vec<LabelSelector> = rule
         .cluster_role_selectors
         .iter()
@@ -200,15 +283,13 @@ fn aggregated(rule: &AggregationRule, roles: &[ClusterRole]) -> Vec<PolicyRule> 
         .filter_map(|s| LabelSelector::from_label_selector(s).ok())
         .collect();
     let empty = std::collections::BTreeMap::new();
-    let mut names = BTreeSet::new();
-    let mut rules = Vec::new();
-    for role in roles.iter().filter(|r| r.aggregation_rule.is_none()) {
-        let labels = role.metadata.labels.as_ref().unwrap_or(&empty);
-        if selectors.iter().any(|s| s.matches(labels)) && names.insert(role.metadata.name.clone()) {
-            rules.extend(role.rules.clone().unwrap_or_default());
-        }
-    }
-    rules
+    roles
+        .iter()
+        .filter(|role| {
+            let labels = role.metadata.labels.as_ref().unwrap_or(&empty);
+            selectors.iter().any(|s| s.matches(labels))
+        })
+        .collect()
 }
 
 /// Whether one of `subjects` is `account` (`appliesToUser`), `namespace` being the binding's

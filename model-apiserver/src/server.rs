@@ -70,7 +70,7 @@ pub struct ServerConfig {
     /// Users whose requests RBAC authorizes, each as a ServiceAccount ([`crate::rbac`]): a
     /// simulated controller's node name, mapped to the account its Deployment would run as. Other
     /// users are allowed everything. Empty by default (nothing is checked); when not empty, the
-    /// bootstrap objects include the `cluster-admin` ClusterRole.
+    /// bootstrap objects include the ClusterRoles `cluster-admin`, `admin`, `edit` and `view`.
     pub service_accounts: BTreeMap<String, crate::rbac::ServiceAccount>,
 }
 
@@ -300,9 +300,10 @@ impl ApiServer {
     /// `kube-apiserver`. What a simulated cluster and `kube-sim serve` start with. Unlike the real
     /// server, nothing re-creates the Service or its endpoints once deleted.
     ///
-    /// When [`ServerConfig::service_accounts`] names any (RBAC is checked), the `cluster-admin`
-    /// ClusterRole too, which operators' manifests often bind; RBAC's other bootstrap roles and
-    /// bindings and API priority and fairness's configuration are not created.
+    /// When [`ServerConfig::service_accounts`] names any (RBAC is checked), the ClusterRoles
+    /// users are bound to too: `cluster-admin`, and `admin`, `edit` and `view` with the
+    /// `system:aggregate-to-*` roles they aggregate ([`crate::rbac`]); RBAC's other bootstrap
+    /// roles and bindings and API priority and fairness's configuration are not created.
     pub fn with_bootstrap_objects(self, ctx: &mut Context<'_>) -> Self {
         let mut server = self.with_default_namespaces(ctx);
         let params = PostParams { field_manager: Some("kube-apiserver".to_owned()), ..PostParams::default() };
@@ -349,17 +350,9 @@ impl ApiServer {
             ));
         }
         if !server.config.service_accounts.is_empty() {
-            objects.push((
-                ("rbac.authorization.k8s.io", "v1", "clusterroles"),
-                None,
-                json!({
-                    "metadata": {"name": "cluster-admin",
-                                 "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
-                                 "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"}},
-                    "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
-                              {"nonResourceURLs": ["*"], "verbs": ["*"]}],
-                }),
-            ));
+            for body in crate::rbac::bootstrap::cluster_roles() {
+                objects.push((("rbac.authorization.k8s.io", "v1", "clusterroles"), None, body));
+            }
         }
         for ((group, version, plural), namespace, body) in objects {
             let Some(ty) = server.types.get(group, version, plural).filter(|ty| !ty.custom) else { continue };

@@ -525,12 +525,16 @@ impl ApiServer {
         self.default_and_prune(t, &mut object);
         let request =
             AdmissionRequest { operation, resource: &t.ty, subresource, old, user: t.user.as_deref() };
+        let name_generated = plugins.name_generated;
         // The built-in plugins run before the webhooks, as kube-apiserver's admission chain
         // orders its plugins before `MutatingAdmissionWebhook`.
         self.admit_with_plugins(t, &request, &mut object, plugins)?;
         for hook in &self.mutating {
             hook(&request, &mut object)?;
         }
+        // RBAC's registries check escalation in the storage: after mutating admission, before
+        // validation.
+        self.check_rbac_escalation(t, old, &object, name_generated)?;
         let causes = self.validate(t, old, &object, subresource);
         if !causes.is_empty() {
             let name = object.metadata.name.clone().unwrap_or_default();

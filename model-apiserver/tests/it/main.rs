@@ -27,6 +27,7 @@ mod namespaces;
 mod patch;
 mod pod_admission;
 mod rbac;
+mod rbac_escalation;
 mod registry_fields;
 mod revisions;
 mod scale;
