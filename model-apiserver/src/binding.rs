@@ -40,7 +40,6 @@ use crate::resources::ResourceType;
 use crate::server::{ApiServer, Target};
 use crate::store::StoredEventType;
 use crate::strategy;
-use crate::write::{check_body_namespace, validate_field_manager};
 
 /// Whether `ty` serves `/binding`: the built-in Pod.
 pub(crate) fn serves(ty: &ResourceType) -> bool {
@@ -49,6 +48,7 @@ pub(crate) fn serves(ty: &ResourceType) -> bool {
 
 /// A Binding: `v1` only.
 const BINDING_BODY: SubresourceBody = SubresourceBody {
+    subresource: "binding",
     kind: "Binding",
     api_versions: &["v1"],
     // `BindingREST.Create` prints the object it got with `%#v`.
@@ -69,27 +69,12 @@ impl ApiServer {
         params: &PostParams,
         ctx: &mut Context<'_>,
     ) -> Result<Response, Status> {
-        validate_field_manager("CreateOptions", params.field_manager.as_deref())?;
-        let mut body = self.decode_subresource_body::<core::Binding>(t, body, &BINDING_BODY, ctx)?;
-        check_body_namespace(t, &body.metadata)?;
-        body.metadata.namespace = Some(t.namespace.to_string());
-        let request = crate::AdmissionRequest {
-            operation: "create",
-            resource: &t.ty,
-            subresource: Some("binding"),
-            old: None,
-            user: t.user.as_deref(),
-        };
-        for hook in &self.mutating {
-            hook(&request, &mut body)?;
-        }
+        let mut body = self.begin_subresource_create::<core::Binding>(t, body, params, &BINDING_BODY, ctx)?;
         if body.metadata.name.as_deref() != Some(name) {
             return Err(errors::bad_request("name in URL does not match name in Binding object"));
         }
         validate_binding(&body.data)?;
-        for hook in &self.validating {
-            hook(&request, &mut body)?;
-        }
+        self.validate_subresource_create(t, &mut body, BINDING_BODY.subresource)?;
         let pod = self.current_object(t, name)?;
         check_preconditions(t, name, &pod, &body)?;
         let refusal = |why: String| errors::conflict_with("", BINDING_RESOURCE, name, &why);

@@ -65,8 +65,21 @@ pub const BUDGET_VIOLATION_MESSAGE: &str =
 /// The message of an eviction of a pod that more than one budget selects (500).
 pub const MULTIPLE_BUDGETS_MESSAGE: &str =
     "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.";
+/// The admission attributes of a POST to `subresource` of `t`'s type.
+fn subresource_create<'a>(t: &'a Target, subresource: &'static str) -> crate::AdmissionRequest<'a> {
+    crate::AdmissionRequest {
+        operation: "create",
+        resource: &t.ty,
+        subresource: Some(subresource),
+        old: None,
+        user: t.user.as_deref(),
+    }
+}
+
 /// What a subresource's POST body must be (see [`ApiServer::decode_subresource_body`]).
 pub(crate) struct SubresourceBody {
+    /// The subresource's name (`eviction`, `binding`).
+    pub(crate) subresource: &'static str,
     /// The kind (`Eviction`, `Binding`).
     pub(crate) kind: &'static str,
     /// The apiVersions it takes (`AcceptsGroupVersion`); the first when the body names none.
@@ -79,6 +92,7 @@ pub(crate) struct SubresourceBody {
 
 /// An Eviction: `policy/v1` or `v1beta1` (`AcceptsGroupVersion`).
 const EVICTION_BODY: SubresourceBody = SubresourceBody {
+    subresource: "eviction",
     kind: "Eviction",
     api_versions: &["policy/v1", "policy/v1beta1"],
     other: |kind| format!("*policy.{kind}"),
@@ -131,28 +145,14 @@ impl ApiServer {
         params: &PostParams,
         ctx: &mut Context<'_>,
     ) -> Result<Response, Status> {
-        validate_field_manager("CreateOptions", params.field_manager.as_deref())?;
-        let mut body = self.decode_eviction(t, body, ctx)?;
-        check_body_namespace(t, &body.metadata)?;
-        body.metadata.namespace = Some(t.namespace.to_string());
-        let request = crate::AdmissionRequest {
-            operation: "create",
-            resource: &t.ty,
-            subresource: Some("eviction"),
-            old: None,
-            user: t.user.as_deref(),
-        };
-        for hook in &self.mutating {
-            hook(&request, &mut body)?;
-        }
+        let mut body =
+            self.begin_subresource_create::<policy::Eviction>(t, body, params, &EVICTION_BODY, ctx)?;
         let eviction = typed_eviction(&body)?;
         if eviction.metadata.name.as_deref() != Some(name) {
             return Err(errors::bad_request("name in URL does not match name in Eviction object"));
         }
         let options = propagate_dry_run(eviction.delete_options, params.dry_run)?;
-        for hook in &self.validating {
-            hook(&request, &mut body)?;
-        }
+        self.validate_subresource_create(t, &mut body, EVICTION_BODY.subresource)?;
         let original = delete_params(&options);
         let pod = self.current_object(t, name)?;
         let rv_unset = resource_version_unset(&original);
@@ -195,14 +195,40 @@ impl ApiServer {
         }
     }
 
-    /// The body as an Eviction (`policy/v1` or `v1beta1`; either may be left out).
-    fn decode_eviction(
+    /// The start of a POST to a subresource, as the create handler runs it: the field manager
+    /// checked, the body decoded as `expected` ([`ApiServer::decode_subresource_body`]) in the
+    /// URL's namespace, then mutating admission as `<resource>/<subresource>` `create`.
+    pub(crate) fn begin_subresource_create<T: serde::de::DeserializeOwned + serde::Serialize>(
         &self,
         t: &Target,
         body: DynamicObject,
+        params: &PostParams,
+        expected: &SubresourceBody,
         ctx: &mut Context<'_>,
     ) -> Result<DynamicObject, Status> {
-        self.decode_subresource_body::<policy::Eviction>(t, body, &EVICTION_BODY, ctx)
+        validate_field_manager("CreateOptions", params.field_manager.as_deref())?;
+        let mut body = self.decode_subresource_body::<T>(t, body, expected, ctx)?;
+        check_body_namespace(t, &body.metadata)?;
+        body.metadata.namespace = Some(t.namespace.to_string());
+        let request = subresource_create(t, expected.subresource);
+        for hook in &self.mutating {
+            hook(&request, &mut body)?;
+        }
+        Ok(body)
+    }
+
+    /// Validating admission of a subresource POST's body (after the registry's own checks).
+    pub(crate) fn validate_subresource_create(
+        &self,
+        t: &Target,
+        body: &mut DynamicObject,
+        subresource: &'static str,
+    ) -> Result<(), Status> {
+        let request = subresource_create(t, subresource);
+        for hook in &self.validating {
+            hook(&request, body)?;
+        }
+        Ok(())
     }
 
     /// A subresource's POST body as `T`, the kind `expected` names, as the create handler decodes
