@@ -199,21 +199,7 @@ fn immutable(old: &DynamicObject, new: &DynamicObject, path: &[&str]) -> Vec<Sta
 /// MatchExpressions:[]v1.LabelSelectorRequirement(nil)}` (map keys sorted, a missing map or list
 /// `(nil)`). `None` when `v` is not shaped as one.
 fn go_label_selector(v: &Value) -> Option<String> {
-    fn quote(s: &str) -> String {
-        let mut out = String::with_capacity(s.len() + 2);
-        out.push('"');
-        for c in s.chars() {
-            match c {
-                '"' => out.push_str("\\\""),
-                '\\' => out.push_str("\\\\"),
-                '\n' => out.push_str("\\n"),
-                '\t' => out.push_str("\\t"),
-                c => out.push(c),
-            }
-        }
-        out.push('"');
-        out
-    }
+    use crate::errors::go_quote as quote;
     fn strings(v: Option<&Value>) -> Option<String> {
         match v {
             None | Some(Value::Null) => Some("[]string(nil)".to_owned()),
