@@ -2,8 +2,9 @@
 //! few of kube-apiserver's own plugins the model has, each when its [`crate::ServerConfig`] flag is
 //! on, in kube-apiserver's order (`AllOrderedPlugins`) and before the hooks, as its chain runs
 //! them before `MutatingAdmissionWebhook`: [`service_account`], [`priority`],
-//! [`default_toleration_seconds`] (the Pod plugins, [`crate::ServerConfig::pod_admission_plugins`])
-//! and `StorageObjectInUseProtection` ([`crate::ServerConfig::storage_object_in_use_protection`]).
+//! [`default_toleration_seconds`] (the Pod plugins, [`crate::ServerConfig::pod_admission_plugins`]),
+//! `StorageObjectInUseProtection` ([`crate::ServerConfig::storage_object_in_use_protection`]) and,
+//! always, [`pvc_resize`].
 
 use std::sync::Arc;
 
@@ -17,6 +18,7 @@ use crate::{
 
 pub mod default_toleration_seconds;
 pub mod priority;
+pub mod pvc_resize;
 pub mod service_account;
 
 /// What an admission hook sees.
@@ -118,7 +120,8 @@ impl ApiServer {
     }
 
     /// kube-apiserver's own validating plugins that are on (after the object's validation, before
-    /// the validating hooks): the `Priority` plugin's one default PriorityClass.
+    /// the validating hooks): the `Priority` plugin's one default PriorityClass, and
+    /// `PersistentVolumeClaimResize` (always: it needs no controller).
     pub(crate) fn validate_with_plugins(
         &self,
         request: &AdmissionRequest<'_>,
@@ -133,6 +136,12 @@ impl ApiServer {
             let name = object.metadata.name.as_deref().unwrap_or_default();
             let classes = self.stored_all("scheduling.k8s.io", "priorityclasses");
             priority::validate_class(request.operation, object, name, &classes)?;
+        }
+        if let ("update", Some(old)) = (request.operation, request.old)
+            && is_core(request, "persistentvolumeclaims")
+        {
+            let class = |name: &str| self.stored_object("storage.k8s.io", "storageclasses", "", name);
+            pvc_resize::validate_update(old, object, class)?;
         }
         Ok(())
     }

@@ -56,7 +56,8 @@
 //!   templates, Deployments, ReplicaSets, StatefulSets, DaemonSets, Jobs, CronJobs, Services,
 //!   ConfigMaps, Secrets, claims, Ingresses, PDBs, ServiceAccounts, Leases), and the immutability
 //!   rules controllers most often meet (pod spec, workload selectors, Job templates, StatefulSet
-//!   spec, claim spec, immutable ConfigMaps and Secrets).
+//!   spec, claim spec: only a bound claim's storage request may change, and it may shrink only
+//!   above its capacity; immutable ConfigMaps and Secrets).
 //! - **Defaulting of built-ins.** The fields the real server fills in on create and update
 //!   (pod specs and containers, workloads and their templates, Jobs, Services with an allocated
 //!   cluster IP and node ports, claims, Secrets), so that a controller fighting defaults loops here as it
@@ -72,7 +73,8 @@
 //!   `not-ready` and `unreachable` `NoExecute` tolerations for 300 s): see [`admission`]. Both
 //!   flags are off by default (each needs kube-controller-manager's controllers that go with
 //!   it, and the conformance corpus was recorded without them); the built-ins of the
-//!   `controllers` crate turn them on.
+//!   `controllers` crate turn them on. Always on: `PersistentVolumeClaimResize` (a claim grows
+//!   only if bound and its StorageClass has `allowVolumeExpansion`, else 403).
 //! - **Eviction.** `pods/{name}/eviction` ([`Request::create_subresource`] with
 //!   [`Subresource::Eviction`]): the PodDisruptionBudget checks and decrement, the
 //!   `DisruptionTarget` condition and the pod's delete, each an ordinary write ([`eviction`]).

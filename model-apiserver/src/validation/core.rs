@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::{
     ConfigMap, Container, ContainerPort, PersistentVolumeClaim, PersistentVolumeClaimSpec, PodSpec,
     PodTemplateSpec, Secret, Service, ServiceAccount, Volume,
 };
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube_core::response::StatusCause;
 use serde_json::Value;
 
@@ -526,43 +527,98 @@ pub(crate) fn claim_spec(spec: &PersistentVolumeClaimSpec, path: &Path, out: &mu
     }
 }
 
-/// The spec of a claim may change only in its storage request (and volumeAttributesClassName);
-/// a claim that is bound may not shrink below... only the shape is checked. Two fields may be set
-/// once: `volumeName` (the binder binds the claim) and `storageClassName`, from unset to a class
-/// (the binder's retroactive default class, `validateStorageClassUpgradeFromNil`: unless the
-/// beta class annotation names another class).
+/// `ValidatePersistentVolumeClaimUpdate`: a claim's spec is immutable but for what the binder
+/// sets once and what a bound claim may resize.
+/// - `volumeName` may be set once (the binder binds the claim);
+/// - `storageClassName` may go from unset to a class (the retroactive default class,
+///   `validateStorageClassUpgradeFromNil`, or the class the beta annotation names,
+///   `validateStorageClassUpgradeFromAnnotation`); the beta annotation itself is immutable;
+/// - only a **bound** claim may change its storage request and `volumeAttributesClassName`
+///   (the check reads the new object's phase, which a spec write carries over from the stored
+///   one): an unbound claim's request is as immutable as the rest;
+/// - the request may shrink only while it stays above the claim's `status.capacity`
+///   (`RecoverVolumeExpansionFailure`, on since 1.32);
+/// - `volumeMode` is immutable, reported at upstream's path `volumeMode`.
+///
+/// Upstream appends a `cmp.Diff` of the two specs to the immutability message; go-cmp randomizes
+/// that text's spacing on purpose, so it is left out here.
 pub(crate) fn persistent_volume_claim_update(
     old: &PersistentVolumeClaim,
     new: &PersistentVolumeClaim,
     out: &mut Vec<StatusCause>,
 ) {
-    let old_class = old.spec.as_ref().and_then(|s| s.storage_class_name.as_deref());
-    let new_class = new.spec.as_ref().and_then(|s| s.storage_class_name.as_deref());
-    let beta_class =
-        old.metadata.annotations.as_ref().and_then(|a| a.get("volume.beta.kubernetes.io/storage-class"));
-    let class_set_once =
-        old_class.is_none() && new_class.is_some_and(|c| !c.is_empty() && beta_class.is_none_or(|b| b == c));
-    let strip = |spec: Option<&PersistentVolumeClaimSpec>| {
-        let mut spec = spec.cloned().unwrap_or_default();
-        if let Some(r) = spec.resources.as_mut() {
-            r.requests = None;
+    const BETA_CLASS: &str = "volume.beta.kubernetes.io/storage-class";
+    fn beta(pvc: &PersistentVolumeClaim) -> Option<&str> {
+        pvc.metadata.annotations.as_ref().and_then(|a| a.get(BETA_CLASS)).map(String::as_str)
+    }
+    fn class(pvc: &PersistentVolumeClaim) -> Option<&str> {
+        pvc.spec.as_ref().and_then(|s| s.storage_class_name.as_deref())
+    }
+    let (old_beta, new_beta) = (beta(old), beta(new));
+    let (old_class, new_class) = (class(old), class(new));
+    // validateStorageClassUpgradeFromAnnotation: the class the annotation named, now in the spec.
+    let from_annotation =
+        old_beta.is_some() && new_beta == old_beta && old_class.is_none() && new_class == old_beta;
+    if !from_annotation && old_beta != new_beta {
+        out.push(invalid(
+            &Path::new("metadata").child("annotations").child(BETA_CLASS),
+            q(new_beta.unwrap_or_default()),
+            "field is immutable",
+        ));
+    }
+    // validateStorageClassUpgradeFromNil (the retroactive default StorageClass, on since 1.28).
+    let from_nil = !from_annotation
+        && old_class.is_none()
+        && new_class.is_some_and(|c| !c.is_empty() && old_beta.is_none_or(|b| b == c));
+    let bound = new.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound");
+    let old_spec = old.spec.clone().unwrap_or_default();
+    let mut new_spec = new.spec.clone().unwrap_or_default();
+    let mut old_compared = old_spec.clone();
+    if old_spec.volume_name.as_deref().is_none_or(str::is_empty) {
+        old_compared.volume_name = new_spec.volume_name.clone();
+    }
+    if from_annotation || from_nil {
+        new_spec.storage_class_name = None;
+    }
+    let old_storage = storage_request(&old_spec).cloned();
+    if bound {
+        if let Some(requests) = new_spec.resources.as_mut().and_then(|r| r.requests.as_mut()) {
+            match &old_storage {
+                Some(storage) => requests.insert("storage".to_owned(), storage.clone()),
+                None => requests.remove("storage"),
+            };
         }
-        spec.volume_attributes_class_name = None;
-        // The volume name is set when the claim binds.
-        if old.spec.as_ref().and_then(|s| s.volume_name.as_deref()).is_none_or(str::is_empty) {
-            spec.volume_name = None;
+        if new_spec.volume_attributes_class_name.is_some() {
+            new_spec.volume_attributes_class_name = old_spec.volume_attributes_class_name.clone();
         }
-        if class_set_once {
-            spec.storage_class_name = None;
-        }
-        spec
-    };
-    if strip(old.spec.as_ref()) != strip(new.spec.as_ref()) {
+    }
+    if new_spec != old_compared {
         out.push(forbidden(
             &Path::new("spec"),
             "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims",
         ));
     }
+    let size = |q_: Option<&Quantity>| q_.and_then(|q_| quantity::value(&q_.0)).unwrap_or(0.0);
+    let new_size = size(new.spec.as_ref().and_then(storage_request));
+    if new_size < size(old_storage.as_ref()) {
+        let capacity = old.status.as_ref().and_then(|s| s.capacity.as_ref()).and_then(|c| c.get("storage"));
+        if new_size <= size(capacity) {
+            out.push(forbidden(
+                &Path::new("spec").child("resources").child("requests").child("storage"),
+                "field can not be less than status.capacity",
+            ));
+        }
+    }
+    let mode = |pvc: &PersistentVolumeClaim| pvc.spec.as_ref().and_then(|s| s.volume_mode.clone());
+    if mode(old) != mode(new) {
+        let shown = mode(new).map_or_else(|| "null".to_owned(), |m| q(&m));
+        out.push(invalid(&Path::new("volumeMode"), shown, "field is immutable"));
+    }
+}
+
+/// A claim spec's storage request, if it states one.
+fn storage_request(spec: &PersistentVolumeClaimSpec) -> Option<&Quantity> {
+    spec.resources.as_ref().and_then(|r| r.requests.as_ref()).and_then(|r| r.get("storage"))
 }
 
 /// A ServiceAccount's secret and image pull secret references.

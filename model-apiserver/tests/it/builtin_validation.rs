@@ -6,8 +6,14 @@
 mod common;
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use common::*;
+use kube_core::{
+    DynamicObject, Status,
+    params::{Patch, PatchParams},
+};
+use model_apiserver::{Request, Subresource};
 use serde_json::{Value, json};
 
 /// The (reason, field) pairs of a 422.
@@ -319,28 +325,116 @@ fn a_claim_needs_access_modes_and_a_storage_request() {
     );
 }
 
-#[test]
-fn a_claims_spec_is_immutable_except_its_storage_request() {
-    let mut w = World::new();
-    let pvcs = builtin("", "persistentvolumeclaims");
+/// A claim `c` of 1Gi in `default`, unbound.
+fn one_gibibyte_claim(w: &mut World, class: Option<&str>) {
+    let mut spec = json!({"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}});
+    if let Some(class) = class {
+        spec["storageClassName"] = json!(class);
+    }
     w.create(
-        &pvcs,
+        &builtin("", "persistentvolumeclaims"),
         Some("default"),
-        json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-        "metadata": {"name": "c"}, "spec": {"accessModes": ["ReadWriteOnce"],
-        "resources": {"requests": {"storage": "1Gi"}}}}),
+        json!({"metadata": {"name": "c"}, "spec": spec}),
     );
-    w.try_merge(
-        &pvcs,
+}
+
+/// What the binder writes to claim `c` once bound: `Bound` with `capacity`.
+fn bind_claim(w: &mut World, capacity: &str) {
+    let status = json!({"status": {"phase": "Bound", "capacity": {"storage": capacity}}});
+    let request = Request::patch(
+        &builtin("", "persistentvolumeclaims"),
         Some("default"),
         "c",
-        json!({"spec": {"resources": {"requests": {"storage": "2Gi"}}}}),
+        Patch::Merge(status),
+        PatchParams::default(),
     )
-    .unwrap();
+    .with_subresource(Subresource::Status);
+    w.handle(request).unwrap();
+}
+
+// The helper answers what ApiServer::handle answers: a Status error.
+#[allow(clippy::result_large_err)]
+fn resize(w: &mut World, storage: &str) -> Result<Arc<DynamicObject>, Status> {
+    let patch = json!({"spec": {"resources": {"requests": {"storage": storage}}}});
+    w.try_merge(&builtin("", "persistentvolumeclaims"), Some("default"), "c", patch)
+}
+
+#[test]
+fn an_unbound_claims_spec_is_immutable_even_its_storage_request() {
+    let mut w = World::new();
+    let pvcs = builtin("", "persistentvolumeclaims");
+    one_gibibyte_claim(&mut w, None);
+    // kube-apiserver lets only a bound claim resize: growing a Pending claim is a 422.
+    let err = resize(&mut w, "2Gi").unwrap_err();
+    assert_eq!(code_reason(&err), (422, "Invalid"));
+    assert_eq!(causes(&err), set(&[("FieldValueForbidden", "spec")]));
+    let message = &err.details.as_ref().unwrap().causes[0].message;
+    assert_eq!(
+        message,
+        "Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims"
+    );
     let err = w
         .try_merge(&pvcs, Some("default"), "c", json!({"spec": {"accessModes": ["ReadWriteMany"]}}))
         .unwrap_err();
     assert_eq!(causes(&err), set(&[("FieldValueForbidden", "spec")]));
+    // The binder's one write of the volume name passes.
+    w.try_merge(&pvcs, Some("default"), "c", json!({"spec": {"volumeName": "pv-1"}})).unwrap();
+    let err = w.try_merge(&pvcs, Some("default"), "c", json!({"spec": {"volumeName": "pv-2"}})).unwrap_err();
+    assert_eq!(causes(&err), set(&[("FieldValueForbidden", "spec")]));
+    // volumeMode is reported twice, as upstream: the spec and its own immutable field.
+    let err = w.try_merge(&pvcs, Some("default"), "c", json!({"spec": {"volumeMode": "Block"}})).unwrap_err();
+    assert_eq!(causes(&err), set(&[("FieldValueForbidden", "spec"), ("FieldValueInvalid", "volumeMode")]));
+}
+
+#[test]
+fn a_bound_claim_may_grow_and_shrink_back_only_above_its_capacity() {
+    let mut w = World::new();
+    w.create(
+        &builtin("storage.k8s.io", "storageclasses"),
+        None,
+        json!({"metadata": {"name": "fast"}, "provisioner": "example.com/fast", "allowVolumeExpansion": true}),
+    );
+    one_gibibyte_claim(&mut w, Some("fast"));
+    bind_claim(&mut w, "1Gi");
+    let grown = resize(&mut w, "5Gi").unwrap();
+    assert_eq!(grown.data["spec"]["resources"]["requests"]["storage"], "5Gi");
+    // RecoverVolumeExpansionFailure: back down to above the capacity, not to it.
+    resize(&mut w, "2Gi").unwrap();
+    let err = resize(&mut w, "1Gi").unwrap_err();
+    assert_eq!(code_reason(&err), (422, "Invalid"));
+    assert_eq!(causes(&err), set(&[("FieldValueForbidden", "spec.resources.requests.storage")]));
+    assert_eq!(
+        err.details.as_ref().unwrap().causes[0].message,
+        "Forbidden: field can not be less than status.capacity"
+    );
+    // Only the storage request: other requests and the limits stay.
+    let patch = json!({"spec": {"resources": {"limits": {"storage": "9Gi"}}}});
+    let err = w.try_merge(&builtin("", "persistentvolumeclaims"), Some("default"), "c", patch).unwrap_err();
+    assert_eq!(causes(&err), set(&[("FieldValueForbidden", "spec")]));
+}
+
+#[test]
+fn a_bound_claim_grows_only_if_its_class_allows_expansion() {
+    let mut w = World::new();
+    let classes = builtin("storage.k8s.io", "storageclasses");
+    w.create(&classes, None, json!({"metadata": {"name": "fixed"}, "provisioner": "example.com/fixed"}));
+    one_gibibyte_claim(&mut w, Some("fixed"));
+    bind_claim(&mut w, "1Gi");
+    // The PersistentVolumeClaimResize admission plugin.
+    let err = resize(&mut w, "2Gi").unwrap_err();
+    assert_eq!(code_reason(&err), (403, "Forbidden"));
+    assert_eq!(
+        err.message,
+        "persistentvolumeclaims \"c\" is forbidden: only dynamically provisioned pvc can be resized and \
+         the storageclass that provisions the pvc must support resize"
+    );
+    w.try_merge(&classes, None, "fixed", json!({"allowVolumeExpansion": true})).unwrap();
+    resize(&mut w, "2Gi").unwrap();
+    // A claim of no class never grows.
+    let mut w = World::new();
+    one_gibibyte_claim(&mut w, Some(""));
+    bind_claim(&mut w, "1Gi");
+    assert_eq!(code_reason(&resize(&mut w, "2Gi").unwrap_err()), (403, "Forbidden"));
 }
 
 #[test]
