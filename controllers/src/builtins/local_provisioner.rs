@@ -21,6 +21,12 @@
 //!   Events on the claim: `Provisioning`, then `ProvisioningSucceeded`, as the library words
 //!   them. A volume that exists already (made by an earlier attempt whose answer was lost) is
 //!   taken as made.
+//! - A bound claim of one of its volumes that asks for more than its `status.capacity` is
+//!   expanded, as the CSI external-resizer running beside a driver does ([`expand_claim`]): the
+//!   claim is marked `ControllerResizeInProgress`, the volume's capacity grows, and the claim's
+//!   capacity follows (no node step: a local directory has no filesystem to grow). The API
+//!   server lets a claim grow only if its class has `allowVolumeExpansion`; [`CLASS_NAME`] has
+//!   none, as kind's.
 //! - A volume it made that the binder has `Released` with reclaim policy `Delete` is deleted
 //!   (`shouldDelete`); there is no storage behind it to remove first.
 //!
@@ -33,12 +39,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use futures::StreamExt;
+use k8s_openapi::api::core::v1::PersistentVolumeClaimCondition;
 use k8s_openapi::api::core::v1::{
     HostPathVolumeSource, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, PersistentVolume,
     PersistentVolumeClaim, PersistentVolumeSpec, VolumeNodeAffinity,
 };
 use k8s_openapi::api::storage::v1::StorageClass;
-use sim::api::{Api, DeleteParams, ObjectMeta, PostParams, Preconditions, ResourceExt};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use sim::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams, Preconditions, ResourceExt};
 use sim::runtime::controller::Action;
 use sim::runtime::reflector::{ObjectRef, Store};
 use sim::runtime::{Controller, watcher};
@@ -48,7 +56,7 @@ use super::error::{Error, has_code};
 use super::persistentvolume::{
     self as pv, ANN_BETA_STORAGE_PROVISIONER, ANN_DEFAULT_CLASS, ANN_PROVISIONED_BY, ANN_STORAGE_PROVISIONER,
 };
-use super::{events, kubelet};
+use super::{events, kubelet, quantity};
 
 /// The provisioner's node.
 pub const NODE: &str = "local-provisioner";
@@ -59,6 +67,9 @@ pub const PROVISIONER: &str = "kube-sim.io/local";
 pub const CLASS_NAME: &str = "standard";
 /// The component its Events come from: the library's `<provisioner>_<id>`.
 pub const COMPONENT: &str = "kube-sim.io/local_local-provisioner";
+/// The component the expansion Events come from: the external-resizer's `external-resizer
+/// <driver>`.
+pub const RESIZER_COMPONENT: &str = "external-resizer kube-sim.io/local";
 /// Where its volumes live on the node (local-path's default).
 pub const PATH_ROOT: &str = "/var/local-path-provisioner";
 /// How many times installing the StorageClass is tried, [`super::ERROR_REQUEUE`] apart, before
@@ -77,6 +88,7 @@ pub struct Context {
     client: sim::Client,
     volumes: Store<PersistentVolume>,
     recorder: events::Recorder,
+    resizer_recorder: events::Recorder,
 }
 
 /// The provisioner's main future: the class installation, the claim sync and the volume sync.
@@ -87,6 +99,7 @@ pub async fn run(clients: Clients) {
     let volumes = Controller::new(Api::<PersistentVolume>::all(client.clone()), watcher::Config::default());
     let ctx = Arc::new(Context {
         recorder: events::recorder(&client, COMPONENT),
+        resizer_recorder: events::recorder(&client, RESIZER_COMPONENT),
         volumes: volumes.store(),
         client: client.clone(),
     });
@@ -151,8 +164,12 @@ pub fn volume_name_for(claim: &PersistentVolumeClaim) -> String {
     format!("pvc-{}", claim.metadata.uid.as_deref().unwrap_or_default())
 }
 
-/// Provision one claim if it is this provisioner's to provision (`syncClaim`).
+/// Provision one claim if it is this provisioner's to provision (`syncClaim`), or expand its
+/// volume if it is bound to one of ours and asks for more ([`expand_claim`]).
 pub async fn sync_claim(claim: Arc<PersistentVolumeClaim>, ctx: Arc<Context>) -> Result<Action, Error> {
+    if needs_expansion(&claim) {
+        return expand_claim(&claim, &ctx).await;
+    }
     if pv::volume_name_of(&claim).is_some()
         || requested_provisioner(&claim) != Some(PROVISIONER)
         || claim.metadata.deletion_timestamp.is_some()
@@ -195,6 +212,132 @@ pub async fn sync_claim(claim: Arc<PersistentVolumeClaim>, ctx: Arc<Context>) ->
     let message = format!("Successfully provisioned volume {name}");
     events::normal(&ctx.recorder, &regarding, "ProvisioningSucceeded", message).await;
     Ok(Action::await_change())
+}
+
+/// The storage a claim requests.
+fn requested_storage(claim: &PersistentVolumeClaim) -> Option<&Quantity> {
+    claim.spec.as_ref()?.resources.as_ref()?.requests.as_ref()?.get("storage")
+}
+
+/// The storage a claim's status shows it has.
+fn claim_capacity(claim: &PersistentVolumeClaim) -> Option<&Quantity> {
+    claim.status.as_ref()?.capacity.as_ref()?.get("storage")
+}
+
+/// The external-resizer's `pvcNeedResize`: a bound claim whose request exceeds its capacity.
+fn needs_expansion(claim: &PersistentVolumeClaim) -> bool {
+    let bound = claim.status.as_ref().and_then(|s| s.phase.as_deref()) == Some(pv::PHASE_BOUND);
+    let size = |q: Option<&Quantity>| q.and_then(quantity::value).unwrap_or(0.0);
+    bound
+        && pv::volume_name_of(claim).is_some()
+        && claim.metadata.deletion_timestamp.is_none()
+        && size(requested_storage(claim)) > size(claim_capacity(claim))
+}
+
+/// Expand a bound claim's volume to its request, as the CSI external-resizer beside a driver
+/// that needs no node step does (`expandAndRecover`, the `RecoverVolumeExpansionFailure` flow):
+/// 1. the claim's status gets `allocatedResources` of the new size,
+///    `allocatedResourceStatuses: {storage: ControllerResizeInProgress}` and a `Resizing`
+///    condition (`markControllerResizeInProgress`; skipped when already allocated at that size),
+///    and a `Resizing` event;
+/// 2. the volume's `spec.capacity` grows (`ControllerExpandVolume`, then `updatePVCapacity`);
+/// 3. the claim's `status.capacity` becomes the new size, its resize conditions and its storage
+///    resource status go (`markOverallExpansionAsFinished`), with a `VolumeResizeSuccessful`
+///    event.
+///
+/// Only volumes this provisioner made, bound to the claim by uid (`pvCanBeExpanded`); the claim
+/// writes carry the resourceVersion read. Whether the class allows expansion is the API server's
+/// to check (`PersistentVolumeClaimResize`), as upstream.
+pub async fn expand_claim(claim: &PersistentVolumeClaim, ctx: &Context) -> Result<Action, Error> {
+    let Some(volume_name) = pv::volume_name_of(claim) else { return Ok(Action::await_change()) };
+    if ctx.volumes.wait_until_ready().await.is_err() {
+        return Ok(Action::await_change());
+    }
+    let Some(volume) = ctx.volumes.get(&ObjectRef::new(volume_name)) else {
+        return Ok(Action::await_change());
+    };
+    let ours = volume.annotations().get(ANN_PROVISIONED_BY).is_some_and(|p| p == PROVISIONER);
+    let claim_ref = volume.spec.as_ref().and_then(|s| s.claim_ref.as_ref());
+    let bound_to_claim = claim_ref.is_some_and(|r| {
+        r.uid.is_some() && r.uid == claim.metadata.uid && r.namespace == claim.metadata.namespace
+    });
+    let Some(new_size) = requested_storage(claim).cloned() else { return Ok(Action::await_change()) };
+    if !ours || !bound_to_claim {
+        return Ok(Action::await_change());
+    }
+    let name = claim.name_any();
+    let claims: Api<PersistentVolumeClaim> =
+        Api::namespaced(ctx.client.clone(), &claim.namespace().unwrap_or_default());
+    let status = claim.status.as_ref();
+    let allocated = status.and_then(|s| s.allocated_resources.as_ref()).and_then(|a| a.get("storage"));
+    let mut claim_rv = claim.resource_version();
+    if allocated != Some(&new_size) {
+        let conditions = resize_conditions(claim, true);
+        let patch = serde_json::json!({
+            "metadata": { "resourceVersion": claim_rv },
+            "status": {
+                "conditions": conditions,
+                "allocatedResourceStatuses": { "storage": "ControllerResizeInProgress" },
+                "allocatedResources": { "storage": new_size },
+            },
+        });
+        let marked = claims.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
+        claim_rv = marked.resource_version();
+    }
+    let regarding = events::reference(claim);
+    let message = format!("External resizer is resizing volume {volume_name}");
+    events::normal(&ctx.resizer_recorder, &regarding, "Resizing", message).await;
+    let volume_size = volume.spec.as_ref().and_then(|s| s.capacity.as_ref()).and_then(|c| c.get("storage"));
+    if volume_size.and_then(quantity::value) < quantity::value(&new_size) {
+        let patch = serde_json::json!({ "spec": { "capacity": { "storage": new_size } } });
+        let volumes: Api<PersistentVolume> = Api::all(ctx.client.clone());
+        volumes.patch(volume_name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
+    }
+    // Emptied lists and maps go, as Go's `omitempty` drops them.
+    let conditions = Some(resize_conditions(claim, false)).filter(|c| !c.is_empty());
+    let statuses = status.and_then(|s| s.allocated_resource_statuses.as_ref());
+    let other_statuses = statuses.is_some_and(|m| m.keys().any(|k| k != "storage"));
+    let statuses =
+        if other_statuses { serde_json::json!({ "storage": null }) } else { serde_json::Value::Null };
+    let patch = serde_json::json!({
+        "metadata": { "resourceVersion": claim_rv },
+        "status": {
+            "capacity": { "storage": new_size },
+            "conditions": conditions,
+            "allocatedResourceStatuses": statuses,
+        },
+    });
+    claims.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
+    events::normal(
+        &ctx.resizer_recorder,
+        &regarding,
+        "VolumeResizeSuccessful",
+        "Resize volume succeeded".to_owned(),
+    )
+    .await;
+    Ok(Action::await_change())
+}
+
+/// A claim's conditions with its resize conditions (`Resizing`, `FileSystemResizePending`)
+/// replaced by a `Resizing` one when `resizing`, else removed (`MergeResizeConditionsOfPVC`).
+fn resize_conditions(claim: &PersistentVolumeClaim, resizing: bool) -> Vec<PersistentVolumeClaimCondition> {
+    let existing = claim.status.as_ref().and_then(|s| s.conditions.as_ref());
+    let mut conditions: Vec<PersistentVolumeClaimCondition> = existing
+        .into_iter()
+        .flatten()
+        .filter(|c| c.type_ != "Resizing" && c.type_ != "FileSystemResizePending")
+        .cloned()
+        .collect();
+    if resizing {
+        let kept = existing.into_iter().flatten().find(|c| c.type_ == "Resizing" && c.status == "True");
+        conditions.push(kept.cloned().unwrap_or_else(|| PersistentVolumeClaimCondition {
+            type_: "Resizing".to_owned(),
+            status: "True".to_owned(),
+            last_transition_time: Some(sim::time::now_k8s()),
+            ..PersistentVolumeClaimCondition::default()
+        }));
+    }
+    conditions
 }
 
 /// The volume made for `claim` of `class`, named `name`, pre-bound to the claim.

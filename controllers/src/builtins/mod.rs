@@ -24,7 +24,7 @@
 //! | [`endpoints_controller()`] | `endpoints-controller` | Service → an Endpoints of its selected Pods: ready and not-ready addresses, resolved ports |
 //! | [`endpointslice_controller()`] | `endpointslice-controller` | Service → EndpointSlices of its selected Pods (owned by it): conditions, ports, zones, at most 100 endpoints each |
 //! | [`persistentvolume_binder()`] | `persistentvolume-binder` | binds PersistentVolumeClaims to PersistentVolumes (the smallest that fits, or the one named), gives a classless claim the default StorageClass, hands claims to their class's provisioner, releases a volume whose claim is gone |
-//! | [`local_provisioner()`] | `local-provisioner` | installs the default StorageClass `standard` (kind's local-path provisioner's stand-in), provisions a volume for each of its claims, deletes them once released |
+//! | [`local_provisioner()`] | `local-provisioner` | installs the default StorageClass `standard` (kind's local-path provisioner's stand-in), provisions a volume for each of its claims, expands it when a bound claim of a class with `allowVolumeExpansion` grows (the CSI external-resizer's steps), deletes them once released |
 //! | [`pvc_protection_controller()`] | `pvc-protection-controller` | keeps a deleted PersistentVolumeClaim (its `kubernetes.io/pvc-protection` finalizer) while a scheduled Pod mounts it |
 //! | [`pv_protection_controller()`] | `pv-protection-controller` | keeps a deleted PersistentVolume (its `kubernetes.io/pv-protection` finalizer) while it is bound |
 //! | [`ephemeral_volume_controller()`] | `ephemeral-volume-controller` | a PersistentVolumeClaim `<pod>-<volume>`, owned by the Pod, for each generic ephemeral volume |

@@ -65,9 +65,9 @@
 //!   its cache): a volume cache that lags the claim cache after a restart must not lose a claim,
 //!   `Lost` being final;
 //! - a volume whose `claimRef` names the claim with its uid is the claim's whatever its capacity
-//!   (upstream checks the size first): the model lets an unbound claim's request grow, which
-//!   kube-apiserver refuses, and an operator that resizes its claims (the zoo's rabbitmq) must
-//!   not strand a claim whose binding a conflict cut in two.
+//!   (upstream checks the size first). Only a request grown while the claim was unbound could
+//!   make them differ, and the model, as kube-apiserver, now refuses that; the check is kept
+//!   as a guard.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;

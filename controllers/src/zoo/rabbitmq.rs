@@ -10,15 +10,18 @@
 //!
 //! **Here.** A `RabbitmqCluster` (`replicas`, `storageGi`) owns a StatefulSet `<name>-server`
 //! and the PVCs `persistence-<name>-server-<i>` (made by the operator, in place of the
-//! StatefulSet controller, to keep the world small). The workload grows the storage from 1Gi to
-//! 2Gi.
+//! StatefulSet controller, to keep the world small) of the StorageClass [`STORAGE_CLASS`], which
+//! allows expansion. The PersistentVolume binder and the local provisioner (with its resizer)
+//! run too: kube-apiserver lets only a bound claim grow, so a resize needs claims that bind, as
+//! on a cluster. The workload installs the class, waits for the cluster's claims to be bound, then
+//! grows the storage from 1Gi to 2Gi.
 //! - `rabbitmq:resize-crash`: the delete, the PVC expansion and the re-creation happen in one
 //!   pass, gated on the StatefulSet's template size; a crash or an ambiguous answer after the
 //!   delete leaves the PVCs at 1Gi.
 //! - `rabbitmq:fixed`: every reconcile first expands any PVC smaller than the spec (level-based),
 //!   then deals with the StatefulSet.
 //!
-//! **Caught by** `matches_reference`: the fault-free run ends with 2Gi claims.
+//! **Caught by** `matches_reference`: the fault-free run ends with 2Gi claims and volumes.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,12 +29,13 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use k8s_openapi::api::storage::v1::StorageClass;
 use kube::CustomResource;
 use kube_core::ResourceExt;
 use model_apiserver::versions::WorkloadSpec;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use sim::api::{Api, DeleteParams, Patch, PatchParams};
+use sim::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams};
 use sim::faults::SwarmConfig;
 use sim::runtime::controller::Action;
 use sim::runtime::{Controller, watcher};
@@ -39,11 +43,38 @@ use sim::scenario::Scenario;
 use sim::{Clients, Sim, SimBuilder};
 
 use super::common::{self, Error, NAMESPACE};
+use crate::builtins;
 
 /// The operator's node (and field manager).
 pub const NODE: &str = "rabbitmq-operator";
 /// The name of the cluster the workload creates.
 const CLUSTER_NAME: &str = "rabbit";
+/// The servers of the cluster the workload creates.
+const REPLICAS: i32 = 2;
+/// The StorageClass of the persistence claims (the `RabbitmqCluster`'s
+/// `persistence.storageClassName`): the local provisioner's, with `allowVolumeExpansion`.
+pub const STORAGE_CLASS: &str = "expandable";
+
+/// The StorageClass the workload installs.
+fn storage_class() -> StorageClass {
+    StorageClass {
+        metadata: ObjectMeta { name: Some(STORAGE_CLASS.to_owned()), ..ObjectMeta::default() },
+        provisioner: builtins::local_provisioner::PROVISIONER.to_owned(),
+        allow_volume_expansion: Some(true),
+        reclaim_policy: Some("Delete".to_owned()),
+        volume_binding_mode: Some("Immediate".to_owned()),
+        ..StorageClass::default()
+    }
+}
+
+/// A persistence claim of `size_gi` of [`STORAGE_CLASS`].
+fn persistence_claim(cluster: &RabbitmqCluster, name: &str, size_gi: u32) -> PersistentVolumeClaim {
+    let mut pvc = common::pvc(name, NODE, &common::owner_of(cluster), size_gi);
+    if let Some(spec) = pvc.spec.as_mut() {
+        spec.storage_class_name = Some(STORAGE_CLASS.to_owned());
+    }
+    pvc
+}
 
 /// The desired state of a RabbitMQ cluster.
 #[derive(CustomResource, Deserialize, Serialize, Clone, Debug, JsonSchema)]
@@ -86,10 +117,7 @@ fn template_gi(statefulset: &StatefulSet) -> Option<u32> {
 /// Expand claim `name` to `size_gi` if it is smaller, creating it if it is missing.
 async fn ensure_pvc(ctx: &Ctx, cluster: &RabbitmqCluster, name: &str, size_gi: u32) -> Result<(), Error> {
     match ctx.pvcs.get_opt(name).await? {
-        None => {
-            let owner = common::owner_of(cluster);
-            common::create_if_absent(&ctx.pvcs, &common::pvc(name, NODE, &owner, size_gi)).await
-        }
+        None => common::create_if_absent(&ctx.pvcs, &persistence_claim(cluster, name, size_gi)).await,
         Some(pvc) if common::requested_gi(&pvc).is_some_and(|gi| gi >= size_gi) => Ok(()),
         Some(_) => expand_pvc(ctx, name, size_gi).await,
     }
@@ -117,9 +145,8 @@ async fn reconcile(cluster: Arc<RabbitmqCluster>, ctx: Arc<Ctx>) -> Result<Actio
         None => {
             if ctx.bug {
                 // Only missing claims are made; existing ones are assumed to be right.
-                let owner = common::owner_of(&*cluster);
                 for ordinal in 0..cluster.spec.replicas {
-                    let pvc = common::pvc(&pvc_name(&name, ordinal), NODE, &owner, want_gi);
+                    let pvc = persistence_claim(&cluster, &pvc_name(&name, ordinal), want_gi);
                     common::create_if_absent(&ctx.pvcs, &pvc).await?;
                 }
             }
@@ -148,7 +175,9 @@ async fn reconcile(cluster: Arc<RabbitmqCluster>, ctx: Arc<Ctx>) -> Result<Actio
 fn world(bug: bool) -> SimBuilder {
     let crd = serde_yaml_ng::to_string(&<RabbitmqCluster as kube::CustomResourceExt>::crd())
         .expect("the CRD serializes");
-    Sim::builder()
+    let builder =
+        builtins::local_provisioner::local_provisioner(builtins::persistentvolume_binder(Sim::builder()));
+    builder
         .crds_yaml(sim::world::DEFAULT_CLUSTER, &crd)
         .expect("the CRD loads")
         .controller(NODE, move |clients: Clients| async move {
@@ -166,13 +195,22 @@ fn world(bug: bool) -> SimBuilder {
         .workload(|w| async move {
             let clusters: Api<RabbitmqCluster> = Api::namespaced(w.client(), NAMESPACE);
             let statefulsets: Api<StatefulSet> = Api::namespaced(w.client(), NAMESPACE);
+            w.apply(&Api::<StorageClass>::all(w.client()), &storage_class()).await?;
             let mut cluster =
-                RabbitmqCluster::new(CLUSTER_NAME, RabbitmqClusterSpec { replicas: 2, storage_gi: 1 });
+                RabbitmqCluster::new(CLUSTER_NAME, RabbitmqClusterSpec { replicas: REPLICAS, storage_gi: 1 });
             cluster.metadata.namespace = Some(NAMESPACE.to_owned());
             w.apply(&clusters, &cluster).await?;
             let sized = |gi: u32| move |sts: Option<&StatefulSet>| sts.and_then(template_gi) == Some(gi);
             let sts_name = statefulset_name(CLUSTER_NAME);
             w.wait_for(&statefulsets, &sts_name, sized(1), Duration::from_secs(60)).await?;
+            // The cluster is up, its storage bound, before anyone resizes it.
+            let pvcs: Api<PersistentVolumeClaim> = Api::namespaced(w.client(), NAMESPACE);
+            let bound = |pvc: Option<&PersistentVolumeClaim>| {
+                pvc.and_then(|p| p.status.as_ref()?.phase.as_deref()) == Some("Bound")
+            };
+            for ordinal in 0..REPLICAS {
+                w.wait_for(&pvcs, &pvc_name(CLUSTER_NAME, ordinal), bound, Duration::from_secs(60)).await?;
+            }
             let grow = serde_json::json!({ "spec": { "storageGi": 2 } });
             w.patch(&clusters, CLUSTER_NAME, &Patch::Merge(grow)).await?;
             w.wait_for(&statefulsets, &sts_name, sized(2), Duration::from_secs(60)).await?;

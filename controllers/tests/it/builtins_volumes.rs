@@ -17,7 +17,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use model_apiserver::Snapshot;
-use sim::api::{Api, ObjectMeta};
+use sim::api::{Api, ObjectMeta, Patch, PatchParams};
 use sim::faults::SwarmConfig;
 use sim::{FnProperty, Sim, SimBuilder, SweepConfig, sweep};
 
@@ -170,6 +170,82 @@ fn a_claim_without_a_class_gets_standard_and_a_provisioned_volume_and_both_are_b
             if found == want { Ok(()) } else { Err(format!("{found:?}, want {want:?}")) }
         }));
     let report = sweep(&SweepConfig::new("builtins-volumes-provision").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}
+
+/// A class of the local provisioner, allowing expansion or not.
+fn local_class(name: &str, expandable: bool) -> StorageClass {
+    StorageClass {
+        metadata: ObjectMeta { name: Some(name.to_owned()), ..ObjectMeta::default() },
+        provisioner: local_provisioner::PROVISIONER.to_owned(),
+        allow_volume_expansion: expandable.then_some(true),
+        ..StorageClass::default()
+    }
+}
+
+fn resize_patch(storage: &str) -> Patch<serde_json::Value> {
+    Patch::Merge(serde_json::json!({ "spec": { "resources": { "requests": { "storage": storage } } } }))
+}
+
+#[test]
+fn a_bound_claim_of_an_expandable_class_grows_and_its_volume_with_it() {
+    let world = storage("builtins-volumes-expand")
+        .workload(|w| async move {
+            let classes: Api<StorageClass> = Api::all(w.client());
+            let claims: Api<PersistentVolumeClaim> = Api::namespaced(w.client(), "default");
+            w.apply(&classes, &local_class("expandable", true)).await?;
+            w.apply(&classes, &local_class("fixed", false)).await?;
+            w.apply(&claims, &claim("data", Some("expandable"), "1Gi")).await?;
+            w.apply(&claims, &claim("logs", Some("fixed"), "1Gi")).await?;
+            w.wait_for(&claims, "data", claim_is("Bound"), WAIT).await?;
+            w.wait_for(&claims, "logs", claim_is("Bound"), WAIT).await?;
+            w.patch(&claims, "data", &resize_patch("3Gi")).await?;
+            // kube-apiserver's PersistentVolumeClaimResize: the class does not allow it.
+            match claims.patch("logs", &PatchParams::default(), &resize_patch("3Gi")).await {
+                Err(sim::Error::Api(status))
+                    if status.code == 403 && status.message.contains("must support resize") => {}
+                other => {
+                    return Err(crate::builtins_deployment::failed_step("resize logs", format!("{other:?}")));
+                }
+            }
+            let grown = |c: Option<&PersistentVolumeClaim>| {
+                c.and_then(|c| storage_of(c.status.as_ref()?.capacity.as_ref()).map(str::to_owned))
+                    == Some("3Gi".to_owned())
+            };
+            w.wait_for(&claims, "data", grown, WAIT).await
+        })
+        .property(FnProperty::at_end("data and its volume have 3Gi, logs still 1Gi", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let (data, volume) = bound_pair(snap, "data")?;
+            let (logs, _) = bound_pair(snap, "logs")?;
+            let status = data.status.clone().unwrap_or_default();
+            let reasons: Vec<String> = snapshot::objects::<Event>(snap, Some("default"))
+                .into_iter()
+                .filter(|e| e.involved_object.name.as_deref() == Some("data"))
+                .filter_map(|e| e.reason)
+                .filter(|r| r.contains("Resiz"))
+                .collect();
+            let found = (
+                storage_of(volume.spec.as_ref().and_then(|s| s.capacity.as_ref())),
+                storage_of(status.allocated_resources.as_ref()),
+                status.allocated_resource_statuses.is_none(),
+                status.conditions.is_none(),
+                storage_of(logs.spec.as_ref().and_then(|s| s.resources.as_ref()?.requests.as_ref())),
+                reasons,
+            );
+            let want = (
+                Some("3Gi"),
+                Some("3Gi"),
+                true,
+                true,
+                Some("1Gi"),
+                vec!["Resizing".to_owned(), "VolumeResizeSuccessful".to_owned()],
+            );
+            if found == want { Ok(()) } else { Err(format!("{found:?}, want {want:?}")) }
+        }));
+    let report = sweep(&SweepConfig::new("builtins-volumes-expand").seeds(SEEDS), |seed, options| {
         world.run_with(seed, options)
     });
     report.assert_all_passed();
