@@ -23,8 +23,14 @@
 //!   without a valid index (none, or not below `completions`) are deleted, and so are all but
 //!   one of those sharing an index, before anything is created (upstream's
 //!   `activePodsForRemoval`); Pods without a valid index are not counted.
-//! - On completion the Job gets the `Complete` condition, on giving up the `Failed` condition
-//!   (`BackoffLimitExceeded`), and its remaining active Pods are deleted.
+//! - A Job that met its completions gets the interim condition `SuccessCriteriaMet`
+//!   (`CompletionsReached`), one that gives up `FailureTarget` (`BackoffLimitExceeded`,
+//!   `DeadlineExceeded`, `PodFailurePolicy`) once it could delete all its active Pods; the final
+//!   `Complete` or `Failed` (same reason and message, with `completionTime` for `Complete`, the
+//!   `Completed` event or the Warning) follows once no Pod of it is terminating, as upstream's
+//!   `delayTerminalCondition` (on since 1.29 with `JobPodReplacementPolicy`). A Job is finished
+//!   only with the final condition; the interim one decides every later sync.
+//!   `status.terminating` counts the Pods being deleted, those deleted by the sync included.
 //! - `podFailurePolicy` (upstream's `matchPodFailurePolicy`): each failed Pod is matched against
 //!   the rules in order, on its containers' (then init containers') non-zero exit codes (`In` or
 //!   `NotIn` the values, of the named container or any) or on its conditions (type and status);
@@ -53,9 +59,7 @@
 //!   policies, `podReplacementPolicy: Failed`, the
 //!   per-index backoff of Indexed Jobs (`backoffLimitPerIndex`, `maxFailedIndexes`,
 //!   `status.failedIndexes`, the `job-index-failure-count` annotation: such a Job runs as one
-//!   without them, under `backoffLimit`, which the API server defaults to 2147483647 for it), the
-//!   interim `FailureTarget` and `SuccessCriteriaMet` conditions (`Failed` and `Complete` are
-//!   set at once).
+//!   without them, under `backoffLimit`, which the API server defaults to 2147483647 for it).
 //! - Events: `SuccessfulCreate` ("Created pod: x"), `SuccessfulDelete` ("Deleted pod: x"), the
 //!   Warnings `FailedCreate` / `FailedDelete` ([`super::pod_control`]), `Completed` ("Job
 //!   completed"), the Warnings `BackoffLimitExceeded` and `DeadlineExceeded`, and `Suspended` /
@@ -216,10 +220,13 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
     let failed = count_counted(|p| pod_state::phase(p) == pod_state::PHASE_FAILED);
     let mut active: Vec<&Pod> = pods.iter().map(|p| &**p).filter(|p| pod_state::is_active(p)).collect();
     let parallelism = spec.parallelism.unwrap_or(1).max(0);
-    let complete = match spec.completions {
-        Some(completions) => succeeded >= completions,
-        None => succeeded >= 1 && active.is_empty(),
+    let interim = |type_: &str| {
+        previous.conditions.iter().flatten().find(|c| c.type_ == type_ && c.status == "True").cloned()
     };
+    // An interim condition an earlier sync wrote decides (upstream's `finishedCondition`):
+    // `SuccessCriteriaMet`, then `FailureTarget`.
+    let success_met = interim(SUCCESS_CRITERIA_MET).is_some();
+    let failure_target = interim(FAILURE_TARGET).filter(|_| !success_met);
     let now = sim::time::now();
     let suspended = spec.suspend == Some(true);
     // Started when first not suspended (upstream sets `startTime` only then); resuming starts it
@@ -227,7 +234,11 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
     let mut start_time = previous.start_time.clone().or_else(|| (!suspended).then(sim::time::now_k8s));
     let backoff_exceeded = failed > spec.backoff_limit.unwrap_or(BACKOFF_LIMIT_DEFAULT);
     let deadline_left = active_deadline_left(&spec, start_time.as_ref(), suspended, now);
-    let failure: Option<(&str, String)> = if let Some(message) = fail_job {
+    let failure: Option<(&str, String)> = if success_met {
+        None
+    } else if let Some(target) = &failure_target {
+        Some((target.reason.as_deref().unwrap_or_default(), target.message.clone().unwrap_or_default()))
+    } else if let Some(message) = fail_job {
         Some((FAILED_POD_FAILURE_POLICY, message))
     } else if backoff_exceeded {
         Some((FAILED_BACKOFF_LIMIT.0, FAILED_BACKOFF_LIMIT.1.to_owned()))
@@ -238,7 +249,7 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
     };
     let gave_up = failure.is_some();
     // A suspended Job runs no Pod (upstream's `manageJob` deletes its active ones).
-    let wanted = if complete || gave_up || suspended {
+    let wanted = if success_met || gave_up || suspended {
         0
     } else {
         match spec.completions {
@@ -262,6 +273,7 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
         Vec::new()
     };
     let mut created = 0;
+    let mut deleted_now = 0;
     if wait != Wait::Satisfied {
         // Earlier creates or deletes not in the cache yet: no Pod is created or deleted.
     } else if !removal.is_empty() {
@@ -271,6 +283,7 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
             ctx.expectations.deleted(&uid, pod.name_any(), pod.uid().unwrap_or_default(), sim::time::now());
         }
         let deleted: Vec<&Pod> = removal.iter().take(POD_WRITES_PER_SYNC_MAX).copied().collect();
+        deleted_now = deleted.len();
         active.retain(|p| !deleted.iter().any(|d| std::ptr::eq(*d, *p)));
     } else if active.len() < wanted && !backoff.is_zero() {
         // Pods failed lately: the next ones wait out the backoff (`enqueueSyncJobWithDelay`).
@@ -294,6 +307,20 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
             created += 1;
         }
     }
+    // Pods being deleted, those deleted just now among them (upstream's `terminating += deleted`).
+    let terminating = count(|p| pod_state::is_terminating(p) && !pod_state::is_finished(p))
+        .saturating_add(i32::try_from(deleted_now).unwrap_or(i32::MAX));
+    // Complete once enough Pods succeeded and none is active any more (upstream reads `active`
+    // after its deletes); a failed Job only once this sync could delete all its active Pods with
+    // its expectations met (upstream's `deleted != active || !satisfiedExpectations`).
+    let complete = success_met
+        || (failure.is_none()
+            && active.is_empty()
+            && match spec.completions {
+                Some(completions) => succeeded >= completions,
+                None => succeeded >= 1,
+            });
+    let failing = failure.as_ref().filter(|_| wait == Wait::Satisfied && active.is_empty());
     let mut conditions = job.status.as_ref().and_then(|s| s.conditions.clone()).unwrap_or_default();
     // `Suspended`, only when the create and delete step ran (upstream's `manageJobCalled`): True
     // while suspended, False once resumed (never added False).
@@ -310,17 +337,29 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
             start_time = Some(sim::time::now_k8s());
         }
     }
-    let completion_time =
-        if complete { Some(sim::time::now_k8s()) } else { previous.completion_time.clone() };
+    // The interim condition first (`SuccessCriteriaMet`, `FailureTarget`), the final one
+    // (`Complete`, `Failed`) once no Pod is terminating (`delayTerminalCondition`, on since 1.29
+    // with `JobPodReplacementPolicy`).
+    let mut finished = false;
     if complete {
-        conditions.push(condition(
-            "Complete",
-            "CompletionsReached",
-            "Reached expected number of succeeded pods",
-        ));
-    } else if let Some((reason, message)) = &failure {
-        conditions.push(condition("Failed", reason, message));
+        if !success_met {
+            conditions.push(condition(SUCCESS_CRITERIA_MET, COMPLETIONS_REACHED.0, COMPLETIONS_REACHED.1));
+        }
+        if terminating == 0 {
+            conditions.push(condition("Complete", COMPLETIONS_REACHED.0, COMPLETIONS_REACHED.1));
+            finished = true;
+        }
+    } else if let Some((reason, message)) = failing {
+        if failure_target.is_none() {
+            conditions.push(condition(FAILURE_TARGET, reason, message));
+        }
+        if terminating == 0 {
+            conditions.push(condition("Failed", reason, message));
+            finished = true;
+        }
     }
+    let completion_time =
+        if complete && finished { Some(sim::time::now_k8s()) } else { previous.completion_time.clone() };
     let status = JobStatus {
         active: Some(i32::try_from(active.len() + created).unwrap_or(i32::MAX)),
         ready: Some(
@@ -328,7 +367,7 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
         ),
         succeeded: Some(succeeded),
         failed: Some(failed),
-        terminating: Some(count(|p| pod_state::is_terminating(p) && !pod_state::is_finished(p))),
+        terminating: Some(terminating),
         // Left out while empty, as Go's `omitempty` leaves it out.
         completed_indexes: match completed_indexes {
             Some(indexes) => Some(indexes.to_string()).filter(|i| !i.is_empty()),
@@ -344,9 +383,9 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
         let patch = super::status_patch::replacing(job.status.as_ref(), &status)?;
         jobs.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
         let regarding = events::reference(&*job);
-        if complete {
+        if finished && complete {
             events::normal(&ctx.recorder, &regarding, "Completed", "Job completed".to_owned()).await;
-        } else if let Some((reason, message)) = &failure {
+        } else if let Some((reason, message)) = failing.filter(|_| finished) {
             events::warning(&ctx.recorder, &regarding, reason, message.clone()).await;
         } else if let Some((reason, message)) = suspension {
             events::normal(&ctx.recorder, &regarding, reason, message.to_owned()).await;
@@ -366,6 +405,13 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
         None => Action::await_change(),
     })
 }
+
+/// The interim condition of a Job that met its success criteria, before `Complete`.
+pub const SUCCESS_CRITERIA_MET: &str = "SuccessCriteriaMet";
+/// The interim condition of a Job that failed, before `Failed`.
+pub const FAILURE_TARGET: &str = "FailureTarget";
+/// The reason and message of `SuccessCriteriaMet` and `Complete` (`JobReasonCompletionsReached`).
+const COMPLETIONS_REACHED: (&str, &str) = ("CompletionsReached", "Reached expected number of succeeded pods");
 
 /// The `Failed` condition's reason and message when more Pods failed than `backoffLimit` allows.
 const FAILED_BACKOFF_LIMIT: (&str, &str) =

@@ -139,7 +139,10 @@ fn three_completions_two_at_a_time(world: SimBuilder) -> SimBuilder {
             let phases: Vec<String> = job_pods(snap).iter().map(|p| pod_state::phase(p).to_owned()).collect();
             let found = outcome(snap);
             let want = Some((
-                vec![("Complete".to_owned(), "True".to_owned(), "CompletionsReached".to_owned())],
+                vec![
+                    ("SuccessCriteriaMet".to_owned(), "True".to_owned(), "CompletionsReached".to_owned()),
+                    ("Complete".to_owned(), "True".to_owned(), "CompletionsReached".to_owned()),
+                ],
                 (Some(0), Some(3), Some(0)),
             ));
             if found == want && phases == ["Succeeded"; 3] {
@@ -159,7 +162,10 @@ fn job_whose_pods_fail_gives_up_after_backoff_limit_failures() {
             let phases: Vec<String> = job_pods(snap).iter().map(|p| pod_state::phase(p).to_owned()).collect();
             let found = outcome(snap);
             let want = Some((
-                vec![("Failed".to_owned(), "True".to_owned(), "BackoffLimitExceeded".to_owned())],
+                vec![
+                    ("FailureTarget".to_owned(), "True".to_owned(), "BackoffLimitExceeded".to_owned()),
+                    ("Failed".to_owned(), "True".to_owned(), "BackoffLimitExceeded".to_owned()),
+                ],
                 (Some(0), Some(0), Some(2)),
             ));
             if found == want && phases == ["Failed"; 2] {
@@ -283,6 +289,7 @@ fn a_job_created_suspended_runs_no_pod_until_resumed_and_then_completes() {
                 }
                 let want = [
                     condition("Suspended", "False", "JobResumed"),
+                    condition("SuccessCriteriaMet", "True", "CompletionsReached"),
                     condition("Complete", "True", "CompletionsReached"),
                 ];
                 if conditions_of(&done) != want {
@@ -360,19 +367,39 @@ fn a_job_active_longer_than_its_deadline_fails_and_its_pods_are_deleted() {
                 w.wait_for(&jobs, "pi", finished, Duration::from_secs(120)).await
             }
         })
-        .property(FnProperty::at_end("Failed with DeadlineExceeded after 30 s, no Pod left", |view| {
+        .property(FnProperty::at_end("FailureTarget after 30 s, Failed once no Pod is left", |view| {
             let snap = view.cluster("default").ok_or("no cluster")?;
             let job = snapshot::object::<Job>(snap, Some("default"), "pi").ok_or("no pi")?;
             let status = job.status.clone().unwrap_or_default();
-            let failed = status.conditions.iter().flatten().find(|c| c.type_ == "Failed");
-            let lasted = failed
-                .and_then(|c| c.last_transition_time.as_ref())
-                .zip(status.start_time.as_ref())
-                .map(|(end, start)| end.0.as_second() - start.0.as_second());
-            let found = (conditions_of(&job), lasted.is_some_and(|s| s >= 30), job_pods(snap).len());
-            let want = (vec![condition("Failed", "True", "DeadlineExceeded")], true, 0);
+            let lasted = |type_: &str| {
+                let condition = status.conditions.iter().flatten().find(|c| c.type_ == type_);
+                condition
+                    .and_then(|c| c.last_transition_time.as_ref())
+                    .zip(status.start_time.as_ref())
+                    .map(|(end, start)| end.0.as_second() - start.0.as_second())
+            };
+            let (target, failed) = (lasted("FailureTarget"), lasted("Failed"));
+            // The deleted Pod takes its 30 s grace period to go: Failed waits for it
+            // (`delayTerminalCondition`).
+            let found = (
+                conditions_of(&job),
+                target.is_some_and(|s| s >= 30),
+                failed.zip(target).is_some_and(|(f, t)| f >= t + 30),
+                job_pods(snap).len(),
+            );
+            let want = (
+                vec![
+                    condition("FailureTarget", "True", "DeadlineExceeded"),
+                    condition("Failed", "True", "DeadlineExceeded"),
+                ],
+                true,
+                true,
+                0,
+            );
             if found != want {
-                return Err(format!("{found:?} (lasted {lasted:?} s), want {want:?}"));
+                return Err(format!(
+                    "{found:?} (FailureTarget at {target:?} s, Failed at {failed:?} s), want {want:?}"
+                ));
             }
             let warned = snapshot::objects::<k8s_openapi::api::core::v1::Event>(snap, Some("default"))
                 .into_iter()
@@ -456,7 +483,10 @@ fn indexed_three_completions_two_at_a_time(world: SimBuilder) -> SimBuilder {
             let succeeded = |i: &str| (i.to_owned(), "Succeeded".to_owned());
             let want = (
                 Some((
-                    vec![("Complete".to_owned(), "True".to_owned(), "CompletionsReached".to_owned())],
+                    vec![
+                        ("SuccessCriteriaMet".to_owned(), "True".to_owned(), "CompletionsReached".to_owned()),
+                        ("Complete".to_owned(), "True".to_owned(), "CompletionsReached".to_owned()),
+                    ],
                     (Some(0), Some(3), Some(0)),
                 )),
                 Some("0-2".to_owned()),
@@ -530,7 +560,10 @@ fn a_failed_index_is_retried_by_a_pod_of_the_same_index() {
         let found = (outcome(snap), completed, phases);
         let want = (
             Some((
-                vec![("Complete".to_owned(), "True".to_owned(), "CompletionsReached".to_owned())],
+                vec![
+                    ("SuccessCriteriaMet".to_owned(), "True".to_owned(), "CompletionsReached".to_owned()),
+                    ("Complete".to_owned(), "True".to_owned(), "CompletionsReached".to_owned()),
+                ],
                 (Some(0), Some(3), Some(1)),
             )),
             Some("0-2".to_owned()),
