@@ -151,6 +151,45 @@ pub struct Context {
     kubelet: events::Recorder,
     /// Publishes as `default-scheduler`.
     scheduler: sim::runtime::events::Recorder,
+    /// The scheduler-lite's assumed Pods, by uid: those it chose a Node for whose binding its
+    /// Pod cache does not show yet ([`Assumed`]).
+    assumed: Assumed,
+}
+
+/// kube-scheduler's assumed Pods (`cache.AssumePod`): a Pod counts on the Node chosen for it from
+/// the moment of the choice, before its binding is written and long before the Pod cache shows
+/// it, so that the next Pod's cycle does not give the same room away. An assumption ends when
+/// the binding fails (`ForgetPod`), or when the cache shows the Pod bound or gone.
+#[derive(Default)]
+struct Assumed(std::sync::Mutex<BTreeMap<String, Arc<Pod>>>);
+
+impl Assumed {
+    fn map(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Arc<Pod>>> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// `pod`, bound to `node` in the scheduler's mind.
+    fn assume(&self, pod: &Pod, node: &str) {
+        let mut assumed = pod.clone();
+        assumed.spec.get_or_insert_with(Default::default).node_name = Some(node.to_owned());
+        self.map().insert(pod.uid().unwrap_or_default(), Arc::new(assumed));
+    }
+
+    fn forget(&self, pod: &Pod) {
+        self.map().remove(&pod.uid().unwrap_or_default());
+    }
+
+    /// Drop the assumptions the cache has caught up with, and return the others on `node`.
+    fn on_node(&self, node: &str, cache: &Store<Pod>) -> Vec<Arc<Pod>> {
+        let mut assumed = self.map();
+        assumed.retain(|uid, pod| {
+            let key = ObjectRef::new(&pod.name_any()).within(&pod.namespace().unwrap_or_default());
+            let cached = cache.get(&key).filter(|p| p.metadata.uid.as_deref() == Some(uid.as_str()));
+            cached.is_some_and(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_none())
+        });
+        let on_node = |p: &&Arc<Pod>| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node);
+        assumed.values().filter(on_node).cloned().collect()
+    }
 }
 
 /// The component name of the scheduler's events.
@@ -169,6 +208,7 @@ fn context(
         nodes,
         pods,
         client,
+        assumed: Assumed::default(),
     }
 }
 
@@ -458,16 +498,20 @@ async fn schedule(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action, Er
                 .await;
         }
     }
-    // The Pods each Node runs, as the scheduler's cache holds them (finished ones are not).
+    // The Pods each Node runs, as the scheduler's cache holds them (finished ones are not), and
+    // the ones assumed on it.
     let on_node = |node: &str| {
-        ctx.pods.state_filter(|p: &Pod| {
+        let mut on_node = ctx.pods.state_filter(|p: &Pod| {
             p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node) && !pod_state::is_finished(p)
-        })
+        });
+        on_node.extend(ctx.assumed.on_node(node, &ctx.pods));
+        on_node
     };
     let node = match scheduler::choose(pod, &nodes, on_node) {
         Ok(node) => node.name_any(),
         Err(message) => return mark_unschedulable(api, pod, &message, ctx).await,
     };
+    ctx.assumed.assume(pod, &node);
     let (name, namespace) = (pod.name_any(), pod.namespace().unwrap_or_default());
     // As the DefaultBinder binds: the Pod's uid is a precondition, so a Pod deleted and made
     // again under its name is not bound by a decision about the old one.
@@ -477,8 +521,12 @@ async fn schedule(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action, Er
         "metadata": { "name": name, "namespace": namespace, "uid": pod.uid() },
         "target": { "kind": "Node", "name": node },
     });
-    let _: kube_core::Status =
-        api.create_subresource("binding", &name, &PostParams::default(), &binding).await?;
+    let bound: Result<kube_core::Status, _> =
+        api.create_subresource("binding", &name, &PostParams::default(), &binding).await;
+    if let Err(error) = bound {
+        ctx.assumed.forget(pod);
+        return Err(error.into());
+    }
     let message = format!("Successfully assigned {namespace}/{name} to {node}");
     let reference = events::reference(pod);
     events::scheduled(&ctx.scheduler, &reference, message).await;

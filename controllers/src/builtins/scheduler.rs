@@ -37,9 +37,10 @@
 //! Not modelled: preemption itself (priorities are not resolved), inter-Pod affinity and
 //! topology spread, pod-level `spec.resources`, and scoring beyond spreading: among the Nodes
 //! that fit, the one with the fewest Pods bound to it is chosen, the first by name on a tie, so a
-//! choice depends only on the caches and replays exactly. The Pods counted on a Node are the
-//! kubelet-lite's cache, which has no assumed Pods: two Pods scheduled in the same instant may
-//! both count a Node's room once.
+//! choice depends only on the caches and replays exactly. The Pods counted on a Node are those
+//! of the kubelet-lite's Pod cache bound to it and those the scheduler-lite assumed on it (chosen
+//! for it, their binding not in the cache yet), as kube-scheduler's cache assumes them: Pods
+//! scheduled in quick succession never share a Node's room.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -344,3 +344,36 @@ fn a_pod_that_may_not_preempt_says_so() {
         )
     );
 }
+
+// Pods created together are scheduled one after another, each counting the ones bound before it
+// even while the Pod cache does not show those bindings yet (kube-scheduler's assumed Pods): of
+// three Pods asking 3 cores each of node-1's 8, two run and the third waits.
+#[test]
+fn pods_scheduled_in_quick_succession_never_overcommit_their_node() {
+    let world = builtins::kubelet(Sim::builder().scenario("builtins-scheduler-assume"))
+        .workload(|w| async move {
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            for name in ["a", "b", "c"] {
+                w.apply_yaml("default", &pod_requesting(name, "3")).await?;
+            }
+            let settled = |all: &[Pod]| {
+                let running = all.iter().filter(|p| pod_state::is_running_and_ready(p)).count();
+                let waiting = all.iter().filter(|p| unschedulable_message(Some(p)).is_some()).count();
+                running == 2 && waiting == 1
+            };
+            w.wait_for_all(&pods, settled, WAIT).await
+        })
+        .property(FnProperty::always("node-1 is never asked for more than its 8 cores", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let bound: Vec<Pod> = snapshot::objects::<Pod>(snap, Some("default"))
+                .into_iter()
+                .filter(|p| node_of(p) == Some(kubelet::NODE_NAME) && !pod_state::is_finished(p))
+                .collect();
+            if bound.len() <= 2 {
+                Ok(())
+            } else {
+                Err(format!("{} Pods of 3 cores bound to node-1", bound.len()))
+            }
+        }));
+    sweep_passes("builtins-scheduler-assume", &world);
+}
