@@ -227,7 +227,14 @@ async fn register_node(client: &sim::Client) {
     loop {
         match api.create(&PostParams::default(), &node()).await {
             Ok(_) => return,
-            Err(e) if has_code(&e, 409) => return,
+            // There already (a restart, or a create whose answer was lost), as the kubelet's
+            // `registerWithAPIServer` reads it then; any other 409 (a fault's Conflict) made
+            // nothing and is retried.
+            Err(e) if has_code(&e, 409) => match api.get_opt(NODE_NAME).await {
+                Ok(Some(_)) => return,
+                Ok(None) => tracing::debug!(error = %e, "registering node {NODE_NAME} failed; retrying"),
+                Err(e) => tracing::debug!(error = %e, "reading node {NODE_NAME} failed; retrying"),
+            },
             Err(e) => tracing::debug!(error = %e, "registering node {NODE_NAME} failed; retrying"),
         }
         madsim::time::sleep(retry).await;

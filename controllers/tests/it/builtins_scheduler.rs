@@ -377,3 +377,28 @@ fn pods_scheduled_in_quick_succession_never_overcommit_their_node() {
         }));
     sweep_passes("builtins-scheduler-assume", &world);
 }
+
+// A fault's 409 Conflict on the kubelet's Node create made nothing: the kubelet reads the Node,
+// finds none and registers again (its `registerWithAPIServer` takes only an existing Node for
+// registered), so the Pod still runs.
+#[test]
+fn a_conflict_on_the_node_create_is_not_taken_for_a_registered_node() {
+    use sim::faults::{FaultPlan, InjectedError, PlannedFault, Trigger};
+    let conflict = PlannedFault {
+        trigger: Trigger::NthWrite { controller: kubelet::NODE.to_owned(), n: 1, kind: None, verb: None },
+        fault: sim::faults::Fault::ApiError {
+            controller: kubelet::NODE.to_owned(),
+            error: InjectedError::Conflict,
+        },
+    };
+    let world = builtins::kubelet(Sim::builder().scenario("builtins-scheduler-register-conflict"))
+        .faults(FaultPlan { faults: vec![conflict] })
+        .workload(|w| async move {
+            w.apply_yaml("default", &pod("app", "")).await?;
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            w.wait_for(&pods, "app", |p| p.is_some_and(pod_state::is_running_and_ready), WAIT).await
+        });
+    sweep_passes("builtins-scheduler-register-conflict", &world);
+    let run = world.run(0);
+    assert!(run.unfired.is_empty(), "the conflict did not fire: {:?}", run.unfired);
+}
