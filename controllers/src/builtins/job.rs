@@ -53,10 +53,21 @@
 //!   `startTime`, it fails (`DeadlineExceeded`, "Job was active longer than specified deadline",
 //!   a Warning of that reason) and its active Pods are deleted; it is synced again when the
 //!   deadline comes.
-//! - Status: `active`, `ready`, `succeeded`, `failed`, `conditions`, `startTime` and
-//!   `completionTime` (on the virtual clock, `sim::time`), `completedIndexes`. Not modelled: Pod
-//!   tracking finalizers (a failed Pod deleted before a sync saw it is not counted), success
-//!   policies, `podReplacementPolicy: Failed`, the
+//! - Pod tracking with finalizers (upstream's since 1.26): every Pod it creates carries
+//!   [`TRACKING_FINALIZER`]. A finished Pod (succeeded, failed, or deleted before it succeeded:
+//!   `podReplacementPolicy: TerminatingOrFailed`, unless the policy is `Failed` or a pod failure
+//!   policy is set) is first recorded in `status.uncountedTerminatedPods`, then its finalizer is
+//!   removed, then it moves into `succeeded` or `failed`: each Pod counts once, whatever becomes
+//!   of it after. Status writes carry the resourceVersion read (`UpdateStatus`), so a count from
+//!   a stale cache gets 409; finalizer removals the cache does not show yet are remembered as
+//!   upstream's `finalizerExpectations`. A Pod taken away while the Job runs on (surplus,
+//!   suspension) loses the finalizer before its delete and is not counted; a Job that finishes
+//!   or is being deleted lets all its Pods go. A separate loop (the orphan Pod worker) removes
+//!   the finalizer from Pods whose Job is gone, finished or no longer their controller, after
+//!   reading a Job its cache does not show from the server.
+//! - Status: `active`, `ready`, `succeeded`, `failed`, `terminating`, `uncountedTerminatedPods`,
+//!   `conditions`, `startTime` and `completionTime` (on the virtual clock, `sim::time`),
+//!   `completedIndexes`. Not modelled: success policies, the
 //!   per-index backoff of Indexed Jobs (`backoffLimitPerIndex`, `maxFailedIndexes`,
 //!   `status.failedIndexes`, the `job-index-failure-count` annotation: such a Job runs as one
 //!   without them, under `backoffLimit`, which the API server defaults to 2147483647 for it).
@@ -65,16 +76,16 @@
 //!   completed"), the Warnings `BackoffLimitExceeded` and `DeadlineExceeded`, and `Suspended` /
 //!   `Resumed`, as upstream.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
+use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus, UncountedTerminatedPods};
 use k8s_openapi::api::core::v1::Pod;
 use sim::api::{Api, Patch, PatchParams, ResourceExt};
 use sim::runtime::controller::Action;
-use sim::runtime::reflector::Store;
+use sim::runtime::reflector::{self, ObjectRef, Store};
 use sim::runtime::{Controller, watcher};
 use sim::{Clients, SimBuilder};
 
@@ -112,28 +123,141 @@ pub struct Context {
     pods: Store<Pod>,
     /// What earlier syncs created and deleted that `pods` may not show yet.
     expectations: Expectations,
+    /// Per Job (by uid), the Pods (by uid) whose tracking finalizer a sync removed and `pods`
+    /// may still show (upstream's `finalizerExpectations`): counted already.
+    finalizers_removed: Mutex<BTreeMap<String, BTreeSet<String>>>,
+}
+
+impl Context {
+    /// The Pods of Job `job` whose finalizer removal `pods` (the Job's Pods in the cache) does
+    /// not show yet; those it shows (without the finalizer, or gone) are forgotten.
+    fn finalizers_removed(&self, job: &str, pods: &[Arc<Pod>]) -> BTreeSet<String> {
+        let mut removed = self.finalizers_removed.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(uids) = removed.get_mut(job) else { return BTreeSet::new() };
+        uids.retain(|uid| {
+            pods.iter().any(|p| p.metadata.uid.as_deref() == Some(uid.as_str()) && has_tracking_finalizer(p))
+        });
+        let pending = uids.clone();
+        if pending.is_empty() {
+            removed.remove(job);
+        }
+        pending
+    }
+
+    fn expect_finalizer_removed(&self, job: &str, pod: &Pod) {
+        let mut removed = self.finalizers_removed.lock().unwrap_or_else(PoisonError::into_inner);
+        removed.entry(job.to_owned()).or_default().insert(pod.uid().unwrap_or_default());
+    }
 }
 
 /// The Job controller's main future.
 pub async fn run(clients: Clients) {
     let client = clients.default_cluster();
-    let Some((pods, pod_changes)) = super::synced_cache::<Pod>(&client).await else { return };
+    let cache = reflector::informer(Api::<Pod>::all(client.clone()), watcher::Config::default());
+    // Subscribed before the first `.await`, so that the initial list reaches both streams.
+    let (pod_changes, orphan_changes) = (cache.subscribe(), cache.subscribe());
+    if cache.wait_until_ready().await.is_err() {
+        return;
+    }
     let controller = Controller::new(Api::<Job>::all(client.clone()), watcher::Config::default());
+    let jobs = controller.store();
+    let job_changes = jobs.subscribe();
     let ctx = Arc::new(Context {
         recorder: events::recorder(&client, NODE),
         client,
-        pods,
+        pods: cache,
         expectations: Expectations::default(),
+        finalizers_removed: Mutex::default(),
     });
-    controller
+    let syncs = controller
         .owns_shared_stream(pod_changes)
         .run_limited_by(
             RateLimiter::new(JOB_MAX_DELAY).starting_at(SLOW_BASE_DELAY).without_bucket(),
             reconcile,
-            ctx,
+            ctx.clone(),
         )
-        .for_each(|_| futures::future::ready(()))
-        .await;
+        .for_each(|_| futures::future::ready(()));
+    futures::future::join(syncs, release_orphans(ctx, jobs, orphan_changes, job_changes)).await;
+}
+
+/// The orphan Pod worker (`syncOrphanPod`): a Pod that still carries [`TRACKING_FINALIZER`] but
+/// whose Job is gone, finished, or no longer its controller loses the finalizer, so that a Job
+/// deleted (or orphaning its Pods) never leaves them undeletable. It looks at each Pod that
+/// changes, and at the Pods of each Job that changes into finished (upstream looks at a deleted
+/// Job's Pods, `cleanupPodFinalizers`; a finished Job's Pods it releases once they are deleted):
+/// a Pod a stale Job cache let it pass is looked at again once the cache shows the Job finished.
+/// A Job the cache does not show is read from the server first: a lagging cache must not take a
+/// running Job's Pods for orphans. A failed removal is tried again after
+/// [`super::ERROR_REQUEUE`], while the Pod still needs it.
+async fn release_orphans(
+    ctx: Arc<Context>,
+    jobs: Store<Job>,
+    pod_changes: futures::channel::mpsc::UnboundedReceiver<Arc<Pod>>,
+    job_changes: futures::channel::mpsc::UnboundedReceiver<Arc<Job>>,
+) {
+    if jobs.wait_until_ready().await.is_err() {
+        return;
+    }
+    // Round-robin between the two streams: deterministic.
+    let mut changes = futures::stream::select(
+        pod_changes.map(|pod| vec![pod]),
+        job_changes.filter(|job| futures::future::ready(is_finished(job))).map(|job| {
+            let (uid, namespace) = (job.uid().unwrap_or_default(), job.namespace());
+            ctx.pods.state_filter(|p| {
+                p.metadata.namespace == namespace
+                    && owners::is_controlled_by(&p.metadata, &uid)
+                    && has_tracking_finalizer(p)
+            })
+        }),
+    );
+    while let Some(pods) = changes.next().await {
+        for pod in pods {
+            release_orphan(&ctx, &jobs, pod).await;
+        }
+    }
+}
+
+/// Remove an orphan Pod's [`TRACKING_FINALIZER`], retrying while it is still an orphan with it.
+async fn release_orphan(ctx: &Context, jobs: &Store<Job>, mut pod: Arc<Pod>) {
+    loop {
+        if !has_tracking_finalizer(&pod) {
+            return;
+        }
+        match is_orphan(ctx, jobs, &pod).await {
+            Ok(false) => return,
+            Ok(true) => {
+                let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &pod.namespace().unwrap_or_default());
+                match remove_tracking_finalizer(&api, &pod).await {
+                    Ok(()) => return,
+                    Err(error) => {
+                        tracing::debug!(%error, "removing an orphan Pod's tracking finalizer failed")
+                    }
+                }
+            }
+            Err(error) => tracing::debug!(%error, "reading an orphan Pod's Job failed"),
+        }
+        madsim::time::sleep(super::ERROR_REQUEUE).await;
+        let key = ObjectRef::new(&pod.name_any()).within(&pod.namespace().unwrap_or_default());
+        match ctx.pods.get(&key).filter(|p| p.uid() == pod.uid()) {
+            Some(latest) => pod = latest,
+            None => return,
+        }
+    }
+}
+
+/// Whether no running Job controls the Pod: its controller reference names no Job, or one the
+/// cache and then the server show gone, replaced, or finished. An error when the server could
+/// not be read.
+async fn is_orphan(ctx: &Context, jobs: &Store<Job>, pod: &Pod) -> Result<bool, sim::Error> {
+    let namespace = pod.namespace().unwrap_or_default();
+    let owner = pod.metadata.owner_references.iter().flatten().find(|r| r.controller == Some(true));
+    let Some(owner) = owner.filter(|r| r.kind == "Job") else { return Ok(true) };
+    let live = |job: &Job| job.uid().as_deref() == Some(owner.uid.as_str()) && !is_finished(job);
+    if jobs.get(&ObjectRef::new(&owner.name).within(&namespace)).is_some_and(|j| live(&j)) {
+        return Ok(false);
+    }
+    let api: Api<Job> = Api::namespaced(ctx.client.clone(), &namespace);
+    Ok(!api.get_opt(&owner.name).await?.is_some_and(|j| live(&j)))
 }
 
 /// Whether the Job has a `Complete` or `Failed` condition that is `True`.
@@ -159,9 +283,12 @@ fn condition(type_: &str, reason: &str, message: &str) -> JobCondition {
 pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error> {
     let name = job.name_any();
     let namespace = job.namespace().ok_or(Error::MissingNamespace { kind: "Job", name: name.clone() })?;
-    if job.metadata.deletion_timestamp.is_some() || is_finished(&job) {
+    if is_finished(&job) {
         return Ok(Action::await_change());
     }
+    // A Job being deleted only lets its Pods go (`canRemoveFinalizer`); it creates and deletes
+    // nothing (upstream's `manageJob` is not called).
+    let deleting = job.metadata.deletion_timestamp.is_some();
     let spec = job.spec.clone().unwrap_or_default();
     let uid = job.uid().unwrap_or_default();
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
@@ -201,8 +328,6 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
         }
     };
     let count = |f: fn(&Pod) -> bool| i32::try_from(pods.iter().filter(|p| f(p)).count()).unwrap_or(i32::MAX);
-    let count_counted =
-        |f: fn(&Pod) -> bool| i32::try_from(counted.iter().filter(|p| f(p)).count()).unwrap_or(i32::MAX);
     let previous = job.status.clone().unwrap_or_default();
     // Indexed: the completed indexes, those the status records and those of succeeded Pods; the
     // Job's `succeeded` is their number (upstream's `calculateSucceededIndexes`).
@@ -213,11 +338,48 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
             completions_indexed,
         )
     });
+    // Pod tracking with finalizers: a finished Pod counts once, into `uncountedTerminatedPods`
+    // while its finalizer is removed, then into `succeeded` or `failed`, whether or not the Pod
+    // is still there after. Pods whose finalizer this controller removed but its cache still
+    // shows are counted already (upstream's `finalizerExpectations`).
+    let removed = ctx.finalizers_removed(&uid, &pods);
+    let tracked = |p: &Pod| {
+        has_tracking_finalizer(p) && !removed.contains(p.metadata.uid.as_deref().unwrap_or_default())
+    };
+    let uncounted = previous.uncounted_terminated_pods.clone().unwrap_or_default();
+    let (mut uncounted_succeeded, mut uncounted_failed) =
+        (uncounted.succeeded.unwrap_or_default(), uncounted.failed.unwrap_or_default());
+    let mut counters = (previous.succeeded.unwrap_or(0), previous.failed.unwrap_or(0));
+    // An earlier sync removed these finalizers but could not record it.
+    let with_finalizer: BTreeSet<&str> =
+        pods.iter().filter(|p| tracked(p)).filter_map(|p| p.metadata.uid.as_deref()).collect();
+    move_counted(&mut uncounted_succeeded, &mut uncounted_failed, &mut counters, &with_finalizer);
+    let only_failed_replaced =
+        spec.pod_replacement_policy.as_deref() == Some("Failed") || spec.pod_failure_policy.is_some();
+    let considered_failed = |p: &Pod| is_pod_failed(p, only_failed_replaced);
+    let ignored = |p: &Pod| {
+        spec.pod_failure_policy.as_ref().is_some_and(|policy| {
+            pod_state::phase(p) == pod_state::PHASE_FAILED
+                && matches!(failure_policy_action(policy, p), PolicyAction::Ignore)
+        })
+    };
+    let uid_of = |p: &Pod| p.metadata.uid.clone().unwrap_or_default();
+    let new_succeeded = counted
+        .iter()
+        .filter(|p| tracked(p) && pod_state::phase(p) == pod_state::PHASE_SUCCEEDED)
+        .filter(|p| !uncounted_succeeded.contains(&uid_of(p)))
+        .count();
+    let new_failed = counted
+        .iter()
+        .filter(|p| tracked(p) && considered_failed(p) && !ignored(p))
+        .filter(|p| !uncounted_failed.contains(&uid_of(p)))
+        .count();
+    let as_count = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
     let succeeded = match &completed_indexes {
         Some(indexes) => indexes.total(),
-        None => count(|p| pod_state::phase(p) == pod_state::PHASE_SUCCEEDED),
+        None => counters.0.saturating_add(as_count(new_succeeded + uncounted_succeeded.len())),
     };
-    let failed = count_counted(|p| pod_state::phase(p) == pod_state::PHASE_FAILED);
+    let failed = counters.1.saturating_add(as_count(new_failed + uncounted_failed.len()));
     let mut active: Vec<&Pod> = pods.iter().map(|p| &**p).filter(|p| pod_state::is_active(p)).collect();
     let parallelism = spec.parallelism.unwrap_or(1).max(0);
     let interim = |type_: &str| {
@@ -274,10 +436,17 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
     };
     let mut created = 0;
     let mut deleted_now = 0;
-    if wait != Wait::Satisfied {
+    if wait != Wait::Satisfied || deleting {
         // Earlier creates or deletes not in the cache yet: no Pod is created or deleted.
     } else if !removal.is_empty() {
         for pod in removal.iter().take(POD_WRITES_PER_SYNC_MAX) {
+            // A Pod taken away while the Job runs on (`deleteJobPods`) goes uncounted: its
+            // finalizer goes first. One deleted because the Job finished (`deleteActivePods`)
+            // keeps it, to be counted below.
+            if !gave_up && !success_met && has_tracking_finalizer(pod) {
+                remove_tracking_finalizer(&api, pod).await?;
+                ctx.expect_finalizer_removed(&uid, pod);
+            }
             pod_control::delete(&api, pod, &*job, &ctx.recorder).await?;
             // Gone or going either way: the cache is to show it.
             ctx.expectations.deleted(&uid, pod.name_any(), pod.uid().unwrap_or_default(), sim::time::now());
@@ -325,7 +494,7 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
     // `Suspended`, only when the create and delete step ran (upstream's `manageJobCalled`): True
     // while suspended, False once resumed (never added False).
     let mut suspension = None;
-    if wait == Wait::Satisfied && !complete && !gave_up {
+    if wait == Wait::Satisfied && !complete && !gave_up && !deleting {
         suspension = if suspended {
             ensure_condition(&mut conditions, "Suspended", "True", "JobSuspended", "Job suspended")
                 .then_some(("Suspended", "Job suspended"))
@@ -337,51 +506,120 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
             start_time = Some(sim::time::now_k8s());
         }
     }
-    // The interim condition first (`SuccessCriteriaMet`, `FailureTarget`), the final one
-    // (`Complete`, `Failed`) once no Pod is terminating (`delayTerminalCondition`, on since 1.29
-    // with `JobPodReplacementPolicy`).
-    let mut finished = false;
-    if complete {
+    // The interim condition first (`SuccessCriteriaMet`, `FailureTarget`): the final one
+    // (`Complete`, `Failed`) follows once every finished Pod is counted and no Pod is terminating
+    // (`enactJobFinished`, `delayTerminalCondition`: on since 1.29 with `JobPodReplacementPolicy`).
+    let final_condition = if complete {
         if !success_met {
             conditions.push(condition(SUCCESS_CRITERIA_MET, COMPLETIONS_REACHED.0, COMPLETIONS_REACHED.1));
         }
-        if terminating == 0 {
-            conditions.push(condition("Complete", COMPLETIONS_REACHED.0, COMPLETIONS_REACHED.1));
-            finished = true;
-        }
+        Some(("Complete", COMPLETIONS_REACHED.0, COMPLETIONS_REACHED.1.to_owned()))
     } else if let Some((reason, message)) = failing {
         if failure_target.is_none() {
             conditions.push(condition(FAILURE_TARGET, reason, message));
         }
-        if terminating == 0 {
-            conditions.push(condition("Failed", reason, message));
-            finished = true;
+        Some(("Failed", *reason, message.clone()))
+    } else {
+        None
+    };
+    // `trackJobStatusAndRemoveFinalizers`: the Pods whose finalizer may go now (every one of a Job
+    // being deleted or finishing, else the finished ones), each finished one recorded as uncounted
+    // first. Once the Job fails, every Pod not succeeded counts as failed.
+    let finishing = final_condition.is_some();
+    let release: Vec<&Pod> = pods
+        .iter()
+        .map(|p| &**p)
+        .filter(|p| tracked(p))
+        .filter(|p| {
+            deleting || finishing || pod_state::phase(p) == pod_state::PHASE_SUCCEEDED || considered_failed(p)
+        })
+        .collect();
+    for pod in &release {
+        let pod_uid = uid_of(pod);
+        let valid = !indexed || indexed_job::has_valid_index(pod, completions_indexed);
+        if pod_state::phase(pod) == pod_state::PHASE_SUCCEEDED && !uncounted_failed.contains(&pod_uid) {
+            if !indexed && !uncounted_succeeded.contains(&pod_uid) {
+                uncounted_succeeded.push(pod_uid);
+            }
+        } else if (considered_failed(pod) || failing.is_some())
+            && valid
+            && !ignored(pod)
+            && !uncounted_failed.contains(&pod_uid)
+        {
+            uncounted_failed.push(pod_uid);
         }
     }
-    let completion_time =
-        if complete && finished { Some(sim::time::now_k8s()) } else { previous.completion_time.clone() };
-    let status = JobStatus {
-        active: Some(i32::try_from(active.len() + created).unwrap_or(i32::MAX)),
-        ready: Some(
-            i32::try_from(active.iter().filter(|p| pod_state::is_ready(p)).count()).unwrap_or(i32::MAX),
-        ),
-        succeeded: Some(succeeded),
-        failed: Some(failed),
-        terminating: Some(terminating),
-        // Left out while empty, as Go's `omitempty` leaves it out.
-        completed_indexes: match completed_indexes {
-            Some(indexes) => Some(indexes.to_string()).filter(|i| !i.is_empty()),
-            None => previous.completed_indexes.clone(),
-        },
-        conditions: (!conditions.is_empty()).then_some(conditions),
-        start_time,
-        completion_time,
-        ..previous
+    let completion_index_string = match &completed_indexes {
+        Some(indexes) => Some(indexes.to_string()).filter(|i| !i.is_empty()),
+        None => previous.completed_indexes.clone(),
     };
-    if job.status.as_ref() != Some(&status) {
-        let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &namespace);
-        let patch = super::status_patch::replacing(job.status.as_ref(), &status)?;
-        jobs.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
+    let indexed_succeeded = completed_indexes.as_ref().map(|i| i.total());
+    let status_with = |counters: (i32, i32),
+                       succeeded_list: &[String],
+                       failed_list: &[String],
+                       conditions: &[JobCondition]| {
+        JobStatus {
+            active: Some(i32::try_from(active.len() + created).unwrap_or(i32::MAX)),
+            ready: Some(
+                i32::try_from(active.iter().filter(|p| pod_state::is_ready(p)).count()).unwrap_or(i32::MAX),
+            ),
+            succeeded: Some(indexed_succeeded.unwrap_or(counters.0)),
+            failed: Some(counters.1),
+            terminating: Some(terminating),
+            // Left out while empty, as Go's `omitempty` leaves it out.
+            completed_indexes: completion_index_string.clone(),
+            uncounted_terminated_pods: Some(UncountedTerminatedPods {
+                succeeded: Some(succeeded_list.to_vec()).filter(|l| !l.is_empty()),
+                failed: Some(failed_list.to_vec()).filter(|l| !l.is_empty()),
+            }),
+            conditions: (!conditions.is_empty()).then(|| conditions.to_vec()),
+            start_time: start_time.clone(),
+            completion_time: previous.completion_time.clone(),
+            ..previous.clone()
+        }
+    };
+    let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &namespace);
+    let mut written = job.status.clone();
+    let mut resource_version = job.resource_version();
+    // Flush the uncounted Pods and the interim condition before any finalizer goes.
+    let first = status_with(counters, &uncounted_succeeded, &uncounted_failed, &conditions);
+    if written.as_ref() != Some(&first) {
+        resource_version = write_status(&jobs, &name, written.as_ref(), &first, resource_version).await?;
+        written = Some(first);
+    }
+    let mut release_error = None;
+    let mut with_finalizer: BTreeSet<String> = with_finalizer.into_iter().map(str::to_owned).collect();
+    for pod in &release {
+        match remove_tracking_finalizer(&api, pod).await {
+            Ok(()) => {
+                ctx.expect_finalizer_removed(&uid, pod);
+                with_finalizer.remove(&uid_of(pod));
+            }
+            Err(error) => {
+                release_error.get_or_insert(error);
+            }
+        }
+    }
+    let with_finalizer: BTreeSet<&str> = with_finalizer.iter().map(String::as_str).collect();
+    move_counted(&mut uncounted_succeeded, &mut uncounted_failed, &mut counters, &with_finalizer);
+    let finished = final_condition.as_ref().is_some_and(|_| {
+        uncounted_succeeded.is_empty()
+            && uncounted_failed.is_empty()
+            && terminating == 0
+            && release_error.is_none()
+    });
+    if let Some((type_, reason, message)) = final_condition.as_ref().filter(|_| finished) {
+        conditions.push(condition(type_, reason, message));
+    }
+    let mut last = status_with(counters, &uncounted_succeeded, &uncounted_failed, &conditions);
+    if finished && complete {
+        last.completion_time = Some(sim::time::now_k8s());
+    }
+    if written.as_ref() != Some(&last) {
+        write_status(&jobs, &name, written.as_ref(), &last, resource_version).await?;
+        written = Some(last);
+    }
+    if written != job.status {
         let regarding = events::reference(&*job);
         if finished && complete {
             events::normal(&ctx.recorder, &regarding, "Completed", "Job completed".to_owned()).await;
@@ -390,6 +628,9 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
         } else if let Some((reason, message)) = suspension {
             events::normal(&ctx.recorder, &regarding, reason, message.to_owned()).await;
         }
+    }
+    if let Some(error) = release_error {
+        return Err(error.into());
     }
     // The next look: when expectations expire, the failure backoff ends, or the active deadline
     // passes (upstream's `AddAfter` of the deadline's remaining time), whichever comes first.
@@ -404,6 +645,72 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
         Some(after) => Action::requeue(after),
         None => Action::await_change(),
     })
+}
+
+/// The finalizer the Job controller gives every Pod it creates (`batch.JobTrackingFinalizer`),
+/// and removes once it counted the Pod.
+pub const TRACKING_FINALIZER: &str = "batch.kubernetes.io/job-tracking";
+
+/// Whether the Pod carries [`TRACKING_FINALIZER`].
+pub fn has_tracking_finalizer(pod: &Pod) -> bool {
+    pod.metadata.finalizers.iter().flatten().any(|f| f == TRACKING_FINALIZER)
+}
+
+/// Upstream's `isPodFailed`: `Failed`, or, unless only failed Pods are replaced
+/// (`podReplacementPolicy: Failed`, or a pod failure policy), being deleted before it succeeded.
+fn is_pod_failed(pod: &Pod, only_failed_replaced: bool) -> bool {
+    let phase = pod_state::phase(pod);
+    phase == pod_state::PHASE_FAILED
+        || (!only_failed_replaced
+            && pod.metadata.deletion_timestamp.is_some()
+            && phase != pod_state::PHASE_SUCCEEDED)
+}
+
+/// `cleanUncountedPodsWithoutFinalizers`: the uncounted Pods whose finalizer is gone move into
+/// the counters.
+fn move_counted(
+    succeeded: &mut Vec<String>,
+    failed: &mut Vec<String>,
+    counters: &mut (i32, i32),
+    with_finalizer: &BTreeSet<&str>,
+) {
+    let before = (succeeded.len(), failed.len());
+    succeeded.retain(|uid| with_finalizer.contains(uid.as_str()));
+    failed.retain(|uid| with_finalizer.contains(uid.as_str()));
+    let moved = |from: usize, to: usize| i32::try_from(from - to).unwrap_or(i32::MAX);
+    counters.0 = counters.0.saturating_add(moved(before.0, succeeded.len()));
+    counters.1 = counters.1.saturating_add(moved(before.1, failed.len()));
+}
+
+/// Remove [`TRACKING_FINALIZER`] from a Pod (`removeTrackingFinalizerPatch`, a strategic merge
+/// patch); a Pod gone already is no error.
+async fn remove_tracking_finalizer(api: &Api<Pod>, pod: &Pod) -> Result<(), sim::Error> {
+    let patch = serde_json::json!({
+        "metadata": { "$deleteFromPrimitiveList/finalizers": [TRACKING_FINALIZER] }
+    });
+    match api.patch(&pod.name_any(), &PatchParams::default(), &Patch::Strategic(patch)).await {
+        Ok(_) => Ok(()),
+        Err(e) if super::error::has_code(&e, 404) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Write a Job's status as `UpdateStatus` does: replacing `old` with `new`, on the
+/// resourceVersion read (a stale count gets 409 and the sync runs again). The new
+/// resourceVersion.
+async fn write_status(
+    jobs: &Api<Job>,
+    name: &str,
+    old: Option<&JobStatus>,
+    new: &JobStatus,
+    resource_version: Option<String>,
+) -> Result<Option<String>, Error> {
+    let mut patch = super::status_patch::replacing(old, new)?;
+    if let (Some(rv), Some(patch)) = (resource_version, patch.as_object_mut()) {
+        patch.insert("metadata".to_owned(), serde_json::json!({ "resourceVersion": rv }));
+    }
+    let written = jobs.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
+    Ok(written.resource_version())
 }
 
 /// The interim condition of a Job that met its success criteria, before `Complete`.
@@ -541,8 +848,8 @@ fn ensure_condition(
 /// How long the Job still waits before it creates Pods after failures (upstream's
 /// `backoffRecord.getRemainingTime`): [`POD_FAILURE_BACKOFF`] doubled for each Pod that failed
 /// after the last one that succeeded, at most [`POD_FAILURE_BACKOFF_MAX`], counted from the last
-/// failure. Upstream keeps that record as Pods finish; here every finished Pod is still there to
-/// count (no tracking finalizers: finished Pods are not removed), which gives the same record.
+/// failure. Upstream keeps that record in memory as Pods finish; here it is read from the
+/// finished Pods still in the cache, which gives the same record unless someone deletes them.
 fn failure_backoff(pods: &[Arc<Pod>], now: jiff::Timestamp) -> Duration {
     let finished = |phase: &str| -> Vec<jiff::Timestamp> {
         pods.iter().filter(|p| pod_state::phase(p) == phase).map(|p| finish_time(p)).collect()
@@ -608,5 +915,7 @@ fn job_pod(job: &Job, namespace: &str, index: Option<i32>) -> Pod {
     ] {
         labels.insert(key.to_owned(), value.clone());
     }
+    // Counted once it finishes, whatever happens to it after (`podTemplateSpec` of `manageJob`).
+    pod.metadata.finalizers.get_or_insert_with(Vec::new).push(TRACKING_FINALIZER.to_owned());
     pod
 }

@@ -751,3 +751,169 @@ fn failures_an_ignore_rule_matches_do_not_count() {
     })
     .assert_all_passed();
 }
+
+fn tracked(pod: &Pod) -> bool {
+    builtins::job::has_tracking_finalizer(pod)
+}
+
+/// Every unfinished Pod of the Job carries the tracking finalizer.
+fn unfinished_pods_are_tracked() -> FnProperty {
+    FnProperty::always("every unfinished Pod of the Job carries the tracking finalizer", |view| {
+        let snap = view.cluster("default").ok_or("no cluster")?;
+        match job_pods(snap).iter().find(|p| !pod_state::is_finished(p) && !tracked(p)) {
+            Some(p) => {
+                Err(format!("{} has no tracking finalizer", p.metadata.name.clone().unwrap_or_default()))
+            }
+            None => Ok(()),
+        }
+    })
+}
+
+/// How many Pods the Job controller says it created for `pi`.
+fn pods_created(snap: &Snapshot) -> usize {
+    snapshot::objects::<k8s_openapi::api::core::v1::Event>(snap, Some("default"))
+        .into_iter()
+        .filter(|e| {
+            e.reason.as_deref() == Some("SuccessfulCreate") && e.involved_object.name.as_deref() == Some("pi")
+        })
+        .count()
+}
+
+// A succeeded Pod is counted once, when its tracking finalizer goes: deleting it afterwards does
+// not make the Job run it again (upstream's pod tracking with finalizers).
+#[test]
+fn a_succeeded_pod_deleted_after_it_was_counted_still_counts() {
+    let world = builtins::kubelet(builtins::job_controller(Sim::builder().scenario("builtins-job-tracking")))
+        .workload(|w| async move {
+            let jobs: Api<Job> = Api::namespaced(w.client(), "default");
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            w.apply(&jobs, &job(2, 1, None, false)).await?;
+            let counted = |p: &Pod| pod_state::phase(p) == pod_state::PHASE_SUCCEEDED && !tracked(p);
+            w.wait_for_all(&pods, |all| all.iter().any(counted), WAIT).await?;
+            let first =
+                pods.list(&Default::default()).await.map_err(|e| failed_step("list", e.to_string()))?;
+            let first =
+                first.items.into_iter().find(counted).ok_or(failed_step("find", "none".to_owned()))?;
+            w.delete(&pods, &first.metadata.name.unwrap_or_default()).await?;
+            w.wait_for(&jobs, "pi", finished, WAIT).await
+        })
+        .property(unfinished_pods_are_tracked())
+        .property(FnProperty::at_end("Complete with 2 succeeded, 2 Pods made", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let (conditions, counts) = outcome(snap).ok_or("no Job")?;
+            let found =
+                (conditions.last().map(|c| c.0.clone()), counts.1, pods_created(snap), job_pods(snap).len());
+            let want = (Some("Complete".to_owned()), Some(2), 2, 1);
+            if found == want { Ok(()) } else { Err(format!("{found:?}, want {want:?}")) }
+        }));
+    let report = sweep(&SweepConfig::new("builtins-job-tracking").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}
+
+// A Pod deleted while it runs counts as failed (`podReplacementPolicy: TerminatingOrFailed`, the
+// default), and the Job makes another.
+#[test]
+fn a_running_pod_deleted_counts_as_failed() {
+    let world =
+        builtins::kubelet(builtins::job_controller(Sim::builder().scenario("builtins-job-deleted-pod")))
+            .workload(|w| async move {
+                let jobs: Api<Job> = Api::namespaced(w.client(), "default");
+                let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+                w.apply(&jobs, &job(1, 1, Some(3), false)).await?;
+                let running = |p: &Pod| pod_state::phase(p) == "Running";
+                w.wait_for_all(&pods, |all| all.iter().any(running), WAIT).await?;
+                let list =
+                    pods.list(&Default::default()).await.map_err(|e| failed_step("list", e.to_string()))?;
+                let pod =
+                    list.items.into_iter().find(running).ok_or(failed_step("find", "none".to_owned()))?;
+                w.delete(&pods, &pod.metadata.name.unwrap_or_default()).await?;
+                w.wait_for(&jobs, "pi", finished, WAIT).await
+            })
+            .property(FnProperty::at_end("Complete with 1 failed and 1 succeeded", |view| {
+                let snap = view.cluster("default").ok_or("no cluster")?;
+                let (conditions, counts) = outcome(snap).ok_or("no Job")?;
+                let found = (conditions.last().map(|c| c.0.clone()), counts.1, counts.2);
+                let want = (Some("Complete".to_owned()), Some(1), Some(1));
+                if found == want { Ok(()) } else { Err(format!("{found:?}, want {want:?}")) }
+            }));
+    let report = sweep(&SweepConfig::new("builtins-job-deleted-pod").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}
+
+// A Job deleted while its Pods run (background: the garbage collector deletes them; orphan: they
+// stay, without the owner) leaves no Pod holding the tracking finalizer: the orphan Pod worker
+// removes it.
+#[test]
+fn a_deleted_jobs_pods_lose_their_tracking_finalizer() {
+    for (propagation, pods_left) in [("Background", 0), ("Orphan", 2)] {
+        let scenario = format!("builtins-job-orphans-{propagation}");
+        let world = builtins::garbage_collector(builtins::kubelet(builtins::job_controller(
+            Sim::builder().scenario(scenario.clone()),
+        )))
+        .workload(move |w| async move {
+            let jobs: Api<Job> = Api::namespaced(w.client(), "default");
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            w.apply(&jobs, &job(4, 2, None, false)).await?;
+            w.wait_for_all(&pods, |all| all.len() == 2, WAIT).await?;
+            let params = sim::api::DeleteParams {
+                propagation_policy: Some(match propagation {
+                    "Background" => sim::api::PropagationPolicy::Background,
+                    _ => sim::api::PropagationPolicy::Orphan,
+                }),
+                ..Default::default()
+            };
+            w.delete_with(&jobs, "pi", &params).await?;
+            let settled = move |all: &[Pod]| all.len() == pods_left && all.iter().all(|p| !tracked(p));
+            w.wait_for_all(&pods, settled, WAIT).await
+        });
+        let report =
+            sweep(&SweepConfig::new(&scenario).seeds(SEEDS), |seed, options| world.run_with(seed, options));
+        report.assert_all_passed();
+    }
+}
+
+// Under swarm faults on the Job controller and the kubelet (crashes, stale reads, lost answers,
+// lagging watches): a succeeded Pod is never counted twice (`succeeded` never passes the
+// succeeded Pods), the Job completes, and no Pod keeps the tracking finalizer once it has. (A
+// controller that restarts, or syncs on a stale cache, may make a Pod more than `completions`
+// ask, as upstream's may.)
+#[test]
+fn under_swarm_faults_each_finished_pod_is_counted_once() {
+    let world = builtins::kubelet(builtins::job_controller(Sim::builder().scenario("builtins-job-faults")));
+    let swarm = sim::faults::SwarmConfig { controllers: world.controller_names(), ..Default::default() };
+    // A Pod the Job deletes takes its 30 s grace period to go: the world goes quiet later than
+    // the default liveness wait allows under faults.
+    let world = world
+        .swarm(swarm)
+        .liveness_wait(Duration::from_secs(120))
+        .workload(|w| async move {
+            let jobs: Api<Job> = Api::namespaced(w.client(), "default");
+            w.apply(&jobs, &job(3, 2, None, false)).await?;
+            w.wait_for(&jobs, "pi", finished, Duration::from_secs(400)).await?;
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            w.wait_for_all(&pods, |all| all.iter().all(|p| !tracked(p)), Duration::from_secs(400)).await
+        })
+        .property(FnProperty::always("succeeded never counts past the succeeded Pods", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let Some((_, counts)) = outcome(snap) else { return Ok(()) };
+            let pods = job_pods(snap);
+            let made = pods.iter().filter(|p| pod_state::phase(p) == pod_state::PHASE_SUCCEEDED).count();
+            let counted = usize::try_from(counts.1.unwrap_or(0)).unwrap_or(0);
+            if counted <= made { Ok(()) } else { Err(format!("{counted} counted, {made} succeeded Pods")) }
+        }))
+        .property(FnProperty::at_end("Complete with at least 3 counted", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let (conditions, counts) = outcome(snap).ok_or("no Job")?;
+            let found = (conditions.last().map(|c| c.0.clone()), counts.1.is_some_and(|c| c >= 3));
+            let want = (Some("Complete".to_owned()), true);
+            if found == want { Ok(()) } else { Err(format!("{found:?} ({counts:?}), want {want:?}")) }
+        }));
+    let report = sweep(&SweepConfig::new("builtins-job-faults").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}
