@@ -149,13 +149,7 @@ pub(crate) fn validate_builtin_update(
             }
             causes
         }
-        ("batch", "Job") => {
-            let mut causes = immutable(old, new, &["spec", "selector"]);
-            causes.extend(immutable(old, new, &["spec", "template"]));
-            causes.extend(immutable(old, new, &["spec", "completionMode"]));
-            causes.extend(immutable(old, new, &["spec", "podFailurePolicy"]));
-            causes
-        }
+        ("batch", "Job") => job_update(old, new),
         ("", "PersistentVolumeClaim") => claim_update(ty, old, new),
         ("", "ConfigMap") => immutable_data(old, new),
         // ValidateSecretUpdate: the type first (ValidateImmutableField), then `immutable`.
@@ -168,6 +162,139 @@ pub(crate) fn validate_builtin_update(
         ("scheduling.k8s.io", "PriorityClass") => scheduling::priority_class_update(old, new),
         _ => Vec::new(),
     }
+}
+
+/// `ValidateJobSpecUpdate`: `completions` (an Indexed Job's may change with `parallelism`, the
+/// elastic Indexed Jobs of 1.31), the selector, the template (but its scheduling directives
+/// while the Job is suspended and never started), and the fields fixed at creation.
+fn job_update(old: &DynamicObject, new: &DynamicObject) -> Vec<StatusCause> {
+    let mut causes = job_completions_update(old, new);
+    causes.extend(immutable(old, new, &["spec", "selector"]));
+    causes.extend(job_template_update(old, new));
+    causes.extend(immutable(old, new, &["spec", "completionMode"]));
+    for field in ["podFailurePolicy", "backoffLimitPerIndex", "managedBy", "successPolicy"] {
+        causes.extend(immutable_even_unset(old, new, &["spec", field]));
+    }
+    causes
+}
+
+/// `validateCompletions`: immutable, but an Indexed Job's may change when it equals the new
+/// `parallelism` (an Indexed Job must set it; that is checked on its own).
+fn job_completions_update(old: &DynamicObject, new: &DynamicObject) -> Vec<StatusCause> {
+    let path = ["spec", "completions"];
+    let indexed = at(&new.data, &["spec", "completionMode"]).and_then(Value::as_str) == Some("Indexed");
+    if !indexed {
+        return immutable_even_unset(old, new, &path);
+    }
+    let completions = at(&new.data, &path);
+    if at(&old.data, &path) == completions || completions.is_none_or(Value::is_null) {
+        return Vec::new();
+    }
+    if completions == at(&new.data, &["spec", "parallelism"]) {
+        return Vec::new();
+    }
+    let shown = completions.map(Value::to_string).unwrap_or_default();
+    vec![errors::cause(
+        "FieldValueInvalid",
+        "spec.completions",
+        format!("Invalid value: {shown}: can only be modified in tandem with spec.parallelism"),
+    )]
+}
+
+/// `validatePodTemplateUpdate`: the template is immutable, but while the Job is suspended and
+/// has never started (`AllowMutableSchedulingDirectives`: queueing controllers such as Kueue
+/// place a Job this way) its labels, annotations, `nodeSelector`, `tolerations`,
+/// `schedulingGates` and node affinity may change.
+fn job_template_update(old: &DynamicObject, new: &DynamicObject) -> Vec<StatusCause> {
+    let suspended = at(&old.data, &["spec", "suspend"]).and_then(Value::as_bool) == Some(true);
+    let started = at(&old.data, &["status", "startTime"]).is_some_and(|t| !t.is_null());
+    if !suspended || started {
+        return immutable(old, new, &["spec", "template"]);
+    }
+    let (Some(old_template), Some(new_template)) =
+        (at(&old.data, &["spec", "template"]), at(&new.data, &["spec", "template"]))
+    else {
+        return immutable(old, new, &["spec", "template"]);
+    };
+    let mut allowed = old_template.clone();
+    let copy = |allowed: &mut Value, section: &str, field: &str| {
+        let value = new_template.get(section).and_then(|s| s.get(field)).cloned();
+        if !allowed.get(section).is_some_and(Value::is_object) {
+            if value.is_none() {
+                return;
+            }
+            allowed[section] = Value::Object(serde_json::Map::new());
+        }
+        let section = allowed[section].as_object_mut().expect("made an object");
+        match value {
+            Some(value) => section.insert(field.to_owned(), value),
+            None => section.remove(field),
+        };
+    };
+    for (section, field) in [
+        ("metadata", "labels"),
+        ("metadata", "annotations"),
+        ("spec", "nodeSelector"),
+        ("spec", "tolerations"),
+        ("spec", "schedulingGates"),
+    ] {
+        copy(&mut allowed, section, field);
+    }
+    let new_affinity = new_template.get("spec").and_then(|s| s.get("affinity"));
+    let old_affinity = allowed.get("spec").and_then(|s| s.get("affinity")).cloned();
+    let node_affinity = new_affinity.and_then(|a| a.get("nodeAffinity")).cloned();
+    let affinity = match (new_affinity, old_affinity) {
+        (None, None) => None,
+        // Cleared: allowed if node affinity was all it held.
+        (None, Some(mut old)) => {
+            if let Some(old) = old.as_object_mut() {
+                old.remove("nodeAffinity");
+            }
+            Some(old).filter(|a| a.as_object().is_none_or(|a| !a.is_empty()))
+        }
+        (Some(_), None) => Some(match node_affinity {
+            Some(node) => serde_json::json!({ "nodeAffinity": node }),
+            None => serde_json::json!({}),
+        }),
+        (Some(_), Some(mut old)) => {
+            if let Some(old) = old.as_object_mut() {
+                match node_affinity {
+                    Some(node) => old.insert("nodeAffinity".to_owned(), node),
+                    None => old.remove("nodeAffinity"),
+                };
+            }
+            Some(old)
+        }
+    };
+    if let Some(spec) = allowed.get_mut("spec").and_then(Value::as_object_mut) {
+        match affinity {
+            Some(affinity) => spec.insert("affinity".to_owned(), affinity),
+            None => spec.remove("affinity"),
+        };
+    }
+    if &allowed == new_template {
+        return Vec::new();
+    }
+    vec![errors::cause(
+        "FieldValueInvalid",
+        "spec.template",
+        format!("Invalid value: {new_template}: field is immutable"),
+    )]
+}
+
+/// `path` may not change, set from unset or unset either (`ValidateImmutableField` of a pointer).
+fn immutable_even_unset(old: &DynamicObject, new: &DynamicObject, path: &[&str]) -> Vec<StatusCause> {
+    let before = at(&old.data, path).filter(|v| !v.is_null());
+    let after = at(&new.data, path).filter(|v| !v.is_null());
+    if before == after {
+        return Vec::new();
+    }
+    let shown = after.map_or_else(|| "null".to_owned(), Value::to_string);
+    vec![errors::cause(
+        "FieldValueInvalid",
+        &path.join("."),
+        format!("Invalid value: {shown}: field is immutable"),
+    )]
 }
 
 fn at<'v>(v: &'v Value, path: &[&str]) -> Option<&'v Value> {

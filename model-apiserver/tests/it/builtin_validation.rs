@@ -133,6 +133,61 @@ fn a_jobs_restart_policy_must_be_on_failure_or_never() {
 }
 
 #[test]
+fn a_suspended_job_never_started_may_change_its_templates_scheduling_directives_only() {
+    let mut w = World::new();
+    let jobs = builtin("batch", "jobs");
+    w.create(&jobs, Some("default"), with(job("Never"), "/spec/suspend", json!(true)));
+    // What a queueing controller (Kueue) writes before it lets the Job start.
+    let placed = json!({"spec": {"template": {
+        "metadata": {"labels": {"kueue.x-k8s.io/queue": "q"}, "annotations": {"a": "b"}},
+        "spec": {"nodeSelector": {"pool": "gpu"}, "tolerations": [{"key": "gpu", "operator": "Exists"}],
+                 "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                     "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}}}}}}});
+    w.try_merge(&jobs, Some("default"), "j", placed).unwrap();
+    // Not the rest of the template.
+    let image =
+        json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "busybox:2"}]}}}});
+    let err = w.try_merge(&jobs, Some("default"), "j", image.clone()).unwrap_err();
+    assert_eq!(causes(&err), set(&[("FieldValueInvalid", "spec.template")]));
+    // Resumed (and so started), the directives are fixed too.
+    w.try_merge(&jobs, Some("default"), "j", json!({"spec": {"suspend": false}})).unwrap();
+    let status = json!({"status": {"startTime": "2026-01-01T00:00:00Z"}});
+    let request = Request::patch(&jobs, Some("default"), "j", Patch::Merge(status), PatchParams::default())
+        .with_subresource(Subresource::Status);
+    w.handle(request).unwrap();
+    let moved = json!({"spec": {"template": {"spec": {"nodeSelector": {"pool": "cpu"}}}}});
+    let err = w.try_merge(&jobs, Some("default"), "j", moved).unwrap_err();
+    assert_eq!(causes(&err), set(&[("FieldValueInvalid", "spec.template")]));
+}
+
+#[test]
+fn a_jobs_completions_change_only_for_an_indexed_job_with_its_parallelism() {
+    let mut w = World::new();
+    let jobs = builtin("batch", "jobs");
+    let two = with(with(job("Never"), "/spec/completions", json!(2)), "/spec/parallelism", json!(2));
+    w.create(&jobs, Some("default"), two.clone());
+    let err = w.try_merge(&jobs, Some("default"), "j", json!({"spec": {"completions": 3}})).unwrap_err();
+    assert_eq!(causes(&err), set(&[("FieldValueInvalid", "spec.completions")]));
+    assert_eq!(err.details.as_ref().unwrap().causes[0].message, "Invalid value: 3: field is immutable");
+    // Elastic Indexed Jobs (1.31): with parallelism, in tandem.
+    let indexed = with(with(two, "/metadata/name", json!("i")), "/spec/completionMode", json!("Indexed"));
+    w.create(&jobs, Some("default"), indexed);
+    let err = w.try_merge(&jobs, Some("default"), "i", json!({"spec": {"completions": 4}})).unwrap_err();
+    assert_eq!(
+        err.details.as_ref().unwrap().causes[0].message,
+        "Invalid value: 4: can only be modified in tandem with spec.parallelism"
+    );
+    w.try_merge(&jobs, Some("default"), "i", json!({"spec": {"completions": 4, "parallelism": 4}})).unwrap();
+    // A pod failure policy cannot be added later.
+    let policy = json!({"spec": {"podFailurePolicy": {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]}}});
+    let err = w.try_merge(&jobs, Some("default"), "j", policy).unwrap_err();
+    assert!(
+        causes(&err).contains(&("FieldValueInvalid".to_owned(), "spec.podFailurePolicy".to_owned())),
+        "{err:?}"
+    );
+}
+
+#[test]
 fn a_jobs_pod_failure_policy_is_validated_in_upstreams_words() {
     let mut w = World::new();
     let jobs = builtin("batch", "jobs");
