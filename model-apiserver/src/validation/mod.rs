@@ -409,6 +409,9 @@ fn pod_update(old: &DynamicObject, new: &DynamicObject) -> Vec<StatusCause> {
         };
     }
     let mut causes = added_scheduling_gates(old_spec, new_spec);
+    if old_spec.get("schedulingGates").and_then(Value::as_array).is_some_and(|g| !g.is_empty()) {
+        causes.extend(gated_pod_directives(old_spec, new_spec, m));
+    }
     match old_spec.get("schedulingGates") {
         Some(v) => m.insert("schedulingGates".to_owned(), v.clone()),
         None => m.remove("schedulingGates"),
@@ -440,6 +443,105 @@ fn added_scheduling_gates(old_spec: &Value, new_spec: &Value) -> Vec<StatusCause
                 &format!("spec.schedulingGates[{i}].name"),
                 &format!("only deletion is allowed, but found new scheduling gate '{name}'"),
             )
+        })
+        .collect()
+}
+
+/// The scheduling directives a gated Pod may change (`ValidatePodUpdate` for a Pod with
+/// scheduling gates, GA in 1.30): `nodeSelector` may gain entries (`validateNodeSelectorMutation`)
+/// and the required node affinity may be set when there was none, or narrowed by more
+/// requirements in each of its terms (`validateNodeAffinityMutation`). What passes is written
+/// back into `munged` as the old value, so that the rest of the spec is compared alone.
+fn gated_pod_directives(
+    old_spec: &Value,
+    new_spec: &Value,
+    munged: &mut serde_json::Map<String, Value>,
+) -> Vec<StatusCause> {
+    let mut causes = Vec::new();
+    let old_selector = old_spec.get("nodeSelector");
+    let new_selector = new_spec.get("nodeSelector");
+    if old_selector != new_selector {
+        let old_entries = old_selector.and_then(Value::as_object).cloned().unwrap_or_default();
+        let kept = old_entries.iter().all(|(k, v)| new_selector.and_then(|s| s.get(k)) == Some(v));
+        if !kept {
+            let shown = new_selector.map_or_else(|| "map[string]string(nil)".to_owned(), field::go);
+            causes.push(field::invalid(
+                &Path::new("spec").child("nodeSelector"),
+                shown,
+                "only additions to spec.nodeSelector are allowed (no mutations or deletions)",
+            ));
+        }
+        match old_selector {
+            Some(v) => munged.insert("nodeSelector".to_owned(), v.clone()),
+            None => munged.remove("nodeSelector"),
+        };
+    }
+    let node_affinity = |spec: &Value| spec.get("affinity").and_then(|a| a.get("nodeAffinity")).cloned();
+    let (old_node, new_node) = (node_affinity(old_spec), node_affinity(new_spec));
+    if old_node != new_node {
+        causes.extend(node_affinity_mutation(old_node.as_ref(), new_node.as_ref()));
+        let affinity = munged.get_mut("affinity").and_then(Value::as_object_mut);
+        match (affinity, old_node) {
+            (Some(affinity), Some(old)) => {
+                affinity.insert("nodeAffinity".to_owned(), old);
+            }
+            (Some(affinity), None) => {
+                affinity.remove("nodeAffinity");
+                if affinity.is_empty() && old_spec.get("affinity").is_none() {
+                    munged.remove("affinity");
+                }
+            }
+            (None, Some(old)) => {
+                munged.insert("affinity".to_owned(), serde_json::json!({ "nodeAffinity": old }));
+            }
+            (None, None) => {}
+        }
+    }
+    causes
+}
+
+/// `validateNodeAffinityMutation`: with no required terms before, anything goes; else the same
+/// number of terms, each keeping its requirements and only adding to them.
+fn node_affinity_mutation(old: Option<&Value>, new: Option<&Value>) -> Vec<StatusCause> {
+    let terms = |node: Option<&Value>| -> Vec<Value> {
+        let required = node.and_then(|n| n.get("requiredDuringSchedulingIgnoredDuringExecution"));
+        required
+            .and_then(|r| r.get("nodeSelectorTerms"))
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let path = Path::new("spec")
+        .child("affinity")
+        .child("nodeAffinity")
+        .child("requiredDuringSchedulingIgnoredDuringExecution")
+        .child("nodeSelectorTerms");
+    let old_required = old.and_then(|n| n.get("requiredDuringSchedulingIgnoredDuringExecution"));
+    if old_required.is_none_or(Value::is_null) {
+        return Vec::new();
+    }
+    let (old_terms, new_terms) = (terms(old), terms(new));
+    if !old_terms.is_empty() && old_terms.len() != new_terms.len() {
+        return vec![field::invalid(
+            &path,
+            Value::Array(new_terms),
+            "no additions/deletions to non-empty NodeSelectorTerms list are allowed",
+        )];
+    }
+    let only_additions = |old: &Value, new: &Value| {
+        ["matchExpressions", "matchFields"].iter().all(|list| {
+            let items = |term: &Value| term.get(*list).and_then(Value::as_array).cloned().unwrap_or_default();
+            let (old_items, new_items) = (items(old), items(new));
+            new_items.len() >= old_items.len() && old_items.iter().zip(&new_items).all(|(a, b)| a == b)
+        })
+    };
+    old_terms
+        .iter()
+        .zip(&new_terms)
+        .enumerate()
+        .filter(|(_, (old, new))| !only_additions(old, new))
+        .map(|(i, (_, new))| {
+            field::invalid(&path.index(i), new, "only additions are allowed (no mutations or deletions)")
         })
         .collect()
 }

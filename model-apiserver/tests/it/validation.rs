@@ -136,6 +136,44 @@ fn an_unscheduled_pod_is_not_bound_by_an_update_of_its_node_name() {
 }
 
 #[test]
+fn a_gated_pod_may_gain_node_selector_entries_and_narrow_its_node_affinity() {
+    let mut w = World::new();
+    let mut gated = pod(None);
+    gated["spec"]["schedulingGates"] = json!([{"name": "quota"}]);
+    gated["spec"]["nodeSelector"] = json!({"pool": "gpu"});
+    w.create(&pods(), Some("default"), gated);
+    #[allow(clippy::result_large_err)] // what ApiServer::handle answers: a Status
+    let merge = |w: &mut World, patch: serde_json::Value| w.try_merge(&pods(), Some("default"), "p", patch);
+    // Additions pass (what a gating controller writes before it lifts its gate).
+    merge(&mut w, json!({"spec": {"nodeSelector": {"zone": "a"}}})).unwrap();
+    let term = |exprs: serde_json::Value| {
+        json!({"spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+        {"nodeSelectorTerms": [{"matchExpressions": exprs}]}}}}})
+    };
+    let rack = json!({"key": "rack", "operator": "In", "values": ["r1"]});
+    let row = json!({"key": "row", "operator": "In", "values": ["x"]});
+    merge(&mut w, term(json!([rack.clone()]))).unwrap();
+    merge(&mut w, term(json!([rack.clone(), row.clone()]))).unwrap();
+    // Changes and deletions do not.
+    let err = merge(&mut w, json!({"spec": {"nodeSelector": {"pool": "cpu"}}})).unwrap_err();
+    assert_eq!(cause_of(&err).1, "spec.nodeSelector");
+    assert!(
+        cause_of(&err)
+            .2
+            .ends_with("only additions to spec.nodeSelector are allowed (no mutations or deletions)")
+    );
+    let err = merge(&mut w, term(json!([row]))).unwrap_err();
+    assert_eq!(
+        cause_of(&err).1,
+        "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
+    );
+    // Once scheduled-to-be (no gate), the selector is fixed like the rest of the spec.
+    merge(&mut w, json!({"spec": {"schedulingGates": null}})).unwrap();
+    let err = merge(&mut w, json!({"spec": {"nodeSelector": {"disk": "ssd"}}})).unwrap_err();
+    assert_eq!(cause_of(&err).1, "spec");
+}
+
+#[test]
 fn scheduling_gates_may_be_removed_but_not_added() {
     let mut w = World::new();
     let mut gated = pod(None);
