@@ -13,6 +13,8 @@ mod networking;
 mod policy;
 pub(crate) mod scheduling;
 
+use std::collections::BTreeMap;
+
 use kube_core::{DynamicObject, ObjectMeta, response::StatusCause};
 use serde_json::Value;
 
@@ -150,6 +152,8 @@ pub(crate) fn validate_builtin_update(
             causes
         }
         ("batch", "Job") => job_update(old, new),
+        ("", "PersistentVolume") => persistent_volume_update(old, new),
+        ("storage.k8s.io", "StorageClass") => storage_class_update(old, new),
         ("", "PersistentVolumeClaim") => claim_update(ty, old, new),
         ("", "ConfigMap") => immutable_data(old, new),
         // ValidateSecretUpdate: the type first (ValidateImmutableField), then `immutable`.
@@ -162,6 +166,92 @@ pub(crate) fn validate_builtin_update(
         ("scheduling.k8s.io", "PriorityClass") => scheduling::priority_class_update(old, new),
         _ => Vec::new(),
     }
+}
+
+/// The volume sources of a PersistentVolume's spec (`PersistentVolumeSource`).
+const VOLUME_SOURCES: [&str; 22] = [
+    "awsElasticBlockStore",
+    "azureDisk",
+    "azureFile",
+    "cephfs",
+    "cinder",
+    "csi",
+    "fc",
+    "flexVolume",
+    "flocker",
+    "gcePersistentDisk",
+    "glusterfs",
+    "hostPath",
+    "iscsi",
+    "local",
+    "nfs",
+    "photonPersistentDisk",
+    "portworxVolume",
+    "quobyte",
+    "rbd",
+    "scaleIO",
+    "storageos",
+    "vsphereVolume",
+];
+
+/// `ValidatePersistentVolumeUpdate`: the volume source is fixed once made (but a CSI volume may
+/// gain a `controllerExpandSecretRef`), and so are `volumeMode` and a node affinity once set.
+fn persistent_volume_update(old: &DynamicObject, new: &DynamicObject) -> Vec<StatusCause> {
+    let source = |o: &DynamicObject, drop_expand_secret: bool| -> BTreeMap<&str, Value> {
+        let mut source: BTreeMap<&str, Value> = VOLUME_SOURCES
+            .iter()
+            .filter_map(|k| Some((*k, at(&o.data, &["spec", k])?.clone())))
+            .filter(|(_, v)| !v.is_null())
+            .collect();
+        if drop_expand_secret && let Some(csi) = source.get_mut("csi").and_then(Value::as_object_mut) {
+            csi.remove("controllerExpandSecretRef");
+        }
+        source
+    };
+    let old_csi_secret = at(&old.data, &["spec", "csi", "controllerExpandSecretRef"]);
+    let mut causes = Vec::new();
+    if source(old, false) != source(new, old_csi_secret.is_none_or(Value::is_null)) {
+        causes.push(metadata::forbidden(
+            "spec.persistentvolumesource",
+            "spec.persistentvolumesource is immutable after creation",
+        ));
+    }
+    let mut immutable_at = |path: &[&str], field: &str| {
+        let (before, after) = (at(&old.data, path), at(&new.data, path));
+        if before != after {
+            let shown = after.filter(|v| !v.is_null()).map_or_else(|| "null".to_owned(), Value::to_string);
+            causes.push(errors::cause(
+                "FieldValueInvalid",
+                field,
+                format!("Invalid value: {shown}: field is immutable"),
+            ));
+        }
+    };
+    immutable_at(&["spec", "volumeMode"], "volumeMode");
+    if at(&old.data, &["spec", "nodeAffinity"]).is_some_and(|a| !a.is_null()) {
+        immutable_at(&["spec", "nodeAffinity"], "nodeAffinity");
+    }
+    causes
+}
+
+/// `ValidateStorageClassUpdate`: `parameters`, `provisioner` and `reclaimPolicy` may not change
+/// (Forbidden, in upstream's words), nor `volumeBindingMode` (immutable). Absent and empty
+/// parameters count as the same.
+fn storage_class_update(old: &DynamicObject, new: &DynamicObject) -> Vec<StatusCause> {
+    let parameters = |o: &DynamicObject| {
+        o.data.get("parameters").filter(|p| p.as_object().is_some_and(|p| !p.is_empty())).cloned()
+    };
+    let mut causes = Vec::new();
+    if parameters(old) != parameters(new) {
+        causes.push(metadata::forbidden("parameters", "updates to parameters are forbidden."));
+    }
+    for field in ["provisioner", "reclaimPolicy"] {
+        if old.data.get(field) != new.data.get(field) {
+            causes.push(metadata::forbidden(field, &format!("updates to {field} are forbidden.")));
+        }
+    }
+    causes.extend(immutable_even_unset(old, new, &["volumeBindingMode"]));
+    causes
 }
 
 /// `ValidateJobSpecUpdate`: `completions` (an Indexed Job's may change with `parallelism`, the

@@ -752,3 +752,66 @@ fn a_node_port_outside_the_range_gets_422() {
         "Service \"np\" is invalid: spec.ports[0].nodePort: Invalid value: 8080: provided port is not in the valid range. The range of valid ports is 30000-32767"
     );
 }
+
+#[test]
+fn a_storage_class_keeps_its_parameters_provisioner_reclaim_policy_and_binding_mode() {
+    let mut w = World::new();
+    let classes = builtin("storage.k8s.io", "storageclasses");
+    w.create(
+        &classes,
+        None,
+        json!({"metadata": {"name": "fast"}, "provisioner": "example.com/fast", "parameters": {"type": "ssd"}}),
+    );
+    // What may change: labels, annotations, allowVolumeExpansion, mountOptions.
+    w.try_merge(
+        &classes,
+        None,
+        "fast",
+        json!({"allowVolumeExpansion": true, "metadata": {"labels": {"a": "b"}}}),
+    )
+    .unwrap();
+    let err = w
+        .try_merge(
+            &classes,
+            None,
+            "fast",
+            json!({"parameters": {"type": "nvme"}, "provisioner": "example.com/other",
+                   "reclaimPolicy": "Retain", "volumeBindingMode": "WaitForFirstConsumer"}),
+        )
+        .unwrap_err();
+    let messages: Vec<(String, String)> =
+        err.details.as_ref().unwrap().causes.iter().map(|c| (c.field.clone(), c.message.clone())).collect();
+    assert_eq!(
+        messages,
+        [
+            ("parameters".to_owned(), "Forbidden: updates to parameters are forbidden.".to_owned()),
+            ("provisioner".to_owned(), "Forbidden: updates to provisioner are forbidden.".to_owned()),
+            ("reclaimPolicy".to_owned(), "Forbidden: updates to reclaimPolicy are forbidden.".to_owned()),
+            (
+                "volumeBindingMode".to_owned(),
+                "Invalid value: \"WaitForFirstConsumer\": field is immutable".to_owned()
+            ),
+        ]
+    );
+}
+
+#[test]
+fn a_persistent_volumes_source_is_fixed_once_made() {
+    let mut w = World::new();
+    let volumes = builtin("", "persistentvolumes");
+    w.create(
+        &volumes,
+        None,
+        json!({"metadata": {"name": "pv"}, "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+               "csi": {"driver": "example.com", "volumeHandle": "v1"}}}),
+    );
+    // Capacity (a resize), the reclaim policy and a new controllerExpandSecretRef may change.
+    let ok = json!({"spec": {"capacity": {"storage": "2Gi"}, "persistentVolumeReclaimPolicy": "Delete",
+                    "csi": {"controllerExpandSecretRef": {"name": "s", "namespace": "default"}}}});
+    w.try_merge(&volumes, None, "pv", ok).unwrap();
+    let err =
+        w.try_merge(&volumes, None, "pv", json!({"spec": {"csi": {"volumeHandle": "v2"}}})).unwrap_err();
+    assert_eq!(causes(&err), set(&[("FieldValueForbidden", "spec.persistentvolumesource")]));
+    let err = w.try_merge(&volumes, None, "pv", json!({"spec": {"volumeMode": "Block"}})).unwrap_err();
+    assert_eq!(causes(&err), set(&[("FieldValueInvalid", "volumeMode")]));
+}
