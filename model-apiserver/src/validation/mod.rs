@@ -492,13 +492,23 @@ fn pod_update(old: &DynamicObject, new: &DynamicObject) -> Vec<StatusCause> {
             }
         }
     }
-    for field in ["activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds"] {
+    if let Some(deadline) = active_deadline_update(old_spec, new_spec) {
+        return vec![deadline];
+    }
+    let mut causes = only_added_tolerations(old_spec, new_spec);
+    // `terminationGracePeriodSeconds` may only go from a negative value to 1.
+    let grace = |spec: &Value| spec.get("terminationGracePeriodSeconds").and_then(Value::as_i64);
+    let mut mutable_fields = vec!["activeDeadlineSeconds", "tolerations"];
+    if grace(old_spec).is_some_and(|g| g < 0) && grace(new_spec) == Some(1) {
+        mutable_fields.push("terminationGracePeriodSeconds");
+    }
+    for field in mutable_fields {
         match old_spec.get(field) {
             Some(v) => m.insert(field.to_owned(), v.clone()),
             None => m.remove(field),
         };
     }
-    let mut causes = added_scheduling_gates(old_spec, new_spec);
+    causes.extend(added_scheduling_gates(old_spec, new_spec));
     if old_spec.get("schedulingGates").and_then(Value::as_array).is_some_and(|g| !g.is_empty()) {
         causes.extend(gated_pod_directives(old_spec, new_spec, m));
     }
@@ -535,6 +545,51 @@ fn added_scheduling_gates(old_spec: &Value, new_spec: &Value) -> Vec<StatusCause
             )
         })
         .collect()
+}
+
+/// A Pod's `activeDeadlineSeconds` may be set, or lowered, never raised or unset (upstream
+/// reports only this error then).
+fn active_deadline_update(old_spec: &Value, new_spec: &Value) -> Option<StatusCause> {
+    let path = Path::new("spec").child("activeDeadlineSeconds");
+    let old = old_spec.get("activeDeadlineSeconds").and_then(Value::as_i64);
+    match new_spec.get("activeDeadlineSeconds").filter(|v| !v.is_null()) {
+        Some(new) => {
+            let value = new.as_i64()?;
+            if !(0..=i64::from(i32::MAX)).contains(&value) {
+                return Some(field::invalid(
+                    &path,
+                    value,
+                    &format!("must be between 0 and {}, inclusive", i32::MAX),
+                ));
+            }
+            old.filter(|old| *old < value)
+                .map(|_| field::invalid(&path, value, "must be less than or equal to previous value"))
+        }
+        None => {
+            old.map(|_| field::invalid(&path, "null", "must not update from a positive integer to nil value"))
+        }
+    }
+}
+
+/// `validateOnlyAddedTolerations`: each existing toleration stays, but for its
+/// `tolerationSeconds`.
+fn only_added_tolerations(old_spec: &Value, new_spec: &Value) -> Vec<StatusCause> {
+    let list = |spec: &Value| spec.get("tolerations").and_then(Value::as_array).cloned().unwrap_or_default();
+    let without_seconds = |t: &Value| {
+        let mut t = t.clone();
+        if let Some(t) = t.as_object_mut() {
+            t.remove("tolerationSeconds");
+        }
+        t
+    };
+    let new: Vec<Value> = list(new_spec).iter().map(without_seconds).collect();
+    if list(old_spec).iter().all(|old| new.contains(&without_seconds(old))) {
+        return Vec::new();
+    }
+    vec![metadata::forbidden(
+        "spec.tolerations",
+        "existing toleration can not be modified except its tolerationSeconds",
+    )]
 }
 
 /// The scheduling directives a gated Pod may change (`ValidatePodUpdate` for a Pod with

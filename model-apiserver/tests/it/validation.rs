@@ -174,6 +174,46 @@ fn a_gated_pod_may_gain_node_selector_entries_and_narrow_its_node_affinity() {
 }
 
 #[test]
+fn a_pods_deadline_only_drops_its_tolerations_only_grow_and_its_grace_period_stays() {
+    let mut w = World::new();
+    let mut p = pod(None);
+    p["spec"]["activeDeadlineSeconds"] = json!(100);
+    p["spec"]["tolerations"] =
+        json!([{"key": "k", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 60}]);
+    w.create(&pods(), Some("default"), p);
+    #[allow(clippy::result_large_err)] // what ApiServer::handle answers: a Status
+    let merge = |w: &mut World, patch: serde_json::Value| w.try_merge(&pods(), Some("default"), "p", patch);
+    merge(&mut w, json!({"spec": {"activeDeadlineSeconds": 50}})).unwrap();
+    let err = merge(&mut w, json!({"spec": {"activeDeadlineSeconds": 60}})).unwrap_err();
+    assert_eq!(
+        cause_of(&err),
+        (
+            "FieldValueInvalid".to_owned(),
+            "spec.activeDeadlineSeconds".to_owned(),
+            "Invalid value: 60: must be less than or equal to previous value".to_owned()
+        )
+    );
+    let err = merge(&mut w, json!({"spec": {"activeDeadlineSeconds": null}})).unwrap_err();
+    assert_eq!(cause_of(&err).2, "Invalid value: null: must not update from a positive integer to nil value");
+    // A toleration's seconds may change, and tolerations be added; not an existing one changed.
+    let tolerations = json!([{"key": "k", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 10},
+                             {"key": "other", "operator": "Exists"}]);
+    merge(&mut w, json!({"spec": {"tolerations": tolerations}})).unwrap();
+    let err = merge(&mut w, json!({"spec": {"tolerations": [{"key": "other", "operator": "Exists"}]}}))
+        .unwrap_err();
+    assert_eq!(
+        cause_of(&err),
+        (
+            "FieldValueForbidden".to_owned(),
+            "spec.tolerations".to_owned(),
+            "Forbidden: existing toleration can not be modified except its tolerationSeconds".to_owned()
+        )
+    );
+    let err = merge(&mut w, json!({"spec": {"terminationGracePeriodSeconds": 5}})).unwrap_err();
+    assert_eq!(cause_of(&err).1, "spec");
+}
+
+#[test]
 fn scheduling_gates_may_be_removed_but_not_added() {
     let mut w = World::new();
     let mut gated = pod(None);
