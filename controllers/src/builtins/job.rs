@@ -154,8 +154,16 @@ impl Context {
 pub async fn run(clients: Clients) {
     let client = clients.default_cluster();
     let cache = reflector::informer(Api::<Pod>::all(client.clone()), watcher::Config::default());
-    // Subscribed before the first `.await`, so that the initial list reaches both streams.
-    let (pod_changes, orphan_changes) = (cache.subscribe(), cache.subscribe());
+    // Subscribed before the first `.await`, so that the initial list reaches the stream.
+    let pod_changes = cache.subscribe();
+    // The orphan loop sees the Pods that carry the tracking finalizer, teed off the controller's
+    // stream (a second subscription would cost every Pod change of the world a send).
+    let (tracked_tx, orphan_changes) = futures::channel::mpsc::unbounded();
+    let pod_changes = pod_changes.inspect(move |pod: &Arc<Pod>| {
+        if has_tracking_finalizer(pod) {
+            let _ = tracked_tx.unbounded_send(pod.clone());
+        }
+    });
     if cache.wait_until_ready().await.is_err() {
         return;
     }
