@@ -214,24 +214,19 @@ pub async fn sync_claim(claim: Arc<PersistentVolumeClaim>, ctx: Arc<Context>) ->
     Ok(Action::await_change())
 }
 
-/// The storage a claim requests.
-fn requested_storage(claim: &PersistentVolumeClaim) -> Option<&Quantity> {
+/// The storage a claim requests, as written.
+fn storage_request(claim: &PersistentVolumeClaim) -> Option<&Quantity> {
     claim.spec.as_ref()?.resources.as_ref()?.requests.as_ref()?.get("storage")
-}
-
-/// The storage a claim's status shows it has.
-fn claim_capacity(claim: &PersistentVolumeClaim) -> Option<&Quantity> {
-    claim.status.as_ref()?.capacity.as_ref()?.get("storage")
 }
 
 /// The external-resizer's `pvcNeedResize`: a bound claim whose request exceeds its capacity.
 fn needs_expansion(claim: &PersistentVolumeClaim) -> bool {
     let bound = claim.status.as_ref().and_then(|s| s.phase.as_deref()) == Some(pv::PHASE_BOUND);
-    let size = |q: Option<&Quantity>| q.and_then(quantity::value).unwrap_or(0.0);
+    let capacity = claim.status.as_ref().and_then(|s| s.capacity.as_ref()).and_then(|c| c.get("storage"));
     bound
         && pv::volume_name_of(claim).is_some()
         && claim.metadata.deletion_timestamp.is_none()
-        && size(requested_storage(claim)) > size(claim_capacity(claim))
+        && pv::requested_storage(claim) > capacity.and_then(quantity::value).unwrap_or(0.0)
 }
 
 /// Expand a bound claim's volume to its request, as the CSI external-resizer beside a driver
@@ -261,7 +256,7 @@ pub async fn expand_claim(claim: &PersistentVolumeClaim, ctx: &Context) -> Resul
     let bound_to_claim = claim_ref.is_some_and(|r| {
         r.uid.is_some() && r.uid == claim.metadata.uid && r.namespace == claim.metadata.namespace
     });
-    let Some(new_size) = requested_storage(claim).cloned() else { return Ok(Action::await_change()) };
+    let Some(new_size) = storage_request(claim).cloned() else { return Ok(Action::await_change()) };
     if !ours || !bound_to_claim {
         return Ok(Action::await_change());
     }
@@ -287,8 +282,7 @@ pub async fn expand_claim(claim: &PersistentVolumeClaim, ctx: &Context) -> Resul
     let regarding = events::reference(claim);
     let message = format!("External resizer is resizing volume {volume_name}");
     events::normal(&ctx.resizer_recorder, &regarding, "Resizing", message).await;
-    let volume_size = volume.spec.as_ref().and_then(|s| s.capacity.as_ref()).and_then(|c| c.get("storage"));
-    if volume_size.and_then(quantity::value) < quantity::value(&new_size) {
+    if pv::volume_storage(&volume) < pv::requested_storage(claim) {
         let patch = serde_json::json!({ "spec": { "capacity": { "storage": new_size } } });
         let volumes: Api<PersistentVolume> = Api::all(ctx.client.clone());
         volumes.patch(volume_name, &PatchParams::default(), &Patch::Merge(&patch)).await?;

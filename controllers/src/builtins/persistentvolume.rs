@@ -362,13 +362,15 @@ fn reclaim_policy(volume: &PersistentVolume) -> &str {
     volume.spec.as_ref().and_then(|s| s.persistent_volume_reclaim_policy.as_deref()).unwrap_or(RECLAIM_RETAIN)
 }
 
-fn requested_storage(claim: &PersistentVolumeClaim) -> f64 {
+/// The storage a claim requests, in bytes (0 without a request).
+pub(crate) fn requested_storage(claim: &PersistentVolumeClaim) -> f64 {
     let request =
         claim_spec(claim).resources.as_ref().and_then(|r| r.requests.as_ref()?.get("storage").cloned());
     request.as_ref().and_then(quantity::value).unwrap_or(0.0)
 }
 
-fn volume_storage(volume: &PersistentVolume) -> f64 {
+/// A volume's storage capacity, in bytes (0 without one).
+pub(crate) fn volume_storage(volume: &PersistentVolume) -> f64 {
     let capacity = spec_of(volume).capacity.as_ref().and_then(|c| c.get("storage").cloned());
     capacity.as_ref().and_then(quantity::value).unwrap_or(0.0)
 }

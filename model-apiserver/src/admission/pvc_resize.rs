@@ -16,9 +16,7 @@ use std::sync::Arc;
 use kube_core::{DynamicObject, Status};
 use serde_json::Value;
 
-use crate::{errors, quantity};
-
-const BETA_CLASS: &str = "volume.beta.kubernetes.io/storage-class";
+use crate::{errors, quantity, validation::core::BETA_CLASS};
 
 /// The plugin's `Validate` of an update of claim `old` into `new`; `class` reads a stored
 /// StorageClass by name.

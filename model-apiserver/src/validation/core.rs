@@ -527,6 +527,10 @@ pub(crate) fn claim_spec(spec: &PersistentVolumeClaimSpec, path: &Path, out: &mu
     }
 }
 
+/// The beta annotation naming a claim's StorageClass (`core.BetaStorageClassAnnotation`), which
+/// wins over `spec.storageClassName`.
+pub(crate) const BETA_CLASS: &str = "volume.beta.kubernetes.io/storage-class";
+
 /// `ValidatePersistentVolumeClaimUpdate`: a claim's spec is immutable but for what the binder
 /// sets once and what a bound claim may resize.
 /// - `volumeName` may be set once (the binder binds the claim);
@@ -547,7 +551,6 @@ pub(crate) fn persistent_volume_claim_update(
     new: &PersistentVolumeClaim,
     out: &mut Vec<StatusCause>,
 ) {
-    const BETA_CLASS: &str = "volume.beta.kubernetes.io/storage-class";
     fn beta(pvc: &PersistentVolumeClaim) -> Option<&str> {
         pvc.metadata.annotations.as_ref().and_then(|a| a.get(BETA_CLASS)).map(String::as_str)
     }

@@ -7,7 +7,7 @@ mod apps;
 mod autoscaling;
 mod batch;
 mod coordination;
-mod core;
+pub(crate) mod core;
 mod field;
 mod networking;
 mod policy;
