@@ -130,6 +130,58 @@ pub(crate) fn prepare_for_create(
     set_status(object, status);
     if is_core(&t.ty, "Pod") {
         apply_scheduling_gated_condition(object, now);
+        merge_affinity_label_keys(object);
+    }
+}
+
+/// `mutatePodAffinity` (MatchLabelKeysInPodAffinity, GA in 1.33): each Pod affinity and
+/// anti-affinity term's `matchLabelKeys` become `<key> In (<the Pod's value>)` and its
+/// `mismatchLabelKeys` `<key> NotIn (<value>)` requirements appended to its `labelSelector`,
+/// for the keys the Pod's labels have, so that the scheduler reads one selector. A term without
+/// a `labelSelector` selects nothing and is left as it is. Only on create: an update keeps the
+/// stored terms.
+fn merge_affinity_label_keys(pod: &mut DynamicObject) {
+    let labels = pod.metadata.labels.clone().unwrap_or_default();
+    let Some(affinity) = pod.data.pointer_mut("/spec/affinity").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for kind in ["podAffinity", "podAntiAffinity"] {
+        let Some(rules) = affinity.get_mut(kind).and_then(Value::as_object_mut) else { continue };
+        let lists = rules.iter_mut().filter_map(|(field, list)| Some((field.as_str(), list.as_array_mut()?)));
+        let terms = lists.flat_map(|(field, list)| {
+            list.iter_mut().filter_map(move |item| match field {
+                "requiredDuringSchedulingIgnoredDuringExecution" => Some(item),
+                "preferredDuringSchedulingIgnoredDuringExecution" => item.get_mut("podAffinityTerm"),
+                _ => None,
+            })
+        });
+        for term in terms.filter_map(Value::as_object_mut) {
+            let keys = |field: &str| -> Vec<String> {
+                let keys = term.get(field).and_then(Value::as_array).into_iter().flatten();
+                keys.filter_map(Value::as_str).map(str::to_owned).collect()
+            };
+            let (matching, mismatching) = (keys("matchLabelKeys"), keys("mismatchLabelKeys"));
+            let Some(selector) = term.get_mut("labelSelector").and_then(Value::as_object_mut) else {
+                continue;
+            };
+            let added: Vec<Value> = (matching.iter().map(|k| (k, "In")))
+                .chain(mismatching.iter().map(|k| (k, "NotIn")))
+                .filter_map(|(key, operator)| {
+                    let value = labels.get(key)?;
+                    Some(json!({"key": key, "operator": operator, "values": [value]}))
+                })
+                .collect();
+            if added.is_empty() {
+                continue;
+            }
+            let expressions = selector.entry("matchExpressions").or_insert_with(|| json!([]));
+            if expressions.is_null() {
+                *expressions = json!([]);
+            }
+            if let Some(expressions) = expressions.as_array_mut() {
+                expressions.extend(added);
+            }
+        }
     }
 }
 

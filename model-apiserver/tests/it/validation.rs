@@ -403,3 +403,47 @@ fn an_owner_reference_without_version_or_kind_gets_422_in_the_real_order() {
         ]
     );
 }
+
+#[test]
+fn pod_affinity_match_label_keys_are_merged_into_the_selector_on_create() {
+    let mut w = World::new();
+    let mut body = pod(None);
+    body["metadata"]["labels"] = json!({"app": "db", "revision": "r1"});
+    let term = |keys: serde_json::Value| {
+        let mut term =
+            json!({"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"});
+        term.as_object_mut().unwrap().extend(keys.as_object().unwrap().clone());
+        term
+    };
+    body["spec"]["affinity"] = json!({
+        "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            term(json!({"matchLabelKeys": ["revision", "absent"]})),
+            {"topologyKey": "zone", "matchLabelKeys": ["revision"]},
+        ]},
+        "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 1, "podAffinityTerm": term(json!({"mismatchLabelKeys": ["app"]}))},
+        ]},
+    });
+    let created = w.create(&pods(), Some("default"), body);
+    let affinity = &created.data["spec"]["affinity"];
+    // A key the Pod has becomes a requirement; one it lacks does not.
+    assert_eq!(
+        affinity["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]["labelSelector"],
+        json!({"matchLabels": {"app": "db"}, "matchExpressions": [{"key": "revision", "operator": "In", "values": ["r1"]}]})
+    );
+    // A term without a selector selects nothing, and stays without one.
+    assert_eq!(
+        affinity["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][1].get("labelSelector"),
+        None
+    );
+    assert_eq!(
+        affinity["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"]
+            ["labelSelector"]["matchExpressions"],
+        json!([{"key": "app", "operator": "NotIn", "values": ["db"]}])
+    );
+    // The keys themselves are kept.
+    assert_eq!(
+        affinity["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]["matchLabelKeys"],
+        json!(["revision", "absent"])
+    );
+}
