@@ -5,8 +5,9 @@
 //! runs every Pod bound to any Node (a scenario may declare more Nodes; the kubelet-lite is
 //! their kubelet too):
 //! - an unscheduled Pod is bound to the Node it fits best ([`super::scheduler`]: cordoned Nodes,
-//!   untolerated taints, `nodeSelector` and required node affinity are respected; the Node with
-//!   the fewest Pods wins) through `pods/binding`, as kube-scheduler binds it (the API server then
+//!   untolerated taints, `nodeSelector`, required node affinity, resources, host ports, required
+//!   Pod affinity and anti-affinity and `DoNotSchedule` spread constraints are respected; the Node
+//!   with the fewest Pods wins) through `pods/binding`, as kube-scheduler binds it (the API server then
 //!   deletes it gracefully); a Pod with `schedulingGates` waits until they are all removed;
 //! - but not while no Node fits, or while a PersistentVolumeClaim it mounts is missing, being
 //!   deleted, `Lost` or not yet bound (the scheduler's VolumeBinding plugin,
@@ -15,7 +16,9 @@
 //!   unbound immediate PersistentVolumeClaims. preemption: ...`, or `no nodes available to
 //!   schedule pods`), with a `FailedScheduling` event when the message changes. The kubelet-lite
 //!   watches claims and Nodes, and a change of a claim a waiting Pod mounts, or of any Node,
-//!   schedules it again, as the scheduler's queueing hints do. Every claim counts as of an
+//!   schedules it again, as the scheduler's queueing hints do; so do a bound Pod that finishes or
+//!   leaves (room, ports, anti-affinity), and a Pod bound or changed on its Node for a Pod that
+//!   waits on Pod affinity or spread. Every claim counts as of an
 //!   `Immediate` class (no delayed
 //!   binding). A generic ephemeral volume's claim (`<pod>-<volume>`, made by
 //!   [`super::ephemeral`]) counts too: missing, the Pod waits for the ephemeral volume
@@ -47,14 +50,14 @@
 //! come from the run's virtual clock (`sim::time`), the same on every replay of a seed. A
 //! condition keeps its `lastTransitionTime` while its status stays the same, as the kubelet's do.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{
     ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting, ContainerStatus,
-    DaemonEndpoint, Node, NodeAddress, NodeCondition, NodeDaemonEndpoints, NodeSpec, NodeStatus,
+    DaemonEndpoint, Namespace, Node, NodeAddress, NodeCondition, NodeDaemonEndpoints, NodeSpec, NodeStatus,
     NodeSystemInfo, PersistentVolumeClaim, Pod, PodCondition, PodStatus,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -66,7 +69,7 @@ use sim::{Clients, SimBuilder};
 
 use super::boxed;
 use super::error::{Error, has_code};
-use super::{events, hashing, pod_state, scheduler};
+use super::{events, hashing, pod_state, pod_topology, scheduler};
 
 /// The decision stream the kubelet-lite's delays are drawn from (its own, so that other
 /// controllers' draws do not move them).
@@ -120,6 +123,8 @@ pub async fn run(clients: Clients) {
     let store = controller.store();
     let pod_changes = store.subscribe();
     let (waiting_claim, waiting_node, waiting_room) = (store.clone(), store.clone(), store.clone());
+    let waiting_on_pods = Arc::new(WaitingOnPods::default());
+    let waiting = waiting_on_pods.clone();
     controller
         .watches_shared_stream(claim_changes, move |claim: Arc<PersistentVolumeClaim>| {
             pods_waiting_for(&claim, &waiting_claim)
@@ -128,12 +133,19 @@ pub async fn run(clients: Clients) {
         .watches_shared_stream(node_changes, move |_node: Arc<Node>| unscheduled(&waiting_node))
         // A bound Pod that finishes, starts terminating or is deleted may leave room (resources,
         // host ports) for a Pod that fitted nowhere (the scheduler's `AssignedPodDelete` hint).
+        // A Pod bound, or relabelled where it runs, may satisfy the Pod affinity or the spread
+        // of a Pod waiting on them (`AssignedPodAdd`/`AssignedPodUpdate`).
         .watches_shared_stream(pod_changes, move |pod: Arc<Pod>| {
-            let frees = pod_state::is_scheduled(&pod)
-                && (pod_state::is_terminating(&pod) || pod_state::is_finished(&pod));
-            if frees { unscheduled(&waiting_room) } else { Vec::new() }
+            if !pod_state::is_scheduled(&pod) {
+                return Vec::new();
+            }
+            if pod_state::is_terminating(&pod) || pod_state::is_finished(&pod) {
+                unscheduled(&waiting_room)
+            } else {
+                waiting.still_waiting(&waiting_room)
+            }
         })
-        .run(reconcile, super::retry_soon, Arc::new(context(client, claims, nodes, store)))
+        .run(reconcile, super::retry_soon, Arc::new(context(client, claims, nodes, store, waiting_on_pods)))
         .for_each(|_| futures::future::ready(()))
         .await;
 }
@@ -154,6 +166,37 @@ pub struct Context {
     /// The scheduler-lite's assumed Pods, by uid: those it chose a Node for whose binding its
     /// Pod cache does not show yet ([`Assumed`]).
     assumed: Assumed,
+    /// The Pods that fitted nowhere and wait on where other Pods run.
+    waiting_on_pods: Arc<WaitingOnPods>,
+}
+
+/// The unschedulable Pods whose Pod affinity, anti-affinity or spread constraints may be met
+/// once another Pod is bound ([`pod_topology::depends_on_other_pods`]), by namespace and name;
+/// kept so that the many changes of running Pods cost nothing while none waits.
+#[derive(Default)]
+struct WaitingOnPods(std::sync::Mutex<BTreeSet<(String, String)>>);
+
+impl WaitingOnPods {
+    fn set(&self) -> std::sync::MutexGuard<'_, BTreeSet<(String, String)>> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn insert(&self, pod: &Pod) {
+        self.set().insert((pod.namespace().unwrap_or_default(), pod.name_any()));
+    }
+
+    /// The recorded Pods the cache still shows unscheduled; the others are forgotten.
+    fn still_waiting(&self, cache: &Store<Pod>) -> Vec<ObjectRef<Pod>> {
+        let mut set = self.set();
+        if set.is_empty() {
+            return Vec::new();
+        }
+        set.retain(|(namespace, name)| {
+            let key = ObjectRef::new(name).within(namespace);
+            cache.get(&key).is_some_and(|p| !pod_state::is_scheduled(&p) && !pod_state::is_terminating(&p))
+        });
+        set.iter().map(|(namespace, name)| ObjectRef::new(name).within(namespace)).collect()
+    }
 }
 
 /// kube-scheduler's assumed Pods (`cache.AssumePod`): a Pod counts on the Node chosen for it from
@@ -200,6 +243,7 @@ fn context(
     claims: Store<PersistentVolumeClaim>,
     nodes: Store<Node>,
     pods: Store<Pod>,
+    waiting_on_pods: Arc<WaitingOnPods>,
 ) -> Context {
     Context {
         kubelet: events::recorder_on_host(&client, "kubelet", NODE_NAME),
@@ -209,6 +253,7 @@ fn context(
         pods,
         client,
         assumed: Assumed::default(),
+        waiting_on_pods,
     }
 }
 
@@ -507,16 +552,31 @@ async fn schedule(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action, Er
     }
     // The Pods each Node runs, as the scheduler's cache holds them (finished ones are not), and
     // the ones assumed on it.
-    let on_node = |node: &str| {
-        let mut on_node = ctx.pods.state_filter(|p: &Pod| {
-            p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node) && !pod_state::is_finished(p)
-        });
-        on_node.extend(ctx.assumed.on_node(node, &ctx.pods));
-        on_node
+    let index: BTreeMap<String, usize> = nodes.iter().enumerate().map(|(i, n)| (n.name_any(), i)).collect();
+    let mut placed: Vec<Vec<Arc<Pod>>> = vec![Vec::new(); nodes.len()];
+    for bound in ctx.pods.state_filter(|p: &Pod| pod_state::is_scheduled(p) && !pod_state::is_finished(p)) {
+        let node = bound.spec.as_ref().and_then(|s| s.node_name.as_deref()).unwrap_or_default();
+        if let Some(i) = index.get(node) {
+            placed[*i].push(bound);
+        }
+    }
+    for (node, i) in &index {
+        placed[*i].extend(ctx.assumed.on_node(node, &ctx.pods));
+    }
+    let namespaces = if pod_topology::needs_namespace_labels(pod, &placed) {
+        let list = Api::<Namespace>::all(ctx.client.clone()).list(&Default::default()).await?;
+        list.items.into_iter().map(|n| (n.name_any(), n.metadata.labels.unwrap_or_default())).collect()
+    } else {
+        pod_topology::NamespaceLabels::new()
     };
-    let node = match scheduler::choose(pod, &nodes, on_node) {
+    let node = match scheduler::choose(pod, &nodes, &placed, &namespaces) {
         Ok(node) => node.name_any(),
-        Err(message) => return mark_unschedulable(api, pod, &message, ctx).await,
+        Err(message) => {
+            if pod_topology::depends_on_other_pods(pod) {
+                ctx.waiting_on_pods.insert(pod);
+            }
+            return mark_unschedulable(api, pod, &message, ctx).await;
+        }
     };
     ctx.assumed.assume(pod, &node);
     let (name, namespace) = (pod.name_any(), pod.namespace().unwrap_or_default());

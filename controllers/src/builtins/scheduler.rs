@@ -34,8 +34,12 @@
 //! incoming pod` for the others (every Pod has priority 0 here, so none is a victim), or `not
 //! eligible due to preemptionPolicy=Never.` for a Pod that may not preempt.
 //!
-//! Not modelled: preemption itself (priorities are not resolved), inter-Pod affinity and
-//! topology spread, pod-level `spec.resources`, and scoring beyond spreading: among the Nodes
+//! - `PodTopologySpread` and `InterPodAffinity`, with their required rules only
+//!   ([`super::pod_topology`]).
+//!
+//! Not modelled: preemption itself (priorities are not resolved), pod-level `spec.resources`,
+//! and scoring beyond spreading (preferred affinity terms and `ScheduleAnyway` constraints are
+//! not weighed): among the Nodes
 //! that fit, the one with the fewest Pods bound to it is chosen, the first by name on a tie, so a
 //! choice depends only on the caches and replays exactly. The Pods counted on a Node are those
 //! of the kubelet-lite's Pod cache bound to it and those the scheduler-lite assumed on it (chosen
@@ -49,6 +53,8 @@ use k8s_openapi::api::core::v1::{
     Node, NodeSelectorRequirement, NodeSelectorTerm, Pod, PodSpec, Taint, Toleration,
 };
 use sim::api::ResourceExt;
+
+use super::pod_topology;
 
 /// The scheduler's answer when no Node is registered (`ErrNoNodesAvailable`).
 pub const NO_NODES: &str = "no nodes available to schedule pods";
@@ -166,12 +172,15 @@ fn requirement_matches(requirement: &NodeSelectorRequirement, value: Option<&str
 }
 
 /// The Node `pod` goes to: of those it fits, the one with the fewest Pods running on it
-/// (`on_node(name)`: the Pods bound to it that have not finished), the first by name on a tie;
-/// or the scheduler's message why none fits.
+/// (`placed[i]`: the Pods bound to `nodes[i]` that have not finished, and those assumed on it),
+/// the first by name on a tie; or the scheduler's message why none fits. `namespaces` holds the
+/// namespaces' labels when a Pod affinity term selects namespaces by label
+/// ([`pod_topology::needs_namespace_labels`]).
 pub fn choose<'a>(
     pod: &Pod,
     nodes: &'a [Arc<Node>],
-    on_node: impl Fn(&str) -> Vec<Arc<Pod>>,
+    placed: &[Vec<Arc<Pod>>],
+    namespaces: &pod_topology::NamespaceLabels,
 ) -> Result<&'a Node, String> {
     if nodes.is_empty() {
         return Err(NO_NODES.to_owned());
@@ -180,23 +189,21 @@ pub fn choose<'a>(
     let mut preemption: BTreeMap<&str, usize> = BTreeMap::new();
     let mut best: Option<(usize, String, &Node)> = None;
     let requests = pod_requests(pod);
-    for node in nodes {
+    let topology = pod_topology::Filters::new(pod, nodes, placed, namespaces);
+    for (node, running) in nodes.iter().zip(placed) {
         let name = node.name_any();
-        let (failed, resolvable) = match rejection(pod, node) {
-            Some(reason) => (vec![reason], false),
-            None => {
-                let running = on_node(&name);
-                match running_rejection(pod, &requests, node, &running) {
-                    Some(found) => found,
-                    None => {
-                        let load = running.len();
-                        if best.as_ref().is_none_or(|(l, n, _)| (load, &name) < (*l, n)) {
-                            best = Some((load, name, node));
-                        }
-                        continue;
-                    }
-                }
+        let failed = match rejection(pod, node) {
+            Some(reason) => Some((vec![reason], false)),
+            None => running_rejection(pod, &requests, node, running).or_else(|| {
+                topology.rejection(node).map(|(reason, resolvable)| (vec![reason.to_owned()], resolvable))
+            }),
+        };
+        let Some((failed, resolvable)) = failed else {
+            let load = running.len();
+            if best.as_ref().is_none_or(|(l, n, _)| (load, &name) < (*l, n)) {
+                best = Some((load, name, node));
             }
+            continue;
         };
         for reason in failed {
             *reasons.entry(reason).or_default() += 1;

@@ -218,7 +218,10 @@ fn a_toleration_matches_a_taint_by_effect_key_and_operator() {
 #[test]
 fn with_no_node_registered_the_message_is_the_schedulers_no_nodes_available() {
     let pod = pod_yaml("");
-    assert_eq!(scheduler::choose(&pod, &[], |_| Vec::new()).err().as_deref(), Some(scheduler::NO_NODES));
+    assert_eq!(
+        scheduler::choose(&pod, &[], &[], &Default::default()).err().as_deref(),
+        Some(scheduler::NO_NODES)
+    );
 }
 
 // A Pod created with scheduling gates waits with the API server's `SchedulingGated` condition,
@@ -336,7 +339,8 @@ fn a_pod_that_may_not_preempt_says_so() {
     );
     let node = node_yaml("metadata: {name: n1}");
     let node = std::sync::Arc::new(node);
-    let message = scheduler::choose(&pod, std::slice::from_ref(&node), |_| Vec::new()).err();
+    let message =
+        scheduler::choose(&pod, std::slice::from_ref(&node), &[Vec::new()], &Default::default()).err();
     assert_eq!(
         message.as_deref(),
         Some(

@@ -41,6 +41,7 @@ mod builtins_kubelet_clock;
 mod builtins_min_ready;
 mod builtins_namespace;
 mod builtins_namespace_defaults;
+mod builtins_pod_topology;
 mod builtins_podgc;
 mod builtins_replicaset;
 mod builtins_scheduler;
