@@ -57,8 +57,8 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{
     ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting, ContainerStatus,
-    DaemonEndpoint, Namespace, Node, NodeAddress, NodeCondition, NodeDaemonEndpoints, NodeSpec, NodeStatus,
-    NodeSystemInfo, PersistentVolumeClaim, Pod, PodCondition, PodStatus,
+    DaemonEndpoint, HostIP, Namespace, Node, NodeAddress, NodeCondition, NodeDaemonEndpoints, NodeSpec,
+    NodeStatus, NodeSystemInfo, PersistentVolumeClaim, Pod, PodCondition, PodIP, PodStatus,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use sim::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams, Preconditions, ResourceExt};
@@ -742,12 +742,17 @@ fn condition(pod: &Pod, type_: &str, status: bool, reason: Option<&str>) -> PodC
     }
 }
 
+/// The conditions the kubelet writes once the Pod's sandbox is up, in its order:
+/// `PodReadyToStartContainers` (on since 1.29; False again once a finished Pod's sandbox is torn
+/// down), `Initialized`, `Ready`, `ContainersReady`, and the scheduler's `PodScheduled` kept.
 fn conditions(pod: &Pod, ready: bool, reason: Option<&str>) -> Vec<PodCondition> {
+    let sandbox = !matches!(reason, Some("PodCompleted" | "PodFailed"));
     vec![
-        condition(pod, "PodScheduled", true, None),
+        condition(pod, "PodReadyToStartContainers", sandbox, None),
         condition(pod, "Initialized", true, None),
-        condition(pod, "ContainersReady", ready, reason),
         condition(pod, "Ready", ready, reason),
+        condition(pod, "ContainersReady", ready, reason),
+        condition(pod, "PodScheduled", true, None),
     ]
 }
 
@@ -801,9 +806,13 @@ fn started_status(pod: &Pod) -> PodStatus {
     // The kubelet stamps startTime once, when it takes the Pod on.
     let start_time =
         pod.status.as_ref().and_then(|s| s.start_time.clone()).unwrap_or_else(sim::time::now_k8s);
+    // Single-stack: `hostIPs` and `podIPs` hold the one address each, as the kubelet writes them.
+    let ip = pod_ip(pod);
     let base = PodStatus {
         host_ip: Some(HOST_IP.to_owned()),
-        pod_ip: Some(pod_ip(pod)),
+        host_ips: Some(vec![HostIP { ip: HOST_IP.to_owned() }]),
+        pod_ip: Some(ip.clone()),
+        pod_ips: Some(vec![PodIP { ip }]),
         start_time: Some(start_time),
         ..PodStatus::default()
     };
@@ -891,14 +900,21 @@ fn stamped(pod: &Pod, mut status: PodStatus) -> PodStatus {
 }
 
 /// The status of a Pod whose containers all exited 0.
+/// The Pod keeps its addresses and `startTime`, as the kubelet's status of a finished Pod does.
 fn succeeded_status(pod: &Pod) -> PodStatus {
     let done = terminated(0, "Completed");
+    let current = pod.status.clone().unwrap_or_default();
     PodStatus {
         phase: Some(pod_state::PHASE_SUCCEEDED.to_owned()),
         conditions: Some(conditions(pod, false, Some("PodCompleted"))),
         container_statuses: Some(container_statuses(pod, |n, i| {
             container_status(n, i, false, 0, done.clone())
         })),
+        host_ip: current.host_ip,
+        host_ips: current.host_ips,
+        pod_ip: current.pod_ip,
+        pod_ips: current.pod_ips,
+        start_time: current.start_time,
         ..PodStatus::default()
     }
 }

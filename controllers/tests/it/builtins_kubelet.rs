@@ -55,9 +55,27 @@ fn a_pod_is_bound_to_the_node_and_becomes_running_and_ready() {
             let status = p.status.clone().unwrap_or_default();
             let container_ready =
                 status.container_statuses.unwrap_or_default().iter().map(|c| c.ready).collect::<Vec<_>>();
-            let found =
-                (node.as_deref(), status.host_ip.as_deref(), status.pod_ip.is_some(), container_ready);
-            let want = (Some(kubelet::NODE_NAME), Some(kubelet::HOST_IP), true, vec![true]);
+            // Single-stack: `podIPs` and `hostIPs` hold the same one address.
+            let pod_ips: Vec<String> =
+                status.pod_ips.unwrap_or_default().into_iter().map(|ip| ip.ip).collect();
+            let host_ips: Vec<String> =
+                status.host_ips.unwrap_or_default().into_iter().map(|ip| ip.ip).collect();
+            let found = (
+                node.as_deref(),
+                status.host_ip.as_deref(),
+                status.pod_ip.is_some(),
+                container_ready,
+                pod_ips == status.pod_ip.into_iter().collect::<Vec<_>>(),
+                host_ips,
+            );
+            let want = (
+                Some(kubelet::NODE_NAME),
+                Some(kubelet::HOST_IP),
+                true,
+                vec![true],
+                true,
+                vec![kubelet::HOST_IP.to_owned()],
+            );
             if found == want { Ok(()) } else { Err(format!("{found:?}, want {want:?}")) }
         }));
     let report = sweep(&SweepConfig::new("builtins-kubelet-start").seeds(SEEDS), |seed, options| {
@@ -115,6 +133,24 @@ fn a_bare_pod_that_would_not_be_restarted_runs_to_completion_and_one_with_always
             let snap = view.cluster("default").ok_or("no cluster")?;
             let p = snapshot::object::<Pod>(snap, Some("default"), "server").ok_or("gone")?;
             if pod_state::is_running_and_ready(&p) { Ok(()) } else { Err(format!("{:?}", p.status)) }
+        }))
+        // A finished Pod keeps its addresses and start time; its sandbox is gone.
+        .property(FnProperty::at_end("a finished Pod keeps its addresses and start time", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let p = snapshot::object::<Pod>(snap, Some("default"), "once").ok_or("gone")?;
+            let status = p.status.clone().unwrap_or_default();
+            let sandbox = status.conditions.iter().flatten().find(|c| c.type_ == "PodReadyToStartContainers");
+            let found = (
+                status.host_ip.as_deref(),
+                status.pod_ip.is_some() && status.pod_ips.is_some_and(|ips| ips.len() == 1),
+                status.start_time.is_some(),
+                sandbox.map(|c| c.status.as_str()),
+            );
+            if found == (Some(kubelet::HOST_IP), true, true, Some("False")) {
+                Ok(())
+            } else {
+                Err(format!("{found:?}"))
+            }
         }));
     let report = sweep(&SweepConfig::new("builtins-kubelet-complete").seeds(SEEDS), |seed, options| {
         world.run_with(seed, options)

@@ -88,7 +88,10 @@ fn a_started_pod_has_a_start_time_and_transition_times_from_the_virtual_clock() 
     // Kubernetes' Time has whole seconds: the Pod started within the run's first seconds.
     assert!(epoch <= start && start <= end, "{start} not within the run ({epoch}..{end})");
     let types: Vec<&str> = conditions.iter().map(|(t, _)| t.as_str()).collect();
-    assert_eq!(types, ["PodScheduled", "Initialized", "ContainersReady", "Ready"]);
+    assert_eq!(
+        types,
+        ["PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled"]
+    );
     for (type_, at) in &conditions {
         let at: jiff::Timestamp = at.parse().unwrap_or_else(|_| panic!("{type_} has no lastTransitionTime"));
         assert_eq!(at, start, "{type_}: every condition turned true when the Pod started");
