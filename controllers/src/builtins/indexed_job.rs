@@ -18,6 +18,13 @@ use super::pod_state;
 pub const COMPLETION_INDEX: &str = "batch.kubernetes.io/job-completion-index";
 /// The environment variable every container of an Indexed Job's Pod gets its index in.
 pub const COMPLETION_INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
+/// The annotation that tells how many Pods of its index failed before a Pod
+/// (`batch.JobIndexFailureCountAnnotation`), set on every Pod of a Job with
+/// `backoffLimitPerIndex`.
+pub const FAILURE_COUNT: &str = "batch.kubernetes.io/job-index-failure-count";
+/// The annotation that tells how many failures of its index a pod failure policy's `Ignore` rule
+/// passed over (`batch.JobIndexIgnoredFailureCountAnnotation`); set only when not zero.
+pub const IGNORED_FAILURE_COUNT: &str = "batch.kubernetes.io/job-index-ignored-failure-count";
 /// The longest `generateName` prefix (apimachinery's `maxGeneratedNameLength`).
 const GENERATE_NAME_PREFIX_MAX: usize = 58;
 
@@ -233,4 +240,36 @@ fn add_index_env(container: &mut Container) {
             ..EnvVarSource::default()
         }),
     });
+}
+
+/// The value of the count annotation `key` on `pod` (upstream's `parseInt32`): 0 when missing,
+/// unparsable, negative or beyond `i32`.
+pub fn count_annotation(pod: &Pod, key: &str) -> i32 {
+    let value = pod.metadata.annotations.as_ref().and_then(|a| a.get(key));
+    value
+        .and_then(|v| v.parse::<i64>().ok())
+        .and_then(|v| i32::try_from(v).ok())
+        .filter(|v| *v >= 0)
+        .unwrap_or(0)
+}
+
+/// The failures of its index a Pod's replacement carries (`getNewIndexFailureCounts`): the
+/// failed Pod's counts, with its own failure added to the counted ones, or to the ignored ones
+/// when a pod failure policy's `Ignore` rule matched it (`ignored`). `None` (no failed Pod):
+/// both 0.
+pub fn replacement_failure_counts(replaced: Option<(&Pod, bool)>) -> (i32, i32) {
+    let Some((pod, ignored)) = replaced else { return (0, 0) };
+    let (counted, passed) =
+        (count_annotation(pod, FAILURE_COUNT), count_annotation(pod, IGNORED_FAILURE_COUNT));
+    if ignored { (counted, passed.saturating_add(1)) } else { (counted.saturating_add(1), passed) }
+}
+
+/// Mark `pod` as the Pod after `counted` failures of its index, `ignored` of them passed over
+/// (`addIndexFailureCountAnnotation`).
+pub fn set_failure_counts(pod: &mut Pod, (counted, ignored): (i32, i32)) {
+    let annotations = pod.metadata.annotations.get_or_insert_default();
+    annotations.insert(FAILURE_COUNT.to_owned(), counted.to_string());
+    if ignored > 0 {
+        annotations.insert(IGNORED_FAILURE_COUNT.to_owned(), ignored.to_string());
+    }
 }

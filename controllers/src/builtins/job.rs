@@ -38,7 +38,7 @@
 //!   backoff), a `FailJob` rule's first Pod (in name order) fails the Job at once with reason
 //!   `PodFailurePolicy` and upstream's message (`Container c for pod ns/p failed with exit code 42
 //!   matching FailJob rule at index 1`, `Pod ns/p has condition DisruptionTarget matching ...`),
-//!   `Count` (and `FailIndex`, without the per-index backoff) counts as without a policy. The
+//!   `Count` counts as without a policy, `FailIndex` fails the Pod's index (below). The
 //!   kubelet-lite's [`EXIT_CODE_ANNOTATION`](super::kubelet::EXIT_CODE_ANNOTATION) sets the exit
 //!   code a failing Pod reports.
 //! - After a failed Pod the next one waits out upstream's Pod-failure backoff: 10 s, doubled for
@@ -67,10 +67,18 @@
 //!   reading a Job its cache does not show from the server.
 //! - Status: `active`, `ready`, `succeeded`, `failed`, `terminating`, `uncountedTerminatedPods`,
 //!   `conditions`, `startTime` and `completionTime` (on the virtual clock, `sim::time`),
-//!   `completedIndexes`. Not modelled: success policies, the
-//!   per-index backoff of Indexed Jobs (`backoffLimitPerIndex`, `maxFailedIndexes`,
-//!   `status.failedIndexes`, the `job-index-failure-count` annotation: such a Job runs as one
-//!   without them, under `backoffLimit`, which the API server defaults to 2147483647 for it).
+//!   `completedIndexes`, `failedIndexes`. Not modelled: success policies, `managedBy`.
+//! - `backoffLimitPerIndex` (Indexed Jobs, GA in 1.33): every Pod carries
+//!   [`indexed_job::FAILURE_COUNT`], the failures of its index before it (and
+//!   [`indexed_job::IGNORED_FAILURE_COUNT`], those an `Ignore` rule passed over, when any). An
+//!   index fails once a Pod of it fails with a count of `backoffLimitPerIndex`, or matches a
+//!   `FailIndex` rule; `status.failedIndexes` lists the failed ones (`""` while none) and they get
+//!   no more Pods. A failed index's replacement waits out the backoff of that index's failures
+//!   alone (10 s doubling, from when its last Pod finished), and the failed Pod keeps its tracking
+//!   finalizer until the replacement exists (upstream's `podsWithDelayedDeletionPerIndex`). The
+//!   Job fails with `MaxFailedIndexesExceeded` when more indexes failed than `maxFailedIndexes`,
+//!   or with `FailedIndexes` once every index completed or failed; the Job-wide `backoffLimit`,
+//!   which the API server defaults to 2147483647 for such a Job, still counts every failure.
 //! - Events: `SuccessfulCreate` ("Created pod: x"), `SuccessfulDelete` ("Deleted pod: x"), the
 //!   Warnings `FailedCreate` / `FailedDelete` ([`super::pod_control`]), `Completed` ("Job
 //!   completed"), the Warnings `BackoffLimitExceeded` and `DeadlineExceeded`, and `Suspended` /
@@ -372,6 +380,36 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
         })
     };
     let uid_of = |p: &Pod| p.metadata.uid.clone().unwrap_or_default();
+    // `backoffLimitPerIndex` (Indexed Jobs): an index fails on its own once a Pod of it fails
+    // after `backoffLimitPerIndex` earlier failures of it (the Pod's failure-count annotation), or
+    // matches a `FailIndex` rule (upstream's `isIndexFailed`); the Job goes on with the others.
+    let per_index = spec.backoff_limit_per_index.filter(|_| indexed);
+    let index_failed = |p: &Pod| {
+        per_index.is_some_and(|limit| {
+            let action = spec
+                .pod_failure_policy
+                .as_ref()
+                .filter(|_| pod_state::phase(p) == pod_state::PHASE_FAILED)
+                .map(|policy| failure_policy_action(policy, p));
+            considered_failed(p)
+                && match action {
+                    Some(PolicyAction::FailIndex) => true,
+                    Some(PolicyAction::Ignore) => false,
+                    _ => indexed_job::count_annotation(p, indexed_job::FAILURE_COUNT) >= limit,
+                }
+        })
+    };
+    // The failed indexes: those the status records and those of failed Pods not counted yet
+    // (upstream's `calculateFailedIndexes`).
+    let failed_indexes = per_index.map(|_| {
+        let recorded = previous.failed_indexes.as_deref().unwrap_or_default();
+        let newly = pods
+            .iter()
+            .filter(|p| has_tracking_finalizer(p) && index_failed(p))
+            .filter_map(|p| indexed_job::completion_index(p))
+            .filter(|i| *i < completions_indexed);
+        indexed_job::Intervals::parse(recorded, completions_indexed).with_indexes(newly)
+    });
     let new_succeeded = counted
         .iter()
         .filter(|p| tracked(p) && pod_state::phase(p) == pod_state::PHASE_SUCCEEDED)
@@ -414,6 +452,15 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
         Some((FAILED_BACKOFF_LIMIT.0, FAILED_BACKOFF_LIMIT.1.to_owned()))
     } else if deadline_left.is_some_and(|left| left.is_zero()) {
         Some((FAILED_DEADLINE.0, FAILED_DEADLINE.1.to_owned()))
+    } else if let (Some(failed), Some(done)) = (&failed_indexes, &completed_indexes) {
+        // Too many failed indexes, or every index done with some failed.
+        if spec.max_failed_indexes.is_some_and(|max| failed.total() > max) {
+            Some((FAILED_MAX_FAILED_INDEXES.0, FAILED_MAX_FAILED_INDEXES.1.to_owned()))
+        } else if failed.total() > 0 && failed.total().saturating_add(done.total()) >= completions_indexed {
+            Some((FAILED_INDEXES.0, FAILED_INDEXES.1.to_owned()))
+        } else {
+            None
+        }
     } else {
         None
     };
@@ -429,7 +476,36 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
         }
     };
     let wanted = usize::try_from(wanted).unwrap_or(0);
-    let backoff = failure_backoff(&counted, now);
+    // With a per-index backoff each index waits out its own failures' backoff, not the Job's.
+    let backoff = if per_index.is_some() { Duration::ZERO } else { failure_backoff(&counted, now) };
+    // Per index, its last failed Pod not counted yet, while no Pod of the index runs: the one its
+    // replacement takes its failure count from, whose finalizer stays until then (upstream's
+    // `getPodsWithDelayedDeletionPerIndex`).
+    let mut delayed: BTreeMap<i32, &Pod> = BTreeMap::new();
+    if let (Some(failed), Some(done)) = (&failed_indexes, &completed_indexes) {
+        let running: BTreeSet<i32> = active.iter().filter_map(|p| indexed_job::completion_index(p)).collect();
+        let absolute = |p: &Pod| {
+            indexed_job::count_annotation(p, indexed_job::FAILURE_COUNT)
+                .saturating_add(indexed_job::count_annotation(p, indexed_job::IGNORED_FAILURE_COUNT))
+        };
+        for pod in pods.iter().map(|p| &**p).filter(|p| tracked(p) && considered_failed(p)) {
+            let Some(index) = indexed_job::completion_index(pod).filter(|i| *i < completions_indexed) else {
+                continue;
+            };
+            if done.has(index) || failed.has(index) || running.contains(&index) {
+                continue;
+            }
+            match delayed.get(&index) {
+                Some(last) if absolute(last) > absolute(pod) || finish_time(pod) < finish_time(last) => {}
+                _ => {
+                    delayed.insert(index, pod);
+                }
+            }
+        }
+    }
+    let delayed_uids: BTreeSet<&str> = delayed.values().filter_map(|p| p.metadata.uid.as_deref()).collect();
+    // The soonest an index waiting out its backoff may get its Pod.
+    let mut index_wait: Option<Duration> = None;
     // The Pods to delete: beyond `wanted`, the first in deletion order; an Indexed Job's also
     // those of no valid index and all but one of those sharing an index (upstream's
     // `activePodsForRemoval`). Deleting takes precedence over creating, as upstream's.
@@ -466,16 +542,30 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
         // Pods failed lately: the next ones wait out the backoff (`enqueueSyncJobWithDelay`).
     } else if active.len() < wanted {
         let missing = (wanted - active.len()).min(POD_WRITES_PER_SYNC_MAX);
-        // An Indexed Job's new Pods take the lowest indexes neither completed nor running.
+        // An Indexed Job's new Pods take the lowest indexes neither completed, failed nor
+        // running; with a per-index backoff, only those whose backoff is over
+        // (`getPodCreationInfoForIndependentIndexes`).
         let indexes: Vec<Option<i32>> = match &completed_indexes {
-            Some(done) => indexed_job::first_pending(&active, done, missing, completions_indexed)
-                .into_iter()
-                .map(Some)
-                .collect(),
+            Some(done) => {
+                let done = failed_indexes.as_ref().map_or_else(|| done.clone(), |failed| done.merge(failed));
+                let pending = indexed_job::first_pending(&active, &done, missing, completions_indexed);
+                let ready = pending.into_iter().filter(|index| {
+                    let left = delayed.get(index).map_or(Duration::ZERO, |last| index_backoff(last, now));
+                    if !left.is_zero() {
+                        index_wait = Some(index_wait.map_or(left, |w| w.min(left)));
+                    }
+                    left.is_zero()
+                });
+                ready.map(Some).collect()
+            }
             None => vec![None; missing],
         };
         for index in indexes {
-            let pod = job_pod(&job, &namespace, index);
+            let mut pod = job_pod(&job, &namespace, index);
+            if let Some(index) = index.filter(|_| per_index.is_some()) {
+                let replaced = delayed.get(&index).map(|p| (*p, ignored(p)));
+                indexed_job::set_failure_counts(&mut pod, indexed_job::replacement_failure_counts(replaced));
+            }
             match pod_control::create(&api, &pod, &*job, &ctx.recorder).await? {
                 Created::Pod(pod) => ctx.expectations.created(&uid, pod.name_any(), sim::time::now()),
                 // Every create will be refused: nothing to do, as upstream.
@@ -539,7 +629,11 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
         .map(|p| &**p)
         .filter(|p| tracked(p))
         .filter(|p| {
-            deleting || finishing || pod_state::phase(p) == pod_state::PHASE_SUCCEEDED || considered_failed(p)
+            deleting
+                || finishing
+                || pod_state::phase(p) == pod_state::PHASE_SUCCEEDED
+                || (considered_failed(p)
+                    && !delayed_uids.contains(p.metadata.uid.as_deref().unwrap_or_default()))
         })
         .collect();
     for pod in &release {
@@ -576,6 +670,11 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
             terminating: Some(terminating),
             // Left out while empty, as Go's `omitempty` leaves it out.
             completed_indexes: completion_index_string.clone(),
+            // A pointer upstream: `""` while no index failed.
+            failed_indexes: failed_indexes
+                .as_ref()
+                .map(ToString::to_string)
+                .or_else(|| previous.failed_indexes.clone()),
             uncounted_terminated_pods: Some(UncountedTerminatedPods {
                 succeeded: Some(succeeded_list.to_vec()).filter(|l| !l.is_empty()),
                 failed: Some(failed_list.to_vec()).filter(|l| !l.is_empty()),
@@ -583,7 +682,6 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
             conditions: (!conditions.is_empty()).then(|| conditions.to_vec()),
             start_time: start_time.clone(),
             completion_time: previous.completion_time.clone(),
-            ..previous.clone()
         }
     };
     let jobs: Api<Job> = Api::namespaced(ctx.client.clone(), &namespace);
@@ -649,7 +747,7 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
         Wait::Satisfied => None,
     };
     let deadline = deadline_left.filter(|_| !complete && !gave_up);
-    Ok(match expire.into_iter().chain(deadline).min() {
+    Ok(match expire.into_iter().chain(deadline).chain(index_wait).min() {
         Some(after) => Action::requeue(after),
         None => Action::await_change(),
     })
@@ -731,18 +829,27 @@ const COMPLETIONS_REACHED: (&str, &str) = ("CompletionsReached", "Reached expect
 /// The `Failed` condition's reason and message when more Pods failed than `backoffLimit` allows.
 const FAILED_BACKOFF_LIMIT: (&str, &str) =
     ("BackoffLimitExceeded", "Job has reached the specified backoff limit");
+/// The `Failed` condition's reason and message when more indexes failed than `maxFailedIndexes`
+/// allows.
+const FAILED_MAX_FAILED_INDEXES: (&str, &str) =
+    ("MaxFailedIndexesExceeded", "Job has exceeded the specified maximal number of failed indexes");
+/// The `Failed` condition's reason and message when every index succeeded or failed, and some
+/// failed.
+const FAILED_INDEXES: (&str, &str) = ("FailedIndexes", "Job has failed indexes");
 /// The `Failed` condition's reason when a `FailJob` rule of the pod failure policy matched a
 /// failed Pod (upstream's `JobReasonPodFailurePolicy`).
 const FAILED_POD_FAILURE_POLICY: &str = "PodFailurePolicy";
 
 /// What the pod failure policy does with a failed Pod (`matchPodFailurePolicy`).
 enum PolicyAction {
-    /// No rule matched, or a `Count` (or, without a per-index backoff, `FailIndex`) rule did.
+    /// No rule matched, or a `Count` rule did.
     Count,
     /// An `Ignore` rule matched: the failure counts nowhere.
     Ignore,
     /// A `FailJob` rule matched: the Job fails with this message.
     FailJob(String),
+    /// A `FailIndex` rule matched: the Pod's index fails at once (with `backoffLimitPerIndex`).
+    FailIndex,
 }
 
 /// The first rule of `policy` that matches the failed `pod`, as upstream's
@@ -795,6 +902,7 @@ fn failure_policy_action(policy: &k8s_openapi::api::batch::v1::PodFailurePolicy,
         return match rule.action.as_str() {
             "Ignore" => PolicyAction::Ignore,
             "FailJob" => PolicyAction::FailJob(message),
+            "FailIndex" => PolicyAction::FailIndex,
             _ => PolicyAction::Count,
         };
     }
@@ -868,15 +976,31 @@ fn failure_backoff(pods: &[Arc<Pod>], now: jiff::Timestamp) -> Duration {
         .filter(|t| last_success.is_none_or(|s| *t > s))
         .collect();
     let Some(last_failure) = failures.iter().max() else { return Duration::ZERO };
+    remaining_backoff(failures.len(), *last_failure, now)
+}
+
+/// How long an index still waits before its next Pod (upstream's `getRemainingTimePerIndex`):
+/// the backoff of the failures of the index so far (counted and ignored, the failed Pod's own
+/// included), from when that Pod finished.
+fn index_backoff(last_failed: &Pod, now: jiff::Timestamp) -> Duration {
+    let earlier = indexed_job::count_annotation(last_failed, indexed_job::FAILURE_COUNT)
+        .saturating_add(indexed_job::count_annotation(last_failed, indexed_job::IGNORED_FAILURE_COUNT));
+    let failures = usize::try_from(earlier).unwrap_or(0) + 1;
+    remaining_backoff(failures, finish_time(last_failed), now)
+}
+
+/// [`POD_FAILURE_BACKOFF`] doubled for each of `failures` after the first, at most
+/// [`POD_FAILURE_BACKOFF_MAX`], less the time since `last_failure` (`getRemainingTimeForFailuresCount`).
+fn remaining_backoff(failures: usize, last_failure: jiff::Timestamp, now: jiff::Timestamp) -> Duration {
     let mut backoff = POD_FAILURE_BACKOFF;
-    for _ in 1..failures.len() {
+    for _ in 1..failures {
         backoff = backoff.saturating_mul(2);
         if backoff >= POD_FAILURE_BACKOFF_MAX {
             backoff = POD_FAILURE_BACKOFF_MAX;
             break;
         }
     }
-    let elapsed = Duration::try_from(now.duration_since(*last_failure)).unwrap_or_default();
+    let elapsed = Duration::try_from(now.duration_since(last_failure)).unwrap_or_default();
     backoff.saturating_sub(elapsed)
 }
 

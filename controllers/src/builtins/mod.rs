@@ -15,7 +15,7 @@
 //! | [`replicaset_controller()`] | `replicaset-controller` | ReplicaSet → Pods |
 //! | [`statefulset_controller()`] | `statefulset-controller` | StatefulSet → ordered Pods and PVCs, ControllerRevisions, rolling update |
 //! | [`daemonset_controller()`] | `daemonset-controller` | DaemonSet → one Pod per matching Node, rolling update |
-//! | [`job_controller()`] | `job-controller` | Job → Pods until `completions` succeed (NonIndexed or Indexed), each finished Pod counted once through its `batch.kubernetes.io/job-tracking` finalizer |
+//! | [`job_controller()`] | `job-controller` | Job → Pods until `completions` succeed (NonIndexed or Indexed, with a per-index backoff), each finished Pod counted once through its `batch.kubernetes.io/job-tracking` finalizer |
 //! | [`cronjob_controller()`] | `cronjob-controller` | CronJob → a Job per due time, on the virtual clock |
 //! | [`disruption_controller()`] | `disruption-controller` | PodDisruptionBudget → its status: healthy and expected Pods, `disruptionsAllowed`, expired `disruptedPods` dropped |
 //! | [`ttl_after_finished_controller()`] | `ttl-after-finished-controller` | deletes a finished Job (foreground, Pods first) `ttlSecondsAfterFinished` after it finished |
@@ -100,8 +100,8 @@
 //!   `partition` and `maxUnavailable`) and OnDelete; the DaemonSet controller `nodeSelector`
 //!   placement (no taints or affinity) and RollingUpdate without `maxSurge`; the Job controller
 //!   `completions`, `parallelism` and `backoffLimit` in NonIndexed and Indexed mode, with Pod
-//!   tracking finalizers and the interim `SuccessCriteriaMet`/`FailureTarget` conditions (no
-//!   per-index backoff, no success policies); the CronJob controller UTC schedules with the
+//!   tracking finalizers, the interim `SuccessCriteriaMet`/`FailureTarget` conditions and the
+//!   per-index backoff (no success policies); the CronJob controller UTC schedules with the
 //!   three concurrency policies.
 //! - They publish the Events the real controllers and the kubelet publish ([`events`]), best
 //!   effort.

@@ -2,7 +2,7 @@
 //! upstream's interval form, parsing, merging, the indexes still to run, the Pods to delete and
 //! the Pod of one index. (The crate's library has no unit-test harness: its tests live here.)
 
-use controllers::builtins::indexed_job::*;
+use controllers::builtins::indexed_job::{self, *};
 use k8s_openapi::api::core::v1::{Container, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -106,4 +106,26 @@ fn a_long_job_name_is_cut_so_that_the_index_fits_the_generated_name() {
     let name = generate_name(&long, 12);
     assert_eq!(name.len(), 58);
     assert!(name.ends_with("j-12-"));
+}
+
+#[test]
+fn a_replacement_carries_its_index_failures_counted_or_ignored() {
+    let mut failed = pod("p", Some("1"));
+    assert_eq!(indexed_job::replacement_failure_counts(None), (0, 0));
+    // No annotation (or a garbage one) counts as 0.
+    assert_eq!(indexed_job::replacement_failure_counts(Some((&failed, false))), (1, 0));
+    indexed_job::set_failure_counts(&mut failed, (2, 1));
+    assert_eq!(indexed_job::count_annotation(&failed, indexed_job::FAILURE_COUNT), 2);
+    assert_eq!(indexed_job::replacement_failure_counts(Some((&failed, false))), (3, 1));
+    assert_eq!(indexed_job::replacement_failure_counts(Some((&failed, true))), (2, 2));
+    let annotations = failed.metadata.annotations.get_or_insert_default();
+    annotations.insert(indexed_job::FAILURE_COUNT.to_owned(), "-3".to_owned());
+    annotations.insert(indexed_job::IGNORED_FAILURE_COUNT.to_owned(), "x".to_owned());
+    assert_eq!(indexed_job::replacement_failure_counts(Some((&failed, false))), (1, 0));
+    // The ignored count is written only when not zero.
+    let mut fresh = pod("q", Some("0"));
+    indexed_job::set_failure_counts(&mut fresh, (0, 0));
+    let annotations = fresh.metadata.annotations.unwrap_or_default();
+    assert_eq!(annotations.get(indexed_job::FAILURE_COUNT).map(String::as_str), Some("0"));
+    assert!(!annotations.contains_key(indexed_job::IGNORED_FAILURE_COUNT));
 }

@@ -917,3 +917,210 @@ fn under_swarm_faults_each_finished_pod_is_counted_once() {
     });
     report.assert_all_passed();
 }
+
+/// The failure-count annotation of a Pod of a Job with `backoffLimitPerIndex`.
+fn failure_count(pod: &Pod) -> Option<&str> {
+    pod.metadata.annotations.as_ref()?.get(indexed_job::FAILURE_COUNT).map(String::as_str)
+}
+
+// `backoffLimitPerIndex: 1`: every Pod of index 1 fails. Its first Pod (failure count 0) is
+// replaced, 10 s after it failed, by one with failure count 1; when that one fails too, index 1
+// has failed on its own: indexes 0 and 2 still complete, and then the Job fails with
+// `FailedIndexes` (not `BackoffLimitExceeded`: the Job-wide limit is unlimited for such a Job).
+#[test]
+fn with_a_backoff_limit_per_index_an_index_fails_alone_and_the_job_fails_once_all_are_done() {
+    let mut job = indexed(job(3, 3, None, false));
+    job.spec.as_mut().expect("a spec").backoff_limit_per_index = Some(1);
+    let world = builtins::kubelet(builtins::job_controller(
+        Sim::builder().scenario("builtins-job-per-index"),
+    ))
+    .workload(move |w| {
+        let job = job.clone();
+        async move {
+            let jobs: Api<Job> = Api::namespaced(w.client(), "default");
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            w.apply(&jobs, &job).await?;
+            // Make each Pod of index 1 fail as soon as it exists, before the kubelet starts it.
+            for _ in 0..2 {
+                let found = std::sync::Mutex::new(None);
+                let unmarked = |pods: &[Pod]| {
+                    let pod = pods.iter().find(|p| {
+                        index_of(p) == Some("1")
+                            && pod_state::phase(p) != "Failed"
+                            && p.metadata
+                                .annotations
+                                .as_ref()
+                                .is_none_or(|a| !a.contains_key(kubelet::FAIL_ANNOTATION))
+                    });
+                    *found.lock().expect("not poisoned") = pod.and_then(|p| p.metadata.name.clone());
+                    pod.is_some()
+                };
+                w.wait_for_all(&pods, unmarked, Duration::from_secs(120)).await?;
+                let name = found.lock().expect("not poisoned").clone().unwrap_or_default();
+                let fail =
+                    serde_json::json!({"metadata": {"annotations": {kubelet::FAIL_ANNOTATION: "true"}}});
+                w.patch(&pods, &name, &Patch::Merge(fail)).await?;
+            }
+            w.wait_for(&jobs, "pi", finished, Duration::from_secs(300)).await
+        }
+    })
+    .property(FnProperty::at_end(
+        "index 1 failed after two Pods, the Job failed with FailedIndexes",
+        |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let job = snapshot::object::<Job>(snap, Some("default"), "pi").ok_or("no pi")?;
+            let status = job.status.clone().unwrap_or_default();
+            let mut pods: Vec<(String, String, String, jiff::Timestamp)> = job_pods(snap)
+                .iter()
+                .map(|p| {
+                    let created = p.metadata.creation_timestamp.as_ref().map(|t| t.0).unwrap_or_default();
+                    let phase = pod_state::phase(p).to_owned();
+                    (
+                        index_of(p).unwrap_or_default().to_owned(),
+                        failure_count(p).unwrap_or("-").to_owned(),
+                        phase,
+                        created,
+                    )
+                })
+                .collect();
+            pods.sort();
+            let shape: Vec<(&str, &str, &str)> =
+                pods.iter().map(|(i, c, phase, _)| (i.as_str(), c.as_str(), phase.as_str())).collect();
+            let found = (
+                failed_condition(snap).map(|(reason, message)| format!("{reason}: {message}")),
+                status.failed_indexes.clone(),
+                status.completed_indexes.clone(),
+                (status.succeeded, status.failed),
+                shape,
+            );
+            let want = (
+                Some("FailedIndexes: Job has failed indexes".to_owned()),
+                Some("1".to_owned()),
+                Some("0,2".to_owned()),
+                (Some(2), Some(2)),
+                vec![
+                    ("0", "0", "Succeeded"),
+                    ("1", "0", "Failed"),
+                    ("1", "1", "Failed"),
+                    ("2", "0", "Succeeded"),
+                ],
+            );
+            if found != want {
+                return Err(format!("{found:?}, want {want:?}"));
+            }
+            // The replacement waited out the index's 10 s backoff after the first failure.
+            let failed_first = job_pods(snap)
+                .into_iter()
+                .find(|p| index_of(p) == Some("1") && failure_count(p) == Some("0"))
+                .ok_or("no first Pod of index 1")?;
+            let finished_at = failed_first
+                .status
+                .as_ref()
+                .and_then(|s| s.container_statuses.as_ref())
+                .and_then(|c| {
+                    c.first()?.state.as_ref()?.terminated.as_ref()?.finished_at.as_ref().map(|t| t.0)
+                })
+                .ok_or("no finish time")?;
+            let (_, _, _, replaced_at) =
+                pods.iter().find(|(i, c, _, _)| i == "1" && c == "1").ok_or("no replacement")?;
+            if replaced_at.duration_since(finished_at) < jiff::SignedDuration::from_secs(10) {
+                return Err(format!("replaced at {replaced_at}, 10 s after {finished_at} at the earliest"));
+            }
+            Ok(())
+        },
+    ));
+    sweep(&SweepConfig::new("builtins-job-per-index").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    })
+    .assert_all_passed();
+}
+
+// A `FailIndex` rule fails the Pod's index at once, whatever `backoffLimitPerIndex` allows, and
+// with `maxFailedIndexes: 0` that one failed index fails the Job: one Pod in all.
+#[test]
+fn a_fail_index_rule_fails_the_index_at_once_and_max_failed_indexes_fails_the_job() {
+    let policy = serde_json::json!({"rules": [
+        {"action": "FailIndex", "onExitCodes": {"operator": "In", "values": [42]}},
+    ]});
+    let mut job = indexed(job_with_policy(0, 42, policy));
+    let spec = job.spec.as_mut().expect("a spec");
+    spec.completions = Some(3);
+    spec.backoff_limit = None;
+    spec.backoff_limit_per_index = Some(2);
+    spec.max_failed_indexes = Some(0);
+    let world = world(job).property(FnProperty::at_end("failed by maxFailedIndexes after one Pod", |view| {
+        let snap = view.cluster("default").ok_or("no cluster")?;
+        let job = snapshot::object::<Job>(snap, Some("default"), "pi").ok_or("no pi")?;
+        let found = (
+            failed_condition(snap),
+            job.status.and_then(|s| s.failed_indexes),
+            job_pods(snap).iter().map(|p| index_of(p).unwrap_or_default().to_owned()).collect::<Vec<_>>(),
+        );
+        let want = (
+            Some((
+                "MaxFailedIndexesExceeded".to_owned(),
+                "Job has exceeded the specified maximal number of failed indexes".to_owned(),
+            )),
+            Some("0".to_owned()),
+            vec!["0".to_owned()],
+        );
+        if found == want { Ok(()) } else { Err(format!("{found:?}, want {want:?}")) }
+    }));
+    sweep(&SweepConfig::new("builtins-job-fail-index").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    })
+    .assert_all_passed();
+}
+
+// Under swarm faults (restarts, stale caches, API errors), a Job with a per-index backoff whose
+// Pods all succeed completes every index and fails none: no index is taken for failed because a
+// fault hid or delayed its Pods.
+#[test]
+fn under_swarm_faults_a_job_with_a_per_index_backoff_fails_no_index() {
+    let mut job = indexed(job(3, 2, None, false));
+    job.spec.as_mut().expect("a spec").backoff_limit_per_index = Some(1);
+    let world =
+        builtins::kubelet(builtins::job_controller(Sim::builder().scenario("builtins-job-per-index-faults")));
+    let swarm = sim::faults::SwarmConfig { controllers: world.controller_names(), ..Default::default() };
+    let world = world
+        .swarm(swarm)
+        .liveness_wait(Duration::from_secs(120))
+        .workload(move |w| {
+            let job = job.clone();
+            async move {
+                let jobs: Api<Job> = Api::namespaced(w.client(), "default");
+                w.apply(&jobs, &job).await?;
+                w.wait_for(&jobs, "pi", finished, Duration::from_secs(400)).await
+            }
+        })
+        .property(FnProperty::always("no index is both completed and failed", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let Some(status) = snapshot::object::<Job>(snap, Some("default"), "pi").and_then(|j| j.status)
+            else {
+                return Ok(());
+            };
+            let failed =
+                indexed_job::Intervals::parse(status.failed_indexes.as_deref().unwrap_or_default(), 3);
+            let done =
+                indexed_job::Intervals::parse(status.completed_indexes.as_deref().unwrap_or_default(), 3);
+            match (0..3).find(|i| failed.has(*i) && done.has(*i)) {
+                Some(i) => Err(format!("index {i} completed and failed")),
+                None => Ok(()),
+            }
+        }))
+        .property(FnProperty::at_end("Complete, indexes 0-2, none failed", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let (conditions, _) = outcome(snap).ok_or("no Job")?;
+            let status = snapshot::object::<Job>(snap, Some("default"), "pi")
+                .and_then(|j| j.status)
+                .unwrap_or_default();
+            let found =
+                (conditions.last().map(|c| c.0.clone()), status.completed_indexes, status.failed_indexes);
+            let want = (Some("Complete".to_owned()), Some("0-2".to_owned()), Some(String::new()));
+            if found == want { Ok(()) } else { Err(format!("{found:?}, want {want:?}")) }
+        }));
+    sweep(&SweepConfig::new("builtins-job-per-index-faults").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    })
+    .assert_all_passed();
+}
