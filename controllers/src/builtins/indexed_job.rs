@@ -88,6 +88,17 @@ impl Intervals {
         self.0.iter().map(|(first, last)| last - first + 1).sum()
     }
 
+    /// Whether no index is in the intervals.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// How many of `other`'s indexes are also in these intervals.
+    pub fn overlap(&self, other: &Intervals) -> i32 {
+        let pairs = self.0.iter().flat_map(|a| other.0.iter().map(move |b| (a, b)));
+        pairs.map(|((f1, l1), (f2, l2))| ((*l1).min(*l2) - (*f1).max(*f2) + 1).max(0)).sum()
+    }
+
     /// Whether `index` is in one of the intervals.
     pub fn has(&self, index: i32) -> bool {
         self.0.iter().any(|(first, last)| (*first..=*last).contains(&index))
@@ -272,4 +283,31 @@ pub fn set_failure_counts(pod: &mut Pod, (counted, ignored): (i32, i32)) {
     if ignored > 0 {
         annotations.insert(IGNORED_FAILURE_COUNT.to_owned(), ignored.to_string());
     }
+}
+
+/// The first rule of an Indexed Job's success policy that its completed indexes `done` satisfy,
+/// as upstream's `matchSuccessPolicy`: `Matched rules at index <i>`. A rule with
+/// `succeededIndexes` (parsed as `completedIndexes`; a rule that parses to nothing is skipped)
+/// needs all of them completed, or `succeededCount` of them; a rule with only `succeededCount`
+/// needs that many completed indexes. Nothing matches while no index completed.
+pub fn success_policy_match(
+    policy: &k8s_openapi::api::batch::v1::SuccessPolicy,
+    completions: i32,
+    done: &Intervals,
+) -> Option<String> {
+    if done.is_empty() {
+        return None;
+    }
+    let matched =
+        policy.rules.iter().position(|rule| match (&rule.succeeded_indexes, rule.succeeded_count) {
+            (Some(indexes), count) => {
+                let required = Intervals::parse(indexes, completions);
+                let contained = required.overlap(done);
+                !required.is_empty()
+                    && (contained == required.total() || count.is_some_and(|c| contained >= c))
+            }
+            (None, Some(count)) => done.total() >= count,
+            (None, None) => false,
+        });
+    matched.map(|index| format!("Matched rules at index {index}"))
 }

@@ -67,7 +67,14 @@
 //!   reading a Job its cache does not show from the server.
 //! - Status: `active`, `ready`, `succeeded`, `failed`, `terminating`, `uncountedTerminatedPods`,
 //!   `conditions`, `startTime` and `completionTime` (on the virtual clock, `sim::time`),
-//!   `completedIndexes`, `failedIndexes`. Not modelled: success policies, `managedBy`.
+//!   `completedIndexes`, `failedIndexes`.
+//! - `managedBy` (on by default since 1.32): a Job whose `spec.managedBy` names another
+//!   controller than [`MANAGED_BY`] (MultiKueue's, say) is left alone: no Pod, no status.
+//! - `successPolicy` (Indexed Jobs, GA in 1.33): once nothing has failed the Job, the first rule
+//!   its completed indexes satisfy (all of its `succeededIndexes`, or `succeededCount` of them,
+//!   or `succeededCount` indexes anywhere) gives `SuccessCriteriaMet` with reason `SuccessPolicy`
+//!   and `Matched rules at index <i>`; the other Pods are deleted, and `Complete` follows with the
+//!   same reason and message once none is terminating.
 //! - `backoffLimitPerIndex` (Indexed Jobs, GA in 1.33): every Pod carries
 //!   [`indexed_job::FAILURE_COUNT`], the failures of its index before it (and
 //!   [`indexed_job::IGNORED_FAILURE_COUNT`], those an `Ignore` rule passed over, when any). An
@@ -299,7 +306,7 @@ fn condition(type_: &str, reason: &str, message: &str) -> JobCondition {
 pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error> {
     let name = job.name_any();
     let namespace = job.namespace().ok_or(Error::MissingNamespace { kind: "Job", name: name.clone() })?;
-    if is_finished(&job) {
+    if is_finished(&job) || is_managed_by_other(&job) {
         return Ok(Action::await_change());
     }
     // A Job being deleted only lets its Pods go (`canRemoveFinalizer`); it creates and deletes
@@ -433,7 +440,8 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
     };
     // An interim condition an earlier sync wrote decides (upstream's `finishedCondition`):
     // `SuccessCriteriaMet`, then `FailureTarget`.
-    let success_met = interim(SUCCESS_CRITERIA_MET).is_some();
+    let interim_success = interim(SUCCESS_CRITERIA_MET);
+    let success_met = interim_success.is_some();
     let failure_target = interim(FAILURE_TARGET).filter(|_| !success_met);
     let now = sim::time::now();
     let suspended = spec.suspend == Some(true);
@@ -465,8 +473,17 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
         None
     };
     let gave_up = failure.is_some();
+    // An Indexed Job's success policy, once nothing failed it: the first rule its completed
+    // indexes satisfy makes it succeed now, its other Pods stopped (`matchSuccessPolicy`).
+    let policy_success = match (&spec.success_policy, &completed_indexes) {
+        (Some(policy), Some(done)) if !success_met && !gave_up => {
+            indexed_job::success_policy_match(policy, completions_indexed, done)
+        }
+        _ => None,
+    };
+    let succeeding = success_met || policy_success.is_some();
     // A suspended Job runs no Pod (upstream's `manageJob` deletes its active ones).
-    let wanted = if success_met || gave_up || suspended {
+    let wanted = if succeeding || gave_up || suspended {
         0
     } else {
         match spec.completions {
@@ -527,7 +544,7 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
             // A Pod taken away while the Job runs on (`deleteJobPods`) goes uncounted: its
             // finalizer goes first. One deleted because the Job finished (`deleteActivePods`)
             // keeps it, to be counted below.
-            if !gave_up && !success_met && has_tracking_finalizer(pod) {
+            if !gave_up && !succeeding && has_tracking_finalizer(pod) {
                 remove_tracking_finalizer(&api, pod).await?;
                 ctx.expect_finalizer_removed(&uid, pod);
             }
@@ -580,7 +597,7 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
     // Complete once enough Pods succeeded and none is active any more (upstream reads `active`
     // after its deletes); a failed Job only once this sync could delete all its active Pods with
     // its expectations met (upstream's `deleted != active || !satisfiedExpectations`).
-    let complete = success_met
+    let complete = succeeding
         || (failure.is_none()
             && active.is_empty()
             && match spec.completions {
@@ -607,16 +624,24 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
     // The interim condition first (`SuccessCriteriaMet`, `FailureTarget`): the final one
     // (`Complete`, `Failed`) follows once every finished Pod is counted and no Pod is terminating
     // (`enactJobFinished`, `delayTerminalCondition`: on since 1.29 with `JobPodReplacementPolicy`).
+    // `Complete` takes the reason and message of `SuccessCriteriaMet`.
     let final_condition = if complete {
+        let (reason, message) = match (&interim_success, &policy_success) {
+            (Some(met), _) => {
+                (met.reason.clone().unwrap_or_default(), met.message.clone().unwrap_or_default())
+            }
+            (None, Some(matched)) => (SUCCESS_POLICY.to_owned(), matched.clone()),
+            (None, None) => (COMPLETIONS_REACHED.0.to_owned(), COMPLETIONS_REACHED.1.to_owned()),
+        };
         if !success_met {
-            conditions.push(condition(SUCCESS_CRITERIA_MET, COMPLETIONS_REACHED.0, COMPLETIONS_REACHED.1));
+            conditions.push(condition(SUCCESS_CRITERIA_MET, &reason, &message));
         }
-        Some(("Complete", COMPLETIONS_REACHED.0, COMPLETIONS_REACHED.1.to_owned()))
+        Some(("Complete", reason, message))
     } else if let Some((reason, message)) = failing {
         if failure_target.is_none() {
             conditions.push(condition(FAILURE_TARGET, reason, message));
         }
-        Some(("Failed", *reason, message.clone()))
+        Some(("Failed", (*reason).to_owned(), message.clone()))
     } else {
         None
     };
@@ -753,6 +778,14 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
     })
 }
 
+/// The `spec.managedBy` of the Jobs this controller syncs (`batch.JobControllerName`).
+pub const MANAGED_BY: &str = "kubernetes.io/job-controller";
+
+/// Whether another controller manages the Job (`isJobManagedByOther`).
+fn is_managed_by_other(job: &Job) -> bool {
+    job.spec.as_ref().and_then(|s| s.managed_by.as_deref()).is_some_and(|m| m != MANAGED_BY)
+}
+
 /// The finalizer the Job controller gives every Pod it creates (`batch.JobTrackingFinalizer`),
 /// and removes once it counted the Pod.
 pub const TRACKING_FINALIZER: &str = "batch.kubernetes.io/job-tracking";
@@ -825,6 +858,9 @@ pub const SUCCESS_CRITERIA_MET: &str = "SuccessCriteriaMet";
 pub const FAILURE_TARGET: &str = "FailureTarget";
 /// The reason and message of `SuccessCriteriaMet` and `Complete` (`JobReasonCompletionsReached`).
 const COMPLETIONS_REACHED: (&str, &str) = ("CompletionsReached", "Reached expected number of succeeded pods");
+/// The reason of `SuccessCriteriaMet` and `Complete` when a success policy rule matched
+/// (`JobReasonSuccessPolicy`).
+const SUCCESS_POLICY: &str = "SuccessPolicy";
 
 /// The `Failed` condition's reason and message when more Pods failed than `backoffLimit` allows.
 const FAILED_BACKOFF_LIMIT: (&str, &str) =

@@ -101,7 +101,7 @@
 //!   placement (no taints or affinity) and RollingUpdate without `maxSurge`; the Job controller
 //!   `completions`, `parallelism` and `backoffLimit` in NonIndexed and Indexed mode, with Pod
 //!   tracking finalizers, the interim `SuccessCriteriaMet`/`FailureTarget` conditions and the
-//!   per-index backoff (no success policies); the CronJob controller UTC schedules with the
+//!   per-index backoff and success policies; the CronJob controller UTC schedules with the
 //!   three concurrency policies.
 //! - They publish the Events the real controllers and the kubelet publish ([`events`]), best
 //!   effort.

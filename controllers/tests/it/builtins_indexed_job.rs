@@ -129,3 +129,31 @@ fn a_replacement_carries_its_index_failures_counted_or_ignored() {
     assert_eq!(annotations.get(indexed_job::FAILURE_COUNT).map(String::as_str), Some("0"));
     assert!(!annotations.contains_key(indexed_job::IGNORED_FAILURE_COUNT));
 }
+
+#[test]
+fn a_success_policy_matches_its_first_satisfied_rule_as_upstream() {
+    let policy = |rules: serde_json::Value| -> k8s_openapi::api::batch::v1::SuccessPolicy {
+        serde_json::from_value(serde_json::json!({ "rules": rules })).expect("a success policy")
+    };
+    let done = |text: &str| Intervals::parse(text, 10);
+    let rules = policy(serde_json::json!([
+        {"succeededIndexes": "0,2-4"},
+        {"succeededIndexes": "5-9", "succeededCount": 2},
+        {"succeededCount": 4},
+    ]));
+    // Nothing completed: nothing matches.
+    assert_eq!(success_policy_match(&rules, 10, &done("")), None);
+    // All of rule 0's indexes.
+    assert_eq!(success_policy_match(&rules, 10, &done("0-4")).as_deref(), Some("Matched rules at index 0"));
+    // Two of rule 1's indexes (not all of rule 0's).
+    assert_eq!(success_policy_match(&rules, 10, &done("0,6,9")).as_deref(), Some("Matched rules at index 1"));
+    // Four indexes anywhere.
+    assert_eq!(
+        success_policy_match(&rules, 10, &done("0,1,3,5")).as_deref(),
+        Some("Matched rules at index 2")
+    );
+    assert_eq!(success_policy_match(&rules, 10, &done("0,1,3")), None);
+    // A rule whose indexes all lie beyond completions parses to nothing and is skipped.
+    let beyond = policy(serde_json::json!([{"succeededIndexes": "12-15"}, {"succeededCount": 1}]));
+    assert_eq!(success_policy_match(&beyond, 10, &done("3")).as_deref(), Some("Matched rules at index 1"));
+}

@@ -1124,3 +1124,103 @@ fn under_swarm_faults_a_job_with_a_per_index_backoff_fails_no_index() {
     })
     .assert_all_passed();
 }
+
+// A success policy met by the first completed index (`succeededCount: 1`) completes the Job at
+// once: `SuccessCriteriaMet` and then `Complete` with reason `SuccessPolicy`, its other Pods
+// stopped rather than run to the end (in most seeds fewer than the four indexes complete), and
+// none made again.
+#[test]
+fn a_job_whose_success_policy_is_met_completes_and_stops_its_other_pods() {
+    let mut job = indexed(job(4, 4, None, false));
+    job.spec.as_mut().expect("a spec").success_policy = Some(
+        serde_json::from_value(serde_json::json!({"rules": [{"succeededCount": 1}]})).expect("a policy"),
+    );
+    let cut_short = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = cut_short.clone();
+    let world = world(job)
+        .property(FnProperty::at_end("complete by the success policy, the other Pods stopped", move |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let job = snapshot::object::<Job>(snap, Some("default"), "pi").ok_or("no pi")?;
+            let status = job.status.clone().unwrap_or_default();
+            let conditions: Vec<(String, String, String)> = status
+                .conditions
+                .clone()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|c| (c.type_, c.reason.unwrap_or_default(), c.message.unwrap_or_default()))
+                .collect();
+            let by_policy = |type_: &str| {
+                (type_.to_owned(), "SuccessPolicy".to_owned(), "Matched rules at index 0".to_owned())
+            };
+            let pods = job_pods(snap);
+            let completed =
+                indexed_job::Intervals::parse(status.completed_indexes.as_deref().unwrap_or_default(), 4)
+                    .total();
+            // Stopped Pods are gone; the ones left succeeded.
+            let found = (
+                conditions,
+                pods.iter().all(|p| pod_state::phase(p) == pod_state::PHASE_SUCCEEDED),
+                status.active,
+            );
+            let want = (vec![by_policy("SuccessCriteriaMet"), by_policy("Complete")], true, Some(0));
+            if found != want || completed < 1 {
+                return Err(format!("{found:?}, want {want:?}; {completed} completed indexes"));
+            }
+            if completed < 4 {
+                counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            Ok(())
+        }))
+        .property(FnProperty::always("no Pod made beyond the four indexes", |view| {
+            let made = job_pods(view.cluster("default").ok_or("no cluster")?).len();
+            if made <= 4 { Ok(()) } else { Err(format!("{made} Pods")) }
+        }));
+    let report = sweep(&SweepConfig::new("builtins-job-success-policy").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+    // Run to the end, every index would complete in every seed.
+    assert!(
+        cut_short.load(std::sync::atomic::Ordering::Relaxed) > 0,
+        "no seed stopped a Pod before it completed"
+    );
+}
+
+// A Job whose `managedBy` names another controller (MultiKueue's) is left to it: no Pod and no
+// status from the Job controller, however long; one that names the Job controller runs.
+#[test]
+fn a_job_managed_by_another_controller_is_left_alone() {
+    let world =
+        builtins::kubelet(builtins::job_controller(Sim::builder().scenario("builtins-job-managed-by")))
+            .workload(|w| async move {
+                let jobs: Api<Job> = Api::namespaced(w.client(), "default");
+                let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+                let mut other = job(1, 1, None, false);
+                other.spec.as_mut().expect("a spec").managed_by =
+                    Some("kueue.x-k8s.io/multikueue".to_owned());
+                w.apply(&jobs, &other).await?;
+                let mut ours = job(1, 1, None, false);
+                ours.metadata.name = Some("ours".to_owned());
+                ours.spec.as_mut().expect("a spec").managed_by = Some(builtins::job::MANAGED_BY.to_owned());
+                w.apply(&jobs, &ours).await?;
+                w.wait_for(&jobs, "ours", finished, WAIT).await?;
+                w.sleep(Duration::from_secs(60)).await;
+                let untouched = |j: Option<&Job>| {
+                    j.is_some_and(|j| {
+                        j.status.as_ref().is_none_or(|s| s.start_time.is_none() && s.conditions.is_none())
+                    })
+                };
+                w.wait_for(&jobs, "pi", untouched, Duration::ZERO).await?;
+                let none_of_pi = |all: &[Pod]| {
+                    all.iter().all(|p| {
+                        p.metadata.labels.as_ref().and_then(|l| l.get("job-name")).map(String::as_str)
+                            != Some("pi")
+                    })
+                };
+                w.wait_for_all(&pods, none_of_pi, Duration::ZERO).await
+            });
+    sweep(&SweepConfig::new("builtins-job-managed-by").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    })
+    .assert_all_passed();
+}
