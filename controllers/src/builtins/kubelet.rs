@@ -11,16 +11,15 @@
 //!   deletes it gracefully); a Pod with `schedulingGates` waits until they are all removed;
 //! - but not while no Node fits, or while a PersistentVolumeClaim it mounts is missing, being
 //!   deleted, `Lost` or not yet bound (the scheduler's VolumeBinding plugin,
-//!   [`volume_binding_failure`]): the Pod stays Pending with the condition `PodScheduled=False`,
+//!   [`super::volume_binding`]; a claim of a `WaitForFirstConsumer` class is bound on the Node
+//!   chosen for the Pod first): the Pod stays Pending with the condition `PodScheduled=False`,
 //!   reason `Unschedulable`, and the scheduler's message (`0/1 nodes are available: pod has
 //!   unbound immediate PersistentVolumeClaims. preemption: ...`, or `no nodes available to
 //!   schedule pods`), with a `FailedScheduling` event when the message changes. The kubelet-lite
 //!   watches claims and Nodes, and a change of a claim a waiting Pod mounts, or of any Node,
 //!   schedules it again, as the scheduler's queueing hints do; so do a bound Pod that finishes or
 //!   leaves (room, ports, anti-affinity), and a Pod bound or changed on its Node for a Pod that
-//!   waits on Pod affinity or spread. Every claim counts as of an
-//!   `Immediate` class (no delayed
-//!   binding). A generic ephemeral volume's claim (`<pod>-<volume>`, made by
+//!   waits on Pod affinity or spread. A generic ephemeral volume's claim (`<pod>-<volume>`, made by
 //!   [`super::ephemeral`]) counts too: missing, the Pod waits for the ephemeral volume
 //!   controller; not controlled by the Pod, it is not used. A Pod that names its node skips the
 //!   scheduler and runs whatever its claims (the real kubelet would wait to mount them);
@@ -58,8 +57,9 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::{
     ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting, ContainerStatus,
     DaemonEndpoint, HostIP, Namespace, Node, NodeAddress, NodeCondition, NodeDaemonEndpoints, NodeSpec,
-    NodeStatus, NodeSystemInfo, PersistentVolumeClaim, Pod, PodCondition, PodIP, PodStatus,
+    NodeStatus, NodeSystemInfo, PersistentVolume, PersistentVolumeClaim, Pod, PodCondition, PodIP, PodStatus,
 };
+use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use sim::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams, Preconditions, ResourceExt};
 use sim::runtime::controller::Action;
@@ -69,7 +69,7 @@ use sim::{Clients, SimBuilder};
 
 use super::boxed;
 use super::error::{Error, has_code};
-use super::{events, hashing, pod_state, pod_topology, scheduler};
+use super::{events, hashing, pod_state, pod_topology, scheduler, volume_binding};
 
 /// The decision stream the kubelet-lite's delays are drawn from (its own, so that other
 /// controllers' draws do not move them).
@@ -116,6 +116,9 @@ pub async fn run(clients: Clients) {
     let claims =
         reflector::informer(Api::<PersistentVolumeClaim>::all(client.clone()), watcher::Config::default());
     let nodes = reflector::informer(Api::<Node>::all(client.clone()), watcher::Config::default());
+    let classes = reflector::informer(Api::<StorageClass>::all(client.clone()), watcher::Config::default());
+    let volumes =
+        reflector::informer(Api::<PersistentVolume>::all(client.clone()), watcher::Config::default());
     // Subscribed before the first `.await`, so that the initial lists reach the mappers.
     let claim_changes = claims.subscribe();
     let node_changes = nodes.subscribe();
@@ -145,7 +148,11 @@ pub async fn run(clients: Clients) {
                 waiting.still_waiting(&waiting_room)
             }
         })
-        .run(reconcile, super::retry_soon, Arc::new(context(client, claims, nodes, store, waiting_on_pods)))
+        .run(
+            reconcile,
+            super::retry_soon,
+            Arc::new(context(client, (claims, nodes, store), (classes, volumes), waiting_on_pods)),
+        )
         .for_each(|_| futures::future::ready(()))
         .await;
 }
@@ -155,6 +162,9 @@ pub struct Context {
     client: sim::Client,
     /// The scheduler-lite's claim cache (the scheduler's PVC lister).
     claims: Store<PersistentVolumeClaim>,
+    /// Its StorageClass and PersistentVolume caches, for claims that wait for a first consumer.
+    classes: Store<StorageClass>,
+    volumes: Store<PersistentVolume>,
     /// The scheduler-lite's Node cache.
     nodes: Store<Node>,
     /// The Pod cache, which the scheduler-lite counts each Node's Pods in.
@@ -240,12 +250,13 @@ pub const SCHEDULER_NAME: &str = "default-scheduler";
 
 fn context(
     client: sim::Client,
-    claims: Store<PersistentVolumeClaim>,
-    nodes: Store<Node>,
-    pods: Store<Pod>,
+    (claims, nodes, pods): (Store<PersistentVolumeClaim>, Store<Node>, Store<Pod>),
+    (classes, volumes): (Store<StorageClass>, Store<PersistentVolume>),
     waiting_on_pods: Arc<WaitingOnPods>,
 ) -> Context {
     Context {
+        classes,
+        volumes,
         kubelet: events::recorder_on_host(&client, "kubelet", NODE_NAME),
         scheduler: events::scheduler_recorder(&client, SCHEDULER_NAME),
         claims,
@@ -416,44 +427,6 @@ fn pods_waiting_for(claim: &PersistentVolumeClaim, pods: &Store<Pod>) -> Vec<Obj
     .collect()
 }
 
-/// Why the scheduler cannot place a Pod for its claims, as the VolumeBinding plugin's PreFilter
-/// says it (`podHasPVCs`, then `GetPodVolumeClaims`): a claim that is missing, bound to a volume
-/// that is gone, or being deleted; else any claim not fully bound (`spec.volumeName` and
-/// `pv.kubernetes.io/bind-completed`). `None` if every claim is bound, or there are none.
-pub fn volume_binding_failure(pod: &Pod, claims: &Store<PersistentVolumeClaim>) -> Option<String> {
-    let namespace = pod.namespace().unwrap_or_default();
-    let mut unbound = false;
-    for (name, ephemeral) in claim_names(pod) {
-        let Some(claim) = claims.get(&ObjectRef::new(&name).within(&namespace)) else {
-            // Normal for a moment after a Pod with a generic ephemeral volume is created.
-            return Some(if ephemeral {
-                format!(
-                    "waiting for ephemeral volume controller to create the persistentvolumeclaim {name:?}"
-                )
-            } else {
-                format!("persistentvolumeclaim {name:?} not found")
-            });
-        };
-        let spec = claim.spec.clone().unwrap_or_default();
-        let volume = spec.volume_name.as_deref().unwrap_or_default();
-        if claim.status.as_ref().and_then(|s| s.phase.as_deref()) == Some(super::persistentvolume::PHASE_LOST)
-        {
-            return Some(format!(
-                "persistentvolumeclaim {name:?} bound to non-existent persistentvolume {volume:?}"
-            ));
-        }
-        if claim.metadata.deletion_timestamp.is_some() {
-            return Some(format!("persistentvolumeclaim {name:?} is being deleted"));
-        }
-        if ephemeral && let Some(not_ours) = super::ephemeral::not_for_pod(pod, &claim) {
-            return Some(not_ours);
-        }
-        let bind_completed = claim.annotations().contains_key(super::persistentvolume::ANN_BIND_COMPLETED);
-        unbound |= volume.is_empty() || !bind_completed;
-    }
-    unbound.then(|| "pod has unbound immediate PersistentVolumeClaims".to_owned())
-}
-
 /// The reference to one container of a Pod (`fieldPath: spec.containers{name}`), as the
 /// kubelet's container events carry it.
 fn container_reference(pod: &Pod, container: &str) -> k8s_openapi::api::core::v1::ObjectReference {
@@ -541,14 +514,21 @@ async fn schedule(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action, Er
     if nodes.is_empty() {
         return mark_unschedulable(api, pod, scheduler::NO_NODES, ctx).await;
     }
+    let mut volumes = volume_binding::PodVolumes::default();
     if !claim_names(pod).is_empty() {
-        if ctx.claims.wait_until_ready().await.is_err() {
+        let caches = [ctx.claims.wait_until_ready().await, ctx.classes.wait_until_ready().await];
+        if caches.iter().any(Result::is_err) || ctx.volumes.wait_until_ready().await.is_err() {
             return Ok(Action::await_change());
         }
-        if let Some(reason) = volume_binding_failure(pod, &ctx.claims) {
-            return mark_unschedulable(api, pod, &scheduler::prefilter_error(pod, nodes.len(), &reason), ctx)
-                .await;
-        }
+        let caches =
+            volume_binding::Caches { claims: &ctx.claims, classes: &ctx.classes, volumes: &ctx.volumes };
+        volumes = match volume_binding::prefilter(pod, &caches) {
+            Ok(volumes) => volumes,
+            Err(reason) => {
+                let message = scheduler::prefilter_error(pod, nodes.len(), &reason);
+                return mark_unschedulable(api, pod, &message, ctx).await;
+            }
+        };
     }
     // The Pods each Node runs, as the scheduler's cache holds them (finished ones are not), and
     // the ones assumed on it.
@@ -569,7 +549,13 @@ async fn schedule(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action, Er
     } else {
         pod_topology::NamespaceLabels::new()
     };
-    let node = match scheduler::choose(pod, &nodes, &placed, &namespaces) {
+    let node = match scheduler::choose(pod, &nodes, &placed, &namespaces, &volumes) {
+        Ok(node) if volumes.has_delayed() => {
+            // PreBind: the claims waiting for a first consumer are bound on this Node first; their
+            // binding schedules the Pod again (the claim watch), onto the same Node.
+            volumes.bind_on(node, &ctx.client).await?;
+            return Ok(Action::await_change());
+        }
         Ok(node) => node.name_any(),
         Err(message) => {
             if pod_topology::depends_on_other_pods(pod) {

@@ -5,18 +5,20 @@
 //!
 //! - At start it installs the StorageClass [`CLASS_NAME`] if absent, as kind's manifests do:
 //!   annotated `storageclass.kubernetes.io/is-default-class: "true"`, provisioner
-//!   [`PROVISIONER`], `reclaimPolicy: Delete`, `volumeBindingMode: Immediate`. kind's class is
-//!   `WaitForFirstConsumer` (the volume is made once a Pod using the claim is scheduled, on its
-//!   node); the simulated cluster has one node, and the kubelet-lite's scheduler does not do
-//!   delayed binding, so this one binds at once. A class deleted later is installed again when
-//!   the provisioner restarts.
+//!   [`PROVISIONER`], `reclaimPolicy: Delete`, `volumeBindingMode: WaitForFirstConsumer`, as
+//!   kind's: a claim of it stays Pending until a Pod that uses it is scheduled, and its volume is
+//!   made on that Pod's node. A class deleted later is installed again when the provisioner
+//!   restarts.
 //! - A claim is provisioned (`shouldProvision`) once the PersistentVolume binder
 //!   ([`super::persistentvolume`]) has annotated it `volume.kubernetes.io/storage-provisioner:
 //!   kube-sim.io/local` (or the beta annotation) and while it names no volume: the provisioner
 //!   creates the volume `pvc-<claim uid>` with the requested capacity, the claim's access modes
 //!   and volumeMode, the class's reclaim policy and mount options, a `hostPath` under
-//!   [`PATH_ROOT`] (`DirectoryOrCreate`) on node [`super::kubelet::NODE_NAME`] (a required node
-//!   affinity, as local-path's), `pv.kubernetes.io/provisioned-by: kube-sim.io/local`, and a
+//!   [`PATH_ROOT`] (`DirectoryOrCreate`) on the node the scheduler selected
+//!   (`volume.kubernetes.io/selected-node`; [`super::kubelet::NODE_NAME`] for a claim of an
+//!   `Immediate` class), as a required node affinity on its hostname, as local-path's; a claim of
+//!   a `WaitForFirstConsumer` class is not provisioned before the scheduler selected a node;
+//!   `pv.kubernetes.io/provisioned-by: kube-sim.io/local`, and a
 //!   `claimRef` pre-bound to the claim (with its uid): the binder then completes the binding.
 //!   Events on the claim: `Provisioning`, then `ProvisioningSucceeded`, as the library words
 //!   them. A volume that exists already (made by an earlier attempt whose answer was lost) is
@@ -120,7 +122,7 @@ pub fn default_class() -> StorageClass {
         },
         provisioner: PROVISIONER.to_owned(),
         reclaim_policy: Some(pv::RECLAIM_DELETE.to_owned()),
-        volume_binding_mode: Some("Immediate".to_owned()),
+        volume_binding_mode: Some(pv::WAIT_FOR_FIRST_CONSUMER.to_owned()),
         ..StorageClass::default()
     }
 }
@@ -186,17 +188,18 @@ pub async fn sync_claim(claim: Arc<PersistentVolumeClaim>, ctx: Arc<Context>) ->
     let class_name = pv::claim_class(&claim);
     let classes: Api<StorageClass> = Api::all(ctx.client.clone());
     let Some(class) = classes.get_opt(&class_name).await? else { return Ok(Action::await_change()) };
-    if class.provisioner != PROVISIONER
-        || class.volume_binding_mode.as_deref() == Some("WaitForFirstConsumer")
-    {
-        // Another provisioner's since, or waiting for a node the scheduler never picks here.
+    let selected_node = claim.annotations().get(pv::ANN_SELECTED_NODE).cloned();
+    if class.provisioner != PROVISIONER || (pv::is_delay_binding_class(&class) && selected_node.is_none()) {
+        // Another provisioner's since, or (`shouldProvision`) waiting for the scheduler to pick
+        // the node of a Pod that uses it.
         return Ok(Action::await_change());
     }
     let regarding = events::reference(&*claim);
     let key = format!("{}/{}", claim.namespace().unwrap_or_default(), claim.name_any());
     let message = format!("External provisioner is provisioning volume for claim {key:?}");
     events::normal(&ctx.recorder, &regarding, "Provisioning", message).await;
-    let volume = provisioned_volume(&claim, &class, &name);
+    let node = selected_node.unwrap_or_else(|| kubelet::NODE_NAME.to_owned());
+    let volume = provisioned_volume(&claim, &class, &name, &node);
     let volumes: Api<PersistentVolume> = Api::all(ctx.client.clone());
     match volumes.create(&PostParams::default(), &volume).await {
         Ok(_) => {}
@@ -334,11 +337,13 @@ fn resize_conditions(claim: &PersistentVolumeClaim, resizing: bool) -> Vec<Persi
     conditions
 }
 
-/// The volume made for `claim` of `class`, named `name`, pre-bound to the claim.
+/// The volume made for `claim` of `class`, named `name`, on `node` (its required node affinity:
+/// the node's hostname label, as local-path's), pre-bound to the claim.
 pub fn provisioned_volume(
     claim: &PersistentVolumeClaim,
     class: &StorageClass,
     name: &str,
+    node: &str,
 ) -> PersistentVolume {
     let spec = claim.spec.clone().unwrap_or_default();
     let request = spec.resources.as_ref().and_then(|r| r.requests.as_ref()?.get("storage").cloned());
@@ -349,7 +354,7 @@ pub fn provisioned_volume(
                 match_expressions: Some(vec![NodeSelectorRequirement {
                     key: HOSTNAME_LABEL.to_owned(),
                     operator: "In".to_owned(),
-                    values: Some(vec![kubelet::NODE_NAME.to_owned()]),
+                    values: Some(vec![node.to_owned()]),
                 }]),
                 ..NodeSelectorTerm::default()
             }],

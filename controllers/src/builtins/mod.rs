@@ -153,6 +153,7 @@ pub mod statefulset;
 pub mod status_patch;
 pub mod templates;
 pub mod ttl_after_finished;
+pub mod volume_binding;
 pub mod volume_protection;
 
 use std::sync::Arc;

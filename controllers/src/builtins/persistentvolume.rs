@@ -46,9 +46,13 @@
 //! Events come from the component `persistentvolume-controller`, as upstream's.
 //!
 //! Where it differs from upstream:
-//! - `volumeBindingMode: WaitForFirstConsumer` is not modelled: every class binds and provisions
-//!   at once, as `Immediate` (kind's default class waits for the first consumer; the scheduler's
-//!   delayed binding, `volume.kubernetes.io/selected-node`, is not in the kubelet-lite);
+//! - a claim of a `volumeBindingMode: WaitForFirstConsumer` class waits (a `WaitForFirstConsumer`
+//!   event, Pending) until the scheduler has chosen a node for a Pod that uses it: it binds only
+//!   a volume pre-bound to it until then, and is provisioned once annotated
+//!   `volume.kubernetes.io/selected-node` ([`ANN_SELECTED_NODE`], by the kubelet-lite's
+//!   scheduler, [`super::volume_binding`]). Upstream's event names the Pods waiting to be
+//!   scheduled (`WaitForPodScheduled`) when there are any; this binder has no Pod cache and
+//!   always says `waiting for first consumer to be created before binding`;
 //! - there are no in-tree volume plugins: a class whose provisioner is `kubernetes.io/...` gets
 //!   `ProvisioningFailed` ("no volume plugin matched name: ..."), every other provisioner is
 //!   external; the `Recycle` policy fails the volume ("No recycler plugin found for the
@@ -106,6 +110,11 @@ pub const ANN_PROVISIONED_BY: &str = "pv.kubernetes.io/provisioned-by";
 pub const ANN_STORAGE_PROVISIONER: &str = "volume.kubernetes.io/storage-provisioner";
 /// The beta spelling of [`ANN_STORAGE_PROVISIONER`], still written alongside it.
 pub const ANN_BETA_STORAGE_PROVISIONER: &str = "volume.beta.kubernetes.io/storage-provisioner";
+/// On a claim of a `WaitForFirstConsumer` class: the node the scheduler chose for the first Pod
+/// that uses it, where its volume is to be made.
+pub const ANN_SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
+/// A StorageClass's `volumeBindingMode` that delays binding until a Pod uses the claim.
+pub const WAIT_FOR_FIRST_CONSUMER: &str = "WaitForFirstConsumer";
 /// On a StorageClass: `"true"` makes it the default class.
 pub const ANN_DEFAULT_CLASS: &str = "storageclass.kubernetes.io/is-default-class";
 /// The beta spelling of [`ANN_DEFAULT_CLASS`], still honoured.
@@ -457,6 +466,19 @@ pub fn find_best_match(
     claim: &PersistentVolumeClaim,
     volumes: &[Arc<PersistentVolume>],
 ) -> Option<Arc<PersistentVolume>> {
+    find_best_match_for(claim, volumes, None, false)
+}
+
+/// [`find_best_match`] as upstream's `FindMatchingVolume` with a node and delayed binding: on
+/// `node` (the scheduler's), only volumes whose node affinity admits the node; with no node and
+/// `delay_binding` (the binder's, for a claim of a `WaitForFirstConsumer` class no Pod has been
+/// scheduled with yet), only a volume bound or pre-bound to the claim.
+pub fn find_best_match_for(
+    claim: &PersistentVolumeClaim,
+    volumes: &[Arc<PersistentVolume>],
+    node: Option<&k8s_openapi::api::core::v1::Node>,
+    delay_binding: bool,
+) -> Option<Arc<PersistentVolume>> {
     for modes in matching_mode_sets(claim, volumes) {
         let group: Vec<&Arc<PersistentVolume>> = volumes
             .iter()
@@ -467,17 +489,19 @@ pub fn find_best_match(
                 offered == modes
             })
             .collect();
-        if let Some(found) = find_matching_volume(claim, &group) {
+        if let Some(found) = find_matching_volume(claim, &group, node, delay_binding) {
             return Some(found.clone());
         }
     }
     None
 }
 
-/// `FindMatchingVolume` (the binder's path: no node, nothing excluded, no delayed binding).
+/// `FindMatchingVolume` (nothing excluded).
 fn find_matching_volume<'a>(
     claim: &PersistentVolumeClaim,
     volumes: &[&'a Arc<PersistentVolume>],
+    node: Option<&k8s_openapi::api::core::v1::Node>,
+    delay_binding: bool,
 ) -> Option<&'a Arc<PersistentVolume>> {
     let requested = requested_storage(claim);
     let class = claim_class(claim);
@@ -500,8 +524,13 @@ fn find_matching_volume<'a>(
         {
             continue;
         }
+        let fits_node = node.is_none_or(|node| volume_fits_node(volume, node));
         if is_volume_bound_to_claim(volume, claim) {
-            return Some(volume);
+            return fits_node.then_some(volume);
+        }
+        // The scheduler binds a delayed claim, unless it is pre-bound.
+        if (node.is_none() && delay_binding) || !fits_node {
+            continue;
         }
         if volume_phase(volume) != PHASE_AVAILABLE
             || selector.as_ref().is_some_and(|s| !labels::matches(s, volume.metadata.labels.as_ref()))
@@ -514,6 +543,19 @@ fn find_matching_volume<'a>(
         }
     }
     smallest.map(|(volume, _)| volume)
+}
+
+/// Whether the volume's required node affinity admits `node` (`CheckNodeAffinity`); a volume
+/// without one fits every node.
+pub fn volume_fits_node(volume: &PersistentVolume, node: &k8s_openapi::api::core::v1::Node) -> bool {
+    let required = spec_of(volume).node_affinity.as_ref().and_then(|a| a.required.clone());
+    required.is_none_or(|selector| super::scheduler::node_selector_matches(&selector, node))
+}
+
+/// Whether `class` delays binding until a Pod uses the claim (`volumeBindingMode:
+/// WaitForFirstConsumer`).
+pub fn is_delay_binding_class(class: &StorageClass) -> bool {
+    class.volume_binding_mode.as_deref() == Some(WAIT_FOR_FIRST_CONSUMER)
 }
 
 /// The reference a volume's `claimRef` holds for a claim (`reference.GetReference`).
@@ -552,14 +594,27 @@ pub async fn sync_claim(claim: Arc<PersistentVolumeClaim>, ctx: Arc<Context>) ->
 async fn sync_unbound_claim(claim: &PersistentVolumeClaim, ctx: &Context) -> Result<(), Error> {
     let regarding = events::reference(claim);
     let Some(volume_name) = volume_name_of(claim) else {
-        if let Some(volume) = find_best_match(claim, &ctx.volumes.state()) {
+        // `shouldDelayBinding`: a claim of a `WaitForFirstConsumer` class waits for the scheduler,
+        // until it has chosen a node for a Pod that uses it (`volume.kubernetes.io/selected-node`).
+        let class = claim_class(claim);
+        let delay_binding = !has_annotation(&claim.metadata, ANN_SELECTED_NODE)
+            && !class.is_empty()
+            && ctx.classes.get(&ObjectRef::new(&class)).is_some_and(|c| is_delay_binding_class(&c));
+        if let Some(volume) = find_best_match_for(claim, &ctx.volumes.state(), None, delay_binding) {
             return boxed(|| bind(&volume, claim, ctx)).await;
         }
         if boxed(|| assign_default_class(claim, ctx)).await? {
             // The claim's own change syncs it again, with its class.
             return Ok(());
         }
-        let class = claim_class(claim);
+        if delay_binding {
+            // `emitEventForUnboundDelayBindingClaim` (without the Pod cache that names the Pods
+            // waiting to be scheduled).
+            let message = "waiting for first consumer to be created before binding";
+            events::normal(&ctx.recorder, &regarding, "WaitForFirstConsumer", message.to_owned()).await;
+            boxed(|| update_claim_status(claim, PHASE_PENDING, None, ctx)).await?;
+            return Ok(());
+        }
         if !class.is_empty() {
             return boxed(|| provision_claim(claim, &class, ctx)).await;
         }

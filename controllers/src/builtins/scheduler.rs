@@ -6,7 +6,7 @@
 //! (`pkg/scheduler/framework/plugins`):
 //! - no Node at all: `no nodes available to schedule pods` (`ErrNoNodesAvailable`, checked before
 //!   any plugin);
-//! - a PreFilter rejection (the VolumeBinding plugin's, [`super::kubelet::volume_binding_failure`])
+//! - a PreFilter rejection (the VolumeBinding plugin's, [`super::volume_binding::prefilter`])
 //!   fails every Node with one message ([`prefilter_error`]);
 //! - `NodeUnschedulable`: a cordoned Node (`spec.unschedulable`) unless the Pod tolerates the
 //!   `node.kubernetes.io/unschedulable:NoSchedule` taint;
@@ -34,6 +34,7 @@
 //! incoming pod` for the others (every Pod has priority 0 here, so none is a victim), or `not
 //! eligible due to preemptionPolicy=Never.` for a Pod that may not preempt.
 //!
+//! - `VolumeBinding`: the Nodes the Pod's claims allow ([`super::volume_binding`]);
 //! - `PodTopologySpread` and `InterPodAffinity`, with their required rules only
 //!   ([`super::pod_topology`]).
 //!
@@ -54,7 +55,7 @@ use k8s_openapi::api::core::v1::{
 };
 use sim::api::ResourceExt;
 
-use super::pod_topology;
+use super::{pod_topology, volume_binding};
 
 /// The scheduler's answer when no Node is registered (`ErrNoNodesAvailable`).
 pub const NO_NODES: &str = "no nodes available to schedule pods";
@@ -135,6 +136,12 @@ pub fn spec_matches_affinity(spec: &PodSpec, node: &Node) -> bool {
     required.is_none_or(|r| r.node_selector_terms.iter().any(|term| term_matches(term, node)))
 }
 
+/// Whether one of `selector`'s terms matches `node` (`NodeSelector` matching, as a volume's
+/// node affinity is read).
+pub fn node_selector_matches(selector: &k8s_openapi::api::core::v1::NodeSelector, node: &Node) -> bool {
+    selector.node_selector_terms.iter().any(|term| term_matches(term, node))
+}
+
 /// A term matches when all its expressions (on labels) and fields (on the name) do; an empty
 /// term matches no Node.
 fn term_matches(term: &NodeSelectorTerm, node: &Node) -> bool {
@@ -175,12 +182,14 @@ fn requirement_matches(requirement: &NodeSelectorRequirement, value: Option<&str
 /// (`placed[i]`: the Pods bound to `nodes[i]` that have not finished, and those assumed on it),
 /// the first by name on a tie; or the scheduler's message why none fits. `namespaces` holds the
 /// namespaces' labels when a Pod affinity term selects namespaces by label
-/// ([`pod_topology::needs_namespace_labels`]).
+/// ([`pod_topology::needs_namespace_labels`]); `volumes` what the Pod's claims allow
+/// ([`volume_binding::prefilter`]).
 pub fn choose<'a>(
     pod: &Pod,
     nodes: &'a [Arc<Node>],
     placed: &[Vec<Arc<Pod>>],
     namespaces: &pod_topology::NamespaceLabels,
+    volumes: &volume_binding::PodVolumes,
 ) -> Result<&'a Node, String> {
     if nodes.is_empty() {
         return Err(NO_NODES.to_owned());
@@ -194,9 +203,11 @@ pub fn choose<'a>(
         let name = node.name_any();
         let failed = match rejection(pod, node) {
             Some(reason) => Some((vec![reason], false)),
-            None => running_rejection(pod, &requests, node, running).or_else(|| {
-                topology.rejection(node).map(|(reason, resolvable)| (vec![reason.to_owned()], resolvable))
-            }),
+            None => running_rejection(pod, &requests, node, running)
+                .or_else(|| volumes.rejection(node).map(|reason| (vec![reason.to_owned()], false)))
+                .or_else(|| {
+                    topology.rejection(node).map(|(reason, resolvable)| (vec![reason.to_owned()], resolvable))
+                }),
         };
         let Some((failed, resolvable)) = failed else {
             let load = running.len();

@@ -215,7 +215,8 @@ fn choice(
     placed: &[Vec<Arc<Pod>>],
     namespaces: &pod_topology::NamespaceLabels,
 ) -> Result<String, String> {
-    scheduler::choose(pod, nodes, placed, namespaces).map(|n| n.metadata.name.clone().unwrap_or_default())
+    scheduler::choose(pod, nodes, placed, namespaces, &Default::default())
+        .map(|n| n.metadata.name.clone().unwrap_or_default())
 }
 
 #[test]

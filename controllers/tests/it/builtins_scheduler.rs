@@ -219,7 +219,7 @@ fn a_toleration_matches_a_taint_by_effect_key_and_operator() {
 fn with_no_node_registered_the_message_is_the_schedulers_no_nodes_available() {
     let pod = pod_yaml("");
     assert_eq!(
-        scheduler::choose(&pod, &[], &[], &Default::default()).err().as_deref(),
+        scheduler::choose(&pod, &[], &[], &Default::default(), &Default::default()).err().as_deref(),
         Some(scheduler::NO_NODES)
     );
 }
@@ -339,8 +339,14 @@ fn a_pod_that_may_not_preempt_says_so() {
     );
     let node = node_yaml("metadata: {name: n1}");
     let node = std::sync::Arc::new(node);
-    let message =
-        scheduler::choose(&pod, std::slice::from_ref(&node), &[Vec::new()], &Default::default()).err();
+    let message = scheduler::choose(
+        &pod,
+        std::slice::from_ref(&node),
+        &[Vec::new()],
+        &Default::default(),
+        &Default::default(),
+    )
+    .err();
     assert_eq!(
         message.as_deref(),
         Some(

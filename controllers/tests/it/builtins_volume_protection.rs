@@ -167,12 +167,13 @@ fn a_claim_deleted_as_its_pod_is_scheduled_is_kept_though_the_pod_cache_lags() {
         .workload(|w| async move {
             let pods: Api<Pod> = Api::namespaced(w.client(), "default");
             let claims: Api<PersistentVolumeClaim> = Api::namespaced(w.client(), "default");
+            // The default class waits for a first consumer: the Pod makes the claim bind.
             w.apply(&claims, &claim("data", None, "1Gi")).await?;
-            w.wait_for(&claims, "data", claim_is("Bound"), WAIT).await?;
             w.apply(&pods, &pod_with_claim("app", "data")).await?;
             let scheduled =
                 |p: Option<&Pod>| p.and_then(|p| p.spec.as_ref()).is_some_and(|s| s.node_name.is_some());
             w.wait_for(&pods, "app", scheduled, WAIT).await?;
+            w.wait_for(&claims, "data", claim_is("Bound"), Duration::ZERO).await?;
             w.delete(&claims, "data").await?;
             w.sleep(Duration::from_secs(10)).await;
             expect_terminating(&claims, "data").await?;

@@ -127,14 +127,66 @@ fn bound_pair(
     Ok((claim, volume))
 }
 
+// `standard` waits for a first consumer, as kind's: a claim no Pod uses stays Pending (with the
+// binder's `WaitForFirstConsumer` event) and gets no volume; one a Pod uses is given the Pod's
+// node by the scheduler, provisioned there and bound, and the Pod then runs on that node.
 #[test]
 fn a_claim_without_a_class_gets_standard_and_a_provisioned_volume_and_both_are_bound() {
-    let world = storage("builtins-volumes-provision")
+    let world = builtins::kubelet(storage("builtins-volumes-provision"))
         .workload(|w| async move {
             let claims: Api<PersistentVolumeClaim> = Api::namespaced(w.client(), "default");
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            w.apply(&claims, &claim("idle", None, "1Gi")).await?;
             w.apply(&claims, &claim("data", None, "1Gi")).await?;
-            w.wait_for(&claims, "data", claim_is("Bound"), WAIT).await
+            w.sleep(Duration::from_secs(20)).await;
+            w.wait_for(&claims, "data", claim_is("Pending"), Duration::ZERO).await?;
+            w.apply(&pods, &pod_with_claim("app", "data")).await?;
+            w.wait_for(&claims, "data", claim_is("Bound"), WAIT).await?;
+            w.wait_for(&pods, "app", |p| p.is_some_and(pod_state::is_running_and_ready), WAIT).await
         })
+        .property(FnProperty::always("no Pod runs before its claim is bound", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let Some(app) = snapshot::object::<Pod>(snap, Some("default"), "app") else { return Ok(()) };
+            // Bound as the scheduler reads it: the volume named and the binding completed (the
+            // claim's phase is written right after).
+            let bound = claim_in(snap, "data").is_ok_and(|c| {
+                pv::volume_name_of(&c).is_some() && annotation(&c.metadata, pv::ANN_BIND_COMPLETED).is_some()
+            });
+            let scheduled = app.spec.as_ref().is_some_and(|s| s.node_name.is_some());
+            if !scheduled || bound { Ok(()) } else { Err("app bound to a node before its claim".to_owned()) }
+        }))
+        .property(FnProperty::at_end("idle waits for a consumer; data is on the Pod's node", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let idle = claim_in(snap, "idle")?;
+            let waiting = snapshot::objects::<Event>(snap, Some("default")).into_iter().any(|e| {
+                e.involved_object.name.as_deref() == Some("idle")
+                    && e.reason.as_deref() == Some("WaitForFirstConsumer")
+                    && e.message.as_deref() == Some("waiting for first consumer to be created before binding")
+            });
+            let volumes = snapshot::objects::<PersistentVolume>(snap, None).len();
+            if (claim_phase(&idle), pv::volume_name_of(&idle), waiting, volumes)
+                != (Some("Pending"), None, true, 1)
+            {
+                return Err(format!(
+                    "idle {:?}, WaitForFirstConsumer event {waiting}, {volumes} volumes",
+                    idle.status
+                ));
+            }
+            let (claim, volume) = bound_pair(snap, "data")?;
+            let affinity = serde_json::to_value(volume.spec.as_ref().and_then(|s| s.node_affinity.clone()))
+                .map_err(|e| e.to_string())?;
+            let want_affinity = serde_json::json!({"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "kubernetes.io/hostname", "operator": "In", "values": [kubelet::NODE_NAME]}]}]}});
+            if (annotation(&claim.metadata, pv::ANN_SELECTED_NODE), &affinity)
+                != (Some(kubelet::NODE_NAME), &want_affinity)
+            {
+                return Err(format!(
+                    "data selected {:?}, volume affinity {affinity}",
+                    claim.metadata.annotations
+                ));
+            }
+            Ok(())
+        }))
         .property(FnProperty::at_end("data got standard and its own provisioned volume", |view| {
             let snap = view.cluster("default").ok_or("no cluster")?;
             let (claim, volume) = bound_pair(snap, "data")?;
@@ -316,9 +368,12 @@ fn deleting_a_claim_deletes_its_provisioned_volume_and_releases_a_retained_one()
         .workload(|w| async move {
             let volumes: Api<PersistentVolume> = Api::all(w.client());
             let claims: Api<PersistentVolumeClaim> = Api::namespaced(w.client(), "default");
+            // An `Immediate` class of the local provisioner: its claim binds with no Pod.
+            let classes: Api<StorageClass> = Api::all(w.client());
+            w.apply(&classes, &local_class("instant", false)).await?;
             w.apply(&volumes, &volume("kept", "manual", "1Gi", "Retain")).await?;
             w.wait_for(&volumes, "kept", volume_is("Available"), WAIT).await?;
-            w.apply(&claims, &claim("scratch", None, "1Gi")).await?;
+            w.apply(&claims, &claim("scratch", Some("instant"), "1Gi")).await?;
             w.apply(&claims, &claim("precious", Some("manual"), "1Gi")).await?;
             w.wait_for(&claims, "scratch", claim_is("Bound"), WAIT).await?;
             w.wait_for(&claims, "precious", claim_is("Bound"), WAIT).await?;
@@ -554,9 +609,12 @@ fn under_swarm_faults_claims_bind_pods_run_on_them_and_deleted_claims_leave_no_v
             let pods: Api<Pod> = Api::namespaced(w.client(), "default");
             let claims: Api<PersistentVolumeClaim> = Api::namespaced(w.client(), "default");
             let volumes: Api<PersistentVolume> = Api::all(w.client());
+            let classes: Api<StorageClass> = Api::all(w.client());
             w.apply(&pods, &pod_with_claim("app", "data")).await?;
             w.apply(&claims, &claim("data", None, "1Gi")).await?;
-            w.apply(&claims, &claim("spare", Some("standard"), "2Gi")).await?;
+            // Of an `Immediate` class: it binds with no Pod.
+            w.apply(&classes, &local_class("instant", false)).await?;
+            w.apply(&claims, &claim("spare", Some("instant"), "2Gi")).await?;
             w.wait_for(&pods, "app", |p| p.is_some_and(pod_state::is_running_and_ready), FAULTS_WAIT).await?;
             w.wait_for(&claims, "spare", claim_is("Bound"), FAULTS_WAIT).await?;
             w.delete(&pods, "app").await?;
@@ -576,6 +634,80 @@ fn under_swarm_faults_claims_bind_pods_run_on_them_and_deleted_claims_leave_no_v
             if left == (0, 0) { Ok(()) } else { Err(format!("left (claims, volumes): {left:?}")) }
         }));
     let report = sweep(&SweepConfig::new("builtins-volumes-faults").seeds(40), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}
+
+// Local volumes made by hand (`kubernetes.io/no-provisioner`, `WaitForFirstConsumer`): the
+// scheduler puts the Pod where a volume that fits its claim is, pre-binds that volume, and the
+// binder completes the binding. A claim no volume fits leaves its Pod unschedulable, with the
+// VolumeBinding plugin's reason on every node.
+#[test]
+fn a_claim_of_a_local_volume_class_takes_the_pod_to_the_volumes_node() {
+    let local = StorageClass {
+        metadata: ObjectMeta { name: Some("local".to_owned()), ..ObjectMeta::default() },
+        provisioner: "kubernetes.io/no-provisioner".to_owned(),
+        volume_binding_mode: Some("WaitForFirstConsumer".to_owned()),
+        ..StorageClass::default()
+    };
+    let on_node_a = |name: &str, capacity: &str| {
+        let mut volume = volume(name, "local", capacity, "Retain");
+        volume.spec.as_mut().expect("a spec").node_affinity = serde_json::from_value(serde_json::json!({
+            "required": {"nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "kubernetes.io/hostname", "operator": "In", "values": ["node-a"]}]}]}
+        }))
+        .ok();
+        volume
+    };
+    let (small, big) = (on_node_a("small", "1Gi"), on_node_a("big", "10Gi"));
+    let world = builtins::kubelet(storage("builtins-volumes-local"))
+        .workload(move |w| {
+            let (local, small, big) = (local.clone(), small.clone(), big.clone());
+            async move {
+                let classes: Api<StorageClass> = Api::all(w.client());
+                let volumes: Api<PersistentVolume> = Api::all(w.client());
+                let claims: Api<PersistentVolumeClaim> = Api::namespaced(w.client(), "default");
+                let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+                let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(w.client());
+                w.wait_for(&nodes, kubelet::NODE_NAME, |n| n.is_some(), WAIT).await?;
+                let node_a = serde_json::from_value(serde_json::json!({
+                    "metadata": {"name": "node-a", "labels": {"kubernetes.io/hostname": "node-a"}}
+                }))
+                .map_err(|e| crate::builtins_deployment::failed_step("node-a", e.to_string()))?;
+                w.apply(&nodes, &node_a).await?;
+                w.apply(&classes, &local).await?;
+                w.apply(&volumes, &small).await?;
+                w.apply(&volumes, &big).await?;
+                w.apply(&claims, &claim("data", Some("local"), "2Gi")).await?;
+                w.apply(&pods, &pod_with_claim("app", "data")).await?;
+                w.wait_for(&pods, "app", |p| p.is_some_and(pod_state::is_running_and_ready), WAIT).await?;
+                w.apply(&claims, &claim("huge", Some("local"), "50Gi")).await?;
+                w.apply(&pods, &pod_with_claim("greedy", "huge")).await?;
+                let want = "0/2 nodes are available: 2 node(s) didn't find available persistent volumes to bind. \
+                            preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.";
+                let waiting = |p: Option<&Pod>| {
+                    p.and_then(pod_scheduled).is_some_and(|(_, reason, message)| {
+                        reason.as_deref() == Some("Unschedulable") && message.as_deref() == Some(want)
+                    })
+                };
+                w.wait_for(&pods, "greedy", waiting, WAIT).await
+            }
+        })
+        .property(FnProperty::at_end("app on node-a with big", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let (claim, volume) = bound_pair(snap, "data")?;
+            let app = snapshot::object::<Pod>(snap, Some("default"), "app").ok_or("no app")?;
+            let found = (
+                app.spec.and_then(|s| s.node_name),
+                volume.metadata.name.clone(),
+                annotation(&volume.metadata, pv::ANN_BOUND_BY_CONTROLLER),
+                annotation(&claim.metadata, pv::ANN_SELECTED_NODE),
+            );
+            let want = (Some("node-a".to_owned()), Some("big".to_owned()), Some("yes"), None);
+            if found == want { Ok(()) } else { Err(format!("{found:?}, want {want:?}")) }
+        }));
+    let report = sweep(&SweepConfig::new("builtins-volumes-local").seeds(SEEDS), |seed, options| {
         world.run_with(seed, options)
     });
     report.assert_all_passed();

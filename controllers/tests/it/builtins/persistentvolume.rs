@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use controllers::builtins::{local_provisioner, persistentvolume as pv, quantity};
+use controllers::builtins::{kubelet, local_provisioner, persistentvolume as pv, quantity};
 use k8s_openapi::api::core::v1::{
     ObjectReference, PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimSpec,
     PersistentVolumeSpec, PersistentVolumeStatus, VolumeResourceRequirements,
@@ -178,7 +178,7 @@ fn the_provisioned_volume_is_pre_bound_to_its_claim_with_the_class_reclaim_polic
     c.metadata.resource_version = Some("42".to_owned());
     let class = local_provisioner::default_class();
     let name = local_provisioner::volume_name_for(&c);
-    let volume = local_provisioner::provisioned_volume(&c, &class, &name);
+    let volume = local_provisioner::provisioned_volume(&c, &class, &name, kubelet::NODE_NAME);
     let spec = volume.spec.clone().unwrap();
     let reference = spec.claim_ref.clone().unwrap();
     assert_eq!(name, "pvc-claim-uid");
@@ -205,7 +205,10 @@ fn the_provisioned_volume_is_pre_bound_to_its_claim_with_the_class_reclaim_polic
         annotations.get(pv::ANN_PROVISIONED_BY).map(String::as_str),
         Some(local_provisioner::PROVISIONER)
     );
-    assert!(pv::is_volume_bound_to_claim(&local_provisioner::provisioned_volume(&c, &class, &name), &c));
+    assert!(pv::is_volume_bound_to_claim(
+        &local_provisioner::provisioned_volume(&c, &class, &name, kubelet::NODE_NAME),
+        &c
+    ));
 }
 
 #[test]
