@@ -122,15 +122,26 @@ pub async fn run(clients: Clients) {
     // Subscribed before the first `.await`, so that the initial lists reach the mappers.
     let claim_changes = claims.subscribe();
     let node_changes = nodes.subscribe();
+    let volume_changes = volumes.subscribe();
     let controller = Controller::new(pods, watcher::Config::default());
     let store = controller.store();
     let pod_changes = store.subscribe();
     let (waiting_claim, waiting_node, waiting_room) = (store.clone(), store.clone(), store.clone());
+    let waiting_volume = store.clone();
     let waiting_on_pods = Arc::new(WaitingOnPods::default());
     let waiting = waiting_on_pods.clone();
     controller
         .watches_shared_stream(claim_changes, move |claim: Arc<PersistentVolumeClaim>| {
             pods_waiting_for(&claim, &waiting_claim)
+        })
+        // A volume made or changed may be the one a waiting Pod's bound or delayed claim needs
+        // (`PersistentVolume` add/update hints).
+        .watches_shared_stream(volume_changes, move |_volume: Arc<PersistentVolume>| {
+            waiting_volume
+                .state_filter(|p| !pod_state::is_scheduled(p) && !claim_names(p).is_empty())
+                .iter()
+                .map(|p| ObjectRef::from_obj(&**p))
+                .collect::<Vec<_>>()
         })
         // A Node registered, uncordoned or relabelled may fit a Pod that fitted none.
         .watches_shared_stream(node_changes, move |_node: Arc<Node>| unscheduled(&waiting_node))

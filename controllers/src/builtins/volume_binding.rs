@@ -8,8 +8,9 @@
 //!   (`pod has unbound immediate PersistentVolumeClaims`). A claim not bound yet of a
 //!   `WaitForFirstConsumer` class is left to the scheduler.
 //! - Filter ([`PodVolumes::rejection`], `FindPodVolumes`), with reasons no eviction undoes: a
-//!   bound claim's volume must admit the Node by its node affinity (`node(s) had volume node
-//!   affinity conflict`); a delayed claim already given a node
+//!   bound claim's volume must be in the cache (`node(s) unavailable due to one or more pvc(s)
+//!   bound to non-existent pv(s)`; its arrival schedules the Pod again) and admit the Node by its
+//!   node affinity (`node(s) had volume node affinity conflict`); a delayed claim already given a node
 //!   (`volume.kubernetes.io/selected-node`) admits only that one, else it needs an available
 //!   volume that fits it and admits the Node (the smallest, as the binder picks), or a class
 //!   that can provision there: a provisioner other than `kubernetes.io/no-provisioner` and the
@@ -36,6 +37,8 @@ use super::persistentvolume as pv;
 pub const BIND_CONFLICT: &str = "node(s) didn't find available persistent volumes to bind";
 /// The Filter's reason for a Node a bound claim's volume does not admit.
 pub const NODE_CONFLICT: &str = "node(s) had volume node affinity conflict";
+/// The Filter's reason for every Node while a bound claim's volume is not in the cache yet.
+pub const PV_NOT_EXIST: &str = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)";
 /// The PreFilter's reason for a claim of an `Immediate` class not bound yet.
 pub const UNBOUND_IMMEDIATE: &str = "pod has unbound immediate PersistentVolumeClaims";
 /// The provisioner of a class whose volumes are made by hand (local volumes).
@@ -46,6 +49,8 @@ pub const NO_PROVISIONER: &str = "kubernetes.io/no-provisioner";
 pub struct PodVolumes {
     /// The volumes of the bound claims (those the cache holds).
     bound: Vec<Arc<PersistentVolume>>,
+    /// Whether a bound claim names a volume the cache does not hold (yet).
+    missing_volume: bool,
     /// The claims not bound yet whose class waits for the first consumer, with their class.
     delayed: Vec<(Arc<PersistentVolumeClaim>, Arc<StorageClass>)>,
     /// Every volume, for the delayed claims to match.
@@ -105,7 +110,10 @@ pub fn prefilter(pod: &Pod, caches: &Caches<'_>) -> Result<PodVolumes, String> {
             return Err(not_ours);
         }
         if is_fully_bound(&claim) {
-            found.bound.extend(caches.volumes.get(&ObjectRef::new(&volume)));
+            match caches.volumes.get(&ObjectRef::new(&volume)) {
+                Some(volume) => found.bound.push(volume),
+                None => found.missing_volume = true,
+            }
             continue;
         }
         let class = pv::claim_class(&claim);
@@ -165,6 +173,9 @@ impl PodVolumes {
 
     /// The Filter's reason for `node`, if the Pod's claims do not allow it.
     pub fn rejection(&self, node: &Node) -> Option<&'static str> {
+        if self.missing_volume {
+            return Some(PV_NOT_EXIST);
+        }
         if self.bound.iter().any(|volume| !pv::volume_fits_node(volume, node)) {
             return Some(NODE_CONFLICT);
         }
