@@ -406,13 +406,15 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
                 }
         })
     };
-    // The failed indexes: those the status records and those of failed Pods not counted yet
-    // (upstream's `calculateFailedIndexes`).
+    // The failed indexes: those the status records and those of the failed Pods (upstream's
+    // `calculateFailedIndexes`, which looks only at Pods not counted yet: here every Pod still in
+    // the cache counts, as for the completed indexes, so that a Job cache that lags this
+    // controller's own status write does not take a failed index for pending and run it again).
     let failed_indexes = per_index.map(|_| {
         let recorded = previous.failed_indexes.as_deref().unwrap_or_default();
         let newly = pods
             .iter()
-            .filter(|p| has_tracking_finalizer(p) && index_failed(p))
+            .filter(|p| index_failed(p))
             .filter_map(|p| indexed_job::completion_index(p))
             .filter(|i| *i < completions_indexed);
         indexed_job::Intervals::parse(recorded, completions_indexed).with_indexes(newly)

@@ -239,20 +239,30 @@ impl Assumed {
         self.map().insert(pod.uid().unwrap_or_default(), Arc::new(assumed));
     }
 
+    /// Whether `pod` is assumed and the cache does not show its binding yet.
+    fn is_assumed(&self, pod: &Pod, cache: &Store<Pod>) -> bool {
+        self.prune(cache);
+        self.map().contains_key(&pod.uid().unwrap_or_default())
+    }
+
     fn forget(&self, pod: &Pod) {
         self.map().remove(&pod.uid().unwrap_or_default());
     }
 
-    /// Drop the assumptions the cache has caught up with, and return the others on `node`.
-    fn on_node(&self, node: &str, cache: &Store<Pod>) -> Vec<Arc<Pod>> {
-        let mut assumed = self.map();
-        assumed.retain(|uid, pod| {
+    /// Drop the assumptions the cache has caught up with (the Pod bound or gone).
+    fn prune(&self, cache: &Store<Pod>) {
+        self.map().retain(|uid, pod| {
             let key = ObjectRef::new(&pod.name_any()).within(&pod.namespace().unwrap_or_default());
             let cached = cache.get(&key).filter(|p| p.metadata.uid.as_deref() == Some(uid.as_str()));
             cached.is_some_and(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_none())
         });
+    }
+
+    /// Drop the assumptions the cache has caught up with, and return the others on `node`.
+    fn on_node(&self, node: &str, cache: &Store<Pod>) -> Vec<Arc<Pod>> {
+        self.prune(cache);
         let on_node = |p: &&Arc<Pod>| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node);
-        assumed.values().filter(on_node).cloned().collect()
+        self.map().values().filter(on_node).cloned().collect()
     }
 }
 
@@ -516,6 +526,12 @@ async fn schedule(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action, Er
     // last gate is an update of the Pod, which brings it back here (the `SchedulingGates`
     // PreEnqueue plugin).
     if pod.spec.as_ref().and_then(|s| s.scheduling_gates.as_ref()).is_some_and(|g| !g.is_empty()) {
+        return Ok(Action::await_change());
+    }
+    // A Pod assumed on a Node, its binding written but not in the cache yet, is not scheduled
+    // again (kube-scheduler's queue skips assumed Pods): a second cycle would count the Pod as its
+    // own neighbour, and its failed second binding would forget the first.
+    if ctx.assumed.is_assumed(pod, &ctx.pods) {
         return Ok(Action::await_change());
     }
     if ctx.nodes.wait_until_ready().await.is_err() {

@@ -170,10 +170,10 @@ fn a_spread_constraint_keeps_a_zone_from_running_ahead_and_a_node_without_the_la
             let nodes: Api<Node> = Api::all(w.client());
             let pods: Api<Pod> = Api::namespaced(w.client(), "default");
             w.wait_for(&nodes, kubelet::NODE_NAME, |n| n.is_some(), WAIT).await?;
-            w.apply_yaml("default", &node("zone-a", "zone: a")).await?;
+            // zone-a is made cordoned, so that no cache ever shows it open before s0 is placed.
+            w.apply_yaml("default", &format!("{}spec: {{unschedulable: true}}\n", node("zone-a", "zone: a"))).await?;
             w.apply_yaml("default", &node("zone-b", "zone: b")).await?;
             let cordon = |on: bool| Patch::Merge(serde_json::json!({"spec": {"unschedulable": on}}));
-            w.patch(&nodes, "zone-a", &cordon(true)).await?;
             w.apply_yaml("default", &pod("s0", "app: spread", spread)).await?;
             w.wait_for(&pods, "s0", running, WAIT).await?;
             w.apply_yaml("default", &pod("s1", "app: spread", spread)).await?;

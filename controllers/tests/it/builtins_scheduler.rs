@@ -107,6 +107,9 @@ fn cordoned_and_tainted_nodes_keep_pods_off_unless_tolerated_and_uncordoning_sch
             w.apply_yaml("default", node_a).await?;
             let cordon = |on: bool| Patch::Merge(serde_json::json!({"spec": {"unschedulable": on}}));
             w.patch(&nodes, kubelet::NODE_NAME, &cordon(true)).await?;
+            // Time for the scheduler's Node cache to show the cordon (a few watch deliveries):
+            // before it, db could still go to node-1, the first of two Nodes that fit it.
+            w.sleep(Duration::from_secs(1)).await;
             w.apply_yaml("default", &pod("db", tolerant)).await?;
             w.apply_yaml("default", &pod("web", "")).await?;
             let want = "0/2 nodes are available: 1 node(s) had untolerated taint {dedicated: db}, 1 node(s) were \
