@@ -97,8 +97,9 @@
 //! - The Deployment controller implements both strategies, revisions and rollback (as
 //!   `kubectl rollout undo` does it), `paused` and `progressDeadlineSeconds`; the StatefulSet
 //!   controller `OrderedReady` and `Parallel`, ControllerRevisions, RollingUpdate (with
-//!   `partition` and `maxUnavailable`) and OnDelete; the DaemonSet controller `nodeSelector`
-//!   placement (no taints or affinity) and RollingUpdate without `maxSurge`; the Job controller
+//!   `partition` and `maxUnavailable`) and OnDelete; the DaemonSet controller placement by
+//!   `nodeSelector`, required node affinity and untolerated taints (with the daemon Pods' own
+//!   tolerations), RollingUpdate without `maxSurge`; the Job controller
 //!   `completions`, `parallelism` and `backoffLimit` in NonIndexed and Indexed mode, with Pod
 //!   tracking finalizers, the interim `SuccessCriteriaMet`/`FailureTarget` conditions and the
 //!   per-index backoff and success policies; the CronJob controller UTC schedules with the
