@@ -17,10 +17,13 @@
 //! - Revisions: ControllerRevisions `<ds>-<hash>` ([`super::controller_revisions`]), the hash
 //!   being the template's; old ones no Pod uses are deleted beyond `revisionHistoryLimit`
 //!   (default 10).
-//! - RollingUpdate (`maxSurge` 0): old Pods that are not available are deleted at once; available
-//!   ones while fewer than `maxUnavailable` (default 1; a percentage of the desired number,
-//!   rounded up) are unavailable, Nodes in name order. `OnDelete`: Pods are replaced only when
-//!   deleted. `maxSurge` is not modelled.
+//! - RollingUpdate with `maxSurge` 0 (the default): old Pods that are not available are deleted
+//!   at once; available ones while fewer than `maxUnavailable` (default 1; a percentage of the
+//!   desired number, rounded up) are unavailable, Nodes in name order. With `maxSurge` (a number or
+//!   a percentage, rounded up): a Node's new Pod is made beside its old one, at once where the old
+//!   one is not available, else while fewer than `maxSurge` new Pods are not available yet; the
+//!   old Pod goes once the new one is available (or once it is not ready itself), so a Node keeps
+//!   an available Pod through the update. `OnDelete`: Pods are replaced only when deleted.
 //! - Status: `desiredNumberScheduled`, `currentNumberScheduled`, `numberMisscheduled`,
 //!   `numberReady`, `updatedNumberScheduled`, `numberAvailable`, `numberUnavailable`,
 //!   `observedGeneration`: what `kubectl rollout status ds/<name>` reads. Available is ready for
@@ -171,25 +174,35 @@ fn is_on_delete(ds: &DaemonSet) -> bool {
     ds.spec().update_strategy.as_ref().and_then(|s| s.type_.as_deref()) == Some("OnDelete")
 }
 
-/// `maxUnavailable` against the desired number (percentages round up, as upstream), at least 1.
+/// `maxUnavailable` against the desired number (percentages round up, as upstream); at least 1
+/// unless the update surges (`updatedDesiredNodeCounts`).
 // `pub` (hidden from the docs) for its test in tests/it/builtins/daemonset.rs only.
 #[doc(hidden)]
 pub fn max_unavailable(ds: &DaemonSet, desired: usize) -> usize {
-    let value = ds
-        .spec()
-        .update_strategy
-        .as_ref()
-        .and_then(|s| s.rolling_update.as_ref())
-        .and_then(|r| r.max_unavailable.clone());
-    let n = match value {
+    let rolling = ds.spec().update_strategy.as_ref().and_then(|s| s.rolling_update.as_ref());
+    let n = match rolling.and_then(|r| r.max_unavailable.clone()) {
         None => 1,
-        Some(IntOrString::Int(n)) => usize::try_from(n).unwrap_or(0),
-        Some(IntOrString::String(s)) => {
-            let percent: usize = s.strip_suffix('%').and_then(|p| p.parse().ok()).unwrap_or(0);
-            (percent * desired).div_ceil(100)
-        }
+        Some(value) => scaled(&value, desired),
     };
-    n.max(1)
+    if max_surge(ds, desired) == 0 { n.max(1) } else { n }
+}
+
+/// `maxSurge` against the desired number (percentages round up); 0 by default.
+pub fn max_surge(ds: &DaemonSet, desired: usize) -> usize {
+    let rolling = ds.spec().update_strategy.as_ref().and_then(|s| s.rolling_update.as_ref());
+    rolling.and_then(|r| r.max_surge.as_ref()).map_or(0, |value| scaled(value, desired))
+}
+
+/// An `IntOrString` count: the integer, or the percentage of `of`, rounded up
+/// (`GetScaledValueFromIntOrPercent` with `roundUp`).
+fn scaled(value: &IntOrString, of: usize) -> usize {
+    match value {
+        IntOrString::Int(n) => usize::try_from(*n).unwrap_or(0),
+        IntOrString::String(s) => {
+            let percent: usize = s.strip_suffix('%').and_then(|p| p.parse().ok()).unwrap_or(0);
+            (percent * of).div_ceil(100)
+        }
+    }
 }
 
 fn node_of(pod: &Pod) -> Option<&str> {
@@ -237,6 +250,8 @@ pub async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Context>) -> Result<Action, 
         return Ok(Action::requeue(recheck.map_or(expire, |r| r.min(expire))));
     }
     let mut writes = 0;
+    let surging =
+        !is_on_delete(&ds) && max_surge(&ds, nodes.iter().filter(|n| should_run(&ds, n)).count()) > 0;
     // manage: one running Pod on each Node that should run one, none elsewhere.
     for node in &nodes {
         let node_name = node.name_any();
@@ -263,8 +278,13 @@ pub async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Context>) -> Result<Action, 
                 writes += sync.create(&node_name).await?;
             }
             None => {}
-            Some((_oldest, surplus)) => {
+            Some((_oldest, surplus)) if !surging => {
                 for pod in surplus {
+                    writes += sync.delete(pod).await?;
+                }
+            }
+            Some(_) => {
+                for pod in surge_surplus(&running, &hash, ds.spec().min_ready_seconds, now) {
                     writes += sync.delete(pod).await?;
                 }
             }
@@ -273,7 +293,9 @@ pub async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Context>) -> Result<Action, 
             break;
         }
     }
-    if !is_on_delete(&ds) {
+    if surging {
+        sync.surge_update(&nodes, &by_node, now).await?;
+    } else if !is_on_delete(&ds) {
         sync.rolling_update(&nodes, &by_node, now).await?;
     }
     let live: Vec<&str> =
@@ -286,6 +308,36 @@ pub async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Context>) -> Result<Action, 
     history.truncate(&revisions, kept, limit).await?;
     update_status(&ds, status, &ctx.client, &namespace).await?;
     Ok(recheck.map_or_else(Action::await_change, Action::requeue))
+}
+
+/// The running Pods of one Node to delete while the update surges (`podsShouldBeOnNode`): all
+/// but the oldest Pod of the current revision and the oldest of another; of those two, the old
+/// one once it is not ready, or once the new one is available. `running` is oldest first.
+fn surge_surplus<'a>(
+    running: &[&'a Pod],
+    hash: &str,
+    min_ready: Option<i32>,
+    now: k8s_openapi::jiff::Timestamp,
+) -> Vec<&'a Pod> {
+    let (mut oldest_new, mut oldest_old, mut surplus) = (None, None, Vec::new());
+    for pod in running {
+        let slot = if pod.labels().get(REVISION_LABEL).map(String::as_str) == Some(hash) {
+            &mut oldest_new
+        } else {
+            &mut oldest_old
+        };
+        if slot.is_none() {
+            *slot = Some(*pod);
+        } else {
+            surplus.push(*pod);
+        }
+    }
+    if let (Some(new), Some(old)) = (oldest_new, oldest_old)
+        && (!pod_state::is_ready(old) || pod_state::is_available_at(new, min_ready, now))
+    {
+        surplus.push(old);
+    }
+    surplus
 }
 
 /// When to look again for Pods ready but not yet available: `minReadySeconds` later, while
@@ -404,6 +456,66 @@ impl Sync<'_> {
         let remaining = budget.saturating_sub(unavailable).min(candidates.len());
         for pod in replace_now.into_iter().chain(candidates.into_iter().take(remaining)) {
             self.delete(pod).await?;
+        }
+        Ok(())
+    }
+}
+
+impl Sync<'_> {
+    /// RollingUpdate with `maxSurge` (`rollingUpdate`'s surge path): a Node whose old Pod is not
+    /// available gets its new Pod at once; others get theirs while fewer than `maxSurge` new
+    /// Pods are not available yet, Nodes in name order (upstream walks a map); an old Pod goes
+    /// once the new one beside it is available, so every Node keeps an available Pod.
+    async fn surge_update(
+        &self,
+        nodes: &[Arc<Node>],
+        by_node: &BTreeMap<String, Vec<&Pod>>,
+        now: k8s_openapi::jiff::Timestamp,
+    ) -> Result<(), Error> {
+        let min_ready = self.ds.spec().min_ready_seconds;
+        let desired: Vec<&Node> = nodes.iter().map(|n| &**n).filter(|n| should_run(self.ds, n)).collect();
+        let max_surge = max_surge(self.ds, desired.len());
+        let (mut surging, mut allowed, mut candidates, mut old_to_delete) =
+            (0, Vec::new(), Vec::new(), Vec::new());
+        for node in desired {
+            let name = node.name_any();
+            let live: Vec<&Pod> = by_node
+                .get(&name)
+                .into_iter()
+                .flatten()
+                .filter(|p| !pod_state::is_terminating(p) && pod_state::phase(p) != pod_state::PHASE_FAILED)
+                .copied()
+                .collect();
+            let is_new = |p: &&Pod| p.labels().get(REVISION_LABEL).map(String::as_str) == Some(self.hash);
+            let (new, old): (Vec<&Pod>, Vec<&Pod>) = live.into_iter().partition(is_new);
+            if new.len() > 1 || old.len() > 1 {
+                // `findUpdatedPodsOnNode` fails: the manage step cleans the Node up first.
+                surging += 1;
+                continue;
+            }
+            match (new.first(), old.first()) {
+                (_, None) => {}
+                (None, Some(old)) if !pod_state::is_available_at(old, min_ready, now) => allowed.push(name),
+                (None, Some(_)) => {
+                    if surging < max_surge {
+                        candidates.push(name);
+                    }
+                }
+                (Some(new), Some(old)) => {
+                    if pod_state::is_available_at(new, min_ready, now) {
+                        old_to_delete.push(*old);
+                    } else {
+                        surging += 1;
+                    }
+                }
+            }
+        }
+        let remaining = max_surge.saturating_sub(surging).min(candidates.len());
+        for pod in old_to_delete {
+            self.delete(pod).await?;
+        }
+        for node in allowed.iter().chain(candidates.iter().take(remaining)) {
+            self.create(node).await?;
         }
         Ok(())
     }

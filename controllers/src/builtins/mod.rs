@@ -99,7 +99,7 @@
 //!   controller `OrderedReady` and `Parallel`, ControllerRevisions, RollingUpdate (with
 //!   `partition` and `maxUnavailable`) and OnDelete; the DaemonSet controller placement by
 //!   `nodeSelector`, required node affinity and untolerated taints (with the daemon Pods' own
-//!   tolerations), RollingUpdate without `maxSurge`; the Job controller
+//!   tolerations), RollingUpdate with and without `maxSurge`; the Job controller
 //!   `completions`, `parallelism` and `backoffLimit` in NonIndexed and Indexed mode, with Pod
 //!   tracking finalizers, the interim `SuccessCriteriaMet`/`FailureTarget` conditions and the
 //!   per-index backoff and success policies; the CronJob controller UTC schedules with the
