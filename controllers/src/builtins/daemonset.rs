@@ -418,6 +418,11 @@ impl Sync<'_> {
         Ok(usize::from(deleted))
     }
 
+    /// The Nodes that should run the DaemonSet's Pod, in name order.
+    fn desired<'n>(&self, nodes: &'n [Arc<Node>]) -> Vec<&'n Node> {
+        nodes.iter().map(|n| &**n).filter(|n| should_run(self.ds, n)).collect()
+    }
+
     /// RollingUpdate with `maxSurge` 0 (`rollingUpdate`): delete old Pods that are not available,
     /// and available ones within the `maxUnavailable` budget, Nodes in name order.
     async fn rolling_update(
@@ -427,7 +432,7 @@ impl Sync<'_> {
         now: k8s_openapi::jiff::Timestamp,
     ) -> Result<(), Error> {
         let min_ready = self.ds.spec().min_ready_seconds;
-        let desired: Vec<&Node> = nodes.iter().map(|n| &**n).filter(|n| should_run(self.ds, n)).collect();
+        let desired = self.desired(nodes);
         let budget = max_unavailable(self.ds, desired.len());
         let mut unavailable = 0;
         let mut replace_now: Vec<&Pod> = Vec::new();
@@ -473,7 +478,7 @@ impl Sync<'_> {
         now: k8s_openapi::jiff::Timestamp,
     ) -> Result<(), Error> {
         let min_ready = self.ds.spec().min_ready_seconds;
-        let desired: Vec<&Node> = nodes.iter().map(|n| &**n).filter(|n| should_run(self.ds, n)).collect();
+        let desired = self.desired(nodes);
         let max_surge = max_surge(self.ds, desired.len());
         let (mut surging, mut allowed, mut candidates, mut old_to_delete) =
             (0, Vec::new(), Vec::new(), Vec::new());

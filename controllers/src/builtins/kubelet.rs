@@ -69,6 +69,7 @@ use sim::{Clients, SimBuilder};
 
 use super::boxed;
 use super::error::{Error, has_code};
+use super::volume_binding::claim_names;
 use super::{events, hashing, pod_state, pod_topology, scheduler, volume_binding};
 
 /// The decision stream the kubelet-lite's delays are drawn from (its own, so that other
@@ -416,20 +417,6 @@ fn unscheduled(pods: &Store<Pod>) -> Vec<ObjectRef<Pod>> {
     pods.state_filter(|pod| !pod_state::is_scheduled(pod) && !pod_state::is_terminating(pod))
         .iter()
         .map(|pod| ObjectRef::from_obj(&**pod))
-        .collect()
-}
-
-/// The claims a Pod mounts: its `persistentVolumeClaim` volumes' by name, and its generic
-/// `ephemeral` volumes' (`<pod>-<volume>`, made by [`super::ephemeral`]), each with whether it is
-/// an ephemeral volume's.
-fn claim_names(pod: &Pod) -> Vec<(String, bool)> {
-    let volumes = pod.spec.iter().flat_map(|s| s.volumes.iter().flatten());
-    volumes
-        .filter_map(|v| match (&v.persistent_volume_claim, &v.ephemeral) {
-            (Some(c), _) => Some((c.claim_name.clone(), false)),
-            (None, Some(_)) => Some((super::ephemeral::claim_name(&pod.name_any(), &v.name), true)),
-            (None, None) => None,
-        })
         .collect()
 }
 

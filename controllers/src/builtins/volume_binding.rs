@@ -64,8 +64,10 @@ pub struct Caches<'a> {
     pub volumes: &'a Store<PersistentVolume>,
 }
 
-/// The claims `pod` mounts, each with whether it is a generic ephemeral volume's.
-fn claim_names(pod: &Pod) -> Vec<(String, bool)> {
+/// The claims `pod` mounts: its `persistentVolumeClaim` volumes' by name, and its generic
+/// `ephemeral` volumes' (`<pod>-<volume>`, made by [`super::ephemeral`]), each with whether it is
+/// an ephemeral volume's.
+pub fn claim_names(pod: &Pod) -> Vec<(String, bool)> {
     let volumes = pod.spec.iter().flat_map(|s| s.volumes.iter().flatten());
     volumes
         .filter_map(|v| match (&v.persistent_volume_claim, &v.ephemeral) {
