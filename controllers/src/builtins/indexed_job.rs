@@ -264,6 +264,11 @@ pub fn count_annotation(pod: &Pod, key: &str) -> i32 {
         .unwrap_or(0)
 }
 
+/// The failures of its index before `pod`, counted and ignored (`getIndexAbsoluteFailureCount`).
+pub fn absolute_failure_count(pod: &Pod) -> i32 {
+    count_annotation(pod, FAILURE_COUNT).saturating_add(count_annotation(pod, IGNORED_FAILURE_COUNT))
+}
+
 /// The failures of its index a Pod's replacement carries (`getNewIndexFailureCounts`): the
 /// failed Pod's counts, with its own failure added to the counted ones, or to the ignored ones
 /// when a pod failure policy's `Ignore` rule matched it (`ignored`). `None` (no failed Pod):

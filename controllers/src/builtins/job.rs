@@ -503,10 +503,7 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
     let mut delayed: BTreeMap<i32, &Pod> = BTreeMap::new();
     if let (Some(failed), Some(done)) = (&failed_indexes, &completed_indexes) {
         let running: BTreeSet<i32> = active.iter().filter_map(|p| indexed_job::completion_index(p)).collect();
-        let absolute = |p: &Pod| {
-            indexed_job::count_annotation(p, indexed_job::FAILURE_COUNT)
-                .saturating_add(indexed_job::count_annotation(p, indexed_job::IGNORED_FAILURE_COUNT))
-        };
+        let absolute = indexed_job::absolute_failure_count;
         for pod in pods.iter().map(|p| &**p).filter(|p| tracked(p) && considered_failed(p)) {
             let Some(index) = indexed_job::completion_index(pod).filter(|i| *i < completions_indexed) else {
                 continue;
@@ -1021,8 +1018,7 @@ fn failure_backoff(pods: &[Arc<Pod>], now: jiff::Timestamp) -> Duration {
 /// the backoff of the failures of the index so far (counted and ignored, the failed Pod's own
 /// included), from when that Pod finished.
 fn index_backoff(last_failed: &Pod, now: jiff::Timestamp) -> Duration {
-    let earlier = indexed_job::count_annotation(last_failed, indexed_job::FAILURE_COUNT)
-        .saturating_add(indexed_job::count_annotation(last_failed, indexed_job::IGNORED_FAILURE_COUNT));
+    let earlier = indexed_job::absolute_failure_count(last_failed);
     let failures = usize::try_from(earlier).unwrap_or(0) + 1;
     remaining_backoff(failures, finish_time(last_failed), now)
 }
