@@ -39,6 +39,27 @@ fn a_new_pod_is_pending() {
     assert_eq!(p.metadata.generation, Some(1));
 }
 
+// podStatusStrategy backfills the QoS class set on create when a status write leaves it out (old
+// kubelets dropped it), and keeps one the write sends.
+#[test]
+fn a_pod_status_write_without_the_qos_class_keeps_it() {
+    let mut w = World::new();
+    let spec = json!({"containers": [{"name": "c", "image": "i:1",
+        "resources": {"requests": {"cpu": "1"}, "limits": {"cpu": "1", "memory": "1Gi"}}}]});
+    w.create(&pods(), Some("default"), json!({"metadata": {"name": "p"}, "spec": spec}));
+    let mut body = (*w.get(&pods(), Some("default"), "p")).clone();
+    body.data["status"] = json!({"phase": "Running"});
+    let put = Request::update(&pods(), Some("default"), "p", body, PostParams::default())
+        .with_subresource(Subresource::Status);
+    let p = object(w.handle(put).unwrap());
+    assert_eq!(p.data["status"], json!({"phase": "Running", "qosClass": "Guaranteed"}));
+    let patch = Patch::Merge(json!({"status": {"qosClass": null, "phase": "Succeeded"}}));
+    let merge = Request::patch(&pods(), Some("default"), "p", patch, PatchParams::default())
+        .with_subresource(Subresource::Status);
+    let p = object(w.handle(merge).unwrap());
+    assert_eq!(p.data["status"], json!({"phase": "Succeeded", "qosClass": "Guaranteed"}));
+}
+
 #[test]
 fn an_update_of_the_main_resource_ignores_status_changes() {
     let mut w = World::new();
