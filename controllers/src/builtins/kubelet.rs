@@ -23,12 +23,19 @@
 //!   [`super::ephemeral`]) counts too: missing, the Pod waits for the ephemeral volume
 //!   controller; not controlled by the Pod, it is not used. A Pod that names its node skips the
 //!   scheduler and runs whatever its claims (the real kubelet would wait to mount them);
-//! - a Pending Pod starts after a delay drawn in [`START_DELAY_MS_MIN`]..=[`START_DELAY_MS_MAX`]:
-//!   it becomes Running and Ready (with `status.startTime`), or, if it
-//!   carries [`FAIL_ANNOTATION`]` = "true"`, its container fails (with the exit code
-//!   [`EXIT_CODE_ANNOTATION`] names, 1 by default): phase Failed for
-//!   `restartPolicy: Never`, otherwise Running with the container waiting in `CrashLoopBackOff`
-//!   and the Pod not Ready;
+//! - a bound Pod is taken on at once (phase `Pending`, `startTime`, every container waiting in
+//!   `ContainerCreating`, `PodReadyToStartContainers=False`: what `kubectl get pods` shows as
+//!   ContainerCreating), and after a delay drawn in
+//!   [`START_DELAY_MS_MIN`]..=[`START_DELAY_MS_MAX`] (its sandbox, its images) its init containers
+//!   run one after another, each for a delay drawn in [`RUN_DELAY_MS_MIN`]..=[`RUN_DELAY_MS_MAX`]
+//!   (a sidecar, `restartPolicy: Always`, starts and keeps running), then its containers start:
+//!   it becomes Running, and Ready once its containers' readiness probes and its readiness gates
+//!   allow ([`super::kubelet_status`] has the statuses and conditions of each stage, as the
+//!   kubelet writes them, and what probes do here); if it carries [`FAIL_ANNOTATION`]` = "true"`,
+//!   its containers fail (with the exit code [`EXIT_CODE_ANNOTATION`] names, 1 by default):
+//!   phase Failed for `restartPolicy: Never`, otherwise Running with the containers waiting in
+//!   `CrashLoopBackOff` and the Pod not Ready; [`UNREADY_ANNOTATION`]` = "true"` makes a running
+//!   Pod's containers unready, as failing readiness probes do;
 //! - a Running Pod whose `restartPolicy` is `Never` or `OnFailure` (a Job's, a Helm test's) runs
 //!   to completion (phase Succeeded, exit code 0) after a delay drawn in
 //!   [`RUN_DELAY_MS_MIN`]..=[`RUN_DELAY_MS_MAX`]; Pods with `Always` run until deleted;
@@ -40,9 +47,14 @@
 //! starts or stops: the liveness phase waits for them, as it would for real containers.
 //!
 //! Events, as the scheduler and the kubelet publish them: `Scheduled` (reported by
-//! `default-scheduler`) when a Pod is bound, then `Pulled`, `Created` and `Started` for each
-//! container once it runs (a failing one that restarts also gets `BackOff`), and
+//! `default-scheduler`) when a Pod is bound, then `Pulled`, `Created` and `Started` for each init
+//! container and container once it runs (a failing one that restarts also gets `BackOff`), and
 //! `Killing` when its deletion starts.
+//!
+//! Each stage is written with a merge patch conditional on the resourceVersion read, and keeps
+//! the conditions the kubelet does not own (a readiness gate's, set by another controller), as the
+//! kubelet's strategic merge patch does. Each stage is taken from the Pod's status as read back,
+//! so a kubelet-lite restarted half way goes on from where the Pod is.
 //!
 //! Delays are drawn from the run's decision stream [`DELAY_STREAM`] (`sim::random`), so they are
 //! recorded choices that a replay repeats; `startTime` and the conditions' `lastTransitionTime`
@@ -55,9 +67,8 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{
-    ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting, ContainerStatus,
-    DaemonEndpoint, HostIP, Namespace, Node, NodeAddress, NodeCondition, NodeDaemonEndpoints, NodeSpec,
-    NodeStatus, NodeSystemInfo, PersistentVolume, PersistentVolumeClaim, Pod, PodCondition, PodIP, PodStatus,
+    Container, DaemonEndpoint, Namespace, Node, NodeAddress, NodeCondition, NodeDaemonEndpoints, NodeSpec,
+    NodeStatus, NodeSystemInfo, PersistentVolume, PersistentVolumeClaim, Pod,
 };
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -69,6 +80,7 @@ use sim::{Clients, SimBuilder};
 
 use super::boxed;
 use super::error::{Error, has_code};
+use super::kubelet_status::{self, Outcome, Stage};
 use super::volume_binding::claim_names;
 use super::{events, hashing, pod_state, pod_topology, scheduler, volume_binding};
 
@@ -88,6 +100,11 @@ pub const NODE_CAPACITY: [(&str, &str); 4] =
 pub const HOST_IP: &str = "10.0.0.1";
 /// Set to `"true"` on a Pod to make its containers fail.
 pub const FAIL_ANNOTATION: &str = "kube-sim.io/fail";
+/// Set to `"true"` on a running Pod to make its containers' readiness probes fail: its
+/// containers run not ready (`Ready=False`, `ContainersNotReady`) until the annotation is removed
+/// or set to anything else. What a test uses to take a Pod out of service, as a failing probe
+/// does on a node (writing the `Ready` condition itself would not last: the kubelet owns it).
+pub const UNREADY_ANNOTATION: &str = "kube-sim.io/unready";
 /// With [`FAIL_ANNOTATION`], the exit code the failing containers report (a non-zero integer;
 /// [`FAILED_EXIT_CODE`] when absent or not one): what a Job's pod failure policy reads.
 pub const EXIT_CODE_ANNOTATION: &str = "kube-sim.io/exit-code";
@@ -435,11 +452,16 @@ fn pods_waiting_for(claim: &PersistentVolumeClaim, pods: &Store<Pod>) -> Vec<Obj
     .collect()
 }
 
-/// The reference to one container of a Pod (`fieldPath: spec.containers{name}`), as the
-/// kubelet's container events carry it.
-fn container_reference(pod: &Pod, container: &str) -> k8s_openapi::api::core::v1::ObjectReference {
+/// The reference to one container of a Pod (`fieldPath: spec.containers{name}`, or
+/// `spec.initContainers{name}`), as the kubelet's container events carry it.
+fn container_reference(
+    pod: &Pod,
+    container: &str,
+    init: bool,
+) -> k8s_openapi::api::core::v1::ObjectReference {
+    let list = if init { "initContainers" } else { "containers" };
     k8s_openapi::api::core::v1::ObjectReference {
-        field_path: Some(format!("spec.containers{{{container}}}")),
+        field_path: Some(format!("spec.{list}{{{container}}}")),
         ..events::reference(pod)
     }
 }
@@ -448,11 +470,12 @@ fn containers(pod: &Pod) -> impl Iterator<Item = &k8s_openapi::api::core::v1::Co
     pod.spec.iter().flat_map(|s| s.containers.iter())
 }
 
-/// `Pulled`, `Created` and `Started` for each container of a Pod that just started (or
-/// `BackOff` for one that fails and restarts).
-async fn publish_started(ctx: &Context, pod: &Pod) {
-    for container in containers(pod) {
-        let regarding = container_reference(pod, &container.name);
+/// `Pulled`, `Created` and `Started` for each of `started`, containers of a Pod that just
+/// started (`spec.containers`, or `spec.initContainers` when `init`); a container that fails and
+/// restarts also gets `BackOff`.
+async fn publish_started(ctx: &Context, pod: &Pod, started: &[Container], init: bool) {
+    for container in started {
+        let regarding = container_reference(pod, &container.name, init);
         let image = container.image.as_deref().unwrap_or_default();
         let message = format!("Container image \"{image}\" already present on machine");
         events::normal(&ctx.kubelet, &regarding, "Pulled", message).await;
@@ -460,7 +483,7 @@ async fn publish_started(ctx: &Context, pod: &Pod) {
             .await;
         events::normal(&ctx.kubelet, &regarding, "Started", format!("Started container {}", container.name))
             .await;
-        if fails(pod) && restart_policy(pod) != "Never" {
+        if !init && matches!(outcome(pod), Outcome::CrashLoop(_)) {
             let message = format!(
                 "Back-off restarting failed container {} in pod {}_{}",
                 container.name,
@@ -486,22 +509,9 @@ pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, Error
     if !pod_state::is_scheduled(&pod) {
         return boxed(|| schedule(&api, &pod, &ctx)).await;
     }
-    match pod_state::phase(&pod) {
-        pod_state::PHASE_PENDING => {
-            let delay = delay_between(START_DELAY_MS_MIN, START_DELAY_MS_MAX);
-            madsim::time::sleep(delay).await;
-            if boxed(|| transition(&api, &pod, pod_state::PHASE_PENDING, started_status)).await? {
-                boxed(|| publish_started(&ctx, &pod)).await;
-            }
-            Ok(Action::await_change())
-        }
-        pod_state::PHASE_RUNNING if runs_to_completion(&pod) && !fails(&pod) => {
-            let delay = delay_between(RUN_DELAY_MS_MIN, RUN_DELAY_MS_MAX);
-            madsim::time::sleep(delay).await;
-            boxed(|| transition(&api, &pod, pod_state::PHASE_RUNNING, succeeded_status)).await?;
-            Ok(Action::await_change())
-        }
-        _ => Ok(Action::await_change()),
+    match kubelet_status::stage(&pod) {
+        Stage::Started => boxed(|| keep_running(&api, &pod, &ctx)).await,
+        _ => boxed(|| start(&api, &pod, &ctx)).await,
     }
 }
 
@@ -620,12 +630,11 @@ async fn mark_unschedulable(
     }) {
         return Ok(Action::await_change());
     }
-    let scheduled = PodCondition {
-        message: Some(message.clone()),
-        ..condition(pod, "PodScheduled", false, Some(UNSCHEDULABLE))
-    };
-    let mut conditions: Vec<PodCondition> =
-        conditions.into_iter().filter(|c| c.type_ != "PodScheduled").collect();
+    let reason = Some(UNSCHEDULABLE.to_owned());
+    let now = sim::time::now();
+    let scheduled =
+        kubelet_status::condition(&conditions, "PodScheduled", false, reason, Some(message.clone()), now);
+    let mut conditions: Vec<_> = conditions.into_iter().filter(|c| c.type_ != "PodScheduled").collect();
     conditions.push(scheduled);
     let patch = serde_json::json!({ "status": { "conditions": conditions } });
     api.patch_status(&pod.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await?;
@@ -647,23 +656,151 @@ fn uid_of(pod: &Pod) -> String {
     pod.uid().unwrap_or_default()
 }
 
-/// After a delay: re-read the Pod and, if it is still the same Pod in phase `from` and not being
-/// deleted, write the status `next` makes for it. Whether it was written.
-async fn transition(
-    api: &Api<Pod>,
-    pod: &Pod,
-    from: &str,
-    next: impl Fn(&Pod) -> PodStatus,
-) -> Result<bool, Error> {
-    let name = pod.name_any();
-    let Some(current) = api.get_opt(&name).await? else { return Ok(false) };
-    if current.uid() != pod.uid() || pod_state::is_terminating(&current) || pod_state::phase(&current) != from
-    {
-        return Ok(false);
+/// Take a bound Pod on and bring it to `Running`, one [`Stage`] after the other, each written as
+/// the kubelet's status of it ([`kubelet_status::status`]): accepted at once; after the start
+/// delay (the sandbox, the image pulls) its first init container runs, or its containers start;
+/// a regular init container runs for the run delay, and the next one starts as it completes; a
+/// sidecar lets the next one start once its startup probe passed. Each step is taken from the
+/// status read back, so that a kubelet-lite restarted half way goes on from where the Pod is.
+async fn start(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action, Error> {
+    let mut current = pod.clone();
+    loop {
+        let stage = kubelet_status::stage(&current);
+        let mut next = kubelet_status::next_stage(&current, stage);
+        match stage {
+            Stage::New => {}
+            Stage::Accepted => {
+                madsim::time::sleep(delay_between(START_DELAY_MS_MIN, START_DELAY_MS_MAX)).await
+            }
+            Stage::Initializing(k) => {
+                let Some(container) = kubelet_status::init_containers(&current).get(k) else {
+                    return Ok(Action::await_change());
+                };
+                if !kubelet_status::is_sidecar(container) {
+                    madsim::time::sleep(delay_between(RUN_DELAY_MS_MIN, RUN_DELAY_MS_MAX)).await;
+                } else if !sidecar_started(&current, k) {
+                    // The next init container waits until this sidecar's startup probe passed.
+                    let due = kubelet_status::next_probe_due(&current, sim::time::now());
+                    sleep_until(due.unwrap_or_else(sim::time::now)).await;
+                    next = stage;
+                }
+            }
+            Stage::Started => return Ok(Action::await_change()),
+        }
+        let Some(written) = write_status(api, &current, next, outcome(&current)).await? else {
+            return Ok(Action::await_change());
+        };
+        if next == stage && written.resource_version() == current.resource_version() {
+            return Ok(Action::await_change());
+        }
+        match next {
+            Stage::Initializing(k) if next != stage => {
+                let started = &kubelet_status::init_containers(&written)[k..=k];
+                boxed(|| publish_started(ctx, &written, started, true)).await;
+            }
+            Stage::Started => {
+                boxed(|| publish_started(ctx, &written, kubelet_status::containers(&written), false)).await;
+            }
+            _ => {}
+        }
+        current = written;
     }
-    let patch = super::status_patch::replacing(current.status.as_ref(), &stamped(&current, next(&current)))?;
-    api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
-    Ok(true)
+}
+
+/// Whether the sidecar that is init container `k` of `pod` has started (its startup probe
+/// passed).
+fn sidecar_started(pod: &Pod, k: usize) -> bool {
+    let statuses = pod.status.as_ref().and_then(|s| s.init_container_statuses.as_deref()).unwrap_or_default();
+    statuses.get(k).is_some_and(|s| s.started == Some(true))
+}
+
+/// A started Pod: mark its containers started and ready as their probes pass, keep `Ready` as its
+/// readiness gates say (another controller sets their conditions), and end a Pod whose containers
+/// run to completion after the run delay.
+async fn keep_running(api: &Api<Pod>, pod: &Pod, _ctx: &Context) -> Result<Action, Error> {
+    let outcome = outcome(pod);
+    let completes = outcome == Outcome::Run && runs_to_completion(pod);
+    let ends_at =
+        completes.then(|| later(sim::time::now(), delay_between(RUN_DELAY_MS_MIN, RUN_DELAY_MS_MAX)));
+    let mut current = pod.clone();
+    loop {
+        let due = kubelet_status::next_probe_due(&current, sim::time::now());
+        match (due, ends_at) {
+            (Some(due), ends) if ends.is_none_or(|end| due < end) => {
+                sleep_until(due).await;
+                match write_status(api, &current, Stage::Started, outcome).await? {
+                    Some(written) if written.resource_version() != current.resource_version() => {
+                        current = written
+                    }
+                    _ => return Ok(Action::await_change()),
+                }
+            }
+            (_, Some(end)) => {
+                sleep_until(end).await;
+                write_status(api, &current, Stage::Started, Outcome::Succeeded).await?;
+                return Ok(Action::await_change());
+            }
+            (_, None) => {
+                // A readiness gate's condition may have changed.
+                write_status(api, &current, Stage::Started, outcome).await?;
+                return Ok(Action::await_change());
+            }
+        }
+    }
+}
+
+/// How `pod`'s containers end once started ([`FAIL_ANNOTATION`], `restartPolicy`).
+fn outcome(pod: &Pod) -> Outcome {
+    if !fails(pod) {
+        Outcome::Run
+    } else if restart_policy(pod) == "Never" {
+        Outcome::Failed(exit_code(pod))
+    } else {
+        Outcome::CrashLoop(exit_code(pod))
+    }
+}
+
+fn later(t: k8s_openapi::jiff::Timestamp, by: Duration) -> k8s_openapi::jiff::Timestamp {
+    let by =
+        k8s_openapi::jiff::SignedDuration::try_from(by).unwrap_or(k8s_openapi::jiff::SignedDuration::MAX);
+    t.checked_add(by).unwrap_or(t)
+}
+
+/// Sleep on the virtual clock until `t` (not at all if it has passed).
+async fn sleep_until(t: k8s_openapi::jiff::Timestamp) {
+    let left = t.duration_since(sim::time::now());
+    if let Ok(left) = Duration::try_from(left) {
+        madsim::time::sleep(left).await;
+    }
+}
+
+/// Re-read the Pod and, if it is still the same Pod at the stage `base` is at and not being
+/// deleted, write its status at stage `to` ([`kubelet_status::status`]) if that differs from what
+/// it shows; the Pod as written (or as read, when nothing differed), or `None` when it moved on.
+/// The write is conditional on the resourceVersion read, so that a condition another controller
+/// sets meanwhile (a readiness gate's) is not lost: upstream's strategic merge patch merges
+/// conditions by type, a merge patch replaces the list.
+async fn write_status(api: &Api<Pod>, base: &Pod, to: Stage, outcome: Outcome) -> Result<Option<Pod>, Error> {
+    let name = base.name_any();
+    let Some(current) = api.get_opt(&name).await? else { return Ok(None) };
+    if current.uid() != base.uid()
+        || pod_state::is_terminating(&current)
+        || pod_state::is_finished(&current)
+        || kubelet_status::stage(&current) != kubelet_status::stage(base)
+    {
+        return Ok(None);
+    }
+    let status = kubelet_status::status(&current, to, outcome, &pod_ip(&current), sim::time::now());
+    if !kubelet_status::differs(&current, &status) {
+        return Ok(Some(current));
+    }
+    let mut patch = super::status_patch::replacing(current.status.as_ref(), &status)?;
+    patch["metadata"] = serde_json::json!({ "resourceVersion": current.resource_version() });
+    match api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+        Ok(written) => Ok(Some(written)),
+        Err(e) if has_code(&e, 404) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Wait out the grace period, then remove the Pod (grace 0, uid precondition). A Pod whose
@@ -677,8 +814,13 @@ async fn terminate(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action, E
     if pod_state::phase(pod) == pod_state::PHASE_RUNNING {
         for container in containers(pod) {
             let message = format!("Stopping container {}", container.name);
-            events::normal(&ctx.kubelet, &container_reference(pod, &container.name), "Killing", message)
-                .await;
+            events::normal(
+                &ctx.kubelet,
+                &container_reference(pod, &container.name, false),
+                "Killing",
+                message,
+            )
+            .await;
         }
     }
     madsim::time::sleep(Duration::from_secs(grace_seconds.unsigned_abs())).await;
@@ -723,198 +865,8 @@ fn restart_policy(pod: &Pod) -> &str {
     pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref()).unwrap_or("Always")
 }
 
-/// Condition `type_` of `pod` now: its `lastTransitionTime` is kept from the Pod's current
-/// condition of that type if the status did not change, and is now otherwise.
-fn condition(pod: &Pod, type_: &str, status: bool, reason: Option<&str>) -> PodCondition {
-    let status = if status { "True" } else { "False" }.to_owned();
-    let previous = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .and_then(|cs| cs.iter().find(|c| c.type_ == type_ && c.status == status))
-        .and_then(|c| c.last_transition_time.clone());
-    PodCondition {
-        type_: type_.to_owned(),
-        status,
-        reason: reason.map(str::to_owned),
-        last_transition_time: Some(previous.unwrap_or_else(sim::time::now_k8s)),
-        ..PodCondition::default()
-    }
-}
-
-/// The conditions the kubelet writes once the Pod's sandbox is up, in its order:
-/// `PodReadyToStartContainers` (on since 1.29; False again once a finished Pod's sandbox is torn
-/// down), `Initialized`, `Ready`, `ContainersReady`, and the scheduler's `PodScheduled` kept.
-fn conditions(pod: &Pod, ready: bool, reason: Option<&str>) -> Vec<PodCondition> {
-    let sandbox = !matches!(reason, Some("PodCompleted" | "PodFailed"));
-    vec![
-        condition(pod, "PodReadyToStartContainers", sandbox, None),
-        condition(pod, "Initialized", true, None),
-        condition(pod, "Ready", ready, reason),
-        condition(pod, "ContainersReady", ready, reason),
-        condition(pod, "PodScheduled", true, None),
-    ]
-}
-
-/// One status per container of the spec, built by `state`.
-fn container_statuses(pod: &Pod, state: impl Fn(&str, &str) -> ContainerStatus) -> Vec<ContainerStatus> {
-    pod.spec
-        .iter()
-        .flat_map(|s| s.containers.iter())
-        .map(|c| state(&c.name, c.image.as_deref().unwrap_or_default()))
-        .collect()
-}
-
-fn container_status(
-    name: &str,
-    image: &str,
-    ready: bool,
-    restarts: i32,
-    state: ContainerState,
-) -> ContainerStatus {
-    ContainerStatus {
-        name: name.to_owned(),
-        image: image.to_owned(),
-        image_id: String::new(),
-        ready,
-        restart_count: restarts,
-        started: Some(state.running.is_some()),
-        state: Some(state),
-        ..ContainerStatus::default()
-    }
-}
-
-fn terminated(exit_code: i32, reason: &str) -> ContainerState {
-    ContainerState {
-        terminated: Some(ContainerStateTerminated {
-            exit_code,
-            reason: Some(reason.to_owned()),
-            ..ContainerStateTerminated::default()
-        }),
-        ..ContainerState::default()
-    }
-}
-
 /// A Pod IP in 10.244.0.0/16, from the uid.
 fn pod_ip(pod: &Pod) -> String {
     let hash = hashing::fnv64(uid_of(pod).as_bytes());
     format!("10.244.{}.{}", (hash >> 8) % 256, hash % 254 + 1)
-}
-
-/// The status of a Pod whose containers just started (or failed to).
-fn started_status(pod: &Pod) -> PodStatus {
-    // The kubelet stamps startTime once, when it takes the Pod on.
-    let start_time =
-        pod.status.as_ref().and_then(|s| s.start_time.clone()).unwrap_or_else(sim::time::now_k8s);
-    // Single-stack: `hostIPs` and `podIPs` hold the one address each, as the kubelet writes them.
-    let ip = pod_ip(pod);
-    let base = PodStatus {
-        host_ip: Some(HOST_IP.to_owned()),
-        host_ips: Some(vec![HostIP { ip: HOST_IP.to_owned() }]),
-        pod_ip: Some(ip.clone()),
-        pod_ips: Some(vec![PodIP { ip }]),
-        start_time: Some(start_time),
-        ..PodStatus::default()
-    };
-    if !fails(pod) {
-        let running =
-            ContainerState { running: Some(ContainerStateRunning::default()), ..ContainerState::default() };
-        return PodStatus {
-            phase: Some(pod_state::PHASE_RUNNING.to_owned()),
-            conditions: Some(conditions(pod, true, None)),
-            container_statuses: Some(container_statuses(pod, |n, i| {
-                container_status(n, i, true, 0, running.clone())
-            })),
-            ..base
-        };
-    }
-    if restart_policy(pod) == "Never" {
-        let failed = terminated(exit_code(pod), "Error");
-        return PodStatus {
-            phase: Some(pod_state::PHASE_FAILED.to_owned()),
-            conditions: Some(conditions(pod, false, Some("PodFailed"))),
-            container_statuses: Some(container_statuses(pod, |n, i| {
-                container_status(n, i, false, 0, failed.clone())
-            })),
-            ..base
-        };
-    }
-    // Restarted once and now backing off: what `kubectl get pods` shows as CrashLoopBackOff.
-    let waiting = ContainerState {
-        waiting: Some(ContainerStateWaiting {
-            reason: Some("CrashLoopBackOff".to_owned()),
-            message: Some("back-off 10s restarting failed container".to_owned()),
-        }),
-        ..ContainerState::default()
-    };
-    let statuses = container_statuses(pod, |n, i| ContainerStatus {
-        last_state: Some(terminated(exit_code(pod), "Error")),
-        ..container_status(n, i, false, 1, waiting.clone())
-    });
-    PodStatus {
-        phase: Some(pod_state::PHASE_RUNNING.to_owned()),
-        conditions: Some(conditions(pod, false, Some("ContainersNotReady"))),
-        container_statuses: Some(statuses),
-        ..base
-    }
-}
-
-/// `status` with what a container runtime reports of each container instance, and `kubectl logs`
-/// reads (`model_apiserver_http::logs`): the `containerID` of each instance that ran (derived from
-/// the Pod's uid, the container and its restart count, so it is the same on every replay), the
-/// `startedAt` of a running one (now), and the `startedAt` (when it ran, as the current status
-/// says) and `finishedAt` (now) of a terminated one.
-fn stamped(pod: &Pod, mut status: PodStatus) -> PodStatus {
-    let now = sim::time::now_k8s();
-    let running_since = |name: &str| {
-        let current = pod.status.as_ref().and_then(|s| s.container_statuses.as_ref());
-        current
-            .and_then(|cs| cs.iter().find(|c| c.name == name))
-            .and_then(|c| c.state.as_ref()?.running.as_ref()?.started_at.clone())
-    };
-    for container in status.container_statuses.iter_mut().flatten() {
-        let id = |restart: i32| {
-            let key = format!("{}/{}/{restart}", uid_of(pod), container.name);
-            format!("containerd://{:016x}", hashing::fnv64(key.as_bytes()))
-        };
-        let started = running_since(&container.name).unwrap_or_else(|| now.clone());
-        let (current_id, previous_id) = (id(container.restart_count), id(container.restart_count - 1));
-        if let Some(state) = container.state.as_mut() {
-            if let Some(running) = state.running.as_mut() {
-                running.started_at.get_or_insert_with(|| now.clone());
-                container.container_id = Some(current_id);
-            } else if let Some(terminated) = state.terminated.as_mut() {
-                terminated.started_at.get_or_insert_with(|| started.clone());
-                terminated.finished_at.get_or_insert_with(|| now.clone());
-                terminated.container_id.get_or_insert(current_id);
-                container.container_id = terminated.container_id.clone();
-            }
-        }
-        if let Some(last) = container.last_state.as_mut().and_then(|s| s.terminated.as_mut()) {
-            last.started_at.get_or_insert_with(|| started.clone());
-            last.finished_at.get_or_insert_with(|| now.clone());
-            last.container_id.get_or_insert(previous_id);
-        }
-    }
-    status
-}
-
-/// The status of a Pod whose containers all exited 0.
-/// The Pod keeps its addresses and `startTime`, as the kubelet's status of a finished Pod does.
-fn succeeded_status(pod: &Pod) -> PodStatus {
-    let done = terminated(0, "Completed");
-    let current = pod.status.clone().unwrap_or_default();
-    PodStatus {
-        phase: Some(pod_state::PHASE_SUCCEEDED.to_owned()),
-        conditions: Some(conditions(pod, false, Some("PodCompleted"))),
-        container_statuses: Some(container_statuses(pod, |n, i| {
-            container_status(n, i, false, 0, done.clone())
-        })),
-        host_ip: current.host_ip,
-        host_ips: current.host_ips,
-        pod_ip: current.pod_ip,
-        pod_ips: current.pod_ips,
-        start_time: current.start_time,
-        ..PodStatus::default()
-    }
 }

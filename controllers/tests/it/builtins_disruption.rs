@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use controllers::builtins::{self, disruption, pod_state, snapshot};
+use controllers::builtins::{self, disruption, kubelet, pod_state, snapshot};
 use k8s_openapi::api::apps::v1::{
     Deployment, DeploymentSpec, ReplicaSet, ReplicaSetSpec, StatefulSet, StatefulSetSpec,
 };
@@ -272,12 +272,12 @@ fn a_pod_going_unready_lowers_disruptions_allowed_and_flips_the_condition() {
             w.apply(&sets, &web_set(3)).await?;
             w.apply(&budgets, &budget("web", web_selector(), int(2), None)).await?;
             w.wait_for(&budgets, "web", reaches(want(3, 2, 3, 1)), WAIT).await?;
-            // A readiness probe failing, as the kubelet would report it.
+            // A readiness probe failing (the kubelet-lite reports the containers not ready).
             let name = first_web_pod(&w).await?;
             let pods: Api<Pod> = Api::namespaced(w.client(), "default");
-            let unready = serde_json::json!({ "status": { "conditions": [
-                { "type": "Ready", "status": "False", "reason": "ProbeFailed" } ] } });
-            pods.patch_status(&name, &PatchParams::default(), &Patch::Merge(&unready))
+            let unready =
+                serde_json::json!({ "metadata": { "annotations": { kubelet::UNREADY_ANNOTATION: "true" } } });
+            pods.patch(&name, &PatchParams::default(), &Patch::Merge(&unready))
                 .await
                 .map_err(|e| workload_error("make a pod unready", e))?;
             w.wait_for(&budgets, "web", reaches(want(3, 2, 2, 0)), WAIT).await

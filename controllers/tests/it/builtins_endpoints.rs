@@ -228,10 +228,10 @@ fn a_pod_that_is_not_ready_is_a_not_ready_address_unless_the_service_publishes_n
         w.apply(&pods, &bare_pod("crashing", true)).await?;
         wait_until_published(&w, "web", false, 1, 1).await?;
         wait_until_published(&w, "web-all", true, 2, 0).await?;
-        // A readiness probe failing, as the kubelet would report it.
-        let unready = serde_json::json!({ "status": { "conditions": [
-                { "type": "Ready", "status": "False", "reason": "ProbeFailed" } ] } });
-        pods.patch_status("ok", &PatchParams::default(), &Patch::Merge(&unready))
+        // A readiness probe failing (the kubelet-lite reports the containers not ready).
+        let unready =
+            serde_json::json!({ "metadata": { "annotations": { kubelet::UNREADY_ANNOTATION: "true" } } });
+        pods.patch("ok", &PatchParams::default(), &Patch::Merge(&unready))
             .await
             .map_err(|e| workload_error("make a pod unready", e))?;
         wait_until_published(&w, "web", false, 0, 2).await

@@ -255,9 +255,9 @@ fn a_pod_that_is_not_ready_is_published_not_ready_and_not_serving() {
             w.apply(&pods, &bare_pod("a")).await?;
             w.apply(&pods, &bare_pod("b")).await?;
             wait_until_published(&w, 2, 2, None).await?;
-            let unready = serde_json::json!({ "status": { "conditions": [
-                { "type": "Ready", "status": "False", "reason": "ProbeFailed" } ] } });
-            pods.patch_status("a", &PatchParams::default(), &Patch::Merge(&unready))
+            let unready =
+                serde_json::json!({ "metadata": { "annotations": { kubelet::UNREADY_ANNOTATION: "true" } } });
+            pods.patch("a", &PatchParams::default(), &Patch::Merge(&unready))
                 .await
                 .map_err(|e| workload_error("make a pod unready", e))?;
             wait_until_published(&w, 1, 2, None).await.map(|_| ())

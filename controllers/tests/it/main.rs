@@ -38,6 +38,7 @@ mod builtins_indexed_job;
 mod builtins_job;
 mod builtins_kubelet;
 mod builtins_kubelet_clock;
+mod builtins_kubelet_lifecycle;
 mod builtins_min_ready;
 mod builtins_namespace;
 mod builtins_namespace_defaults;

@@ -1,0 +1,501 @@
+//! The Pod status the kubelet-lite writes at each stage of a Pod's life ([`Stage`]), generated as
+//! the kubelet generates it (`generateAPIPodStatus`, `pkg/kubelet/status/generate.go`):
+//! - **accepted**: the kubelet took the Pod on and creates its sandbox: phase `Pending`,
+//!   `startTime` and the host's addresses, every container waiting (`ContainerCreating`, or
+//!   `PodInitializing` when the Pod has init containers), `PodReadyToStartContainers=False`;
+//! - **initializing**: the sandbox is up (the Pod's IP is known); the init containers run one
+//!   after another, each to completion (`terminated`, exit code 0, `Completed`, and `ready`), but a
+//!   sidecar (an init container with `restartPolicy: Always`) starts and keeps running;
+//!   `Initialized=False` (`ContainersNotInitialized`) names those not done;
+//! - **started**: the containers run (phase `Running`), or fail as [`super::kubelet::FAIL_ANNOTATION`] says.
+//!
+//! The conditions are derived from the container statuses, as upstream's: `Initialized` once
+//! every regular init container completed and every sidecar started; `ContainersReady` once every
+//! sidecar and container is ready; `Ready` once `ContainersReady` is and every readiness gate's
+//! condition (`spec.readinessGates`, which some other controller sets) is `True`; each
+//! `False` with upstream's reason and message (`containers with unready status: [app]`,
+//! `corresponding condition of pod readiness gate "x" does not exist.`). Conditions the kubelet
+//! does not own (a readiness gate's, `DisruptionTarget`, `PodScheduled`) are kept as they are.
+//!
+//! Probes are never run (kube-sim runs no process): a container's probes pass at the first
+//! probe that may succeed. A container with a `startupProbe` is `started` once its
+//! `initialDelaySeconds` have passed since it started, and one with a `readinessProbe` is
+//! `ready` once it is started and its `initialDelaySeconds` plus `successThreshold - 1` periods
+//! have passed; until then it runs not ready, as on a node (the kubelet's readiness result starts
+//! as failure). Liveness probes never fail. A Pod annotated
+//! [`super::kubelet::UNREADY_ANNOTATION`]` = "true"` runs its containers not ready, as if their
+//! readiness probes failed.
+
+use k8s_openapi::api::core::v1::{
+    Container, ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting,
+    ContainerStatus, HostIP, Pod, PodCondition, PodIP, PodStatus, Probe,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+
+use sim::api::ResourceExt;
+
+use super::kubelet::{HOST_IP, UNREADY_ANNOTATION};
+use super::{hashing, pod_state};
+
+/// Where the kubelet-lite is with a Pod it runs, as its status shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    /// Not taken on yet: no `startTime`.
+    New,
+    /// Taken on; the sandbox is being created.
+    Accepted,
+    /// The sandbox is up and init container `k` was the last started (those before it completed
+    /// or, sidecars, run).
+    Initializing(usize),
+    /// The containers were started: phase `Running`, or a finished phase.
+    Started,
+}
+
+/// The [`Stage`] `pod`'s status shows.
+pub fn stage(pod: &Pod) -> Stage {
+    let Some(status) = pod.status.as_ref() else { return Stage::New };
+    if status.start_time.is_none() {
+        return Stage::New;
+    }
+    if pod_state::phase(pod) != pod_state::PHASE_PENDING {
+        return Stage::Started;
+    }
+    let sandbox = status
+        .conditions
+        .iter()
+        .flatten()
+        .any(|c| c.type_ == "PodReadyToStartContainers" && c.status == "True");
+    if !sandbox {
+        return Stage::Accepted;
+    }
+    let begun = status.init_container_statuses.iter().flatten().filter(|c| !is_waiting(c)).count();
+    match begun.checked_sub(1) {
+        Some(k) => Stage::Initializing(k),
+        None => Stage::Accepted,
+    }
+}
+
+/// The stage after `stage` for `pod`: the first init container, the next one, or the containers.
+pub fn next_stage(pod: &Pod, stage: Stage) -> Stage {
+    let inits = init_containers(pod).len();
+    match stage {
+        Stage::New => Stage::Accepted,
+        Stage::Accepted if inits > 0 => Stage::Initializing(0),
+        Stage::Initializing(k) if k + 1 < inits => Stage::Initializing(k + 1),
+        _ => Stage::Started,
+    }
+}
+
+/// The Pod's init containers.
+pub fn init_containers(pod: &Pod) -> &[Container] {
+    pod.spec.as_ref().and_then(|s| s.init_containers.as_deref()).unwrap_or_default()
+}
+
+/// The Pod's (regular) containers.
+pub fn containers(pod: &Pod) -> &[Container] {
+    pod.spec.as_ref().map(|s| s.containers.as_slice()).unwrap_or_default()
+}
+
+/// Whether `container` is a sidecar: an init container with `restartPolicy: Always`
+/// (`podutil.IsRestartableInitContainer`).
+pub fn is_sidecar(container: &Container) -> bool {
+    container.restart_policy.as_deref() == Some("Always")
+}
+
+fn is_waiting(status: &ContainerStatus) -> bool {
+    status.state.as_ref().is_none_or(|s| s.running.is_none() && s.terminated.is_none())
+}
+
+/// How the Pod's containers end once started: the kubelet-lite's script for them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// They run (until deleted, or until [`Outcome::Succeeded`]).
+    Run,
+    /// They exited with this code and are not restarted (`restartPolicy: Never`): phase `Failed`.
+    Failed(i32),
+    /// They exited with this code, were restarted once and are backing off: `CrashLoopBackOff`.
+    CrashLoop(i32),
+    /// They all exited 0: phase `Succeeded`.
+    Succeeded,
+}
+
+/// What the kubelet-lite runs one container as.
+#[derive(Clone, Copy)]
+enum Run {
+    Waiting(&'static str),
+    Running,
+    Exited(i32, &'static str),
+    CrashLoop(i32),
+}
+
+/// The status of `current` (the Pod as the server has it) at `stage`, the containers ending as
+/// `outcome` says once started; `pod_ip` is the Pod's address once its sandbox is up.
+pub fn status(current: &Pod, stage: Stage, outcome: Outcome, pod_ip: &str, now: Timestamp) -> PodStatus {
+    let old = current.status.clone().unwrap_or_default();
+    let has_inits = !init_containers(current).is_empty();
+    let waiting = if has_inits { "PodInitializing" } else { "ContainerCreating" };
+    let uid = current.metadata.uid.as_deref().unwrap_or_default();
+    let unready = current.annotations().get(UNREADY_ANNOTATION).is_some_and(|v| v == "true");
+    let init_statuses: Vec<ContainerStatus> = init_containers(current)
+        .iter()
+        .enumerate()
+        .map(|(j, c)| {
+            let run = match stage {
+                Stage::New | Stage::Accepted => Run::Waiting(waiting),
+                Stage::Initializing(k) if j > k => Run::Waiting(waiting),
+                Stage::Initializing(k) if j == k || is_sidecar(c) => Run::Running,
+                Stage::Started if is_sidecar(c) => match outcome {
+                    Outcome::Run | Outcome::CrashLoop(_) => Run::Running,
+                    // A finished Pod's sidecars were stopped.
+                    Outcome::Failed(_) | Outcome::Succeeded => Run::Exited(0, "Completed"),
+                },
+                Stage::Initializing(_) | Stage::Started => Run::Exited(0, "Completed"),
+            };
+            container_status(uid, unready, &old, true, c, run, now)
+        })
+        .collect();
+    let main_run = match (stage, outcome) {
+        (Stage::Started, Outcome::Run) => Run::Running,
+        (Stage::Started, Outcome::Failed(code)) => Run::Exited(code, "Error"),
+        (Stage::Started, Outcome::CrashLoop(code)) => Run::CrashLoop(code),
+        (Stage::Started, Outcome::Succeeded) => Run::Exited(0, "Completed"),
+        _ => Run::Waiting(waiting),
+    };
+    let main_statuses: Vec<ContainerStatus> = containers(current)
+        .iter()
+        .map(|c| container_status(uid, unready, &old, false, c, main_run, now))
+        .collect();
+    let phase = match (stage, outcome) {
+        (Stage::Started, Outcome::Run | Outcome::CrashLoop(_)) => pod_state::PHASE_RUNNING,
+        (Stage::Started, Outcome::Failed(_)) => pod_state::PHASE_FAILED,
+        (Stage::Started, Outcome::Succeeded) => pod_state::PHASE_SUCCEEDED,
+        _ => pod_state::PHASE_PENDING,
+    };
+    let finished = matches!(phase, pod_state::PHASE_FAILED | pod_state::PHASE_SUCCEEDED);
+    let sandbox = !matches!(stage, Stage::New | Stage::Accepted) && !finished;
+    let conditions = conditions(current, phase, sandbox, &init_statuses, &main_statuses, now);
+    // Addresses: the host's once taken on, the Pod's once the sandbox is up; a finished Pod keeps
+    // them, as the kubelet's status of a finished Pod does.
+    let ip = (sandbox || finished).then(|| old.pod_ip.clone().unwrap_or_else(|| pod_ip.to_owned()));
+    PodStatus {
+        phase: Some(phase.to_owned()),
+        conditions: Some(conditions),
+        host_ip: Some(HOST_IP.to_owned()),
+        host_ips: Some(vec![HostIP { ip: HOST_IP.to_owned() }]),
+        pod_ips: ip.clone().map(|ip| vec![PodIP { ip }]),
+        pod_ip: ip,
+        // The kubelet stamps startTime once, when it takes the Pod on.
+        start_time: Some(old.start_time.clone().unwrap_or(Time(now))),
+        init_container_statuses: has_inits.then_some(init_statuses),
+        container_statuses: Some(main_statuses),
+        qos_class: old.qos_class.clone(),
+        ..PodStatus::default()
+    }
+}
+
+/// The earliest time after `now` at which a running container of `pod` becomes started or ready
+/// (by their probes), if any is still waiting for its probes.
+pub fn next_probe_due(pod: &Pod, now: Timestamp) -> Option<Timestamp> {
+    let status = pod.status.as_ref()?;
+    let statuses =
+        status.init_container_statuses.iter().flatten().chain(status.container_statuses.iter().flatten());
+    let unready = pod.annotations().get(UNREADY_ANNOTATION).is_some_and(|v| v == "true");
+    let inits = init_containers(pod).iter().map(|c| (c, true));
+    let spec = inits.chain(containers(pod).iter().map(|c| (c, false)));
+    let mut due: Option<Timestamp> = None;
+    for s in statuses {
+        let Some(since) = running_since(s) else { continue };
+        let Some((container, init)) = spec.clone().find(|(c, _)| c.name == s.name) else { continue };
+        let (started, ready) = probe_due(container, since);
+        let pending = [(s.started != Some(true), started), (!s.ready && (init || !unready), ready)];
+        for (waiting, at) in pending {
+            if waiting && due.is_none_or(|d| at < d) {
+                due = Some(at);
+            }
+        }
+    }
+    due.map(|d| d.max(now))
+}
+
+/// Whether the kubelet's view of `current` (its containers' `started` and `ready`, and the
+/// conditions it owns, with their reasons and messages) differs from what `next` says: a write
+/// is due.
+pub fn differs(current: &Pod, next: &PodStatus) -> bool {
+    type Flags = (String, bool, Option<bool>);
+    type Condition = (String, String, Option<String>, Option<String>);
+    fn view(s: &PodStatus) -> (Option<&String>, Vec<Flags>, Vec<Condition>) {
+        let containers =
+            s.init_container_statuses.iter().flatten().chain(s.container_statuses.iter().flatten());
+        let flags = containers.map(|c| (c.name.clone(), c.ready, c.started)).collect();
+        let conditions = s.conditions.iter().flatten();
+        let conditions = conditions
+            .map(|c| (c.type_.clone(), c.status.clone(), c.reason.clone(), c.message.clone()))
+            .collect();
+        (s.phase.as_ref(), flags, conditions)
+    }
+    current.status.as_ref().is_none_or(|s| view(s) != view(next))
+}
+
+/// When a container running since `since` is started and ready, by its probes.
+fn probe_due(container: &Container, since: Timestamp) -> (Timestamp, Timestamp) {
+    let after = |probe: Option<&Probe>, from: Timestamp| {
+        let Some(p) = probe else { return from };
+        let delay = i64::from(p.initial_delay_seconds.unwrap_or(0).max(0));
+        let more = i64::from(p.success_threshold.unwrap_or(1).max(1) - 1)
+            * i64::from(p.period_seconds.unwrap_or(10).max(1));
+        from.checked_add(SignedDuration::from_secs(delay + more)).unwrap_or(from)
+    };
+    let started = after(container.startup_probe.as_ref(), since);
+    let ready = after(container.readiness_probe.as_ref(), since).max(started);
+    (started, ready)
+}
+
+fn running_since(status: &ContainerStatus) -> Option<Timestamp> {
+    Some(status.state.as_ref()?.running.as_ref()?.started_at.as_ref()?.0)
+}
+
+fn previous<'a>(old: &'a PodStatus, init: bool, name: &str) -> Option<&'a ContainerStatus> {
+    let list = if init { &old.init_container_statuses } else { &old.container_statuses };
+    list.iter().flatten().find(|c| c.name == name)
+}
+
+/// A container's status: its state, and what a container runtime reports of each instance (and
+/// `kubectl logs` reads, `model_apiserver_http::logs`): the `containerID` of each instance that
+/// ran (from the Pod's uid, the container and its restart count, the same on every replay), when
+/// it started (kept from the status before while it runs) and when it finished.
+fn container_status(
+    uid: &str,
+    unready: bool,
+    old: &PodStatus,
+    init: bool,
+    c: &Container,
+    run: Run,
+    now: Timestamp,
+) -> ContainerStatus {
+    let before = previous(old, init, &c.name);
+    let since = before.and_then(running_since);
+    let finished_at =
+        before.and_then(|b| b.state.as_ref()?.terminated.as_ref()?.finished_at.clone()).unwrap_or(Time(now));
+    let base = ContainerStatus {
+        name: c.name.clone(),
+        image: c.image.clone().unwrap_or_default(),
+        image_id: String::new(),
+        ..ContainerStatus::default()
+    };
+    match run {
+        Run::Waiting(reason) => {
+            ContainerStatus { started: Some(false), state: Some(waiting(reason, None)), ..base }
+        }
+        Run::Running => {
+            // A regular init container is ready only once it completed; the unready annotation
+            // fails the (regular) containers' readiness probes.
+            let may_be_ready = if init { is_sidecar(c) } else { !unready };
+            // Started now: its readiness starts as failure, and a startup probe has not passed.
+            let (started, ready) = match since {
+                Some(since) => {
+                    let (started, ready) = probe_due(c, since);
+                    (started <= now, ready <= now)
+                }
+                None => (c.startup_probe.is_none(), c.startup_probe.is_none() && c.readiness_probe.is_none()),
+            };
+            let state = ContainerState {
+                running: Some(ContainerStateRunning { started_at: Some(Time(since.unwrap_or(now))) }),
+                ..ContainerState::default()
+            };
+            ContainerStatus {
+                ready: ready && started && may_be_ready,
+                started: Some(started),
+                container_id: Some(container_id(uid, &c.name, 0)),
+                state: Some(state),
+                ..base
+            }
+        }
+        Run::Exited(exit_code, reason) => {
+            let id = container_id(uid, &c.name, 0);
+            let terminated = ContainerStateTerminated {
+                exit_code,
+                reason: Some(reason.to_owned()),
+                started_at: Some(Time(since.unwrap_or(now))),
+                finished_at: Some(finished_at),
+                container_id: Some(id.clone()),
+                ..ContainerStateTerminated::default()
+            };
+            ContainerStatus {
+                // A regular init container that completed counts as ready (what `Initialized`
+                // reads).
+                ready: init && !is_sidecar(c) && exit_code == 0,
+                started: Some(false),
+                container_id: Some(id),
+                state: Some(ContainerState { terminated: Some(terminated), ..ContainerState::default() }),
+                ..base
+            }
+        }
+        Run::CrashLoop(exit_code) => {
+            // Restarted once and now backing off: what `kubectl get pods` shows as
+            // CrashLoopBackOff.
+            let last = ContainerStateTerminated {
+                exit_code,
+                reason: Some("Error".to_owned()),
+                started_at: Some(Time(now)),
+                finished_at: Some(Time(now)),
+                container_id: Some(container_id(uid, &c.name, 0)),
+                ..ContainerStateTerminated::default()
+            };
+            let last = before
+                .and_then(|b| b.last_state.clone())
+                .unwrap_or(ContainerState { terminated: Some(last), ..ContainerState::default() });
+            ContainerStatus {
+                restart_count: 1,
+                started: Some(false),
+                last_state: Some(last),
+                state: Some(waiting("CrashLoopBackOff", Some("back-off 10s restarting failed container"))),
+                ..base
+            }
+        }
+    }
+}
+
+fn waiting(reason: &str, message: Option<&str>) -> ContainerState {
+    ContainerState {
+        waiting: Some(ContainerStateWaiting {
+            reason: Some(reason.to_owned()),
+            message: message.map(str::to_owned),
+        }),
+        ..ContainerState::default()
+    }
+}
+
+fn container_id(uid: &str, name: &str, restart: i32) -> String {
+    let key = format!("{uid}/{name}/{restart}");
+    format!("containerd://{:016x}", hashing::fnv64(key.as_bytes()))
+}
+
+/// The conditions of a Pod whose containers are as `init` and `main` say, in the order the
+/// kubelet writes them: the conditions it does not own (a readiness gate's, `DisruptionTarget`)
+/// kept first, then `PodReadyToStartContainers`, `Initialized`, `Ready`, `ContainersReady`, and
+/// the scheduler's `PodScheduled` kept last.
+fn conditions(
+    current: &Pod,
+    phase: &str,
+    sandbox: bool,
+    init: &[ContainerStatus],
+    main: &[ContainerStatus],
+    now: Timestamp,
+) -> Vec<PodCondition> {
+    const OWNED: [&str; 5] =
+        ["PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled"];
+    let old = current.status.as_ref().and_then(|s| s.conditions.as_deref()).unwrap_or_default();
+    let spec_inits = init_containers(current);
+    let status_of = |name: &str| init.iter().chain(main).find(|s| s.name == name);
+    let finished = matches!(phase, pod_state::PHASE_FAILED | pod_state::PHASE_SUCCEEDED);
+    let terminal_reason = match phase {
+        pod_state::PHASE_FAILED => Some("PodFailed"),
+        pod_state::PHASE_SUCCEEDED => Some("PodCompleted"),
+        _ => None,
+    };
+
+    // Initialized (GeneratePodInitializedCondition).
+    let any_started = main
+        .iter()
+        .any(|s| s.state.as_ref().is_some_and(|st| st.running.is_some() || st.terminated.is_some()));
+    let incomplete: Vec<&str> = spec_inits
+        .iter()
+        .filter(|c| {
+            status_of(&c.name).is_none_or(|s| if is_sidecar(c) { s.started != Some(true) } else { !s.ready })
+        })
+        .map(|c| c.name.as_str())
+        .collect();
+    let initialized = if phase == pod_state::PHASE_SUCCEEDED {
+        (true, Some("PodCompleted".to_owned()), None)
+    } else if any_started || incomplete.is_empty() {
+        (true, None, None)
+    } else {
+        let message = format!("containers with incomplete status: {}", go_list(&incomplete));
+        (false, Some("ContainersNotInitialized".to_owned()), Some(message))
+    };
+
+    // ContainersReady and Ready (GenerateContainersReadyCondition, GeneratePodReadyCondition).
+    let unready: Vec<&str> = spec_inits
+        .iter()
+        .filter(|c| is_sidecar(c))
+        .chain(containers(current))
+        .filter(|c| status_of(&c.name).is_none_or(|s| !s.ready))
+        .map(|c| c.name.as_str())
+        .collect();
+    let containers_ready = if finished {
+        (false, terminal_reason.map(str::to_owned), None)
+    } else if unready.is_empty() {
+        (true, None, None)
+    } else {
+        let message = format!("containers with unready status: {}", go_list(&unready));
+        (false, Some("ContainersNotReady".to_owned()), Some(message))
+    };
+    let gates = current.spec.as_ref().and_then(|s| s.readiness_gates.as_deref()).unwrap_or_default();
+    let gate_messages: Vec<String> = gates
+        .iter()
+        .filter_map(|g| match old.iter().find(|c| c.type_ == g.condition_type) {
+            None => Some(format!(
+                "corresponding condition of pod readiness gate {:?} does not exist.",
+                g.condition_type
+            )),
+            Some(c) if c.status != "True" => Some(format!(
+                "the status of pod readiness gate {:?} is not \"True\", but {}",
+                g.condition_type, c.status
+            )),
+            Some(_) => None,
+        })
+        .collect();
+    let ready = if !containers_ready.0 || gate_messages.is_empty() {
+        containers_ready.clone()
+    } else {
+        (false, Some("ReadinessGatesNotReady".to_owned()), Some(gate_messages.join(", ")))
+    };
+
+    let mut out: Vec<PodCondition> =
+        old.iter().filter(|c| !OWNED.contains(&c.type_.as_str())).cloned().collect();
+    let generated = [
+        ("PodReadyToStartContainers", (sandbox, None, None)),
+        ("Initialized", initialized),
+        ("Ready", ready),
+        ("ContainersReady", containers_ready),
+    ];
+    for (type_, (status, reason, message)) in generated {
+        out.push(condition(old, type_, status, reason, message, now));
+    }
+    out.push(match old.iter().find(|c| c.type_ == "PodScheduled") {
+        Some(scheduled) => scheduled.clone(),
+        None => condition(old, "PodScheduled", true, None, None, now),
+    });
+    out
+}
+
+/// Go's `%s` of a `[]string`: `[a b]`.
+fn go_list(names: &[&str]) -> String {
+    format!("[{}]", names.join(" "))
+}
+
+/// Condition `type_` now: its `lastTransitionTime` is kept from the current condition of that
+/// type if its status did not change, and is now otherwise.
+pub fn condition(
+    old: &[PodCondition],
+    type_: &str,
+    status: bool,
+    reason: Option<String>,
+    message: Option<String>,
+    now: Timestamp,
+) -> PodCondition {
+    let status = if status { "True" } else { "False" }.to_owned();
+    let previous = old
+        .iter()
+        .find(|c| c.type_ == type_ && c.status == status)
+        .and_then(|c| c.last_transition_time.clone());
+    PodCondition {
+        type_: type_.to_owned(),
+        status,
+        reason,
+        message,
+        last_transition_time: Some(previous.unwrap_or(Time(now))),
+        ..PodCondition::default()
+    }
+}
