@@ -319,14 +319,28 @@ fn since(object: &Value, path: &[&str], now: jiff::Timestamp) -> String {
         .map_or("<unknown>".to_owned(), |t| age(now, t))
 }
 
-/// kubectl's short age: `5s`, `3m`, `2h`, `4d`.
-fn age(now: jiff::Timestamp, created: jiff::Timestamp) -> String {
-    let seconds = now.as_second().saturating_sub(created.as_second()).max(0);
+/// An age as the printers write it (`translateTimestampSince`, apimachinery's
+/// `duration.HumanDuration`): `90s`, `5m30s`, `42m`, `5h12m`, `20h`, `3d4h`, `30d`, `2y15d`.
+pub fn age(now: jiff::Timestamp, created: jiff::Timestamp) -> String {
+    let seconds = now.as_second().saturating_sub(created.as_second());
+    if seconds < -1 {
+        return "<invalid>".to_owned();
+    }
+    let seconds = seconds.max(0);
+    let (minutes, hours) = (seconds / 60, seconds / 3600);
+    let days = hours / 24;
+    let either =
+        |whole: String, part: i64, unit: &str| if part == 0 { whole } else { format!("{whole}{part}{unit}") };
     match seconds {
         s if s < 120 => format!("{s}s"),
-        s if s < 7200 => format!("{}m", s / 60),
-        s if s < 172_800 => format!("{}h", s / 3600),
-        s => format!("{}d", s / 86_400),
+        _ if minutes < 10 => either(format!("{minutes}m"), seconds % 60, "s"),
+        _ if minutes < 180 => format!("{minutes}m"),
+        _ if hours < 8 => either(format!("{hours}h"), minutes % 60, "m"),
+        _ if hours < 48 => format!("{hours}h"),
+        _ if hours < 24 * 8 => either(format!("{days}d"), hours % 24, "h"),
+        _ if hours < 24 * 365 * 2 => format!("{days}d"),
+        _ if hours < 24 * 365 * 8 => either(format!("{}y", days / 365), days % 365, "d"),
+        _ => format!("{}y", days / 365),
     }
 }
 
@@ -374,7 +388,8 @@ mod printers {
         ]
     }
 
-    /// Pods: Ready, Status, Restarts, Age; wide: IP, Node.
+    /// Pods: Ready, Status, Restarts, Age; wide: IP, Node, Nominated Node, Readiness Gates
+    /// (`printPod`).
     pub(super) fn pod() -> Vec<Column> {
         vec![
             column(
@@ -382,60 +397,191 @@ mod printers {
                 "string",
                 0,
                 "The aggregate readiness state of this pod for accepting traffic.",
-                |o, _| {
-                    let total = at(o, &["spec", "containers"]).and_then(Value::as_array).map_or(0, Vec::len);
-                    let ready = container_statuses(o).filter(|c| c["ready"].as_bool() == Some(true)).count();
-                    json!(format!("{ready}/{total}"))
-                },
+                |o, now| json!(pod_row(o, now).ready),
             ),
-            column("Status", "string", 0, "The aggregate status of the containers in this pod.", |o, _| {
-                json!(pod_status(o))
+            column("Status", "string", 0, "The aggregate status of the containers in this pod.", |o, now| {
+                json!(pod_row(o, now).status)
             }),
             column(
                 "Restarts",
                 "string",
                 0,
-                "The number of times the containers in this pod have been restarted.",
-                |o, _| {
-                    let restarts: i64 =
-                        container_statuses(o).map(|c| c["restartCount"].as_i64().unwrap_or(0)).sum();
-                    json!(restarts.to_string())
-                },
+                "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.",
+                |o, now| json!(pod_row(o, now).restarts),
             ),
             age_column(),
-            column("IP", "string", 1, "IP address allocated to the pod.", |o, _| {
-                json!(none_if_empty(text(o, &["status", "podIP"])))
-            }),
+            column(
+                "IP",
+                "string",
+                1,
+                "IP address allocated to the pod. Routable at least within the cluster. Empty if not yet allocated.",
+                |o, _| {
+                    let first =
+                        at(o, &["status", "podIPs"]).and_then(Value::as_array).and_then(|ips| ips.first());
+                    json!(none_if_empty(first.map(|ip| text(ip, &["ip"])).unwrap_or_default()))
+                },
+            ),
             column("Node", "string", 1, "Name of the Node this pod is assigned to.", |o, _| {
                 json!(none_if_empty(text(o, &["spec", "nodeName"])))
             }),
+            column(
+                "Nominated Node",
+                "string",
+                1,
+                "nominatedNodeName is set only when this pod preempts other pods on the node, but it cannot be scheduled right away as preemption victims receive their graceful termination periods.",
+                |o, _| json!(none_if_empty(text(o, &["status", "nominatedNodeName"]))),
+            ),
+            column(
+                "Readiness Gates",
+                "string",
+                1,
+                "If specified, all readiness gates will be evaluated for pod readiness.",
+                |o, _| json!(readiness_gates(o)),
+            ),
         ]
     }
 
-    fn container_statuses(o: &Value) -> impl Iterator<Item = &Value> {
-        at(o, &["status", "containerStatuses"]).and_then(Value::as_array).into_iter().flatten()
+    /// What `printPod` prints of a Pod.
+    struct PodRow {
+        ready: String,
+        status: String,
+        restarts: String,
     }
 
-    /// The phase (or the pod's reason), overridden by a container's waiting or terminated
-    /// reason, and `Terminating` once deletion started.
-    fn pod_status(o: &Value) -> String {
+    fn list<'a>(o: &'a Value, path: &[&str]) -> impl Iterator<Item = &'a Value> + Clone {
+        at(o, path).and_then(Value::as_array).into_iter().flatten()
+    }
+
+    /// A container's last termination's `finishedAt`, if it restarted.
+    fn last_restart(c: &Value) -> Option<jiff::Timestamp> {
+        c.pointer("/lastState/terminated/finishedAt").and_then(Value::as_str).and_then(|t| t.parse().ok())
+    }
+
+    /// `printPod`: the ready containers (sidecars, `restartPolicy: Always` init containers,
+    /// count), the status (an init container's progress `Init:1/3` or failure, else the last
+    /// reason among the containers', `NotReady`, `Terminating`), and the restarts with how long
+    /// ago the last one was.
+    fn pod_row(o: &Value, now: jiff::Timestamp) -> PodRow {
+        let phase = text(o, &["status", "phase"]);
         let mut reason = text(o, &["status", "reason"]);
         if reason.is_empty() {
-            reason = text(o, &["status", "phase"]);
+            reason = phase.clone();
         }
-        for c in container_statuses(o) {
-            let waiting = c.pointer("/state/waiting/reason").and_then(Value::as_str).unwrap_or("");
-            let terminated = c.pointer("/state/terminated/reason").and_then(Value::as_str).unwrap_or("");
-            if !waiting.is_empty() {
-                reason = waiting.to_owned();
-            } else if !terminated.is_empty() {
-                reason = terminated.to_owned();
+        let conditions = list(o, &["status", "conditions"]);
+        let condition_is = |type_: &str, status: &str| {
+            conditions.clone().any(|c| text(c, &["type"]) == type_ && text(c, &["status"]) == status)
+        };
+        if conditions
+            .clone()
+            .any(|c| text(c, &["type"]) == "PodScheduled" && text(c, &["reason"]) == "SchedulingGated")
+        {
+            reason = "SchedulingGated".to_owned();
+        }
+        let spec_inits: Vec<&Value> = list(o, &["spec", "initContainers"]).collect();
+        let sidecar = |name: &str| {
+            spec_inits.iter().any(|c| text(c, &["name"]) == name && text(c, &["restartPolicy"]) == "Always")
+        };
+        let mut total = list(o, &["spec", "containers"]).count();
+        total += spec_inits.iter().filter(|c| text(c, &["restartPolicy"]) == "Always").count();
+        let mut ready = 0;
+        let mut restarts = 0;
+        let mut last: Option<jiff::Timestamp> = None;
+        let mut sidecar_restarts = 0;
+        let mut sidecar_last: Option<jiff::Timestamp> = None;
+        let state = |c: &Value, path: &str| c.pointer(path).cloned();
+        let mut initializing = false;
+        let inits: Vec<&Value> = list(o, &["status", "initContainerStatuses"]).collect();
+        for (i, c) in inits.iter().enumerate() {
+            let name = text(c, &["name"]);
+            restarts += c["restartCount"].as_i64().unwrap_or(0);
+            last = last.max(last_restart(c));
+            if sidecar(&name) {
+                sidecar_restarts += c["restartCount"].as_i64().unwrap_or(0);
+                sidecar_last = sidecar_last.max(last_restart(c));
+            }
+            let terminated = state(c, "/state/terminated");
+            let waiting_reason = c.pointer("/state/waiting/reason").and_then(Value::as_str).unwrap_or("");
+            if terminated.as_ref().is_some_and(|t| t["exitCode"].as_i64() == Some(0)) {
+                continue;
+            }
+            if sidecar(&name) && c["started"].as_bool() == Some(true) {
+                if c["ready"].as_bool() == Some(true) {
+                    ready += 1;
+                }
+                continue;
+            }
+            reason = match terminated {
+                Some(t) => match t["reason"].as_str().filter(|r| !r.is_empty()) {
+                    Some(r) => format!("Init:{r}"),
+                    None => match t["signal"].as_i64().filter(|s| *s != 0) {
+                        Some(signal) => format!("Init:Signal:{signal}"),
+                        None => format!("Init:ExitCode:{}", t["exitCode"].as_i64().unwrap_or(0)),
+                    },
+                },
+                None if !waiting_reason.is_empty() && waiting_reason != "PodInitializing" => {
+                    format!("Init:{waiting_reason}")
+                }
+                None => format!("Init:{i}/{}", spec_inits.len()),
+            };
+            initializing = true;
+            break;
+        }
+        if !initializing || condition_is("Initialized", "True") {
+            restarts = sidecar_restarts;
+            last = sidecar_last;
+            let mut running = false;
+            for c in list(o, &["status", "containerStatuses"]).collect::<Vec<_>>().into_iter().rev() {
+                restarts += c["restartCount"].as_i64().unwrap_or(0);
+                last = last.max(last_restart(c));
+                let waiting_reason = c.pointer("/state/waiting/reason").and_then(Value::as_str).unwrap_or("");
+                let terminated = state(c, "/state/terminated");
+                if !waiting_reason.is_empty() {
+                    reason = waiting_reason.to_owned();
+                } else if let Some(t) = terminated {
+                    reason = match t["reason"].as_str().filter(|r| !r.is_empty()) {
+                        Some(r) => r.to_owned(),
+                        None => match t["signal"].as_i64().filter(|s| *s != 0) {
+                            Some(signal) => format!("Signal:{signal}"),
+                            None => format!("ExitCode:{}", t["exitCode"].as_i64().unwrap_or(0)),
+                        },
+                    };
+                } else if c["ready"].as_bool() == Some(true) && c.pointer("/state/running").is_some() {
+                    running = true;
+                    ready += 1;
+                }
+            }
+            if reason == "Completed" && running {
+                reason = if condition_is("Ready", "True") { "Running" } else { "NotReady" }.to_owned();
             }
         }
-        if at(o, &["metadata", "deletionTimestamp"]).is_some_and(|t| !t.is_null()) && reason != "NodeLost" {
-            return "Terminating".to_owned();
+        let deleting = at(o, &["metadata", "deletionTimestamp"]).is_some_and(|t| !t.is_null());
+        if deleting && text(o, &["status", "reason"]) == "NodeLost" {
+            reason = "Unknown".to_owned();
+        } else if deleting && phase != "Succeeded" && phase != "Failed" {
+            reason = "Terminating".to_owned();
         }
-        reason
+        let restarts = match last {
+            Some(at) if restarts != 0 => format!("{restarts} ({} ago)", super::age(now, at)),
+            _ => restarts.to_string(),
+        };
+        PodRow { ready: format!("{ready}/{total}"), status: reason, restarts }
+    }
+
+    /// `<none>`, or how many of the readiness gates' conditions are `True`, of how many.
+    fn readiness_gates(o: &Value) -> String {
+        let gates: Vec<String> =
+            list(o, &["spec", "readinessGates"]).map(|g| text(g, &["conditionType"])).collect();
+        if gates.is_empty() {
+            return "<none>".to_owned();
+        }
+        let conditions = list(o, &["status", "conditions"]);
+        let met = gates
+            .iter()
+            .filter(|g| {
+                conditions.clone().any(|c| text(c, &["type"]) == **g && text(c, &["status"]) == "True")
+            })
+            .count();
+        format!("{met}/{}", gates.len())
     }
 
     fn none_if_empty(s: String) -> String {

@@ -97,13 +97,15 @@ fn get_pods_prints_ready_status_restarts_and_age_and_a_new_pod_is_0_of_1_pending
 }
 
 #[test]
-fn get_pods_wide_adds_ip_and_node_which_are_none_for_an_unscheduled_pod() {
+fn get_pods_wide_adds_ip_node_nominated_node_and_readiness_gates_which_are_none_for_an_unscheduled_pod() {
     let k = Kubectl::start();
     k.ok(&["create", "-f", &k.file("pod.yaml", POD)]);
     let output = k.ok(&["get", "pods", "-o", "wide"]);
     let (header, rows) = table(&output);
-    assert_eq!(header, ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE"]);
-    assert_eq!(rows[0][5..], ["<none>", "<none>"]);
+    // `NOMINATED NODE` and `READINESS GATES` are two words each.
+    let wide = ["IP", "NODE", "NOMINATED", "NODE", "READINESS", "GATES"];
+    assert_eq!(header, [&["NAME", "READY", "STATUS", "RESTARTS", "AGE"][..], &wide[..]].concat());
+    assert_eq!(rows[0][5..], ["<none>", "<none>", "<none>", "<none>"]);
 }
 
 #[test]

@@ -459,3 +459,141 @@ fn a_pvc_prints_capacity_and_modes_only_once_bound_and_its_unset_attribute_class
     assert_eq!(cells[1..5], [json!("Bound"), json!("pv1"), json!("1Gi"), json!("RWO")]);
     assert_eq!(cells[8], json!("Filesystem"));
 }
+
+#[test]
+fn ages_print_as_apimachinerys_human_duration() {
+    let at = |seconds: i64| {
+        model_apiserver_http::table::age(
+            now(),
+            jiff::Timestamp::from_second(now().as_second() - seconds).unwrap(),
+        )
+    };
+    let cases = [
+        (-5, "<invalid>"),
+        (-1, "0s"),
+        (90, "90s"),
+        (300, "5m"),
+        (330, "5m30s"),
+        (42 * 60, "42m"),
+        (179 * 60, "179m"),
+        (190 * 60, "3h10m"),
+        (5 * 3600, "5h"),
+        (20 * 3600 + 59 * 60, "20h"),
+        (3 * 86_400 + 4 * 3600, "3d4h"),
+        (30 * 86_400, "30d"),
+        (800 * 86_400, "2y70d"),
+        (3650 * 86_400, "10y"),
+    ];
+    for (seconds, want) in cases {
+        assert_eq!(at(seconds), want, "{seconds} s");
+    }
+}
+
+/// A Pod's Ready, Status and Restarts cells, and its wide Readiness Gates cell.
+fn pod_cells(pod: serde_json::Value) -> (String, String, String, String) {
+    let (columns, cells) = printed("v1", "Pod", pod);
+    let want = names(&[
+        ("Name", 0),
+        ("Ready", 0),
+        ("Status", 0),
+        ("Restarts", 0),
+        ("Age", 0),
+        ("IP", 1),
+        ("Node", 1),
+        ("Nominated Node", 1),
+        ("Readiness Gates", 1),
+    ]);
+    assert_eq!(columns, want);
+    let cell = |i: usize| cells[i].as_str().unwrap().to_owned();
+    (cell(1), cell(2), cell(3), cell(8))
+}
+
+fn container_status(name: &str, state: serde_json::Value, ready: bool) -> serde_json::Value {
+    json!({"name": name, "image": "i", "imageID": "", "restartCount": 0, "ready": ready, "started": state.get("running").is_some(), "state": state})
+}
+
+#[test]
+fn a_pod_prints_its_init_progress_sidecars_and_failures_as_printpod() {
+    let spec = json!({
+        "initContainers": [
+            {"name": "setup", "image": "i"},
+            {"name": "proxy", "image": "i", "restartPolicy": "Always"},
+            {"name": "migrate", "image": "i"},
+        ],
+        "containers": [{"name": "app", "image": "i"}],
+        "readinessGates": [{"conditionType": "lb"}, {"conditionType": "mesh"}],
+    });
+    let done = json!({"terminated": {"exitCode": 0, "reason": "Completed"}});
+    let running = json!({"running": {"startedAt": "2026-01-01T00:06:00Z"}});
+    let initializing = json!({"waiting": {"reason": "PodInitializing"}});
+    let pod =
+        |phase: &str, inits: serde_json::Value, app: serde_json::Value, conditions: serde_json::Value| {
+            json!({"metadata": {"name": "p"}, "spec": spec, "status": {
+                "phase": phase, "conditions": conditions, "initContainerStatuses": inits,
+                "containerStatuses": [app],
+            }})
+        };
+    let waiting_app = container_status("app", initializing.clone(), false);
+    // The sidecar started: the first init container not done is `migrate`, index 2.
+    let inits = json!([
+        container_status("setup", done.clone(), true),
+        container_status("proxy", running.clone(), true),
+        container_status("migrate", running.clone(), false),
+    ]);
+    let gates = json!([{"type": "lb", "status": "True"}, {"type": "mesh", "status": "False"}]);
+    assert_eq!(
+        pod_cells(pod("Pending", inits, waiting_app.clone(), gates.clone())),
+        ("1/2".to_owned(), "Init:2/3".to_owned(), "0".to_owned(), "1/2".to_owned())
+    );
+    // An init container that failed and backs off.
+    let mut crashing = container_status("setup", json!({"waiting": {"reason": "CrashLoopBackOff"}}), false);
+    crashing["restartCount"] = json!(3);
+    crashing["lastState"] =
+        json!({"terminated": {"exitCode": 1, "reason": "Error", "finishedAt": "2026-01-01T00:05:00Z"}});
+    let inits = json!([
+        crashing,
+        container_status("proxy", initializing.clone(), false),
+        container_status("migrate", initializing.clone(), false)
+    ]);
+    assert_eq!(
+        pod_cells(pod("Pending", inits, waiting_app.clone(), json!([]))),
+        ("0/2".to_owned(), "Init:CrashLoopBackOff".to_owned(), "3 (5m ago)".to_owned(), "0/2".to_owned())
+    );
+    // Every init container done: the app's own state, the sidecar counted among the ready.
+    let inits = json!([
+        container_status("setup", done.clone(), true),
+        container_status("proxy", running.clone(), true),
+        container_status("migrate", done.clone(), true),
+    ]);
+    let initialized = json!([{"type": "Initialized", "status": "True"}]);
+    assert_eq!(
+        pod_cells(pod("Pending", inits.clone(), waiting_app, initialized.clone())).1,
+        "PodInitializing"
+    );
+    assert_eq!(
+        pod_cells(pod("Running", inits.clone(), container_status("app", running.clone(), true), initialized)),
+        ("2/2".to_owned(), "Running".to_owned(), "0".to_owned(), "0/2".to_owned())
+    );
+}
+
+#[test]
+fn a_pod_with_one_container_done_and_one_running_is_not_ready_or_running_and_a_finished_one_is_not_terminating()
+ {
+    let done = json!({"terminated": {"exitCode": 0, "reason": "Completed"}});
+    let running = json!({"running": {}});
+    let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "a"}, {"name": "b"}]}, "status": {
+        "phase": "Running", "conditions": [{"type": "Ready", "status": "False"}],
+        "containerStatuses": [container_status("a", done.clone(), false), container_status("b", running, true)],
+    }});
+    assert_eq!(pod_cells(pod.clone()).1, "NotReady");
+    let mut ready = pod.clone();
+    ready["status"]["conditions"] = json!([{"type": "Ready", "status": "True"}]);
+    assert_eq!(pod_cells(ready).1, "Running");
+    let finished = json!({"metadata": {"name": "p", "deletionTimestamp": "2026-01-01T00:09:00Z"},
+        "spec": {"containers": [{"name": "a"}]},
+        "status": {"phase": "Succeeded", "containerStatuses": [container_status("a", done, false)]}});
+    assert_eq!(pod_cells(finished).1, "Completed");
+    let mut deleting = pod;
+    deleting["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:09:00Z");
+    assert_eq!(pod_cells(deleting).1, "Terminating");
+}
