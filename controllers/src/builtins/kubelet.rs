@@ -741,8 +741,13 @@ async fn keep_running(api: &Api<Pod>, pod: &Pod, _ctx: &Context) -> Result<Actio
                 return Ok(Action::await_change());
             }
             (_, None) => {
-                // A readiness gate's condition may have changed.
-                write_status(api, &current, Stage::Started, outcome).await?;
+                // A readiness gate's condition (or the unready annotation) may have changed; most
+                // changes of a running Pod change nothing the kubelet reports, and cost no call.
+                let now = sim::time::now();
+                let next = kubelet_status::status(&current, Stage::Started, outcome, &pod_ip(&current), now);
+                if kubelet_status::differs(&current, &next) {
+                    write_status(api, &current, Stage::Started, outcome).await?;
+                }
                 return Ok(Action::await_change());
             }
         }
