@@ -779,32 +779,42 @@ async fn sleep_until(t: k8s_openapi::jiff::Timestamp) {
     }
 }
 
-/// Re-read the Pod and, if it is still the same Pod at the stage `base` is at and not being
-/// deleted, write its status at stage `to` ([`kubelet_status::status`]) if that differs from what
-/// it shows; the Pod as written (or as read, when nothing differed), or `None` when it moved on.
-/// The write is conditional on the resourceVersion read, so that a condition another controller
-/// sets meanwhile (a readiness gate's) is not lost: upstream's strategic merge patch merges
-/// conditions by type, a merge patch replaces the list.
+/// Write the Pod's status at stage `to` ([`kubelet_status::status`]) if that differs from what it
+/// shows, while it is the same Pod at the stage `base` is at and not being deleted; the Pod as
+/// written (or as read, when nothing differed), or `None` when it moved on. The write is
+/// conditional on the resourceVersion it is built from: first `base`'s (the cached Pod, or the
+/// one this reconcile wrote last: one call when nothing else changed it), then, on a conflict, the
+/// Pod read back. So a condition another controller sets meanwhile (a readiness gate's) is not
+/// lost: upstream's strategic merge patch merges conditions by type, a merge patch replaces the
+/// list.
 async fn write_status(api: &Api<Pod>, base: &Pod, to: Stage, outcome: Outcome) -> Result<Option<Pod>, Error> {
     let name = base.name_any();
-    let Some(current) = api.get_opt(&name).await? else { return Ok(None) };
-    if current.uid() != base.uid()
-        || pod_state::is_terminating(&current)
-        || pod_state::is_finished(&current)
-        || kubelet_status::stage(&current) != kubelet_status::stage(base)
-    {
-        return Ok(None);
-    }
-    let status = kubelet_status::status(&current, to, outcome, &pod_ip(&current), sim::time::now());
-    if !kubelet_status::differs(&current, &status) {
-        return Ok(Some(current));
-    }
-    let mut patch = super::status_patch::replacing(current.status.as_ref(), &status)?;
-    patch["metadata"] = serde_json::json!({ "resourceVersion": current.resource_version() });
-    match api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
-        Ok(written) => Ok(Some(written)),
-        Err(e) if has_code(&e, 404) => Ok(None),
-        Err(e) => Err(e.into()),
+    let mut known = base.clone();
+    let mut read_back = false;
+    loop {
+        if known.uid() != base.uid()
+            || pod_state::is_terminating(&known)
+            || pod_state::is_finished(&known)
+            || kubelet_status::stage(&known) != kubelet_status::stage(base)
+        {
+            return Ok(None);
+        }
+        let status = kubelet_status::status(&known, to, outcome, &pod_ip(&known), sim::time::now());
+        if !kubelet_status::differs(&known, &status) {
+            return Ok(Some(known));
+        }
+        let mut patch = super::status_patch::replacing(known.status.as_ref(), &status)?;
+        patch["metadata"] = serde_json::json!({ "resourceVersion": known.resource_version() });
+        match api.patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+            Ok(written) => return Ok(Some(written)),
+            Err(e) if has_code(&e, 404) => return Ok(None),
+            Err(e) if has_code(&e, 409) && !read_back => {
+                let Some(current) = api.get_opt(&name).await? else { return Ok(None) };
+                known = current;
+                read_back = true;
+            }
+            Err(e) => return Err(e.into()),
+        }
     }
 }
 

@@ -89,7 +89,7 @@ fn outcome(snap: &Snapshot) -> Option<(Conditions, Counts)> {
 
 #[test]
 fn job_with_completions_3_and_parallelism_2_completes_with_three_succeeded_pods() {
-    let world = three_completions_two_at_a_time(world(job(3, 2, None, false)));
+    let world = three_completions_two_at_a_time(world(job(3, 2, None, false)), Pods::Exactly);
     let report =
         sweep(&SweepConfig::new("builtins-job").seeds(SEEDS), |seed, options| world.run_with(seed, options));
     report.assert_all_passed();
@@ -101,7 +101,7 @@ fn job_creates_no_pod_twice_while_its_pod_cache_lags_behind_its_creates() {
     // own status writes trigger syncs that the cache's missing Pods must not turn into more
     // Pods; the expectations of the Pods it created hold its creates back, as upstream's do.
     let plan = lagging_watch(builtins::job::NODE, "pods", 3_000, 10_000);
-    let world = three_completions_two_at_a_time(world(job(3, 2, None, false))).faults(plan);
+    let world = three_completions_two_at_a_time(world(job(3, 2, None, false)), Pods::Exactly).faults(plan);
     let report = sweep(&SweepConfig::new("builtins-job-lagging-cache").seeds(SEEDS), |seed, options| {
         world.run_with(seed, options)
     });
@@ -113,7 +113,12 @@ fn a_restarted_job_controller_waits_for_its_pod_cache_before_it_syncs() {
     // Crashed right after its second create and restarted: the new incarnation starts with an
     // empty Pod cache and no expectations, and must not take the empty cache for no Pods.
     let plan = crash_after_create(builtins::job::NODE, "Pod", 2);
-    let world = three_completions_two_at_a_time(world(job(3, 2, None, false))).faults(plan);
+    // Only the bound on active Pods is this test's: a restarted controller that took its empty
+    // cache for no Pods would run four at once. An extra Pod after the last completion is
+    // kube-controller-manager's own race up to 1.35 (a Job cache older than the Pod cache, after
+    // the controller removed a finalizer; fixed in 1.36 by `StaleControllerConsistencyJob`,
+    // kubernetes/kubernetes#137210), which the built-in keeps, as it serves 1.33.
+    let world = three_completions_two_at_a_time(world(job(3, 2, None, false)), Pods::AtLeast).faults(plan);
     let report = sweep(&SweepConfig::new("builtins-job-restart").seeds(SEEDS), |seed, options| {
         world.run_with(seed, options)
     });
@@ -124,8 +129,18 @@ fn a_restarted_job_controller_waits_for_its_pod_cache_before_it_syncs() {
     }
 }
 
-/// Never more than two active Pods, and in the end Complete with three succeeded Pods (no more).
-fn three_completions_two_at_a_time(world: SimBuilder) -> SimBuilder {
+/// How many Pods a Job of three completions may end with.
+#[derive(Clone, Copy)]
+enum Pods {
+    /// Three, all Succeeded.
+    Exactly,
+    /// Three or more, all Succeeded (the status still counts three).
+    AtLeast,
+}
+
+/// Never more than two active Pods, and in the end Complete with three succeeded Pods counted
+/// (and as many Pods as `pods` allows, all Succeeded).
+fn three_completions_two_at_a_time(world: SimBuilder, pods: Pods) -> SimBuilder {
     world
         .property(FnProperty::always("at most two active pods", |view| {
             let active = job_pods(view.cluster("default").ok_or("no cluster")?)
@@ -134,7 +149,7 @@ fn three_completions_two_at_a_time(world: SimBuilder) -> SimBuilder {
                 .count();
             if active <= 2 { Ok(()) } else { Err(format!("{active} active pods")) }
         }))
-        .property(FnProperty::at_end("complete with three succeeded pods", |view| {
+        .property(FnProperty::at_end("complete with three succeeded pods", move |view| {
             let snap = view.cluster("default").ok_or("no cluster")?;
             let phases: Vec<String> = job_pods(snap).iter().map(|p| pod_state::phase(p).to_owned()).collect();
             let found = outcome(snap);
@@ -145,7 +160,12 @@ fn three_completions_two_at_a_time(world: SimBuilder) -> SimBuilder {
                 ],
                 (Some(0), Some(3), Some(0)),
             ));
-            if found == want && phases == ["Succeeded"; 3] {
+            let all_succeeded = phases.iter().all(|p| p == "Succeeded");
+            let count_ok = match pods {
+                Pods::Exactly => phases.len() == 3,
+                Pods::AtLeast => phases.len() >= 3,
+            };
+            if found == want && all_succeeded && count_ok {
                 Ok(())
             } else {
                 Err(format!("{found:?}, pods {phases:?}"))
