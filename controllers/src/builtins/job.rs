@@ -65,6 +65,9 @@
 //!   or is being deleted lets all its Pods go. A separate loop (the orphan Pod worker) removes
 //!   the finalizer from Pods whose Job is gone, finished or no longer their controller, after
 //!   reading a Job its cache does not show from the server.
+//! - With `podReplacementPolicy: Failed` (or a pod failure policy) a Pod being deleted keeps its
+//!   place, and an Indexed Job's Pod its index, until it has failed: no replacement runs beside
+//!   it (upstream's `wantActive - terminating - active`).
 //! - Status: `active`, `ready`, `succeeded`, `failed`, `terminating`, `uncountedTerminatedPods`,
 //!   `conditions`, `startTime` and `completionTime` (on the virtual clock, `sim::time`),
 //!   `completedIndexes`, `failedIndexes`.
@@ -534,6 +537,18 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
     } else {
         Vec::new()
     };
+    // `podReplacementPolicy: Failed` (or a pod failure policy): a Pod being deleted is replaced
+    // only once it has failed, so until then it keeps its place, and its index (upstream's
+    // `wantActive - terminating - active`, `firstPendingIndexes`).
+    let held: Vec<&Pod> = if only_failed_replaced {
+        pods.iter()
+            .map(|p| &**p)
+            .filter(|p| pod_state::is_terminating(p) && !pod_state::is_finished(p))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let occupied = active.len() + held.len();
     let mut created = 0;
     let mut deleted_now = 0;
     if wait != Wait::Satisfied || deleting {
@@ -554,17 +569,18 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
         let deleted: Vec<&Pod> = removal.iter().take(POD_WRITES_PER_SYNC_MAX).copied().collect();
         deleted_now = deleted.len();
         active.retain(|p| !deleted.iter().any(|d| std::ptr::eq(*d, *p)));
-    } else if active.len() < wanted && !backoff.is_zero() {
+    } else if occupied < wanted && !backoff.is_zero() {
         // Pods failed lately: the next ones wait out the backoff (`enqueueSyncJobWithDelay`).
-    } else if active.len() < wanted {
-        let missing = (wanted - active.len()).min(POD_WRITES_PER_SYNC_MAX);
+    } else if occupied < wanted {
+        let missing = (wanted - occupied).min(POD_WRITES_PER_SYNC_MAX);
         // An Indexed Job's new Pods take the lowest indexes neither completed, failed nor
         // running; with a per-index backoff, only those whose backoff is over
         // (`getPodCreationInfoForIndependentIndexes`).
         let indexes: Vec<Option<i32>> = match &completed_indexes {
             Some(done) => {
                 let done = failed_indexes.as_ref().map_or_else(|| done.clone(), |failed| done.merge(failed));
-                let pending = indexed_job::first_pending(&active, &done, missing, completions_indexed);
+                let taken: Vec<&Pod> = active.iter().chain(&held).copied().collect();
+                let pending = indexed_job::first_pending(&taken, &done, missing, completions_indexed);
                 let ready = pending.into_iter().filter(|index| {
                     let left = delayed.get(index).map_or(Duration::ZERO, |last| index_backoff(last, now));
                     if !left.is_zero() {
@@ -767,7 +783,7 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
     let expire = match wait {
         // The Pod events that fulfil them trigger the next sync; if none comes, they expire.
         Wait::Pending(expire) => Some(expire),
-        Wait::Satisfied if active.len() < wanted && !backoff.is_zero() => Some(backoff),
+        Wait::Satisfied if occupied < wanted && !backoff.is_zero() => Some(backoff),
         Wait::Satisfied => None,
     };
     let deadline = deadline_left.filter(|_| !complete && !gave_up);

@@ -38,10 +38,14 @@
 //!   Pod's containers unready, as failing readiness probes do;
 //! - a Running Pod whose `restartPolicy` is `Never` or `OnFailure` (a Job's, a Helm test's) runs
 //!   to completion (phase Succeeded, exit code 0) after a delay drawn in
-//!   [`RUN_DELAY_MS_MIN`]..=[`RUN_DELAY_MS_MAX`]; Pods with `Always` run until deleted;
+//!   [`RUN_DELAY_MS_MIN`]..=[`RUN_DELAY_MS_MAX`] (or [`RUN_SECONDS_ANNOTATION`]); Pods with
+//!   `Always` run until deleted;
 //! - a Pod being deleted is removed after its grace period (`deletionGracePeriodSeconds`,
 //!   counted from when the kubelet sees the deletion, as the real kubelet counts it), by a
-//!   delete with grace period 0 and the Pod's uid as precondition.
+//!   delete with grace period 0 and the Pod's uid as precondition; first, as the kubelet does
+//!   since 1.27, its status gets a terminal phase: `Failed`, its running containers terminated
+//!   with exit code 137 ([`super::kubelet_status::killed`]), which a Job with
+//!   `podReplacementPolicy: Failed` waits for (a Pod a finalizer holds stays so).
 //!
 //! The delays are waited inside the reconcile, so the world counts as busy while a container
 //! starts or stops: the liveness phase waits for them, as it would for real containers.
@@ -68,7 +72,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{
     Container, DaemonEndpoint, Namespace, Node, NodeAddress, NodeCondition, NodeDaemonEndpoints, NodeSpec,
-    NodeStatus, NodeSystemInfo, PersistentVolume, PersistentVolumeClaim, Pod,
+    NodeStatus, NodeSystemInfo, PersistentVolume, PersistentVolumeClaim, Pod, PodStatus,
 };
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -105,6 +109,10 @@ pub const FAIL_ANNOTATION: &str = "kube-sim.io/fail";
 /// or set to anything else. What a test uses to take a Pod out of service, as a failing probe
 /// does on a node (writing the `Ready` condition itself would not last: the kubelet owns it).
 pub const UNREADY_ANNOTATION: &str = "kube-sim.io/unready";
+/// Set to a whole number of seconds on a Pod whose containers run to completion (a Job's) to make
+/// them run that long (the run delay otherwise: [`RUN_DELAY_MS_MIN`]..=[`RUN_DELAY_MS_MAX`]): a
+/// long batch step, to delete or evict while it runs.
+pub const RUN_SECONDS_ANNOTATION: &str = "kube-sim.io/run-seconds";
 /// With [`FAIL_ANNOTATION`], the exit code the failing containers report (a non-zero integer;
 /// [`FAILED_EXIT_CODE`] when absent or not one): what a Job's pod failure policy reads.
 pub const EXIT_CODE_ANNOTATION: &str = "kube-sim.io/exit-code";
@@ -720,8 +728,7 @@ fn sidecar_started(pod: &Pod, k: usize) -> bool {
 async fn keep_running(api: &Api<Pod>, pod: &Pod, _ctx: &Context) -> Result<Action, Error> {
     let outcome = outcome(pod);
     let completes = outcome == Outcome::Run && runs_to_completion(pod);
-    let ends_at =
-        completes.then(|| later(sim::time::now(), delay_between(RUN_DELAY_MS_MIN, RUN_DELAY_MS_MAX)));
+    let ends_at = completes.then(|| later(sim::time::now(), run_time(pod)));
     let mut current = pod.clone();
     loop {
         let due = kubelet_status::next_probe_due(&current, sim::time::now());
@@ -754,6 +761,12 @@ async fn keep_running(api: &Api<Pod>, pod: &Pod, _ctx: &Context) -> Result<Actio
     }
 }
 
+/// How long `pod`'s containers run to completion: [`RUN_SECONDS_ANNOTATION`], or the run delay.
+fn run_time(pod: &Pod) -> Duration {
+    let given = pod.annotations().get(RUN_SECONDS_ANNOTATION).and_then(|v| v.parse::<u64>().ok());
+    given.map_or_else(|| delay_between(RUN_DELAY_MS_MIN, RUN_DELAY_MS_MAX), Duration::from_secs)
+}
+
 /// How `pod`'s containers end once started ([`FAIL_ANNOTATION`], `restartPolicy`).
 fn outcome(pod: &Pod) -> Outcome {
     if !fails(pod) {
@@ -780,26 +793,40 @@ async fn sleep_until(t: k8s_openapi::jiff::Timestamp) {
 }
 
 /// Write the Pod's status at stage `to` ([`kubelet_status::status`]) if that differs from what it
-/// shows, while it is the same Pod at the stage `base` is at and not being deleted; the Pod as
-/// written (or as read, when nothing differed), or `None` when it moved on. The write is
-/// conditional on the resourceVersion it is built from: first `base`'s (the cached Pod, or the
-/// one this reconcile wrote last: one call when nothing else changed it), then, on a conflict, the
-/// Pod read back. So a condition another controller sets meanwhile (a readiness gate's) is not
-/// lost: upstream's strategic merge patch merges conditions by type, a merge patch replaces the
-/// list.
+/// shows, while it is the same Pod at the stage `base` is at and not being deleted
+/// ([`write_status_with`]).
 async fn write_status(api: &Api<Pod>, base: &Pod, to: Stage, outcome: Outcome) -> Result<Option<Pod>, Error> {
+    let stage = kubelet_status::stage(base);
+    let still = |known: &Pod| {
+        !pod_state::is_terminating(known)
+            && !pod_state::is_finished(known)
+            && kubelet_status::stage(known) == stage
+    };
+    let next = |known: &Pod| kubelet_status::status(known, to, outcome, &pod_ip(known), sim::time::now());
+    write_status_with(api, base, still, next).await
+}
+
+/// Write the status `next` makes of the Pod if that differs from what it shows, while it is the
+/// same Pod as `base` and `still` holds of it; the Pod as written (or as read, when nothing
+/// differed), or `None` when it moved on. The write is conditional on the resourceVersion it is
+/// built from: first `base`'s (the cached Pod, or the one this reconcile wrote last: one call
+/// when nothing else changed it), then, on a conflict, the Pod read back. So a condition another
+/// controller sets meanwhile (a readiness gate's, `DisruptionTarget`) is not lost: upstream's
+/// strategic merge patch merges conditions by type, a merge patch replaces the list.
+async fn write_status_with(
+    api: &Api<Pod>,
+    base: &Pod,
+    still: impl Fn(&Pod) -> bool,
+    next: impl Fn(&Pod) -> PodStatus,
+) -> Result<Option<Pod>, Error> {
     let name = base.name_any();
     let mut known = base.clone();
     let mut read_back = false;
     loop {
-        if known.uid() != base.uid()
-            || pod_state::is_terminating(&known)
-            || pod_state::is_finished(&known)
-            || kubelet_status::stage(&known) != kubelet_status::stage(base)
-        {
+        if known.uid() != base.uid() || !still(&known) {
             return Ok(None);
         }
-        let status = kubelet_status::status(&known, to, outcome, &pod_ip(&known), sim::time::now());
+        let status = next(&known);
         if !kubelet_status::differs(&known, &status) {
             return Ok(Some(known));
         }
@@ -818,12 +845,20 @@ async fn write_status(api: &Api<Pod>, base: &Pod, to: Stage, outcome: Outcome) -
     }
 }
 
-/// Wait out the grace period, then remove the Pod (grace 0, uid precondition). A Pod whose
-/// containers run gets `Killing` for each first.
+/// Wait out the grace period, write the Pod's terminal status ([`kubelet_status::killed`]: its
+/// containers killed, phase `Failed`, as the kubelet does before a deleted Pod goes, since 1.27),
+/// then remove the Pod (grace 0, uid precondition). A Pod whose containers run gets `Killing` for
+/// each first.
 async fn terminate(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action, Error> {
     let grace_seconds = pod.metadata.deletion_grace_period_seconds.unwrap_or(0);
+    let still_running = |known: &Pod| pod_state::is_terminating(known) && !pod_state::is_finished(known);
+    let kill = |known: &Pod| kubelet_status::killed(known, sim::time::now());
     if grace_seconds <= 0 {
-        // Grace 0 with finalizers pending: the server removes the Pod once they are gone.
+        // Grace 0 with finalizers pending: the containers are killed at once, and the server
+        // removes the Pod once the finalizers are gone.
+        if kubelet_status::stage(pod) != Stage::New {
+            write_status_with(api, pod, still_running, kill).await?;
+        }
         return Ok(Action::await_change());
     }
     if pod_state::phase(pod) == pod_state::PHASE_RUNNING {
@@ -838,7 +873,16 @@ async fn terminate(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action, E
             .await;
         }
     }
-    madsim::time::sleep(Duration::from_secs(grace_seconds.unsigned_abs())).await;
+    // A finished Pod's containers are gone already (this one's, or those this kubelet-lite killed
+    // before its own status write brought the Pod back here): nothing to wait for.
+    if !pod_state::is_finished(pod) {
+        madsim::time::sleep(Duration::from_secs(grace_seconds.unsigned_abs())).await;
+        // A Pod the kubelet never took on (deleted before it was bound, or at once) has no
+        // containers to report.
+        if kubelet_status::stage(pod) != Stage::New {
+            write_status_with(api, pod, still_running, kill).await?;
+        }
+    }
     let params = DeleteParams {
         grace_period_seconds: Some(0),
         preconditions: Some(Preconditions { uid: pod.uid(), resource_version: None }),

@@ -194,6 +194,73 @@ pub fn status(current: &Pod, stage: Stage, outcome: Outcome, pod_ip: &str, now: 
     }
 }
 
+/// The status of `current` once the kubelet killed its containers because it is being deleted
+/// (`syncTerminatingPod`, then `TerminatePod`): a running container terminated with exit code 137
+/// (killed at the end of the grace period: kube-sim runs no process that would exit on SIGTERM),
+/// one that never ran terminated as `ContainerStatusUnknown`, one that already ended as it was;
+/// phase `Failed` (not every container succeeded), the sandbox gone.
+pub fn killed(current: &Pod, now: Timestamp) -> PodStatus {
+    let old = current.status.clone().unwrap_or_default();
+    let kill = |statuses: &Option<Vec<ContainerStatus>>| {
+        statuses.as_ref().map(|statuses| {
+            statuses
+                .iter()
+                .map(|s| {
+                    let state = s.state.clone().unwrap_or_default();
+                    if state.terminated.is_some() {
+                        return s.clone();
+                    }
+                    let terminated = match state.running {
+                        Some(running) => ContainerStateTerminated {
+                            exit_code: 137,
+                            reason: Some("Error".to_owned()),
+                            started_at: running.started_at,
+                            finished_at: Some(Time(now)),
+                            container_id: s.container_id.clone(),
+                            ..ContainerStateTerminated::default()
+                        },
+                        None => ContainerStateTerminated {
+                            exit_code: 137,
+                            reason: Some("ContainerStatusUnknown".to_owned()),
+                            message: Some(
+                                "The container could not be located when the pod was terminated".to_owned(),
+                            ),
+                            ..ContainerStateTerminated::default()
+                        },
+                    };
+                    ContainerStatus {
+                        ready: false,
+                        started: Some(false),
+                        state: Some(ContainerState {
+                            terminated: Some(terminated),
+                            ..ContainerState::default()
+                        }),
+                        ..s.clone()
+                    }
+                })
+                .collect::<Vec<_>>()
+        })
+    };
+    let init_statuses = kill(&old.init_container_statuses);
+    let main_statuses = kill(&old.container_statuses);
+    let phase = pod_state::PHASE_FAILED;
+    let conditions = conditions(
+        current,
+        phase,
+        false,
+        init_statuses.as_deref().unwrap_or_default(),
+        main_statuses.as_deref().unwrap_or_default(),
+        now,
+    );
+    PodStatus {
+        phase: Some(phase.to_owned()),
+        conditions: Some(conditions),
+        init_container_statuses: init_statuses,
+        container_statuses: main_statuses,
+        ..old
+    }
+}
+
 /// The earliest time after `now` at which a running container of `pod` becomes started or ready
 /// (by their probes), if any is still waiting for its probes.
 pub fn next_probe_due(pod: &Pod, now: Timestamp) -> Option<Timestamp> {

@@ -480,3 +480,148 @@ fn under_swarm_faults_pods_with_init_containers_and_probes_still_start_in_order(
         });
     report.assert_all_passed();
 }
+
+// Since 1.27 the kubelet gives a deleted Pod a terminal phase once its containers are stopped,
+// before the Pod goes: a Pod held by a finalizer stays `Failed`, its containers killed.
+#[test]
+fn a_deleted_pod_held_by_a_finalizer_is_left_failed_with_its_containers_killed() {
+    let world = builtins::kubelet(Sim::builder())
+        .workload(|w| async move {
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            let mut held = pod(
+                "app",
+                PodSpec {
+                    containers: vec![container("app")],
+                    termination_grace_period_seconds: Some(2),
+                    ..PodSpec::default()
+                },
+            );
+            held.metadata.finalizers = Some(vec!["example.com/hold".to_owned()]);
+            w.apply(&pods, &held).await?;
+            w.wait_for(&pods, "app", |p| p.is_some_and(pod_state::is_running_and_ready), WAIT).await?;
+            w.delete(&pods, "app").await?;
+            w.wait_for(
+                &pods,
+                "app",
+                |p| p.is_some_and(|p| pod_state::phase(p) == pod_state::PHASE_FAILED),
+                WAIT,
+            )
+            .await?;
+            let release = serde_json::json!({ "metadata": { "finalizers": null } });
+            w.patch(&pods, "app", &Patch::Merge(release)).await?;
+            w.wait_for(&pods, "app", |p| p.is_none(), WAIT).await
+        })
+        .property(FnProperty::always("a deleted Pod that failed shows its containers killed", |view| {
+            for p in pods_in(view)? {
+                if pod_state::phase(&p) != pod_state::PHASE_FAILED {
+                    continue;
+                }
+                let app = status_of(&p, "app")
+                    .and_then(|s| s.state.as_ref()?.terminated.as_ref())
+                    .map(|t| (t.exit_code, t.reason.clone()));
+                let found = (
+                    app,
+                    condition_view(&p, "Ready").map(|c| (c.0, c.1)),
+                    condition_view(&p, "PodReadyToStartContainers").map(|c| c.0),
+                    p.metadata.deletion_timestamp.is_some(),
+                );
+                let want = (
+                    Some((137, Some("Error".to_owned()))),
+                    Some(("False".to_owned(), Some("PodFailed".to_owned()))),
+                    Some("False".to_owned()),
+                    true,
+                );
+                if found != want {
+                    return Err(format!("{found:?}, want {want:?}"));
+                }
+            }
+            Ok(())
+        }));
+    let report = sweep(&SweepConfig::new("builtins-kubelet-killed").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}
+
+// `podReplacementPolicy: Failed`: the Job controller replaces a deleted Pod only once it is
+// `Failed`, which only the kubelet makes it; a kubelet that removed deleted Pods without a
+// terminal phase left such a Job waiting for ever.
+#[test]
+fn a_job_that_replaces_only_failed_pods_replaces_a_deleted_one_once_the_kubelet_failed_it() {
+    use k8s_openapi::api::batch::v1::{Job, JobSpec};
+    let job = Job {
+        metadata: ObjectMeta {
+            name: Some("pi".to_owned()),
+            namespace: Some("default".to_owned()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(JobSpec {
+            completions: Some(1),
+            backoff_limit: Some(3),
+            pod_replacement_policy: Some("Failed".to_owned()),
+            template: PodTemplateSpec {
+                // Each run lasts 20 s: still running when the workload deletes it.
+                metadata: Some(ObjectMeta {
+                    annotations: Some([(kubelet::RUN_SECONDS_ANNOTATION.to_owned(), "20".to_owned())].into()),
+                    ..ObjectMeta::default()
+                }),
+                spec: Some(PodSpec {
+                    containers: vec![container("pi")],
+                    restart_policy: Some("Never".to_owned()),
+                    termination_grace_period_seconds: Some(3),
+                    ..PodSpec::default()
+                }),
+            },
+            ..JobSpec::default()
+        }),
+        status: None,
+    };
+    let world = builtins::kubelet(builtins::job_controller(Sim::builder()))
+        .workload(move |w| {
+            let job = job.clone();
+            async move {
+                let jobs: Api<Job> = Api::namespaced(w.client(), "default");
+                let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+                w.apply(&jobs, &job).await?;
+                let running = |ps: &[Pod]| ps.iter().any(|p| pod_state::phase(p) == pod_state::PHASE_RUNNING);
+                w.wait_for_all(&pods, running, WAIT).await?;
+                let listed = pods.list(&Default::default()).await.map_err(|e| WorkloadError {
+                    step: 0,
+                    action: "list pods".to_owned(),
+                    reason: e.to_string(),
+                })?;
+                let first = listed
+                    .items
+                    .iter()
+                    .find(|p| pod_state::phase(p) == pod_state::PHASE_RUNNING)
+                    .and_then(|p| p.metadata.name.clone())
+                    .unwrap_or_default();
+                w.delete(&pods, &first).await?;
+                let complete = |j: Option<&Job>| {
+                    j.and_then(|j| j.status.as_ref()?.conditions.as_ref())
+                        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Complete" && c.status == "True"))
+                };
+                w.wait_for(&jobs, "pi", complete, Duration::from_secs(300)).await
+            }
+        })
+        .property(FnProperty::always("never two Pods not yet finished", |view| {
+            let live: Vec<String> = pods_in(view)?
+                .iter()
+                .filter(|p| !pod_state::is_finished(p))
+                .filter_map(|p| p.metadata.name.clone())
+                .collect();
+            if live.len() <= 1 { Ok(()) } else { Err(format!("{live:?} at once")) }
+        }))
+        .property(FnProperty::at_end("complete, the deleted Pod counted failed", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let status = snapshot::object::<Job>(snap, Some("default"), "pi")
+                .and_then(|j| j.status)
+                .ok_or("no job status")?;
+            let found = (status.succeeded, status.failed);
+            if found == (Some(1), Some(1)) { Ok(()) } else { Err(format!("succeeded, failed: {found:?}")) }
+        }));
+    let report = sweep(&SweepConfig::new("builtins-kubelet-replace-failed").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}
