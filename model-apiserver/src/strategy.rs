@@ -336,8 +336,7 @@ pub(crate) fn prepare_for_update(
 /// content is already the stored object's but for `.status`). Most kinds reset nothing there,
 /// so labels, annotations, finalizers and owner references sent with a status write persist, as
 /// on kube-apiserver; a Deployment keeps its labels (`deploymentStatusStrategy`) and a Pod its
-/// owner references (`podStatusStrategy`: old kubelets corrupted them) and its `status.qosClass`
-/// when the write leaves it empty (old kubelets dropped it). A CRD's strategy calls
+/// owner references (`podStatusStrategy`: old kubelets corrupted them). A CRD's strategy calls
 /// `ResetObjectMetaForStatus` with the new object twice, which resets nothing.
 ///
 /// A PersistentVolume whose phase changes gets `status.lastPhaseTransitionTime` set to now,
@@ -353,26 +352,7 @@ pub(crate) fn prepare_for_status_update(
     }
     match (t.ty.api.group.as_str(), t.ty.api.kind.as_str()) {
         ("apps", "Deployment") => new.metadata.labels = old.metadata.labels.clone(),
-        ("", "Pod") => {
-            new.metadata.owner_references = old.metadata.owner_references.clone();
-            // The QoS class is set once, on create; a status write that leaves it out (or empty)
-            // keeps the stored one.
-            let qos = |o: &DynamicObject| {
-                o.data.pointer("/status/qosClass").and_then(Value::as_str).map(str::to_owned)
-            };
-            if qos(new).is_none_or(|q| q.is_empty())
-                && let Some(stored) = qos(old)
-                && let Value::Object(data) = &mut new.data
-            {
-                let status = data.entry("status").or_insert_with(|| json!({}));
-                if !status.is_object() {
-                    *status = json!({});
-                }
-                if let Value::Object(status) = status {
-                    status.insert("qosClass".to_owned(), Value::String(stored));
-                }
-            }
-        }
+        ("", "Pod") => new.metadata.owner_references = old.metadata.owner_references.clone(),
         ("", "PersistentVolume") => {
             let phase = |o: &DynamicObject| o.data.pointer("/status/phase").cloned();
             let transition = |o: &DynamicObject| o.data.pointer("/status/lastPhaseTransitionTime").cloned();
