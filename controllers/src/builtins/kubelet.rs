@@ -703,7 +703,7 @@ async fn start(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action, Error
         }
         match next {
             Stage::Initializing(k) if next != stage => {
-                let started = &kubelet_status::init_containers(&written)[k..=k];
+                let started = kubelet_status::init_containers(&written).get(k..=k).unwrap_or_default();
                 boxed(|| publish_started(ctx, &written, started, true)).await;
             }
             Stage::Started => {

@@ -54,12 +54,12 @@ pub enum Stage {
 
 /// The [`Stage`] `pod`'s status shows.
 pub fn stage(pod: &Pod) -> Stage {
+    if pod_state::phase(pod) != pod_state::PHASE_PENDING {
+        return Stage::Started;
+    }
     let Some(status) = pod.status.as_ref() else { return Stage::New };
     if status.start_time.is_none() {
         return Stage::New;
-    }
-    if pod_state::phase(pod) != pod_state::PHASE_PENDING {
-        return Stage::Started;
     }
     let sandbox = status
         .conditions
@@ -342,8 +342,6 @@ fn container_status(
 ) -> ContainerStatus {
     let before = previous(old, init, &c.name);
     let since = before.and_then(running_since);
-    let finished_at =
-        before.and_then(|b| b.state.as_ref()?.terminated.as_ref()?.finished_at.clone()).unwrap_or(Time(now));
     let base = ContainerStatus {
         name: c.name.clone(),
         image: c.image.clone().unwrap_or_default(),
@@ -378,13 +376,19 @@ fn container_status(
                 ..base
             }
         }
+        // One that ended already stays as it ended.
+        Run::Exited(..)
+            if before.is_some_and(|b| b.state.as_ref().is_some_and(|s| s.terminated.is_some())) =>
+        {
+            before.cloned().unwrap_or(base)
+        }
         Run::Exited(exit_code, reason) => {
             let id = container_id(uid, &c.name, 0);
             let terminated = ContainerStateTerminated {
                 exit_code,
                 reason: Some(reason.to_owned()),
                 started_at: Some(Time(since.unwrap_or(now))),
-                finished_at: Some(finished_at),
+                finished_at: Some(Time(now)),
                 container_id: Some(id.clone()),
                 ..ContainerStateTerminated::default()
             };

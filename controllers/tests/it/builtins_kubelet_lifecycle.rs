@@ -277,6 +277,21 @@ fn init_containers_run_in_order_to_completion_and_a_sidecar_keeps_running() {
             if found != want {
                 return Err(format!("{found:?}, want {want:?}"));
             }
+            // Each ran after the one before it: setup, then the sidecar, then migrate, then the app.
+            let times = |name: &str| {
+                let state = status_of(&p, name).and_then(|s| s.state.clone()).unwrap_or_default();
+                match (state.running, state.terminated) {
+                    (Some(r), _) => (r.started_at.map(|t| t.0), None),
+                    (_, Some(t)) => (t.started_at.map(|t| t.0), t.finished_at.map(|t| t.0)),
+                    _ => (None, None),
+                }
+            };
+            let (setup, proxy, migrate, app) =
+                (times("setup"), times("proxy"), times("migrate"), times("app"));
+            let order = [setup.0, setup.1, proxy.0, migrate.0, migrate.1, app.0];
+            if order.iter().any(Option::is_none) || !order.windows(2).all(|w| w[0] <= w[1]) {
+                return Err(format!("start and finish times out of order: {order:?}"));
+            }
             // The sidecar's startup probe (3 s) held the next init container back.
             let proxy_since =
                 status_of(&p, "proxy").and_then(|s| s.state.as_ref()?.running.as_ref()?.started_at.clone());
