@@ -35,7 +35,10 @@
 //!   its containers fail (with the exit code [`EXIT_CODE_ANNOTATION`] names, 1 by default):
 //!   phase Failed for `restartPolicy: Never`, otherwise Running with the containers waiting in
 //!   `CrashLoopBackOff` and the Pod not Ready; [`UNREADY_ANNOTATION`]` = "true"` makes a running
-//!   Pod's containers unready, as failing readiness probes do;
+//!   Pod's containers unready, as failing readiness probes do; a Pod whose
+//!   `activeDeadlineSeconds` pass (counted from its `startTime`) is ended: its containers killed,
+//!   phase `Failed`, reason `DeadlineExceeded` with [`DEADLINE_EXCEEDED_MESSAGE`], and an event
+//!   of that reason (a world with such a Pod running is not quiet until its deadline);
 //! - a Running Pod whose `restartPolicy` is `Never` or `OnFailure` (a Job's, a Helm test's) runs
 //!   to completion (phase Succeeded, exit code 0) after a delay drawn in
 //!   [`RUN_DELAY_MS_MIN`]..=[`RUN_DELAY_MS_MAX`] (or [`RUN_SECONDS_ANNOTATION`]); Pods with
@@ -517,10 +520,46 @@ pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, Error
     if !pod_state::is_scheduled(&pod) {
         return boxed(|| schedule(&api, &pod, &ctx)).await;
     }
-    match kubelet_status::stage(&pod) {
-        Stage::Started => boxed(|| keep_running(&api, &pod, &ctx)).await,
-        _ => boxed(|| start(&api, &pod, &ctx)).await,
+    if past_active_deadline(&pod) {
+        return boxed(|| end_at_deadline(&api, &pod, &ctx)).await;
     }
+    let action = match kubelet_status::stage(&pod) {
+        Stage::Started => boxed(|| keep_running(&api, &pod, &ctx)).await?,
+        _ => boxed(|| start(&api, &pod, &ctx)).await?,
+    };
+    // A Pod with `activeDeadlineSeconds` is looked at again when its deadline comes.
+    let left = kubelet_status::active_deadline(&pod)
+        .and_then(|deadline| Duration::try_from(deadline.duration_since(sim::time::now())).ok());
+    Ok(match (left, action.requeue_after()) {
+        (Some(left), Some(after)) => Action::requeue(left.min(after)),
+        (Some(left), None) => Action::requeue(left),
+        _ => action,
+    })
+}
+
+/// The message of a Pod the kubelet ended for its `activeDeadlineSeconds`.
+pub const DEADLINE_EXCEEDED_MESSAGE: &str = "Pod was active on the node longer than the specified deadline";
+
+/// Whether `pod`'s `activeDeadlineSeconds` have passed since its `startTime`.
+fn past_active_deadline(pod: &Pod) -> bool {
+    kubelet_status::active_deadline(pod).is_some_and(|deadline| deadline <= sim::time::now())
+}
+
+/// End a Pod whose `activeDeadlineSeconds` passed, as the kubelet's active deadline handler does:
+/// its containers killed, phase `Failed`, reason `DeadlineExceeded`, and a `DeadlineExceeded`
+/// event.
+async fn end_at_deadline(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action, Error> {
+    let still = |known: &Pod| !pod_state::is_terminating(known) && !pod_state::is_finished(known);
+    let why = Some(("DeadlineExceeded", DEADLINE_EXCEEDED_MESSAGE));
+    let end = |known: &Pod| kubelet_status::killed_because(known, sim::time::now(), why);
+    if let Some(written) = write_status_with(api, pod, still, end).await?
+        && pod_state::is_finished(&written)
+    {
+        let reference = events::reference(&written);
+        events::normal(&ctx.kubelet, &reference, "DeadlineExceeded", DEADLINE_EXCEEDED_MESSAGE.to_owned())
+            .await;
+    }
+    Ok(Action::await_change())
 }
 
 /// The scheduler-lite's cycle for one Pod ([`scheduler`]): bind it to the Node it fits best
@@ -695,6 +734,9 @@ async fn start(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action, Error
             }
             Stage::Started => return Ok(Action::await_change()),
         }
+        if past_active_deadline(&current) {
+            return end_at_deadline(api, &current, ctx).await;
+        }
         let Some(written) = write_status(api, &current, next, outcome(&current)).await? else {
             return Ok(Action::await_change());
         };
@@ -725,10 +767,19 @@ fn sidecar_started(pod: &Pod, k: usize) -> bool {
 /// A started Pod: mark its containers started and ready as their probes pass, keep `Ready` as its
 /// readiness gates say (another controller sets their conditions), and end a Pod whose containers
 /// run to completion after the run delay.
-async fn keep_running(api: &Api<Pod>, pod: &Pod, _ctx: &Context) -> Result<Action, Error> {
+async fn keep_running(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action, Error> {
     let outcome = outcome(pod);
     let completes = outcome == Outcome::Run && runs_to_completion(pod);
     let ends_at = completes.then(|| later(sim::time::now(), run_time(pod)));
+    // The active deadline ends the Pod first if it comes before its end (`reconcile` looks again
+    // when it comes otherwise).
+    let deadline = kubelet_status::active_deadline(pod);
+    if let (Some(deadline), Some(end)) = (deadline, ends_at)
+        && deadline <= end
+    {
+        sleep_until(deadline).await;
+        return end_at_deadline(api, pod, ctx).await;
+    }
     let mut current = pod.clone();
     loop {
         let due = kubelet_status::next_probe_due(&current, sim::time::now());

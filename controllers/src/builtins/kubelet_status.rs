@@ -200,6 +200,12 @@ pub fn status(current: &Pod, stage: Stage, outcome: Outcome, pod_ip: &str, now: 
 /// one that never ran terminated as `ContainerStatusUnknown`, one that already ended as it was;
 /// phase `Failed` (not every container succeeded), the sandbox gone.
 pub fn killed(current: &Pod, now: Timestamp) -> PodStatus {
+    killed_because(current, now, None)
+}
+
+/// [`killed`], with the Pod's `reason` and `message` when the kubelet itself ended it (its
+/// `activeDeadlineSeconds` passed: `DeadlineExceeded`).
+pub fn killed_because(current: &Pod, now: Timestamp, why: Option<(&str, &str)>) -> PodStatus {
     let old = current.status.clone().unwrap_or_default();
     let kill = |statuses: &Option<Vec<ContainerStatus>>| {
         statuses.as_ref().map(|statuses| {
@@ -252,13 +258,27 @@ pub fn killed(current: &Pod, now: Timestamp) -> PodStatus {
         main_statuses.as_deref().unwrap_or_default(),
         now,
     );
+    let (reason, message) = match why {
+        Some((reason, message)) => (Some(reason.to_owned()), Some(message.to_owned())),
+        None => (old.reason.clone(), old.message.clone()),
+    };
     PodStatus {
         phase: Some(phase.to_owned()),
         conditions: Some(conditions),
         init_container_statuses: init_statuses,
         container_statuses: main_statuses,
+        reason,
+        message,
         ..old
     }
+}
+
+/// When the kubelet ends `pod` for its `activeDeadlineSeconds`, counted from its `startTime`
+/// (`activeDeadlineHandler.pastActiveDeadline`).
+pub fn active_deadline(pod: &Pod) -> Option<Timestamp> {
+    let seconds = pod.spec.as_ref()?.active_deadline_seconds?;
+    let start = pod.status.as_ref()?.start_time.as_ref()?.0;
+    start.checked_add(SignedDuration::from_secs(seconds.max(0))).ok()
 }
 
 /// The earliest time after `now` at which a running container of `pod` becomes started or ready

@@ -778,14 +778,33 @@ fn tracked(pod: &Pod) -> bool {
 
 /// Every unfinished Pod of the Job carries the tracking finalizer.
 fn unfinished_pods_are_tracked() -> FnProperty {
-    FnProperty::always("every unfinished Pod of the Job carries the tracking finalizer", |view| {
+    // Once the Job has finished, a Pod it still has loses its finalizer (upstream's orphan Pod
+    // cleanup): a Pod made by kube-controller-manager's stale-Job-cache race (below) does.
+    FnProperty::always("every unfinished Pod of a running Job carries the tracking finalizer", |view| {
         let snap = view.cluster("default").ok_or("no cluster")?;
+        if snapshot::object::<Job>(snap, Some("default"), "pi")
+            .is_some_and(|j| builtins::job::is_finished(&j))
+        {
+            return Ok(());
+        }
         match job_pods(snap).iter().find(|p| !pod_state::is_finished(p) && !tracked(p)) {
             Some(p) => {
                 Err(format!("{} has no tracking finalizer", p.metadata.name.clone().unwrap_or_default()))
             }
             None => Ok(()),
         }
+    })
+}
+
+/// No Pod beyond the second is made while the Job runs: a deleted Pod that was counted is not run
+/// again.
+fn no_third_pod_while_running() -> FnProperty {
+    FnProperty::always("no third Pod made while the Job runs", |view| {
+        let snap = view.cluster("default").ok_or("no cluster")?;
+        let finished = snapshot::object::<Job>(snap, Some("default"), "pi")
+            .is_some_and(|j| builtins::job::is_finished(&j));
+        let made = pods_created(snap);
+        if finished || made <= 2 { Ok(()) } else { Err(format!("{made} Pods made before the Job finished")) }
     })
 }
 
@@ -818,13 +837,23 @@ fn a_succeeded_pod_deleted_after_it_was_counted_still_counts() {
             w.wait_for(&jobs, "pi", finished, WAIT).await
         })
         .property(unfinished_pods_are_tracked())
+        .property(no_third_pod_while_running())
+        // A third Pod only from kube-controller-manager's own race up to 1.35 (a sync that reads a
+        // Job cache older than its own last status write, after it removed a finalizer; fixed in
+        // 1.36, kubernetes/kubernetes#137210): made after the Job counted its second success, it
+        // is never counted. Running the deleted Pod again would make the third one before the Job
+        // finished, which the property above catches.
         .property(FnProperty::at_end("Complete with 2 succeeded, 2 Pods made", |view| {
             let snap = view.cluster("default").ok_or("no cluster")?;
             let (conditions, counts) = outcome(snap).ok_or("no Job")?;
-            let found =
-                (conditions.last().map(|c| c.0.clone()), counts.1, pods_created(snap), job_pods(snap).len());
-            let want = (Some("Complete".to_owned()), Some(2), 2, 1);
-            if found == want { Ok(()) } else { Err(format!("{found:?}, want {want:?}")) }
+            let made = pods_created(snap);
+            let found = (conditions.last().map(|c| c.0.clone()), counts.1);
+            let want = (Some("Complete".to_owned()), Some(2));
+            if found == want && (made == 2 || made == 3) {
+                Ok(())
+            } else {
+                Err(format!("{found:?} with {made} Pods made, want {want:?} with 2"))
+            }
         }));
     let report = sweep(&SweepConfig::new("builtins-job-tracking").seeds(SEEDS), |seed, options| {
         world.run_with(seed, options)

@@ -640,3 +640,54 @@ fn a_job_that_replaces_only_failed_pods_replaces_a_deleted_one_once_the_kubelet_
     });
     report.assert_all_passed();
 }
+
+// `activeDeadlineSeconds` on a Pod: the kubelet ends it once that long has passed since its
+// `startTime` (Argo and Tekton set it on their Pods).
+#[test]
+fn a_pod_past_its_active_deadline_is_failed_with_deadline_exceeded() {
+    use k8s_openapi::api::events::v1::Event;
+    let world = builtins::kubelet(Sim::builder())
+        .workload(|w| async move {
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            let spec = PodSpec {
+                containers: vec![container("app")],
+                active_deadline_seconds: Some(8),
+                ..PodSpec::default()
+            };
+            w.apply(&pods, &pod("app", spec)).await?;
+            w.wait_for(&pods, "app", |p| p.is_some_and(pod_state::is_running_and_ready), WAIT).await?;
+            w.wait_for(&pods, "app", |p| p.is_some_and(pod_state::is_finished), WAIT).await
+        })
+        .property(FnProperty::at_end("failed at its deadline, DeadlineExceeded", |view| {
+            let p = end_pod(view, "app")?;
+            let status = p.status.clone().unwrap_or_default();
+            let ended =
+                status_of(&p, "app").and_then(|s| s.state.as_ref()?.terminated.as_ref()?.finished_at.clone());
+            let found = (
+                pod_state::phase(&p).to_owned(),
+                status.reason.clone(),
+                status.message.clone(),
+                seconds_between(status.start_time.as_ref(), ended.as_ref()),
+            );
+            let want = (
+                "Failed".to_owned(),
+                Some("DeadlineExceeded".to_owned()),
+                Some(kubelet::DEADLINE_EXCEEDED_MESSAGE.to_owned()),
+                Some(8),
+            );
+            if found != want {
+                return Err(format!("{found:?}, want {want:?}"));
+            }
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let events = snapshot::objects::<Event>(snap, Some("default"));
+            if events.iter().any(|e| e.reason.as_deref() == Some("DeadlineExceeded")) {
+                Ok(())
+            } else {
+                Err("no DeadlineExceeded event".to_owned())
+            }
+        }));
+    let report = sweep(&SweepConfig::new("builtins-kubelet-deadline").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}
