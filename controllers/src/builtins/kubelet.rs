@@ -477,10 +477,6 @@ fn container_reference(
     }
 }
 
-fn containers(pod: &Pod) -> impl Iterator<Item = &k8s_openapi::api::core::v1::Container> {
-    pod.spec.iter().flat_map(|s| s.containers.iter())
-}
-
 /// `Pulled`, `Created` and `Started` for each of `started`, containers of a Pod that just
 /// started (`spec.containers`, or `spec.initContainers` when `init`); a container that fails and
 /// restarts also gets `BackOff`.
@@ -913,7 +909,7 @@ async fn terminate(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action, E
         return Ok(Action::await_change());
     }
     if pod_state::phase(pod) == pod_state::PHASE_RUNNING {
-        for container in containers(pod) {
+        for container in kubelet_status::containers(pod) {
             let message = format!("Stopping container {}", container.name);
             events::normal(
                 &ctx.kubelet,

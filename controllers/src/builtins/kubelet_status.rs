@@ -132,7 +132,8 @@ enum Run {
 /// The status of `current` (the Pod as the server has it) at `stage`, the containers ending as
 /// `outcome` says once started; `pod_ip` is the Pod's address once its sandbox is up.
 pub fn status(current: &Pod, stage: Stage, outcome: Outcome, pod_ip: &str, now: Timestamp) -> PodStatus {
-    let old = current.status.clone().unwrap_or_default();
+    let none = PodStatus::default();
+    let old = current.status.as_ref().unwrap_or(&none);
     let has_inits = !init_containers(current).is_empty();
     let waiting = if has_inits { "PodInitializing" } else { "ContainerCreating" };
     let uid = current.metadata.uid.as_deref().unwrap_or_default();
@@ -152,7 +153,7 @@ pub fn status(current: &Pod, stage: Stage, outcome: Outcome, pod_ip: &str, now: 
                 },
                 Stage::Initializing(_) | Stage::Started => Run::Exited(0, "Completed"),
             };
-            container_status(uid, unready, &old, true, c, run, now)
+            container_status(uid, unready, old, true, c, run, now)
         })
         .collect();
     let main_run = match (stage, outcome) {
@@ -164,7 +165,7 @@ pub fn status(current: &Pod, stage: Stage, outcome: Outcome, pod_ip: &str, now: 
     };
     let main_statuses: Vec<ContainerStatus> = containers(current)
         .iter()
-        .map(|c| container_status(uid, unready, &old, false, c, main_run, now))
+        .map(|c| container_status(uid, unready, old, false, c, main_run, now))
         .collect();
     let phase = match (stage, outcome) {
         (Stage::Started, Outcome::Run | Outcome::CrashLoop(_)) => pod_state::PHASE_RUNNING,
@@ -309,19 +310,18 @@ pub fn next_probe_due(pod: &Pod, now: Timestamp) -> Option<Timestamp> {
 /// conditions it owns, with their reasons and messages) differs from what `next` says: a write
 /// is due.
 pub fn differs(current: &Pod, next: &PodStatus) -> bool {
-    type Flags = (String, bool, Option<bool>);
-    type Condition = (String, String, Option<String>, Option<String>);
-    fn view(s: &PodStatus) -> (Option<&String>, Vec<Flags>, Vec<Condition>) {
+    fn flags(s: &PodStatus) -> impl Iterator<Item = (&str, bool, Option<bool>)> {
         let containers =
             s.init_container_statuses.iter().flatten().chain(s.container_statuses.iter().flatten());
-        let flags = containers.map(|c| (c.name.clone(), c.ready, c.started)).collect();
-        let conditions = s.conditions.iter().flatten();
-        let conditions = conditions
-            .map(|c| (c.type_.clone(), c.status.clone(), c.reason.clone(), c.message.clone()))
-            .collect();
-        (s.phase.as_ref(), flags, conditions)
+        containers.map(|c| (c.name.as_str(), c.ready, c.started))
     }
-    current.status.as_ref().is_none_or(|s| view(s) != view(next))
+    fn conditions(s: &PodStatus) -> impl Iterator<Item = (&str, &str, Option<&str>, Option<&str>)> {
+        let conditions = s.conditions.iter().flatten();
+        conditions.map(|c| (c.type_.as_str(), c.status.as_str(), c.reason.as_deref(), c.message.as_deref()))
+    }
+    current.status.as_ref().is_none_or(|s| {
+        s.phase != next.phase || !flags(s).eq(flags(next)) || !conditions(s).eq(conditions(next))
+    })
 }
 
 /// When a container running since `since` is started and ready, by its probes.
