@@ -611,7 +611,13 @@ impl Sync<'_> {
 
     /// Set a ReplicaSet's `spec.replicas` and its replica annotations
     /// (`scaleReplicaSetAndRecordEvent`), publishing `ScalingReplicaSet` when the size changes.
-    async fn scale_to(&self, d: &Deployment, rs: &ReplicaSet, replicas: i32) -> Result<(), Error> {
+    /// The ReplicaSet as written, or `None` when nothing needed writing.
+    async fn scale_to(
+        &self,
+        d: &Deployment,
+        rs: &ReplicaSet,
+        replicas: i32,
+    ) -> Result<Option<ReplicaSet>, Error> {
         let (surge, _) = resolve_fenceposts(d);
         let want_desired = desired(d).to_string();
         let want_max = (desired(d) + surge).to_string();
@@ -621,7 +627,7 @@ impl Sync<'_> {
             && annotations.get(DESIRED_REPLICAS_ANNOTATION) == Some(&want_desired)
             && annotations.get(MAX_REPLICAS_ANNOTATION) == Some(&want_max)
         {
-            return Ok(());
+            return Ok(None);
         }
         let patch = serde_json::json!({
             "metadata": {
@@ -632,7 +638,7 @@ impl Sync<'_> {
         });
         // The resourceVersion makes the patch conditional: scaling from a stale cache gets 409 and
         // the sync is retried once the cache has caught up.
-        self.api.patch(&rs.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await?;
+        let written = self.api.patch(&rs.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await?;
         if size_changes {
             let direction = if spec_replicas(rs) < replicas { "up" } else { "down" };
             let message = format!(
@@ -642,7 +648,7 @@ impl Sync<'_> {
             );
             events::normal(&self.ctx.recorder, &events::reference(d), SCALING_REASON, message).await;
         }
-        Ok(())
+        Ok(Some(written))
     }
 
     /// `scale`: bring the ReplicaSets to the Deployment's `replicas` without a rollout step.
@@ -720,53 +726,84 @@ impl Sync<'_> {
             self.scale_to(d, new_rs, new_count).await?;
             return Ok(true);
         }
-        // reconcileOldReplicaSets
+        // reconcileOldReplicaSets, on the active old ReplicaSets (oldest first).
         if old_total == 0 {
             return Ok(false);
         }
         let (_, max_unavailable) = resolve_fenceposts(d);
         let min_available = replicas - max_unavailable;
-        let new_unavailable = (spec_replicas(new_rs) - available(new_rs)).max(0);
-        let mut max_scaled_down = all_total - min_available - new_unavailable;
+        let new_unavailable = spec_replicas(new_rs) - available(new_rs);
+        let max_scaled_down = all_total - min_available - new_unavailable;
         if max_scaled_down <= 0 {
             return Ok(false);
         }
-        let mut scaled = false;
-        // cleanupUnhealthyReplicas: old Pods that are not available go first.
-        let mut current: Vec<(&ReplicaSet, i32)> = old.iter().map(|rs| (rs, spec_replicas(rs))).collect();
-        for (rs, count) in current.iter_mut() {
-            if max_scaled_down <= 0 {
+        let mut active: Vec<ReplicaSet> = old.iter().filter(|rs| spec_replicas(rs) > 0).cloned().collect();
+        let Some(cleaned) = self.cleanup_unhealthy_replicas(d, &mut active, max_scaled_down).await? else {
+            return Ok(false);
+        };
+        let scaled_down = self.scale_down_old_replica_sets(d, new_rs, &active, min_available).await?;
+        Ok(cleaned + scaled_down > 0)
+    }
+
+    /// `cleanupUnhealthyReplicas`: scale the old ReplicaSets down by their unavailable replicas,
+    /// at most `max_cleanup` in all, oldest first, so that the Pods that serve nothing go before
+    /// any available one. `active` is updated with the ReplicaSets as written. `None` where an
+    /// old ReplicaSet's status counts more available replicas than its spec asks for (a status
+    /// from before its last scale-down): upstream refuses that scale ("got invalid request to
+    /// scale down") and the sync scales nothing more until the status has caught up, which keeps
+    /// a rollout from scaling down on Pods that are already going.
+    async fn cleanup_unhealthy_replicas(
+        &self,
+        d: &Deployment,
+        active: &mut [ReplicaSet],
+        max_cleanup: i32,
+    ) -> Result<Option<i32>, Error> {
+        let mut total = 0;
+        for rs in active.iter_mut() {
+            if total >= max_cleanup {
                 break;
             }
-            let unhealthy = (*count - available(rs)).max(0).min(max_scaled_down);
-            if *count == 0 || unhealthy == 0 {
+            let count = spec_replicas(rs);
+            if count == 0 || count == available(rs) {
                 continue;
             }
-            *count -= unhealthy;
-            max_scaled_down -= unhealthy;
-            self.scale_to(d, rs, *count).await?;
-            scaled = true;
+            let down = (max_cleanup - total).min(count - available(rs));
+            if down < 0 {
+                return Ok(None);
+            }
+            if let Some(written) = self.scale_to(d, rs, count - down).await? {
+                *rs = written;
+            }
+            total += down;
         }
-        if scaled {
-            return Ok(true);
-        }
-        // scaleDownOldReplicaSetsForRollingUpdate: then available ones, oldest first, keeping
-        // min_available.
-        let available_total: i32 = old.iter().map(available).sum::<i32>() + available(new_rs);
-        let mut to_scale_down = available_total - min_available;
-        for (rs, count) in &current {
-            if to_scale_down <= 0 {
+        Ok(Some(total))
+    }
+
+    /// `scaleDownOldReplicaSetsForRollingUpdate`: scale the old ReplicaSets down, oldest first,
+    /// by what the available replicas of these and the new one exceed `min_available` by.
+    async fn scale_down_old_replica_sets(
+        &self,
+        d: &Deployment,
+        new_rs: &ReplicaSet,
+        active: &[ReplicaSet],
+        min_available: i32,
+    ) -> Result<i32, Error> {
+        let available_total: i32 = active.iter().map(available).sum::<i32>() + available(new_rs);
+        let to_scale_down = available_total - min_available;
+        let mut total = 0;
+        for rs in active {
+            if total >= to_scale_down {
                 break;
             }
-            if *count == 0 {
+            let count = spec_replicas(rs);
+            if count == 0 {
                 continue;
             }
-            let down = (*count).min(to_scale_down);
+            let down = count.min(to_scale_down - total);
             self.scale_to(d, rs, count - down).await?;
-            to_scale_down -= down;
-            scaled = true;
+            total += down;
         }
-        Ok(scaled)
+        Ok(total)
     }
 
     /// Recreate (`rolloutRecreate`): scale every old ReplicaSet to zero, wait until their Pods

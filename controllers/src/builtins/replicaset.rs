@@ -19,8 +19,8 @@
 //! - status: `replicas`, `fullyLabeledReplicas`, `readyReplicas`, `availableReplicas` (Pods
 //!   ready for more than `minReadySeconds`, on the virtual clock; while every replica is ready but
 //!   not all available, the ReplicaSet is synced again `minReadySeconds` later) and
-//!   `observedGeneration`, computed from the Pods claimed, minus those this sync deleted (the
-//!   real controller counts those until its next sync; see `reconcile`); the `ReplicaFailure`
+//!   `observedGeneration`, computed from the Pods claimed before the sync's creates and deletes,
+//!   as upstream's (a Pod it deleted counts until the next sync; see `reconcile`); the `ReplicaFailure`
 //!   condition (FailedCreate / FailedDelete, the error's text) while creates or deletes fail.
 
 use std::sync::Arc;
@@ -122,23 +122,21 @@ pub async fn reconcile(rs: Arc<ReplicaSet>, ctx: Arc<Context>) -> Result<Action,
     let cached = ctx.pods.state_filter(|p| p.metadata.namespace.as_deref() == Some(namespace.as_str()));
     let claimed = boxed(|| claim_pods(&rs, &spec.selector, cached, &pods)).await?;
     let replicas = usize::try_from(spec.replicas.unwrap_or(1)).unwrap_or(0);
-    let mut deleted = Vec::new();
     let managed = if wait != Wait::Satisfied {
         Ok(())
     } else if claimed.len() < replicas {
         boxed(|| create_pods(&rs, &spec, replicas - claimed.len(), &pods, &ctx)).await
     } else if claimed.len() > replicas {
-        boxed(|| delete_pods(&rs, &claimed, claimed.len() - replicas, &pods, &mut deleted, &ctx)).await
+        boxed(|| delete_pods(&rs, &claimed, claimed.len() - replicas, &pods, &ctx)).await
     } else {
         Ok(())
     };
-    // Pods this sync deleted no longer count: the real controller computes the status from the
-    // Pods it saw before deleting and corrects it one sync later, and a Deployment reading that
-    // status meanwhile counts Pods already going away as available, which can take a rollout
-    // below `replicas - maxUnavailable`.
+    // The status counts the Pods claimed before this sync's creates and deletes, as upstream's
+    // `calculateStatus(rs, activePods, ..)`: a Pod deleted just now is counted (and available)
+    // until the next sync sees it go. The Deployment controller reads that status; it stops
+    // scaling an old ReplicaSet down while its status counts more available Pods than its spec.
     let failure = managed.as_ref().err().map(|error| replica_failure(error, claimed.len(), replicas));
-    let remaining: Vec<Arc<Pod>> = claimed.into_iter().filter(|p| !deleted.contains(&p.uid())).collect();
-    let status = boxed(|| update_status(&rs, &spec, &remaining, failure, &ctx.client, &namespace)).await?;
+    let status = boxed(|| update_status(&rs, &spec, &claimed, failure, &ctx.client, &namespace)).await?;
     // Every replica ready but not all available yet: no Pod event marks the moment they become
     // so, so look again `minReadySeconds` later, as upstream's `syncReplicaSet`.
     let ready = status.ready_replicas.unwrap_or(0);
@@ -224,14 +222,13 @@ async fn create_pods(
     Ok(())
 }
 
-/// Delete `surplus` Pods, recording the uid of each one whose deletion started in `deleted`, and
-/// expecting the cache to show each go (a 404 too: the cache shows it gone or will).
+/// Delete `surplus` Pods, expecting the cache to show each go (a 404 too: the cache shows it
+/// gone or will).
 async fn delete_pods(
     rs: &ReplicaSet,
     claimed: &[Arc<Pod>],
     surplus: usize,
     api: &Api<Pod>,
-    deleted: &mut Vec<Option<String>>,
     ctx: &Context,
 ) -> Result<(), Error> {
     let owner = rs.uid().unwrap_or_default();
@@ -244,7 +241,6 @@ async fn delete_pods(
         // Deleted now or gone already: either way the cache is to show it go.
         pod_control::delete(api, pod, rs, &ctx.recorder).await?;
         expect(pod);
-        deleted.push(pod.uid());
     }
     Ok(())
 }

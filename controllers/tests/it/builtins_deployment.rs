@@ -17,7 +17,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use model_apiserver::Snapshot;
 use model_apiserver::versions::Text;
 use sim::api::{Api, ObjectMeta, Patch};
-use sim::{FnProperty, Sim, SimBuilder, SweepConfig, sweep};
+use sim::{FnProperty, Sim, SimBuilder, SweepConfig, WorkloadError, sweep};
 
 const SEEDS: u64 = 30;
 const WAIT: Duration = Duration::from_secs(120);
@@ -183,6 +183,100 @@ fn a_rollout_stays_within_its_bounds_while_the_controllers_replica_set_cache_lag
     let refused: usize =
         (0..5).map(|seed| refused_calls(&world.run(seed), builtins::deployment::NODE, |_, _| true)).sum();
     assert!(refused > 0, "no write of the Deployment controller was refused in 5 seeds");
+}
+
+#[test]
+fn an_old_replica_set_whose_status_counts_more_pods_than_its_spec_is_not_scaled_down_on_it() {
+    // No ReplicaSet controller: the workload writes the ReplicaSets' statuses as it would, and
+    // holds the old one's back. After the old ReplicaSet was scaled 4 -> 3 its status still
+    // counts 4 available Pods (the controller has not seen the deleted one go). Upstream's
+    // `cleanupUnhealthyReplicas` refuses to scale such a ReplicaSet ("invalid request to scale
+    // down 3 -> 4"), so the sync scales nothing down until the status has caught up; scaling down
+    // by `available - minAvailable` on that status (here 3 -> 1) would take Pods that are
+    // already going and leave two available of four, under `replicas - maxUnavailable`.
+    let world =
+        builtins::deployment_controller(Sim::builder().scenario("builtins-deployment-stale-old-status"));
+    let world = world.workload(|w| async move {
+        let deployments: Api<Deployment> = Api::namespaced(w.client(), "default");
+        let sets: Api<ReplicaSet> = Api::namespaced(w.client(), "default");
+        let fail =
+            |action: &str, reason: String| WorkloadError { step: 0, action: action.to_owned(), reason };
+        // (image, spec.replicas, name) of each ReplicaSet, by image.
+        let sizes = |sets: &[ReplicaSet]| {
+            let mut sizes: Vec<(String, i32)> = sets
+                .iter()
+                .map(|rs| {
+                    let image = rs.spec.template.as_ref().and_then(|t| t.spec.as_ref());
+                    let image = image.and_then(|s| s.containers.first()).and_then(|c| c.image.clone());
+                    (image.unwrap_or_default(), rs.spec.replicas.unwrap_or(1))
+                })
+                .collect();
+            sizes.sort();
+            sizes
+        };
+        let name_of = |sets: &[ReplicaSet], image: &str| {
+            sets.iter()
+                .find(|rs| sizes(std::slice::from_ref(*rs))[0].0 == image)
+                .and_then(|rs| rs.metadata.name.clone())
+        };
+        let set_status = |name: String, replicas: i32, available: i32| {
+            let sets = sets.clone();
+            async move {
+                let status = serde_json::json!({ "status": {
+                    "replicas": replicas, "fullyLabeledReplicas": replicas,
+                    "readyReplicas": available, "availableReplicas": available,
+                }});
+                sets.patch_status(&name, &sim::api::PatchParams::default(), &Patch::Merge(&status))
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| fail("write a replica set's status", e.to_string()))
+            }
+        };
+        let all = |sets: &Api<ReplicaSet>| {
+            let sets = sets.clone();
+            async move {
+                sets.list(&sim::api::ListParams::default())
+                    .await
+                    .map(|l| l.items)
+                    .map_err(|e| fail("list replica sets", e.to_string()))
+            }
+        };
+        let v1 = |n: i32| vec![("nginx:1".to_owned(), n)];
+        let both = |old: i32, new: i32| vec![("nginx:1".to_owned(), old), ("nginx:2".to_owned(), new)];
+
+        w.apply(&deployments, &web("nginx:1", None)).await?;
+        w.wait_for_all(&sets, |s| sizes(s) == v1(REPLICAS), WAIT).await?;
+        let old = name_of(&all(&sets).await?, "nginx:1").ok_or_else(|| fail("find", "no old set".into()))?;
+        set_status(old.clone(), REPLICAS, REPLICAS).await?;
+        w.wait_for(&deployments, "web", rolled_out, WAIT).await?;
+
+        // No progress deadline: with no Pods the rollout never finishes, and a deadline would
+        // keep the world busy waiting for it.
+        let mut next = web("nginx:2", None);
+        next.spec.progress_deadline_seconds = Some(i32::MAX);
+        w.apply(&deployments, &next).await?;
+        // The old ReplicaSet loses one Pod (4 available, 3 wanted), the new one gets two (up to
+        // replicas + maxSurge); nothing more while no new Pod is available.
+        w.wait_for_all(&sets, |s| sizes(s) == both(REPLICAS - 1, 2), WAIT).await?;
+        let new = name_of(&all(&sets).await?, "nginx:2").ok_or_else(|| fail("find", "no new set".into()))?;
+        // One new Pod is available; the old ReplicaSet's status still counts four.
+        set_status(new, 2, 1).await?;
+        w.sleep(Duration::from_secs(10)).await;
+        let now = sizes(&all(&sets).await?);
+        if now != both(REPLICAS - 1, 2) {
+            return Err(fail("scale on a stale status", format!("replica sets (image, replicas) {now:?}")));
+        }
+        // The status catches up; the scale-down goes on by one Pod (3 + 1 available, 3 wanted).
+        set_status(old, REPLICAS - 1, REPLICAS - 1).await?;
+        w.wait_for_all(&sets, |s| sizes(s).first() == Some(&("nginx:1".to_owned(), REPLICAS - 2)), WAIT)
+            .await?;
+        Ok(())
+    });
+    let report =
+        sweep(&SweepConfig::new("builtins-deployment-stale-old-status").seeds(SEEDS), |seed, options| {
+            world.run_with(seed, options)
+        });
+    report.assert_all_passed();
 }
 
 /// The rollout's bounds as properties: ReplicaSets within `replicas + maxSurge`, available Pods
