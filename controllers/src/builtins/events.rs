@@ -137,6 +137,29 @@ pub async fn scheduled(recorder: &sim::runtime::events::Recorder, pod: &ObjectRe
     }
 }
 
+/// Publish the scheduler's `Preempted` event (action `Preempting`) about a Pod it evicts to make
+/// room for `preemptor` on `node`.
+pub async fn preempted(
+    recorder: &sim::runtime::events::Recorder,
+    victim: &ObjectReference,
+    preemptor: &ObjectReference,
+    node: &str,
+) {
+    use sim::runtime::events::{Event, EventType};
+    let uid = preemptor.uid.clone().unwrap_or_default();
+    let event = Event {
+        type_: EventType::Normal,
+        reason: "Preempted".to_owned(),
+        note: Some(format!("Preempted by pod {uid} on node {node}")),
+        action: "Preempting".to_owned(),
+        secondary: Some(ObjectReference { resource_version: None, ..preemptor.clone() }),
+    };
+    let victim = ObjectReference { resource_version: None, ..victim.clone() };
+    if let Err(error) = recorder.publish(&event, &victim).await {
+        tracing::debug!(%error, "publishing the Preempted event failed; dropped");
+    }
+}
+
 /// Publish the scheduler's `FailedScheduling` Warning (action `Scheduling`) about a Pod it could
 /// not place.
 pub async fn failed_scheduling(

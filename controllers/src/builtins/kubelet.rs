@@ -77,6 +77,7 @@ use k8s_openapi::api::core::v1::{
     Container, DaemonEndpoint, Namespace, Node, NodeAddress, NodeCondition, NodeDaemonEndpoints, NodeSpec,
     NodeStatus, NodeSystemInfo, PersistentVolume, PersistentVolumeClaim, Pod, PodStatus,
 };
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use sim::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams, Preconditions, ResourceExt};
@@ -88,6 +89,7 @@ use sim::{Clients, SimBuilder};
 use super::boxed;
 use super::error::{Error, has_code};
 use super::kubelet_status::{self, Outcome, Stage};
+use super::scheduler::Preemption;
 use super::volume_binding::claim_names;
 use super::{events, hashing, pod_state, pod_topology, scheduler, volume_binding};
 
@@ -610,6 +612,24 @@ async fn schedule(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action, Er
     for (node, i) in &index {
         placed[*i].extend(ctx.assumed.on_node(node, &ctx.pods));
     }
+    // The Pods nominated to a Node (waiting there for their victims to go) count on it for a Pod
+    // of no higher priority, as kube-scheduler's filters run with them
+    // (`RunFilterPluginsWithNominatedPods`): the room a preemption made is not taken by a Pod it
+    // was not made for.
+    let own = scheduler::priority(pod);
+    for nominated in ctx.pods.state_filter(|p: &Pod| {
+        !pod_state::is_scheduled(p)
+            && p.metadata.deletion_timestamp.is_none()
+            && p.uid() != pod.uid()
+            && scheduler::priority(p) >= own
+            && p.status.as_ref().and_then(|s| s.nominated_node_name.as_deref()).is_some_and(|n| !n.is_empty())
+    }) {
+        let node =
+            nominated.status.as_ref().and_then(|s| s.nominated_node_name.as_deref()).unwrap_or_default();
+        if let Some(i) = index.get(node) {
+            placed[*i].push(nominated);
+        }
+    }
     let namespaces = if pod_topology::needs_namespace_labels(pod, &placed) {
         let list = Api::<Namespace>::all(ctx.client.clone()).list(&Default::default()).await?;
         list.items.into_iter().map(|n| (n.name_any(), n.metadata.labels.unwrap_or_default())).collect()
@@ -627,6 +647,22 @@ async fn schedule(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action, Er
         Err(message) => {
             if pod_topology::depends_on_other_pods(pod) {
                 ctx.waiting_on_pods.insert(pod);
+            }
+            // The default preemption plugin; with no Pod of lower priority anywhere there is no
+            // victim, and the fit error already carries that verdict.
+            if placed.iter().flatten().any(|p| scheduler::priority(p) < own) {
+                let budgets =
+                    Api::<PodDisruptionBudget>::all(ctx.client.clone()).list(&Default::default()).await?;
+                match scheduler::preempt(pod, &nodes, &placed, &namespaces, &volumes, &budgets.items) {
+                    Preemption::Evict { node, victims, message } => {
+                        let node = node.name_any();
+                        boxed(|| evict_victims(pod, &node, &victims, ctx)).await?;
+                        return mark_unschedulable_nominated(api, pod, &message, Some(&node), ctx).await;
+                    }
+                    Preemption::Unschedulable(message) => {
+                        return mark_unschedulable(api, pod, &message, ctx).await;
+                    }
+                }
             }
             return mark_unschedulable(api, pod, &message, ctx).await;
         }
@@ -663,14 +699,28 @@ async fn mark_unschedulable(
     message: &str,
     ctx: &Context,
 ) -> Result<Action, Error> {
+    mark_unschedulable_nominated(api, pod, message, None, ctx).await
+}
+
+/// [`mark_unschedulable`], and nominate the Pod to `nominated` (`status.nominatedNodeName`) when
+/// the preemption plugin chose a Node for it; `None` leaves the nomination as it is.
+async fn mark_unschedulable_nominated(
+    api: &Api<Pod>,
+    pod: &Pod,
+    message: &str,
+    nominated: Option<&str>,
+    ctx: &Context,
+) -> Result<Action, Error> {
     let message = message.to_owned();
     let conditions = pod.status.as_ref().and_then(|s| s.conditions.clone()).unwrap_or_default();
     let current = conditions.iter().find(|c| c.type_ == "PodScheduled");
+    let nominated_now = pod.status.as_ref().and_then(|s| s.nominated_node_name.as_deref());
     if current.is_some_and(|c| {
         c.status == "False"
             && c.reason.as_deref() == Some(UNSCHEDULABLE)
             && c.message.as_deref() == Some(message.as_str())
-    }) {
+    }) && nominated.is_none_or(|n| nominated_now == Some(n))
+    {
         return Ok(Action::await_change());
     }
     let reason = Some(UNSCHEDULABLE.to_owned());
@@ -679,11 +729,76 @@ async fn mark_unschedulable(
         kubelet_status::condition(&conditions, "PodScheduled", false, reason, Some(message.clone()), now);
     let mut conditions: Vec<_> = conditions.into_iter().filter(|c| c.type_ != "PodScheduled").collect();
     conditions.push(scheduled);
-    let patch = serde_json::json!({ "status": { "conditions": conditions } });
+    let mut patch = serde_json::json!({ "status": { "conditions": conditions } });
+    if let Some(node) = nominated {
+        patch["status"]["nominatedNodeName"] = serde_json::json!(node);
+    }
     api.patch_status(&pod.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await?;
     let reference = events::reference(pod);
     boxed(|| events::failed_scheduling(&ctx.scheduler, &reference, message)).await;
     Ok(Action::await_change())
+}
+
+/// Evict the preemption's victims from `node` for `preemptor`, as the default preemption plugin's
+/// `prepareCandidate`: each gets the condition `DisruptionTarget=True`, reason
+/// `PreemptionByScheduler` (a strategic merge patch of its status), is deleted with its own grace
+/// period, and gets a `Preempted` event; the Pods of lower priority nominated to `node` lose their
+/// nomination. A victim gone meanwhile is no error.
+async fn evict_victims(
+    preemptor: &Pod,
+    node: &str,
+    victims: &[Arc<Pod>],
+    ctx: &Context,
+) -> Result<(), Error> {
+    let scheduler_name =
+        preemptor.spec.as_ref().and_then(|s| s.scheduler_name.as_deref()).unwrap_or(SCHEDULER_NAME);
+    let condition = serde_json::json!({
+        "type": "DisruptionTarget",
+        "status": "True",
+        "reason": scheduler::REASON_PREEMPTION_BY_SCHEDULER,
+        "message": format!("{scheduler_name}: preempting to accommodate a higher priority pod"),
+        "lastTransitionTime": sim::time::now_k8s(),
+    });
+    let preemptor_ref = events::reference(preemptor);
+    for victim in victims {
+        let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &victim.namespace().unwrap_or_default());
+        let name = victim.name_any();
+        let marked = victim
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|c| c.iter().any(|c| c.type_ == "DisruptionTarget" && c.status == "True"));
+        if !marked {
+            let patch = serde_json::json!({ "metadata": { "uid": victim.uid() }, "status": { "conditions": [condition] } });
+            match api.patch_status(&name, &PatchParams::default(), &Patch::Strategic(&patch)).await {
+                Ok(_) => {}
+                Err(e) if has_code(&e, 404) || has_code(&e, 409) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        match api.delete(&name, &DeleteParams::default()).await {
+            Ok(_) => {}
+            Err(e) if has_code(&e, 404) => continue,
+            Err(e) => return Err(e.into()),
+        }
+        events::preempted(&ctx.scheduler, &events::reference(victim.as_ref()), &preemptor_ref, node).await;
+    }
+    let own = scheduler::priority(preemptor);
+    let lower = ctx.pods.state_filter(|p: &Pod| {
+        !pod_state::is_scheduled(p)
+            && scheduler::priority(p) < own
+            && p.status.as_ref().and_then(|s| s.nominated_node_name.as_deref()) == Some(node)
+    });
+    for pod in lower {
+        let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &pod.namespace().unwrap_or_default());
+        let patch = serde_json::json!({ "status": { "nominatedNodeName": null } });
+        match api.patch_status(&pod.name_any(), &PatchParams::default(), &Patch::Merge(&patch)).await {
+            Ok(_) => {}
+            Err(e) if has_code(&e, 404) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
 }
 
 /// The reason of `PodScheduled=False` for a Pod no node fits.

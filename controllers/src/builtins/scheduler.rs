@@ -31,14 +31,27 @@
 //! the default preemption plugin's verdict: `Preemption is not helpful for scheduling` for the
 //! Nodes whose rejection no eviction could undo (`UnschedulableAndUnresolvable`: the filters
 //! before `NodePorts`, and a request larger than the whole Node), `No preemption victims found for
-//! incoming pod` for the others (every Pod has priority 0 here, so none is a victim), or `not
-//! eligible due to preemptionPolicy=Never.` for a Pod that may not preempt.
+//! incoming pod` for the others where no Pod of lower priority runs, or `not eligible due to
+//! preemptionPolicy=Never.` for a Pod that may not preempt.
+//!
+//! Preemption ([`preempt`], the `DefaultPreemption` plugin): a Pod no Node fits, with Pods of lower
+//! `spec.priority` running (the API server resolves it from the `priorityClassName` when its Pod
+//! admission plugins are on, as [`super::all`] turns them on), evicts the fewest of them, the least
+//! important first, from the Node upstream's criteria pick (PodDisruptionBudgets violated, then the
+//! victims' priorities, their number, their start times). The victims get `DisruptionTarget=True`
+//! (reason `PreemptionByScheduler`), are deleted with their grace period and get a `Preempted`
+//! event; the Pod is nominated to the Node (`status.nominatedNodeName`) and, while a victim is
+//! still terminating, told `not eligible due to a terminating pod on the nominated node.`; a Pod
+//! nominated to a Node counts on it for Pods of no higher priority, so the room is kept for it.
+//! Where no eviction helps, the message counts per Node the reason it fits there even with every
+//! lower-priority Pod gone. Not modelled: the candidate sampling of large clusters (every Node is
+//! tried) and the asynchronous preemption of newer schedulers.
 //!
 //! - `VolumeBinding`: the Nodes the Pod's claims allow ([`super::volume_binding`]);
 //! - `PodTopologySpread` and `InterPodAffinity`, with their required rules only
 //!   ([`super::pod_topology`]).
 //!
-//! Not modelled: preemption itself (priorities are not resolved), pod-level `spec.resources`,
+//! Not modelled: pod-level `spec.resources`,
 //! and scoring beyond spreading (preferred affinity terms and `ScheduleAnyway` constraints are
 //! not weighed): among the Nodes
 //! that fit, the one with the fewest Pods bound to it is chosen, the first by name on a tie, so a
@@ -53,9 +66,11 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{
     Node, NodeSelectorRequirement, NodeSelectorTerm, Pod, PodSpec, Taint, Toleration,
 };
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use model_apiserver::versions::Required;
 use sim::api::ResourceExt;
 
-use super::{pod_topology, volume_binding};
+use super::{labels, pod_topology, volume_binding};
 
 /// The scheduler's answer when no Node is registered (`ErrNoNodesAvailable`).
 pub const NO_NODES: &str = "no nodes available to schedule pods";
@@ -201,14 +216,7 @@ pub fn choose<'a>(
     let topology = pod_topology::Filters::new(pod, nodes, placed, namespaces);
     for (node, running) in nodes.iter().zip(placed) {
         let name = node.name_any();
-        let failed = match rejection(pod, node) {
-            Some(reason) => Some((vec![reason], false)),
-            None => running_rejection(pod, &requests, node, running)
-                .or_else(|| volumes.rejection(node).map(|reason| (vec![reason.to_owned()], false)))
-                .or_else(|| {
-                    topology.rejection(node).map(|(reason, resolvable)| (vec![reason.to_owned()], resolvable))
-                }),
-        };
+        let failed = node_rejection(pod, &requests, node, running, volumes, &topology);
         let Some((failed, resolvable)) = failed else {
             let load = running.len();
             if best.as_ref().is_none_or(|(l, n, _)| (load, &name) < (*l, n)) {
@@ -225,6 +233,261 @@ pub fn choose<'a>(
         Some((_, _, node)) => Ok(node),
         None => Err(fit_error(pod, nodes.len(), &reasons, &preemption)),
     }
+}
+
+/// Why `pod` (which requests `requests`) fails on `node` running `running`: every filter in the
+/// default profile's order, the first failing one's reasons, and whether an eviction could undo
+/// them.
+fn node_rejection(
+    pod: &Pod,
+    requests: &BTreeMap<String, f64>,
+    node: &Node,
+    running: &[Arc<Pod>],
+    volumes: &volume_binding::PodVolumes,
+    topology: &pod_topology::Filters,
+) -> Option<(Vec<String>, bool)> {
+    match rejection(pod, node) {
+        Some(reason) => Some((vec![reason], false)),
+        None => running_rejection(pod, requests, node, running)
+            .or_else(|| volumes.rejection(node).map(|reason| (vec![reason.to_owned()], false)))
+            .or_else(|| {
+                topology.rejection(node).map(|(reason, resolvable)| (vec![reason.to_owned()], resolvable))
+            }),
+    }
+}
+
+/// A Pod's priority (`spec.priority`, which the API server resolves from its
+/// `priorityClassName`; 0 without one).
+pub fn priority(pod: &Pod) -> i32 {
+    pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0)
+}
+
+/// The condition reason of a Pod the scheduler evicts to make room (`v1.PodReasonPreemptionByScheduler`).
+pub const REASON_PREEMPTION_BY_SCHEDULER: &str = "PreemptionByScheduler";
+/// The preemption plugin's verdict on a Pod whose earlier victims are still terminating.
+pub const TERMINATING_ON_NOMINATED_NODE: &str =
+    "not eligible due to a terminating pod on the nominated node.";
+
+/// What the default preemption plugin (`DefaultPreemption`'s PostFilter) decides for a Pod no Node
+/// fits.
+#[derive(Debug)]
+pub enum Preemption<'a> {
+    /// Evict `victims` from `node` and nominate the Pod to it. `message` is the fit error the Pod
+    /// carries meanwhile (no preemption part: the plugin succeeded).
+    Evict { node: &'a Node, victims: Vec<Arc<Pod>>, message: String },
+    /// Nothing to evict: the fit error with the plugin's verdict.
+    Unschedulable(String),
+}
+
+/// `DefaultPreemption` for `pod`, which no Node fits (`placed`, `namespaces` and `volumes` as for
+/// [`choose`]; `budgets` the cluster's PodDisruptionBudgets). As upstream's evaluator:
+/// - a Pod with `preemptionPolicy: Never` preempts nothing; nor does one nominated to a Node where
+///   a lower-priority Pod is still terminating by preemption (its victims are going);
+/// - on each Node whose rejection an eviction could undo, the Pods of lower priority are the
+///   potential victims; if the Pod does not fit with all of them gone, the Node is out; otherwise
+///   they are put back one by one, most important first (higher priority, then earlier start),
+///   those whose PodDisruptionBudget would be violated first, and each that still lets the Pod
+///   fit is spared;
+/// - the Node chosen has the fewest budget violations, then the lowest highest victim priority,
+///   the lowest sum of priorities, the fewest victims, the latest start of its most important
+///   victims, then the first by name.
+pub fn preempt<'a>(
+    pod: &Pod,
+    nodes: &'a [Arc<Node>],
+    placed: &[Vec<Arc<Pod>>],
+    namespaces: &pod_topology::NamespaceLabels,
+    volumes: &volume_binding::PodVolumes,
+    budgets: &[PodDisruptionBudget],
+) -> Preemption<'a> {
+    let requests = pod_requests(pod);
+    let topology = pod_topology::Filters::new(pod, nodes, placed, namespaces);
+    let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+    let mut resolvable_nodes = Vec::new();
+    for (i, (node, running)) in nodes.iter().zip(placed).enumerate() {
+        match node_rejection(pod, &requests, node, running, volumes, &topology) {
+            Some((failed, resolvable)) => {
+                for reason in failed {
+                    *reasons.entry(reason).or_default() += 1;
+                }
+                if resolvable {
+                    resolvable_nodes.push(i);
+                }
+            }
+            // Fits now (a Node that came free since): nothing to evict.
+            None => resolvable_nodes.push(i),
+        }
+    }
+    // The fit error; the plugin's verdict follows it unless it found victims.
+    let base = format!("0/{} nodes are available: {}.", nodes.len(), histogram(&reasons));
+    if pod.spec.as_ref().and_then(|s| s.preemption_policy.as_deref()) == Some("Never") {
+        return Preemption::Unschedulable(format!(
+            "{base}{}",
+            preemption_message(pod, nodes.len(), &BTreeMap::new())
+        ));
+    }
+    let own = priority(pod);
+    let nominated = pod.status.as_ref().and_then(|s| s.nominated_node_name.as_deref());
+    if let Some(i) = nominated.and_then(|n| nodes.iter().position(|node| node.name_any() == n))
+        && resolvable_nodes.contains(&i)
+        && placed[i].iter().any(|p| priority(p) < own && terminating_by_preemption(p))
+    {
+        // The message ends in a period, and the separator adds one.
+        return Preemption::Unschedulable(format!("{base} preemption: {TERMINATING_ON_NOMINATED_NODE}."));
+    }
+    let mut verdicts: BTreeMap<String, usize> = BTreeMap::new();
+    let mut candidates: Vec<Candidate> = Vec::new();
+    for i in 0..nodes.len() {
+        if !resolvable_nodes.contains(&i) {
+            *verdicts.entry(NOT_HELPFUL.to_owned()).or_default() += 1;
+            continue;
+        }
+        match victims_on_node(pod, &requests, nodes, placed, i, namespaces, volumes, budgets) {
+            Ok(candidate) => candidates.push(candidate),
+            Err(failed) => {
+                for reason in failed {
+                    *verdicts.entry(reason).or_default() += 1;
+                }
+            }
+        }
+    }
+    match pick_candidate(candidates) {
+        Some(best) => Preemption::Evict { node: &nodes[best.node], victims: best.victims, message: base },
+        None => Preemption::Unschedulable(format!(
+            "{base} preemption: 0/{} nodes are available: {}.",
+            nodes.len(),
+            histogram(&verdicts)
+        )),
+    }
+}
+
+/// Whether `pod` is going because the scheduler preempted it (`podTerminatingByPreemption`).
+fn terminating_by_preemption(pod: &Pod) -> bool {
+    pod.metadata.deletion_timestamp.is_some()
+        && pod.status.as_ref().and_then(|s| s.conditions.as_ref()).is_some_and(|conditions| {
+            conditions.iter().any(|c| {
+                c.type_ == "DisruptionTarget"
+                    && c.status == "True"
+                    && c.reason.as_deref() == Some(REASON_PREEMPTION_BY_SCHEDULER)
+            })
+        })
+}
+
+/// One Node's victims (`selectVictimsOnNode`'s answer).
+#[derive(Debug)]
+struct Candidate {
+    node: usize,
+    victims: Vec<Arc<Pod>>,
+    violating: usize,
+}
+
+/// The fewest Pods of lower priority whose eviction from `nodes[i]` lets `pod` fit, or the
+/// reasons it fits there in no case.
+#[allow(clippy::too_many_arguments)]
+fn victims_on_node(
+    pod: &Pod,
+    requests: &BTreeMap<String, f64>,
+    nodes: &[Arc<Node>],
+    placed: &[Vec<Arc<Pod>>],
+    i: usize,
+    namespaces: &pod_topology::NamespaceLabels,
+    volumes: &volume_binding::PodVolumes,
+    budgets: &[PodDisruptionBudget],
+) -> Result<Candidate, Vec<String>> {
+    let own = priority(pod);
+    let (mut potential, mut remaining): (Vec<Arc<Pod>>, Vec<Arc<Pod>>) =
+        placed[i].iter().cloned().partition(|p| priority(p) < own);
+    if potential.is_empty() {
+        return Err(vec![NO_VICTIMS.to_owned()]);
+    }
+    let fits = |remaining: &[Arc<Pod>]| {
+        let mut trial = placed.to_vec();
+        trial[i] = remaining.to_vec();
+        let topology = pod_topology::Filters::new(pod, nodes, &trial, namespaces);
+        node_rejection(pod, requests, &nodes[i], remaining, volumes, &topology)
+    };
+    if let Some((failed, _)) = fits(&remaining) {
+        return Err(failed);
+    }
+    // Most important first: higher priority, then the earlier start.
+    potential.sort_by(|a, b| priority(b).cmp(&priority(a)).then_with(|| start_time(a).cmp(&start_time(b))));
+    let (violating, sparing) = split_by_budget(&potential, budgets);
+    let mut victims = Vec::new();
+    let mut violations = 0;
+    for (pod, violates) in
+        violating.into_iter().map(|p| (p, true)).chain(sparing.into_iter().map(|p| (p, false)))
+    {
+        remaining.push(pod.clone());
+        if fits(&remaining).is_some() {
+            remaining.pop();
+            victims.push(pod);
+            violations += usize::from(violates);
+        }
+    }
+    Ok(Candidate { node: i, victims, violating: violations })
+}
+
+fn start_time(pod: &Pod) -> Option<k8s_openapi::jiff::Timestamp> {
+    pod.status.as_ref().and_then(|s| s.start_time.as_ref()).map(|t| t.0)
+}
+
+/// `filterPodsWithPDBViolation`: the Pods whose eviction would take a matching budget below zero
+/// disruptions allowed (counted down Pod by Pod, in order), and the others. A Pod a budget already
+/// lists as disrupted costs it nothing.
+fn split_by_budget(pods: &[Arc<Pod>], budgets: &[PodDisruptionBudget]) -> (Vec<Arc<Pod>>, Vec<Arc<Pod>>) {
+    let mut allowed: Vec<i32> =
+        budgets.iter().map(|b| b.status.as_ref().map_or(0, |s| *s.disruptions_allowed.value())).collect();
+    let (mut violating, mut sparing) = (Vec::new(), Vec::new());
+    for pod in pods {
+        let mut violated = false;
+        if pod.metadata.labels.as_ref().is_some_and(|l| !l.is_empty()) {
+            for (budget, allowed) in budgets.iter().zip(allowed.iter_mut()) {
+                let Some(selector) = budget.spec.as_ref().and_then(|s| s.selector.as_ref()) else { continue };
+                if budget.metadata.namespace != pod.metadata.namespace
+                    || labels::is_empty(selector)
+                    || !labels::matches(selector, pod.metadata.labels.as_ref())
+                {
+                    continue;
+                }
+                let disrupted = budget.status.as_ref().and_then(|s| s.disrupted_pods.as_ref());
+                if disrupted.is_some_and(|d| d.contains_key(&pod.name_any())) {
+                    continue;
+                }
+                *allowed -= 1;
+                violated |= *allowed < 0;
+            }
+        }
+        if violated { violating.push(pod.clone()) } else { sparing.push(pod.clone()) }
+    }
+    (violating, sparing)
+}
+
+/// `pickOneNodeForPreemption`: a Node with no victim at once; otherwise the fewest budget
+/// violations, the lowest highest victim priority, the lowest sum of priorities, the fewest
+/// victims, the latest earliest start among the most important victims, the first by name.
+fn pick_candidate(mut candidates: Vec<Candidate>) -> Option<Candidate> {
+    if let Some(empty) = candidates.iter().position(|c| c.victims.is_empty()) {
+        return Some(candidates.swap_remove(empty));
+    }
+    let highest = |c: &Candidate| c.victims.iter().map(|p| priority(p)).max().unwrap_or(i32::MIN);
+    // Each priority shifted by 2^31, as upstream's, so that negative ones add up the same way.
+    let sum = |c: &Candidate| c.victims.iter().map(|p| i64::from(priority(p)) + (1_i64 << 31)).sum::<i64>();
+    let earliest_of_highest = |c: &Candidate| {
+        let top = highest(c);
+        c.victims.iter().filter(|p| priority(p) == top).filter_map(|p| start_time(p)).min()
+    };
+    candidates
+        .into_iter()
+        .enumerate()
+        .min_by(|(ia, a), (ib, b)| {
+            a.violating
+                .cmp(&b.violating)
+                .then_with(|| highest(a).cmp(&highest(b)))
+                .then_with(|| sum(a).cmp(&sum(b)))
+                .then_with(|| a.victims.len().cmp(&b.victims.len()))
+                .then_with(|| earliest_of_highest(b).cmp(&earliest_of_highest(a)))
+                .then_with(|| ia.cmp(ib))
+        })
+        .map(|(_, c)| c)
 }
 
 /// The preemption plugin's verdict on a Node where evicting Pods could make room but none may go.

@@ -415,3 +415,74 @@ fn a_conflict_on_the_node_create_is_not_taken_for_a_registered_node() {
     let run = world.run(0);
     assert!(run.unfired.is_empty(), "the conflict did not fire: {:?}", run.unfired);
 }
+
+fn pod_with_priority(name: &str, class: Option<&str>, cpu: &str) -> String {
+    let class = class.map(|c| format!("  priorityClassName: {c}\n")).unwrap_or_default();
+    format!("{}{class}", pod_requesting(name, cpu))
+}
+
+/// Whether the scheduler marked `pod` as preempted (`DisruptionTarget`, `PreemptionByScheduler`)
+/// and deleted it.
+fn preempted(pod: Option<&Pod>) -> bool {
+    pod.is_some_and(|p| {
+        p.metadata.deletion_timestamp.is_some()
+            && p.status.as_ref().and_then(|s| s.conditions.as_ref()).is_some_and(|c| {
+                c.iter().any(|c| {
+                    c.type_ == "DisruptionTarget"
+                        && c.status == "True"
+                        && c.reason.as_deref() == Some(scheduler::REASON_PREEMPTION_BY_SCHEDULER)
+                })
+            })
+    })
+}
+
+// node-1 has 8 cores: `a` and `b` (class `low`, 3 cores each, `a` started first) and `c` (no
+// class, priority 0, 1 core) run. `vip` (class `high`, 4 cores) fits nowhere, so the default
+// preemption plugin evicts the fewest Pods of lower priority that make room, sparing the most
+// important first: `a` (same priority as `b`, started earlier) is put back, `b` must go, `c` (the
+// lowest priority, but small) still fits beside `a` and `vip`. `vip` is nominated to node-1 while
+// `b` terminates, then runs there; `b` gets `DisruptionTarget` and a `Preempted` event.
+#[test]
+fn a_pod_of_higher_priority_preempts_the_fewest_least_important_pods_and_runs() {
+    use k8s_openapi::api::core::v1::Event;
+    // Every built-in, for the API server's Priority admission plugin, which resolves the classes.
+    let world = builtins::all(Sim::builder().scenario("builtins-scheduler-preemption")).workload(|w| async move {
+        let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+        for (class, value) in [("low", 10), ("high", 1000)] {
+            let yaml = format!("apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {{name: {class}}}\nvalue: {value}\n");
+            w.apply_yaml("default", &yaml).await?;
+        }
+        for (name, class, cpu) in [("a", Some("low"), "3"), ("b", Some("low"), "3"), ("c", None, "1")] {
+            w.apply_yaml("default", &pod_with_priority(name, class, cpu)).await?;
+            w.wait_for(&pods, name, |p| p.is_some_and(pod_state::is_running_and_ready), WAIT).await?;
+            w.sleep(Duration::from_secs(1)).await;
+        }
+        w.apply_yaml("default", &pod_with_priority("vip", Some("high"), "4")).await?;
+        let nominated = |p: Option<&Pod>| {
+            p.and_then(|p| p.status.as_ref()).and_then(|s| s.nominated_node_name.as_deref())
+                == Some(kubelet::NODE_NAME)
+                && p.is_some_and(|p| node_of(p).is_none())
+                && unschedulable_message(p).is_some_and(|m| m.starts_with("0/1 nodes are available: 1 Insufficient cpu."))
+        };
+        w.wait_for(&pods, "vip", nominated, WAIT).await?;
+        w.wait_for(&pods, "b", preempted, WAIT).await?;
+        w.wait_for(&pods, "vip", |p| p.is_some_and(pod_state::is_running_and_ready), WAIT).await?;
+        w.wait_for(&pods, "b", |p| p.is_none(), WAIT).await?;
+        for name in ["a", "c"] {
+            w.wait_for(&pods, name, |p| p.is_some_and(pod_state::is_running_and_ready), Duration::ZERO).await?;
+        }
+        Ok(())
+    })
+    .property(FnProperty::at_end("the victim has a Preempted event naming the preemptor", |view| {
+        let snap = view.cluster("default").ok_or("no cluster")?;
+        let vip = snapshot::object::<Pod>(snap, Some("default"), "vip").ok_or("no vip")?;
+        let note = format!("Preempted by pod {} on node {}", vip.metadata.uid.unwrap_or_default(), kubelet::NODE_NAME);
+        let found = snapshot::objects::<Event>(snap, Some("default")).into_iter().any(|e| {
+            e.reason.as_deref() == Some("Preempted")
+                && e.involved_object.name.as_deref() == Some("b")
+                && e.message.as_deref() == Some(note.as_str())
+        });
+        if found { Ok(()) } else { Err(format!("no event {note:?} about b")) }
+    }));
+    sweep_passes("builtins-scheduler-preemption", &world);
+}
