@@ -91,7 +91,7 @@ use super::error::{Error, has_code};
 use super::kubelet_status::{self, Outcome, Stage};
 use super::scheduler::Preemption;
 use super::volume_binding::claim_names;
-use super::{events, hashing, pod_state, pod_topology, scheduler, volume_binding};
+use super::{events, hashing, pod_state, pod_topology, podgc, scheduler, volume_binding};
 
 /// The decision stream the kubelet-lite's delays are drawn from (its own, so that other
 /// controllers' draws do not move them).
@@ -599,35 +599,40 @@ async fn schedule(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action, Er
             }
         };
     }
-    // The Pods each Node runs, as the scheduler's cache holds them (finished ones are not), and
-    // the ones assumed on it.
+    // The Pods each Node runs, as the scheduler's cache holds them (finished ones are not), the
+    // ones assumed on it, then the ones nominated to it (waiting there for their victims to go)
+    // that count for a Pod of no higher priority, as kube-scheduler's filters run with them
+    // (`RunFilterPluginsWithNominatedPods`): the room a preemption made is not taken by a Pod it
+    // was not made for. One pass over the cache finds the bound and the nominated ones.
+    let own = scheduler::priority(pod);
     let index: BTreeMap<String, usize> = nodes.iter().enumerate().map(|(i, n)| (n.name_any(), i)).collect();
     let mut placed: Vec<Vec<Arc<Pod>>> = vec![Vec::new(); nodes.len()];
-    for bound in ctx.pods.state_filter(|p: &Pod| pod_state::is_scheduled(p) && !pod_state::is_finished(p)) {
-        let node = bound.spec.as_ref().and_then(|s| s.node_name.as_deref()).unwrap_or_default();
-        if let Some(i) = index.get(node) {
-            placed[*i].push(bound);
+    let mut nominated = Vec::new();
+    for other in ctx.pods.state_filter(|p: &Pod| {
+        if pod_state::is_scheduled(p) {
+            !pod_state::is_finished(p)
+        } else {
+            nominated_node(p).is_some()
+                && p.metadata.deletion_timestamp.is_none()
+                && p.uid() != pod.uid()
+                && scheduler::priority(p) >= own
+        }
+    }) {
+        if pod_state::is_scheduled(&other) {
+            let node = other.spec.as_ref().and_then(|s| s.node_name.as_deref()).unwrap_or_default();
+            if let Some(i) = index.get(node) {
+                placed[*i].push(other);
+            }
+        } else {
+            nominated.push(other);
         }
     }
     for (node, i) in &index {
         placed[*i].extend(ctx.assumed.on_node(node, &ctx.pods));
     }
-    // The Pods nominated to a Node (waiting there for their victims to go) count on it for a Pod
-    // of no higher priority, as kube-scheduler's filters run with them
-    // (`RunFilterPluginsWithNominatedPods`): the room a preemption made is not taken by a Pod it
-    // was not made for.
-    let own = scheduler::priority(pod);
-    for nominated in ctx.pods.state_filter(|p: &Pod| {
-        !pod_state::is_scheduled(p)
-            && p.metadata.deletion_timestamp.is_none()
-            && p.uid() != pod.uid()
-            && scheduler::priority(p) >= own
-            && p.status.as_ref().and_then(|s| s.nominated_node_name.as_deref()).is_some_and(|n| !n.is_empty())
-    }) {
-        let node =
-            nominated.status.as_ref().and_then(|s| s.nominated_node_name.as_deref()).unwrap_or_default();
-        if let Some(i) = index.get(node) {
-            placed[*i].push(nominated);
+    for other in nominated {
+        if let Some(i) = nominated_node(&other).and_then(|node| index.get(node)) {
+            placed[*i].push(other);
         }
     }
     let namespaces = if pod_topology::needs_namespace_labels(pod, &placed) {
@@ -714,7 +719,7 @@ async fn mark_unschedulable_nominated(
     let message = message.to_owned();
     let conditions = pod.status.as_ref().and_then(|s| s.conditions.clone()).unwrap_or_default();
     let current = conditions.iter().find(|c| c.type_ == "PodScheduled");
-    let nominated_now = pod.status.as_ref().and_then(|s| s.nominated_node_name.as_deref());
+    let nominated_now = nominated_node(pod);
     if current.is_some_and(|c| {
         c.status == "False"
             && c.reason.as_deref() == Some(UNSCHEDULABLE)
@@ -753,7 +758,7 @@ async fn evict_victims(
     let scheduler_name =
         preemptor.spec.as_ref().and_then(|s| s.scheduler_name.as_deref()).unwrap_or(SCHEDULER_NAME);
     let condition = serde_json::json!({
-        "type": "DisruptionTarget",
+        "type": podgc::CONDITION_DISRUPTION_TARGET,
         "status": "True",
         "reason": scheduler::REASON_PREEMPTION_BY_SCHEDULER,
         "message": format!("{scheduler_name}: preempting to accommodate a higher priority pod"),
@@ -763,11 +768,9 @@ async fn evict_victims(
     for victim in victims {
         let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &victim.namespace().unwrap_or_default());
         let name = victim.name_any();
-        let marked = victim
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .is_some_and(|c| c.iter().any(|c| c.type_ == "DisruptionTarget" && c.status == "True"));
+        let marked = victim.status.as_ref().and_then(|s| s.conditions.as_ref()).is_some_and(|c| {
+            c.iter().any(|c| c.type_ == podgc::CONDITION_DISRUPTION_TARGET && c.status == "True")
+        });
         if !marked {
             let patch = serde_json::json!({ "metadata": { "uid": victim.uid() }, "status": { "conditions": [condition] } });
             match api.patch_status(&name, &PatchParams::default(), &Patch::Strategic(&patch)).await {
@@ -785,9 +788,7 @@ async fn evict_victims(
     }
     let own = scheduler::priority(preemptor);
     let lower = ctx.pods.state_filter(|p: &Pod| {
-        !pod_state::is_scheduled(p)
-            && scheduler::priority(p) < own
-            && p.status.as_ref().and_then(|s| s.nominated_node_name.as_deref()) == Some(node)
+        !pod_state::is_scheduled(p) && scheduler::priority(p) < own && nominated_node(p) == Some(node)
     });
     for pod in lower {
         let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &pod.namespace().unwrap_or_default());
@@ -799,6 +800,11 @@ async fn evict_victims(
         }
     }
     Ok(())
+}
+
+/// The Node the scheduler nominated `pod` to (`status.nominatedNodeName`), if any.
+fn nominated_node(pod: &Pod) -> Option<&str> {
+    pod.status.as_ref().and_then(|s| s.nominated_node_name.as_deref()).filter(|n| !n.is_empty())
 }
 
 /// The reason of `PodScheduled=False` for a Pod no node fits.

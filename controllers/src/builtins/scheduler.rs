@@ -70,7 +70,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use model_apiserver::versions::Required;
 use sim::api::ResourceExt;
 
-use super::{labels, pod_topology, volume_binding};
+use super::{labels, pod_topology, podgc, volume_binding};
 
 /// The scheduler's answer when no Node is registered (`ErrNoNodesAvailable`).
 pub const NO_NODES: &str = "no nodes available to schedule pods";
@@ -302,19 +302,13 @@ pub fn preempt<'a>(
     let requests = pod_requests(pod);
     let topology = pod_topology::Filters::new(pod, nodes, placed, namespaces);
     let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
-    let mut resolvable_nodes = Vec::new();
-    for (i, (node, running)) in nodes.iter().zip(placed).enumerate() {
-        match node_rejection(pod, &requests, node, running, volumes, &topology) {
-            Some((failed, resolvable)) => {
-                for reason in failed {
-                    *reasons.entry(reason).or_default() += 1;
-                }
-                if resolvable {
-                    resolvable_nodes.push(i);
-                }
-            }
-            // Fits now (a Node that came free since): nothing to evict.
-            None => resolvable_nodes.push(i),
+    // Whether an eviction could help on each Node (one that fits now, freed since, counts too).
+    let mut helpful = Vec::with_capacity(nodes.len());
+    for (node, running) in nodes.iter().zip(placed) {
+        let failed = node_rejection(pod, &requests, node, running, volumes, &topology);
+        helpful.push(failed.as_ref().is_none_or(|(_, resolvable)| *resolvable));
+        for reason in failed.into_iter().flat_map(|(failed, _)| failed) {
+            *reasons.entry(reason).or_default() += 1;
         }
     }
     // The fit error; the plugin's verdict follows it unless it found victims.
@@ -328,7 +322,7 @@ pub fn preempt<'a>(
     let own = priority(pod);
     let nominated = pod.status.as_ref().and_then(|s| s.nominated_node_name.as_deref());
     if let Some(i) = nominated.and_then(|n| nodes.iter().position(|node| node.name_any() == n))
-        && resolvable_nodes.contains(&i)
+        && helpful[i]
         && placed[i].iter().any(|p| priority(p) < own && terminating_by_preemption(p))
     {
         // The message ends in a period, and the separator adds one.
@@ -336,8 +330,8 @@ pub fn preempt<'a>(
     }
     let mut verdicts: BTreeMap<String, usize> = BTreeMap::new();
     let mut candidates: Vec<Candidate> = Vec::new();
-    for i in 0..nodes.len() {
-        if !resolvable_nodes.contains(&i) {
+    for (i, helpful) in helpful.into_iter().enumerate() {
+        if !helpful {
             *verdicts.entry(NOT_HELPFUL.to_owned()).or_default() += 1;
             continue;
         }
@@ -365,7 +359,7 @@ fn terminating_by_preemption(pod: &Pod) -> bool {
     pod.metadata.deletion_timestamp.is_some()
         && pod.status.as_ref().and_then(|s| s.conditions.as_ref()).is_some_and(|conditions| {
             conditions.iter().any(|c| {
-                c.type_ == "DisruptionTarget"
+                c.type_ == podgc::CONDITION_DISRUPTION_TARGET
                     && c.status == "True"
                     && c.reason.as_deref() == Some(REASON_PREEMPTION_BY_SCHEDULER)
             })

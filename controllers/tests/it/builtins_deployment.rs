@@ -201,23 +201,19 @@ fn an_old_replica_set_whose_status_counts_more_pods_than_its_spec_is_not_scaled_
         let sets: Api<ReplicaSet> = Api::namespaced(w.client(), "default");
         let fail =
             |action: &str, reason: String| WorkloadError { step: 0, action: action.to_owned(), reason };
-        // (image, spec.replicas, name) of each ReplicaSet, by image.
+        // (image, spec.replicas) of each ReplicaSet, by image.
+        let image = |rs: &ReplicaSet| {
+            let spec = rs.spec.template.as_ref().and_then(|t| t.spec.as_ref());
+            spec.and_then(|s| s.containers.first()).and_then(|c| c.image.clone()).unwrap_or_default()
+        };
         let sizes = |sets: &[ReplicaSet]| {
-            let mut sizes: Vec<(String, i32)> = sets
-                .iter()
-                .map(|rs| {
-                    let image = rs.spec.template.as_ref().and_then(|t| t.spec.as_ref());
-                    let image = image.and_then(|s| s.containers.first()).and_then(|c| c.image.clone());
-                    (image.unwrap_or_default(), rs.spec.replicas.unwrap_or(1))
-                })
-                .collect();
+            let mut sizes: Vec<(String, i32)> =
+                sets.iter().map(|rs| (image(rs), rs.spec.replicas.unwrap_or(1))).collect();
             sizes.sort();
             sizes
         };
-        let name_of = |sets: &[ReplicaSet], image: &str| {
-            sets.iter()
-                .find(|rs| sizes(std::slice::from_ref(*rs))[0].0 == image)
-                .and_then(|rs| rs.metadata.name.clone())
+        let name_of = |sets: &[ReplicaSet], wanted: &str| {
+            sets.iter().find(|rs| image(rs) == wanted).and_then(|rs| rs.metadata.name.clone())
         };
         let set_status = |name: String, replicas: i32, available: i32| {
             let sets = sets.clone();
