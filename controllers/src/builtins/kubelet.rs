@@ -627,10 +627,19 @@ async fn schedule(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action, Er
             nominated.push(other);
         }
     }
+    let mut assumed = BTreeSet::new();
     for (node, i) in &index {
-        placed[*i].extend(ctx.assumed.on_node(node, &ctx.pods));
+        for other in ctx.assumed.on_node(node, &ctx.pods) {
+            assumed.insert(uid_of(&other));
+            placed[*i].push(other);
+        }
     }
+    // A nominated Pod already assumed (bound, the cache not showing it yet) counts once, as
+    // kube-scheduler drops a Pod's nomination when it assumes it.
     for other in nominated {
+        if assumed.contains(&uid_of(&other)) {
+            continue;
+        }
         if let Some(i) = nominated_node(&other).and_then(|node| index.get(node)) {
             placed[*i].push(other);
         }
