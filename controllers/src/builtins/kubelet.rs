@@ -576,6 +576,15 @@ async fn schedule(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action, Er
     if ctx.assumed.is_assumed(pod, &ctx.pods) {
         return Ok(Action::await_change());
     }
+    // The reconcile's copy may be older than the cache: a Pod the cache already shows bound (its
+    // assumption just ended), gone or replaced is not scheduled again, as kube-scheduler skips a
+    // Pod its cache shows assigned and its failure handler checks the cached Pod before writing
+    // `Unschedulable`. Scheduling the stale copy counted the Pod as its own neighbour and marked a
+    // bound, running Pod `PodScheduled=False`.
+    let key = ObjectRef::new(&pod.name_any()).within(&pod.namespace().unwrap_or_default());
+    if ctx.pods.get(&key).is_none_or(|cached| cached.uid() != pod.uid() || pod_state::is_scheduled(&cached)) {
+        return Ok(Action::await_change());
+    }
     if ctx.nodes.wait_until_ready().await.is_err() {
         return Ok(Action::await_change());
     }
