@@ -30,7 +30,7 @@ use crate::recorder::Recorder;
 use crate::trace::TraceEvent;
 use crate::verdict::{RunReport, Verdict};
 
-pub use crate::quiescence::LIVENESS_REQUEUES_MAX;
+pub use crate::quiescence::{CRASH_LOOP_BACKOFF_INITIAL, CRASH_LOOP_BACKOFF_MAX, LIVENESS_REQUEUES_MAX};
 
 /// The virtual wall clock at the start of every run: 2026-01-01T00:00:00Z. Objects get
 /// `creationTimestamp`s from this epoch plus the virtual time elapsed, so they are the same on

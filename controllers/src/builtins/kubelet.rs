@@ -33,8 +33,12 @@
 //!   allow ([`super::kubelet_status`] has the statuses and conditions of each stage, as the
 //!   kubelet writes them, and what probes do here); if it carries [`FAIL_ANNOTATION`]` = "true"`,
 //!   its containers fail (with the exit code [`EXIT_CODE_ANNOTATION`] names, 1 by default):
-//!   phase Failed for `restartPolicy: Never`, otherwise Running with the containers waiting in
-//!   `CrashLoopBackOff` and the Pod not Ready; [`UNREADY_ANNOTATION`]` = "true"` makes a running
+//!   phase Failed for `restartPolicy: Never`, otherwise Running and not Ready, the containers
+//!   crash-looping: restarted at once, then after the kubelet's back-off (10 s, doubled per
+//!   restart up to 5 min), each restart one more `restartCount` and a `BackOff` event, waiting in
+//!   `CrashLoopBackOff` in between ([`super::kubelet_status`]). A restart is an idle requeue
+//!   ([`Action::requeue_idle`]): the restarts go on while a workload waits (for a Job to give up
+//!   on them), and the world still quiesces between them; [`UNREADY_ANNOTATION`]` = "true"` makes a running
 //!   Pod's containers unready, as failing readiness probes do; a Pod whose
 //!   `activeDeadlineSeconds` pass (counted from its `startTime`) is ended: its containers killed,
 //!   phase `Failed`, reason `DeadlineExceeded` with [`DEADLINE_EXCEEDED_MESSAGE`], and an event
@@ -68,6 +72,7 @@
 //! come from the run's virtual clock (`sim::time`), the same on every replay of a seed. A
 //! condition keeps its `lastTransitionTime` while its status stays the same, as the kubelet's do.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
@@ -493,13 +498,7 @@ async fn publish_started(ctx: &Context, pod: &Pod, started: &[Container], init: 
         events::normal(&ctx.kubelet, &regarding, "Started", format!("Started container {}", container.name))
             .await;
         if !init && matches!(outcome(pod), Outcome::CrashLoop(_)) {
-            let message = format!(
-                "Back-off restarting failed container {} in pod {}_{}",
-                container.name,
-                pod.name_any(),
-                pod.namespace().unwrap_or_default()
-            );
-            events::warning(&ctx.kubelet, &regarding, "BackOff", message).await;
+            publish_back_off(ctx, pod, &container.name).await;
         }
     }
 }
@@ -529,6 +528,8 @@ pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, Error
     let left = kubelet_status::active_deadline(&pod)
         .and_then(|deadline| Duration::try_from(deadline.duration_since(sim::time::now())).ok());
     Ok(match (left, action.requeue_after()) {
+        // The deadline ends the Pod, a change the liveness phase waits for: so is every requeue
+        // before it (a crash loop's restarts too).
         (Some(left), Some(after)) => Action::requeue(left.min(after)),
         (Some(left), None) => Action::requeue(left),
         _ => action,
@@ -939,12 +940,67 @@ async fn keep_running(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action
                 let now = sim::time::now();
                 let next = kubelet_status::status(&current, Stage::Started, outcome, &pod_ip(&current), now);
                 if kubelet_status::differs(&current, &next) {
-                    write_status(api, &current, Stage::Started, outcome).await?;
+                    match write_status(api, &current, Stage::Started, outcome).await? {
+                        Some(written) => current = written,
+                        None => return Ok(Action::await_change()),
+                    }
+                }
+                if matches!(outcome, Outcome::CrashLoop(_)) {
+                    return boxed(|| restart_crashed(api, &current, ctx)).await;
                 }
                 return Ok(Action::await_change());
             }
         }
     }
+}
+
+/// A crash-looping Pod: restart each container whose back-off has ended (it fails again at once:
+/// one restart more, the back-off doubled, a `BackOff` event), then come back when the next
+/// back-off ends. That comes back as an idle requeue ([`Action::requeue_idle`]): a crash loop
+/// never ends, and the liveness phase must not wait for it, yet while a workload waits (for a
+/// Job to give up on its restarts) the restarts go on.
+async fn restart_crashed(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action, Error> {
+    let mut current = Cow::Borrowed(pod);
+    if kubelet_status::next_restart(pod).is_some_and(|due| due <= sim::time::now()) {
+        let still = |known: &Pod| {
+            !pod_state::is_terminating(known)
+                && !pod_state::is_finished(known)
+                && kubelet_status::stage(known) == Stage::Started
+        };
+        let restart = |known: &Pod| kubelet_status::restarted(known, sim::time::now());
+        let Some(written) = write_status_with(api, pod, still, restart).await? else {
+            return Ok(Action::await_change());
+        };
+        let counts = |p: &Pod| {
+            let statuses = p.status.as_ref().and_then(|s| s.container_statuses.clone()).unwrap_or_default();
+            statuses.into_iter().map(|s| (s.name, s.restart_count)).collect::<BTreeMap<_, _>>()
+        };
+        let before = counts(pod);
+        for (name, restarts) in counts(&written) {
+            if before.get(&name).is_some_and(|b| *b < restarts) {
+                publish_back_off(ctx, &written, &name).await;
+            }
+        }
+        current = Cow::Owned(written);
+    }
+    Ok(match kubelet_status::next_restart(&current) {
+        Some(due) => {
+            let left = Duration::try_from(due.duration_since(sim::time::now())).unwrap_or_default();
+            Action::requeue_idle(left.max(Duration::from_millis(1)))
+        }
+        None => Action::await_change(),
+    })
+}
+
+/// The kubelet's `BackOff` Warning for container `name` of `pod`, which backs off before its next
+/// restart.
+async fn publish_back_off(ctx: &Context, pod: &Pod, name: &str) {
+    let regarding = container_reference(pod, name, false);
+    let message = format!(
+        "Back-off restarting failed container {name} in pod {}",
+        kubelet_status::pod_description(pod)
+    );
+    events::warning(&ctx.kubelet, &regarding, "BackOff", message).await;
 }
 
 /// How long `pod`'s containers run to completion: [`RUN_SECONDS_ANNOTATION`], or the run delay.

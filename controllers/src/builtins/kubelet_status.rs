@@ -8,6 +8,14 @@
 //!   sidecar (an init container with `restartPolicy: Always`) starts and keeps running;
 //!   `Initialized=False` (`ContainersNotInitialized`) names those not done;
 //! - **started**: the containers run (phase `Running`), or fail as [`super::kubelet::FAIL_ANNOTATION`] says.
+//!   A failing container that is restarted (`restartPolicy` `Always` or `OnFailure`) crash-loops
+//!   as the kubelet's `doBackOff` has it: the first restart comes at once, and each later one
+//!   after a back-off of 10 s, doubled per restart up to 5 min, counted from the last exit
+//!   ([`crash_loop_backoff`]). Between restarts the container waits in `CrashLoopBackOff` with
+//!   the kubelet's message (`back-off 20s restarting failed container=app
+//!   pod=web-0_ns(<uid>)`), its `restartCount` the restarts so far and its `lastState` the run
+//!   that just ended ([`restarted`], [`next_restart`]). kube-sim's failing containers fail at
+//!   once, so a restart is one status write: no `running` state is reported in between.
 //!
 //! The conditions are derived from the container statuses, as upstream's: `Initialized` once
 //! every regular init container completed and every sidecar started; `ContainersReady` once every
@@ -26,6 +34,8 @@
 //! [`super::kubelet::UNREADY_ANNOTATION`]` = "true"` runs its containers not ready, as if their
 //! readiness probes failed.
 
+use std::time::Duration;
+
 use k8s_openapi::api::core::v1::{
     Container, ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting,
     ContainerStatus, HostIP, Pod, PodCondition, PodIP, PodStatus, Probe,
@@ -34,6 +44,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 use sim::api::ResourceExt;
+use sim::world::{CRASH_LOOP_BACKOFF_INITIAL, CRASH_LOOP_BACKOFF_MAX};
 
 use super::kubelet::{HOST_IP, UNREADY_ANNOTATION};
 use super::{hashing, pod_state};
@@ -136,7 +147,6 @@ pub fn status(current: &Pod, stage: Stage, outcome: Outcome, pod_ip: &str, now: 
     let old = current.status.as_ref().unwrap_or(&none);
     let has_inits = !init_containers(current).is_empty();
     let waiting = if has_inits { "PodInitializing" } else { "ContainerCreating" };
-    let uid = current.metadata.uid.as_deref().unwrap_or_default();
     let unready = current.annotations().get(UNREADY_ANNOTATION).is_some_and(|v| v == "true");
     let init_statuses: Vec<ContainerStatus> = init_containers(current)
         .iter()
@@ -153,7 +163,7 @@ pub fn status(current: &Pod, stage: Stage, outcome: Outcome, pod_ip: &str, now: 
                 },
                 Stage::Initializing(_) | Stage::Started => Run::Exited(0, "Completed"),
             };
-            container_status(uid, unready, old, true, c, run, now)
+            container_status(current, unready, old, true, c, run, now)
         })
         .collect();
     let main_run = match (stage, outcome) {
@@ -165,7 +175,7 @@ pub fn status(current: &Pod, stage: Stage, outcome: Outcome, pod_ip: &str, now: 
     };
     let main_statuses: Vec<ContainerStatus> = containers(current)
         .iter()
-        .map(|c| container_status(uid, unready, old, false, c, main_run, now))
+        .map(|c| container_status(current, unready, old, false, c, main_run, now))
         .collect();
     let phase = match (stage, outcome) {
         (Stage::Started, Outcome::Run | Outcome::CrashLoop(_)) => pod_state::PHASE_RUNNING,
@@ -306,14 +316,14 @@ pub fn next_probe_due(pod: &Pod, now: Timestamp) -> Option<Timestamp> {
     due.map(|d| d.max(now))
 }
 
-/// Whether the kubelet's view of `current` (its containers' `started` and `ready`, and the
+/// Whether the kubelet's view of `current` (its containers' `started`, `ready` and restart counts, and the
 /// conditions it owns, with their reasons and messages) differs from what `next` says: a write
 /// is due.
 pub fn differs(current: &Pod, next: &PodStatus) -> bool {
-    fn flags(s: &PodStatus) -> impl Iterator<Item = (&str, bool, Option<bool>)> {
+    fn flags(s: &PodStatus) -> impl Iterator<Item = (&str, bool, Option<bool>, i32)> {
         let containers =
             s.init_container_statuses.iter().flatten().chain(s.container_statuses.iter().flatten());
-        containers.map(|c| (c.name.as_str(), c.ready, c.started))
+        containers.map(|c| (c.name.as_str(), c.ready, c.started, c.restart_count))
     }
     fn conditions(s: &PodStatus) -> impl Iterator<Item = (&str, &str, Option<&str>, Option<&str>)> {
         let conditions = s.conditions.iter().flatten();
@@ -352,7 +362,7 @@ fn previous<'a>(old: &'a PodStatus, init: bool, name: &str) -> Option<&'a Contai
 /// ran (from the Pod's uid, the container and its restart count, the same on every replay), when
 /// it started (kept from the status before while it runs) and when it finished.
 fn container_status(
-    uid: &str,
+    pod: &Pod,
     unready: bool,
     old: &PodStatus,
     init: bool,
@@ -360,6 +370,7 @@ fn container_status(
     run: Run,
     now: Timestamp,
 ) -> ContainerStatus {
+    let uid = pod.metadata.uid.as_deref().unwrap_or_default();
     let before = previous(old, init, &c.name);
     let since = before.and_then(running_since);
     let base = ContainerStatus {
@@ -422,27 +433,14 @@ fn container_status(
                 ..base
             }
         }
+        // Backing off already: it stays so until its restart ([`restarted`]).
+        Run::CrashLoop(_) if before.is_some_and(|b| backing_off(b).is_some()) => {
+            before.cloned().unwrap_or(base)
+        }
         Run::CrashLoop(exit_code) => {
-            // Restarted once and now backing off: what `kubectl get pods` shows as
-            // CrashLoopBackOff.
-            let last = ContainerStateTerminated {
-                exit_code,
-                reason: Some("Error".to_owned()),
-                started_at: Some(Time(now)),
-                finished_at: Some(Time(now)),
-                container_id: Some(container_id(uid, &c.name, 0)),
-                ..ContainerStateTerminated::default()
-            };
-            let last = before
-                .and_then(|b| b.last_state.clone())
-                .unwrap_or(ContainerState { terminated: Some(last), ..ContainerState::default() });
-            ContainerStatus {
-                restart_count: 1,
-                started: Some(false),
-                last_state: Some(last),
-                state: Some(waiting("CrashLoopBackOff", Some("back-off 10s restarting failed container"))),
-                ..base
-            }
+            // It exited, was restarted at once (the first restart has no back-off), exited again
+            // and now backs off: what `kubectl get pods` shows as CrashLoopBackOff.
+            crashed(pod, base, 1, exit_code, now)
         }
     }
 }
@@ -455,6 +453,108 @@ fn waiting(reason: &str, message: Option<&str>) -> ContainerState {
         }),
         ..ContainerState::default()
     }
+}
+
+/// The reason of a container backing off before its next restart.
+pub const CRASH_LOOP_BACK_OFF: &str = "CrashLoopBackOff";
+
+/// How the kubelet names a Pod in its messages (`format.Pod`): `name_namespace(uid)`.
+pub fn pod_description(pod: &Pod) -> String {
+    let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+    format!("{}_{}({uid})", pod.name_any(), pod.namespace().unwrap_or_default())
+}
+
+/// The kubelet's back-off before the next restart of a container restarted `restarts` times
+/// (`doBackOff`: the first restart comes at once, the second after
+/// [`sim::world::CRASH_LOOP_BACKOFF_INITIAL`], each later one after twice the one before, at most
+/// [`sim::world::CRASH_LOOP_BACKOFF_MAX`]).
+pub fn crash_loop_backoff(restarts: i32) -> Duration {
+    let doublings = u32::try_from(restarts.saturating_sub(1)).unwrap_or(0).min(16);
+    CRASH_LOOP_BACKOFF_INITIAL.saturating_mul(1 << doublings).min(CRASH_LOOP_BACKOFF_MAX)
+}
+
+/// Go's `time.Duration.String` of a whole number of seconds under an hour (`10s`, `1m20s`,
+/// `5m0s`), as the back-off message prints it.
+fn go_duration(d: Duration) -> String {
+    let secs = d.as_secs();
+    if secs < 60 { format!("{secs}s") } else { format!("{}m{}s", secs / 60, secs % 60) }
+}
+
+/// `base` (a container of `pod`) after its run number `restarts` (counting from 0) exited with
+/// `exit_code` at `now`: restarted `restarts` times, its last run terminated (`Error`), waiting
+/// in `CrashLoopBackOff` with the kubelet's message, which names the back-off.
+fn crashed(
+    pod: &Pod,
+    base: ContainerStatus,
+    restarts: i32,
+    exit_code: i32,
+    now: Timestamp,
+) -> ContainerStatus {
+    let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+    let id = container_id(uid, &base.name, restarts.saturating_sub(1));
+    let last = ContainerStateTerminated {
+        exit_code,
+        reason: Some("Error".to_owned()),
+        started_at: Some(Time(now)),
+        finished_at: Some(Time(now)),
+        container_id: Some(id.clone()),
+        ..ContainerStateTerminated::default()
+    };
+    let message = format!(
+        "back-off {} restarting failed container={} pod={}",
+        go_duration(crash_loop_backoff(restarts)),
+        base.name,
+        pod_description(pod)
+    );
+    ContainerStatus {
+        restart_count: restarts,
+        ready: false,
+        started: Some(false),
+        container_id: Some(id),
+        last_state: Some(ContainerState { terminated: Some(last), ..ContainerState::default() }),
+        state: Some(waiting(CRASH_LOOP_BACK_OFF, Some(&message))),
+        ..base
+    }
+}
+
+/// When a container backing off in `CrashLoopBackOff` is restarted: its last run's finish plus
+/// its back-off ([`crash_loop_backoff`]); `None` for a container not backing off.
+fn backing_off(status: &ContainerStatus) -> Option<Timestamp> {
+    let state = status.state.as_ref()?;
+    if state.waiting.as_ref()?.reason.as_deref() != Some(CRASH_LOOP_BACK_OFF) {
+        return None;
+    }
+    let finished = status.last_state.as_ref()?.terminated.as_ref()?.finished_at.as_ref()?.0;
+    let backoff = SignedDuration::try_from(crash_loop_backoff(status.restart_count)).ok()?;
+    finished.checked_add(backoff).ok()
+}
+
+/// When the kubelet next restarts one of `pod`'s crash-looping containers, if any backs off.
+pub fn next_restart(pod: &Pod) -> Option<Timestamp> {
+    let statuses = pod.status.as_ref()?.container_statuses.as_deref()?;
+    statuses.iter().filter_map(backing_off).min()
+}
+
+/// The status of `current` once each crash-looping container whose back-off has ended by `now`
+/// was restarted and (kube-sim's failing containers fail at once) exited again: its restart
+/// count one higher, its last run the one that just ended, its back-off doubled. The Pod stays
+/// `Running` and not ready, its conditions as they were.
+pub fn restarted(current: &Pod, now: Timestamp) -> PodStatus {
+    let old = current.status.clone().unwrap_or_default();
+    let containers = old.container_statuses.as_ref().map(|statuses| {
+        statuses
+            .iter()
+            .map(|s| match backing_off(s) {
+                Some(due) if due <= now => {
+                    let last = s.last_state.as_ref().and_then(|l| l.terminated.as_ref());
+                    let exit_code = last.map_or(1, |t| t.exit_code);
+                    crashed(current, s.clone(), s.restart_count.saturating_add(1), exit_code, now)
+                }
+                _ => s.clone(),
+            })
+            .collect()
+    });
+    PodStatus { container_statuses: containers, ..old }
 }
 
 fn container_id(uid: &str, name: &str, restart: i32) -> String {

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use controllers::builtins::{self, kubelet, pod_state, snapshot};
-use k8s_openapi::api::core::v1::{Container, Pod, PodSpec};
+use k8s_openapi::api::core::v1::{Container, Event, Pod, PodSpec};
 use sim::api::{Api, ObjectMeta};
 use sim::{FnProperty, Sim, SweepConfig, TraceEvent, sweep};
 
@@ -192,6 +192,59 @@ fn a_failing_container_with_restart_policy_always_is_in_crash_loop_back_off_and_
         world.run_with(seed, options)
     });
     report.assert_all_passed();
+}
+
+/// What a crash-looping container's status says: (restartCount, waiting message, last exit code).
+fn crash_state(p: &Pod) -> Option<(i32, String, i32)> {
+    let status = p.status.as_ref()?.container_statuses.as_ref()?.first()?.clone();
+    let message = status.state?.waiting?.message?;
+    let exit_code = status.last_state?.terminated?.exit_code;
+    Some((status.restart_count, message, exit_code))
+}
+
+#[test]
+fn a_crash_looping_container_is_restarted_after_a_doubling_back_off_and_the_world_still_quiesces() {
+    // The kubelet restarts at once, then after 10 s, 20 s, 40 s...: 75 s after the first
+    // CrashLoopBackOff it has restarted four times and backs off 1m20s. The restarts go on while
+    // the workload waits, and do not keep the world from quiescing after it.
+    let world = builtins::kubelet(Sim::builder())
+        .workload(|w| async move {
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            let mut p = pod("app", "Always", true, 1);
+            let annotations = p.metadata.annotations.get_or_insert_default();
+            annotations.insert(kubelet::EXIT_CODE_ANNOTATION.to_owned(), "3".to_owned());
+            w.apply(&pods, &p).await?;
+            w.wait_for(&pods, "app", |p| p.and_then(crash_state).is_some(), WAIT).await?;
+            madsim::time::sleep(Duration::from_secs(75)).await;
+            Ok(())
+        })
+        .property(FnProperty::at_end("restarted four times, backing off 1m20s", |view| {
+            let p =
+                snapshot::object::<Pod>(view.cluster("default").ok_or("no cluster")?, Some("default"), "app")
+                    .ok_or("gone")?;
+            let uid = p.metadata.uid.clone().unwrap_or_default();
+            let message = format!("back-off 1m20s restarting failed container=app pod=app_default({uid})");
+            // One BackOff Warning for each of the four back-offs, correlated into one Event.
+            let cluster = view.cluster("default").ok_or("no cluster")?;
+            let back_offs: Vec<(Option<i32>, Option<String>)> =
+                snapshot::objects::<Event>(cluster, Some("default"))
+                    .into_iter()
+                    .filter(|e| e.reason.as_deref() == Some("BackOff"))
+                    .map(|e| (e.count, e.message))
+                    .collect();
+            let found = (crash_state(&p), pod_state::is_ready(&p), pod_state::phase(&p), back_offs);
+            let event = format!("Back-off restarting failed container app in pod app_default({uid})");
+            let want = (Some((4, message, 3)), false, pod_state::PHASE_RUNNING, vec![(Some(4), Some(event))]);
+            if found == want { Ok(()) } else { Err(format!("{found:?}, want {want:?}")) }
+        }));
+    let report =
+        sweep(&SweepConfig::new("builtins-kubelet-crashloop-backoff").seeds(SEEDS), |seed, options| {
+            world.run_with(seed, options)
+        });
+    report.assert_all_passed();
+    // The run ends a quiet period after the workload, not at the next restart (1m20s later).
+    let run = world.run(1);
+    assert!(run.stats.virtual_millis < 100_000, "ended at {} ms", run.stats.virtual_millis);
 }
 
 /// The virtual times of the workload's delete of `app` and of the kubelet's final delete.

@@ -19,7 +19,9 @@
 //! started by a requeue and changed nothing in any cluster is idle: a periodic requeue that found
 //! nothing to do, which the liveness phase does not wait for, so a controller that requeues every
 //! five minutes lets the world quiesce after one such round. A write counts if it moved a
-//! revision (no-op patches do not); writes made by tasks a reconcile spawns are not seen.
+//! revision (no-op patches do not); writes made by tasks a reconcile spawns are not seen. A
+//! requeue asked with [`Action::requeue_idle`] is idle whatever its reconcile wrote: for a
+//! component that plays the world's own clock (the kubelet-lite's crash-loop back-off).
 //!
 //! Everything runs on the node that built the controller (informers and reconciles as its tasks,
 //! the queue inside the stream `run` returns, which the node's main future polls), so killing the
@@ -55,6 +57,7 @@ use work_queue::{Scheduled, WorkQueue};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Action {
     requeue_after: Option<Duration>,
+    idle: bool,
 }
 
 impl Action {
@@ -62,16 +65,30 @@ impl Action {
     /// triggers it earlier).
     #[must_use]
     pub const fn requeue(duration: Duration) -> Self {
-        Action { requeue_after: Some(duration) }
+        Action { requeue_after: Some(duration), idle: false }
+    }
+    /// [`Action::requeue`], as a requeue the liveness phase does not wait for (an idle one, see
+    /// the module doc), whatever this reconcile wrote. Not in kube-runtime: it is for a component
+    /// that plays the world outside the controllers, whose next step comes on its own schedule and
+    /// is not work a controller still owes (the kubelet-lite restarting a crashed container when
+    /// its back-off ends: a crash-looping Pod never settles, yet the world is quiet between its
+    /// restarts). A controller that means to finish something later wants [`Action::requeue`].
+    #[must_use]
+    pub const fn requeue_idle(duration: Duration) -> Self {
+        Action { requeue_after: Some(duration), idle: true }
     }
     /// Reconcile again only when something changes.
     #[must_use]
     pub const fn await_change() -> Self {
-        Action { requeue_after: None }
+        Action { requeue_after: None, idle: false }
     }
     /// The requeue delay, if any.
     pub const fn requeue_after(&self) -> Option<Duration> {
         self.requeue_after
+    }
+    /// Whether this is an [`Action::requeue_idle`].
+    pub const fn is_idle_requeue(&self) -> bool {
+        self.idle && self.requeue_after.is_some()
     }
 
     /// The text [`fmt::Display`] writes (`requeue 300000ms`, `await change`), built directly: every
@@ -1127,7 +1144,7 @@ where
         let Done { object_ref, object, result, by_requeue, wrote, described } = done;
         self.queue.finish(&object_ref);
         // A requeue that found nothing to do and asks to be run again is a periodic no-op.
-        let idle = by_requeue && result.is_ok() && !wrote;
+        let no_op = by_requeue && result.is_ok() && !wrote;
         let (action, outcome, summary) = match result {
             Ok(action) => (action, Ok(action), action.text()),
             Err(error) => {
@@ -1136,6 +1153,7 @@ where
                 (action, Err(Error::ReconcilerFailed(error, object_ref.erase())), summary)
             }
         };
+        let idle = no_op || action.is_idle_requeue();
         let failed = outcome.is_err();
         self.world.with(|w| {
             w.quiescence().note_reconcile(&self.node, &described, failed.then_some(summary.as_str()));

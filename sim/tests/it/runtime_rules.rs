@@ -378,6 +378,41 @@ fn a_controller_that_writes_on_every_periodic_requeue_is_reported_after_the_boun
 }
 
 #[test]
+fn an_idle_requeue_that_writes_keeps_running_but_lets_the_world_quiesce() {
+    // The ticker above, with `Action::requeue_idle`: what the world does on its own schedule (a
+    // container's restart back-off). Its writes go on while the workload waits, and the world is
+    // quiet between them: the run passes, ending a quiet period after the workload, not at the
+    // liveness bound.
+    let report = Sim::builder()
+        .controller("ticker", |clients: Clients| {
+            run_cm_controller(clients, Config::default(), |_, ctx| async move {
+                let tick = sim::time::elapsed().unwrap().as_secs() / 10;
+                ctx.api.patch("a", &PatchParams::default(), &set_v(&tick.to_string())).await.unwrap();
+                Ok(Action::requeue_idle(Duration::from_secs(10)))
+            })
+        })
+        .workload(|w| async move {
+            w.apply(&cms(&w), &config_map("a", "start")).await?;
+            madsim::time::sleep(Duration::from_secs(35)).await;
+            Ok(())
+        })
+        .time_limit(Duration::from_secs(100_000))
+        .keep_trace(true)
+        .run(1);
+    assert_eq!(report.verdict, Verdict::Pass);
+    let starts = reconcile_starts(&report);
+    // The first trigger, then one requeue every ten seconds while the workload waits (and the
+    // triggers of their own writes); none after the run's end.
+    let requeues = starts.windows(2).filter(|w| w[1].0 - w[0].0 >= Duration::from_secs(9)).count();
+    assert!(requeues >= 3, "{starts:?}");
+    let end = Duration::from_millis(report.stats.virtual_millis);
+    assert!(end < Duration::from_secs(60), "ended at {end:?}");
+    assert!(Action::requeue_idle(Duration::from_secs(1)).is_idle_requeue());
+    assert!(!Action::requeue(Duration::from_secs(1)).is_idle_requeue());
+    assert_eq!(Action::requeue_idle(Duration::from_secs(1)).to_string(), "requeue 1000ms");
+}
+
+#[test]
 fn a_write_on_a_requeue_due_past_the_time_limit_is_reported_as_such() {
     let report = Sim::builder()
         .controller("ttl", |clients: Clients| run_cm_controller(clients, Config::default(), expire_after_ttl))
