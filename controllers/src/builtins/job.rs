@@ -11,6 +11,12 @@
 //!   `batch.kubernetes.io/job-name` and their legacy forms).
 //! - Without `completions`, the Job is complete once one Pod succeeded and none is active (the
 //!   work-queue pattern); `parallelism` defaults to 1 and `backoffLimit` to 6.
+//! - With `restartPolicy: OnFailure` a failing container is restarted in place and no Pod fails;
+//!   the Job gives up (`BackoffLimitExceeded`) once the restart counts of its pending and running
+//!   Pods' containers add up to `backoffLimit` (any restart for a limit of 0), as upstream's
+//!   `pastBackoffLimitOnFailure`; the kubelet-lite restarts a crash-looping container after
+//!   upstream's doubling back-off ([`super::kubelet_status`]), so a limit of 6 is reached some
+//!   five minutes (virtual) after the first crash.
 //! - `completionMode: Indexed` ([`super::indexed_job`]): each Pod holds a completion index in
 //!   0..`completions`, as the annotation and label `batch.kubernetes.io/job-completion-index`,
 //!   with `spec.hostname` `<job>-<index>` (the template's `subdomain` kept), the
@@ -453,7 +459,8 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Context>) -> Result<Action, Error
     // Started when first not suspended (upstream sets `startTime` only then); resuming starts it
     // again below, so that `activeDeadlineSeconds` counts continuous activity.
     let mut start_time = previous.start_time.clone().or_else(|| (!suspended).then(sim::time::now_k8s));
-    let backoff_exceeded = failed > spec.backoff_limit.unwrap_or(BACKOFF_LIMIT_DEFAULT);
+    let backoff_exceeded = failed > spec.backoff_limit.unwrap_or(BACKOFF_LIMIT_DEFAULT)
+        || past_backoff_limit_on_failure(&spec, &pods);
     let deadline_left = active_deadline_left(&spec, start_time.as_ref(), suspended, now);
     let failure: Option<(&str, String)> = if success_met {
         None
@@ -1017,6 +1024,28 @@ fn ensure_condition(
 /// after the last one that succeeded, at most [`POD_FAILURE_BACKOFF_MAX`], counted from the last
 /// failure. Upstream keeps that record in memory as Pods finish; here it is read from the
 /// finished Pods still in the cache, which gives the same record unless someone deletes them.
+/// Upstream's `pastBackoffLimitOnFailure`: with `restartPolicy: OnFailure` a failing container is
+/// restarted in place, so no Pod fails; the Job gives up once the restarts of its pending and
+/// running Pods' containers (init containers too) add up to `backoffLimit` (any restart, for a
+/// limit of 0).
+fn past_backoff_limit_on_failure(spec: &k8s_openapi::api::batch::v1::JobSpec, pods: &[Arc<Pod>]) -> bool {
+    let template = spec.template.spec.as_ref();
+    if template.and_then(|t| t.restart_policy.as_deref()) != Some("OnFailure") {
+        return false;
+    }
+    let restarts: i64 = pods
+        .iter()
+        .filter(|p| matches!(pod_state::phase(p), pod_state::PHASE_RUNNING | pod_state::PHASE_PENDING))
+        .filter_map(|p| p.status.as_ref())
+        .flat_map(|s| s.init_container_statuses.iter().flatten().chain(s.container_statuses.iter().flatten()))
+        .map(|c| i64::from(c.restart_count))
+        .sum();
+    match spec.backoff_limit.unwrap_or(BACKOFF_LIMIT_DEFAULT) {
+        0 => restarts > 0,
+        limit => restarts >= i64::from(limit),
+    }
+}
+
 fn failure_backoff(pods: &[Arc<Pod>], now: jiff::Timestamp) -> Duration {
     let finished = |phase: &str| -> Vec<jiff::Timestamp> {
         pods.iter().filter(|p| pod_state::phase(p) == phase).map(|p| finish_time(p)).collect()

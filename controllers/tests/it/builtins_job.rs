@@ -201,6 +201,58 @@ fn job_whose_pods_fail_gives_up_after_backoff_limit_failures() {
     report.assert_all_passed();
 }
 
+#[test]
+fn a_job_whose_pods_restart_on_failure_gives_up_once_their_restarts_reach_backoff_limit() {
+    // `restartPolicy: OnFailure`: the failing container is restarted in place (at once, then after
+    // 10 s and 20 s), so no Pod fails; upstream's `pastBackoffLimitOnFailure` fails the Job once
+    // the restarts add up to backoffLimit (3: some 30 s after the first crash), and its Pod is
+    // deleted and counted failed.
+    let mut on_failure = job(1, 1, Some(3), true);
+    if let Some(spec) = on_failure.spec.as_mut().and_then(|s| s.template.spec.as_mut()) {
+        spec.restart_policy = Some("OnFailure".to_owned());
+        // The Job is Failed once its deleted Pod is gone: 1 s after, not the default 30.
+        spec.termination_grace_period_seconds = Some(1);
+    }
+    let world =
+        world(on_failure).property(FnProperty::at_end("failed once the restarts reached 3", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let job = snapshot::object::<Job>(snap, Some("default"), "pi").ok_or("no job")?;
+            let created = job.metadata.creation_timestamp.as_ref().map(|t| t.0).unwrap_or_default();
+            let conditions = job.status.as_ref().and_then(|s| s.conditions.clone()).unwrap_or_default();
+            let failed_after = conditions
+                .iter()
+                .find(|c| c.type_ == "Failed")
+                .and_then(|c| c.last_transition_time.as_ref())
+                .map(|t| t.0.duration_since(created).as_secs());
+            let message = conditions.iter().find(|c| c.type_ == "Failed").and_then(|c| c.message.clone());
+            let found = outcome(snap);
+            let want = Some((
+                vec![
+                    ("FailureTarget".to_owned(), "True".to_owned(), "BackoffLimitExceeded".to_owned()),
+                    ("Failed".to_owned(), "True".to_owned(), "BackoffLimitExceeded".to_owned()),
+                ],
+                (Some(0), Some(0), Some(1)),
+            ));
+            let running = job_pods(snap).iter().filter(|p| pod_state::is_active(p)).count();
+            let on_time = failed_after.is_some_and(|s| (30..45).contains(&s));
+            if found == want
+                && on_time
+                && running == 0
+                && message.as_deref() == Some("Job has reached the specified backoff limit")
+            {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{found:?}, failed after {failed_after:?} s ({message:?}), {running} pods active"
+                ))
+            }
+        }));
+    let report = sweep(&SweepConfig::new("builtins-job-on-failure-backoff").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}
+
 /// When each of `pi`'s Pods was created and when it finished (its container's `finishedAt`), in
 /// creation order.
 fn pod_times(snap: &Snapshot) -> Vec<(jiff::Timestamp, Option<jiff::Timestamp>)> {
