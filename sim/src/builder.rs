@@ -107,8 +107,12 @@ impl Default for SimBuilder {
 }
 
 /// Defaults chosen so that a small world converges well within them, and a stuck one is reported
-/// in milliseconds of wall time.
-const TIME_LIMIT_DEFAULT: Duration = Duration::from_secs(600);
+/// in milliseconds of wall time. The time limit leaves room for kube-controller-manager's own
+/// default timers to run in the liveness phase: a Deployment whose rollout is stuck (its Pods
+/// crash-loop, or wait for a claim that never binds) is looked at again 600 s after its last
+/// progress and marked `ProgressDeadlineExceeded`, which the end checks then see (with a limit of
+/// 600 s that requeue was past it, and every such world a liveness verdict).
+const TIME_LIMIT_DEFAULT: Duration = Duration::from_secs(1800);
 const LIVENESS_WAIT_DEFAULT: Duration = Duration::from_secs(60);
 const QUIET_PERIOD_DEFAULT: Duration = Duration::from_secs(2);
 
@@ -288,7 +292,8 @@ impl SimBuilder {
         self
     }
 
-    /// The virtual time after which the run is stopped with a liveness verdict.
+    /// The virtual time after which the run is stopped with a liveness verdict (30 minutes unless
+    /// set).
     pub fn time_limit(mut self, limit: Duration) -> Self {
         self.time_limit = limit;
         self

@@ -26,8 +26,10 @@
 //!   upstream's) and the warning `FailedCreate` ("Error creating job: ...", none in a terminating
 //!   namespace).
 //!
-//! A CronJob that is not suspended always has a requeue pending: a simulated world holding one
-//! is quiet only once the workload suspends or deletes it.
+//! A CronJob that is not suspended always has a requeue pending, for its next schedule: an idle
+//! one ([`Action::requeue_idle`]), which the liveness phase does not wait for. A world holding a
+//! CronJob is quiet between its runs; a workload that wants to see a run waits for it (the
+//! schedules come while it waits), and the end checks judge the world as the last run left it.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -177,7 +179,10 @@ pub async fn reconcile(cj: Arc<CronJob>, ctx: Arc<Context>) -> Result<Action, Er
             Err(e) => return Err(e.into()),
         }
     }
-    Ok(requeue.map_or_else(Action::await_change, Action::requeue))
+    // The next schedule is the world's clock, not work this sync leaves undone: an idle requeue,
+    // so that a world holding a CronJob is quiet between its runs (a backup CronJob of a
+    // database operator would otherwise keep every run from ever quiescing).
+    Ok(requeue.map_or_else(Action::await_change, Action::requeue_idle))
 }
 
 /// Whether `cj`'s `status.active` lists `job`.

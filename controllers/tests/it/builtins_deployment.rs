@@ -851,3 +851,38 @@ fn recreate_starts_new_pods_only_once_the_old_ones_are_gone() {
     });
     report.assert_all_passed();
 }
+
+#[test]
+fn a_stuck_rollout_with_the_default_progress_deadline_is_marked_exceeded_before_the_end_checks() {
+    // Pods that crash-loop never become available: kube-controller-manager looks at the
+    // Deployment again 600 s after its last progress and marks it ProgressDeadlineExceeded. That
+    // requeue runs in the liveness phase (within the default time limit), so the end checks see
+    // the condition, and the crash loop's restarts do not keep the world from quiescing after it.
+    let world = Sim::builder().scenario("builtins-deployment-default-deadline");
+    let world = builtins::kubelet(builtins::replicaset_controller(builtins::deployment_controller(world)));
+    let world = world
+        .workload(|w| async move {
+            let deployments: Api<Deployment> = Api::namespaced(w.client(), "default");
+            let mut d = web("nginx:1", None);
+            d.spec.template.metadata.get_or_insert_default().annotations =
+                Some([(builtins::kubelet::FAIL_ANNOTATION.to_owned(), "true".to_owned())].into());
+            w.apply(&deployments, &d).await?;
+            w.sleep(Duration::from_secs(5)).await;
+            Ok(())
+        })
+        .property(FnProperty::at_end("progress deadline exceeded", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let d = snapshot::object::<Deployment>(snap, Some("default"), "web").ok_or("no deployment")?;
+            let reason = progressing_reason(&d);
+            if reason.as_deref() == Some(deployment::TIMED_OUT_REASON) {
+                Ok(())
+            } else {
+                Err(format!("{reason:?}"))
+            }
+        }));
+    let report =
+        sweep(&SweepConfig::new("builtins-deployment-default-deadline").seeds(10), |seed, options| {
+            world.run_with(seed, options)
+        });
+    report.assert_all_passed();
+}
