@@ -25,7 +25,9 @@
 //!   scheduler and runs whatever its claims (the real kubelet would wait to mount them);
 //! - a bound Pod is taken on at once (phase `Pending`, `startTime`, every container waiting in
 //!   `ContainerCreating`, `PodReadyToStartContainers=False`: what `kubectl get pods` shows as
-//!   ContainerCreating), and after a delay drawn in
+//!   ContainerCreating); it stays so while a ConfigMap or Secret its volumes project is missing
+//!   or lacks a key they name (`FailedMount` events, [`super::kubelet_volumes`]; the kubelet-lite
+//!   watches both, and the change that fixes it starts the Pod), and after a delay drawn in
 //!   [`START_DELAY_MS_MIN`]..=[`START_DELAY_MS_MAX`] (its sandbox, its images) its init containers
 //!   run one after another, each for a delay drawn in [`RUN_DELAY_MS_MIN`]..=[`RUN_DELAY_MS_MAX`]
 //!   (a sidecar, `restartPolicy: Always`, starts and keeps running), then its containers start:
@@ -79,8 +81,8 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{
-    Container, DaemonEndpoint, Namespace, Node, NodeAddress, NodeCondition, NodeDaemonEndpoints, NodeSpec,
-    NodeStatus, NodeSystemInfo, PersistentVolume, PersistentVolumeClaim, Pod, PodStatus,
+    ConfigMap, Container, DaemonEndpoint, Namespace, Node, NodeAddress, NodeCondition, NodeDaemonEndpoints,
+    NodeSpec, NodeStatus, NodeSystemInfo, PersistentVolume, PersistentVolumeClaim, Pod, PodStatus, Secret,
 };
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::StorageClass;
@@ -96,7 +98,7 @@ use super::error::{Error, has_code};
 use super::kubelet_status::{self, Outcome, Stage};
 use super::scheduler::Preemption;
 use super::volume_binding::claim_names;
-use super::{events, hashing, pod_state, pod_topology, podgc, scheduler, volume_binding};
+use super::{events, hashing, kubelet_volumes, pod_state, pod_topology, podgc, scheduler, volume_binding};
 
 /// The decision stream the kubelet-lite's delays are drawn from (its own, so that other
 /// controllers' draws do not move them).
@@ -155,7 +157,12 @@ pub async fn run(clients: Clients) {
     let classes = reflector::informer(Api::<StorageClass>::all(client.clone()), watcher::Config::default());
     let volumes =
         reflector::informer(Api::<PersistentVolume>::all(client.clone()), watcher::Config::default());
+    // What Pods' volumes project (the kubelet's ConfigMap and Secret managers).
+    let config_maps = reflector::informer(Api::<ConfigMap>::all(client.clone()), watcher::Config::default());
+    let secrets = reflector::informer(Api::<Secret>::all(client.clone()), watcher::Config::default());
     // Subscribed before the first `.await`, so that the initial lists reach the mappers.
+    let config_map_changes = config_maps.subscribe();
+    let secret_changes = secrets.subscribe();
     let claim_changes = claims.subscribe();
     let node_changes = nodes.subscribe();
     let volume_changes = volumes.subscribe();
@@ -164,6 +171,7 @@ pub async fn run(clients: Clients) {
     let pod_changes = store.subscribe();
     let (waiting_claim, waiting_node, waiting_room) = (store.clone(), store.clone(), store.clone());
     let waiting_volume = store.clone();
+    let (waiting_config_map, waiting_secret) = (store.clone(), store.clone());
     let waiting_on_pods = Arc::new(WaitingOnPods::default());
     let waiting = waiting_on_pods.clone();
     controller
@@ -178,6 +186,13 @@ pub async fn run(clients: Clients) {
                 .iter()
                 .map(|p| ObjectRef::from_obj(&**p))
                 .collect::<Vec<_>>()
+        })
+        // A ConfigMap or Secret made or changed may let a Pod's failed mount succeed.
+        .watches_shared_stream(config_map_changes, move |cm: Arc<ConfigMap>| {
+            pods_mounting(&waiting_config_map, &*cm, false)
+        })
+        .watches_shared_stream(secret_changes, move |secret: Arc<Secret>| {
+            pods_mounting(&waiting_secret, &*secret, true)
         })
         // A Node registered, uncordoned or relabelled may fit a Pod that fitted none.
         .watches_shared_stream(node_changes, move |_node: Arc<Node>| unscheduled(&waiting_node))
@@ -198,10 +213,31 @@ pub async fn run(clients: Clients) {
         .run(
             reconcile,
             super::retry_soon,
-            Arc::new(context(client, (claims, nodes, store), (classes, volumes), waiting_on_pods)),
+            Arc::new(context(
+                client,
+                (claims, nodes, store),
+                (classes, volumes),
+                (config_maps, secrets),
+                waiting_on_pods,
+            )),
         )
         .for_each(|_| futures::future::ready(()))
         .await;
+}
+
+/// The Pods on a Node whose containers have not started (no sandbox yet) and whose volumes
+/// project `object` (a Secret when `secret`): its change may let their mounts succeed.
+fn pods_mounting<K: ResourceExt>(pods: &Store<Pod>, object: &K, secret: bool) -> Vec<ObjectRef<Pod>> {
+    let (name, namespace) = (object.name_any(), object.namespace().unwrap_or_default());
+    pods.state_filter(|p| {
+        p.metadata.namespace.as_deref() == Some(namespace.as_str())
+            && pod_state::is_scheduled(p)
+            && matches!(kubelet_status::stage(p), Stage::New | Stage::Accepted)
+            && kubelet_volumes::mounts(p, secret, &name)
+    })
+    .iter()
+    .map(|p| ObjectRef::from_obj(&**p))
+    .collect()
 }
 
 /// What every reconcile gets.
@@ -214,6 +250,9 @@ pub struct Context {
     volumes: Store<PersistentVolume>,
     /// The scheduler-lite's Node cache.
     nodes: Store<Node>,
+    /// The ConfigMaps and Secrets Pods' volumes project ([`kubelet_volumes`]).
+    config_maps: Store<ConfigMap>,
+    secrets: Store<Secret>,
     /// The Pod cache, which the scheduler-lite counts each Node's Pods in.
     pods: Store<Pod>,
     /// Publishes as the kubelet of [`NODE_NAME`].
@@ -309,11 +348,14 @@ fn context(
     client: sim::Client,
     (claims, nodes, pods): (Store<PersistentVolumeClaim>, Store<Node>, Store<Pod>),
     (classes, volumes): (Store<StorageClass>, Store<PersistentVolume>),
+    (config_maps, secrets): (Store<ConfigMap>, Store<Secret>),
     waiting_on_pods: Arc<WaitingOnPods>,
 ) -> Context {
     Context {
         classes,
         volumes,
+        config_maps,
+        secrets,
         kubelet: events::recorder_on_host(&client, "kubelet", NODE_NAME),
         scheduler: events::scheduler_recorder(&client, SCHEDULER_NAME),
         claims,
@@ -482,6 +524,25 @@ fn container_reference(
         field_path: Some(format!("spec.{list}{{{container}}}")),
         ..events::reference(pod)
     }
+}
+
+/// The mounts of `pod`'s volumes that fail now ([`kubelet_volumes::mount_failures`]), once the
+/// ConfigMap and Secret caches have their first lists (a Pod that projects neither waits for
+/// nothing).
+async fn mount_failures(pod: &Pod, ctx: &Context) -> Vec<kubelet_volumes::MountFailure> {
+    let projects = |p: &Pod| {
+        let volumes = p.spec.as_ref().and_then(|s| s.volumes.as_deref()).unwrap_or_default();
+        volumes.iter().any(|v| v.config_map.is_some() || v.secret.is_some() || v.projected.is_some())
+    };
+    if !projects(pod) {
+        return Vec::new();
+    }
+    let ready = [ctx.config_maps.wait_until_ready().await, ctx.secrets.wait_until_ready().await];
+    if ready.iter().any(Result::is_err) {
+        return Vec::new();
+    }
+    let sources = kubelet_volumes::Sources { config_maps: &ctx.config_maps, secrets: &ctx.secrets };
+    kubelet_volumes::mount_failures(pod, &sources)
 }
 
 /// `Pulled`, `Created` and `Started` for each of `started`, containers of a Pod that just
@@ -853,6 +914,17 @@ async fn start(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action, Error
         match stage {
             Stage::New => {}
             Stage::Accepted => {
+                // The volumes are mounted before the sandbox is made: a ConfigMap or Secret they
+                // need that is missing keeps the Pod `ContainerCreating` until it comes (its
+                // change brings the Pod back here).
+                let failures = boxed(|| mount_failures(&current, ctx)).await;
+                if !failures.is_empty() {
+                    for failure in failures {
+                        let reference = events::reference(&current);
+                        events::warning(&ctx.kubelet, &reference, "FailedMount", failure.message()).await;
+                    }
+                    return Ok(Action::await_change());
+                }
                 madsim::time::sleep(delay_between(START_DELAY_MS_MIN, START_DELAY_MS_MAX)).await
             }
             Stage::Initializing(k) => {

@@ -39,6 +39,7 @@ mod builtins_job;
 mod builtins_kubelet;
 mod builtins_kubelet_clock;
 mod builtins_kubelet_lifecycle;
+mod builtins_kubelet_mounts;
 mod builtins_min_ready;
 mod builtins_namespace;
 mod builtins_namespace_defaults;

@@ -1,0 +1,166 @@
+//! The kubelet-lite mounts a Pod's ConfigMap and Secret volumes before it starts it: a missing
+//! object, or a key its `items` name that the object lacks, keeps the Pod `ContainerCreating`
+//! with the kubelet's `FailedMount` events until the object is made or fixed; an `optional`
+//! volume does not wait.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use crate::builtins_deployment::failed_step;
+use controllers::builtins::{self, pod_state};
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{
+    ConfigMap, ConfigMapVolumeSource, Container, Event, KeyToPath, Pod, PodSpec, Secret, SecretVolumeSource,
+    Volume,
+};
+use sim::api::{Api, ObjectMeta, Patch, PatchParams};
+use sim::faults::SwarmConfig;
+use sim::{Sim, SweepConfig, WorkloadError, sweep};
+
+const SEEDS: u64 = 30;
+const WAIT: Duration = Duration::from_secs(60);
+
+fn meta(name: &str) -> ObjectMeta {
+    ObjectMeta { name: Some(name.to_owned()), namespace: Some("default".to_owned()), ..ObjectMeta::default() }
+}
+
+/// `app`, mounting ConfigMap `app-config` (volume `config`), key `tls.key` of Secret `tls`
+/// (volume `tls`) and the optional ConfigMap `extras` (volume `extras`).
+fn pod() -> Pod {
+    let volumes = vec![
+        Volume {
+            name: "config".to_owned(),
+            config_map: Some(ConfigMapVolumeSource { name: "app-config".to_owned(), ..Default::default() }),
+            ..Volume::default()
+        },
+        Volume {
+            name: "tls".to_owned(),
+            secret: Some(SecretVolumeSource {
+                secret_name: Some("tls".to_owned()),
+                items: Some(vec![KeyToPath {
+                    key: "tls.key".to_owned(),
+                    path: "key.pem".to_owned(),
+                    ..KeyToPath::default()
+                }]),
+                ..Default::default()
+            }),
+            ..Volume::default()
+        },
+        Volume {
+            name: "extras".to_owned(),
+            config_map: Some(ConfigMapVolumeSource {
+                name: "extras".to_owned(),
+                optional: Some(true),
+                ..Default::default()
+            }),
+            ..Volume::default()
+        },
+    ];
+    Pod {
+        metadata: meta("app"),
+        spec: Some(PodSpec {
+            containers: vec![Container {
+                name: "app".to_owned(),
+                image: Some("app:1".to_owned()),
+                ..Container::default()
+            }],
+            volumes: Some(volumes),
+            ..PodSpec::default()
+        }),
+        status: None,
+    }
+}
+
+fn secret(keys: &[&str]) -> Secret {
+    let data: BTreeMap<String, ByteString> =
+        keys.iter().map(|k| ((*k).to_owned(), ByteString(b"x".to_vec()))).collect();
+    Secret { metadata: meta("tls"), data: Some(data), ..Secret::default() }
+}
+
+/// The messages of the kubelet's `FailedMount` events, sorted.
+async fn failed_mounts(events: &Api<Event>) -> Result<Vec<String>, WorkloadError> {
+    let list =
+        events.list(&Default::default()).await.map_err(|e| failed_step("list events", e.to_string()))?;
+    let mut messages: Vec<String> = list
+        .items
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some("FailedMount"))
+        .filter_map(|e| e.message)
+        .collect();
+    messages.sort();
+    Ok(messages)
+}
+
+/// Still `ContainerCreating`: Pending, its container waiting for it, no sandbox, no IP.
+fn container_creating(pod: &Pod) -> bool {
+    let status = pod.status.clone().unwrap_or_default();
+    let waiting = status.container_statuses.unwrap_or_default().iter().all(|c| {
+        c.state.as_ref().and_then(|s| s.waiting.as_ref()).and_then(|w| w.reason.as_deref())
+            == Some("ContainerCreating")
+    });
+    pod_state::phase(pod) == pod_state::PHASE_PENDING && waiting && status.pod_ip.is_none()
+}
+
+#[test]
+fn a_pod_waits_in_container_creating_until_the_config_map_and_secret_key_it_mounts_exist() {
+    let world = builtins::kubelet(Sim::builder().scenario("builtins-kubelet-mounts"))
+        .workload(|w| async move {
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            let config_maps: Api<ConfigMap> = Api::namespaced(w.client(), "default");
+            let secrets: Api<Secret> = Api::namespaced(w.client(), "default");
+            let events: Api<Event> = Api::namespaced(w.client(), "default");
+            // The Secret lacks the key the Pod names; the ConfigMap is not made yet.
+            w.apply(&secrets, &secret(&["tls.crt"])).await?;
+            w.apply(&pods, &pod()).await?;
+            w.sleep(Duration::from_secs(10)).await;
+            let stuck = pods.get("app").await.map_err(|e| failed_step("get app", e.to_string()))?;
+            let found = (container_creating(&stuck), failed_mounts(&events).await?);
+            let want = (
+                true,
+                vec![
+                    "MountVolume.SetUp failed for volume \"config\" : configmap \"app-config\" not found".to_owned(),
+                    "MountVolume.SetUp failed for volume \"tls\" : secret references non-existent secret key: tls.key"
+                        .to_owned(),
+                ],
+            );
+            if found != want {
+                return Err(failed_step("check the waiting pod", format!("{found:?}, want {want:?}")));
+            }
+            // The ConfigMap alone is not enough: the Secret still lacks its key.
+            w.apply(&config_maps, &ConfigMap { metadata: meta("app-config"), ..ConfigMap::default() }).await?;
+            w.sleep(Duration::from_secs(10)).await;
+            let stuck = pods.get("app").await.map_err(|e| failed_step("get app", e.to_string()))?;
+            if !container_creating(&stuck) {
+                return Err(failed_step("check the pod still waits", format!("{:?}", stuck.status)));
+            }
+            let patch = Patch::Merge(serde_json::json!({ "data": { "tls.key": "eA==" } }));
+            secrets.patch("tls", &PatchParams::default(), &patch).await.map_err(|e| failed_step("patch tls", e.to_string()))?;
+            w.wait_for(&pods, "app", |p| p.is_some_and(pod_state::is_running_and_ready), WAIT).await
+        });
+    let report = sweep(&SweepConfig::new("builtins-kubelet-mounts").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}
+
+#[test]
+fn a_pod_applied_before_its_config_map_starts_once_the_config_map_is_made_even_under_faults() {
+    // The order a controller may write them in (the Deployment first): the Pod starts when the
+    // ConfigMap comes, through the kubelet's ConfigMap watch, whatever the faults on it.
+    let world = builtins::kubelet(Sim::builder().scenario("builtins-kubelet-mounts-late"));
+    let swarm = SwarmConfig { controllers: world.controller_names(), ..SwarmConfig::default() };
+    let world = world.swarm(swarm).workload(|w| async move {
+        let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+        let config_maps: Api<ConfigMap> = Api::namespaced(w.client(), "default");
+        let secrets: Api<Secret> = Api::namespaced(w.client(), "default");
+        w.apply(&pods, &pod()).await?;
+        w.apply(&secrets, &secret(&["tls.key"])).await?;
+        w.apply(&config_maps, &ConfigMap { metadata: meta("app-config"), ..ConfigMap::default() }).await?;
+        w.wait_for(&pods, "app", |p| p.is_some_and(pod_state::is_running_and_ready), Duration::from_secs(400))
+            .await
+    });
+    let report = sweep(&SweepConfig::new("builtins-kubelet-mounts-late").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}
