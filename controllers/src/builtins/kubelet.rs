@@ -26,8 +26,10 @@
 //! - a bound Pod is taken on at once (phase `Pending`, `startTime`, every container waiting in
 //!   `ContainerCreating`, `PodReadyToStartContainers=False`: what `kubectl get pods` shows as
 //!   ContainerCreating); it stays so while a ConfigMap or Secret its volumes project is missing
-//!   or lacks a key they name (`FailedMount` events, [`super::kubelet_volumes`]; the kubelet-lite
-//!   watches both, and the change that fixes it starts the Pod), and after a delay drawn in
+//!   or lacks a key they name (`FailedMount` events, [`super::kubelet_sources`]; the kubelet-lite
+//!   watches both, and the change that fixes it starts the Pod; a container whose environment
+//!   reads a missing one waits in `CreateContainerConfigError` the same way, the others
+//!   running), and after a delay drawn in
 //!   [`START_DELAY_MS_MIN`]..=[`START_DELAY_MS_MAX`] (its sandbox, its images) its init containers
 //!   run one after another, each for a delay drawn in [`RUN_DELAY_MS_MIN`]..=[`RUN_DELAY_MS_MAX`]
 //!   (a sidecar, `restartPolicy: Always`, starts and keeps running), then its containers start:
@@ -98,7 +100,7 @@ use super::error::{Error, has_code};
 use super::kubelet_status::{self, Outcome, Stage};
 use super::scheduler::Preemption;
 use super::volume_binding::claim_names;
-use super::{events, hashing, kubelet_volumes, pod_state, pod_topology, podgc, scheduler, volume_binding};
+use super::{events, hashing, kubelet_sources, pod_state, pod_topology, podgc, scheduler, volume_binding};
 
 /// The decision stream the kubelet-lite's delays are drawn from (its own, so that other
 /// controllers' draws do not move them).
@@ -225,15 +227,17 @@ pub async fn run(clients: Clients) {
         .await;
 }
 
-/// The Pods on a Node whose containers have not started (no sandbox yet) and whose volumes
-/// project `object` (a Secret when `secret`): its change may let their mounts succeed.
+/// The Pods on a Node that wait for their volumes (no sandbox yet) or for a container's
+/// configuration ([`kubelet_status::CREATE_CONTAINER_CONFIG_ERROR`]) and need `object` (a Secret
+/// when `secret`): its change may let their mounts or creates succeed.
 fn pods_mounting<K: ResourceExt>(pods: &Store<Pod>, object: &K, secret: bool) -> Vec<ObjectRef<Pod>> {
     let (name, namespace) = (object.name_any(), object.namespace().unwrap_or_default());
     pods.state_filter(|p| {
         p.metadata.namespace.as_deref() == Some(namespace.as_str())
             && pod_state::is_scheduled(p)
-            && matches!(kubelet_status::stage(p), Stage::New | Stage::Accepted)
-            && kubelet_volumes::mounts(p, secret, &name)
+            && (matches!(kubelet_status::stage(p), Stage::New | Stage::Accepted)
+                || kubelet_status::has_config_error(p))
+            && kubelet_sources::needs(p, secret, &name)
     })
     .iter()
     .map(|p| ObjectRef::from_obj(&**p))
@@ -250,7 +254,7 @@ pub struct Context {
     volumes: Store<PersistentVolume>,
     /// The scheduler-lite's Node cache.
     nodes: Store<Node>,
-    /// The ConfigMaps and Secrets Pods' volumes project ([`kubelet_volumes`]).
+    /// The ConfigMaps and Secrets Pods' volumes project ([`kubelet_sources`]).
     config_maps: Store<ConfigMap>,
     secrets: Store<Secret>,
     /// The Pod cache, which the scheduler-lite counts each Node's Pods in.
@@ -526,10 +530,10 @@ fn container_reference(
     }
 }
 
-/// The mounts of `pod`'s volumes that fail now ([`kubelet_volumes::mount_failures`]), once the
+/// The mounts of `pod`'s volumes that fail now ([`kubelet_sources::mount_failures`]), once the
 /// ConfigMap and Secret caches have their first lists (a Pod that projects neither waits for
 /// nothing).
-async fn mount_failures(pod: &Pod, ctx: &Context) -> Vec<kubelet_volumes::MountFailure> {
+async fn mount_failures(pod: &Pod, ctx: &Context) -> Vec<kubelet_sources::MountFailure> {
     let projects = |p: &Pod| {
         let volumes = p.spec.as_ref().and_then(|s| s.volumes.as_deref()).unwrap_or_default();
         volumes.iter().any(|v| v.config_map.is_some() || v.secret.is_some() || v.projected.is_some())
@@ -541,8 +545,8 @@ async fn mount_failures(pod: &Pod, ctx: &Context) -> Vec<kubelet_volumes::MountF
     if ready.iter().any(Result::is_err) {
         return Vec::new();
     }
-    let sources = kubelet_volumes::Sources { config_maps: &ctx.config_maps, secrets: &ctx.secrets };
-    kubelet_volumes::mount_failures(pod, &sources)
+    let sources = kubelet_sources::Sources { config_maps: &ctx.config_maps, secrets: &ctx.secrets };
+    kubelet_sources::mount_failures(pod, &sources)
 }
 
 /// `Pulled`, `Created` and `Started` for each of `started`, containers of a Pod that just
@@ -945,7 +949,11 @@ async fn start(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action, Error
         if past_active_deadline(&current) {
             return end_at_deadline(api, &current, ctx).await;
         }
-        let Some(written) = write_status(api, &current, next, outcome(&current)).await? else {
+        let errors = match next {
+            Stage::Started => boxed(|| config_errors(&current, ctx)).await,
+            _ => BTreeMap::new(),
+        };
+        let Some(written) = write_status(api, &current, next, outcome(&current), &errors).await? else {
             return Ok(Action::await_change());
         };
         if next == stage && written.resource_version() == current.resource_version() {
@@ -956,9 +964,7 @@ async fn start(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action, Error
                 let started = kubelet_status::init_containers(&written).get(k..=k).unwrap_or_default();
                 boxed(|| publish_started(ctx, &written, started, true)).await;
             }
-            Stage::Started => {
-                boxed(|| publish_started(ctx, &written, kubelet_status::containers(&written), false)).await;
-            }
+            Stage::Started => boxed(|| publish_start_attempt(ctx, &written, None)).await,
             _ => {}
         }
         current = written;
@@ -977,7 +983,11 @@ fn sidecar_started(pod: &Pod, k: usize) -> bool {
 /// run to completion after the run delay.
 async fn keep_running(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action, Error> {
     let outcome = outcome(pod);
-    let completes = outcome == Outcome::Run && runs_to_completion(pod);
+    // A container refused for its configuration runs only once that is fixed (a ConfigMap or
+    // Secret change brings the Pod back here).
+    let errors = boxed(|| config_errors(pod, ctx)).await;
+    let refused = refused_containers(pod);
+    let completes = outcome == Outcome::Run && runs_to_completion(pod) && refused.is_empty();
     let ends_at = completes.then(|| later(sim::time::now(), run_time(pod)));
     // The active deadline ends the Pod first if it comes before its end (`reconcile` looks again
     // when it comes otherwise).
@@ -994,7 +1004,7 @@ async fn keep_running(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action
         match (due, ends_at) {
             (Some(due), ends) if ends.is_none_or(|end| due < end) => {
                 sleep_until(due).await;
-                match write_status(api, &current, Stage::Started, outcome).await? {
+                match write_status(api, &current, Stage::Started, outcome, &errors).await? {
                     Some(written) if written.resource_version() != current.resource_version() => {
                         current = written
                     }
@@ -1003,18 +1013,26 @@ async fn keep_running(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action
             }
             (_, Some(end)) => {
                 sleep_until(end).await;
-                write_status(api, &current, Stage::Started, Outcome::Succeeded).await?;
+                write_status(api, &current, Stage::Started, Outcome::Succeeded, &errors).await?;
                 return Ok(Action::await_change());
             }
             (_, None) => {
                 // A readiness gate's condition (or the unready annotation) may have changed; most
                 // changes of a running Pod change nothing the kubelet reports, and cost no call.
                 let now = sim::time::now();
-                let next = kubelet_status::status(&current, Stage::Started, outcome, &pod_ip(&current), now);
+                let ip = pod_ip(&current);
+                let next =
+                    kubelet_status::status_blocked(&current, Stage::Started, outcome, &ip, now, &errors);
                 if kubelet_status::differs(&current, &next) {
-                    match write_status(api, &current, Stage::Started, outcome).await? {
+                    match write_status(api, &current, Stage::Started, outcome, &errors).await? {
                         Some(written) => current = written,
                         None => return Ok(Action::await_change()),
+                    }
+                    // The containers whose configuration is fixed now start.
+                    let started: BTreeSet<String> =
+                        refused.difference(&refused_containers(&current)).cloned().collect();
+                    if !started.is_empty() {
+                        boxed(|| publish_start_attempt(ctx, &current, Some(&started))).await;
                     }
                 }
                 if matches!(outcome, Outcome::CrashLoop(_)) {
@@ -1109,15 +1127,90 @@ async fn sleep_until(t: k8s_openapi::jiff::Timestamp) {
 /// Write the Pod's status at stage `to` ([`kubelet_status::status`]) if that differs from what it
 /// shows, while it is the same Pod at the stage `base` is at and not being deleted
 /// ([`write_status_with`]).
-async fn write_status(api: &Api<Pod>, base: &Pod, to: Stage, outcome: Outcome) -> Result<Option<Pod>, Error> {
+async fn write_status(
+    api: &Api<Pod>,
+    base: &Pod,
+    to: Stage,
+    outcome: Outcome,
+    config_errors: &BTreeMap<String, String>,
+) -> Result<Option<Pod>, Error> {
     let stage = kubelet_status::stage(base);
     let still = |known: &Pod| {
         !pod_state::is_terminating(known)
             && !pod_state::is_finished(known)
             && kubelet_status::stage(known) == stage
     };
-    let next = |known: &Pod| kubelet_status::status(known, to, outcome, &pod_ip(known), sim::time::now());
+    let next = |known: &Pod| {
+        kubelet_status::status_blocked(known, to, outcome, &pod_ip(known), sim::time::now(), config_errors)
+    };
     write_status_with(api, base, still, next).await
+}
+
+/// The errors that keep the kubelet from creating `pod`'s containers, by container
+/// ([`kubelet_sources::config_error`]), once the ConfigMap and Secret caches have their first
+/// lists (a Pod whose environment reads neither waits for nothing).
+async fn config_errors(pod: &Pod, ctx: &Context) -> BTreeMap<String, String> {
+    let containers = kubelet_status::containers(pod);
+    let reads = |c: &Container| {
+        c.env_from.as_ref().is_some_and(|e| !e.is_empty())
+            || c.env.iter().flatten().any(|e| e.value_from.is_some())
+    };
+    if !containers.iter().any(reads) {
+        return BTreeMap::new();
+    }
+    let ready = [ctx.config_maps.wait_until_ready().await, ctx.secrets.wait_until_ready().await];
+    if ready.iter().any(Result::is_err) {
+        return BTreeMap::new();
+    }
+    let namespace = pod.namespace().unwrap_or_default();
+    let sources = kubelet_sources::Sources { config_maps: &ctx.config_maps, secrets: &ctx.secrets };
+    containers
+        .iter()
+        .filter_map(|c| Some((c.name.clone(), kubelet_sources::config_error(c, &namespace, &sources)?)))
+        .collect()
+}
+
+/// The main containers of `pod` that wait in `CreateContainerConfigError` in `status`'s Pod.
+fn refused_containers(pod: &Pod) -> BTreeSet<String> {
+    let statuses = pod.status.as_ref().and_then(|s| s.container_statuses.as_deref()).unwrap_or_default();
+    statuses
+        .iter()
+        .filter(|s| {
+            let waiting = s.state.as_ref().and_then(|s| s.waiting.as_ref());
+            waiting.and_then(|w| w.reason.as_deref()) == Some(kubelet_status::CREATE_CONTAINER_CONFIG_ERROR)
+        })
+        .map(|s| s.name.clone())
+        .collect()
+}
+
+/// The events of `pod`'s containers as the kubelet tried to start them: `Pulled`, `Created`
+/// and `Started` for those that started, `Pulled` and the Warning `Failed` (`Error: <why>`) for
+/// those refused for their configuration. `only` limits them to the named containers.
+async fn publish_start_attempt(ctx: &Context, pod: &Pod, only: Option<&BTreeSet<String>>) {
+    let refused = refused_containers(pod);
+    let statuses = pod.status.as_ref().and_then(|s| s.container_statuses.as_deref()).unwrap_or_default();
+    let wanted = |c: &&Container| only.is_none_or(|names| names.contains(&c.name));
+    let started: Vec<Container> = kubelet_status::containers(pod)
+        .iter()
+        .filter(wanted)
+        .filter(|c| !refused.contains(&c.name))
+        .cloned()
+        .collect();
+    publish_started(ctx, pod, &started, false).await;
+    for container in
+        kubelet_status::containers(pod).iter().filter(wanted).filter(|c| refused.contains(&c.name))
+    {
+        let regarding = container_reference(pod, &container.name, false);
+        let image = container.image.as_deref().unwrap_or_default();
+        let pulled = format!("Container image \"{image}\" already present on machine");
+        events::normal(&ctx.kubelet, &regarding, "Pulled", pulled).await;
+        let why = statuses
+            .iter()
+            .find(|s| s.name == container.name)
+            .and_then(|s| s.state.as_ref()?.waiting.as_ref()?.message.clone())
+            .unwrap_or_default();
+        events::warning(&ctx.kubelet, &regarding, "Failed", format!("Error: {why}")).await;
+    }
 }
 
 /// Write the status `next` makes of the Pod if that differs from what it shows, while it is the

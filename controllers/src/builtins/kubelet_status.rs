@@ -34,6 +34,7 @@
 //! [`super::kubelet::UNREADY_ANNOTATION`]` = "true"` runs its containers not ready, as if their
 //! readiness probes failed.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{
@@ -65,7 +66,7 @@ pub enum Stage {
 
 /// The [`Stage`] `pod`'s status shows.
 pub fn stage(pod: &Pod) -> Stage {
-    if pod_state::phase(pod) != pod_state::PHASE_PENDING {
+    if pod_state::phase(pod) != pod_state::PHASE_PENDING || has_config_error(pod) {
         return Stage::Started;
     }
     let Some(status) = pod.status.as_ref() else { return Stage::New };
@@ -143,6 +144,40 @@ enum Run {
 /// The status of `current` (the Pod as the server has it) at `stage`, the containers ending as
 /// `outcome` says once started; `pod_ip` is the Pod's address once its sandbox is up.
 pub fn status(current: &Pod, stage: Stage, outcome: Outcome, pod_ip: &str, now: Timestamp) -> PodStatus {
+    status_blocked(current, stage, outcome, pod_ip, now, &BTreeMap::new())
+}
+
+/// The reason of a container the kubelet could not create for its configuration (a ConfigMap or
+/// Secret its environment reads is missing: [`super::kubelet_sources::config_error`]).
+pub const CREATE_CONTAINER_CONFIG_ERROR: &str = "CreateContainerConfigError";
+
+/// Whether `status` is of a container never started: waiting to be created, or refused for its
+/// configuration.
+fn never_started(status: &ContainerStatus) -> bool {
+    let reason = status.state.as_ref().and_then(|s| s.waiting.as_ref()).and_then(|w| w.reason.as_deref());
+    matches!(reason, Some("ContainerCreating" | "PodInitializing" | CREATE_CONTAINER_CONFIG_ERROR))
+}
+
+/// Whether one of `pod`'s containers waits in [`CREATE_CONTAINER_CONFIG_ERROR`].
+pub fn has_config_error(pod: &Pod) -> bool {
+    let statuses = pod.status.as_ref().and_then(|s| s.container_statuses.as_deref()).unwrap_or_default();
+    statuses.iter().any(|s| {
+        let waiting = s.state.as_ref().and_then(|s| s.waiting.as_ref());
+        waiting.and_then(|w| w.reason.as_deref()) == Some(CREATE_CONTAINER_CONFIG_ERROR)
+    })
+}
+
+/// [`status`], where each container named in `config_errors` that has not started yet is not
+/// created but waits in [`CREATE_CONTAINER_CONFIG_ERROR`] with its error; the Pod is `Running`
+/// only if another of its containers is.
+pub fn status_blocked(
+    current: &Pod,
+    stage: Stage,
+    outcome: Outcome,
+    pod_ip: &str,
+    now: Timestamp,
+    config_errors: &BTreeMap<String, String>,
+) -> PodStatus {
     let none = PodStatus::default();
     let old = current.status.as_ref().unwrap_or(&none);
     let has_inits = !init_containers(current).is_empty();
@@ -173,12 +208,31 @@ pub fn status(current: &Pod, stage: Stage, outcome: Outcome, pod_ip: &str, now: 
         (Stage::Started, Outcome::Succeeded) => Run::Exited(0, "Completed"),
         _ => Run::Waiting(waiting),
     };
+    let blocked = |c: &Container| {
+        let error = config_errors.get(&c.name).filter(|_| stage == Stage::Started)?;
+        previous(old, false, &c.name).is_none_or(never_started).then_some(error)
+    };
     let main_statuses: Vec<ContainerStatus> = containers(current)
         .iter()
-        .map(|c| container_status(current, unready, old, false, c, main_run, now))
+        .map(|c| match blocked(c) {
+            Some(error) => ContainerStatus {
+                name: c.name.clone(),
+                image: c.image.clone().unwrap_or_default(),
+                started: Some(false),
+                state: Some(self::waiting(CREATE_CONTAINER_CONFIG_ERROR, Some(error))),
+                ..ContainerStatus::default()
+            },
+            None => container_status(current, unready, old, false, c, main_run, now),
+        })
         .collect();
+    let blocked_count = containers(current).iter().filter(|c| blocked(c).is_some()).count();
     let phase = match (stage, outcome) {
+        // Not one container created: still Pending (`getPhase`).
+        (Stage::Started, _) if blocked_count > 0 && blocked_count == containers(current).len() => {
+            pod_state::PHASE_PENDING
+        }
         (Stage::Started, Outcome::Run | Outcome::CrashLoop(_)) => pod_state::PHASE_RUNNING,
+        (Stage::Started, _) if blocked_count > 0 => pod_state::PHASE_RUNNING,
         (Stage::Started, Outcome::Failed(_)) => pod_state::PHASE_FAILED,
         (Stage::Started, Outcome::Succeeded) => pod_state::PHASE_SUCCEEDED,
         _ => pod_state::PHASE_PENDING,
@@ -316,14 +370,20 @@ pub fn next_probe_due(pod: &Pod, now: Timestamp) -> Option<Timestamp> {
     due.map(|d| d.max(now))
 }
 
-/// Whether the kubelet's view of `current` (its containers' `started`, `ready` and restart counts, and the
+/// Whether the kubelet's view of `current` (its containers' `started`, `ready`, restart counts and
+/// waiting reasons, and the
 /// conditions it owns, with their reasons and messages) differs from what `next` says: a write
 /// is due.
 pub fn differs(current: &Pod, next: &PodStatus) -> bool {
-    fn flags(s: &PodStatus) -> impl Iterator<Item = (&str, bool, Option<bool>, i32)> {
+    type Flags<'a> = (&'a str, bool, Option<bool>, i32, Option<(Option<&'a str>, Option<&'a str>)>);
+    fn flags(s: &PodStatus) -> impl Iterator<Item = Flags<'_>> {
         let containers =
             s.init_container_statuses.iter().flatten().chain(s.container_statuses.iter().flatten());
-        containers.map(|c| (c.name.as_str(), c.ready, c.started, c.restart_count))
+        containers.map(|c| {
+            let waiting = c.state.as_ref().and_then(|s| s.waiting.as_ref());
+            let why = waiting.map(|w| (w.reason.as_deref(), w.message.as_deref()));
+            (c.name.as_str(), c.ready, c.started, c.restart_count, why)
+        })
     }
     fn conditions(s: &PodStatus) -> impl Iterator<Item = (&str, &str, Option<&str>, Option<&str>)> {
         let conditions = s.conditions.iter().flatten();

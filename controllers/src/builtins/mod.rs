@@ -29,7 +29,7 @@
 //! | [`pv_protection_controller()`] | `pv-protection-controller` | keeps a deleted PersistentVolume (its `kubernetes.io/pv-protection` finalizer) while it is bound |
 //! | [`ephemeral_volume_controller()`] | `ephemeral-volume-controller` | a PersistentVolumeClaim `<pod>-<volume>`, owned by the Pod, for each generic ephemeral volume |
 //! | [`podgc_controller()`] | `pod-garbage-collector` | force-deletes a Pod whose Node is gone (40 s after, marked `Failed` with `DisruptionTarget`), a terminating Pod never scheduled, and a terminating Pod on an out-of-service Node |
-//! | [`kubelet()`] | `kubelet` | registers its Node `node-1`; schedules Pods on the Nodes they fit ([`scheduler`]: cordons, taints, node selectors and affinity, host ports, CPU, memory and extended resources, required Pod affinity and anti-affinity, `DoNotSchedule` topology spread ([`pod_topology`]); scheduling gates; preemption of lower-priority Pods) through `pods/binding` once their claims are bound, and runs them as the kubelet reports it ([`kubelet_status`]): ContainerCreating (until the ConfigMaps and Secrets their volumes project exist, [`kubelet_volumes`]), init containers in order (sidecars kept running), Running, Ready once readiness probes' delays and readiness gates allow, Succeeded or Failed, or crash-looping with the kubelet's doubling back-off |
+//! | [`kubelet()`] | `kubelet` | registers its Node `node-1`; schedules Pods on the Nodes they fit ([`scheduler`]: cordons, taints, node selectors and affinity, host ports, CPU, memory and extended resources, required Pod affinity and anti-affinity, `DoNotSchedule` topology spread ([`pod_topology`]); scheduling gates; preemption of lower-priority Pods) through `pods/binding` once their claims are bound, and runs them as the kubelet reports it ([`kubelet_status`]): ContainerCreating (until the ConfigMaps and Secrets their volumes project exist; a container whose environment reads a missing one waits in CreateContainerConfigError: [`kubelet_sources`]), init containers in order (sidecars kept running), Running, Ready once readiness probes' delays and readiness gates allow, Succeeded or Failed, or crash-looping with the kubelet's doubling back-off |
 //!
 //! ```ignore
 //! let world = controllers::builtins::all(Sim::builder()).workload(|w| async move { ... });
@@ -133,8 +133,8 @@ pub mod indexed_job;
 pub mod job;
 pub mod kinds;
 pub mod kubelet;
+pub mod kubelet_sources;
 pub mod kubelet_status;
-pub mod kubelet_volumes;
 pub mod labels;
 pub mod local_provisioner;
 pub mod namespace;

@@ -1,7 +1,8 @@
 //! The kubelet-lite mounts a Pod's ConfigMap and Secret volumes before it starts it: a missing
 //! object, or a key its `items` name that the object lacks, keeps the Pod `ContainerCreating`
 //! with the kubelet's `FailedMount` events until the object is made or fixed; an `optional`
-//! volume does not wait.
+//! volume does not wait. A container whose environment reads a missing ConfigMap or key waits in
+//! `CreateContainerConfigError` until it is there, the Pod's other containers running.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -10,8 +11,8 @@ use crate::builtins_deployment::failed_step;
 use controllers::builtins::{self, pod_state};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{
-    ConfigMap, ConfigMapVolumeSource, Container, Event, KeyToPath, Pod, PodSpec, Secret, SecretVolumeSource,
-    Volume,
+    ConfigMap, ConfigMapKeySelector, ConfigMapVolumeSource, Container, EnvFromSource, EnvVar, EnvVarSource,
+    Event, KeyToPath, Pod, PodSpec, Secret, SecretEnvSource, SecretVolumeSource, Volume,
 };
 use sim::api::{Api, ObjectMeta, Patch, PatchParams};
 use sim::faults::SwarmConfig;
@@ -160,6 +161,135 @@ fn a_pod_applied_before_its_config_map_starts_once_the_config_map_is_made_even_u
             .await
     });
     let report = sweep(&SweepConfig::new("builtins-kubelet-mounts-late").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}
+
+/// A container reading `LEVEL` from ConfigMap `app-config`, and everything from the optional
+/// Secret `extras`.
+fn configured(name: &str) -> Container {
+    Container {
+        name: name.to_owned(),
+        image: Some(format!("{name}:1")),
+        env: Some(vec![EnvVar {
+            name: "LEVEL".to_owned(),
+            value_from: Some(EnvVarSource {
+                config_map_key_ref: Some(ConfigMapKeySelector {
+                    name: "app-config".to_owned(),
+                    key: "LEVEL".to_owned(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            ..EnvVar::default()
+        }]),
+        env_from: Some(vec![EnvFromSource {
+            secret_ref: Some(SecretEnvSource { name: "extras".to_owned(), optional: Some(true) }),
+            ..EnvFromSource::default()
+        }]),
+        ..Container::default()
+    }
+}
+
+/// (phase, each container's waiting reason and message) of `pod`.
+type Waiting = (String, Vec<(String, Option<String>, Option<String>)>);
+
+fn waiting(pod: &Pod) -> Waiting {
+    let statuses = pod.status.clone().unwrap_or_default().container_statuses.unwrap_or_default();
+    let waiting = statuses
+        .into_iter()
+        .map(|c| {
+            let w = c.state.and_then(|s| s.waiting);
+            (c.name, w.as_ref().and_then(|w| w.reason.clone()), w.and_then(|w| w.message))
+        })
+        .collect();
+    (pod_state::phase(pod).to_owned(), waiting)
+}
+
+#[test]
+fn a_container_whose_environment_reads_a_missing_config_map_key_waits_in_create_container_config_error() {
+    let world = builtins::kubelet(Sim::builder().scenario("builtins-kubelet-config-error")).workload(
+        |w| async move {
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            let config_maps: Api<ConfigMap> = Api::namespaced(w.client(), "default");
+            let events: Api<Event> = Api::namespaced(w.client(), "default");
+            let two = Pod {
+                metadata: meta("two"),
+                spec: Some(PodSpec {
+                    containers: vec![
+                        configured("app"),
+                        Container {
+                            name: "proxy".to_owned(),
+                            image: Some("proxy:1".to_owned()),
+                            ..Container::default()
+                        },
+                    ],
+                    ..PodSpec::default()
+                }),
+                status: None,
+            };
+            let solo = Pod {
+                metadata: meta("solo"),
+                spec: Some(PodSpec { containers: vec![configured("app")], ..PodSpec::default() }),
+                status: None,
+            };
+            w.apply(&pods, &two).await?;
+            w.apply(&pods, &solo).await?;
+            w.sleep(Duration::from_secs(10)).await;
+            let get = |name: &'static str| {
+                let pods = pods.clone();
+                async move { pods.get(name).await.map_err(|e| failed_step("get", e.to_string())) }
+            };
+            let missing = Some("configmap \"app-config\" not found".to_owned());
+            let refused = Some("CreateContainerConfigError".to_owned());
+            let found = (waiting(&get("two").await?), waiting(&get("solo").await?));
+            let want = (
+                (
+                    "Running".to_owned(),
+                    vec![
+                        ("app".to_owned(), refused.clone(), missing.clone()),
+                        ("proxy".to_owned(), None, None),
+                    ],
+                ),
+                ("Pending".to_owned(), vec![("app".to_owned(), refused.clone(), missing.clone())]),
+            );
+            if found != want {
+                return Err(failed_step("check the refused containers", format!("{found:?}, want {want:?}")));
+            }
+            let list = events
+                .list(&Default::default())
+                .await
+                .map_err(|e| failed_step("list events", e.to_string()))?;
+            let failed = list
+                .items
+                .iter()
+                .filter(|e| e.reason.as_deref() == Some("Failed"))
+                .filter_map(|e| e.message.clone())
+                .collect::<Vec<_>>();
+            if failed != ["Error: configmap \"app-config\" not found"; 2] {
+                return Err(failed_step("check the Failed events", format!("{failed:?}")));
+            }
+            // The ConfigMap without the key: the error says which key.
+            w.apply(&config_maps, &ConfigMap { metadata: meta("app-config"), ..ConfigMap::default() })
+                .await?;
+            w.sleep(Duration::from_secs(5)).await;
+            let no_key = Some("couldn't find key LEVEL in ConfigMap default/app-config".to_owned());
+            let found = waiting(&get("solo").await?);
+            let want = ("Pending".to_owned(), vec![("app".to_owned(), refused, no_key)]);
+            if found != want {
+                return Err(failed_step("check the missing key", format!("{found:?}, want {want:?}")));
+            }
+            let patch = Patch::Merge(serde_json::json!({ "data": { "LEVEL": "debug" } }));
+            config_maps
+                .patch("app-config", &PatchParams::default(), &patch)
+                .await
+                .map_err(|e| failed_step("patch app-config", e.to_string()))?;
+            w.wait_for(&pods, "solo", |p| p.is_some_and(pod_state::is_running_and_ready), WAIT).await?;
+            w.wait_for(&pods, "two", |p| p.is_some_and(pod_state::is_running_and_ready), WAIT).await
+        },
+    );
+    let report = sweep(&SweepConfig::new("builtins-kubelet-config-error").seeds(SEEDS), |seed, options| {
         world.run_with(seed, options)
     });
     report.assert_all_passed();
