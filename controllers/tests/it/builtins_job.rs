@@ -89,7 +89,12 @@ fn outcome(snap: &Snapshot) -> Option<(Conditions, Counts)> {
 
 #[test]
 fn job_with_completions_3_and_parallelism_2_completes_with_three_succeeded_pods() {
-    let world = three_completions_two_at_a_time(world(job(3, 2, None, false)), Pods::Exactly);
+    // At least three Pods, not exactly: when the Job watch delivers the controller's own status
+    // write after the Pod watch delivers its finalizer removal (seed 116 of 300), the last
+    // completed Pod is in neither, and a fourth Pod is made after the last completion, as
+    // kube-controller-manager does up to 1.35 (see the restart test below). The status counts
+    // three either way, and never more than two run at once.
+    let world = three_completions_two_at_a_time(world(job(3, 2, None, false)), Pods::AtLeast);
     let report =
         sweep(&SweepConfig::new("builtins-job").seeds(SEEDS), |seed, options| world.run_with(seed, options));
     report.assert_all_passed();
