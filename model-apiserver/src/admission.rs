@@ -3,8 +3,8 @@
 //! on, in kube-apiserver's order (`AllOrderedPlugins`) and before the hooks, as its chain runs
 //! them before `MutatingAdmissionWebhook`: [`service_account`], [`priority`],
 //! [`default_toleration_seconds`] (the Pod plugins, [`crate::ServerConfig::pod_admission_plugins`]),
-//! `StorageObjectInUseProtection` ([`crate::ServerConfig::storage_object_in_use_protection`]) and,
-//! always, [`pvc_resize`].
+//! always [`default_storage_class`], `StorageObjectInUseProtection`
+//! ([`crate::ServerConfig::storage_object_in_use_protection`]) and, always, [`pvc_resize`].
 
 use std::sync::Arc;
 
@@ -16,6 +16,7 @@ use crate::{
     server::{ApiServer, Target},
 };
 
+pub mod default_storage_class;
 pub mod default_toleration_seconds;
 pub mod priority;
 pub mod pvc_resize;
@@ -112,6 +113,9 @@ impl ApiServer {
                 }
                 _ => {}
             }
+        }
+        if request.operation == "create" && is_core(request, "persistentvolumeclaims") {
+            default_storage_class::admit_create(object, &self.stored_all("storage.k8s.io", "storageclasses"));
         }
         if self.config.storage_object_in_use_protection {
             protect_storage_object(request, object);

@@ -73,7 +73,8 @@
 //!   `not-ready` and `unreachable` `NoExecute` tolerations for 300 s): see [`admission`]. Both
 //!   flags are off by default (each needs kube-controller-manager's controllers that go with
 //!   it, and the conformance corpus was recorded without them); the built-ins of the
-//!   `controllers` crate turn them on. Always on: `PersistentVolumeClaimResize` (a claim grows
+//!   `controllers` crate turn them on. Always on: `DefaultStorageClass` (a claim created without a
+//!   class gets the default StorageClass's name) and `PersistentVolumeClaimResize` (a claim grows
 //!   only if bound and its StorageClass has `allowVolumeExpansion`, else 403).
 //! - **Eviction.** `pods/{name}/eviction` ([`Request::create_subresource`] with
 //!   [`Subresource::Eviction`]): the PodDisruptionBudget checks and decrement, the
@@ -87,7 +88,7 @@
 //!   creates, updates and deletes as kube-apiserver's plugin does (`admission_policy.rs`).
 //!
 //! Not modelled: kube-apiserver's other admission plugins (LimitRanger, ResourceQuota,
-//! PodSecurity, DefaultStorageClass, RuntimeClass...), built-in validation beyond the kinds above,
+//! PodSecurity, RuntimeClass...), built-in validation beyond the kinds above,
 //! version conversion and apply to `/scale`.
 //!
 //! ```

@@ -17,7 +17,9 @@
 //!   claim's `selector` selects. With no match:
 //!   - a claim without any class (`storageClassName` unset) gets the default StorageClass (the
 //!     one annotated `storageclass.kubernetes.io/is-default-class: "true"`, the newest if several),
-//!     written into the claim (the retroactive default StorageClass assignment of 1.28+);
+//!     written into the claim (the retroactive default StorageClass assignment of 1.28+: a
+//!     claim created while a default class existed already got it from kube-apiserver's
+//!     `DefaultStorageClass` admission, `model_apiserver::admission::default_storage_class`);
 //!   - a claim of a class asks the class's provisioner: it is annotated
 //!     `volume.kubernetes.io/storage-provisioner` (and the beta annotation) with the class's
 //!     `provisioner`, with an `ExternalProvisioning` event, and waits for the provisioner's

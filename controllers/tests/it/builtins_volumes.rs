@@ -127,6 +127,38 @@ fn bound_pair(
     Ok((claim, volume))
 }
 
+#[test]
+fn a_claim_made_without_a_class_names_the_default_at_once_or_once_a_default_appears() {
+    // With a default class, kube-apiserver's DefaultStorageClass admission writes it into the
+    // created claim: the create's answer names it. A claim made while there was none gets it
+    // from the binder once one appears (the retroactive assignment of 1.28+).
+    let world = builtins::persistentvolume_binder(Sim::builder().scenario("builtins-volumes-default-class"))
+        .workload(|w| async move {
+            let claims: Api<PersistentVolumeClaim> = Api::namespaced(w.client(), "default");
+            let classes: Api<StorageClass> = Api::all(w.client());
+            let class_of =
+                |c: &PersistentVolumeClaim| c.spec.as_ref().and_then(|s| s.storage_class_name.clone());
+            let early = w.apply(&claims, &claim("early", None, "1Gi")).await?;
+            let mut fast = local_class("fast", false);
+            fast.metadata.annotations = Some([(pv::ANN_DEFAULT_CLASS.to_owned(), "true".to_owned())].into());
+            w.apply(&classes, &fast).await?;
+            let late = w.apply(&claims, &claim("late", None, "1Gi")).await?;
+            let answers = (class_of(&early), class_of(&late));
+            if answers != (None, Some("fast".to_owned())) {
+                return Err(crate::builtins_deployment::failed_step(
+                    "check the answers",
+                    format!("{answers:?}"),
+                ));
+            }
+            let named = |c: Option<&PersistentVolumeClaim>| c.and_then(class_of).as_deref() == Some("fast");
+            w.wait_for(&claims, "early", named, WAIT).await
+        });
+    let report = sweep(&SweepConfig::new("builtins-volumes-default-class").seeds(10), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}
+
 // `standard` waits for a first consumer, as kind's: a claim no Pod uses stays Pending (with the
 // binder's `WaitForFirstConsumer` event) and gets no volume; one a Pod uses is given the Pod's
 // node by the scheduler, provisioned there and bound, and the Pod then runs on that node.

@@ -256,3 +256,65 @@ fn without_storage_protection_claims_get_no_finalizer() {
     let a = w.create(&builtin("", "persistentvolumeclaims"), Some("default"), claim("a", &[]));
     assert!(finalizers(&a).is_empty());
 }
+
+fn storage_class(name: &str, default: Option<&str>) -> serde_json::Value {
+    let annotations = match default {
+        Some(key) => json!({ key: "true" }),
+        None => json!({}),
+    };
+    json!({
+        "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+        "metadata": {"name": name, "annotations": annotations},
+        "provisioner": "example.com/disk",
+    })
+}
+
+fn claim_class(o: &kube_core::DynamicObject) -> Option<&str> {
+    o.data.pointer("/spec/storageClassName").and_then(serde_json::Value::as_str)
+}
+
+#[test]
+fn a_claim_created_without_a_class_gets_the_default_storage_class_in_the_answer() {
+    let mut w = World::new();
+    let pvcs = builtin("", "persistentvolumeclaims");
+    let classes = builtin("storage.k8s.io", "storageclasses");
+    // No default class yet: the claim is left without one.
+    let before = w.create(&pvcs, Some("default"), claim("before", &[]));
+    assert_eq!(claim_class(&before), None);
+    w.create(&classes, None, storage_class("slow", None));
+    w.create(&classes, None, storage_class("standard", Some("storageclass.kubernetes.io/is-default-class")));
+    let a = w.create(&pvcs, Some("default"), claim("a", &[]));
+    assert_eq!(claim_class(&a), Some("standard"));
+    assert_eq!(claim_class(&w.get(&pvcs, Some("default"), "a")), Some("standard"), "stored so");
+    // A claim that names a class, asks for none ("") or uses the beta annotation keeps it.
+    let mut named = claim("named", &[]);
+    named["spec"]["storageClassName"] = json!("slow");
+    assert_eq!(claim_class(&w.create(&pvcs, Some("default"), named)), Some("slow"));
+    let mut none = claim("none", &[]);
+    none["spec"]["storageClassName"] = json!("");
+    assert_eq!(claim_class(&w.create(&pvcs, Some("default"), none)), Some(""));
+    let mut beta = claim("beta", &[]);
+    beta["metadata"]["annotations"] = json!({"volume.beta.kubernetes.io/storage-class": "slow"});
+    assert_eq!(claim_class(&w.create(&pvcs, Some("default"), beta)), None);
+    // Creates only: the claim made before the default class keeps none through an update.
+    let updated =
+        w.try_merge(&pvcs, Some("default"), "before", json!({"metadata": {"labels": {"a": "b"}}})).unwrap();
+    assert_eq!(claim_class(&updated), None);
+}
+
+#[test]
+fn of_two_default_storage_classes_the_newest_is_the_default_then_the_first_by_name() {
+    let mut w = World::new();
+    let pvcs = builtin("", "persistentvolumeclaims");
+    let classes = builtin("storage.k8s.io", "storageclasses");
+    // Created in the same second: ties go by name, and the beta annotation counts.
+    w.create(&classes, None, storage_class("zeta", Some("storageclass.kubernetes.io/is-default-class")));
+    w.create(&classes, None, storage_class("beta", Some("storageclass.beta.kubernetes.io/is-default-class")));
+    let a = w.create(&pvcs, Some("default"), claim("a", &[]));
+    assert_eq!(claim_class(&a), Some("beta"));
+    // A newer default wins over both, whatever its name.
+    w.advance_seconds(5);
+    w.create(&classes, None, storage_class("omega", Some("storageclass.kubernetes.io/is-default-class")));
+    let b = w.create(&pvcs, Some("default"), claim("b", &[]));
+    assert_eq!(claim_class(&b), Some("omega"));
+}
