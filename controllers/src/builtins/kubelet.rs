@@ -236,7 +236,8 @@ fn pods_mounting<K: ResourceExt>(pods: &Store<Pod>, object: &K, secret: bool) ->
         p.metadata.namespace.as_deref() == Some(namespace.as_str())
             && pod_state::is_scheduled(p)
             && (matches!(kubelet_status::stage(p), Stage::New | Stage::Accepted)
-                || kubelet_status::has_config_error(p))
+                || kubelet_status::has_config_error(p)
+                || kubelet_status::has_init_config_error(p))
             && kubelet_sources::needs(p, secret, &name)
     })
     .iter()
@@ -949,6 +950,15 @@ async fn start(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action, Error
         if past_active_deadline(&current) {
             return end_at_deadline(api, &current, ctx).await;
         }
+        // An init container about to start whose environment reads a missing ConfigMap or
+        // Secret is not created: it waits in `CreateContainerConfigError` until the change that
+        // fixes it brings the Pod back here.
+        if let Stage::Initializing(k) = next
+            && next != stage
+            && let Some(error) = boxed(|| init_config_error(&current, k, ctx)).await
+        {
+            return boxed(|| refuse_init_container(api, &current, k, &error, ctx)).await;
+        }
         let errors = match next {
             Stage::Started => boxed(|| config_errors(&current, ctx)).await,
             _ => BTreeMap::new(),
@@ -1168,6 +1178,59 @@ async fn config_errors(pod: &Pod, ctx: &Context) -> BTreeMap<String, String> {
         .iter()
         .filter_map(|c| Some((c.name.clone(), kubelet_sources::config_error(c, &namespace, &sources)?)))
         .collect()
+}
+
+/// The error that keeps the kubelet from creating init container `k` of `pod`
+/// ([`kubelet_sources::config_error`]), once the ConfigMap and Secret caches have their first
+/// lists.
+async fn init_config_error(pod: &Pod, k: usize, ctx: &Context) -> Option<String> {
+    let container = kubelet_status::init_containers(pod).get(k)?;
+    let reads = container.env_from.as_ref().is_some_and(|e| !e.is_empty())
+        || container.env.iter().flatten().any(|e| e.value_from.is_some());
+    if !reads {
+        return None;
+    }
+    let ready = [ctx.config_maps.wait_until_ready().await, ctx.secrets.wait_until_ready().await];
+    if ready.iter().any(Result::is_err) {
+        return None;
+    }
+    let namespace = pod.namespace().unwrap_or_default();
+    let sources = kubelet_sources::Sources { config_maps: &ctx.config_maps, secrets: &ctx.secrets };
+    kubelet_sources::config_error(container, &namespace, &sources)
+}
+
+/// Write `pod`'s status with init container `k` refused for its configuration
+/// ([`kubelet_status::init_refused`]), and, when that is new, its `Pulled` and `Failed` events.
+async fn refuse_init_container(
+    api: &Api<Pod>,
+    pod: &Pod,
+    k: usize,
+    error: &str,
+    ctx: &Context,
+) -> Result<Action, Error> {
+    let stage = kubelet_status::stage(pod);
+    let still = |known: &Pod| {
+        !pod_state::is_terminating(known)
+            && !pod_state::is_finished(known)
+            && kubelet_status::stage(known) == stage
+    };
+    let outcome = outcome(pod);
+    let refused = |known: &Pod| {
+        kubelet_status::init_refused(known, k, outcome, &pod_ip(known), sim::time::now(), error)
+    };
+    let Some(written) = write_status_with(api, pod, still, refused).await? else {
+        return Ok(Action::await_change());
+    };
+    if written.resource_version() != pod.resource_version()
+        && let Some(container) = kubelet_status::init_containers(&written).get(k)
+    {
+        let regarding = container_reference(&written, &container.name, true);
+        let image = container.image.as_deref().unwrap_or_default();
+        let pulled = format!("Container image \"{image}\" already present on machine");
+        events::normal(&ctx.kubelet, &regarding, "Pulled", pulled).await;
+        events::warning(&ctx.kubelet, &regarding, "Failed", format!("Error: {error}")).await;
+    }
+    Ok(Action::await_change())
 }
 
 /// The main containers of `pod` that wait in `CreateContainerConfigError` in `status`'s Pod.

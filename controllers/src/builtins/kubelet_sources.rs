@@ -21,7 +21,10 @@
 //!   in `CreateContainerConfigError` with the kubelet's error (`configmap "app-config" not
 //!   found`, `couldn't find key LEVEL in ConfigMap default/app-config`, `secret "db" not found`,
 //!   `couldn't find key password in Secret default/db`) and a `Failed` event (`Error: ...`);
-//!   the Pod's other containers start. A `configMapKeyRef` reads `data` only, as the kubelet
+//!   the Pod's other containers start. An init container is refused the same way when its turn
+//!   comes: it waits in `CreateContainerConfigError` (`kubectl get pods` shows
+//!   `Init:CreateContainerConfigError`), and the init containers after it and the regular ones
+//!   wait with it, the Pod `Pending`. A `configMapKeyRef` reads `data` only, as the kubelet
 //!   does.
 
 use k8s_openapi::api::core::v1::{ConfigMap, Container, KeyToPath, Pod, Secret, Volume};

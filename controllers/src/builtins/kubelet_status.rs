@@ -158,13 +158,48 @@ fn never_started(status: &ContainerStatus) -> bool {
     matches!(reason, Some("ContainerCreating" | "PodInitializing" | CREATE_CONTAINER_CONFIG_ERROR))
 }
 
-/// Whether one of `pod`'s containers waits in [`CREATE_CONTAINER_CONFIG_ERROR`].
+/// Whether `status` waits in [`CREATE_CONTAINER_CONFIG_ERROR`].
+fn refused(status: &ContainerStatus) -> bool {
+    let waiting = status.state.as_ref().and_then(|s| s.waiting.as_ref());
+    waiting.and_then(|w| w.reason.as_deref()) == Some(CREATE_CONTAINER_CONFIG_ERROR)
+}
+
+/// Whether one of `pod`'s (regular) containers waits in [`CREATE_CONTAINER_CONFIG_ERROR`].
 pub fn has_config_error(pod: &Pod) -> bool {
     let statuses = pod.status.as_ref().and_then(|s| s.container_statuses.as_deref()).unwrap_or_default();
-    statuses.iter().any(|s| {
-        let waiting = s.state.as_ref().and_then(|s| s.waiting.as_ref());
-        waiting.and_then(|w| w.reason.as_deref()) == Some(CREATE_CONTAINER_CONFIG_ERROR)
-    })
+    statuses.iter().any(refused)
+}
+
+/// Whether one of `pod`'s init containers waits in [`CREATE_CONTAINER_CONFIG_ERROR`].
+pub fn has_init_config_error(pod: &Pod) -> bool {
+    let statuses = pod.status.as_ref().and_then(|s| s.init_container_statuses.as_deref()).unwrap_or_default();
+    statuses.iter().any(refused)
+}
+
+/// The status of `current` when init container `k` is to start (`stage` is
+/// [`Stage::Initializing`]`(k)`) but the kubelet could not create it for its configuration: as
+/// at that stage, with container `k` waiting in [`CREATE_CONTAINER_CONFIG_ERROR`] with `error`
+/// (`kubectl get pods` shows `Init:CreateContainerConfigError`). Its conditions are the stage's:
+/// `k` is not complete either way.
+pub fn init_refused(
+    current: &Pod,
+    k: usize,
+    outcome: Outcome,
+    pod_ip: &str,
+    now: Timestamp,
+    error: &str,
+) -> PodStatus {
+    let mut status = self::status(current, Stage::Initializing(k), outcome, pod_ip, now);
+    if let Some(container) = status.init_container_statuses.as_mut().and_then(|s| s.get_mut(k)) {
+        *container = ContainerStatus {
+            name: container.name.clone(),
+            image: container.image.clone(),
+            started: Some(false),
+            state: Some(waiting(CREATE_CONTAINER_CONFIG_ERROR, Some(error))),
+            ..ContainerStatus::default()
+        };
+    }
+    status
 }
 
 /// [`status`], where each container named in `config_errors` that has not started yet is not

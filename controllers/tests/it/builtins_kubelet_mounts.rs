@@ -12,7 +12,7 @@ use controllers::builtins::{self, pod_state};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{
     ConfigMap, ConfigMapKeySelector, ConfigMapVolumeSource, Container, EnvFromSource, EnvVar, EnvVarSource,
-    Event, KeyToPath, Pod, PodSpec, Secret, SecretEnvSource, SecretVolumeSource, Volume,
+    Event, KeyToPath, Pod, PodSpec, Secret, SecretEnvSource, SecretKeySelector, SecretVolumeSource, Volume,
 };
 use sim::api::{Api, ObjectMeta, Patch, PatchParams};
 use sim::faults::SwarmConfig;
@@ -292,5 +292,83 @@ fn a_container_whose_environment_reads_a_missing_config_map_key_waits_in_create_
     let report = sweep(&SweepConfig::new("builtins-kubelet-config-error").seeds(SEEDS), |seed, options| {
         world.run_with(seed, options)
     });
+    report.assert_all_passed();
+}
+
+#[test]
+fn an_init_container_whose_environment_reads_a_missing_secret_waits_and_holds_the_pod_back() {
+    let world = builtins::kubelet(Sim::builder().scenario("builtins-kubelet-init-config-error")).workload(
+        |w| async move {
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            let secrets: Api<Secret> = Api::namespaced(w.client(), "default");
+            let mut migrate = Container {
+                name: "migrate".to_owned(),
+                image: Some("migrate:1".to_owned()),
+                ..Container::default()
+            };
+            migrate.env = Some(vec![EnvVar {
+                name: "PASSWORD".to_owned(),
+                value_from: Some(EnvVarSource {
+                    secret_key_ref: Some(SecretKeySelector {
+                        name: "db".to_owned(),
+                        key: "password".to_owned(),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }),
+                ..EnvVar::default()
+            }]);
+            let pod = Pod {
+                metadata: meta("app"),
+                spec: Some(PodSpec {
+                    init_containers: Some(vec![migrate]),
+                    containers: vec![Container {
+                        name: "app".to_owned(),
+                        image: Some("app:1".to_owned()),
+                        ..Container::default()
+                    }],
+                    ..PodSpec::default()
+                }),
+                status: None,
+            };
+            w.apply(&pods, &pod).await?;
+            w.sleep(Duration::from_secs(10)).await;
+            let p = pods.get("app").await.map_err(|e| failed_step("get app", e.to_string()))?;
+            let status = p.status.clone().unwrap_or_default();
+            let reason = |s: &k8s_openapi::api::core::v1::ContainerStatus| {
+                let w = s.state.as_ref().and_then(|s| s.waiting.as_ref());
+                (w.and_then(|w| w.reason.clone()), w.and_then(|w| w.message.clone()))
+            };
+            let found = (
+                pod_state::phase(&p).to_owned(),
+                status.init_container_statuses.unwrap_or_default().iter().map(reason).collect::<Vec<_>>(),
+                status.container_statuses.unwrap_or_default().iter().map(reason).collect::<Vec<_>>(),
+                status.pod_ip.is_some(),
+            );
+            let want = (
+                "Pending".to_owned(),
+                vec![(
+                    Some("CreateContainerConfigError".to_owned()),
+                    Some("secret \"db\" not found".to_owned()),
+                )],
+                vec![(Some("PodInitializing".to_owned()), None)],
+                true,
+            );
+            if found != want {
+                return Err(failed_step(
+                    "check the refused init container",
+                    format!("{found:?}, want {want:?}"),
+                ));
+            }
+            let data = BTreeMap::from([("password".to_owned(), ByteString(b"x".to_vec()))]);
+            w.apply(&secrets, &Secret { metadata: meta("db"), data: Some(data), ..Secret::default() })
+                .await?;
+            w.wait_for(&pods, "app", |p| p.is_some_and(pod_state::is_running_and_ready), WAIT).await
+        },
+    );
+    let report =
+        sweep(&SweepConfig::new("builtins-kubelet-init-config-error").seeds(SEEDS), |seed, options| {
+            world.run_with(seed, options)
+        });
     report.assert_all_passed();
 }

@@ -142,6 +142,12 @@ fn replicaset_adopts_a_matching_orphan_pod_instead_of_creating_one() {
                 status: None,
             };
             w.apply(&pods, &orphan).await?;
+            // The orphan exists before the ReplicaSet, long enough for the controller's Pod cache
+            // to show it. Made in the same instant, the cache may not (seed 175 of 200: its list
+            // predates the orphan, whose watch event comes 2 ms after the first sync), and then
+            // a Pod is created and the orphan adopted and deleted as the surplus, as upstream's
+            // informer-fed sync does too.
+            w.sleep(Duration::from_secs(1)).await;
             let sets: Api<ReplicaSet> = Api::namespaced(w.client(), "default");
             w.apply(&sets, &replica_set(1)).await?;
             w.wait_for(&sets, "web", |rs| ready_replicas(rs, 1), WAIT).await
