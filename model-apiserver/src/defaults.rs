@@ -5,7 +5,7 @@
 //!
 //! Covered: Pod specs (also inside workload templates) and their containers, Deployment,
 //! ReplicaSet, StatefulSet, DaemonSet, Job, CronJob, Service, PersistentVolume,
-//! PersistentVolumeClaim, Secret,
+//! PersistentVolumeClaim, Secret, LimitRange,
 //! CustomResourceDefinition names and conversion, the Namespace name label, PodTemplate,
 //! HorizontalPodAutoscaler, NetworkPolicy, StorageClass, EndpointSlice and the admission webhook
 //! configurations. Admission plugins' additions (service account token volumes, default tolerations,
@@ -135,6 +135,7 @@ pub(crate) fn apply(ty: &ResourceType, data: &mut Value) {
             obj.entry("type").or_insert(json!("Opaque"));
         }
         ("", "PodTemplate") => template(obj),
+        ("", "LimitRange") => limit_range(obj),
         ("autoscaling", "HorizontalPodAutoscaler") => horizontal_pod_autoscaler(object_at(obj, "spec")),
         ("networking.k8s.io", "NetworkPolicy") => network_policy(object_at(obj, "spec")),
         ("storage.k8s.io", "StorageClass") => {
@@ -324,6 +325,39 @@ fn unset(value: Option<&Value>) -> bool {
 }
 
 /// Set `key` to `default` when it is unset (the Go zero value counts as unset).
+/// `SetDefaults_LimitRangeItem`, for each item of type `Container`: a resource with a `max` and
+/// no `default` limit gets the max as its default limit; one with a default limit and no
+/// `defaultRequest` gets the default limit as its default request; then one with a `min` and
+/// still no default request gets the min. Empty maps stay absent, as Go's `omitempty` leaves
+/// them.
+fn limit_range(obj: &mut Map<String, Value>) {
+    let Some(limits) = obj.get_mut("spec").and_then(|s| s.get_mut("limits")).and_then(Value::as_array_mut)
+    else {
+        return;
+    };
+    for item in limits.iter_mut().filter_map(Value::as_object_mut) {
+        if item.get("type").and_then(Value::as_str) != Some("Container") {
+            continue;
+        }
+        let map = |key: &str| item.get(key).and_then(Value::as_object).cloned().unwrap_or_default();
+        let (max, min) = (map("max"), map("min"));
+        let mut default = map("default");
+        let mut request = map("defaultRequest");
+        for (resource, value) in &max {
+            default.entry(resource.clone()).or_insert_with(|| value.clone());
+        }
+        for (resource, value) in default.iter().chain(&min) {
+            request.entry(resource.clone()).or_insert_with(|| value.clone());
+        }
+        if !default.is_empty() {
+            item.insert("default".to_owned(), Value::Object(default));
+        }
+        if !request.is_empty() {
+            item.insert("defaultRequest".to_owned(), Value::Object(request));
+        }
+    }
+}
+
 fn default_to(map: &mut Map<String, Value>, key: &str, default: Value) {
     if unset(map.get(key)) {
         map.insert(key.to_owned(), default);

@@ -551,3 +551,33 @@ fn a_cluster_ip_or_node_port_another_service_holds_is_refused() {
         service("e", json!({"type": "NodePort", "ports": [{"port": 80, "nodePort": 30080}]})),
     );
 }
+
+#[test]
+fn a_limit_ranges_container_items_get_their_default_limits_and_requests() {
+    // SetDefaults_LimitRangeItem: max fills a missing default limit, the default limit a missing
+    // default request, then min a request still missing; other item types and the given values
+    // are kept, and nothing empty is added.
+    let mut w = World::new();
+    let range = w.create(
+        &builtin("", "limitranges"),
+        Some("default"),
+        json!({"metadata": {"name": "limits"}, "spec": {"limits": [
+            {"type": "Container", "max": {"cpu": "2", "memory": "1Gi"}, "min": {"ephemeral-storage": "1Gi"},
+             "default": {"cpu": "500m"}, "defaultRequest": {"cpu": "250m"}},
+            {"type": "Container", "min": {"cpu": "100m"}},
+            {"type": "Container"},
+            {"type": "Pod", "max": {"cpu": "4"}},
+        ]}}),
+    );
+    assert_eq!(
+        range.data["spec"]["limits"],
+        json!([
+            {"type": "Container", "max": {"cpu": "2", "memory": "1Gi"}, "min": {"ephemeral-storage": "1Gi"},
+             "default": {"cpu": "500m", "memory": "1Gi"},
+             "defaultRequest": {"cpu": "250m", "ephemeral-storage": "1Gi", "memory": "1Gi"}},
+            {"type": "Container", "min": {"cpu": "100m"}, "defaultRequest": {"cpu": "100m"}},
+            {"type": "Container"},
+            {"type": "Pod", "max": {"cpu": "4"}},
+        ])
+    );
+}
