@@ -1,7 +1,8 @@
 //! Admission: hooks, as Rust closures (mutating hooks run first, then validating hooks), and the
 //! few of kube-apiserver's own plugins the model has, each when its [`crate::ServerConfig`] flag is
 //! on, in kube-apiserver's order (`AllOrderedPlugins`) and before the hooks, as its chain runs
-//! them before `MutatingAdmissionWebhook`: [`service_account`], [`priority`],
+//! them before `MutatingAdmissionWebhook`: always [`limit_ranger`] (its defaults), then
+//! [`service_account`], [`priority`],
 //! [`default_toleration_seconds`] (the Pod plugins, [`crate::ServerConfig::pod_admission_plugins`]),
 //! always [`default_storage_class`], `StorageObjectInUseProtection`
 //! ([`crate::ServerConfig::storage_object_in_use_protection`]) and, always, [`pvc_resize`].
@@ -18,6 +19,7 @@ use crate::{
 
 pub mod default_storage_class;
 pub mod default_toleration_seconds;
+pub mod limit_ranger;
 pub mod priority;
 pub mod pvc_resize;
 pub mod service_account;
@@ -93,6 +95,10 @@ impl ApiServer {
         object: &mut DynamicObject,
         input: PluginInput<'_>,
     ) -> Result<(), Status> {
+        if request.operation == "create" && is_core(request, "pods") {
+            let ranges = self.stored_in("", "limitranges", &t.namespace);
+            limit_ranger::admit_create(object, &ranges);
+        }
         if self.config.pod_admission_plugins && is_core(request, "pods") {
             let name = refusal_name(object, input.name_generated);
             match (request.operation, request.old) {
@@ -166,6 +172,16 @@ impl ApiServer {
             name: Arc::from(name),
         };
         self.store.current().get(&key).cloned()
+    }
+
+    /// Every stored object of a built-in v1 resource in `namespace`, in name order.
+    fn stored_in<'a>(&'a self, group: &str, plural: &str, namespace: &'a str) -> Vec<&'a DynamicObject> {
+        let Some((_, resource)) =
+            self.types.get_with_storage_key(group, "v1", plural).filter(|(ty, _)| !ty.custom)
+        else {
+            return Vec::new();
+        };
+        self.store.current().iter_resource(resource, Some(namespace)).map(|(_, o)| o.as_ref()).collect()
     }
 
     /// Every stored object of a built-in, cluster-scoped v1 resource, in name order.

@@ -73,7 +73,9 @@
 //!   `not-ready` and `unreachable` `NoExecute` tolerations for 300 s): see [`admission`]. Both
 //!   flags are off by default (each needs kube-controller-manager's controllers that go with
 //!   it, and the conformance corpus was recorded without them); the built-ins of the
-//!   `controllers` crate turn them on. Always on: `DefaultStorageClass` (a claim created without a
+//!   `controllers` crate turn them on. Always on: `LimitRanger`'s defaults (a Pod's containers get the
+//!   default limits and requests of their namespace's LimitRanges; not its min/max checks),
+//!   `DefaultStorageClass` (a claim created without a
 //!   class gets the default StorageClass's name) and `PersistentVolumeClaimResize` (a claim grows
 //!   only if bound and its StorageClass has `allowVolumeExpansion`, else 403).
 //! - **Eviction.** `pods/{name}/eviction` ([`Request::create_subresource`] with
@@ -87,8 +89,8 @@
 //! - **ValidatingAdmissionPolicy.** Bound CEL policies (`admissionregistration.k8s.io/v1`) refuse
 //!   creates, updates and deletes as kube-apiserver's plugin does (`admission_policy.rs`).
 //!
-//! Not modelled: kube-apiserver's other admission plugins (LimitRanger, ResourceQuota,
-//! PodSecurity, RuntimeClass...), built-in validation beyond the kinds above,
+//! Not modelled: kube-apiserver's other admission plugins (LimitRanger's validation,
+//! ResourceQuota, PodSecurity, RuntimeClass...), built-in validation beyond the kinds above,
 //! version conversion and apply to `/scale`.
 //!
 //! ```

@@ -318,3 +318,60 @@ fn of_two_default_storage_classes_the_newest_is_the_default_then_the_first_by_na
     let b = w.create(&pvcs, Some("default"), claim("b", &[]));
     assert_eq!(claim_class(&b), Some("omega"));
 }
+
+#[test]
+fn a_pod_created_in_a_namespace_with_a_limit_range_gets_its_default_limits_and_requests() {
+    let mut w = World::new();
+    w.create(
+        &builtin("", "limitranges"),
+        Some("default"),
+        json!({"metadata": {"name": "limits"}, "spec": {"limits": [
+            {"type": "Container", "default": {"cpu": "500m", "memory": "256Mi"}, "defaultRequest": {"cpu": "100m"}},
+        ]}}),
+    );
+    let pods = builtin("", "pods");
+    let pod = w.create(
+        &pods,
+        Some("default"),
+        json!({"metadata": {"name": "p"}, "spec": {
+            "initContainers": [{"name": "setup", "image": "setup:1"}],
+            "containers": [
+                {"name": "app", "image": "app:1"},
+                {"name": "proxy", "image": "proxy:1", "resources": {"limits": {"cpu": "1"}}},
+            ],
+        }}),
+    );
+    let resources = |list: &str, i: usize| pod.data["spec"][list][i]["resources"].clone();
+    // The default request for memory is the default limit (the LimitRange's own defaulting); a
+    // container's own limit stays, and (API defaulting, before admission) its request follows it.
+    assert_eq!(
+        resources("containers", 0),
+        json!({"limits": {"cpu": "500m", "memory": "256Mi"}, "requests": {"cpu": "100m", "memory": "256Mi"}})
+    );
+    assert_eq!(
+        resources("containers", 1),
+        json!({"limits": {"cpu": "1", "memory": "256Mi"}, "requests": {"cpu": "1", "memory": "256Mi"}})
+    );
+    assert_eq!(
+        resources("initContainers", 0),
+        json!({"limits": {"cpu": "500m", "memory": "256Mi"}, "requests": {"cpu": "100m", "memory": "256Mi"}})
+    );
+    let annotation =
+        pod.metadata.annotations.as_ref().and_then(|a| a.get("kubernetes.io/limit-ranger")).cloned();
+    assert_eq!(
+        annotation.as_deref(),
+        Some(
+            "LimitRanger plugin set: cpu, memory request for container app; cpu, memory limit for container app; \
+             memory request for container proxy; memory limit for container proxy; cpu, memory request for init \
+             container setup; cpu, memory limit for init container setup"
+        )
+    );
+    // Creates only, and only in the LimitRange's namespace.
+    let other = w.create(
+        &pods,
+        Some("kube-system"),
+        json!({"metadata": {"name": "q"}, "spec": {"containers": [{"name": "app", "image": "app:1"}]}}),
+    );
+    assert!(other.metadata.annotations.is_none(), "{:?}", other.metadata.annotations);
+    assert_ne!(other.data["spec"]["containers"][0]["resources"]["limits"]["cpu"], json!("500m"));
+}
