@@ -1,10 +1,10 @@
 //! Admission: hooks, as Rust closures (mutating hooks run first, then validating hooks), and the
 //! few of kube-apiserver's own plugins the model has, each when its [`crate::ServerConfig`] flag is
 //! on, in kube-apiserver's order (`AllOrderedPlugins`) and before the hooks, as its chain runs
-//! them before `MutatingAdmissionWebhook`: always [`limit_ranger`] (its defaults), then
-//! [`service_account`], [`priority`],
-//! [`default_toleration_seconds`] (the Pod plugins, [`crate::ServerConfig::pod_admission_plugins`]),
-//! always [`default_storage_class`], `StorageObjectInUseProtection`
+//! them before `MutatingAdmissionWebhook`: [`limit_ranger`] (its defaults), [`service_account`],
+//! [`priority`], [`default_toleration_seconds`] (the Pod plugins,
+//! [`crate::ServerConfig::pod_admission_plugins`]), [`default_storage_class`]
+//! ([`crate::ServerConfig::default_storage_class`]), `StorageObjectInUseProtection`
 //! ([`crate::ServerConfig::storage_object_in_use_protection`]) and, always, [`pvc_resize`].
 
 use std::sync::Arc;
@@ -95,7 +95,7 @@ impl ApiServer {
         object: &mut DynamicObject,
         input: PluginInput<'_>,
     ) -> Result<(), Status> {
-        if request.operation == "create" && is_core(request, "pods") {
+        if self.config.pod_admission_plugins && request.operation == "create" && is_core(request, "pods") {
             let ranges = self.stored_in("", "limitranges", &t.namespace);
             limit_ranger::admit_create(object, &ranges);
         }
@@ -120,7 +120,10 @@ impl ApiServer {
                 _ => {}
             }
         }
-        if request.operation == "create" && is_core(request, "persistentvolumeclaims") {
+        if self.config.default_storage_class
+            && request.operation == "create"
+            && is_core(request, "persistentvolumeclaims")
+        {
             default_storage_class::admit_create(object, &self.stored_all("storage.k8s.io", "storageclasses"));
         }
         if self.config.storage_object_in_use_protection {

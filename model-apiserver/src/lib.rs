@@ -73,10 +73,11 @@
 //!   `not-ready` and `unreachable` `NoExecute` tolerations for 300 s): see [`admission`]. Both
 //!   flags are off by default (each needs kube-controller-manager's controllers that go with
 //!   it, and the conformance corpus was recorded without them); the built-ins of the
-//!   `controllers` crate turn them on. Always on: `LimitRanger`'s defaults (a Pod's containers get the
-//!   default limits and requests of their namespace's LimitRanges; not its min/max checks),
-//!   `DefaultStorageClass` (a claim created without a
-//!   class gets the default StorageClass's name) and `PersistentVolumeClaimResize` (a claim grows
+//!   `controllers` crate turn them on. With the Pod plugins, `LimitRanger`'s defaults (a Pod's containers
+//!   get the default limits and requests of their namespace's LimitRanges; not its min/max
+//!   checks); with [`ServerConfig::default_storage_class`], `DefaultStorageClass` (a claim
+//!   created without a class gets the default StorageClass's name). Always on:
+//!   `PersistentVolumeClaimResize` (a claim grows
 //!   only if bound and its StorageClass has `allowVolumeExpansion`, else 403).
 //! - **Eviction.** `pods/{name}/eviction` ([`Request::create_subresource`] with
 //!   [`Subresource::Eviction`]): the PodDisruptionBudget checks and decrement, the

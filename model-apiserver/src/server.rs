@@ -52,8 +52,15 @@ pub struct ServerConfig {
     /// Off by default: without those controllers (the built-ins of the `controllers` crate turn
     /// it on with them) a deleted claim would stay terminating for ever.
     pub storage_object_in_use_protection: bool,
+    /// kube-apiserver's `DefaultStorageClass` admission plugin (on in every real cluster): a
+    /// PersistentVolumeClaim created without a class gets the default StorageClass's name
+    /// ([`crate::admission::default_storage_class`]). Off by default, as on the server the
+    /// conformance corpus was recorded on; the PersistentVolume binder of the `controllers`
+    /// crate, which goes with default classes, turns it on.
+    pub default_storage_class: bool,
     /// kube-apiserver's Pod admission plugins (on in every real cluster), in its order:
-    /// `ServiceAccount` (a Pod gets the account `default` when it names none, an account it names
+    /// `LimitRanger` (the default limits and requests of the namespace's LimitRanges,
+    /// [`crate::admission::limit_ranger`]), `ServiceAccount` (a Pod gets the account `default` when it names none, an account it names
     /// must exist, and unless it opts out it gets the projected token volume
     /// `kube-api-access-<suffix>` mounted in every container:
     /// [`crate::admission::service_account`]), `Priority` (its
@@ -82,6 +89,7 @@ impl Default for ServerConfig {
             builtin_defaults: true,
             compaction_interval_seconds: Some(300),
             storage_object_in_use_protection: false,
+            default_storage_class: false,
             pod_admission_plugins: false,
             service_accounts: BTreeMap::new(),
         }

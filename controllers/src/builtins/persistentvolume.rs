@@ -152,7 +152,10 @@ pub const RESYNC: Duration = Duration::from_secs(15);
 
 /// Add the PersistentVolume binder to a world, on node [`NODE`].
 pub fn persistentvolume_binder(builder: SimBuilder) -> SimBuilder {
-    builder.controller(NODE, run)
+    // kube-apiserver's `DefaultStorageClass` admission goes with default classes: a claim created
+    // without a class names the default at once, and the binder's retroactive assignment covers
+    // the claims made before one existed.
+    builder.controller(NODE, run).server_config_with(|config| config.default_storage_class = true)
 }
 
 /// What both syncs get.

@@ -13,9 +13,10 @@
 //!   default appears: the retroactive assignment of 1.28+).
 //! - Creates only (`admission.NewHandler(admission.Create)`), and not of a subresource.
 //!
-//! The classes are read from the store, as upstream reads its StorageClass lister. It needs no
-//! controller, so it is always on (a server with no default class, such as the one the
-//! conformance corpus was recorded on, changes nothing).
+//! The classes are read from the store, as upstream reads its StorageClass lister. On with
+//! [`crate::ServerConfig::default_storage_class`] (off by default, as on the server the
+//! conformance corpus was recorded on; the PersistentVolume binder of the `controllers` crate
+//! turns it on).
 
 use kube_core::DynamicObject;
 use serde_json::Value;

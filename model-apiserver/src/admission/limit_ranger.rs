@@ -13,6 +13,8 @@
 //!   init container setup` (resources sorted, requests before limits, containers in order, init
 //!   containers after), by the last LimitRange that set anything.
 //! - Creates only: a Pod's containers cannot change afterwards (`SupportsAttributes`).
+//! - On with the Pod plugins ([`crate::ServerConfig::pod_admission_plugins`]), off by default as
+//!   on the server the conformance corpus was recorded on.
 //!
 //! Not modelled: the plugin's validation (`min`, `max`, `maxLimitRequestRatio` of Container,
 //! Pod and PersistentVolumeClaim items, refused with 403), which needs quantity comparison as

@@ -257,6 +257,20 @@ fn without_storage_protection_claims_get_no_finalizer() {
     assert!(finalizers(&a).is_empty());
 }
 
+/// A server with kube-apiserver's `DefaultStorageClass` plugin on.
+fn with_default_storage_class() -> World {
+    World::with_config(ServerConfig { default_storage_class: true, ..ServerConfig::default() })
+}
+
+#[test]
+fn without_the_plugin_a_claim_is_stored_as_sent() {
+    let mut w = World::new();
+    let classes = builtin("storage.k8s.io", "storageclasses");
+    w.create(&classes, None, storage_class("standard", Some("storageclass.kubernetes.io/is-default-class")));
+    let a = w.create(&builtin("", "persistentvolumeclaims"), Some("default"), claim("a", &[]));
+    assert_eq!(claim_class(&a), None);
+}
+
 fn storage_class(name: &str, default: Option<&str>) -> serde_json::Value {
     let annotations = match default {
         Some(key) => json!({ key: "true" }),
@@ -275,7 +289,7 @@ fn claim_class(o: &kube_core::DynamicObject) -> Option<&str> {
 
 #[test]
 fn a_claim_created_without_a_class_gets_the_default_storage_class_in_the_answer() {
-    let mut w = World::new();
+    let mut w = with_default_storage_class();
     let pvcs = builtin("", "persistentvolumeclaims");
     let classes = builtin("storage.k8s.io", "storageclasses");
     // No default class yet: the claim is left without one.
@@ -304,7 +318,7 @@ fn a_claim_created_without_a_class_gets_the_default_storage_class_in_the_answer(
 
 #[test]
 fn of_two_default_storage_classes_the_newest_is_the_default_then_the_first_by_name() {
-    let mut w = World::new();
+    let mut w = with_default_storage_class();
     let pvcs = builtin("", "persistentvolumeclaims");
     let classes = builtin("storage.k8s.io", "storageclasses");
     // Created in the same second: ties go by name, and the beta annotation counts.
@@ -321,7 +335,8 @@ fn of_two_default_storage_classes_the_newest_is_the_default_then_the_first_by_na
 
 #[test]
 fn a_pod_created_in_a_namespace_with_a_limit_range_gets_its_default_limits_and_requests() {
-    let mut w = World::new();
+    let mut w = World::with_config(ServerConfig { pod_admission_plugins: true, ..ServerConfig::default() });
+    w.create(&builtin("", "serviceaccounts"), Some("kube-system"), json!({"metadata": {"name": "default"}}));
     w.create(
         &builtin("", "limitranges"),
         Some("default"),

@@ -67,6 +67,7 @@ impl Builtins {
             let config = model.server.config_mut();
             config.storage_object_in_use_protection = true;
             config.pod_admission_plugins = true;
+            config.default_storage_class = true;
         });
         let shared: Arc<dyn SharedCluster> = Arc::new(LiveCluster(live.clone()));
         let thread_stop = stop.clone();
