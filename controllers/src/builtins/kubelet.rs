@@ -191,10 +191,10 @@ pub async fn run(clients: Clients) {
         })
         // A ConfigMap or Secret made or changed may let a Pod's failed mount succeed.
         .watches_shared_stream(config_map_changes, move |cm: Arc<ConfigMap>| {
-            pods_mounting(&waiting_config_map, &*cm, false)
+            pods_needing(&waiting_config_map, &*cm, false)
         })
         .watches_shared_stream(secret_changes, move |secret: Arc<Secret>| {
-            pods_mounting(&waiting_secret, &*secret, true)
+            pods_needing(&waiting_secret, &*secret, true)
         })
         // A Node registered, uncordoned or relabelled may fit a Pod that fitted none.
         .watches_shared_stream(node_changes, move |_node: Arc<Node>| unscheduled(&waiting_node))
@@ -230,7 +230,7 @@ pub async fn run(clients: Clients) {
 /// The Pods on a Node that wait for their volumes (no sandbox yet) or for a container's
 /// configuration ([`kubelet_status::CREATE_CONTAINER_CONFIG_ERROR`]) and need `object` (a Secret
 /// when `secret`): its change may let their mounts or creates succeed.
-fn pods_mounting<K: ResourceExt>(pods: &Store<Pod>, object: &K, secret: bool) -> Vec<ObjectRef<Pod>> {
+fn pods_needing<K: ResourceExt>(pods: &Store<Pod>, object: &K, secret: bool) -> Vec<ObjectRef<Pod>> {
     let (name, namespace) = (object.name_any(), object.namespace().unwrap_or_default());
     pods.state_filter(|p| {
         p.metadata.namespace.as_deref() == Some(namespace.as_str())
@@ -343,6 +343,18 @@ impl Assumed {
         self.prune(cache);
         let on_node = |p: &&Arc<Pod>| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node);
         self.map().values().filter(on_node).cloned().collect()
+    }
+}
+
+impl Context {
+    /// The ConfigMap and Secret caches, once both have their first lists (`None` if one of them
+    /// stopped before it).
+    async fn sources(&self) -> Option<kubelet_sources::Sources<'_>> {
+        let ready = [self.config_maps.wait_until_ready().await, self.secrets.wait_until_ready().await];
+        ready
+            .iter()
+            .all(Result::is_ok)
+            .then_some(kubelet_sources::Sources { config_maps: &self.config_maps, secrets: &self.secrets })
     }
 }
 
@@ -535,19 +547,27 @@ fn container_reference(
 /// ConfigMap and Secret caches have their first lists (a Pod that projects neither waits for
 /// nothing).
 async fn mount_failures(pod: &Pod, ctx: &Context) -> Vec<kubelet_sources::MountFailure> {
-    let projects = |p: &Pod| {
-        let volumes = p.spec.as_ref().and_then(|s| s.volumes.as_deref()).unwrap_or_default();
-        volumes.iter().any(|v| v.config_map.is_some() || v.secret.is_some() || v.projected.is_some())
-    };
-    if !projects(pod) {
+    if !kubelet_sources::projects_any(pod) {
         return Vec::new();
     }
-    let ready = [ctx.config_maps.wait_until_ready().await, ctx.secrets.wait_until_ready().await];
-    if ready.iter().any(Result::is_err) {
-        return Vec::new();
+    match ctx.sources().await {
+        Some(sources) => kubelet_sources::mount_failures(pod, &sources),
+        None => Vec::new(),
     }
-    let sources = kubelet_sources::Sources { config_maps: &ctx.config_maps, secrets: &ctx.secrets };
-    kubelet_sources::mount_failures(pod, &sources)
+}
+
+/// The Events of a container the kubelet could not create for its configuration: `Pulled`, then
+/// the Warning `Failed` (`Error: <why>`).
+async fn publish_refused(ctx: &Context, pod: &Pod, container: &Container, init: bool, why: &str) {
+    let regarding = container_reference(pod, &container.name, init);
+    events::normal(&ctx.kubelet, &regarding, "Pulled", pulled_message(container)).await;
+    events::warning(&ctx.kubelet, &regarding, "Failed", format!("Error: {why}")).await;
+}
+
+/// The kubelet's `Pulled` message for `container` (its image is always present here).
+fn pulled_message(container: &Container) -> String {
+    let image = container.image.as_deref().unwrap_or_default();
+    format!("Container image \"{image}\" already present on machine")
 }
 
 /// `Pulled`, `Created` and `Started` for each of `started`, containers of a Pod that just
@@ -556,9 +576,7 @@ async fn mount_failures(pod: &Pod, ctx: &Context) -> Vec<kubelet_sources::MountF
 async fn publish_started(ctx: &Context, pod: &Pod, started: &[Container], init: bool) {
     for container in started {
         let regarding = container_reference(pod, &container.name, init);
-        let image = container.image.as_deref().unwrap_or_default();
-        let message = format!("Container image \"{image}\" already present on machine");
-        events::normal(&ctx.kubelet, &regarding, "Pulled", message).await;
+        events::normal(&ctx.kubelet, &regarding, "Pulled", pulled_message(container)).await;
         events::normal(&ctx.kubelet, &regarding, "Created", format!("Created container: {}", container.name))
             .await;
         events::normal(&ctx.kubelet, &regarding, "Started", format!("Started container {}", container.name))
@@ -996,7 +1014,7 @@ async fn keep_running(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action
     // A container refused for its configuration runs only once that is fixed (a ConfigMap or
     // Secret change brings the Pod back here).
     let errors = boxed(|| config_errors(pod, ctx)).await;
-    let refused = refused_containers(pod);
+    let refused = kubelet_status::refused_containers(pod);
     let completes = outcome == Outcome::Run && runs_to_completion(pod) && refused.is_empty();
     let ends_at = completes.then(|| later(sim::time::now(), run_time(pod)));
     // The active deadline ends the Pod first if it comes before its end (`reconcile` looks again
@@ -1040,7 +1058,7 @@ async fn keep_running(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action
                     }
                     // The containers whose configuration is fixed now start.
                     let started: BTreeSet<String> =
-                        refused.difference(&refused_containers(&current)).cloned().collect();
+                        refused.difference(&kubelet_status::refused_containers(&current)).cloned().collect();
                     if !started.is_empty() {
                         boxed(|| publish_start_attempt(ctx, &current, Some(&started))).await;
                     }
@@ -1161,19 +1179,11 @@ async fn write_status(
 /// lists (a Pod whose environment reads neither waits for nothing).
 async fn config_errors(pod: &Pod, ctx: &Context) -> BTreeMap<String, String> {
     let containers = kubelet_status::containers(pod);
-    let reads = |c: &Container| {
-        c.env_from.as_ref().is_some_and(|e| !e.is_empty())
-            || c.env.iter().flatten().any(|e| e.value_from.is_some())
-    };
-    if !containers.iter().any(reads) {
+    if !containers.iter().any(kubelet_sources::reads_any) {
         return BTreeMap::new();
     }
-    let ready = [ctx.config_maps.wait_until_ready().await, ctx.secrets.wait_until_ready().await];
-    if ready.iter().any(Result::is_err) {
-        return BTreeMap::new();
-    }
+    let Some(sources) = ctx.sources().await else { return BTreeMap::new() };
     let namespace = pod.namespace().unwrap_or_default();
-    let sources = kubelet_sources::Sources { config_maps: &ctx.config_maps, secrets: &ctx.secrets };
     containers
         .iter()
         .filter_map(|c| Some((c.name.clone(), kubelet_sources::config_error(c, &namespace, &sources)?)))
@@ -1184,19 +1194,9 @@ async fn config_errors(pod: &Pod, ctx: &Context) -> BTreeMap<String, String> {
 /// ([`kubelet_sources::config_error`]), once the ConfigMap and Secret caches have their first
 /// lists.
 async fn init_config_error(pod: &Pod, k: usize, ctx: &Context) -> Option<String> {
-    let container = kubelet_status::init_containers(pod).get(k)?;
-    let reads = container.env_from.as_ref().is_some_and(|e| !e.is_empty())
-        || container.env.iter().flatten().any(|e| e.value_from.is_some());
-    if !reads {
-        return None;
-    }
-    let ready = [ctx.config_maps.wait_until_ready().await, ctx.secrets.wait_until_ready().await];
-    if ready.iter().any(Result::is_err) {
-        return None;
-    }
-    let namespace = pod.namespace().unwrap_or_default();
-    let sources = kubelet_sources::Sources { config_maps: &ctx.config_maps, secrets: &ctx.secrets };
-    kubelet_sources::config_error(container, &namespace, &sources)
+    let container = kubelet_status::init_containers(pod).get(k).filter(|c| kubelet_sources::reads_any(c))?;
+    let sources = ctx.sources().await?;
+    kubelet_sources::config_error(container, &pod.namespace().unwrap_or_default(), &sources)
 }
 
 /// Write `pod`'s status with init container `k` refused for its configuration
@@ -1224,33 +1224,16 @@ async fn refuse_init_container(
     if written.resource_version() != pod.resource_version()
         && let Some(container) = kubelet_status::init_containers(&written).get(k)
     {
-        let regarding = container_reference(&written, &container.name, true);
-        let image = container.image.as_deref().unwrap_or_default();
-        let pulled = format!("Container image \"{image}\" already present on machine");
-        events::normal(&ctx.kubelet, &regarding, "Pulled", pulled).await;
-        events::warning(&ctx.kubelet, &regarding, "Failed", format!("Error: {error}")).await;
+        publish_refused(ctx, &written, container, true, error).await;
     }
     Ok(Action::await_change())
-}
-
-/// The main containers of `pod` that wait in `CreateContainerConfigError` in `status`'s Pod.
-fn refused_containers(pod: &Pod) -> BTreeSet<String> {
-    let statuses = pod.status.as_ref().and_then(|s| s.container_statuses.as_deref()).unwrap_or_default();
-    statuses
-        .iter()
-        .filter(|s| {
-            let waiting = s.state.as_ref().and_then(|s| s.waiting.as_ref());
-            waiting.and_then(|w| w.reason.as_deref()) == Some(kubelet_status::CREATE_CONTAINER_CONFIG_ERROR)
-        })
-        .map(|s| s.name.clone())
-        .collect()
 }
 
 /// The events of `pod`'s containers as the kubelet tried to start them: `Pulled`, `Created`
 /// and `Started` for those that started, `Pulled` and the Warning `Failed` (`Error: <why>`) for
 /// those refused for their configuration. `only` limits them to the named containers.
 async fn publish_start_attempt(ctx: &Context, pod: &Pod, only: Option<&BTreeSet<String>>) {
-    let refused = refused_containers(pod);
+    let refused = kubelet_status::refused_containers(pod);
     let statuses = pod.status.as_ref().and_then(|s| s.container_statuses.as_deref()).unwrap_or_default();
     let wanted = |c: &&Container| only.is_none_or(|names| names.contains(&c.name));
     let started: Vec<Container> = kubelet_status::containers(pod)
@@ -1263,16 +1246,12 @@ async fn publish_start_attempt(ctx: &Context, pod: &Pod, only: Option<&BTreeSet<
     for container in
         kubelet_status::containers(pod).iter().filter(wanted).filter(|c| refused.contains(&c.name))
     {
-        let regarding = container_reference(pod, &container.name, false);
-        let image = container.image.as_deref().unwrap_or_default();
-        let pulled = format!("Container image \"{image}\" already present on machine");
-        events::normal(&ctx.kubelet, &regarding, "Pulled", pulled).await;
         let why = statuses
             .iter()
             .find(|s| s.name == container.name)
             .and_then(|s| s.state.as_ref()?.waiting.as_ref()?.message.clone())
             .unwrap_or_default();
-        events::warning(&ctx.kubelet, &regarding, "Failed", format!("Error: {why}")).await;
+        publish_refused(ctx, pod, container, false, &why).await;
     }
 }
 

@@ -148,6 +148,17 @@ pub fn needs(pod: &Pod, secret: bool, name: &str) -> bool {
     mounted || containers.flat_map(env_references).any(|r| r.secret == secret && r.name == name)
 }
 
+/// Whether one of `pod`'s volumes projects a ConfigMap or a Secret.
+pub fn projects_any(pod: &Pod) -> bool {
+    let volumes = pod.spec.as_ref().and_then(|s| s.volumes.as_deref()).unwrap_or_default();
+    volumes.iter().any(|v| !sources(v).is_empty())
+}
+
+/// Whether `container`'s environment reads a ConfigMap or a Secret.
+pub fn reads_any(container: &Container) -> bool {
+    !env_references(container).is_empty()
+}
+
 /// What a container's environment reads: a whole object (`envFrom`, `key` None) or one key of it.
 struct EnvReference<'a> {
     secret: bool,

@@ -34,7 +34,7 @@
 //! [`super::kubelet::UNREADY_ANNOTATION`]` = "true"` runs its containers not ready, as if their
 //! readiness probes failed.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{
@@ -164,10 +164,18 @@ fn refused(status: &ContainerStatus) -> bool {
     waiting.and_then(|w| w.reason.as_deref()) == Some(CREATE_CONTAINER_CONFIG_ERROR)
 }
 
+fn main_statuses(pod: &Pod) -> &[ContainerStatus] {
+    pod.status.as_ref().and_then(|s| s.container_statuses.as_deref()).unwrap_or_default()
+}
+
 /// Whether one of `pod`'s (regular) containers waits in [`CREATE_CONTAINER_CONFIG_ERROR`].
 pub fn has_config_error(pod: &Pod) -> bool {
-    let statuses = pod.status.as_ref().and_then(|s| s.container_statuses.as_deref()).unwrap_or_default();
-    statuses.iter().any(refused)
+    main_statuses(pod).iter().any(refused)
+}
+
+/// The (regular) containers of `pod` that wait in [`CREATE_CONTAINER_CONFIG_ERROR`].
+pub fn refused_containers(pod: &Pod) -> BTreeSet<String> {
+    main_statuses(pod).iter().filter(|s| refused(s)).map(|s| s.name.clone()).collect()
 }
 
 /// Whether one of `pod`'s init containers waits in [`CREATE_CONTAINER_CONFIG_ERROR`].

@@ -37,7 +37,7 @@ fn is_default(class: &DynamicObject) -> bool {
 
 /// The default StorageClass among `classes` (`util.GetDefaultClass`): the newest of those
 /// annotated default, ties by name.
-pub(crate) fn default_class<'a>(classes: &[&'a DynamicObject]) -> Option<&'a DynamicObject> {
+fn default_class<'a>(classes: &[&'a DynamicObject]) -> Option<&'a DynamicObject> {
     let created = |c: &DynamicObject| c.metadata.creation_timestamp.as_ref().map(|t| t.0);
     let name = |c: &'a DynamicObject| c.metadata.name.as_deref().unwrap_or_default();
     classes
