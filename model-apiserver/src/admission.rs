@@ -5,7 +5,8 @@
 //! [`priority`], [`default_toleration_seconds`] (the Pod plugins,
 //! [`crate::ServerConfig::pod_admission_plugins`]), [`default_storage_class`]
 //! ([`crate::ServerConfig::default_storage_class`]), `StorageObjectInUseProtection`
-//! ([`crate::ServerConfig::storage_object_in_use_protection`]) and, always, [`pvc_resize`].
+//! ([`crate::ServerConfig::storage_object_in_use_protection`]) and, always, [`pvc_resize`]; last,
+//! after the validating hooks, [`resource_quota`] ([`crate::ServerConfig::resource_quota`]).
 
 use std::sync::Arc;
 
@@ -22,6 +23,7 @@ pub mod default_toleration_seconds;
 pub mod limit_ranger;
 pub mod priority;
 pub mod pvc_resize;
+pub mod resource_quota;
 pub mod service_account;
 
 /// What an admission hook sees.
@@ -155,6 +157,69 @@ impl ApiServer {
         {
             let class = |name: &str| self.stored_object("storage.k8s.io", "storageclasses", "", name);
             pvc_resize::validate_update(old, object, class)?;
+        }
+        Ok(())
+    }
+
+    /// The `ResourceQuota` plugin ([`resource_quota`]), after every other admission step: refuse
+    /// the write with 403, or charge the namespace's quotas it counts against (each a `/status`
+    /// write, before the object is stored; none for a dry run).
+    #[allow(clippy::too_many_arguments)] // one write's parts, all needed
+    pub(crate) fn charge_quota(
+        &mut self,
+        t: &Target,
+        operation: &'static str,
+        subresource: Option<&'static str>,
+        old: Option<&DynamicObject>,
+        object: &DynamicObject,
+        dry_run: bool,
+        ctx: &mut crate::Context<'_>,
+    ) -> Result<(), Status> {
+        if !self.config.resource_quota || !t.ty.namespaced || t.namespace.is_empty() {
+            return Ok(());
+        }
+        let api = &t.ty.api;
+        let Some(evaluator) = crate::quota::Evaluator::of(&api.group, &api.plural) else { return Ok(()) };
+        if !evaluator.handles(operation, subresource) {
+            return Ok(());
+        }
+        let Some((quota_ty, quota_resource)) = self.types.get_with_storage_key("", "v1", "resourcequotas")
+        else {
+            return Ok(());
+        };
+        let quotas: Vec<Arc<DynamicObject>> = self
+            .store
+            .current()
+            .iter_resource(quota_resource, Some(&t.namespace))
+            .map(|(_, q)| q.clone())
+            .collect();
+        if quotas.is_empty() {
+            return Ok(());
+        }
+        let name = object.metadata.name.as_deref().unwrap_or_default();
+        let charges = resource_quota::check(&evaluator, subresource, object, old, &quotas, ctx.now)
+            .map_err(|why| crate::errors::forbidden(&api.group, &api.plural, name, &why))?;
+        if dry_run {
+            return Ok(());
+        }
+        let quota_t = Target {
+            ty: quota_ty.clone(),
+            resource: quota_resource.clone(),
+            namespace: t.namespace.clone(),
+            user: Some(Arc::from(crate::eviction::LOOPBACK_USER)),
+            field_validation: crate::FieldValidation::default(),
+        };
+        for (index, used) in charges {
+            let mut charged = DynamicObject::clone(&quotas[index]);
+            let quota_name = charged.metadata.name.clone().unwrap_or_default();
+            if let Some(status) = charged.data.get_mut("status").and_then(serde_json::Value::as_object_mut) {
+                status.insert("used".to_owned(), crate::quota::list_to_value(&used));
+            }
+            let params = kube_core::params::PostParams {
+                dry_run: false,
+                field_manager: Some(crate::eviction::LOOPBACK_MANAGER.to_owned()),
+            };
+            self.update(&quota_t, &quota_name, charged, &params, Some(crate::Subresource::Status), ctx)?;
         }
         Ok(())
     }

@@ -99,9 +99,9 @@ const EVICTION_BODY: SubresourceBody = SubresourceBody {
     structs: &[],
 };
 /// The user the real handler's loopback client writes the budget as.
-const LOOPBACK_USER: &str = "system:apiserver";
+pub(crate) const LOOPBACK_USER: &str = "system:apiserver";
 /// The field manager of that write (the loopback client's user agent is kube-apiserver's own).
-const LOOPBACK_MANAGER: &str = "kube-apiserver";
+pub(crate) const LOOPBACK_MANAGER: &str = "kube-apiserver";
 
 /// Whether `ty` serves `/eviction`: the built-in Pod.
 pub(crate) fn serves(ty: &ResourceType) -> bool {

@@ -89,9 +89,12 @@
 //! - **RBAC**, for the users configured as ServiceAccounts ([`rbac`]).
 //! - **ValidatingAdmissionPolicy.** Bound CEL policies (`admissionregistration.k8s.io/v1`) refuse
 //!   creates, updates and deletes as kube-apiserver's plugin does (`admission_policy.rs`).
+//! - **ResourceQuota.** With [`ServerConfig::resource_quota`], writes past a namespace's quotas
+//!   are refused and admitted ones charged to them ([`admission::resource_quota`], evaluated by
+//!   [`quota`]).
 //!
 //! Not modelled: kube-apiserver's other admission plugins (LimitRanger's validation,
-//! ResourceQuota, PodSecurity, RuntimeClass...), built-in validation beyond the kinds above,
+//! PodSecurity, RuntimeClass...), built-in validation beyond the kinds above,
 //! version conversion and apply to `/scale`.
 //!
 //! ```
@@ -144,6 +147,7 @@ mod node_ports;
 pub mod patch;
 pub mod pod_logs;
 pub mod quantity;
+pub mod quota;
 pub mod rbac;
 mod read;
 pub mod request;

@@ -74,6 +74,12 @@ pub struct ServerConfig {
     /// (the built-ins of the `controllers` crate turn them on with those), and the conformance
     /// corpus was recorded on a server without them.
     pub pod_admission_plugins: bool,
+    /// kube-apiserver's `ResourceQuota` admission plugin (on in every real cluster): a write that
+    /// would take a namespace past one of its ResourceQuotas is refused with 403, and an admitted
+    /// one is charged to their `status.used` at once ([`crate::admission::resource_quota`]).
+    /// Off by default, as on the server the conformance corpus was recorded on; the quota
+    /// controller of the `controllers` crate, which keeps the quotas' status, turns it on.
+    pub resource_quota: bool,
     /// Users whose requests RBAC authorizes, each as a ServiceAccount ([`crate::rbac`]): a
     /// simulated controller's node name, mapped to the account its Deployment would run as. Other
     /// users are allowed everything. Empty by default (nothing is checked); when not empty, the
@@ -91,6 +97,7 @@ impl Default for ServerConfig {
             storage_object_in_use_protection: false,
             default_storage_class: false,
             pod_admission_plugins: false,
+            resource_quota: false,
             service_accounts: BTreeMap::new(),
         }
     }

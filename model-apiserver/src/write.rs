@@ -144,6 +144,7 @@ impl ApiServer {
         if strategy::is_core(&t.ty, "Service") {
             crate::node_ports::check_taken(&name, &object, None, &taken)?;
         }
+        self.charge_quota(t, "create", None, None, &object, opts.dry_run, ctx)?;
         // The storage's Create refuses a resourceVersion before it looks for the key (a dry
         // run never reaches it): an error that is no API status, so 500 without a reason.
         if resource_version_set && !opts.dry_run {
@@ -398,6 +399,9 @@ impl ApiServer {
         };
         if subresource.is_none() && strategy::is_core(&t.ty, "Service") {
             crate::node_ports::check_taken(&name, &new, Some(old), &taken)?;
+        }
+        if !opts.internal {
+            self.charge_quota(t, "update", hook_sub_name, Some(old), &new, opts.dry_run, ctx)?;
         }
         if t.ty.tracks_generation && metadata::spec_changed(old, &new, t.ty.status_subresource) {
             new.metadata.generation = Some(old.metadata.generation.unwrap_or(0) + 1);

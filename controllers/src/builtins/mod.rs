@@ -28,6 +28,7 @@
 //! | [`pvc_protection_controller()`] | `pvc-protection-controller` | keeps a deleted PersistentVolumeClaim (its `kubernetes.io/pvc-protection` finalizer) while a scheduled Pod mounts it |
 //! | [`pv_protection_controller()`] | `pv-protection-controller` | keeps a deleted PersistentVolume (its `kubernetes.io/pv-protection` finalizer) while it is bound |
 //! | [`ephemeral_volume_controller()`] | `ephemeral-volume-controller` | a PersistentVolumeClaim `<pod>-<volume>`, owned by the Pod, for each generic ephemeral volume |
+//! | [`resource_quota_controller()`] | `resourcequota-controller` | ResourceQuota → its `status` (`hard`, and `used` recalculated from the namespace's objects), which kube-apiserver's `ResourceQuota` admission plugin (turned on with it) enforces and charges |
 //! | [`podgc_controller()`] | `pod-garbage-collector` | force-deletes a Pod whose Node is gone (40 s after, marked `Failed` with `DisruptionTarget`), a terminating Pod never scheduled, and a terminating Pod on an out-of-service Node |
 //! | [`kubelet()`] | `kubelet` | registers its Node `node-1`; schedules Pods on the Nodes they fit ([`scheduler`]: cordons, taints, node selectors and affinity, host ports, CPU, memory and extended resources, required Pod affinity and anti-affinity, `DoNotSchedule` topology spread ([`pod_topology`]); scheduling gates; preemption of lower-priority Pods) through `pods/binding` once their claims are bound, and runs them as the kubelet reports it ([`kubelet_status`]): ContainerCreating (until the ConfigMaps and Secrets their volumes project exist; a container whose environment reads a missing one waits in CreateContainerConfigError: [`kubelet_sources`]), init containers in order (sidecars kept running), Running, Ready once readiness probes' delays and readiness gates allow, Succeeded or Failed, or crash-looping with the kubelet's doubling back-off |
 //!
@@ -148,6 +149,7 @@ pub mod podgc;
 pub mod quantity;
 pub mod rate_limit;
 pub mod replicaset;
+pub mod resource_quota;
 pub mod root_ca_publisher;
 pub mod scheduler;
 pub mod serviceaccounts;
@@ -183,6 +185,7 @@ pub use namespace::namespace_controller;
 pub use persistentvolume::persistentvolume_binder;
 pub use podgc::podgc_controller;
 pub use replicaset::replicaset_controller;
+pub use resource_quota::resource_quota_controller;
 pub use root_ca_publisher::root_ca_cert_publisher;
 pub use serviceaccounts::serviceaccounts_controller;
 pub use statefulset::statefulset_controller;
@@ -217,7 +220,7 @@ pub(crate) fn boxed<F: std::future::Future>(make: impl FnOnce() -> F) -> std::pi
 /// container, `priority` and `preemptionPolicy` from its PriorityClass, and the `not-ready` and
 /// `unreachable` `NoExecute` tolerations for 300 s.
 pub fn all(builder: SimBuilder) -> SimBuilder {
-    let adders: [(&str, AddBuiltin); 21] = [
+    let adders: [(&str, AddBuiltin); 22] = [
         (garbage_collector::NODE, garbage_collector),
         (namespace::NODE, namespace_controller),
         (deployment::NODE, deployment_controller),
@@ -238,6 +241,7 @@ pub fn all(builder: SimBuilder) -> SimBuilder {
         (volume_protection::PV_NODE, pv_protection_controller),
         (ephemeral::NODE, ephemeral_volume_controller),
         (podgc::NODE, podgc_controller),
+        (resource_quota::NODE, resource_quota_controller),
         (kubelet::NODE, kubelet),
     ];
     let present = builder.controller_names();

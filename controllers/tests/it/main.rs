@@ -46,6 +46,7 @@ mod builtins_namespace_defaults;
 mod builtins_pod_topology;
 mod builtins_podgc;
 mod builtins_replicaset;
+mod builtins_resource_quota;
 mod builtins_scheduler;
 mod builtins_statefulset;
 mod builtins_ttl_after_finished;

@@ -29,6 +29,7 @@ mod pod_admission;
 mod rbac;
 mod rbac_escalation;
 mod registry_fields;
+mod resource_quota;
 mod revisions;
 mod scale;
 mod schema;

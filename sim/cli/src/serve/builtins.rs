@@ -3,7 +3,8 @@
 //! TTL-after-finished, ServiceAccount, root CA publisher, endpoints, EndpointSlice, the
 //! PersistentVolume binder, the local provisioner (which installs the default StorageClass
 //! `standard`), the ephemeral volume controller, the PVC and PV protection controllers (with the admission plugin that gives
-//! claims and volumes their protection finalizers), the Pod garbage collector and the kubelet-lite) run live against the served model, so that a Deployment
+//! claims and volumes their protection finalizers), the Pod garbage collector, the resource quota
+//! controller (with kube-apiserver's `ResourceQuota` admission plugin) and the kubelet-lite) run live against the served model, so that a Deployment
 //! applied with kubectl leads to Pods that become Running behind its Services' Endpoints and
 //! EndpointSlices, and a claim to a bound volume.
 //!
@@ -62,12 +63,14 @@ impl Builtins {
         // created claim or volume gets its protection finalizer, which they remove.
         // And kube-apiserver's Pod plugins, which go with the ServiceAccount controller's
         // `default` accounts (as `builtins::all` turns them on in a simulated world's servers,
-        // which the live cluster does not take its configuration from).
+        // which the live cluster does not take its configuration from), and the `ResourceQuota`
+        // plugin, which enforces the status the quota controller keeps.
         live.with_model(|model| {
             let config = model.server.config_mut();
             config.storage_object_in_use_protection = true;
             config.pod_admission_plugins = true;
             config.default_storage_class = true;
+            config.resource_quota = true;
         });
         let shared: Arc<dyn SharedCluster> = Arc::new(LiveCluster(live.clone()));
         let thread_stop = stop.clone();
