@@ -108,8 +108,7 @@ fn replica_set(replicas: i32) -> ReplicaSet {
                 }),
             }),
             ..ReplicaSetSpec::default()
-        }
-        .into(),
+        },
         status: None,
     }
 }
