@@ -16,6 +16,10 @@
 //!   keeps the `used` it had. The status is written (an update of `/status` with the
 //!   resourceVersion read: a quota charged meanwhile by admission gets 409 and is synced again)
 //!   only when it differs.
+//! - Its informers of Pods, Services and claims start with the first quota the cluster holds (a
+//!   world without quotas pays for none of them), and quotas are synced once their caches have
+//!   their first list (upstream's informers are kube-controller-manager's shared ones, already
+//!   running).
 //! - Replenishment (upstream's `QuotaMonitor`): a Pod deleted or turning terminal (`Succeeded`,
 //!   `Failed`), a Service deleted or changing type, a claim deleted, each syncs the quotas of its
 //!   namespace that limit what it counted, so a freed slot is usable again at once.
@@ -85,6 +89,10 @@ pub async fn run(clients: Clients) {
             },
         )
     };
+    // The first quota's sync request: until a quota exists nothing needs the other caches, and
+    // a world without quotas pays for no informer of its Pods, Services or claims.
+    let mut requested = requested;
+    let Some(first) = requested.next().await else { return };
     let pods = {
         let (quotas, requests) = (quotas.clone(), requests.clone());
         changes::informer(Api::<Pod>::all(client.clone()), watcher::Config::default(), move |change| {
@@ -123,9 +131,16 @@ pub async fn run(clients: Clients) {
             },
         )
     };
+    // Upstream's `WaitForCacheSync`: a sync counts from complete caches.
+    if pods.wait_until_ready().await.is_err()
+        || services.wait_until_ready().await.is_err()
+        || claims.wait_until_ready().await.is_err()
+    {
+        return;
+    }
     let ctx = Arc::new(Context { client, pods, services, claims });
     Controller::for_shared_stream(futures::stream::empty(), quotas)
-        .reconcile_on(requested)
+        .reconcile_on(futures::stream::once(futures::future::ready(first)).chain(requested))
         .run_limited_by(RateLimiter::default(), reconcile, ctx)
         .for_each(|_| futures::future::ready(()))
         .await;
