@@ -85,9 +85,12 @@ fn describe(ty: &ResourceType) -> (ApiResource, ApiCapabilities) {
 
 /// The served types of the client's cluster, now.
 fn served_types(client: &Client) -> ResourceTypes {
-    client
-        .world
-        .with(|w| w.clusters().get(&client.cluster).map(|c| c.server.types().clone()).unwrap_or_default())
+    client.world.with(|w| {
+        // A live run's server is shared, not the run's own (`kube-sim serve --with-builtins`).
+        crate::world::live::served_types(w, &client.cluster)
+            .or_else(|| w.clusters().get(&client.cluster).map(|c| c.server.types().clone()))
+            .unwrap_or_default()
+    })
 }
 
 /// Every served group: its versions, each with its resources in plural order.

@@ -74,6 +74,11 @@ pub trait SharedCluster: Send + Sync {
     fn time_scale(&self) -> u32 {
         1
     }
+    /// The types the server serves now, CRDs' included, as discovery reads them (the built-in
+    /// kinds by default).
+    fn types(&self) -> model_apiserver::ResourceTypes {
+        model_apiserver::ResourceTypes::builtin()
+    }
 }
 
 /// Tells a live run to stop, from any thread. The run notices within one [`TICK`].
@@ -127,6 +132,11 @@ impl LiveCluster {
 /// Whether `cluster` is a live one (the transport asks before each call).
 pub(crate) fn is_live(w: &WorldState, cluster: &str) -> bool {
     !w.live.is_empty() && w.live.contains_key(cluster)
+}
+
+/// The types a live cluster serves now; `None` if `cluster` is not a live one.
+pub(crate) fn served_types(w: &WorldState, cluster: &str) -> Option<model_apiserver::ResourceTypes> {
+    w.live.get(cluster).map(|live| live.shared.types())
 }
 
 /// Hand a request to a live cluster; wake its informers if the revision moved.

@@ -59,6 +59,9 @@ impl SharedCluster for Shared {
     fn revision(&self) -> Revision {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).0.revision()
     }
+    fn types(&self) -> model_apiserver::ResourceTypes {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).0.types().clone()
+    }
 }
 
 fn configmap(name: &str, value: &str) -> ConfigMap {
@@ -147,4 +150,45 @@ fn a_live_run_stopped_before_it_starts_passes_at_once() {
     stop.stop();
     assert!(stop.is_stopped());
     assert_eq!(Sim::builder().controller("copier", copier).run_live(Shared::new(), &stop), Verdict::Pass);
+}
+
+/// Waits until discovery finds the group `example.com`, then creates the ConfigMap `found`.
+async fn discoverer(clients: Clients) {
+    let client = clients.default_cluster();
+    loop {
+        if let Ok(group) = sim::discovery::group(&client, "example.com").await
+            && group.recommended_resources().iter().any(|(r, _)| r.plural == "widgets")
+        {
+            let api: Api<ConfigMap> = Api::namespaced(client, "default");
+            let _ = api.create(&PostParams::default(), &configmap("found", "widgets")).await;
+            return;
+        }
+        madsim::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[test]
+fn discovery_in_a_live_run_sees_the_shared_servers_types_crds_included() {
+    let shared = Shared::new();
+    let stop = StopHandle::new();
+    let (run_stop, run_shared) = (stop.clone(), shared.clone());
+    let run = std::thread::spawn(move || {
+        Sim::builder().controller("discoverer", discoverer).run_live(run_shared, &run_stop)
+    });
+    let crds = ApiResource::erase::<
+        k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+    >(&());
+    let crd = serde_json::from_value(serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object"}}}]},
+    }))
+    .unwrap();
+    shared.outside(Request::create(&crds, None, crd, PostParams::default())).unwrap();
+    assert!(eventually(|| shared.get_configmap("found").is_some()), "discovery never found the CRD's group");
+    stop.stop();
+    assert_eq!(run.join().unwrap(), Verdict::Pass);
 }

@@ -46,6 +46,10 @@ impl SharedCluster for LiveCluster {
     fn time_scale(&self) -> u32 {
         self.0.clock().scale()
     }
+
+    fn types(&self) -> model_apiserver::ResourceTypes {
+        self.0.with_model(|model| model.server.types().clone())
+    }
 }
 
 /// The built-in controllers running live; dropping this stops them (within one tick) and waits
