@@ -135,7 +135,8 @@ impl ApiServer {
     }
 
     /// kube-apiserver's own validating plugins that are on (after the object's validation, before
-    /// the validating hooks): the `Priority` plugin's one default PriorityClass, and
+    /// the validating hooks): the `Priority` plugin's one default PriorityClass, the
+    /// `LimitRanger`'s minimums, maximums and ratios (with the Pod plugins), and
     /// `PersistentVolumeClaimResize` (always: it needs no controller).
     pub(crate) fn validate_with_plugins(
         &self,
@@ -151,6 +152,21 @@ impl ApiServer {
             let name = object.metadata.name.as_deref().unwrap_or_default();
             let classes = self.stored_all("scheduling.k8s.io", "priorityclasses");
             priority::validate_class(request.operation, object, name, &classes)?;
+        }
+        let plural = request.resource.api.plural.as_str();
+        let limited = match plural {
+            "pods" => request.operation == "create",
+            "persistentvolumeclaims" => matches!(request.operation, "create" | "update"),
+            _ => false,
+        };
+        let deleting = request.old.is_some_and(|o| o.metadata.deletion_timestamp.is_some());
+        if self.config.pod_admission_plugins && limited && is_core(request, plural) && !deleting {
+            let namespace = object.metadata.namespace.as_deref().unwrap_or_default();
+            let ranges = self.stored_in("", "limitranges", namespace);
+            limit_ranger::validate(plural, object, request.old, &ranges).map_err(|why| {
+                let name = object.metadata.name.as_deref().unwrap_or_default();
+                crate::errors::forbidden("", plural, name, &why)
+            })?;
         }
         if let ("update", Some(old)) = (request.operation, request.old)
             && is_core(request, "persistentvolumeclaims")

@@ -140,6 +140,11 @@ impl Amount {
         self.nanos == 0
     }
 
+    /// The value in billionths.
+    pub fn nanos(&self) -> i128 {
+        self.nanos
+    }
+
     /// Whether the value is below zero.
     pub fn is_negative(&self) -> bool {
         self.nanos < 0

@@ -507,6 +507,20 @@ fn counts_compute(pod: &DynamicObject, now: Timestamp) -> bool {
 /// (init containers that restart) added to it, the peak of each init container (with the sidecars
 /// started before it) taken if higher, and the Pod's `overhead` (to the limits it has only).
 fn pod_total(pod: &Value, which: &str) -> ResourceList {
+    let total = containers_total(pod, which);
+    let overhead = list_at(pod, "/spec/overhead");
+    if which == "limits" {
+        // Only to the limits the Pod has.
+        let limited: Vec<String> = total.keys().cloned().collect();
+        return add(&total, &mask(&overhead, &limited));
+    }
+    add(&total, &overhead)
+}
+
+/// What a Pod's containers request or limit together (`which` is `requests` or `limits`), as
+/// [`Evaluator::usage`] counts it but without the `overhead`: the LimitRanger's `podRequests` and
+/// `podLimits` for its `Pod` items.
+pub fn containers_total(pod: &Value, which: &str) -> ResourceList {
     let at = format!("/resources/{which}");
     let mut total = ResourceList::new();
     for container in containers(pod, "containers") {
@@ -525,13 +539,7 @@ fn pod_total(pod: &Value, which: &str) -> ResourceList {
         max_into(&mut init_peak, &during);
     }
     max_into(&mut total, &init_peak);
-    let overhead = list_at(pod, "/spec/overhead");
-    if which == "limits" {
-        // Only to the limits the Pod has.
-        let limited: Vec<String> = total.keys().cloned().collect();
-        return add(&total, &mask(&overhead, &limited));
-    }
-    add(&total, &overhead)
+    total
 }
 
 /// `maxResourceList`: each of `other`'s amounts replaces `list`'s when larger or missing.

@@ -390,3 +390,139 @@ fn a_pod_created_in_a_namespace_with_a_limit_range_gets_its_default_limits_and_r
     assert!(other.metadata.annotations.is_none(), "{:?}", other.metadata.annotations);
     assert_ne!(other.data["spec"]["containers"][0]["resources"]["limits"]["cpu"], json!("500m"));
 }
+
+fn with_limit_range(limits: serde_json::Value) -> World {
+    let mut w = World::with_config(ServerConfig { pod_admission_plugins: true, ..ServerConfig::default() });
+    w.create(&builtin("", "serviceaccounts"), Some("default"), json!({"metadata": {"name": "default"}}));
+    w.create(
+        &builtin("", "limitranges"),
+        Some("default"),
+        json!({"metadata": {"name": "limits"}, "spec": {"limits": limits}}),
+    );
+    w
+}
+
+fn pod_with(name: &str, containers: serde_json::Value) -> serde_json::Value {
+    json!({"metadata": {"name": name}, "spec": {"containers": containers}})
+}
+
+fn refusal(result: Result<Arc<kube_core::DynamicObject>, Status>) -> String {
+    let status = result.expect_err("refused");
+    assert_eq!((status.code, status.reason.as_str()), (403, "Forbidden"), "{status:?}");
+    status.message
+}
+
+#[test]
+fn a_limit_range_refuses_a_container_outside_its_minimum_and_maximum() {
+    let mut w = with_limit_range(json!([
+        {"type": "Container", "min": {"cpu": "100m"}, "max": {"memory": "512Mi"}},
+    ]));
+    let pods = builtin("", "pods");
+    let message = refusal(w.try_create(&pods, Some("default"), pod_with("small", json!([
+        {"name": "app", "image": "app:1", "resources": {"requests": {"cpu": "50m"}, "limits": {"memory": "256Mi"}}},
+    ]))));
+    assert_eq!(
+        message,
+        r#"pods "small" is forbidden: minimum cpu usage per Container is 100m, but request is 50m"#
+    );
+    // Two violations (a second container past the maximum) are aggregated.
+    let message = refusal(w.try_create(&pods, Some("default"), pod_with("two", json!([
+        {"name": "app", "image": "app:1", "resources": {"requests": {"cpu": "50m"}, "limits": {"memory": "256Mi"}}},
+        {"name": "cache", "image": "cache:1", "resources": {"requests": {"cpu": "1"}, "limits": {"memory": "1Gi"}}},
+    ]))));
+    assert_eq!(
+        message,
+        r#"pods "two" is forbidden: [minimum cpu usage per Container is 100m, but request is 50m, maximum memory usage per Container is 512Mi, but limit is 1Gi]"#
+    );
+    // The defaults the range sets count: its max gives the default limit, its min the default
+    // request.
+    let fits = w.create(&pods, Some("default"), pod_with("fits", json!([{"name": "app", "image": "app:1"}])));
+    let resources = &fits.data["spec"]["containers"][0]["resources"];
+    assert_eq!(
+        (&resources["limits"]["memory"], &resources["requests"]["cpu"]),
+        (&json!("512Mi"), &json!("100m"))
+    );
+}
+
+#[test]
+fn a_limit_range_holds_the_pod_as_a_whole_and_the_limit_to_request_ratio() {
+    let mut w = with_limit_range(json!([
+        {"type": "Pod", "max": {"memory": "1Gi"}},
+        {"type": "Container", "maxLimitRequestRatio": {"cpu": "2"}},
+    ]));
+    let pods = builtin("", "pods");
+    let container = |name: &str, memory: &str| {
+        json!({"name": name, "image": "app:1", "resources": {
+            "requests": {"cpu": "100m", "memory": memory}, "limits": {"cpu": "200m", "memory": memory}}})
+    };
+    let message = refusal(w.try_create(
+        &pods,
+        Some("default"),
+        pod_with("big", json!([container("a", "768Mi"), container("b", "512Mi")])),
+    ));
+    assert_eq!(
+        message,
+        r#"pods "big" is forbidden: maximum memory usage per Pod is 1Gi, but limit is 1280Mi"#
+    );
+    w.create(
+        &pods,
+        Some("default"),
+        pod_with("ok", json!([container("a", "512Mi"), container("b", "512Mi")])),
+    );
+    let bursty = json!({"name": "a", "image": "app:1", "resources": {"requests": {"cpu": "300m", "memory": "64Mi"}, "limits": {"cpu": "1", "memory": "64Mi"}}});
+    let message = refusal(w.try_create(&pods, Some("default"), pod_with("bursty", json!([bursty]))));
+    assert_eq!(
+        message,
+        r#"pods "bursty" is forbidden: cpu max limit to request ratio per Container is 2, but provided ratio is 3.333333"#
+    );
+    // A Pod item sets no defaults: a minimum it has needs the containers' requests.
+    let mut w = with_limit_range(json!([{"type": "Pod", "min": {"cpu": "100m"}}]));
+    let message = refusal(w.try_create(
+        &pods,
+        Some("default"),
+        pod_with("bare", json!([{"name": "app", "image": "app:1"}])),
+    ));
+    assert_eq!(
+        message,
+        r#"pods "bare" is forbidden: minimum cpu usage per Pod is 100m.  No request is specified"#
+    );
+}
+
+#[test]
+fn a_limit_range_bounds_a_claims_storage_request_but_not_one_already_stored() {
+    let mut w = with_limit_range(json!([
+        {"type": "PersistentVolumeClaim", "min": {"storage": "1Gi"}, "max": {"storage": "10Gi"}},
+    ]));
+    let claims = builtin("", "persistentvolumeclaims");
+    let claim = |name: &str, size: &str| json!({"metadata": {"name": name}, "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": size}}}});
+    let message = refusal(w.try_create(&claims, Some("default"), claim("tiny", "500Mi")));
+    assert_eq!(
+        message,
+        r#"persistentvolumeclaims "tiny" is forbidden: minimum storage usage per PersistentVolumeClaim is 1Gi, but request is 500Mi"#
+    );
+    // A claim made before the range keeps its request through its updates (a stored request is
+    // not checked again).
+    let mut w2 = with_limit_range(json!([]));
+    w2.create(&claims, Some("default"), claim("data", "50Gi"));
+    let range = json!({"metadata": {"name": "late"}, "spec": {"limits": [
+        {"type": "PersistentVolumeClaim", "max": {"storage": "10Gi"}},
+    ]}});
+    w2.create(&builtin("", "limitranges"), Some("default"), range);
+    w2.try_merge(&claims, Some("default"), "data", json!({"metadata": {"labels": {"tier": "db"}}})).unwrap();
+    let message = refusal(w2.try_create(&claims, Some("default"), claim("more", "50Gi")));
+    assert_eq!(
+        message,
+        r#"persistentvolumeclaims "more" is forbidden: maximum storage usage per PersistentVolumeClaim is 10Gi, but request is 50Gi"#
+    );
+    // Other namespaces are not limited, nor is anything with the plugins off.
+    w.create(&claims, Some("kube-system"), claim("tiny", "500Mi"));
+    let mut off = World::new();
+    off.create(
+        &builtin("", "limitranges"),
+        Some("default"),
+        json!({"metadata": {"name": "l"}, "spec": {"limits": [
+            {"type": "PersistentVolumeClaim", "min": {"storage": "1Gi"}},
+        ]}}),
+    );
+    off.create(&claims, Some("default"), claim("tiny", "500Mi"));
+}
