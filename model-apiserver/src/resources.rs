@@ -76,6 +76,26 @@ impl ResourceType {
             Arc::from(crate::events::builtin_storage_key(&self.api.group, &self.api.kind, &self.api.plural))
         }
     }
+
+    /// A stored object as this type's version presents it (what a read through this type
+    /// answers): a custom resource's versions share storage, so only `apiVersion` differs; an
+    /// Event stored through the other Event API is converted field by field.
+    pub fn present(&self, obj: &Arc<kube_core::DynamicObject>) -> Arc<kube_core::DynamicObject> {
+        match &obj.types {
+            Some(t) if t.api_version == self.api.api_version => obj.clone(),
+            _ => {
+                let mut o = kube_core::DynamicObject::clone(obj);
+                if !self.custom && crate::events::is_event_kind(&self.api.group, &self.api.kind) {
+                    crate::events::convert(&mut o.data, &self.api.api_version);
+                }
+                o.types = Some(kube_core::TypeMeta {
+                    api_version: self.api.api_version.clone(),
+                    kind: self.api.kind.clone(),
+                });
+                Arc::new(o)
+            }
+        }
+    }
 }
 
 /// The table of served types, keyed by (group, version, plural). Iteration order is the key order.

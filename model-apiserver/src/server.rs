@@ -185,17 +185,7 @@ impl Target {
     /// The two Event APIs share storage too: an Event written through the other one is
     /// converted field by field (see `events`).
     pub(crate) fn present(&self, obj: &Arc<DynamicObject>) -> Arc<DynamicObject> {
-        match &obj.types {
-            Some(t) if t.api_version == self.ty.api.api_version => obj.clone(),
-            _ => {
-                let mut o = DynamicObject::clone(obj);
-                if !self.ty.custom && crate::events::is_event_kind(&self.ty.api.group, &self.ty.api.kind) {
-                    crate::events::convert(&mut o.data, &self.ty.api.api_version);
-                }
-                o.types = Some(self.type_meta());
-                Arc::new(o)
-            }
-        }
+        self.ty.present(obj)
     }
     /// 404 NotFound for `name` of this type.
     pub(crate) fn not_found(&self, name: &str) -> Status {

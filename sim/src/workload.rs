@@ -324,7 +324,9 @@ impl Workload {
             };
             let snapshot = cluster.server.snapshot();
             let storage = ty.storage_key();
-            snapshot.iter_resource(&storage, api.namespace()).map(|(_, o)| o.clone()).collect()
+            // As a read through this type answers: an Event the built-ins published through
+            // events.k8s.io read as a core Event, a custom resource in the version asked for.
+            snapshot.iter_resource(&storage, api.namespace()).map(|(_, o)| ty.present(o)).collect()
         })
     }
 
@@ -342,7 +344,7 @@ impl Workload {
                 namespace: Arc::from(api.namespace().unwrap_or("")),
                 name: Arc::from(name),
             };
-            cluster.server.snapshot().get(&key).cloned()
+            cluster.server.snapshot().get(&key).map(|o| ty.present(o))
         })
     }
 }
