@@ -233,55 +233,69 @@ pub async fn reconcile(set: Arc<StatefulSet>, ctx: Arc<Context>) -> Result<Actio
     let min_ready = set.spec().min_ready_seconds.unwrap_or(0);
     let recheck = (min_ready > 0 && status.ready_replicas != status.available_replicas)
         .then(|| std::time::Duration::from_secs(u64::try_from(min_ready).unwrap_or(0)));
-    // Scale up and repair, lowest ordinal first.
-    let mut blocked = false;
-    for ordinal in wanted.clone() {
-        let healthy = match pods.get(&ordinal) {
-            None => {
-                sync.create_claims(ordinal, ClaimsFor::NewPod).await?;
-                sync.create_pod(ordinal, start).await?;
-                false
-            }
-            // Succeeded too: a Pod stopped by an eviction or a node reboot ends in the phase its
-            // container's exit code gives (upstream's `isFailed || isSucceeded`).
-            Some(pod) if pod_state::is_finished(pod) && !pod_state::is_terminating(pod) => {
-                sync.delete_pod(pod).await?;
-                false
-            }
-            Some(pod) => {
-                // A Pending Pod gets its missing claims again (upstream's
-                // `createMissingPersistentVolumeClaims`): one deleted while the Pod waited for it
-                // to bind would otherwise keep it Pending for ever.
-                if pod_state::phase(pod) == pod_state::PHASE_PENDING {
-                    sync.create_claims(ordinal, ClaimsFor::PendingPod).await?;
+    // The creates, deletes and updates, in upstream's order; a failed one ends them, and the
+    // status computed before them is written all the same (upstream's `performUpdate`), so a
+    // set whose next Pod is refused (a quota, a terminating namespace) still reports the
+    // replicas it has.
+    let synced: Result<(), Error> = async {
+        // Scale up and repair, lowest ordinal first.
+        let mut blocked = false;
+        for ordinal in wanted.clone() {
+            let healthy = match pods.get(&ordinal) {
+                None => {
+                    sync.create_claims(ordinal, ClaimsFor::NewPod).await?;
+                    sync.create_pod(ordinal, start).await?;
+                    false
                 }
-                // The next ordinal waits for this one to be available, not only ready.
-                is_healthy(pod) && is_running_and_available(&set, pod, now)
-            }
-        };
-        if !healthy && ordered {
-            blocked = true;
-            break;
-        }
-    }
-    // Scale down, highest ordinal first, once every remaining Pod is healthy.
-    let condemned: Vec<&Pod> =
-        pods.iter().rev().filter(|(o, _)| !wanted.contains(o)).map(|(_, p)| p).collect();
-    if !blocked {
-        for pod in &condemned {
-            if !pod_state::is_terminating(pod) {
-                sync.delete_pod(pod).await?;
-            }
-            if ordered {
+                // Succeeded too: a Pod stopped by an eviction or a node reboot ends in the phase its
+                // container's exit code gives (upstream's `isFailed || isSucceeded`).
+                Some(pod) if pod_state::is_finished(pod) && !pod_state::is_terminating(pod) => {
+                    sync.delete_pod(pod).await?;
+                    false
+                }
+                Some(pod) => {
+                    // A Pending Pod gets its missing claims again (upstream's
+                    // `createMissingPersistentVolumeClaims`): one deleted while the Pod waited for it
+                    // to bind would otherwise keep it Pending for ever.
+                    if pod_state::phase(pod) == pod_state::PHASE_PENDING {
+                        sync.create_claims(ordinal, ClaimsFor::PendingPod).await?;
+                    }
+                    // The next ordinal waits for this one to be available, not only ready.
+                    is_healthy(pod) && is_running_and_available(&set, pod, now)
+                }
+            };
+            if !healthy && ordered {
+                blocked = true;
                 break;
             }
         }
-        if policy_deletes(&set, |p| p.when_scaled.as_ref()) {
-            delete_condemned_claims(&set, &pods, &wanted, &claims_api).await?;
+        // Scale down, highest ordinal first, once every remaining Pod is healthy.
+        let condemned: Vec<&Pod> =
+            pods.iter().rev().filter(|(o, _)| !wanted.contains(o)).map(|(_, p)| p).collect();
+        if !blocked {
+            for pod in &condemned {
+                if !pod_state::is_terminating(pod) {
+                    sync.delete_pod(pod).await?;
+                }
+                if ordered {
+                    break;
+                }
+            }
+            if policy_deletes(&set, |p| p.when_scaled.as_ref()) {
+                delete_condemned_claims(&set, &pods, &wanted, &claims_api).await?;
+            }
         }
+        if !blocked && condemned.is_empty() && !is_on_delete(&set) {
+            sync.rolling_update(&pods, &wanted, start).await?;
+        }
+        Ok(())
     }
-    if !blocked && condemned.is_empty() && !is_on_delete(&set) {
-        sync.rolling_update(&pods, &wanted, start).await?;
+    .await;
+    if let Err(error) = synced {
+        if let Err(status_error) = update_status(&set, status, &ctx.client, &namespace).await {
+            tracing::debug!(%status_error, "status not written after a failed sync");
+        }
+        return Err(error);
     }
     let live: Vec<&str> = pods.values().filter_map(pod_revision).collect();
     let kept = |r: &ControllerRevision| {
