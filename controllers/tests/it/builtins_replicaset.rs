@@ -20,7 +20,8 @@ fn labels() -> BTreeMap<String, String> {
     BTreeMap::from([("app".to_owned(), "web".to_owned())])
 }
 
-fn replica_set(replicas: i32) -> ReplicaSet {
+/// ReplicaSet `web` of `replicas` nginx Pods labelled `app=web` (grace period 1 s).
+pub(crate) fn replica_set(replicas: i32) -> ReplicaSet {
     ReplicaSet {
         metadata: ObjectMeta {
             name: Some("web".to_owned()),

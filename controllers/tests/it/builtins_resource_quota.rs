@@ -6,13 +6,13 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::builtins_deployment::failed_step;
+use crate::builtins_replicaset::replica_set;
 use controllers::builtins::{self, pod_state, replicaset, resource_quota};
-use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetSpec, StatefulSet};
+use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{
-    ConfigMap, Container, Event, Pod, PodSpec, PodTemplateSpec, ResourceQuota, ResourceQuotaSpec,
+    ConfigMap, Container, Event, Pod, PodSpec, ResourceQuota, ResourceQuotaSpec,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use model_apiserver::versions::Text;
 use sim::api::{Api, DeleteParams, ListParams, ObjectMeta, Patch, PostParams};
 use sim::faults::SwarmConfig;
@@ -86,31 +86,6 @@ fn a_quota_gets_its_usage_from_the_namespace_and_admission_holds_creates_to_it()
             w.apply(&maps, &config_map("d")).await.map(|_| ())
         });
     sweep_passes("builtins-quota-objects", &world, SEEDS);
-}
-
-fn replica_set(replicas: i32) -> ReplicaSet {
-    let labels = BTreeMap::from([("app".to_owned(), "web".to_owned())]);
-    ReplicaSet {
-        metadata: meta("web"),
-        spec: ReplicaSetSpec {
-            replicas: Some(replicas),
-            selector: LabelSelector { match_labels: Some(labels.clone()), ..LabelSelector::default() },
-            template: Some(PodTemplateSpec {
-                metadata: Some(ObjectMeta { labels: Some(labels), ..ObjectMeta::default() }),
-                spec: Some(PodSpec {
-                    containers: vec![Container {
-                        name: "web".to_owned(),
-                        image: Some("nginx:1".to_owned()),
-                        ..Container::default()
-                    }],
-                    termination_grace_period_seconds: Some(1),
-                    ..PodSpec::default()
-                }),
-            }),
-            ..ReplicaSetSpec::default()
-        },
-        status: None,
-    }
 }
 
 fn refused_by_quota(rs: Option<&ReplicaSet>) -> bool {

@@ -637,3 +637,54 @@ pub(crate) fn service_account(sa: &ServiceAccount, out: &mut Vec<StatusCause>) {
         }
     }
 }
+
+/// The resources a quota may name without a domain (`standardQuotaResources`), besides the
+/// hugepages ones.
+const STANDARD_QUOTA_RESOURCES: &[&str] = &[
+    "cpu",
+    "memory",
+    "ephemeral-storage",
+    "requests.cpu",
+    "requests.memory",
+    "requests.storage",
+    "requests.ephemeral-storage",
+    "limits.cpu",
+    "limits.memory",
+    "limits.ephemeral-storage",
+    "pods",
+    "resourcequotas",
+    "services",
+    "replicationcontrollers",
+    "secrets",
+    "persistentvolumeclaims",
+    "configmaps",
+    "services.nodeports",
+    "services.loadbalancers",
+];
+
+/// `ValidateResourceQuotaSpec` and `ValidateResourceQuotaStatus`, for their resource lists: a
+/// name without a domain (`count/` names and extended resources have one) must be a standard
+/// quota resource, and no amount may be negative. Not checked: the scopes against the resources
+/// they may limit, and integer amounts of object counts.
+pub(crate) fn resource_quota(data: &Value, out: &mut Vec<StatusCause>) {
+    for (at, field) in [
+        ("/spec/hard", ["spec", "hard"]),
+        ("/status/hard", ["status", "hard"]),
+        ("/status/used", ["status", "used"]),
+    ] {
+        let list = data.pointer(at).and_then(Value::as_object);
+        for (name, value) in list.into_iter().flatten() {
+            let path = Path::new(field[0]).child(field[1]).key(name);
+            let standard = STANDARD_QUOTA_RESOURCES.contains(&name.as_str())
+                || name.starts_with("hugepages-")
+                || name.starts_with("requests.hugepages-");
+            if !name.contains('/') && !standard {
+                out.push(invalid(&path, q(name), "must be a standard resource for quota"));
+            }
+            let amount = value.as_str().and_then(crate::quantity::Amount::parse);
+            if let Some(amount) = amount.filter(crate::quantity::Amount::is_negative) {
+                out.push(invalid(&path, q(&amount.to_string()), super::field::NEGATIVE));
+            }
+        }
+    }
+}

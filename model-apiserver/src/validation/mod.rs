@@ -773,6 +773,11 @@ pub(crate) fn validate_builtin(ty: &ResourceType, object: &DynamicObject) -> Vec
     if ty.custom {
         return Vec::new();
     }
+    if ty.api.group.is_empty() && ty.api.kind == "ResourceQuota" {
+        let mut out = Vec::new();
+        core::resource_quota(&object.data, &mut out);
+        return out;
+    }
     let Some(typed) = decode::decode_typed(ty, object) else { return Vec::new() };
     let mut out = Vec::new();
     match &typed {

@@ -335,3 +335,17 @@ fn the_sums_of_a_quota_controller_start_from_zero_for_every_limited_resource() {
     let none = Evaluator::Pods.usage_stats(&q, &resources, &[], jiff::Timestamp::UNIX_EPOCH);
     assert_eq!(quota::list_to_value(&none), json!({"pods": "0", "requests.memory": "0"}));
 }
+
+#[test]
+fn a_quota_naming_an_unknown_resource_or_a_negative_amount_is_invalid() {
+    let mut w = World::new();
+    let body = json!({"metadata": {"name": "q"}, "spec": {"hard": {
+        "bananas": "3", "pods": "-1", "count/deployments.apps": "2", "requests.nvidia.com/gpu": "1", "hugepages-2Mi": "1Gi",
+    }}});
+    let status = w.try_create(&quotas(), Some("default"), body).expect_err("invalid");
+    assert_eq!(code_reason(&status), (422, "Invalid"));
+    assert_eq!(
+        status.message,
+        r#"ResourceQuota "q" is invalid: [spec.hard[bananas]: Invalid value: "bananas": must be a standard resource for quota, spec.hard[pods]: Invalid value: "-1": must be greater than or equal to 0]"#
+    );
+}
