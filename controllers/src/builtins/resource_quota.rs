@@ -16,24 +16,26 @@
 //!   keeps the `used` it had. The status is written (an update of `/status` with the
 //!   resourceVersion read: a quota charged meanwhile by admission gets 409 and is synced again)
 //!   only when it differs.
-//! - Its informers of Pods, Services and claims start with the first quota the cluster holds (a
-//!   world without quotas pays for none of them), and quotas are synced once their caches have
-//!   their first list (upstream's informers are kube-controller-manager's shared ones, already
-//!   running).
+//! - Its informers of Pods, Services, claims, ConfigMaps and Secrets start with the first quota
+//!   the cluster holds (a world without quotas pays for none of them), and quotas are synced once
+//!   their caches have their first list (upstream's informers are kube-controller-manager's
+//!   shared ones, already running).
 //! - Replenishment (upstream's `QuotaMonitor`): a Pod deleted or turning terminal (`Succeeded`,
-//!   `Failed`), a Service deleted or changing type, a claim deleted, each syncs the quotas of its
-//!   namespace that limit what it counted, so a freed slot is usable again at once.
+//!   `Failed`), a Service deleted or changing type, a claim, ConfigMap or Secret deleted, each
+//!   syncs the quotas of its namespace that limit what it counted, so a freed slot is usable
+//!   again at once.
 //!
-//! Where it differs: the object counts of resources other than Pods, Services and claims are
-//! listed at each sync instead of watched, so their deletions are seen at the next [`RESYNC`] (or
-//! the next sync for another reason), not at once. A Pod whose deletion's grace period ends
-//! stops counting at the next sync, as upstream (nothing watches a grace period).
+//! Where it differs: the object counts of resources other than Pods, Services, claims,
+//! ConfigMaps and Secrets are listed at each sync instead of watched, so their deletions are seen
+//! at the next [`RESYNC`] (or the next sync for another reason), not at once. A Pod whose
+//! deletion's grace period ends stops counting at the next sync, as upstream (nothing watches a
+//! grace period).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, ResourceQuota, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, ResourceQuota, Secret, Service};
 use kube_core::DynamicObject;
 use model_apiserver::quota::{self, Evaluator, ResourceList};
 use serde::Serialize;
@@ -119,18 +121,13 @@ pub async fn run(clients: Clients) {
             }
         })
     };
-    let claims = {
-        let (quotas, requests) = (quotas.clone(), requests.clone());
-        changes::informer(
-            Api::<PersistentVolumeClaim>::all(client.clone()),
-            watcher::Config::default(),
-            move |change| {
-                if let Change::Deleted(claim) = &change {
-                    replenish(&quotas, &requests, claim.namespace(), &Evaluator::Claims);
-                }
-            },
-        )
-    };
+    let claims =
+        replenished_on_delete::<PersistentVolumeClaim>(&client, &quotas, &requests, Evaluator::Claims);
+    // The object counts most quotas hold besides Pods, Services and claims: their deletions are
+    // replenished at once too (others wait for the resync).
+    let count = |plural: &str| Evaluator::Count { group: String::new(), plural: plural.to_owned() };
+    replenished_on_delete::<ConfigMap>(&client, &quotas, &requests, count("configmaps"));
+    replenished_on_delete::<Secret>(&client, &quotas, &requests, count("secrets"));
     // Upstream's `WaitForCacheSync`: a sync counts from complete caches.
     if pods.wait_until_ready().await.is_err()
         || services.wait_until_ready().await.is_err()
@@ -144,6 +141,32 @@ pub async fn run(clients: Clients) {
         .run_limited_by(RateLimiter::default(), reconcile, ctx)
         .for_each(|_| futures::future::ready(()))
         .await;
+}
+
+/// An informer of every `K` whose deletions sync the quotas of their namespace that limit what
+/// `evaluator` measures.
+fn replenished_on_delete<K>(
+    client: &sim::Client,
+    quotas: &Store<ResourceQuota>,
+    requests: &Requests,
+    evaluator: Evaluator,
+) -> Store<K>
+where
+    K: kube_core::Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + Serialize
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let (quotas, requests) = (quotas.clone(), requests.clone());
+    changes::informer(Api::<K>::all(client.clone()), watcher::Config::default(), move |change| {
+        if let Change::Deleted(object) = &change {
+            replenish(&quotas, &requests, object.meta().namespace.clone(), &evaluator);
+        }
+    })
 }
 
 /// A quota's `spec.hard`.

@@ -79,10 +79,10 @@ fn a_quota_gets_its_usage_from_the_namespace_and_admission_holds_creates_to_it()
                                 used: configmaps=3, limited: configmaps=3" => {}
                 other => return Err(failed_step("create past the quota", format!("{other:?}"))),
             }
-            // Object counts other than Pods, Services and claims are recounted at the resync.
+            // A deleted ConfigMap frees its share at once (replenishment), well before the resync.
             maps.delete("a", &DeleteParams::default()).await.map_err(|e| failed_step("delete", e.to_string()))?;
             let recounted = used_is(&[("configmaps", "2"), ("count/secrets", "0"), ("pods", "0")]);
-            w.wait_for(&quotas, "quota", recounted, resource_quota::RESYNC + WAIT).await?;
+            w.wait_for(&quotas, "quota", recounted, WAIT).await?;
             w.apply(&maps, &config_map("d")).await.map(|_| ())
         });
     sweep_passes("builtins-quota-objects", &world, SEEDS);
