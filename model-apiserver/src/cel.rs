@@ -63,6 +63,9 @@ mod quantity;
 mod semver;
 mod url;
 
+/// `resource.ParseQuantity`, exact (the quota system's quantities are parsed with it too).
+pub(crate) use quantity::parse as parse_quantity;
+
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 

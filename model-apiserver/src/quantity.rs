@@ -54,7 +54,8 @@ pub enum Format {
 /// `512Mi` and `512Mi` is `1Gi`), as ResourceQuota statuses and their refusals print them.
 ///
 /// Written here rather than taken from a crate: the crates that do arithmetic on k8s-openapi's
-/// `Quantity` print their own forms, not Go's canonical one, which the answers must match.
+/// `Quantity` print their own forms, not Go's canonical one, which the answers must match. The
+/// parsing is the CEL library's (`resource.ParseQuantity`'s rules and rounding).
 #[derive(Clone, Copy, Debug)]
 pub struct Amount {
     nanos: i128,
@@ -97,42 +98,22 @@ impl Amount {
         Amount { nanos: 0, format }
     }
 
-    /// Parse a quantity's text as `resource.ParseQuantity` does (`<sign><digits>[.<digits>]`
-    /// and a binary, decimal or exponent suffix); `None` if it does not parse. Digits below a
-    /// billionth round up, as apimachinery rounds them.
+    /// Parse a quantity's text as `resource.ParseQuantity` does (the CEL library's exact parser,
+    /// [`crate::cel`]'s `quantity`), `None` if it does not parse. Digits below a billionth round
+    /// up, as apimachinery rounds them. The format is the suffix's: binary (`Ki`...), an exponent
+    /// (`e3`), or decimal.
     pub fn parse(text: &str) -> Option<Amount> {
-        let (negative, rest) = match text.as_bytes().first()? {
-            b'-' => (true, &text[1..]),
-            b'+' => (false, &text[1..]),
-            _ => (false, text),
-        };
-        let number_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
-        let (number, suffix) = rest.split_at(number_end);
-        let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
-        if whole.is_empty() && fraction.is_empty() || fraction.contains('.') {
-            return None;
-        }
-        let (format, base, power) = suffix_scale(suffix)?;
-        // The value is digits × 10^(power - fraction digits) × base^…; kept as an exact
-        // rational digits × scale / divisor, in billionths.
-        let digits: String = [whole, fraction].concat();
-        let mut mantissa: i128 = 0;
-        for d in digits.bytes() {
-            mantissa = mantissa.checked_mul(10)?.checked_add(i128::from(d - b'0'))?;
-            if mantissa > NANOS_MAX * 1000 {
-                return None;
-            }
-        }
-        let exponent = power - i32::try_from(fraction.len()).ok()? + 9;
-        let mut nanos = mantissa.checked_mul(base)?;
-        if exponent >= 0 {
-            nanos = nanos.checked_mul(10i128.checked_pow(u32::try_from(exponent).ok()?)?)?;
+        let value = crate::cel::parse_quantity(text).ok()?;
+        let nanos = value.nanos().unwrap_or(if value.is_negative() { -NANOS_MAX } else { NANOS_MAX });
+        let suffix = text.trim_start_matches(|c: char| c.is_ascii_digit() || matches!(c, '+' | '-' | '.'));
+        let format = if suffix.ends_with('i') {
+            Format::BinarySi
+        } else if suffix.starts_with(['e', 'E']) && suffix != "E" {
+            Format::DecimalExponent
         } else {
-            let divisor = 10i128.checked_pow(exponent.unsigned_abs())?;
-            nanos = nanos / divisor + i128::from(nanos % divisor != 0);
-        }
-        let nanos = nanos.min(NANOS_MAX);
-        Some(Amount { nanos: if negative { -nanos } else { nanos }, format })
+            Format::DecimalSi
+        };
+        Some(Amount { nanos: nanos.clamp(-NANOS_MAX, NANOS_MAX), format })
     }
 
     /// Whether the value is zero.
@@ -166,40 +147,6 @@ impl std::ops::Sub for Amount {
     fn sub(self, other: Amount) -> Amount {
         let format = if self.nanos == 0 { other.format } else { self.format };
         Amount { nanos: (self.nanos - other.nanos).clamp(-NANOS_MAX, NANOS_MAX), format }
-    }
-}
-
-/// A suffix's format, base and power of ten: `Ki` is (BinarySI, 1024, 0), `m` (DecimalSI, 1, -3),
-/// `e3` (DecimalExponent, 1, 3).
-fn suffix_scale(suffix: &str) -> Option<(Format, i128, i32)> {
-    let binary = |n: u32| Some((Format::BinarySi, 1024i128.pow(n), 0));
-    let decimal = |p: i32| Some((Format::DecimalSi, 1, p));
-    match suffix {
-        "" => decimal(0),
-        "n" => decimal(-9),
-        "u" => decimal(-6),
-        "m" => decimal(-3),
-        "k" => decimal(3),
-        "M" => decimal(6),
-        "G" => decimal(9),
-        "T" => decimal(12),
-        "P" => decimal(15),
-        "E" => decimal(18),
-        "Ki" => binary(1),
-        "Mi" => binary(2),
-        "Gi" => binary(3),
-        "Ti" => binary(4),
-        "Pi" => binary(5),
-        "Ei" => binary(6),
-        _ => {
-            let exponent = suffix.strip_prefix(['e', 'E'])?;
-            let digits = exponent.strip_prefix(['+', '-']).unwrap_or(exponent);
-            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-                return None;
-            }
-            let power: i32 = exponent.parse().ok()?;
-            (-40..=40).contains(&power).then_some((Format::DecimalExponent, 1, power))
-        }
     }
 }
 

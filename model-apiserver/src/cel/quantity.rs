@@ -92,6 +92,19 @@ impl Quantity {
         Some(Quantity::new(a.checked_add(b)?, scale))
     }
 
+    /// The value in billionths (every parsed quantity has at most nine decimals), `None` past
+    /// an `i128`.
+    pub(crate) fn nanos(self) -> Option<i128> {
+        let shift = SCALE_MAX.checked_sub(self.scale)?;
+        let factor = i128::try_from(pow10(u64::try_from(shift).ok()?)?).ok()?;
+        self.unscaled.checked_mul(factor)
+    }
+
+    /// Whether the value is below zero.
+    pub(crate) fn is_negative(self) -> bool {
+        self.unscaled < 0
+    }
+
     fn neg(self) -> Quantity {
         Quantity { unscaled: -self.unscaled, scale: self.scale }
     }
