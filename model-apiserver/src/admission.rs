@@ -21,6 +21,7 @@ use crate::{
 pub mod default_storage_class;
 pub mod default_toleration_seconds;
 pub mod limit_ranger;
+pub mod pod_security;
 pub mod priority;
 pub mod pvc_resize;
 pub mod resource_quota;
@@ -85,6 +86,8 @@ pub(crate) struct PluginInput<'c> {
     /// before it does upstream, so refusals name the object by its `generateName` then
     /// (`extractResourceName`).
     pub(crate) name_generated: bool,
+    /// The request's warnings ([`crate::Context::warnings`]), which `PodSecurity` adds to.
+    pub(crate) warnings: &'c mut Vec<String>,
 }
 
 impl ApiServer {
@@ -95,7 +98,7 @@ impl ApiServer {
         t: &Target,
         request: &AdmissionRequest<'_>,
         object: &mut DynamicObject,
-        input: PluginInput<'_>,
+        input: &mut PluginInput<'_>,
     ) -> Result<(), Status> {
         if self.config.pod_admission_plugins && request.operation == "create" && is_core(request, "pods") {
             let ranges = self.stored_in("", "limitranges", &t.namespace);
@@ -107,7 +110,7 @@ impl ApiServer {
                 ("create", _) => {
                     let account =
                         |account: &str| self.stored_object("", "serviceaccounts", &t.namespace, account);
-                    service_account::admit_create(object, &t.namespace, &name, account, input.ids)?;
+                    service_account::admit_create(object, &t.namespace, &name, account, &mut *input.ids)?;
                     priority::admit_create(
                         object,
                         &name,
@@ -142,6 +145,7 @@ impl ApiServer {
         &self,
         request: &AdmissionRequest<'_>,
         object: &DynamicObject,
+        warnings: &mut Vec<String>,
     ) -> Result<(), Status> {
         let api = &request.resource.api;
         let is_class = !request.resource.custom
@@ -167,6 +171,9 @@ impl ApiServer {
                 let name = object.metadata.name.as_deref().unwrap_or_default();
                 crate::errors::forbidden("", plural, name, &why)
             })?;
+        }
+        if self.config.pod_admission_plugins {
+            self.pod_security(request, object, warnings)?;
         }
         if let ("update", Some(old)) = (request.operation, request.old)
             && is_core(request, "persistentvolumeclaims")
@@ -237,6 +244,142 @@ impl ApiServer {
             };
             self.update(&quota_t, &quota_name, charged, &params, Some(crate::Subresource::Status), ctx)?;
         }
+        Ok(())
+    }
+
+    /// The `PodSecurity` plugin ([`pod_security`]) on a create or update: a Pod that violates its
+    /// namespace's `enforce` level is refused, Pods and the Pod controllers' templates that
+    /// violate its `warn` level earn a warning, a namespace's labels are validated, and an
+    /// update that tightens `enforce` warns about the Pods already there.
+    fn pod_security(
+        &self,
+        request: &AdmissionRequest<'_>,
+        object: &DynamicObject,
+        warnings: &mut Vec<String>,
+    ) -> Result<(), Status> {
+        use pod_security::{Level, PodView, Policy};
+        if request.resource.custom || !matches!(request.operation, "create" | "update") {
+            return Ok(());
+        }
+        let api = &request.resource.api;
+        let template = match (api.group.as_str(), api.plural.as_str()) {
+            ("", "namespaces") => return self.pod_security_namespace(request, object, warnings),
+            ("", "pods") => None,
+            ("", "podtemplates") => Some(&["template"][..]),
+            ("", "replicationcontrollers")
+            | ("apps", "replicasets" | "deployments" | "statefulsets" | "daemonsets")
+            | ("batch", "jobs") => Some(&["spec", "template"][..]),
+            ("batch", "cronjobs") => Some(&["spec", "jobTemplate", "spec", "template"][..]),
+            _ => return Ok(()),
+        };
+        let ignored_pod_subresource = matches!(
+            request.subresource,
+            Some("exec" | "attach" | "binding" | "eviction" | "log" | "portforward" | "proxy" | "status")
+        );
+        if (template.is_some() && request.subresource.is_some()) || ignored_pod_subresource {
+            return Ok(());
+        }
+        let namespace = object.metadata.namespace.as_deref().unwrap_or_default();
+        let Some(ns) = self.stored_object("", "namespaces", "", namespace) else { return Ok(()) };
+        let (policy, errors) = Policy::of(ns.metadata.labels.as_ref());
+        let Some(path) = template else {
+            // A Pod.
+            if errors.is_empty() && policy.fully_privileged() {
+                return Ok(());
+            }
+            let spec = object.data.get("spec").and_then(serde_json::Value::as_object);
+            let empty = serde_json::Map::new();
+            let pod =
+                PodView { annotations: object.metadata.annotations.as_ref(), spec: spec.unwrap_or(&empty) };
+            if let ("update", Some(old)) = (request.operation, request.old) {
+                let old_spec = old.data.get("spec").and_then(serde_json::Value::as_object).unwrap_or(&empty);
+                let significant = pod_security::significant_pod_update(
+                    pod.annotations,
+                    pod.spec,
+                    old.metadata.annotations.as_ref(),
+                    old_spec,
+                );
+                if !significant {
+                    return Ok(());
+                }
+            }
+            let enforced = pod_security::evaluate(policy.enforce, &pod);
+            if !enforced.is_empty() {
+                let name = object.metadata.name.as_deref().unwrap_or_default();
+                let why = format!(
+                    "violates PodSecurity {}: {}",
+                    crate::errors::go_quote(&policy.enforce.to_string()),
+                    pod_security::forbidden_detail(&enforced)
+                );
+                return Err(crate::errors::forbidden("", "pods", name, &why));
+            }
+            pod_security::warn(policy.warn, &pod, warnings);
+            return Ok(());
+        };
+        if errors.is_empty()
+            && policy.warn.level == Level::Privileged
+            && policy.audit.level == Level::Privileged
+        {
+            return Ok(());
+        }
+        let mut template = Some(&object.data);
+        for key in path {
+            template = template.and_then(|t| t.get(*key)).filter(|t| !t.is_null());
+        }
+        let Some(template) = template else { return Ok(()) };
+        let annotations: Option<std::collections::BTreeMap<String, String>> = template
+            .get("metadata")
+            .and_then(|m| m.get("annotations"))
+            .and_then(|a| serde_json::from_value(a.clone()).ok());
+        let empty = serde_json::Map::new();
+        let spec = template.get("spec").and_then(serde_json::Value::as_object).unwrap_or(&empty);
+        pod_security::warn(policy.warn, &PodView { annotations: annotations.as_ref(), spec }, warnings);
+        Ok(())
+    }
+
+    /// `PodSecurity` on a namespace: labels that do not parse are 422 on a create, and on an
+    /// update that changes what they say; an update that tightens `enforce` warns about the Pods
+    /// already there that the new level would refuse.
+    fn pod_security_namespace(
+        &self,
+        request: &AdmissionRequest<'_>,
+        object: &DynamicObject,
+        warnings: &mut Vec<String>,
+    ) -> Result<(), Status> {
+        use pod_security::{Level, PodView, Policy};
+        if request.subresource.is_some() {
+            return Ok(());
+        }
+        let name = object.metadata.name.as_deref().unwrap_or_default();
+        let (policy, errors) = Policy::of(object.metadata.labels.as_ref());
+        let Some(old) = request.old else {
+            if !errors.is_empty() {
+                return Err(crate::errors::invalid("", "Namespace", name, errors));
+            }
+            return Ok(());
+        };
+        let (old_policy, old_errors) = Policy::of(old.metadata.labels.as_ref());
+        if !errors.is_empty() && (old_errors.is_empty() || errors != old_errors) {
+            return Err(crate::errors::invalid("", "Namespace", name, errors));
+        }
+        let (new, before) = (policy.enforce, old_policy.enforce);
+        if new == before
+            || new.level == Level::Privileged
+            || (new.version == before.version && new.level <= before.level)
+        {
+            return Ok(());
+        }
+        let empty = serde_json::Map::new();
+        let pods = self.stored_in("", "pods", name);
+        let views: Vec<PodView<'_>> = pods
+            .iter()
+            .map(|p| PodView {
+                annotations: p.metadata.annotations.as_ref(),
+                spec: p.data.get("spec").and_then(serde_json::Value::as_object).unwrap_or(&empty),
+            })
+            .collect();
+        let names: Vec<&str> = pods.iter().map(|p| p.metadata.name.as_deref().unwrap_or_default()).collect();
+        warnings.extend(pod_security::existing_pod_warnings(name, new, &views, &names));
         Ok(())
     }
 

@@ -139,7 +139,7 @@ impl ApiServer {
         let taken = self.services_taken(t, None);
         strategy::prepare_for_create(t, &mut object, ctx.ids, ctx.now, &taken);
         strategy::fill_status_zero_values(t, &mut object);
-        let plugins = PluginInput { ids: &mut *ctx.ids, name_generated };
+        let plugins = PluginInput { ids: &mut *ctx.ids, name_generated, warnings: &mut ctx.warnings };
         let object = self.admit(t, "create", None, None, object, plugins)?;
         if strategy::is_core(&t.ty, "Service") {
             crate::node_ports::check_taken(&name, &object, None, &taken)?;
@@ -394,7 +394,8 @@ impl ApiServer {
         let mut new = if opts.internal {
             self.validated(t, hook_sub_name, Some(old), new)?
         } else {
-            let plugins = PluginInput { ids: &mut *ctx.ids, name_generated: false };
+            let plugins =
+                PluginInput { ids: &mut *ctx.ids, name_generated: false, warnings: &mut ctx.warnings };
             self.admit(t, "update", hook_sub_name, Some(old), new, plugins)?
         };
         if subresource.is_none() && strategy::is_core(&t.ty, "Service") {
@@ -524,7 +525,7 @@ impl ApiServer {
         subresource: Option<&'static str>,
         old: Option<&DynamicObject>,
         mut object: DynamicObject,
-        plugins: PluginInput<'_>,
+        mut plugins: PluginInput<'_>,
     ) -> Result<DynamicObject, Status> {
         self.default_and_prune(t, &mut object);
         let request =
@@ -532,7 +533,7 @@ impl ApiServer {
         let name_generated = plugins.name_generated;
         // The built-in plugins run before the webhooks, as kube-apiserver's admission chain
         // orders its plugins before `MutatingAdmissionWebhook`.
-        self.admit_with_plugins(t, &request, &mut object, plugins)?;
+        self.admit_with_plugins(t, &request, &mut object, &mut plugins)?;
         for hook in &self.mutating {
             hook(&request, &mut object)?;
         }
@@ -544,7 +545,7 @@ impl ApiServer {
             let name = object.metadata.name.clone().unwrap_or_default();
             return Err(self.invalid(t, &name, causes));
         }
-        self.validate_with_plugins(&request, &object)?;
+        self.validate_with_plugins(&request, &object, plugins.warnings)?;
         for hook in &self.validating {
             hook(&request, &mut object)?;
         }

@@ -26,6 +26,7 @@ mod metadata;
 mod namespaces;
 mod patch;
 mod pod_admission;
+mod pod_security;
 mod rbac;
 mod rbac_escalation;
 mod registry_fields;
