@@ -2,8 +2,8 @@
 //! few of kube-apiserver's own plugins the model has, each when its [`crate::ServerConfig`] flag is
 //! on, in kube-apiserver's order (`AllOrderedPlugins`) and before the hooks, as its chain runs
 //! them before `MutatingAdmissionWebhook`: [`limit_ranger`] (its defaults), [`service_account`],
-//! [`priority`], [`default_toleration_seconds`] (the Pod plugins,
-//! [`crate::ServerConfig::pod_admission_plugins`]), [`default_storage_class`]
+//! [`priority`], [`default_toleration_seconds`] and, validating, [`pod_security`] (the Pod
+//! plugins, [`crate::ServerConfig::pod_admission_plugins`]), [`default_storage_class`]
 //! ([`crate::ServerConfig::default_storage_class`]), `StorageObjectInUseProtection`
 //! ([`crate::ServerConfig::storage_object_in_use_protection`]) and, always, [`pvc_resize`]; last,
 //! after the validating hooks, [`resource_quota`] ([`crate::ServerConfig::resource_quota`]).

@@ -74,8 +74,10 @@
 //!   flags are off by default (each needs kube-controller-manager's controllers that go with
 //!   it, and the conformance corpus was recorded without them); the built-ins of the
 //!   `controllers` crate turn them on. With the Pod plugins, `LimitRanger`'s defaults (a Pod's containers
-//!   get the default limits and requests of their namespace's LimitRanges; not its min/max
-//!   checks); with [`ServerConfig::default_storage_class`], `DefaultStorageClass` (a claim
+//!   get the default limits and requests of their namespace's LimitRanges, and its min/max
+//!   checks) and `PodSecurity` (a namespace's `pod-security.kubernetes.io/*` labels: Pods that
+//!   violate its `enforce` level are 403, Pods and Pod templates that violate its `warn` level
+//!   earn a warning: [`admission::pod_security`]); with [`ServerConfig::default_storage_class`], `DefaultStorageClass` (a claim
 //!   created without a class gets the default StorageClass's name). Always on:
 //!   `PersistentVolumeClaimResize` (a claim grows
 //!   only if bound and its StorageClass has `allowVolumeExpansion`, else 403).
@@ -93,8 +95,7 @@
 //!   are refused and admitted ones charged to them ([`admission::resource_quota`], evaluated by
 //!   [`quota`]).
 //!
-//! Not modelled: kube-apiserver's other admission plugins (LimitRanger's validation,
-//! PodSecurity, RuntimeClass...), built-in validation beyond the kinds above,
+//! Not modelled: kube-apiserver's other admission plugins (RuntimeClass, NodeRestriction...), built-in validation beyond the kinds above,
 //! version conversion and apply to `/scale`.
 //!
 //! ```

@@ -66,9 +66,10 @@ pub struct ServerConfig {
     /// [`crate::admission::service_account`]), `Priority` (its
     /// `priorityClassName` resolves to `spec.priority` and `preemptionPolicy`, an unknown class
     /// is refused, and only one PriorityClass may be `globalDefault`:
-    /// [`crate::admission::priority`]) and `DefaultTolerationSeconds` (the `not-ready` and
+    /// [`crate::admission::priority`]), `DefaultTolerationSeconds` (the `not-ready` and
     /// `unreachable` `NoExecute` tolerations for 300 s:
-    /// [`crate::admission::default_toleration_seconds`]).
+    /// [`crate::admission::default_toleration_seconds`]) and `PodSecurity` (the Pod Security
+    /// Standards a namespace's labels ask for: [`crate::admission::pod_security`]).
     /// Off by default: they go with kube-controller-manager's ServiceAccount controller and root
     /// CA publisher, whose `default` accounts and `kube-root-ca.crt` ConfigMaps the Pods then use
     /// (the built-ins of the `controllers` crate turn them on with those), and the conformance
