@@ -129,7 +129,10 @@ impl ApiServer {
             Subresource::Token => Err(t.unserved_subresource(name)),
             Subresource::Binding if crate::binding::serves(&t.ty) => self.bind(t, name, object, params, ctx),
             Subresource::Binding => Err(t.unserved_subresource(name)),
-            Subresource::Status | Subresource::Scale | Subresource::Finalize => {
+            Subresource::Status
+            | Subresource::Scale
+            | Subresource::Finalize
+            | Subresource::EphemeralContainers => {
                 check_subresource(t, name, Some(subresource))?;
                 Err(method_not_allowed())
             }

@@ -84,6 +84,9 @@
 //! - **Eviction.** `pods/{name}/eviction` ([`Request::create_subresource`] with
 //!   [`Subresource::Eviction`]): the PodDisruptionBudget checks and decrement, the
 //!   `DisruptionTarget` condition and the pod's delete, each an ordinary write ([`eviction`]).
+//! - **Ephemeral containers.** `pods/{name}/ephemeralcontainers` ([`Subresource::EphemeralContainers`]):
+//!   `kubectl debug`'s containers, added (never removed or changed) by a write that takes only
+//!   `spec.ephemeralContainers`.
 //! - **Binding.** `pods/{name}/binding` ([`Subresource::Binding`]): a scheduler's Binding sets
 //!   the pod's node, annotations and `PodScheduled` condition in its storage ([`binding`]).
 //! - **Tokens.** `serviceaccounts/{name}/token` ([`Subresource::Token`]): TokenRequests answered

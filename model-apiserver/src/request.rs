@@ -32,6 +32,10 @@ pub enum Subresource {
     /// `/binding` of a Pod (create only): a `v1` Binding that assigns the pod to a node, as the
     /// scheduler binds it ([`crate::binding`]).
     Binding,
+    /// `/ephemeralcontainers` of a Pod (get, update, patch): writes only
+    /// `spec.ephemeralContainers`, which may only grow, as `kubectl debug` adds a debugging
+    /// container to a running Pod.
+    EphemeralContainers,
 }
 
 impl Subresource {
@@ -44,6 +48,7 @@ impl Subresource {
             Subresource::Eviction => "eviction",
             Subresource::Token => "token",
             Subresource::Binding => "binding",
+            Subresource::EphemeralContainers => "ephemeralcontainers",
         }
     }
 }

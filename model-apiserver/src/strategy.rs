@@ -59,6 +59,24 @@ pub(crate) fn keep_stored_content_but_status(new: &mut DynamicObject, old: &Dyna
     }
 }
 
+/// `dropNonEphemeralContainerUpdates`: a write of a Pod's `/ephemeralcontainers` keeps the stored
+/// Pod (spec and status) but for `spec.ephemeralContainers`, and the stored labels, annotations,
+/// finalizers and owner references (`ResetObjectMetaForStatus`).
+pub(crate) fn keep_stored_pod_but_ephemeral_containers(new: &mut DynamicObject, old: &DynamicObject) {
+    let ephemeral = new.data.pointer("/spec/ephemeralContainers").filter(|v| !v.is_null()).cloned();
+    new.data = old.data.clone();
+    if let Some(Value::Object(spec)) = new.data.get_mut("spec") {
+        match ephemeral {
+            Some(list) => spec.insert("ephemeralContainers".to_owned(), list),
+            None => spec.remove("ephemeralContainers"),
+        };
+    }
+    new.metadata.labels.clone_from(&old.metadata.labels);
+    new.metadata.annotations.clone_from(&old.metadata.annotations);
+    new.metadata.finalizers.clone_from(&old.metadata.finalizers);
+    new.metadata.owner_references.clone_from(&old.metadata.owner_references);
+}
+
 /// Whether `ty` is the built-in core/v1 `kind`.
 pub(crate) fn is_core(ty: &ResourceType, kind: &str) -> bool {
     !ty.custom && ty.api.group.is_empty() && ty.api.kind == kind

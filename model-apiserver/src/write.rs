@@ -382,6 +382,14 @@ impl ApiServer {
             self.preserve_server_fields(t, old, &mut new, opts.applied)?;
             strategy::keep_stored_content_but_status(&mut new, old);
             strategy::prepare_for_status_update(t, old, &mut new, ctx.now);
+        } else if subresource == Some(Subresource::EphemeralContainers) {
+            // The Pod's ephemeral containers strategy: the stored Pod but for
+            // `spec.ephemeralContainers`, its metadata reset as a status write's.
+            self.preserve_server_fields(t, old, &mut new, opts.applied)?;
+            strategy::keep_stored_pod_but_ephemeral_containers(&mut new, old);
+            if self.config.builtin_defaults {
+                crate::defaults::apply(&t.ty, &mut new.data);
+            }
         } else {
             self.preserve_server_fields(t, old, &mut new, opts.applied)?;
             strategy::prepare_for_update(t, old, &mut new, self.config.builtin_defaults, ctx.ids, &taken);
@@ -609,7 +617,9 @@ impl ApiServer {
         }
         if let Some(old) = old {
             causes.extend(metadata::validate_no_new_finalizers(&old.metadata, &object.metadata));
-            if spec_rules {
+            if subresource == Some("ephemeralcontainers") {
+                causes.extend(validation::ephemeral_containers_update(old, object));
+            } else if spec_rules {
                 causes.extend(validation::validate_builtin_update(&t.ty, old, object));
             }
         }
@@ -785,6 +795,7 @@ pub(crate) fn check_subresource(
         Some(Subresource::Token) => false,
         Some(Subresource::Binding) if crate::binding::serves(&t.ty) => return Err(method_not_allowed()),
         Some(Subresource::Binding) => false,
+        Some(Subresource::EphemeralContainers) => strategy::is_core(&t.ty, "Pod"),
     };
     if served { Ok(()) } else { Err(t.unserved_subresource(name)) }
 }

@@ -543,6 +543,24 @@ fn container_reference(
     }
 }
 
+/// The kubelet's `Pulled`, `Created` and `Started` events of the ephemeral containers `pod` runs
+/// that `before` did not.
+async fn publish_ephemeral_started(ctx: &Context, pod: &Pod, before: &BTreeSet<String>) {
+    let running = kubelet_status::running_ephemeral(pod);
+    for (name, image) in kubelet_status::ephemeral_containers(pod)
+        .filter(|(n, _)| running.contains(*n) && !before.contains(*n))
+    {
+        let regarding = k8s_openapi::api::core::v1::ObjectReference {
+            field_path: Some(format!("spec.ephemeralContainers{{{name}}}")),
+            ..events::reference(pod)
+        };
+        let pulled = format!("Container image \"{image}\" already present on machine");
+        events::normal(&ctx.kubelet, &regarding, "Pulled", pulled).await;
+        events::normal(&ctx.kubelet, &regarding, "Created", format!("Created container: {name}")).await;
+        events::normal(&ctx.kubelet, &regarding, "Started", format!("Started container {name}")).await;
+    }
+}
+
 /// The mounts of `pod`'s volumes that fail now ([`kubelet_sources::mount_failures`]), once the
 /// ConfigMap and Secret caches have their first lists (a Pod that projects neither waits for
 /// nothing).
@@ -1052,10 +1070,12 @@ async fn keep_running(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action
                 let next =
                     kubelet_status::status_blocked(&current, Stage::Started, outcome, &ip, now, &errors);
                 if kubelet_status::differs(&current, &next) {
+                    let ephemeral_before = kubelet_status::running_ephemeral(&current);
                     match write_status(api, &current, Stage::Started, outcome, &errors).await? {
                         Some(written) => current = written,
                         None => return Ok(Action::await_change()),
                     }
+                    boxed(|| publish_ephemeral_started(ctx, &current, &ephemeral_before)).await;
                     // The containers whose configuration is fixed now start.
                     let started: BTreeSet<String> =
                         refused.difference(&kubelet_status::refused_containers(&current)).cloned().collect();

@@ -281,6 +281,15 @@ pub fn status_blocked(
         _ => pod_state::PHASE_PENDING,
     };
     let finished = matches!(phase, pod_state::PHASE_FAILED | pod_state::PHASE_SUCCEEDED);
+    // Ephemeral containers run once the Pod's containers do, and until it ends.
+    let ephemeral = if phase == pod_state::PHASE_RUNNING {
+        let statuses: Vec<ContainerStatus> = ephemeral_containers(current)
+            .map(|(name, image)| ephemeral_running(current, old, name, image, now))
+            .collect();
+        (!statuses.is_empty()).then_some(statuses)
+    } else {
+        old.ephemeral_container_statuses.clone()
+    };
     let sandbox = !matches!(stage, Stage::New | Stage::Accepted) && !finished;
     let conditions = conditions(current, phase, sandbox, &init_statuses, &main_statuses, now);
     // Addresses: the host's once taken on, the Pod's once the sandbox is up; a finished Pod keeps
@@ -297,6 +306,7 @@ pub fn status_blocked(
         start_time: Some(old.start_time.clone().unwrap_or(Time(now))),
         init_container_statuses: has_inits.then_some(init_statuses),
         container_statuses: Some(main_statuses),
+        ephemeral_container_statuses: ephemeral,
         qos_class: old.qos_class.clone(),
         ..PodStatus::default()
     }
@@ -357,6 +367,7 @@ pub fn killed_because(current: &Pod, now: Timestamp, why: Option<(&str, &str)>) 
     };
     let init_statuses = kill(&old.init_container_statuses);
     let main_statuses = kill(&old.container_statuses);
+    let ephemeral_statuses = kill(&old.ephemeral_container_statuses);
     let phase = pod_state::PHASE_FAILED;
     let conditions = conditions(
         current,
@@ -375,6 +386,7 @@ pub fn killed_because(current: &Pod, now: Timestamp, why: Option<(&str, &str)>) 
         conditions: Some(conditions),
         init_container_statuses: init_statuses,
         container_statuses: main_statuses,
+        ephemeral_container_statuses: ephemeral_statuses,
         reason,
         message,
         ..old
@@ -420,8 +432,12 @@ pub fn next_probe_due(pod: &Pod, now: Timestamp) -> Option<Timestamp> {
 pub fn differs(current: &Pod, next: &PodStatus) -> bool {
     type Flags<'a> = (&'a str, bool, Option<bool>, i32, Option<(Option<&'a str>, Option<&'a str>)>);
     fn flags(s: &PodStatus) -> impl Iterator<Item = Flags<'_>> {
-        let containers =
-            s.init_container_statuses.iter().flatten().chain(s.container_statuses.iter().flatten());
+        let containers = s
+            .init_container_statuses
+            .iter()
+            .flatten()
+            .chain(s.container_statuses.iter().flatten())
+            .chain(s.ephemeral_container_statuses.iter().flatten());
         containers.map(|c| {
             let waiting = c.state.as_ref().and_then(|s| s.waiting.as_ref());
             let why = waiting.map(|w| (w.reason.as_deref(), w.message.as_deref()));
@@ -545,6 +561,44 @@ fn container_status(
             // and now backs off: what `kubectl get pods` shows as CrashLoopBackOff.
             crashed(pod, base, 1, exit_code, now)
         }
+    }
+}
+
+/// The Pod's ephemeral containers (`kubectl debug`'s), by name and image.
+pub fn ephemeral_containers(pod: &Pod) -> impl Iterator<Item = (&str, &str)> {
+    let list = pod.spec.as_ref().and_then(|s| s.ephemeral_containers.as_deref()).unwrap_or_default();
+    list.iter().map(|c| (c.name.as_str(), c.image.as_deref().unwrap_or_default()))
+}
+
+/// The names of the ephemeral containers `pod`'s status shows running.
+pub fn running_ephemeral(pod: &Pod) -> BTreeSet<String> {
+    let statuses = pod.status.as_ref().and_then(|s| s.ephemeral_container_statuses.as_deref());
+    let running =
+        statuses.into_iter().flatten().filter(|s| s.state.as_ref().is_some_and(|s| s.running.is_some()));
+    running.map(|s| s.name.clone()).collect()
+}
+
+/// An ephemeral container's status in a running Pod: started when the kubelet first saw it, and
+/// running since (kube-sim runs no process that would exit); never ready, as the kubelet reports
+/// ephemeral containers (no probes).
+fn ephemeral_running(pod: &Pod, old: &PodStatus, name: &str, image: &str, now: Timestamp) -> ContainerStatus {
+    let before = old.ephemeral_container_statuses.iter().flatten().find(|s| s.name == name);
+    if let Some(before) =
+        before.filter(|b| b.state.as_ref().is_some_and(|s| s.running.is_some() || s.terminated.is_some()))
+    {
+        return before.clone();
+    }
+    let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+    ContainerStatus {
+        name: name.to_owned(),
+        image: image.to_owned(),
+        started: Some(true),
+        container_id: Some(container_id(uid, name, 0)),
+        state: Some(ContainerState {
+            running: Some(ContainerStateRunning { started_at: Some(Time(now)) }),
+            ..ContainerState::default()
+        }),
+        ..ContainerStatus::default()
     }
 }
 

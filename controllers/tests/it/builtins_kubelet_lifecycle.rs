@@ -691,3 +691,41 @@ fn a_pod_past_its_active_deadline_is_failed_with_deadline_exceeded() {
     });
     report.assert_all_passed();
 }
+
+#[test]
+fn a_debugging_container_added_to_a_running_pod_runs_beside_its_containers() {
+    // `kubectl debug web --image=busybox`: a patch of `pods/web/ephemeralcontainers`; the
+    // kubelet starts it (its status running, `Pulled`, `Created` and `Started` for it), and the
+    // Pod's own containers and readiness are as they were.
+    let world = builtins::kubelet(Sim::builder().scenario("builtins-kubelet-ephemeral")).workload(|w| async move {
+        let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+        let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(w.client(), "default");
+        w.apply(&pods, &pod("web", PodSpec { containers: vec![container("app")], ..PodSpec::default() }))
+            .await?;
+        w.wait_for(&pods, "web", |p| p.is_some_and(pod_state::is_running_and_ready), WAIT).await?;
+        let debug = serde_json::json!({"spec": {"ephemeralContainers": [
+            {"name": "debugger-abcde", "image": "busybox", "targetContainerName": "app", "stdin": true, "tty": true}]}});
+        pods.patch_subresource("ephemeralcontainers", "web", &PatchParams::default(), &Patch::Strategic(debug))
+            .await
+            .map_err(|e| crate::builtins_deployment::failed_step("patch ephemeralcontainers", e.to_string()))?;
+        let debugging = |p: Option<&Pod>| {
+            p.is_some_and(|p| {
+                let statuses = p.status.as_ref().and_then(|s| s.ephemeral_container_statuses.as_ref());
+                let debugger = statuses.into_iter().flatten().find(|s| s.name == "debugger-abcde");
+                running(debugger) && pod_state::is_running_and_ready(p)
+            })
+        };
+        w.wait_for(&pods, "web", debugging, WAIT).await?;
+        let started = |events: &[k8s_openapi::api::core::v1::Event]| {
+            events.iter().any(|e| {
+                e.reason.as_deref() == Some("Started")
+                    && e.involved_object.field_path.as_deref() == Some("spec.ephemeralContainers{debugger-abcde}")
+            })
+        };
+        w.wait_for_all(&events, started, WAIT).await
+    });
+    let report = sweep(&SweepConfig::new("builtins-kubelet-ephemeral").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}

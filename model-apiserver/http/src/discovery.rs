@@ -142,6 +142,7 @@ pub fn resource_list(types: &ResourceTypes, group: &str, version: &str) -> Optio
         };
         if !ty.custom && ty.api.group.is_empty() && ty.api.plural == "pods" {
             resources.push(sub("binding", "Binding", &["create"]));
+            resources.push(sub("ephemeralcontainers", "Pod", &["get", "patch", "update"]));
             resources.push(sub("eviction", "Eviction", &["create"]));
         }
         if !ty.custom && ty.api.group.is_empty() && ty.api.plural == "serviceaccounts" {

@@ -59,6 +59,7 @@ pub(crate) fn pod_spec(spec: &PodSpec, path: &Path, out: &mut Vec<StatusCause>) 
         }
         one_of_if_set(c.restart_policy.as_deref(), &at.child("restartPolicy"), &["Always"], out);
     }
+    ephemeral_containers(spec, &volumes, &mut names, &path.child("ephemeralContainers"), out);
     host_port_conflicts(spec, &containers_path, out);
     // Defaulting fills these; without defaults (ServerConfig::builtin_defaults off) an absent one
     // is not an error of the client's.
@@ -112,6 +113,70 @@ pub(crate) fn pod_spec(spec: &PodSpec, path: &Path, out: &mut Vec<StatusCause>) 
             &["NoSchedule", "PreferNoSchedule", "NoExecute"],
             out,
         );
+    }
+}
+
+/// `validateEphemeralContainers`: each is a container (a name, an image, its mounts...), named
+/// uniquely among all the Pod's containers (`names` holds the others'), targeting one of the
+/// regular or init containers if it names one, and without the fields a Pod's own services
+/// rely on (ports, resources, probes, lifecycle, restart policy) or subpath mounts.
+fn ephemeral_containers(
+    spec: &PodSpec,
+    volumes: &BTreeSet<String>,
+    names: &mut BTreeSet<String>,
+    path: &Path,
+    out: &mut Vec<StatusCause>,
+) {
+    const NOT_FOR_EPHEMERAL: &str = "cannot be set for an Ephemeral Container";
+    let targets: BTreeSet<&str> = spec
+        .containers
+        .iter()
+        .chain(spec.init_containers.iter().flatten())
+        .map(|c| c.name.as_str())
+        .collect();
+    for (i, ec) in spec.ephemeral_containers.iter().flatten().enumerate() {
+        let at = path.index(i);
+        let as_container = Container {
+            name: ec.name.clone(),
+            image: ec.image.clone(),
+            image_pull_policy: ec.image_pull_policy.clone(),
+            termination_message_policy: ec.termination_message_policy.clone(),
+            env: ec.env.clone(),
+            volume_mounts: ec.volume_mounts.clone(),
+            ..Container::default()
+        };
+        container(&as_container, volumes, &at, out);
+        if !ec.name.is_empty() && !names.insert(ec.name.clone()) {
+            out.push(duplicate(&at.child("name"), q(&ec.name)));
+        }
+        if let Some(target) = ec.target_container_name.as_deref().filter(|t| !t.is_empty())
+            && !targets.contains(target)
+        {
+            out.push(not_found(&at.child("targetContainerName"), q(target)));
+        }
+        // `validateFieldAllowList`, in the struct's field order.
+        let set = [
+            ("ports", ec.ports.as_ref().is_some_and(|p| !p.is_empty())),
+            ("resources", ec.resources.as_ref().is_some_and(|r| r != &Default::default())),
+            ("resizePolicy", ec.resize_policy.as_ref().is_some_and(|p| !p.is_empty())),
+            ("restartPolicy", ec.restart_policy.as_deref().is_some_and(|p| !p.is_empty())),
+            ("livenessProbe", ec.liveness_probe.is_some()),
+            ("readinessProbe", ec.readiness_probe.is_some()),
+            ("startupProbe", ec.startup_probe.is_some()),
+            ("lifecycle", ec.lifecycle.is_some()),
+        ];
+        for (field, _) in set.iter().filter(|(_, set)| *set) {
+            out.push(forbidden(&at.child(field), NOT_FOR_EPHEMERAL));
+        }
+        for (k, m) in ec.volume_mounts.iter().flatten().enumerate() {
+            let mount = at.child("volumeMounts").index(k);
+            if m.sub_path.as_deref().is_some_and(|s| !s.is_empty()) {
+                out.push(forbidden(&mount.child("subPath"), NOT_FOR_EPHEMERAL));
+            }
+            if m.sub_path_expr.as_deref().is_some_and(|s| !s.is_empty()) {
+                out.push(forbidden(&mount.child("subPathExpr"), NOT_FOR_EPHEMERAL));
+            }
+        }
     }
 }
 

@@ -468,6 +468,39 @@ fn go_label_selector(v: &Value) -> Option<String> {
     Some(format!("v1.LabelSelector{{MatchLabels:{labels}, MatchExpressions:{expressions}}}"))
 }
 
+/// `ValidatePodEphemeralContainersUpdate`'s own part: a Pod's ephemeral containers may be added,
+/// never removed or changed (the containers themselves are validated with the Pod's spec). A
+/// static Pod takes none.
+pub(crate) fn ephemeral_containers_update(old: &DynamicObject, new: &DynamicObject) -> Vec<StatusCause> {
+    let mirror = "kubernetes.io/config.mirror";
+    if old.metadata.annotations.as_ref().is_some_and(|a| a.contains_key(mirror)) {
+        return vec![metadata::forbidden("", "static pods do not support ephemeral containers")];
+    }
+    let list = |o: &DynamicObject| -> Vec<Value> {
+        o.data.pointer("/spec/ephemeralContainers").and_then(Value::as_array).cloned().unwrap_or_default()
+    };
+    let name = |c: &Value| c.get("name").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let new_list = list(new);
+    let mut out = Vec::new();
+    for before in list(old) {
+        let named = name(&before);
+        match new_list.iter().find(|c| name(c) == named) {
+            None => out.push(metadata::forbidden(
+                "spec.ephemeralContainers",
+                &format!("existing ephemeral containers {} may not be removed\n", field::q(&named)),
+            )),
+            // Upstream appends a `cmp.Diff` of the two, which no other implementation prints
+            // alike.
+            Some(after) if after != &before => out.push(metadata::forbidden(
+                &format!("spec.ephemeralContainers[{named}]"),
+                &format!("existing ephemeral containers {} may not be changed\n", field::q(&named)),
+            )),
+            Some(_) => {}
+        }
+    }
+    out
+}
+
 /// A pod's spec may change only in container images, activeDeadlineSeconds, added
 /// tolerations, terminationGracePeriodSeconds and removed scheduling gates
 /// (`validateOnlyDeletedSchedulingGates`: a gate added is Forbidden). `spec.nodeName` is set by
@@ -751,6 +784,15 @@ pub(crate) fn validate_builtin_create(ty: &ResourceType, object: &DynamicObject)
     let mut out = Vec::new();
     if !ty.custom && ty.api.group == "scheduling.k8s.io" && ty.api.kind == "PriorityClass" {
         scheduling::priority_class(object, &mut out);
+    }
+    // ValidatePodCreate: ephemeral containers come only through `pods/ephemeralcontainers`.
+    let ephemeral = object.data.pointer("/spec/ephemeralContainers").and_then(Value::as_array);
+    if !ty.custom
+        && ty.api.group.is_empty()
+        && ty.api.kind == "Pod"
+        && ephemeral.is_some_and(|e| !e.is_empty())
+    {
+        out.push(metadata::forbidden("spec.ephemeralContainers", "cannot be set on create"));
     }
     // ValidateCronJobCreate: the controller names a CronJob's Jobs `<name>-<11 characters>`,
     // which must fit a 63-character label.

@@ -17,6 +17,7 @@ mod decoding;
 mod defaults;
 mod deletion;
 mod determinism;
+mod ephemeral_containers;
 mod events;
 mod eviction;
 mod field_selectors;
