@@ -40,7 +40,9 @@
 //!   phase Failed for `restartPolicy: Never`, otherwise Running and not Ready, the containers
 //!   crash-looping: restarted at once, then after the kubelet's back-off (10 s, doubled per
 //!   restart up to 5 min), each restart one more `restartCount` and a `BackOff` event, waiting in
-//!   `CrashLoopBackOff` in between ([`super::kubelet_status`]). A restart is an idle requeue
+//!   `CrashLoopBackOff` in between ([`super::kubelet_status`]); [`FAIL_INIT_ANNOTATION`] names
+//!   an init container that fails the same way (`Init:Error`, or `Init:CrashLoopBackOff` with the
+//!   Pod `Pending`). A restart is an idle requeue
 //!   ([`Action::requeue_idle`]): the restarts go on while a workload waits (for a Job to give up
 //!   on them), and the world still quiesces between them; [`UNREADY_ANNOTATION`]` = "true"` makes a running
 //!   Pod's containers unready, as failing readiness probes do; a Pod whose
@@ -118,6 +120,13 @@ pub const NODE_CAPACITY: [(&str, &str); 4] =
 pub const HOST_IP: &str = "10.0.0.1";
 /// Set to `"true"` on a Pod to make its containers fail.
 pub const FAIL_ANNOTATION: &str = "kube-sim.io/fail";
+/// Set to the name of one of a Pod's init containers (not a sidecar) to make it fail: it runs
+/// for the run delay, then exits with [`EXIT_CODE_ANNOTATION`]'s code (1 by default). With
+/// `restartPolicy: Never` the Pod is then `Failed` (`Init:Error`); otherwise the kubelet restarts
+/// the init container with its crash-loop back-off and the Pod stays `Pending`
+/// (`Init:CrashLoopBackOff`), its later init containers and its containers never started: what
+/// an init container that waits for a database that never comes does on a node.
+pub const FAIL_INIT_ANNOTATION: &str = "kube-sim.io/fail-init-container";
 /// Set to `"true"` on a running Pod to make its containers' readiness probes fail: its
 /// containers run not ready (`Ready=False`, `ContainersNotReady`) until the annotation is removed
 /// or set to anything else. What a test uses to take a Pod out of service, as a failing probe
@@ -600,7 +609,7 @@ async fn publish_started(ctx: &Context, pod: &Pod, started: &[Container], init: 
         events::normal(&ctx.kubelet, &regarding, "Started", format!("Started container {}", container.name))
             .await;
         if !init && matches!(outcome(pod), Outcome::CrashLoop(_)) {
-            publish_back_off(ctx, pod, &container.name).await;
+            publish_back_off(ctx, pod, &container.name, false).await;
         }
     }
 }
@@ -972,7 +981,16 @@ async fn start(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action, Error
                 let Some(container) = kubelet_status::init_containers(&current).get(k) else {
                     return Ok(Action::await_change());
                 };
+                if failing_init(&current) == Some(container.name.as_str())
+                    && !kubelet_status::is_sidecar(container)
+                {
+                    return boxed(|| fail_init_container(api, &current, k, ctx)).await;
+                }
                 if !kubelet_status::is_sidecar(container) {
+                    // One that crash-looped (its failure since fixed) runs again at its restart.
+                    if let Some(due) = kubelet_status::next_restart(&current) {
+                        sleep_until(due).await;
+                    }
                     madsim::time::sleep(delay_between(RUN_DELAY_MS_MIN, RUN_DELAY_MS_MAX)).await;
                 } else if !sidecar_started(&current, k) {
                     // The next init container waits until this sidecar's startup probe passed.
@@ -1015,6 +1033,58 @@ async fn start(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action, Error
         }
         current = written;
     }
+}
+
+/// The init container [`FAIL_INIT_ANNOTATION`] makes fail, if any.
+fn failing_init(pod: &Pod) -> Option<&str> {
+    pod.annotations().get(FAIL_INIT_ANNOTATION).map(String::as_str)
+}
+
+/// Init container `k` of `pod`, which runs, is the one that fails ([`FAIL_INIT_ANNOTATION`]):
+/// after the run delay it exits; with `restartPolicy: Never` that fails the Pod, otherwise the
+/// kubelet restarts it as it restarts any failing container (at once, then after its back-off,
+/// each restart a `BackOff` event), and it fails again at once. Each restart comes back as an idle
+/// requeue ([`Action::requeue_idle`]), as a crash-looping container's does.
+async fn fail_init_container(api: &Api<Pod>, pod: &Pod, k: usize, ctx: &Context) -> Result<Action, Error> {
+    let name = kubelet_status::init_containers(pod).get(k).map(|c| c.name.clone()).unwrap_or_default();
+    let still = |known: &Pod| {
+        !pod_state::is_terminating(known)
+            && !pod_state::is_finished(known)
+            && kubelet_status::stage(known) == Stage::Initializing(k)
+    };
+    let until_next_restart = |pod: &Pod| match kubelet_status::next_restart(pod) {
+        Some(due) => {
+            let left = Duration::try_from(due.duration_since(sim::time::now())).unwrap_or_default();
+            Action::requeue_idle(left.max(Duration::from_millis(1)))
+        }
+        None => Action::await_change(),
+    };
+    if kubelet_status::next_restart(pod).is_some() {
+        // Crash-looping already: restart it once its back-off has ended.
+        if kubelet_status::next_restart(pod).is_some_and(|due| due > sim::time::now()) {
+            return Ok(until_next_restart(pod));
+        }
+        let restart = |known: &Pod| kubelet_status::restarted(known, sim::time::now());
+        let Some(written) = write_status_with(api, pod, still, restart).await? else {
+            return Ok(Action::await_change());
+        };
+        publish_back_off(ctx, &written, &name, true).await;
+        return Ok(until_next_restart(&written));
+    }
+    madsim::time::sleep(run_time(pod)).await;
+    let code = exit_code(pod);
+    let ip = pod_ip(pod);
+    if restart_policy(pod) == "Never" {
+        let failed = |known: &Pod| kubelet_status::init_failed(known, k, code, &ip, sim::time::now());
+        write_status_with(api, pod, still, failed).await?;
+        return Ok(Action::await_change());
+    }
+    let crashed = |known: &Pod| kubelet_status::init_crashed(known, k, code, &ip, sim::time::now());
+    let Some(written) = write_status_with(api, pod, still, crashed).await? else {
+        return Ok(Action::await_change());
+    };
+    publish_back_off(ctx, &written, &name, true).await;
+    Ok(until_next_restart(&written))
 }
 
 /// Whether the sidecar that is init container `k` of `pod` has started (its startup probe
@@ -1116,7 +1186,7 @@ async fn restart_crashed(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Act
         let before = counts(pod);
         for (name, restarts) in counts(&written) {
             if before.get(&name).is_some_and(|b| *b < restarts) {
-                publish_back_off(ctx, &written, &name).await;
+                publish_back_off(ctx, &written, &name, false).await;
             }
         }
         current = Cow::Owned(written);
@@ -1130,10 +1200,10 @@ async fn restart_crashed(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Act
     })
 }
 
-/// The kubelet's `BackOff` Warning for container `name` of `pod`, which backs off before its next
-/// restart.
-async fn publish_back_off(ctx: &Context, pod: &Pod, name: &str) {
-    let regarding = container_reference(pod, name, false);
+/// The kubelet's `BackOff` Warning for container `name` of `pod` (an init container's when
+/// `init`), which backs off before its next restart.
+async fn publish_back_off(ctx: &Context, pod: &Pod, name: &str, init: bool) {
+    let regarding = container_reference(pod, name, init);
     let message = format!(
         "Back-off restarting failed container {name} in pod {}",
         kubelet_status::pod_description(pod)

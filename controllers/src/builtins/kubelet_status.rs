@@ -81,7 +81,13 @@ pub fn stage(pod: &Pod) -> Stage {
     if !sandbox {
         return Stage::Accepted;
     }
-    let begun = status.init_container_statuses.iter().flatten().filter(|c| !is_waiting(c)).count();
+    // A crash-looping init container waits between its runs, but has begun.
+    let begun = status
+        .init_container_statuses
+        .iter()
+        .flatten()
+        .filter(|c| !is_waiting(c) || backing_off(c).is_some())
+        .count();
     match begun.checked_sub(1) {
         Some(k) => Stage::Initializing(k),
         None => Stage::Accepted,
@@ -499,6 +505,10 @@ fn container_status(
         ..ContainerStatus::default()
     };
     match run {
+        // A crash-looping init container stays so between its restarts ([`init_crashed`]).
+        Run::Running if init && before.is_some_and(|b| backing_off(b).is_some()) => {
+            before.cloned().unwrap_or(base)
+        }
         Run::Waiting(reason) => {
             ContainerStatus { started: Some(false), state: Some(waiting(reason, None)), ..base }
         }
@@ -686,10 +696,13 @@ fn backing_off(status: &ContainerStatus) -> Option<Timestamp> {
     finished.checked_add(backoff).ok()
 }
 
-/// When the kubelet next restarts one of `pod`'s crash-looping containers, if any backs off.
+/// When the kubelet next restarts one of `pod`'s crash-looping containers (init containers
+/// too), if any backs off.
 pub fn next_restart(pod: &Pod) -> Option<Timestamp> {
-    let statuses = pod.status.as_ref()?.container_statuses.as_deref()?;
-    statuses.iter().filter_map(backing_off).min()
+    let status = pod.status.as_ref()?;
+    let statuses =
+        status.init_container_statuses.iter().flatten().chain(status.container_statuses.iter().flatten());
+    statuses.filter_map(backing_off).min()
 }
 
 /// The status of `current` once each crash-looping container whose back-off has ended by `now`
@@ -698,20 +711,65 @@ pub fn next_restart(pod: &Pod) -> Option<Timestamp> {
 /// `Running` and not ready, its conditions as they were.
 pub fn restarted(current: &Pod, now: Timestamp) -> PodStatus {
     let old = current.status.clone().unwrap_or_default();
-    let containers = old.container_statuses.as_ref().map(|statuses| {
-        statuses
-            .iter()
-            .map(|s| match backing_off(s) {
-                Some(due) if due <= now => {
-                    let last = s.last_state.as_ref().and_then(|l| l.terminated.as_ref());
-                    let exit_code = last.map_or(1, |t| t.exit_code);
-                    crashed(current, s.clone(), s.restart_count.saturating_add(1), exit_code, now)
-                }
-                _ => s.clone(),
-            })
-            .collect()
-    });
-    PodStatus { container_statuses: containers, ..old }
+    let restart = |statuses: &Option<Vec<ContainerStatus>>| {
+        statuses.as_ref().map(|statuses| {
+            statuses
+                .iter()
+                .map(|s| match backing_off(s) {
+                    Some(due) if due <= now => {
+                        let last = s.last_state.as_ref().and_then(|l| l.terminated.as_ref());
+                        let exit_code = last.map_or(1, |t| t.exit_code);
+                        crashed(current, s.clone(), s.restart_count.saturating_add(1), exit_code, now)
+                    }
+                    _ => s.clone(),
+                })
+                .collect()
+        })
+    };
+    let init_container_statuses = restart(&old.init_container_statuses);
+    let container_statuses = restart(&old.container_statuses);
+    PodStatus { init_container_statuses, container_statuses, ..old }
+}
+
+/// The status of `current` when its init container `k` (which runs: `stage` is
+/// [`Stage::Initializing`]`(k)`) has just exited with `exit_code`, and the Pod's
+/// `restartPolicy` is `Never`: `k` terminated (`Error`), the containers after it never created,
+/// phase `Failed` (what `kubectl get pods` shows as `Init:Error`).
+pub fn init_failed(current: &Pod, k: usize, exit_code: i32, pod_ip: &str, now: Timestamp) -> PodStatus {
+    let mut status = self::status(current, Stage::Initializing(k), Outcome::Run, pod_ip, now);
+    let none = PodStatus::default();
+    let old = current.status.as_ref().unwrap_or(&none);
+    let unready = current.annotations().get(UNREADY_ANNOTATION).is_some_and(|v| v == "true");
+    if let (Some(container), Some(statuses)) =
+        (init_containers(current).get(k), status.init_container_statuses.as_mut())
+        && let Some(slot) = statuses.get_mut(k)
+    {
+        *slot =
+            container_status(current, unready, old, true, container, Run::Exited(exit_code, "Error"), now);
+    }
+    let phase = pod_state::PHASE_FAILED;
+    let init_statuses = status.init_container_statuses.clone().unwrap_or_default();
+    let main_statuses = status.container_statuses.clone().unwrap_or_default();
+    status.conditions = Some(conditions(current, phase, false, &init_statuses, &main_statuses, now));
+    status.phase = Some(phase.to_owned());
+    status
+}
+
+/// The status of `current` when its init container `k` has just exited with `exit_code` and the
+/// Pod's `restartPolicy` restarts it: as a failing container's, restarted at once, exited again,
+/// and backing off (`Init:CrashLoopBackOff`); the Pod stays `Pending`, and its restarts go on as
+/// [`restarted`] has them.
+pub fn init_crashed(current: &Pod, k: usize, exit_code: i32, pod_ip: &str, now: Timestamp) -> PodStatus {
+    let mut status = self::status(current, Stage::Initializing(k), Outcome::Run, pod_ip, now);
+    if let Some(slot) = status.init_container_statuses.as_mut().and_then(|s| s.get_mut(k)) {
+        let base = ContainerStatus {
+            name: slot.name.clone(),
+            image: slot.image.clone(),
+            ..ContainerStatus::default()
+        };
+        *slot = crashed(current, base, 1, exit_code, now);
+    }
+    status
 }
 
 fn container_id(uid: &str, name: &str, restart: i32) -> String {

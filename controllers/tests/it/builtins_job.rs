@@ -207,6 +207,46 @@ fn job_whose_pods_fail_gives_up_after_backoff_limit_failures() {
 }
 
 #[test]
+fn a_job_whose_init_container_crash_loops_gives_up_once_its_restarts_reach_backoff_limit() {
+    // An init container that never succeeds (waiting for a database that is not there), with
+    // `restartPolicy: OnFailure`: the kubelet restarts it in place, the Pod stays Pending, and
+    // `pastBackoffLimitOnFailure` counts the init container's restarts as any container's.
+    let mut waiting = job(1, 1, Some(2), false);
+    if let Some(template) = waiting.spec.as_mut().map(|s| &mut s.template) {
+        template.metadata = Some(ObjectMeta {
+            annotations: Some([(kubelet::FAIL_INIT_ANNOTATION.to_owned(), "wait-db".to_owned())].into()),
+            ..ObjectMeta::default()
+        });
+        if let Some(spec) = template.spec.as_mut() {
+            spec.restart_policy = Some("OnFailure".to_owned());
+            spec.termination_grace_period_seconds = Some(1);
+            spec.init_containers = Some(vec![Container {
+                name: "wait-db".to_owned(),
+                image: Some("busybox".to_owned()),
+                ..Container::default()
+            }]);
+        }
+    }
+    let world =
+        world(waiting).property(FnProperty::at_end("failed by the init container's restarts", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let found = outcome(snap);
+            let want = Some((
+                vec![
+                    ("FailureTarget".to_owned(), "True".to_owned(), "BackoffLimitExceeded".to_owned()),
+                    ("Failed".to_owned(), "True".to_owned(), "BackoffLimitExceeded".to_owned()),
+                ],
+                (Some(0), Some(0), Some(1)),
+            ));
+            if found == want { Ok(()) } else { Err(format!("{found:?}")) }
+        }));
+    let report = sweep(&SweepConfig::new("builtins-job-init-backoff").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}
+
+#[test]
 fn a_job_whose_pods_restart_on_failure_gives_up_once_their_restarts_reach_backoff_limit() {
     // `restartPolicy: OnFailure`: the failing container is restarted in place (at once, then after
     // 10 s and 20 s), so no Pod fails; upstream's `pastBackoffLimitOnFailure` fails the Job once

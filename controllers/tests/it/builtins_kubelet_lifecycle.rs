@@ -729,3 +729,64 @@ fn a_debugging_container_added_to_a_running_pod_runs_beside_its_containers() {
     });
     report.assert_all_passed();
 }
+
+fn failing_init(name: &str, restart_policy: &str) -> Pod {
+    let mut pod =
+        pod(name, PodSpec { restart_policy: Some(restart_policy.to_owned()), ..spec_with_init_containers() });
+    pod.metadata.annotations = Some(BTreeMap::from([
+        (kubelet::FAIL_INIT_ANNOTATION.to_owned(), "migrate".to_owned()),
+        (kubelet::EXIT_CODE_ANNOTATION.to_owned(), "3".to_owned()),
+    ]));
+    pod
+}
+
+fn init_status<'a>(pod: &'a Pod, name: &str) -> Option<&'a ContainerStatus> {
+    pod.status.as_ref()?.init_container_statuses.as_ref()?.iter().find(|c| c.name == name)
+}
+
+#[test]
+fn a_failing_init_container_fails_the_pod_or_crash_loops_and_its_containers_never_start() {
+    let world = builtins::kubelet(Sim::builder().scenario("builtins-kubelet-init-failure")).workload(
+        |w| async move {
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            w.apply(&pods, &failing_init("once", "Never")).await?;
+            w.apply(&pods, &failing_init("again", "Always")).await?;
+            // `Never`: Init:Error, the Pod Failed, `app` never created.
+            let failed = |p: Option<&Pod>| {
+                p.is_some_and(|p| {
+                    let migrate =
+                        init_status(p, "migrate").and_then(|s| s.state.as_ref()?.terminated.clone());
+                    pod_state::phase(p) == "Failed"
+                        && migrate.is_some_and(|t| t.exit_code == 3 && t.reason.as_deref() == Some("Error"))
+                        && completed(init_status(p, "setup"))
+                        && waiting_reason(status_of(p, "app")).as_deref() == Some("PodInitializing")
+                })
+            };
+            w.wait_for(&pods, "once", failed, WAIT).await?;
+            // `Always`: Init:CrashLoopBackOff, restarted with back-off, the Pod Pending.
+            let looping = |p: Option<&Pod>| {
+                p.is_some_and(|p| {
+                    let migrate = init_status(p, "migrate");
+                    pod_state::phase(p) == "Pending"
+                        && waiting_reason(migrate).as_deref() == Some("CrashLoopBackOff")
+                        && migrate.is_some_and(|s| s.restart_count >= 3)
+                        && waiting_reason(status_of(p, "app")).as_deref() == Some("PodInitializing")
+                        && condition_view(p, "Initialized").is_some_and(|c| {
+                            c.0 == "False"
+                                && c.2.as_deref() == Some("containers with incomplete status: [migrate]")
+                        })
+                })
+            };
+            w.wait_for(&pods, "again", looping, WAIT).await?;
+            // Its cause fixed, it completes at its next restart and the Pod runs.
+            let fixed =
+                serde_json::json!({"metadata": {"annotations": {kubelet::FAIL_INIT_ANNOTATION: null}}});
+            w.patch(&pods, "again", &Patch::Merge(fixed)).await?;
+            w.wait_for(&pods, "again", |p| p.is_some_and(pod_state::is_running_and_ready), WAIT * 2).await
+        },
+    );
+    let report = sweep(&SweepConfig::new("builtins-kubelet-init-failure").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}
