@@ -543,7 +543,7 @@ fn container_status(
             before.cloned().unwrap_or(base)
         }
         Run::Exited(exit_code, reason) => {
-            let id = container_id(uid, &c.name, 0);
+            let id = container_id(uid, &c.name, before.map_or(0, |b| b.restart_count));
             let terminated = ContainerStateTerminated {
                 exit_code,
                 reason: Some(reason.to_owned()),
@@ -557,6 +557,9 @@ fn container_status(
                 // reads).
                 ready: init && !is_sidecar(c) && exit_code == 0,
                 started: Some(false),
+                // One that crash-looped before keeps its restarts and its last failed run.
+                restart_count: before.map_or(0, |b| b.restart_count),
+                last_state: before.and_then(|b| b.last_state.clone()),
                 container_id: Some(id),
                 state: Some(ContainerState { terminated: Some(terminated), ..ContainerState::default() }),
                 ..base

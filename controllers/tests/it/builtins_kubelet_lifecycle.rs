@@ -782,7 +782,16 @@ fn a_failing_init_container_fails_the_pod_or_crash_loops_and_its_containers_neve
             let fixed =
                 serde_json::json!({"metadata": {"annotations": {kubelet::FAIL_INIT_ANNOTATION: null}}});
             w.patch(&pods, "again", &Patch::Merge(fixed)).await?;
-            w.wait_for(&pods, "again", |p| p.is_some_and(pod_state::is_running_and_ready), WAIT * 2).await
+            // It keeps the restarts it made, as `kubectl get pods` counts them.
+            let recovered = |p: Option<&Pod>| {
+                p.is_some_and(|p| {
+                    let migrate = init_status(p, "migrate");
+                    pod_state::is_running_and_ready(p)
+                        && completed(migrate)
+                        && migrate.is_some_and(|s| s.restart_count >= 3 && s.last_state.is_some())
+                })
+            };
+            w.wait_for(&pods, "again", recovered, WAIT * 2).await
         },
     );
     let report = sweep(&SweepConfig::new("builtins-kubelet-init-failure").seeds(SEEDS), |seed, options| {
