@@ -500,11 +500,20 @@ fn host_ports(spec: &Map<String, Value>) -> Option<Violation> {
     )
 }
 
-fn privileged(spec: &Map<String, Value>) -> Option<Violation> {
-    let bad: Vec<&str> = containers(spec)
-        .filter(|c| flag(security_context(c).and_then(|sc| sc.get("privileged"))) == Some(true))
+/// The names of the containers whose `securityContext.<key>` (absent: `None`) `forbidden` refuses.
+fn containers_flagged<'s>(
+    spec: &'s Map<String, Value>,
+    key: &str,
+    forbidden: impl Fn(Option<bool>) -> bool,
+) -> Vec<&'s str> {
+    containers(spec)
+        .filter(|c| forbidden(flag(security_context(c).and_then(|sc| sc.get(key)))))
         .map(name_of)
-        .collect();
+        .collect()
+}
+
+fn privileged(spec: &Map<String, Value>) -> Option<Violation> {
+    let bad = containers_flagged(spec, "privileged", |set| set == Some(true));
     if bad.is_empty() {
         return None;
     }
@@ -714,12 +723,7 @@ fn windows_host_process(spec: &Map<String, Value>) -> Option<Violation> {
 }
 
 fn allow_privilege_escalation(spec: &Map<String, Value>) -> Option<Violation> {
-    let bad: Vec<&str> = containers(spec)
-        .filter(|c| {
-            flag(security_context(c).and_then(|sc| sc.get("allowPrivilegeEscalation"))) != Some(false)
-        })
-        .map(name_of)
-        .collect();
+    let bad = containers_flagged(spec, "allowPrivilegeEscalation", |set| set != Some(false));
     if bad.is_empty() {
         return None;
     }
