@@ -23,26 +23,28 @@
 //! - Replenishment (upstream's `QuotaMonitor`): a Pod deleted or turning terminal (`Succeeded`,
 //!   `Failed`), a Service deleted or changing type, a claim, ConfigMap or Secret deleted, each
 //!   syncs the quotas of its namespace that limit what it counted, so a freed slot is usable
-//!   again at once.
+//!   again at once; so does the deletion of an object of any other kind a quota counts
+//!   (`count/deployments.apps`, `count/widgets.example.com`), watched from the first sync of a
+//!   quota that counts it.
 //!
-//! Where it differs: the object counts of resources other than Pods, Services, claims,
-//! ConfigMaps and Secrets are listed at each sync instead of watched, so their deletions are seen
-//! at the next [`RESYNC`] (or the next sync for another reason), not at once. A Pod whose
+//! Where it differs: the object counts of resources other than Pods, Services and claims are
+//! listed through the API at each sync (upstream reads its monitors' caches). A Pod whose
 //! deletion's grace period ends stops counting at the next sync, as upstream (nothing watches a
 //! grace period).
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, ResourceQuota, Secret, Service};
-use kube_core::DynamicObject;
+use kube_core::{ApiResource, DynamicObject};
 use model_apiserver::quota::{self, Evaluator, ResourceList};
 use serde::Serialize;
 use sim::api::{Api, ListParams, PostParams, ResourceExt};
 use sim::runtime::controller::Action;
 use sim::runtime::reflector::{ObjectRef, Store};
-use sim::runtime::{Controller, watcher};
+use sim::runtime::{Controller, WatchStreamExt, watcher};
 use sim::{Clients, SimBuilder};
 
 use super::changes::{self, Change};
@@ -68,6 +70,12 @@ pub struct Context {
     pods: Store<Pod>,
     services: Store<Service>,
     claims: Store<PersistentVolumeClaim>,
+    quotas: Store<ResourceQuota>,
+    requests: Requests,
+    /// The (group, resource) of the object counts whose deletions are watched
+    /// ([`monitor_deletions`]); ConfigMaps and Secrets from the start, the others from the
+    /// first sync of a quota that counts them.
+    monitored: std::sync::Mutex<BTreeSet<(String, String)>>,
 }
 
 type Requests = futures::channel::mpsc::UnboundedSender<ObjectRef<ResourceQuota>>;
@@ -135,7 +143,16 @@ pub async fn run(clients: Clients) {
     {
         return;
     }
-    let ctx = Arc::new(Context { client, pods, services, claims });
+    let monitored = [("", "configmaps"), ("", "secrets")].map(|(g, p)| (g.to_owned(), p.to_owned()));
+    let ctx = Arc::new(Context {
+        client,
+        pods,
+        services,
+        claims,
+        quotas: quotas.clone(),
+        requests,
+        monitored: std::sync::Mutex::new(BTreeSet::from(monitored)),
+    });
     Controller::for_shared_stream(futures::stream::empty(), quotas)
         .reconcile_on(futures::stream::once(futures::future::ready(first)).chain(requested))
         .run_limited_by(RateLimiter::default(), reconcile, ctx)
@@ -224,21 +241,74 @@ fn cached_in<K: Serialize + kube_core::Resource>(
         .collect()
 }
 
-/// The objects of a counted resource in `namespace`, listed through the API; `None` if the
-/// cluster does not serve it.
+/// The objects of a counted resource in `namespace`, listed through the API, and its API
+/// resource; `None` if the cluster does not serve it.
 async fn listed_in(
     client: &sim::Client,
     group: &str,
     plural: &str,
     namespace: &str,
-) -> Result<Option<Vec<DynamicObject>>, Error> {
+) -> Result<Option<(ApiResource, Vec<DynamicObject>)>, Error> {
     let Ok(served) = sim::discovery::group(client, group).await else { return Ok(None) };
     let Some((resource, _)) = served.recommended_resources().into_iter().find(|(r, _)| r.plural == plural)
     else {
         return Ok(None);
     };
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource);
-    Ok(Some(api.list(&ListParams::default()).await?.items))
+    let objects = api.list(&ListParams::default()).await?.items;
+    Ok(Some((resource, objects)))
+}
+
+/// Watch the deletions of `resource`, counted as `evaluator` counts it, once (upstream's
+/// `QuotaMonitor` watches every resource a quota counts): each syncs the quotas of its namespace
+/// that count it, so that a deleted object's slot is usable again at once, not at the next
+/// [`RESYNC`]. A deletion the watch missed (a relist) is found by what the list no longer holds,
+/// as an informer's `DeletedFinalStateUnknown`.
+fn monitor_deletions(ctx: &Context, resource: &ApiResource, evaluator: &Evaluator) {
+    let (group, plural) = evaluator.group_resource();
+    let key = (group.to_owned(), plural.to_owned());
+    {
+        let mut monitored = ctx.monitored.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !monitored.insert(key) {
+            return;
+        }
+    }
+    let api: Api<DynamicObject> = Api::all_with(ctx.client.clone(), resource);
+    let mut stream = Box::pin(watcher::watcher(api, watcher::Config::default()).default_backoff());
+    let (quotas, requests, evaluator) = (ctx.quotas.clone(), ctx.requests.clone(), evaluator.clone());
+    let task = async move {
+        let key_of = |o: &DynamicObject| (o.metadata.namespace.clone(), o.metadata.name.clone());
+        let mut known = BTreeSet::new();
+        let mut listed: Option<BTreeSet<_>> = None;
+        // The watcher never ends: this task lives as long as the controller's node.
+        while let Some(item) = stream.next().await {
+            let Ok(event) = item else { continue };
+            match event {
+                watcher::Event::Apply(object) => {
+                    known.insert(key_of(&object));
+                }
+                watcher::Event::Delete(object) => {
+                    known.remove(&key_of(&object));
+                    replenish(&quotas, &requests, object.metadata.namespace.clone(), &evaluator);
+                }
+                watcher::Event::Init => listed = Some(BTreeSet::new()),
+                watcher::Event::InitApply(object) => {
+                    if let Some(listed) = listed.as_mut() {
+                        listed.insert(key_of(&object));
+                    }
+                }
+                watcher::Event::InitDone => {
+                    if let Some(listed) = listed.take() {
+                        for (namespace, _) in known.difference(&listed) {
+                            replenish(&quotas, &requests, namespace.clone(), &evaluator);
+                        }
+                        known = listed;
+                    }
+                }
+            }
+        }
+    };
+    madsim::task::spawn_local(task);
 }
 
 /// Sync one quota (upstream's `syncResourceQuota`).
@@ -263,7 +333,10 @@ pub async fn reconcile(quota: Arc<ResourceQuota>, ctx: Arc<Context>) -> Result<A
             Evaluator::Claims => cached_in(&ctx.claims, &namespace)?,
             Evaluator::Count { group, plural } => {
                 match listed_in(&ctx.client, group, plural, &namespace).await? {
-                    Some(objects) => objects,
+                    Some((resource, objects)) => {
+                        monitor_deletions(&ctx, &resource, &evaluator);
+                        objects
+                    }
                     None => continue,
                 }
             }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::builtins_deployment::failed_step;
 use crate::builtins_replicaset::replica_set;
 use controllers::builtins::{self, pod_state, replicaset, resource_quota};
-use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{
     ConfigMap, Container, Event, Pod, PodSpec, ResourceQuota, ResourceQuotaSpec,
 };
@@ -86,6 +86,33 @@ fn a_quota_gets_its_usage_from_the_namespace_and_admission_holds_creates_to_it()
             w.apply(&maps, &config_map("d")).await.map(|_| ())
         });
     sweep_passes("builtins-quota-objects", &world, SEEDS);
+}
+
+#[test]
+fn a_deleted_object_of_any_counted_kind_frees_its_share_at_once() {
+    // `count/deployments.apps`: upstream's quota monitor watches every kind a quota counts, so
+    // a deleted Deployment's slot is usable again within seconds, not at the 5-minute resync.
+    let world = resource_quota::resource_quota_controller(Sim::builder().scenario("builtins-quota-monitor"))
+        .workload(|w| async move {
+            let quotas: Api<ResourceQuota> = Api::namespaced(w.client(), "default");
+            let deployments: Api<Deployment> = Api::namespaced(w.client(), "default");
+            w.apply(&quotas, &quota(&[("count/deployments.apps", "1")])).await?;
+            w.wait_for(&quotas, "quota", used_is(&[("count/deployments.apps", "0")]), WAIT).await?;
+            w.apply(&deployments, &crate::builtins_deployment::web("nginx:1", None)).await?;
+            let mut second = crate::builtins_deployment::web("nginx:1", None);
+            second.metadata.name = Some("second".to_owned());
+            match deployments.create(&PostParams::default(), &second).await {
+                Err(sim::Error::Api(status)) if status.code == 403 => {}
+                other => return Err(failed_step("create past the quota", format!("{other:?}"))),
+            }
+            deployments
+                .delete("web", &DeleteParams::default())
+                .await
+                .map_err(|e| failed_step("delete", e.to_string()))?;
+            w.wait_for(&quotas, "quota", used_is(&[("count/deployments.apps", "0")]), WAIT).await?;
+            w.apply(&deployments, &second).await.map(|_| ())
+        });
+    sweep_passes("builtins-quota-monitor", &world, SEEDS);
 }
 
 fn refused_by_quota(rs: Option<&ReplicaSet>) -> bool {
