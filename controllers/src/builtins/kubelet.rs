@@ -1043,7 +1043,7 @@ fn failing_init(pod: &Pod) -> Option<&str> {
 /// Init container `k` of `pod`, which runs, is the one that fails ([`FAIL_INIT_ANNOTATION`]):
 /// after the run delay it exits; with `restartPolicy: Never` that fails the Pod, otherwise the
 /// kubelet restarts it as it restarts any failing container (at once, then after its back-off,
-/// each restart a `BackOff` event), and it fails again at once. Each restart comes back as an idle
+/// each restart a `BackOff` event), and it fails again after [`kubelet_status::CRASH_RUN`]. Each restart comes back as an idle
 /// requeue ([`Action::requeue_idle`]), as a crash-looping container's does.
 async fn fail_init_container(api: &Api<Pod>, pod: &Pod, k: usize, ctx: &Context) -> Result<Action, Error> {
     let name = kubelet_status::init_containers(pod).get(k).map(|c| c.name.clone()).unwrap_or_default();
@@ -1052,23 +1052,30 @@ async fn fail_init_container(api: &Api<Pod>, pod: &Pod, k: usize, ctx: &Context)
             && !pod_state::is_finished(known)
             && kubelet_status::stage(known) == Stage::Initializing(k)
     };
-    let until_next_restart = |pod: &Pod| match kubelet_status::next_restart(pod) {
+    let until_next_restart = |pod: &Pod| match kubelet_status::next_crash_step(pod) {
         Some(due) => {
             let left = Duration::try_from(due.duration_since(sim::time::now())).unwrap_or_default();
             Action::requeue_idle(left.max(Duration::from_millis(1)))
         }
         None => Action::await_change(),
     };
-    if kubelet_status::next_restart(pod).is_some() {
-        // Crash-looping already: restart it once its back-off has ended.
-        if kubelet_status::next_restart(pod).is_some_and(|due| due > sim::time::now()) {
+    if kubelet_status::next_crash_step(pod).is_some() {
+        // Crash-looping already: restart it once its back-off has ended, and let a restarted
+        // run exit once it has run.
+        if kubelet_status::next_crash_step(pod).is_some_and(|due| due > sim::time::now()) {
             return Ok(until_next_restart(pod));
         }
         let restart = |known: &Pod| kubelet_status::restarted(known, sim::time::now());
         let Some(written) = write_status_with(api, pod, still, restart).await? else {
             return Ok(Action::await_change());
         };
-        publish_back_off(ctx, &written, &name, true).await;
+        let restarts = |p: &Pod| {
+            let statuses = p.status.as_ref().and_then(|s| s.init_container_statuses.as_deref());
+            statuses.and_then(|s| s.get(k)).map_or(0, |s| s.restart_count)
+        };
+        if restarts(&written) > restarts(pod) {
+            publish_back_off(ctx, &written, &name, true).await;
+        }
         return Ok(until_next_restart(&written));
     }
     madsim::time::sleep(run_time(pod)).await;
@@ -1162,14 +1169,14 @@ async fn keep_running(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action
     }
 }
 
-/// A crash-looping Pod: restart each container whose back-off has ended (it fails again at once:
-/// one restart more, the back-off doubled, a `BackOff` event), then come back when the next
-/// back-off ends. That comes back as an idle requeue ([`Action::requeue_idle`]): a crash loop
+/// A crash-looping Pod: restart each container whose back-off has ended (one restart more, a
+/// `BackOff` event, running for [`kubelet_status::CRASH_RUN`]) and let each restarted one that
+/// has run exit again (its back-off doubled), then come back at the next of those steps. That comes back as an idle requeue ([`Action::requeue_idle`]): a crash loop
 /// never ends, and the liveness phase must not wait for it, yet while a workload waits (for a
 /// Job to give up on its restarts) the restarts go on.
 async fn restart_crashed(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action, Error> {
     let mut current = Cow::Borrowed(pod);
-    if kubelet_status::next_restart(pod).is_some_and(|due| due <= sim::time::now()) {
+    if kubelet_status::next_crash_step(pod).is_some_and(|due| due <= sim::time::now()) {
         let still = |known: &Pod| {
             !pod_state::is_terminating(known)
                 && !pod_state::is_finished(known)
@@ -1191,7 +1198,7 @@ async fn restart_crashed(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Act
         }
         current = Cow::Owned(written);
     }
-    Ok(match kubelet_status::next_restart(&current) {
+    Ok(match kubelet_status::next_crash_step(&current) {
         Some(due) => {
             let left = Duration::try_from(due.duration_since(sim::time::now())).unwrap_or_default();
             Action::requeue_idle(left.max(Duration::from_millis(1)))

@@ -14,8 +14,9 @@
 //!   ([`crash_loop_backoff`]). Between restarts the container waits in `CrashLoopBackOff` with
 //!   the kubelet's message (`back-off 20s restarting failed container=app
 //!   pod=web-0_ns(<uid>)`), its `restartCount` the restarts so far and its `lastState` the run
-//!   that just ended ([`restarted`], [`next_restart`]). kube-sim's failing containers fail at
-//!   once, so a restart is one status write: no `running` state is reported in between.
+//!   that just ended ([`restarted`], [`next_restart`]). A restarted container runs for
+//!   [`CRASH_RUN`] (one restart more, `running`, and ready if no probe holds it, as a failing
+//!   process is until it exits) before it exits again and backs off once more.
 //!
 //! The conditions are derived from the container statuses, as upstream's: `Initialized` once
 //! every regular init container completed and every sidecar started; `ContainersReady` once every
@@ -506,7 +507,7 @@ fn container_status(
     };
     match run {
         // A crash-looping init container stays so between its restarts ([`init_crashed`]).
-        Run::Running if init && before.is_some_and(|b| backing_off(b).is_some()) => {
+        Run::Running if init && before.is_some_and(|b| backing_off(b).is_some() || exits_at(b).is_some()) => {
             before.cloned().unwrap_or(base)
         }
         Run::Waiting(reason) => {
@@ -566,7 +567,7 @@ fn container_status(
             }
         }
         // Backing off already: it stays so until its restart ([`restarted`]).
-        Run::CrashLoop(_) if before.is_some_and(|b| backing_off(b).is_some()) => {
+        Run::CrashLoop(_) if before.is_some_and(|b| backing_off(b).is_some() || exits_at(b).is_some()) => {
             before.cloned().unwrap_or(base)
         }
         Run::CrashLoop(exit_code) => {
@@ -708,30 +709,112 @@ pub fn next_restart(pod: &Pod) -> Option<Timestamp> {
     statuses.filter_map(backing_off).min()
 }
 
+/// How long a restarted failing container runs before it exits again.
+pub const CRASH_RUN: Duration = Duration::from_secs(1);
+
+/// When a restarted failing container that runs exits again ([`CRASH_RUN`] after it started);
+/// `None` for a container not in that state (its first run is the kubelet-lite's start, not a
+/// restart).
+fn exits_at(status: &ContainerStatus) -> Option<Timestamp> {
+    if status.restart_count == 0 {
+        return None;
+    }
+    let since = running_since(status)?;
+    since.checked_add(SignedDuration::try_from(CRASH_RUN).ok()?).ok()
+}
+
+/// When the kubelet next moves one of `pod`'s crash-looping containers on: a restart at the end
+/// of its back-off, or the exit of a restarted one.
+pub fn next_crash_step(pod: &Pod) -> Option<Timestamp> {
+    let status = pod.status.as_ref()?;
+    let statuses =
+        status.init_container_statuses.iter().flatten().chain(status.container_statuses.iter().flatten());
+    statuses.filter_map(|s| backing_off(s).or_else(|| exits_at(s))).min()
+}
+
+/// A crash-looping container restarted at `now` by the kubelet: running, one restart more, its
+/// last state still the run before; started unless a startup probe must pass first, and ready
+/// if nothing holds it unready (a readiness or startup probe, the unready annotation, or being
+/// a regular init container), as a failing process that has not exited yet is on a node.
+fn rerun(pod: &Pod, s: &ContainerStatus, init: bool, now: Timestamp) -> ContainerStatus {
+    let uid = pod.metadata.uid.as_deref().unwrap_or_default();
+    let list = if init { init_containers(pod) } else { containers(pod) };
+    let spec = list.iter().find(|c| c.name == s.name);
+    let startup = spec.is_some_and(|c| c.startup_probe.is_some());
+    let readiness = spec.is_some_and(|c| c.readiness_probe.is_some());
+    let unready = pod.annotations().get(UNREADY_ANNOTATION).is_some_and(|v| v == "true");
+    let may_be_ready = if init { spec.is_some_and(is_sidecar) } else { !unready };
+    let restarts = s.restart_count.saturating_add(1);
+    ContainerStatus {
+        restart_count: restarts,
+        ready: may_be_ready && !startup && !readiness,
+        started: Some(!startup),
+        container_id: Some(container_id(uid, &s.name, restarts)),
+        state: Some(ContainerState {
+            running: Some(ContainerStateRunning { started_at: Some(Time(now)) }),
+            ..ContainerState::default()
+        }),
+        ..s.clone()
+    }
+}
+
+/// A restarted failing container that exited at `now` with its last exit code: waiting in
+/// `CrashLoopBackOff` with the back-off its restart count gives, its last state this run.
+fn exited(pod: &Pod, s: &ContainerStatus, now: Timestamp) -> ContainerStatus {
+    let exit_code = s.last_state.as_ref().and_then(|l| l.terminated.as_ref()).map_or(1, |t| t.exit_code);
+    let last = ContainerStateTerminated {
+        exit_code,
+        reason: Some("Error".to_owned()),
+        started_at: running_since(s).map(Time),
+        finished_at: Some(Time(now)),
+        container_id: s.container_id.clone(),
+        ..ContainerStateTerminated::default()
+    };
+    let message = format!(
+        "back-off {} restarting failed container={} pod={}",
+        go_duration(crash_loop_backoff(s.restart_count)),
+        s.name,
+        pod_description(pod)
+    );
+    ContainerStatus {
+        ready: false,
+        started: Some(false),
+        last_state: Some(ContainerState { terminated: Some(last), ..ContainerState::default() }),
+        state: Some(waiting(CRASH_LOOP_BACK_OFF, Some(&message))),
+        ..s.clone()
+    }
+}
+
 /// The status of `current` once each crash-looping container whose back-off has ended by `now`
-/// was restarted and (kube-sim's failing containers fail at once) exited again: its restart
-/// count one higher, its last run the one that just ended, its back-off doubled. The Pod stays
-/// `Running` and not ready, its conditions as they were.
+/// was restarted (running again, one restart more: [`rerun`]) and each restarted one whose run
+/// has ended exited again (back in `CrashLoopBackOff`, its back-off doubled: [`exited`]); the
+/// Pod's conditions follow (a container without probes is ready while it runs).
 pub fn restarted(current: &Pod, now: Timestamp) -> PodStatus {
     let old = current.status.clone().unwrap_or_default();
-    let restart = |statuses: &Option<Vec<ContainerStatus>>| {
+    let step = |statuses: &Option<Vec<ContainerStatus>>, init: bool| {
         statuses.as_ref().map(|statuses| {
             statuses
                 .iter()
-                .map(|s| match backing_off(s) {
-                    Some(due) if due <= now => {
-                        let last = s.last_state.as_ref().and_then(|l| l.terminated.as_ref());
-                        let exit_code = last.map_or(1, |t| t.exit_code);
-                        crashed(current, s.clone(), s.restart_count.saturating_add(1), exit_code, now)
-                    }
+                .map(|s| match (exits_at(s), backing_off(s)) {
+                    (Some(exit), _) if exit <= now => exited(current, s, now),
+                    (_, Some(due)) if due <= now => rerun(current, s, init, now),
                     _ => s.clone(),
                 })
-                .collect()
+                .collect::<Vec<_>>()
         })
     };
-    let init_container_statuses = restart(&old.init_container_statuses);
-    let container_statuses = restart(&old.container_statuses);
-    PodStatus { init_container_statuses, container_statuses, ..old }
+    let init_container_statuses = step(&old.init_container_statuses, true);
+    let container_statuses = step(&old.container_statuses, false);
+    let phase = old.phase.clone().unwrap_or_else(|| pod_state::PHASE_PENDING.to_owned());
+    let conditions = conditions(
+        current,
+        &phase,
+        true,
+        init_container_statuses.as_deref().unwrap_or_default(),
+        container_statuses.as_deref().unwrap_or_default(),
+        now,
+    );
+    PodStatus { init_container_statuses, container_statuses, conditions: Some(conditions), ..old }
 }
 
 /// The status of `current` when its init container `k` (which runs: `stage` is

@@ -559,10 +559,13 @@ fn a_rollout_whose_pods_never_become_ready_exceeds_its_progress_deadline() {
         d.spec.progress_deadline_seconds = Some(30);
         w.apply(&deployments, &d).await?;
         w.wait_for(&deployments, "web", rolled_out, WAIT).await?;
-        // A template whose containers crash: its pods never become ready.
-        let broken = serde_json::json!({ "spec": { "template": { "metadata": { "annotations": {
-            builtins::kubelet::FAIL_ANNOTATION: "true" } } } } });
-        w.patch(&deployments, "web", &Patch::Merge(broken)).await?;
+        // A template whose containers crash and have a readiness probe: its pods never become
+        // ready (without a probe, a restarted container is ready for the moment it runs, as on a
+        // node, and the rollout would go on in those moments).
+        let broken = serde_json::json!({ "spec": { "template": {
+            "metadata": { "annotations": { builtins::kubelet::FAIL_ANNOTATION: "true" } },
+            "spec": { "containers": [{ "name": "web", "readinessProbe": { "tcpSocket": { "port": 80 } } }] } } } });
+        w.patch(&deployments, "web", &Patch::Strategic(broken)).await?;
         let exceeded = |d: Option<&Deployment>| {
             d.and_then(progressing_reason).as_deref() == Some(deployment::TIMED_OUT_REASON)
         };
@@ -866,6 +869,16 @@ fn a_stuck_rollout_with_the_default_progress_deadline_is_marked_exceeded_before_
             let mut d = web("nginx:1", None);
             d.spec.template.metadata.get_or_insert_default().annotations =
                 Some([(builtins::kubelet::FAIL_ANNOTATION.to_owned(), "true".to_owned())].into());
+            // A readiness probe: a restarted container without one is ready while it runs.
+            if let Some(container) = d.spec.template.spec.as_mut().and_then(|s| s.containers.first_mut()) {
+                container.readiness_probe = Some(k8s_openapi::api::core::v1::Probe {
+                    tcp_socket: Some(k8s_openapi::api::core::v1::TCPSocketAction {
+                        port: k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(80),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                });
+            }
             w.apply(&deployments, &d).await?;
             w.sleep(Duration::from_secs(5)).await;
             Ok(())

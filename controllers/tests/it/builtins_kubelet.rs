@@ -314,3 +314,43 @@ fn a_liveness_failure_while_a_pod_waits_out_a_grace_period_longer_than_the_wait_
         "{reason}"
     );
 }
+
+#[test]
+fn a_restarted_crash_looping_container_runs_for_a_moment_before_it_fails_again() {
+    // On a node the restarted process runs until it exits: `kubectl get pods` shows Running (and
+    // the Pod Ready, without a readiness probe) between the CrashLoopBackOffs, which a
+    // controller that takes a running Pod for a healthy one must not be fooled by.
+    let world = builtins::kubelet(Sim::builder().scenario("builtins-kubelet-crashloop-runs")).workload(
+        |w| async move {
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            w.apply(&pods, &pod("app", "Always", true, 1)).await?;
+            let status = |p: &Pod| p.status.as_ref()?.container_statuses.as_ref()?.first().cloned();
+            let running_again = |p: Option<&Pod>| {
+                p.and_then(status).is_some_and(|s| {
+                    s.restart_count == 2
+                        && s.state.as_ref().is_some_and(|st| st.running.is_some())
+                        && s.last_state
+                            .as_ref()
+                            .and_then(|l| l.terminated.as_ref())
+                            .is_some_and(|t| t.exit_code != 0)
+                }) && p.is_some_and(pod_state::is_ready)
+            };
+            w.wait_for(&pods, "app", running_again, WAIT).await?;
+            let backing_off_again = |p: Option<&Pod>| {
+                p.and_then(status).is_some_and(|s| {
+                    s.restart_count == 2
+                        && s.state
+                            .as_ref()
+                            .and_then(|st| st.waiting.as_ref())
+                            .and_then(|w| w.reason.as_deref())
+                            == Some("CrashLoopBackOff")
+                }) && p.is_some_and(|p| !pod_state::is_ready(p))
+            };
+            w.wait_for(&pods, "app", backing_off_again, WAIT).await
+        },
+    );
+    let report = sweep(&SweepConfig::new("builtins-kubelet-crashloop-runs").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}

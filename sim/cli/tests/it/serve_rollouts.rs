@@ -324,8 +324,10 @@ fn a_rollout_whose_pods_never_become_ready_exceeds_its_progress_deadline_and_rol
     let k = Cluster::start();
     k.apply("web.yaml", &deployment(2, "nginx:1", "  progressDeadlineSeconds: 60\n"));
     k.rollout_status(WEB);
-    // The kubelet-lite makes the containers of a Pod with this annotation fail (CrashLoopBackOff).
-    let failing = r#"{"spec":{"template":{"metadata":{"annotations":{"kube-sim.io/fail":"true"}}}}}"#;
+    // The kubelet-lite makes the containers of a Pod with this annotation fail (CrashLoopBackOff);
+    // the readiness probe keeps a restarted one unready for the moment it runs, as on a node.
+    let failing = r#"{"spec":{"template":{"metadata":{"annotations":{"kube-sim.io/fail":"true"}},
+        "spec":{"containers":[{"name":"app","readinessProbe":{"tcpSocket":{"port":80}}}]}}}}"#;
     k.ok(&["patch", WEB, "-p", failing]);
     let status = k.tool("kubectl", &["rollout", "status", WEB, &format!("--timeout={WAIT}")]);
     assert!(!status.status.success(), "{}", String::from_utf8_lossy(&status.stdout));
@@ -499,12 +501,18 @@ fn an_on_delete_statefulset_replaces_a_pod_only_when_it_is_deleted() {
 #[test]
 fn a_parallel_statefulset_creates_every_pod_without_waiting_for_the_previous_to_be_ready() {
     let k = Cluster::start();
-    // Pods that never become ready: OrderedReady would stop at db-0.
+    // Pods that never become ready (crash-looping, with a readiness probe that keeps a restarted
+    // container unready while it runs): OrderedReady would stop at db-0.
     let failing = |policy: &str| {
-        statefulset("postgres:16", &format!("  podManagementPolicy: {policy}\n")).replace(
-            "metadata: {labels: {app: db}}",
-            "metadata: {labels: {app: db}, annotations: {kube-sim.io/fail: 'true'}}",
-        )
+        statefulset("postgres:16", &format!("  podManagementPolicy: {policy}\n"))
+            .replace(
+                "metadata: {labels: {app: db}}",
+                "metadata: {labels: {app: db}, annotations: {kube-sim.io/fail: 'true'}}",
+            )
+            .replace(
+                "containers: [{name: db, image: 'postgres:16'}]",
+                "containers: [{name: db, image: 'postgres:16', readinessProbe: {tcpSocket: {port: 5432}}}]",
+            )
     };
     k.apply("db.yaml", &failing("Parallel"));
     k.eventually(&["get", "pods", "-l", "app=db", "-o=jsonpath={.items[*].metadata.name}"], "db-0 db-1 db-2");
