@@ -401,3 +401,36 @@ fn labels_parse_into_a_policy_with_upstreams_errors() {
     );
     assert!(Policy::of(None).0.fully_privileged());
 }
+
+#[test]
+fn a_debugging_container_in_a_restricted_namespace_must_be_hardened_too() {
+    // `kubectl debug` adds an ephemeral container: an update the plugin evaluates, so a plain
+    // busybox is refused beside a hardened Pod, and `--profile=restricted`'s container passes.
+    let mut w = with_plugins();
+    w.create(
+        &namespaces(),
+        None,
+        namespace("secure", json!({"pod-security.kubernetes.io/enforce": "restricted"})),
+    );
+    w.create(&pods(), Some("secure"), hardened("app"));
+    let debug = |container: Value| {
+        Request::patch(
+            &pods(),
+            Some("secure"),
+            "app",
+            Patch::Strategic(json!({"spec": {"ephemeralContainers": [container]}})),
+            PatchParams::default(),
+        )
+        .with_subresource(model_apiserver::Subresource::EphemeralContainers)
+    };
+    let err = w.handle(debug(json!({"name": "debugger-a", "image": "busybox"}))).unwrap_err();
+    assert_eq!(
+        err.message,
+        r#"pods "app" is forbidden: violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container "debugger-a" must set securityContext.allowPrivilegeEscalation=false), unrestricted capabilities (container "debugger-a" must set securityContext.capabilities.drop=["ALL"])"#
+    );
+    let restricted = json!({"name": "debugger-b", "image": "busybox", "securityContext": {
+        "allowPrivilegeEscalation": false, "capabilities": {"drop": ["ALL"]}, "runAsNonRoot": true,
+        "seccompProfile": {"type": "RuntimeDefault"}}});
+    let answer = w.handle(debug(restricted));
+    assert!(answer.is_ok(), "{answer:?}");
+}
