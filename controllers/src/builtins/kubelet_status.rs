@@ -786,8 +786,8 @@ fn exited(pod: &Pod, s: &ContainerStatus, now: Timestamp) -> ContainerStatus {
 }
 
 /// The status of `current` once each crash-looping container whose back-off has ended by `now`
-/// was restarted (running again, one restart more: [`rerun`]) and each restarted one whose run
-/// has ended exited again (back in `CrashLoopBackOff`, its back-off doubled: [`exited`]); the
+/// was restarted (running again, one restart more) and each restarted one whose run has ended
+/// exited again (back in `CrashLoopBackOff`, its back-off doubled); the
 /// Pod's conditions follow (a container without probes is ready while it runs).
 pub fn restarted(current: &Pod, now: Timestamp) -> PodStatus {
     let old = current.status.clone().unwrap_or_default();
