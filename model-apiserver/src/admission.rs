@@ -287,17 +287,13 @@ impl ApiServer {
             if errors.is_empty() && policy.fully_privileged() {
                 return Ok(());
             }
-            let spec = object.data.get("spec").and_then(serde_json::Value::as_object);
-            let empty = serde_json::Map::new();
-            let pod =
-                PodView { annotations: object.metadata.annotations.as_ref(), spec: spec.unwrap_or(&empty) };
+            let pod = PodView::of(object.metadata.annotations.as_ref(), &object.data);
             if let ("update", Some(old)) = (request.operation, request.old) {
-                let old_spec = old.data.get("spec").and_then(serde_json::Value::as_object).unwrap_or(&empty);
                 let significant = pod_security::significant_pod_update(
                     pod.annotations,
                     pod.spec,
                     old.metadata.annotations.as_ref(),
-                    old_spec,
+                    pod_security::spec_of(&old.data),
                 );
                 if !significant {
                     return Ok(());
@@ -331,9 +327,7 @@ impl ApiServer {
             .get("metadata")
             .and_then(|m| m.get("annotations"))
             .and_then(|a| serde_json::from_value(a.clone()).ok());
-        let empty = serde_json::Map::new();
-        let spec = template.get("spec").and_then(serde_json::Value::as_object).unwrap_or(&empty);
-        pod_security::warn(policy.warn, &PodView { annotations: annotations.as_ref(), spec }, warnings);
+        pod_security::warn(policy.warn, &PodView::of(annotations.as_ref(), template), warnings);
         Ok(())
     }
 
@@ -369,15 +363,9 @@ impl ApiServer {
         {
             return Ok(());
         }
-        let empty = serde_json::Map::new();
         let pods = self.stored_in("", "pods", name);
-        let views: Vec<PodView<'_>> = pods
-            .iter()
-            .map(|p| PodView {
-                annotations: p.metadata.annotations.as_ref(),
-                spec: p.data.get("spec").and_then(serde_json::Value::as_object).unwrap_or(&empty),
-            })
-            .collect();
+        let views: Vec<PodView<'_>> =
+            pods.iter().map(|p| PodView::of(p.metadata.annotations.as_ref(), &p.data)).collect();
         let names: Vec<&str> = pods.iter().map(|p| p.metadata.name.as_deref().unwrap_or_default()).collect();
         warnings.extend(pod_security::existing_pod_warnings(name, new, &views, &names));
         Ok(())

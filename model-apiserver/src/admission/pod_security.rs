@@ -234,6 +234,20 @@ pub struct PodView<'a> {
     pub spec: &'a Map<String, Value>,
 }
 
+impl<'a> PodView<'a> {
+    /// A Pod's (or a template's) view: its annotations and the `spec` of `holder`, its content
+    /// (empty when it has none).
+    pub fn of(annotations: Option<&'a BTreeMap<String, String>>, holder: &'a Value) -> Self {
+        PodView { annotations, spec: spec_of(holder) }
+    }
+}
+
+/// The `spec` object of a Pod's content or a template (an empty one when there is none).
+pub fn spec_of(holder: &Value) -> &Map<String, Value> {
+    static NONE: std::sync::LazyLock<Map<String, Value>> = std::sync::LazyLock::new(Map::new);
+    holder.get("spec").and_then(Value::as_object).unwrap_or(&NONE)
+}
+
 /// The checks `lv` selects, run on `pod`: its violations, in upstream's order (empty when it is
 /// allowed, and always for `privileged`).
 pub fn evaluate(lv: LevelVersion, pod: &PodView<'_>) -> Vec<Violation> {
@@ -338,26 +352,7 @@ fn app_armor_profile(
     annotations: Option<&BTreeMap<String, String>>,
     spec: &Map<String, Value>,
 ) -> Option<Violation> {
-    fn allowed_type(profile: &Map<String, Value>) -> Result<(), String> {
-        match profile.get("type").and_then(Value::as_str).unwrap_or_default() {
-            "RuntimeDefault" | "Localhost" => Ok(()),
-            other => Err(other.to_owned()),
-        }
-    }
-    let mut bad_values = BTreeSet::new();
-    let pod_bad = match pod_security_context(spec).and_then(|sc| object(sc.get("appArmorProfile"))) {
-        Some(profile) => allowed_type(profile).map_err(|t| bad_values.insert(t)).is_err(),
-        None => false,
-    };
-    let mut bad_containers = Vec::new();
-    for c in containers(spec) {
-        if let Some(profile) = security_context(c).and_then(|sc| object(sc.get("appArmorProfile")))
-            && let Err(t) = allowed_type(profile)
-        {
-            bad_containers.push(name_of(c));
-            bad_values.insert(t);
-        }
-    }
+    let (pod_bad, bad_containers, bad_values) = bad_profile_types(spec, "appArmorProfile");
     let mut setters = setters(pod_bad, &bad_containers);
     let mut values: Vec<String> = bad_values.into_iter().collect();
     let forbidden: Vec<String> = annotations
@@ -606,7 +601,29 @@ fn se_linux_options(spec: &Map<String, Value>, v: u64) -> Option<Violation> {
     )
 }
 
-fn valid_seccomp(profile: &Map<String, Value>) -> Result<(), String> {
+/// Whether the pod's `securityContext.<key>` sets a profile type other than `RuntimeDefault` or
+/// `Localhost`, the containers whose own do, and those types (AppArmor's and seccomp's baseline
+/// checks read both profiles alike).
+fn bad_profile_types<'s>(spec: &'s Map<String, Value>, key: &str) -> (bool, Vec<&'s str>, BTreeSet<String>) {
+    let mut bad_values = BTreeSet::new();
+    let pod_bad = match pod_security_context(spec).and_then(|sc| object(sc.get(key))) {
+        Some(profile) => valid_profile_type(profile).map_err(|t| bad_values.insert(t)).is_err(),
+        None => false,
+    };
+    let mut bad_containers = Vec::new();
+    for c in containers(spec) {
+        if let Some(profile) = security_context(c).and_then(|sc| object(sc.get(key)))
+            && let Err(t) = valid_profile_type(profile)
+        {
+            bad_containers.push(name_of(c));
+            bad_values.insert(t);
+        }
+    }
+    (pod_bad, bad_containers, bad_values)
+}
+
+/// A profile whose type is `RuntimeDefault` or `Localhost`, else its type.
+fn valid_profile_type(profile: &Map<String, Value>) -> Result<(), String> {
     match profile.get("type").and_then(Value::as_str).unwrap_or_default() {
         "RuntimeDefault" | "Localhost" => Ok(()),
         other => Err(other.to_owned()),
@@ -644,20 +661,7 @@ fn seccomp_profile_baseline(
             format!("forbidden {} {listed}", pluralize("annotation", "annotations", forbidden.len())),
         );
     }
-    let mut bad_values = BTreeSet::new();
-    let pod_bad = match pod_security_context(spec).and_then(|sc| object(sc.get("seccompProfile"))) {
-        Some(profile) => valid_seccomp(profile).map_err(|t| bad_values.insert(t)).is_err(),
-        None => false,
-    };
-    let mut bad_containers = Vec::new();
-    for c in containers(spec) {
-        if let Some(profile) = security_context(c).and_then(|sc| object(sc.get("seccompProfile")))
-            && let Err(t) = valid_seccomp(profile)
-        {
-            bad_containers.push(name_of(c));
-            bad_values.insert(t);
-        }
-    }
+    let (pod_bad, bad_containers, bad_values) = bad_profile_types(spec, "seccompProfile");
     let setters = setters(pod_bad, &bad_containers);
     if setters.is_empty() {
         return None;
@@ -888,7 +892,7 @@ fn seccomp_profile_restricted(spec: &Map<String, Value>) -> Option<Violation> {
     let mut bad_values = BTreeSet::new();
     let (pod_bad, pod_set) = match pod_security_context(spec).and_then(|sc| object(sc.get("seccompProfile")))
     {
-        Some(profile) => match valid_seccomp(profile) {
+        Some(profile) => match valid_profile_type(profile) {
             Ok(()) => (false, true),
             Err(t) => {
                 bad_values.insert(t);
@@ -902,7 +906,7 @@ fn seccomp_profile_restricted(spec: &Map<String, Value>) -> Option<Violation> {
     for c in containers(spec) {
         match security_context(c).and_then(|sc| object(sc.get("seccompProfile"))) {
             Some(profile) => {
-                if let Err(t) = valid_seccomp(profile) {
+                if let Err(t) = valid_profile_type(profile) {
                     explicitly_bad.push(name_of(c));
                     bad_values.insert(t);
                 }
@@ -956,17 +960,12 @@ pub fn significant_pod_update(
     old_annotations: Option<&BTreeMap<String, String>>,
     old: &Map<String, Value>,
 ) -> bool {
-    let list = |spec: &'_ Map<String, Value>, key: &str| -> Vec<Map<String, Value>> {
-        spec.get(key)
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|c| c.as_object().cloned())
-            .collect()
-    };
-    let annotation = |annotations: Option<&BTreeMap<String, String>>, key: &str| {
-        annotations.and_then(|a| a.get(key)).map(String::as_str).unwrap_or_default().to_owned()
-    };
+    fn list<'s>(spec: &'s Map<String, Value>, key: &str) -> Vec<&'s Map<String, Value>> {
+        spec.get(key).and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_object).collect()
+    }
+    fn annotation<'a>(annotations: Option<&'a BTreeMap<String, String>>, key: &str) -> &'a str {
+        annotations.and_then(|a| a.get(key)).map(String::as_str).unwrap_or_default()
+    }
     let changed = |c: &Map<String, Value>, o: &Map<String, Value>| {
         let key = format!("container.seccomp.security.alpha.kubernetes.io/{}", name_of(c));
         c.get("image") != o.get("image")
