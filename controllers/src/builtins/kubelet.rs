@@ -545,7 +545,12 @@ fn container_reference(
     container: &str,
     init: bool,
 ) -> k8s_openapi::api::core::v1::ObjectReference {
-    let list = if init { "initContainers" } else { "containers" };
+    listed_reference(pod, if init { "initContainers" } else { "containers" }, container)
+}
+
+/// The reference to container `container` of the Pod's `list` (`containers`, `initContainers`,
+/// `ephemeralContainers`): `fieldPath: spec.<list>{<name>}`.
+fn listed_reference(pod: &Pod, list: &str, container: &str) -> k8s_openapi::api::core::v1::ObjectReference {
     k8s_openapi::api::core::v1::ObjectReference {
         field_path: Some(format!("spec.{list}{{{container}}}")),
         ..events::reference(pod)
@@ -559,14 +564,7 @@ async fn publish_ephemeral_started(ctx: &Context, pod: &Pod, before: &BTreeSet<S
     for (name, image) in kubelet_status::ephemeral_containers(pod)
         .filter(|(n, _)| running.contains(*n) && !before.contains(*n))
     {
-        let regarding = k8s_openapi::api::core::v1::ObjectReference {
-            field_path: Some(format!("spec.ephemeralContainers{{{name}}}")),
-            ..events::reference(pod)
-        };
-        let pulled = format!("Container image \"{image}\" already present on machine");
-        events::normal(&ctx.kubelet, &regarding, "Pulled", pulled).await;
-        events::normal(&ctx.kubelet, &regarding, "Created", format!("Created container: {name}")).await;
-        events::normal(&ctx.kubelet, &regarding, "Started", format!("Started container {name}")).await;
+        publish_run(ctx, &listed_reference(pod, "ephemeralContainers", name), name, image).await;
     }
 }
 
@@ -587,14 +585,27 @@ async fn mount_failures(pod: &Pod, ctx: &Context) -> Vec<kubelet_sources::MountF
 /// the Warning `Failed` (`Error: <why>`).
 async fn publish_refused(ctx: &Context, pod: &Pod, container: &Container, init: bool, why: &str) {
     let regarding = container_reference(pod, &container.name, init);
-    events::normal(&ctx.kubelet, &regarding, "Pulled", pulled_message(container)).await;
+    let image = container.image.as_deref().unwrap_or_default();
+    events::normal(&ctx.kubelet, &regarding, "Pulled", pulled_message(image)).await;
     events::warning(&ctx.kubelet, &regarding, "Failed", format!("Error: {why}")).await;
 }
 
 /// The kubelet's `Pulled` message for `container` (its image is always present here).
-fn pulled_message(container: &Container) -> String {
-    let image = container.image.as_deref().unwrap_or_default();
+fn pulled_message(image: &str) -> String {
     format!("Container image \"{image}\" already present on machine")
+}
+
+/// The kubelet's `Pulled`, `Created` and `Started` events of container `name` (of `image`) that
+/// it just started.
+async fn publish_run(
+    ctx: &Context,
+    regarding: &k8s_openapi::api::core::v1::ObjectReference,
+    name: &str,
+    image: &str,
+) {
+    events::normal(&ctx.kubelet, regarding, "Pulled", pulled_message(image)).await;
+    events::normal(&ctx.kubelet, regarding, "Created", format!("Created container: {name}")).await;
+    events::normal(&ctx.kubelet, regarding, "Started", format!("Started container {name}")).await;
 }
 
 /// `Pulled`, `Created` and `Started` for each of `started`, containers of a Pod that just
@@ -603,11 +614,8 @@ fn pulled_message(container: &Container) -> String {
 async fn publish_started(ctx: &Context, pod: &Pod, started: &[Container], init: bool) {
     for container in started {
         let regarding = container_reference(pod, &container.name, init);
-        events::normal(&ctx.kubelet, &regarding, "Pulled", pulled_message(container)).await;
-        events::normal(&ctx.kubelet, &regarding, "Created", format!("Created container: {}", container.name))
-            .await;
-        events::normal(&ctx.kubelet, &regarding, "Started", format!("Started container {}", container.name))
-            .await;
+        let image = container.image.as_deref().unwrap_or_default();
+        publish_run(ctx, &regarding, &container.name, image).await;
         if !init && matches!(outcome(pod), Outcome::CrashLoop(_)) {
             publish_back_off(ctx, pod, &container.name, false).await;
         }
