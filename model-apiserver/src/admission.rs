@@ -158,13 +158,16 @@ impl ApiServer {
             priority::validate_class(request.operation, object, name, &classes)?;
         }
         let plural = request.resource.api.plural.as_str();
+        // A Pod's create and its `/resize` (`SupportsAttributes`: the one subresource it takes).
+        let resize = request.operation == "update" && request.subresource == Some("resize");
         let limited = match plural {
-            "pods" => request.operation == "create",
+            "pods" => request.operation == "create" || resize,
             "persistentvolumeclaims" => matches!(request.operation, "create" | "update"),
             _ => false,
         };
         let deleting = request.old.is_some_and(|o| o.metadata.deletion_timestamp.is_some());
-        if self.config.pod_admission_plugins && limited && is_core(request, plural) && !deleting {
+        let own = is_core(request, plural) || (resize && !request.resource.custom && api.group.is_empty());
+        if self.config.pod_admission_plugins && limited && own && !deleting {
             let namespace = object.metadata.namespace.as_deref().unwrap_or_default();
             let ranges = self.stored_in("", "limitranges", namespace);
             limit_ranger::validate(plural, object, request.old, &ranges).map_err(|why| {

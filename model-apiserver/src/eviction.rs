@@ -132,7 +132,8 @@ impl ApiServer {
             Subresource::Status
             | Subresource::Scale
             | Subresource::Finalize
-            | Subresource::EphemeralContainers => {
+            | Subresource::EphemeralContainers
+            | Subresource::Resize => {
                 check_subresource(t, name, Some(subresource))?;
                 Err(method_not_allowed())
             }

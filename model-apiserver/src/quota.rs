@@ -10,8 +10,10 @@
 //! - Pods: `pods` and the compute resources (`cpu`, `memory`, `ephemeral-storage`, their
 //!   `requests.` and `limits.` forms, `hugepages-*`, `requests.<extended>`) of a Pod that is not
 //!   terminal and not past its deletion's grace period (`QuotaV1Pod`), from `PodRequests` and
-//!   `PodLimits` (containers summed, init containers' peak, sidecars added, `overhead`), and
-//!   `count/pods` for every Pod. Scopes `Terminating`, `NotTerminating`, `BestEffort`,
+//!   `PodLimits` (containers summed, init containers' peak, sidecars added, `overhead`; a
+//!   container being resized in place counts the larger of its spec and what the kubelet reports,
+//!   `UseStatusResources`), and `count/pods` for every Pod; a Pod's `/resize` is charged what it
+//!   adds. Scopes `Terminating`, `NotTerminating`, `BestEffort`,
 //!   `NotBestEffort`, `PriorityClass` (every operator) and `CrossNamespacePodAffinity`.
 //! - Services: `services`, `count/services`, `services.loadbalancers`, `services.nodeports`.
 //! - PersistentVolumeClaims: `persistentvolumeclaims`, `count/persistentvolumeclaims`,
@@ -21,7 +23,7 @@
 //!   resources are not counted (`DefaultIgnoredResources`).
 //!
 //! Not modelled: the `VolumeAttributesClass` scope, a claim's `status.allocatedResources` (the
-//! recovery from a failed expansion), in-place Pod resize.
+//! recovery from a failed expansion).
 
 use std::collections::BTreeMap;
 
@@ -139,11 +141,11 @@ impl Evaluator {
         }
     }
 
-    /// Whether a write can change what this resource counts (`Handles`): a create, and for
-    /// Services and claims an update too; never a subresource's write.
+    /// Whether a write can change what this resource counts (`Handles`): a create, for Services
+    /// and claims an update too, and a Pod's `/resize`; no other subresource's write.
     pub fn handles(&self, operation: &str, subresource: Option<&str>) -> bool {
-        if subresource.is_some() {
-            return false;
+        if let Some(subresource) = subresource {
+            return matches!(self, Evaluator::Pods) && subresource == "resize" && operation == "update";
         }
         match self {
             Evaluator::Services | Evaluator::Claims => matches!(operation, "create" | "update"),
@@ -486,6 +488,45 @@ fn pod_usage(pod: &DynamicObject, now: Timestamp) -> ResourceList {
     add(&usage, &compute_usage(&requests, &limits))
 }
 
+/// Whether the kubelet found a Pod's resize infeasible (`IsPodResizeInfeasible`: its
+/// `PodResizePending` condition's reason is `Infeasible`).
+pub fn resize_infeasible(pod: &Value) -> bool {
+    pod.pointer("/status/conditions").and_then(Value::as_array).into_iter().flatten().any(|c| {
+        c.get("type").and_then(Value::as_str) == Some("PodResizePending")
+            && c.get("reason").and_then(Value::as_str) == Some("Infeasible")
+    })
+}
+
+/// What one container requests or limits (`which`) as the quota and the scheduler count it with
+/// in-place resize (`PodResourcesOptions.UseStatusResources`): once the kubelet reports the
+/// container's `resources`, the larger of the spec's, the reported and (for requests) the
+/// allocated amounts, since a resize down frees nothing before the node has made it; a resize the
+/// kubelet found infeasible counts only what the node holds. `status_key` is the status list the
+/// container's status is in; `None` for a container whose status does not count (an init
+/// container that is not a sidecar).
+fn container_list(pod: &Value, container: &Value, which: &str, status_key: Option<&str>) -> ResourceList {
+    let spec = list_at(container, &format!("/resources/{which}"));
+    let name = container.get("name");
+    let status = status_key.and_then(|key| {
+        pod.pointer(&format!("/status/{key}"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .find(|s| s.get("name") == name)
+    });
+    let Some(reported) = status.and_then(|s| s.get("resources")).filter(|r| r.is_object()) else {
+        return spec;
+    };
+    let mut list = list_at(reported, &format!("/{which}"));
+    if which == "requests" {
+        max_into(&mut list, &list_of(status.and_then(|s| s.get("allocatedResources"))));
+    }
+    if !resize_infeasible(pod) {
+        max_into(&mut list, &spec);
+    }
+    list
+}
+
 /// `QuotaV1Pod`: a Pod counts its compute resources unless it is terminal or its deletion's
 /// grace period has passed.
 fn counts_compute(pod: &DynamicObject, now: Timestamp) -> bool {
@@ -505,9 +546,10 @@ fn counts_compute(pod: &DynamicObject, now: Timestamp) -> bool {
 
 /// `PodRequests` or `PodLimits` (`which` is `requests` or `limits`): the containers' sum, sidecars
 /// (init containers that restart) added to it, the peak of each init container (with the sidecars
-/// started before it) taken if higher, and the Pod's `overhead` (to the limits it has only).
+/// started before it) taken if higher, and the Pod's `overhead` (to the limits it has only); a
+/// container being resized counts as [`container_list`] says.
 fn pod_total(pod: &Value, which: &str) -> ResourceList {
-    let total = containers_total(pod, which);
+    let total = sum_containers(pod, which, true);
     let overhead = list_at(pod, "/spec/overhead");
     if which == "limits" {
         // Only to the limits the Pod has.
@@ -521,15 +563,22 @@ fn pod_total(pod: &Value, which: &str) -> ResourceList {
 /// [`Evaluator::usage`] counts it but without the `overhead`: the LimitRanger's `podRequests` and
 /// `podLimits` for its `Pod` items.
 pub fn containers_total(pod: &Value, which: &str) -> ResourceList {
-    let at = format!("/resources/{which}");
+    sum_containers(pod, which, false)
+}
+
+/// [`containers_total`], counting what the kubelet reports of a resize when `use_status`.
+fn sum_containers(pod: &Value, which: &str, use_status: bool) -> ResourceList {
     let mut total = ResourceList::new();
     for container in containers(pod, "containers") {
-        total = add(&total, &list_at(container, &at));
+        let key = use_status.then_some("containerStatuses");
+        total = add(&total, &container_list(pod, container, which, key));
     }
     let (mut sidecars, mut init_peak) = (ResourceList::new(), ResourceList::new());
     for container in containers(pod, "initContainers") {
-        let own = list_at(container, &at);
-        let during = if container.get("restartPolicy").and_then(Value::as_str) == Some("Always") {
+        let sidecar = container.get("restartPolicy").and_then(Value::as_str) == Some("Always");
+        let key = (use_status && sidecar).then_some("initContainerStatuses");
+        let own = container_list(pod, container, which, key);
+        let during = if sidecar {
             total = add(&total, &own);
             sidecars = add(&sidecars, &own);
             sidecars.clone()

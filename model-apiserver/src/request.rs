@@ -36,6 +36,10 @@ pub enum Subresource {
     /// `spec.ephemeralContainers`, which may only grow, as `kubectl debug` adds a debugging
     /// container to a running Pod.
     EphemeralContainers,
+    /// `/resize` of a Pod (get, update, patch): writes only its containers' `resources` and
+    /// `resizePolicy` (in-place Pod vertical scaling), as a vertical autoscaler or
+    /// `kubectl patch --subresource resize` resizes a running Pod.
+    Resize,
 }
 
 impl Subresource {
@@ -49,6 +53,7 @@ impl Subresource {
             Subresource::Token => "token",
             Subresource::Binding => "binding",
             Subresource::EphemeralContainers => "ephemeralcontainers",
+            Subresource::Resize => "resize",
         }
     }
 }

@@ -533,31 +533,84 @@ fn keep_cluster_ip(old: &DynamicObject, new: &mut DynamicObject) {
     }
 }
 
-/// A Pod's QoS class from its containers' cpu and memory requests and limits: BestEffort with
-/// none, Guaranteed when every container limits both and requests (if given) equal the limits,
-/// Burstable otherwise.
-fn qos_class(data: &Value) -> &'static str {
-    let containers: Vec<&Value> = ["containers", "initContainers"]
+/// A Pod's QoS class (`ComputePodQOS`) from its containers' (and init containers') positive cpu
+/// and memory requests and limits, summed: BestEffort with none, Guaranteed when every container
+/// limits both and the summed requests equal the summed limits, Burstable otherwise.
+pub(crate) fn qos_class(data: &Value) -> &'static str {
+    use crate::quota::{ResourceList, add, list_at};
+    let positive = |list: ResourceList| -> ResourceList {
+        list.into_iter()
+            .filter(|(name, amount)| {
+                matches!(name.as_str(), "cpu" | "memory") && !amount.is_zero() && !amount.is_negative()
+            })
+            .collect()
+    };
+    let (mut requests, mut limits) = (ResourceList::new(), ResourceList::new());
+    let mut guaranteed = true;
+    let containers = ["containers", "initContainers"]
         .iter()
         .filter_map(|l| data.pointer(&format!("/spec/{l}")).and_then(Value::as_array))
-        .flatten()
-        .collect();
-    let resource =
-        |c: &Value, kind: &str, name: &str| c.pointer(&format!("/resources/{kind}/{name}")).cloned();
-    let any = containers.iter().any(|c| {
-        ["requests", "limits"].iter().any(|k| ["cpu", "memory"].iter().any(|r| resource(c, k, r).is_some()))
-    });
-    if !any {
+        .flatten();
+    for c in containers {
+        requests = add(&requests, &positive(list_at(c, "/resources/requests")));
+        let own_limits = positive(list_at(c, "/resources/limits"));
+        guaranteed &= own_limits.contains_key("cpu") && own_limits.contains_key("memory");
+        limits = add(&limits, &own_limits);
+    }
+    if requests.is_empty() && limits.is_empty() {
         return "BestEffort";
     }
-    let guaranteed = containers.iter().all(|c| {
-        ["cpu", "memory"].iter().all(|r| {
-            let limit = resource(c, "limits", r);
-            let request = resource(c, "requests", r);
-            limit.is_some() && (request.is_none() || request == limit)
-        })
-    });
-    if guaranteed { "Guaranteed" } else { "Burstable" }
+    guaranteed &= requests.iter().all(|(name, request)| limits.get(name) == Some(request));
+    if guaranteed && requests.len() == limits.len() { "Guaranteed" } else { "Burstable" }
+}
+
+/// `dropNonResizeUpdates`: a write of a Pod's `/resize` keeps the stored Pod (spec and status)
+/// but for its containers' (and init containers') `resources` and `resizePolicy`, and the stored
+/// labels, annotations, finalizers and owner references (`ResetObjectMetaForStatus`). A list whose
+/// containers were added, removed, renamed or reordered is kept as sent, for validation to refuse.
+pub(crate) fn keep_stored_pod_but_resize(new: &mut DynamicObject, old: &DynamicObject) {
+    let mut lists = Vec::new();
+    for list in ["containers", "initContainers"] {
+        let pointer = format!("/spec/{list}");
+        let sent = new.data.pointer(&pointer).and_then(Value::as_array).cloned().unwrap_or_default();
+        let stored = old.data.pointer(&pointer).and_then(Value::as_array).cloned().unwrap_or_default();
+        let name = |c: &Value| c.get("name").cloned();
+        let aligned = sent.len() == stored.len() && sent.iter().zip(&stored).all(|(a, b)| name(a) == name(b));
+        let merged: Vec<Value> = if aligned {
+            stored
+                .into_iter()
+                .zip(&sent)
+                .map(|(mut kept, sent)| {
+                    if let Some(kept) = kept.as_object_mut() {
+                        for field in ["resources", "resizePolicy"] {
+                            match sent.get(field).filter(|v| !v.is_null()) {
+                                Some(v) => kept.insert(field.to_owned(), v.clone()),
+                                None => kept.remove(field),
+                            };
+                        }
+                    }
+                    kept
+                })
+                .collect()
+        } else {
+            sent
+        };
+        lists.push((list, merged));
+    }
+    new.data = old.data.clone();
+    if let Some(Value::Object(spec)) = new.data.get_mut("spec") {
+        for (list, merged) in lists {
+            if merged.is_empty() {
+                spec.remove(list);
+            } else {
+                spec.insert(list.to_owned(), Value::Array(merged));
+            }
+        }
+    }
+    new.metadata.labels.clone_from(&old.metadata.labels);
+    new.metadata.annotations.clone_from(&old.metadata.annotations);
+    new.metadata.finalizers.clone_from(&old.metadata.finalizers);
+    new.metadata.owner_references.clone_from(&old.metadata.owner_references);
 }
 
 /// A Secret's `stringData` is write-only: its entries are base64-encoded into `data` (winning

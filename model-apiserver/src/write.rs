@@ -390,6 +390,15 @@ impl ApiServer {
             if self.config.builtin_defaults {
                 crate::defaults::apply(&t.ty, &mut new.data);
             }
+        } else if subresource == Some(Subresource::Resize) {
+            // The Pod's resize strategy: the stored Pod but for its containers' `resources` and
+            // `resizePolicy`, its metadata reset as a status write's. The request was defaulted
+            // as it was decoded (requests from limits), so defaults apply first.
+            self.preserve_server_fields(t, old, &mut new, opts.applied)?;
+            if self.config.builtin_defaults {
+                crate::defaults::apply(&t.ty, &mut new.data);
+            }
+            strategy::keep_stored_pod_but_resize(&mut new, old);
         } else {
             self.preserve_server_fields(t, old, &mut new, opts.applied)?;
             strategy::prepare_for_update(t, old, &mut new, self.config.builtin_defaults, ctx.ids, &taken);
@@ -619,6 +628,12 @@ impl ApiServer {
             causes.extend(metadata::validate_no_new_finalizers(&old.metadata, &object.metadata));
             if subresource == Some("ephemeralcontainers") {
                 causes.extend(validation::ephemeral_containers_update(old, object));
+            } else if subresource == Some("resize") {
+                // `ValidatePodResize`: some refusals stand alone, dropping what came before.
+                match validation::pod_resize(old, object) {
+                    validation::Resize::Alone(cause) => return vec![cause],
+                    validation::Resize::And(more) => causes.extend(more),
+                }
             } else if spec_rules {
                 causes.extend(validation::validate_builtin_update(&t.ty, old, object));
             }
@@ -795,7 +810,7 @@ pub(crate) fn check_subresource(
         Some(Subresource::Token) => false,
         Some(Subresource::Binding) if crate::binding::serves(&t.ty) => return Err(method_not_allowed()),
         Some(Subresource::Binding) => false,
-        Some(Subresource::EphemeralContainers) => strategy::is_core(&t.ty, "Pod"),
+        Some(Subresource::EphemeralContainers | Subresource::Resize) => strategy::is_core(&t.ty, "Pod"),
     };
     if served { Ok(()) } else { Err(t.unserved_subresource(name)) }
 }

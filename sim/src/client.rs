@@ -638,12 +638,12 @@ where
 }
 
 /// kube's methods for any subresource by name. The model serves `status`, `scale` (of the kinds
-/// that have them), a Namespace's `finalize` (PUT only), a Pod's `ephemeralcontainers` (GET, PUT,
-/// PATCH), a Pod's `eviction` and `binding` and a ServiceAccount's `token` (POST only); a
+/// that have them), a Namespace's `finalize` (PUT only), a Pod's `ephemeralcontainers` and `resize` (GET,
+/// PUT, PATCH), a Pod's `eviction` and `binding` and a ServiceAccount's `token` (POST only); a
 /// request naming them goes through the transport as every call does, and the server answers as
 /// kube-apiserver (404 NotFound for a kind without that subresource, 405 MethodNotAllowed for a
-/// verb it does not take). Any other name (`resize`,
-/// `approval`...) answers 404 NotFound without a request: the model does not serve it, and says
+/// verb it does not take). Any other name (`approval`,
+/// `attach`...) answers 404 NotFound without a request: the model does not serve it, and says
 /// so in the message.
 impl<K> Api<K>
 where
@@ -658,11 +658,12 @@ where
             "token" => Ok(Subresource::Token),
             "binding" => Ok(Subresource::Binding),
             "ephemeralcontainers" => Ok(Subresource::EphemeralContainers),
+            "resize" => Ok(Subresource::Resize),
             other => {
                 let mut status = model_apiserver::errors::resource_not_found();
                 status.message = format!(
                     "{} ({}/{other} is not a subresource kube-sim serves: status, scale, a pod's \
-                     ephemeralcontainers, eviction and binding, a service account's token and a \
+                     ephemeralcontainers, resize, eviction and binding, a service account's token and a \
                      namespace's finalize)",
                     status.message, self.resource.plural
                 );

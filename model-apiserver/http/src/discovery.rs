@@ -144,6 +144,7 @@ pub fn resource_list(types: &ResourceTypes, group: &str, version: &str) -> Optio
             resources.push(sub("binding", "Binding", &["create"]));
             resources.push(sub("ephemeralcontainers", "Pod", &["get", "patch", "update"]));
             resources.push(sub("eviction", "Eviction", &["create"]));
+            resources.push(sub("resize", "Pod", &["get", "patch", "update"]));
         }
         if !ty.custom && ty.api.group.is_empty() && ty.api.plural == "serviceaccounts" {
             resources.push(sub("token", "TokenRequest", &["create"]));

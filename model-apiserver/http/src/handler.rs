@@ -176,6 +176,7 @@ impl Call {
             Some("token") => Some(Subresource::Token),
             Some("binding") => Some(Subresource::Binding),
             Some("ephemeralcontainers") => Some(Subresource::EphemeralContainers),
+            Some("resize") => Some(Subresource::Resize),
             Some("log") if logs::serves(&ty.api.group, &ty.api.plural) => return self.log(&ty, &path),
             Some(_) => return http::status(&not_found()),
         };

@@ -12,19 +12,22 @@
 //!   set: cpu, memory request for container app; cpu limit for container app; memory request for
 //!   init container setup` (resources sorted, requests before limits, containers in order, init
 //!   containers after), by the last LimitRange that set anything.
-//! - Defaults on creates only: a Pod's containers cannot change afterwards (`SupportsAttributes`).
+//! - Defaults on creates only: a Pod's containers change afterwards only through `/resize`, which
+//!   may remove no request or limit, so a default would only fill what the Pod never had.
 //! - Then, after the object's validation, its `Validate`: each LimitRange item's `min`, `max` and
 //!   `maxLimitRequestRatio` against every container and init container (`Container` items), the
 //!   Pod's containers together (`Pod` items: summed, the init containers' peak and the sidecars
 //!   counted as the scheduler counts them, without `overhead`), and a PersistentVolumeClaim's
 //!   storage request on its create and on an update that changes it (`PersistentVolumeClaim`
-//!   items). A violation is 403 Forbidden in upstream's words (`pods "p" is forbidden: maximum
+//!   items), and a Pod's `/resize` as its create (`SupportsAttributes` takes that one
+//!   subresource). A violation is 403 Forbidden in upstream's words (`pods "p" is forbidden: maximum
 //!   memory usage per Container is 512Mi, but limit is 1Gi`; several as `[a, b]`), for the first
 //!   LimitRange (in name order) that has one.
 //! - On with the Pod plugins ([`crate::ServerConfig::pod_admission_plugins`]), off by default as
 //!   on the server the conformance corpus was recorded on.
 //!
-//! Not modelled: the in-place resize subresource (`pods/resize`), pod-level `resources`.
+//! Not modelled: the defaults a `/resize` would fill in a container that had no request or limit
+//! of a resource (upstream mutates the resize too), pod-level `resources`.
 
 use std::collections::BTreeMap;
 

@@ -41,9 +41,11 @@ pub(crate) fn pod_spec(spec: &PodSpec, path: &Path, out: &mut Vec<StatusCause>) 
     if spec.containers.is_empty() {
         out.push(required(&containers_path, ""));
     }
+    let restart_policy = spec.restart_policy.as_deref();
     for (i, c) in spec.containers.iter().enumerate() {
         let at = containers_path.index(i);
         container(c, &volumes, &at, out);
+        resize_policy(c, restart_policy, &at.child("resizePolicy"), out);
         if !c.name.is_empty() && !names.insert(c.name.clone()) {
             out.push(duplicate(&at.child("name"), q(&c.name)));
         }
@@ -54,6 +56,7 @@ pub(crate) fn pod_spec(spec: &PodSpec, path: &Path, out: &mut Vec<StatusCause>) 
     for (i, c) in spec.init_containers.iter().flatten().enumerate() {
         let at = path.child("initContainers").index(i);
         container(c, &volumes, &at, out);
+        resize_policy(c, restart_policy, &at.child("resizePolicy"), out);
         if !c.name.is_empty() && !names.insert(c.name.clone()) {
             out.push(duplicate(&at.child("name"), q(&c.name)));
         }
@@ -254,6 +257,34 @@ fn container(c: &Container, volumes: &BTreeSet<String>, path: &Path, out: &mut V
         }
     }
     resources(c, &path.child("resources"), out);
+}
+
+/// `validateResizePolicy`: each of a container's resize policies names `cpu` or `memory` once,
+/// with `NotRequired` or `RestartContainer` (only `NotRequired` in a Pod that never restarts).
+fn resize_policy(c: &Container, pod_restart_policy: Option<&str>, path: &Path, out: &mut Vec<StatusCause>) {
+    let mut seen = BTreeSet::new();
+    for (i, p) in c.resize_policy.iter().flatten().enumerate() {
+        if !seen.insert(p.resource_name.as_str()) {
+            out.push(duplicate(&path.index(i), q(&p.resource_name)));
+        }
+        match p.resource_name.as_str() {
+            "cpu" | "memory" => {}
+            "" => out.push(required(path, "")),
+            other => out.push(not_supported(path, other, &["cpu", "memory"])),
+        }
+        match p.restart_policy.as_str() {
+            "NotRequired" | "RestartContainer" => {}
+            "" => out.push(required(path, "")),
+            other => out.push(not_supported(path, other, &["NotRequired", "RestartContainer"])),
+        }
+        if pod_restart_policy == Some("Never") && p.restart_policy != "NotRequired" {
+            out.push(invalid(
+                path,
+                q(&p.restart_policy),
+                "must be 'NotRequired' when `restartPolicy` is 'Never'",
+            ));
+        }
+    }
 }
 
 /// Container ports: numbers in range, valid unique names, known protocols.

@@ -501,6 +501,198 @@ pub(crate) fn ephemeral_containers_update(old: &DynamicObject, new: &DynamicObje
     out
 }
 
+/// What `ValidatePodResize` answers beyond the Pod's own validation: a refusal that stands alone
+/// (the rest of the validation dropped, as upstream returns it by itself), or causes to add.
+pub(crate) enum Resize {
+    Alone(StatusCause),
+    And(Vec<StatusCause>),
+}
+
+/// `ValidatePodResize`: a write of a Pod's `/resize` (the strategy kept all but its containers'
+/// `resources` and `resizePolicy`, [`crate::strategy::keep_stored_pod_but_resize`]) may change
+/// only the cpu and memory of its containers and sidecars, keeping the Pod's QoS class, removing
+/// no request or limit, and lowering or adding a memory limit only with a `RestartContainer`
+/// policy for memory. Pods with pod-level resources, static and Windows Pods are not resized.
+pub(crate) fn pod_resize(old: &DynamicObject, new: &DynamicObject) -> Resize {
+    let pod_level = |o: &DynamicObject| {
+        ["requests", "limits"].iter().any(|k| {
+            o.data
+                .pointer(&format!("/spec/resources/{k}"))
+                .and_then(Value::as_object)
+                .is_some_and(|m| !m.is_empty())
+        })
+    };
+    if pod_level(old) || pod_level(new) {
+        return Resize::Alone(metadata::forbidden("", "pods with pod-level resources cannot be resized"));
+    }
+    if old.metadata.annotations.as_ref().is_some_and(|a| a.contains_key("kubernetes.io/config.mirror")) {
+        return Resize::Alone(metadata::forbidden("", "static pods cannot be resized"));
+    }
+    if old.data.pointer("/spec/os/name").and_then(Value::as_str) == Some("windows") {
+        return Resize::Alone(metadata::forbidden("", "windows pods cannot be resized"));
+    }
+    let mut out = Vec::new();
+    let old_qos = old
+        .data
+        .pointer("/status/qosClass")
+        .and_then(Value::as_str)
+        .filter(|q| !q.is_empty())
+        .unwrap_or_else(|| crate::strategy::qos_class(&old.data));
+    if old_qos != crate::strategy::qos_class(&new.data) {
+        let shown = new.data.pointer("/status/qosClass").and_then(Value::as_str).unwrap_or_default();
+        out.push(metadata::invalid_value(
+            "spec",
+            shown,
+            "Pod QOS Class may not change as a result of resizing",
+        ));
+    }
+    let statuses = old.data.pointer("/status/containerStatuses").and_then(Value::as_array);
+    if let Some(running) = statuses.into_iter().flatten().find(|s| s.pointer("/state/running").is_some())
+        && running.get("resources").is_none_or(Value::is_null)
+    {
+        out.push(metadata::forbidden("spec", "Pod running on node without support for resize"));
+    }
+    let list = |o: &DynamicObject, key: &str| -> Vec<Value> {
+        o.data.pointer(&format!("/spec/{key}")).and_then(Value::as_array).cloned().unwrap_or_default()
+    };
+    let ordering_before = out.len();
+    let mut pairs = Vec::new();
+    for (key, shown) in [("containers", "containers"), ("initContainers", "initContainers")] {
+        let (before, after) = (list(old, key), list(new, key));
+        if before.len() != after.len() {
+            out.push(metadata::forbidden(
+                &format!("spec.{key}"),
+                &format!("{shown} may not be added or removed on resize"),
+            ));
+            continue;
+        }
+        for (i, (b, a)) in before.iter().zip(&after).enumerate() {
+            if b.get("name") != a.get("name") {
+                out.push(metadata::forbidden(
+                    &format!("spec.{key}[{i}].name"),
+                    &format!("{shown} may not be renamed or reordered on resize"),
+                ));
+            }
+        }
+        pairs.push((key, before, after));
+    }
+    if out.len() > ordering_before {
+        return Resize::And(out);
+    }
+    for (key, before, after) in &pairs {
+        for (i, (b, a)) in before.iter().zip(after).enumerate() {
+            let sidecar = a.get("restartPolicy").and_then(Value::as_str) == Some("Always");
+            if *key == "containers" || sidecar {
+                out.extend(container_resize(b, a, &format!("spec.{key}[{i}].resources")));
+            }
+        }
+    }
+    for (key, before, after) in &pairs {
+        for (b, a) in before.iter().zip(after) {
+            let sidecar = a.get("restartPolicy").and_then(Value::as_str) == Some("Always");
+            let detail = match (*key, sidecar) {
+                ("containers", _) => "only cpu and memory resources are mutable",
+                (_, true) => "only cpu and memory resources for sidecar containers are mutable",
+                (_, false) => "resources for non-sidecar init containers are immutable",
+            };
+            let same = if *key == "containers" || sidecar {
+                same_but_cpu_and_memory(b, a)
+            } else {
+                same_container(b, a)
+            };
+            if !same {
+                out.push(metadata::forbidden("spec", detail));
+            }
+        }
+    }
+    Resize::And(out)
+}
+
+/// `validateContainerResize`: no request or limit removed, and without a `RestartContainer`
+/// policy for memory, no memory limit lowered or added.
+fn container_resize(old: &Value, new: &Value, path: &str) -> Vec<StatusCause> {
+    let list = |c: &Value, which: &str| crate::quota::list_at(c, &format!("/resources/{which}"));
+    let mut out = Vec::new();
+    for which in ["requests", "limits"] {
+        let (before, after) = (list(old, which), list(new, which));
+        if after.len() < before.len() || before.keys().any(|k| !after.contains_key(k)) {
+            out.push(metadata::forbidden(
+                &format!("{path}.{which}"),
+                &format!("resource {which} cannot be removed"),
+            ));
+        }
+    }
+    let memory_policy = new
+        .get("resizePolicy")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|p| p.get("resourceName").and_then(Value::as_str) == Some("memory"))
+        .and_then(|p| p.get("restartPolicy").and_then(Value::as_str));
+    if memory_policy.is_none_or(|p| p == "NotRequired") {
+        let (before, after) = (list(old, "limits"), list(new, "limits"));
+        let at = format!("{path}.limits[memory]");
+        match (before.get("memory"), after.get("memory")) {
+            (Some(b), Some(a)) if a < b => out.push(metadata::forbidden(
+                &at,
+                "memory limits cannot be decreased unless resizePolicy is RestartContainer",
+            )),
+            (None, Some(_)) => out.push(metadata::forbidden(
+                &at,
+                "memory limits cannot be added unless resizePolicy is RestartContainer",
+            )),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Whether two containers are alike but for their cpu and memory requests and limits
+/// (`dropCPUMemoryResourcesFromContainer`, then a semantic comparison: quantities by value, an
+/// empty list as an absent one). A list the stored container lacks must stay absent.
+fn same_but_cpu_and_memory(old: &Value, new: &Value) -> bool {
+    let list = |c: &Value, which: &str| crate::quota::list_at(c, &format!("/resources/{which}"));
+    for which in ["requests", "limits"] {
+        let before = list(old, which);
+        let present = old.pointer(&format!("/resources/{which}")).is_some_and(|v| !v.is_null());
+        let mut munged = if present { list(new, which) } else { Default::default() };
+        if present {
+            for name in ["cpu", "memory"] {
+                munged.remove(name);
+                if let Some(v) = before.get(name) {
+                    munged.insert(name.to_owned(), v.clone());
+                }
+            }
+        }
+        if munged != before {
+            return false;
+        }
+    }
+    without_resources(old) == without_resources(new)
+}
+
+/// Whether two containers are alike, their resource lists compared by value.
+fn same_container(old: &Value, new: &Value) -> bool {
+    let list = |c: &Value, which: &str| crate::quota::list_at(c, &format!("/resources/{which}"));
+    ["requests", "limits"].iter().all(|w| list(old, w) == list(new, w))
+        && without_resources(old) == without_resources(new)
+}
+
+/// A container without its resource lists (its claims kept), an empty `resizePolicy` as none.
+fn without_resources(c: &Value) -> Value {
+    let mut c = c.clone();
+    if let Some(m) = c.as_object_mut() {
+        let claims = m.remove("resources").and_then(|mut r| r.get_mut("claims").map(Value::take));
+        if let Some(claims) = claims.filter(|c| c.as_array().is_some_and(|a| !a.is_empty())) {
+            m.insert("resources".to_owned(), serde_json::json!({ "claims": claims }));
+        }
+        if m.get("resizePolicy").and_then(Value::as_array).is_some_and(Vec::is_empty) {
+            m.remove("resizePolicy");
+        }
+    }
+    c
+}
+
 /// A pod's spec may change only in container images, activeDeadlineSeconds, added
 /// tolerations, terminationGracePeriodSeconds and removed scheduling gates
 /// (`validateOnlyDeletedSchedulingGates`: a gate added is Forbidden). `spec.nodeName` is set by

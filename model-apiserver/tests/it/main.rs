@@ -27,6 +27,7 @@ mod metadata;
 mod namespaces;
 mod patch;
 mod pod_admission;
+mod pod_resize;
 mod pod_security;
 mod rbac;
 mod rbac_escalation;
