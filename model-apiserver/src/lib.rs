@@ -87,6 +87,9 @@
 //! - **Ephemeral containers.** `pods/{name}/ephemeralcontainers` ([`Subresource::EphemeralContainers`]):
 //!   `kubectl debug`'s containers, added (never removed or changed) by a write that takes only
 //!   `spec.ephemeralContainers`.
+//! - **In-place resize.** `pods/{name}/resize` ([`Subresource::Resize`]): a write that takes only
+//!   the containers' `resources` and `resizePolicy`, validated as `ValidatePodResize` (the QoS
+//!   class kept, only cpu and memory, nothing removed), counted by the `LimitRanger` and the quota.
 //! - **Binding.** `pods/{name}/binding` ([`Subresource::Binding`]): a scheduler's Binding sets
 //!   the pod's node, annotations and `PodScheduled` condition in its storage ([`binding`]).
 //! - **Tokens.** `serviceaccounts/{name}/token` ([`Subresource::Token`]): TokenRequests answered

@@ -102,7 +102,10 @@ use super::error::{Error, has_code};
 use super::kubelet_status::{self, Outcome, Stage};
 use super::scheduler::Preemption;
 use super::volume_binding::claim_names;
-use super::{events, hashing, kubelet_sources, pod_state, pod_topology, podgc, scheduler, volume_binding};
+use super::{
+    events, hashing, kubelet_resize, kubelet_sources, pod_state, pod_topology, podgc, scheduler,
+    volume_binding,
+};
 
 /// The decision stream the kubelet-lite's delays are drawn from (its own, so that other
 /// controllers' draws do not move them).
@@ -1130,6 +1133,17 @@ async fn keep_running(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action
         return end_at_deadline(api, pod, ctx).await;
     }
     let mut current = pod.clone();
+    let mut after_resize = None;
+    if outcome == Outcome::Run {
+        match boxed(|| resize(api, &current, ctx, &errors)).await? {
+            Resized::Gone => return Ok(Action::await_change()),
+            Resized::Unchanged => {}
+            Resized::To(written, again) => {
+                current = *written;
+                after_resize = again;
+            }
+        }
+    }
     loop {
         let due = kubelet_status::next_probe_due(&current, sim::time::now());
         match (due, ends_at) {
@@ -1171,10 +1185,119 @@ async fn keep_running(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action
                 if matches!(outcome, Outcome::CrashLoop(_)) {
                     return boxed(|| restart_crashed(api, &current, ctx)).await;
                 }
-                return Ok(Action::await_change());
+                return Ok(after_resize.unwrap_or_else(Action::await_change));
             }
         }
     }
+}
+
+/// Where a sync leaves a running Pod's resize ([`resize`]).
+enum Resized {
+    /// The Pod moved on (deleted, finished) or is gone.
+    Gone,
+    /// No resize asked or shown: nothing written.
+    Unchanged,
+    /// The Pod as the kubelet wrote it (or found it), and when to look again (a deferred resize's
+    /// retry).
+    To(Box<Pod>, Option<Action>),
+}
+
+/// How long the runtime takes to make an admitted resize, at least and at most.
+pub const RESIZE_DELAY_MS_MIN: u64 = 100;
+/// See [`RESIZE_DELAY_MS_MIN`].
+pub const RESIZE_DELAY_MS_MAX: u64 = 1_000;
+/// When a deferred resize is tried again: the kubelet's next sync of the Pod (`syncFrequency`).
+pub const RESIZE_RETRY: Duration = Duration::from_secs(60);
+
+/// The kubelet's part of an in-place resize of running `pod` ([`kubelet_resize`]): admit what its
+/// spec asks if it fits (`PodResizeInProgress`, the allocation), make it after a moment (the
+/// containers' `resources`, a restart where the resize policy asks for one), or report why not
+/// (`PodResizePending`, a deferred one tried again at the next sync).
+async fn resize(
+    api: &Api<Pod>,
+    pod: &Pod,
+    ctx: &Context,
+    errors: &BTreeMap<String, String>,
+) -> Result<Resized, Error> {
+    let fits = |p: &Pod| resize_fits(ctx, p);
+    if kubelet_resize::step(pod, fits) == kubelet_resize::Step::Settled && !kubelet_resize::shows_resize(pod)
+    {
+        return Ok(Resized::Unchanged);
+    }
+    let still = |known: &Pod| {
+        !pod_state::is_terminating(known)
+            && !pod_state::is_finished(known)
+            && kubelet_status::stage(known) == Stage::Started
+    };
+    let next = |known: &Pod| {
+        let now = sim::time::now();
+        let step = kubelet_resize::step(known, |p| resize_fits(ctx, p));
+        let unready = known.annotations().get(UNREADY_ANNOTATION).is_some_and(|v| v == "true");
+        let (resized, _) = kubelet_resize::resized(known, &step, unready, now);
+        kubelet_status::status_blocked(&resized, Stage::Started, Outcome::Run, &pod_ip(known), now, errors)
+    };
+    let Some(mut written) = write_status_with(api, pod, still, next).await? else { return Ok(Resized::Gone) };
+    if kubelet_resize::in_progress(&written) {
+        madsim::time::sleep(delay_between(RESIZE_DELAY_MS_MIN, RESIZE_DELAY_MS_MAX)).await;
+        let before = written.clone();
+        let Some(made) = write_status_with(api, &before, still, next).await? else {
+            return Ok(Resized::Gone);
+        };
+        written = made;
+        publish_resize_restarts(ctx, &before, &written).await;
+    }
+    let again = kubelet_resize::deferred(&written).then(|| Action::requeue_idle(RESIZE_RETRY));
+    Ok(Resized::To(Box::new(written), again))
+}
+
+/// `Killing` (`Container app resize requires restart`), then `Pulled`, `Created` and `Started`,
+/// for each container (or sidecar) of `after` whose restart count the resize raised.
+async fn publish_resize_restarts(ctx: &Context, before: &Pod, after: &Pod) {
+    let counts = |p: &Pod, init: bool| -> BTreeMap<String, i32> {
+        let status = p.status.as_ref();
+        let list = status.and_then(|s| {
+            if init { s.init_container_statuses.clone() } else { s.container_statuses.clone() }
+        });
+        list.into_iter().flatten().map(|s| (s.name, s.restart_count)).collect()
+    };
+    for init in [false, true] {
+        let earlier = counts(before, init);
+        for (name, restarts) in counts(after, init) {
+            if earlier.get(&name).is_some_and(|b| *b < restarts) {
+                let regarding = container_reference(after, &name, init);
+                let message = format!("Container {name} resize requires restart");
+                events::normal(&ctx.kubelet, &regarding, "Killing", message).await;
+                let spec = if init {
+                    kubelet_status::init_containers(after)
+                } else {
+                    kubelet_status::containers(after)
+                };
+                let image =
+                    spec.iter().find(|c| c.name == name).and_then(|c| c.image.as_deref()).unwrap_or_default();
+                publish_run(ctx, &regarding, &name, image).await;
+            }
+        }
+    }
+}
+
+/// Whether `pod`'s spec fits the Node ([`kubelet_resize::fit`]): its requests against the Node's
+/// allocatable, then beside what the Node's other Pods (not finished) hold.
+fn resize_fits(ctx: &Context, pod: &Pod) -> Result<(), (&'static str, String)> {
+    let node = ctx.nodes.get(&ObjectRef::new(NODE_NAME));
+    let allocatable = scheduler::allocatable(node.as_deref().unwrap_or(&Node::default()));
+    let uid = pod.uid();
+    let mut used: BTreeMap<String, f64> = BTreeMap::new();
+    let others = ctx.pods.state_filter(|p| {
+        p.uid() != uid
+            && p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(NODE_NAME)
+            && !pod_state::is_finished(p)
+    });
+    for other in others {
+        for (name, value) in scheduler::pod_requests(&other) {
+            *used.entry(name).or_default() += value;
+        }
+    }
+    kubelet_resize::fit(&scheduler::pod_spec_requests(pod), &used, &allocatable)
 }
 
 /// A crash-looping Pod: restart each container whose back-off has ended (one restart more, a

@@ -49,7 +49,7 @@ use sim::api::ResourceExt;
 use sim::world::{CRASH_LOOP_BACKOFF_INITIAL, CRASH_LOOP_BACKOFF_MAX};
 
 use super::kubelet::{HOST_IP, UNREADY_ANNOTATION};
-use super::{hashing, pod_state};
+use super::{hashing, kubelet_resize, pod_state};
 
 /// Where the kubelet-lite is with a Pod it runs, as its status shows it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -298,11 +298,16 @@ pub fn status_blocked(
         old.ephemeral_container_statuses.clone()
     };
     let sandbox = !matches!(stage, Stage::New | Stage::Accepted) && !finished;
-    let conditions = conditions(current, phase, sandbox, &init_statuses, &main_statuses, now);
+    let mut conditions = conditions(current, phase, sandbox, &init_statuses, &main_statuses, now);
+    if finished {
+        // A finished Pod is resized no more.
+        let resize = [kubelet_resize::RESIZE_PENDING, kubelet_resize::RESIZE_IN_PROGRESS];
+        conditions.retain(|c| !resize.contains(&c.type_.as_str()));
+    }
     // Addresses: the host's once taken on, the Pod's once the sandbox is up; a finished Pod keeps
     // them, as the kubelet's status of a finished Pod does.
     let ip = (sandbox || finished).then(|| old.pod_ip.clone().unwrap_or_else(|| pod_ip.to_owned()));
-    PodStatus {
+    let mut status = PodStatus {
         phase: Some(phase.to_owned()),
         conditions: Some(conditions),
         host_ip: Some(HOST_IP.to_owned()),
@@ -316,7 +321,9 @@ pub fn status_blocked(
         ephemeral_container_statuses: ephemeral,
         qos_class: old.qos_class.clone(),
         ..PodStatus::default()
-    }
+    };
+    kubelet_resize::report_resources(current, &mut status);
+    status
 }
 
 /// The status of `current` once the kubelet killed its containers because it is being deleted
@@ -529,10 +536,17 @@ fn container_status(
                 running: Some(ContainerStateRunning { started_at: Some(Time(since.unwrap_or(now))) }),
                 ..ContainerState::default()
             };
+            // The same instance keeps its id, restarts and last run (a resize may have restarted
+            // it, [`super::kubelet_resize`]).
+            let same = before.filter(|_| since.is_some());
             ContainerStatus {
                 ready: ready && started && may_be_ready,
                 started: Some(started),
-                container_id: Some(container_id(uid, &c.name, 0)),
+                container_id: same
+                    .and_then(|b| b.container_id.clone())
+                    .or_else(|| Some(container_id(uid, &c.name, 0))),
+                restart_count: same.map_or(0, |b| b.restart_count),
+                last_state: same.and_then(|b| b.last_state.clone()),
                 state: Some(state),
                 ..base
             }
@@ -858,7 +872,7 @@ pub fn init_crashed(current: &Pod, k: usize, exit_code: i32, pod_ip: &str, now: 
     status
 }
 
-fn container_id(uid: &str, name: &str, restart: i32) -> String {
+pub(crate) fn container_id(uid: &str, name: &str, restart: i32) -> String {
     let key = format!("{uid}/{name}/{restart}");
     format!("containerd://{:016x}", hashing::fnv64(key.as_bytes()))
 }

@@ -30,7 +30,7 @@
 //! | [`ephemeral_volume_controller()`] | `ephemeral-volume-controller` | a PersistentVolumeClaim `<pod>-<volume>`, owned by the Pod, for each generic ephemeral volume |
 //! | [`resource_quota_controller()`] | `resourcequota-controller` | ResourceQuota → its `status` (`hard`, and `used` recalculated from the namespace's objects), which kube-apiserver's `ResourceQuota` admission plugin (turned on with it) enforces and charges |
 //! | [`podgc_controller()`] | `pod-garbage-collector` | force-deletes a Pod whose Node is gone (40 s after, marked `Failed` with `DisruptionTarget`), a terminating Pod never scheduled, and a terminating Pod on an out-of-service Node |
-//! | [`kubelet()`] | `kubelet` | registers its Node `node-1`; schedules Pods on the Nodes they fit ([`scheduler`]: cordons, taints, node selectors and affinity, host ports, CPU, memory and extended resources, required Pod affinity and anti-affinity, `DoNotSchedule` topology spread ([`pod_topology`]); scheduling gates; preemption of lower-priority Pods) through `pods/binding` once their claims are bound, and runs them as the kubelet reports it ([`kubelet_status`]): ContainerCreating (until the ConfigMaps and Secrets their volumes project exist; a container whose environment reads a missing one waits in CreateContainerConfigError: [`kubelet_sources`]), init containers in order (sidecars kept running), Running, Ready once readiness probes' delays and readiness gates allow, Succeeded or Failed, or crash-looping with the kubelet's doubling back-off |
+//! | [`kubelet()`] | `kubelet` | registers its Node `node-1`; schedules Pods on the Nodes they fit ([`scheduler`]: cordons, taints, node selectors and affinity, host ports, CPU, memory and extended resources, required Pod affinity and anti-affinity, `DoNotSchedule` topology spread ([`pod_topology`]); scheduling gates; preemption of lower-priority Pods) through `pods/binding` once their claims are bound, and runs them as the kubelet reports it ([`kubelet_status`]): ContainerCreating (until the ConfigMaps and Secrets their volumes project exist; a container whose environment reads a missing one waits in CreateContainerConfigError: [`kubelet_sources`]), init containers in order (sidecars kept running), Running, Ready once readiness probes' delays and readiness gates allow, Succeeded or Failed, or crash-looping with the kubelet's doubling back-off; resizes running Pods in place ([`kubelet_resize`]) |
 //!
 //! ```ignore
 //! let world = controllers::builtins::all(Sim::builder()).workload(|w| async move { ... });
@@ -134,6 +134,7 @@ pub mod indexed_job;
 pub mod job;
 pub mod kinds;
 pub mod kubelet;
+pub mod kubelet_resize;
 pub mod kubelet_sources;
 pub mod kubelet_status;
 pub mod labels;

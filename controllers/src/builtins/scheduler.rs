@@ -542,17 +542,42 @@ fn running_rejection(
 
 /// What `pod` requests of each resource (`computePodResourceRequest`): the containers' requests
 /// summed, each init container's with the sidecars started before it, the larger of the two per
-/// resource, and `spec.overhead`. CPU is in cores and the others in their units, as parsed.
+/// resource, and `spec.overhead`. CPU is in cores and the others in their units, as parsed. A
+/// container being resized in place counts the larger of its spec and what the kubelet reports
+/// ([`super::kubelet_resize::container_requests`]).
 pub fn pod_requests(pod: &Pod) -> BTreeMap<String, f64> {
+    let sidecar = |c: &k8s_openapi::api::core::v1::Container| c.restart_policy.as_deref() == Some("Always");
+    summed_requests(pod, |c, init| {
+        if init && !sidecar(c) {
+            spec_requests(c)
+        } else {
+            super::kubelet_resize::container_requests(pod, c, init)
+        }
+    })
+}
+
+/// What `pod`'s spec requests, as [`pod_requests`] sums it but from the spec alone (what a
+/// resize asks of the Node).
+pub fn pod_spec_requests(pod: &Pod) -> BTreeMap<String, f64> {
+    summed_requests(pod, |c, _| spec_requests(c))
+}
+
+fn spec_requests(c: &k8s_openapi::api::core::v1::Container) -> BTreeMap<String, f64> {
+    let requests = c.resources.as_ref().and_then(|r| r.requests.as_ref());
+    requests
+        .into_iter()
+        .flatten()
+        .map(|(k, q)| (k.clone(), super::quantity::value(q).unwrap_or(0.0)))
+        .collect()
+}
+
+/// [`pod_requests`]'s sum of the containers' requests as `of` gives them (the container, whether
+/// an init container).
+fn summed_requests(
+    pod: &Pod,
+    of: impl Fn(&k8s_openapi::api::core::v1::Container, bool) -> BTreeMap<String, f64>,
+) -> BTreeMap<String, f64> {
     let Some(spec) = pod.spec.as_ref() else { return BTreeMap::new() };
-    let of = |c: &k8s_openapi::api::core::v1::Container| -> BTreeMap<String, f64> {
-        let requests = c.resources.as_ref().and_then(|r| r.requests.as_ref());
-        requests
-            .into_iter()
-            .flatten()
-            .map(|(k, q)| (k.clone(), super::quantity::value(q).unwrap_or(0.0)))
-            .collect()
-    };
     let add = |into: &mut BTreeMap<String, f64>, from: &BTreeMap<String, f64>| {
         for (k, v) in from {
             *into.entry(k.clone()).or_default() += v;
@@ -566,11 +591,11 @@ pub fn pod_requests(pod: &Pod) -> BTreeMap<String, f64> {
     };
     let mut total = BTreeMap::new();
     for c in &spec.containers {
-        add(&mut total, &of(c));
+        add(&mut total, &of(c, false));
     }
     let (mut sidecars, mut init_max) = (BTreeMap::new(), BTreeMap::new());
     for c in spec.init_containers.iter().flatten() {
-        let own = of(c);
+        let own = of(c, true);
         if c.restart_policy.as_deref() == Some("Always") {
             add(&mut total, &own);
             add(&mut sidecars, &own);
@@ -589,7 +614,7 @@ pub fn pod_requests(pod: &Pod) -> BTreeMap<String, f64> {
 }
 
 /// A Node's allocatable resources, parsed; the kubelet-lite's own when the Node reports none.
-fn allocatable(node: &Node) -> BTreeMap<String, f64> {
+pub fn allocatable(node: &Node) -> BTreeMap<String, f64> {
     let parse = |(k, q): (&String, &k8s_openapi::apimachinery::pkg::api::resource::Quantity)| {
         (k.clone(), super::quantity::value(q).unwrap_or(0.0))
     };

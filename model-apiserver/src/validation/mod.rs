@@ -660,7 +660,7 @@ fn same_but_cpu_and_memory(old: &Value, new: &Value) -> bool {
             for name in ["cpu", "memory"] {
                 munged.remove(name);
                 if let Some(v) = before.get(name) {
-                    munged.insert(name.to_owned(), v.clone());
+                    munged.insert(name.to_owned(), *v);
                 }
             }
         }

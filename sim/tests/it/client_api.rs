@@ -214,15 +214,20 @@ fn subresources_by_name_read_and_write_status_and_refuse_what_is_not_served() {
         let view = scale.get_subresource("scale", "web").await.expect("scale as a dynamic object");
         assert_eq!(view.types.map(|t| t.kind), Some("Scale".to_owned()));
 
-        let Err(Error::Api(status)) = api.get_subresource("resize", "web").await else {
-            panic!("a resize read is not served");
+        let Err(Error::Api(status)) = api.get_subresource("approval", "web").await else {
+            panic!("an approval read is not served");
         };
         assert_eq!((status.code, status.reason.as_str()), (404, "NotFound"));
         assert!(
-            status.message.contains("deployments/resize is not a subresource kube-sim serves"),
+            status.message.contains("deployments/approval is not a subresource kube-sim serves"),
             "{}",
             status.message
         );
+        // `resize` is served, for Pods: the server answers a Deployment's with its 404.
+        let Err(Error::Api(status)) = api.get_subresource("resize", "web").await else {
+            panic!("a Deployment is not resized in place");
+        };
+        assert_eq!(status.message, "the server could not find the requested resource");
         // `ephemeralcontainers` is served, for Pods: the server answers a Deployment's with its
         // 404.
         let Err(Error::Api(status)) = api.get_subresource("ephemeralcontainers", "web").await else {
