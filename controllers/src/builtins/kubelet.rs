@@ -1233,7 +1233,7 @@ async fn resize(
         let now = sim::time::now();
         let step = kubelet_resize::step(known, |p| resize_fits(ctx, p));
         let unready = known.annotations().get(UNREADY_ANNOTATION).is_some_and(|v| v == "true");
-        let (resized, _) = kubelet_resize::resized(known, &step, unready, now);
+        let resized = kubelet_resize::resized(known, &step, unready, now);
         kubelet_status::status_blocked(&resized, Stage::Started, Outcome::Run, &pod_ip(known), now, errors)
     };
     let Some(mut written) = write_status_with(api, pod, still, next).await? else { return Ok(Resized::Gone) };

@@ -15,7 +15,7 @@
 //!   8000`, retried at the kubelet's next sync of the Pod). An admitted resize is allocated
 //!   (`allocatedResources` the new requests) and shows `PodResizeInProgress` until the runtime
 //!   has it; then `resources` are the new ones and the condition goes ([`Step::Actuate`]).
-//! - **Restarts.** A container whose `resizePolicy` for a changed resource (cpu requests or
+//! - **Restarts.** A (regular) container whose `resizePolicy` for a changed resource (cpu requests or
 //!   limits, memory limits) is `RestartContainer` is restarted as the resize is made: `Killing`
 //!   (`Container app resize requires restart`), its restart count up, its last state the run that
 //!   was killed (exit code 137), and running again (not ready again until its readiness probe
@@ -25,8 +25,9 @@
 //! reports (`UseStatusResources`, [`container_requests`]).
 //!
 //! Not modelled: resizing a Pod whose containers have not all started or crash-loop (its resize
-//! waits until it runs), the CPU and memory managers' static policies, swap; 1.34's ordering of
-//! deferred resizes and its `ResizeStarted`/`ResizeCompleted` events.
+//! waits until it runs), restarting a sidecar for its `resizePolicy` (it is resized in place), the
+//! CPU and memory managers' static policies, swap; 1.34's ordering of deferred resizes and its
+//! `ResizeStarted`/`ResizeCompleted` events.
 
 use std::collections::BTreeMap;
 
@@ -176,12 +177,11 @@ pub fn step(pod: &Pod, fits: impl FnOnce(&Pod) -> Result<(), (&'static str, Stri
     }
 }
 
-/// `pod` with its status as the kubelet's `step` leaves it (the Pod the next status is generated
-/// from), and the containers it restarted for the resize (name, whether an init container).
-pub fn resized(pod: &Pod, step: &Step, unready: bool, now: Timestamp) -> (Pod, Vec<(String, bool)>) {
+/// `pod` with its status as the kubelet's `step` leaves it: the Pod the next status is generated
+/// from.
+pub fn resized(pod: &Pod, step: &Step, unready: bool, now: Timestamp) -> Pod {
     let mut next = pod.clone();
-    let mut restarted = Vec::new();
-    let Some(status) = next.status.as_mut() else { return (next, restarted) };
+    let Some(status) = next.status.as_mut() else { return next };
     let conditions = status.conditions.get_or_insert_with(Vec::new);
     match step {
         Step::Settled => conditions.retain(|c| c.type_ != RESIZE_PENDING && c.type_ != RESIZE_IN_PROGRESS),
@@ -207,16 +207,16 @@ pub fn resized(pod: &Pod, step: &Step, unready: bool, now: Timestamp) -> (Pod, V
                     limits: spec_resources(c).limits,
                     claims: actual.claims.clone(),
                 };
-                if needs_restart(c, &actual, &made) && s.state.as_ref().is_some_and(|st| st.running.is_some())
-                {
+                // A sidecar is resized in place whatever its policy (see the module).
+                let running = s.state.as_ref().is_some_and(|st| st.running.is_some());
+                if !init && running && needs_restart(c, &actual, &made) {
                     restart(pod, c, s, unready, now);
-                    restarted.push((c.name.clone(), init));
                 }
                 s.resources = Some(made);
             }
         }
     }
-    (next, restarted)
+    next
 }
 
 /// Condition `type_` (`True`) set in `conditions` with `reason` and `message`: its
