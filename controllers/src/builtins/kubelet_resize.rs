@@ -71,6 +71,17 @@ fn amounts(list: Option<&BTreeMap<String, Quantity>>) -> Amounts {
     list.into_iter().flatten().map(|(k, q)| (k.clone(), super::quantity::value(q).unwrap_or(0.0))).collect()
 }
 
+/// A resource list, an empty one as none.
+fn empty_or(list: Option<&BTreeMap<String, Quantity>>) -> Option<&BTreeMap<String, Quantity>> {
+    list.filter(|m| !m.is_empty())
+}
+
+/// Whether two resource lists hold the same amounts (`1` and `1000m` alike, an empty list as
+/// none); the same text is the same amount without parsing.
+fn same_amounts(a: Option<&BTreeMap<String, Quantity>>, b: Option<&BTreeMap<String, Quantity>>) -> bool {
+    empty_or(a) == empty_or(b) || amounts(a) == amounts(b)
+}
+
 /// The containers whose resources the kubelet allocates: the regular ones and the sidecars, each
 /// with whether it is an init container.
 fn resizable(pod: &Pod) -> impl Iterator<Item = (&Container, bool)> {
@@ -157,10 +168,9 @@ pub fn step(pod: &Pod, fits: impl FnOnce(&Pod) -> Result<(), (&'static str, Stri
         let Some(s) = status_of(status, &c.name, init) else { continue };
         let Some(actual) = s.resources.as_ref() else { continue };
         reported = true;
-        let desired = spec_resources(c);
-        let allocated = amounts(s.allocated_resources.as_ref());
-        asked |= amounts(desired.requests.as_ref()) != allocated;
-        asked |= !in_progress && amounts(desired.limits.as_ref()) != amounts(actual.limits.as_ref());
+        let spec = c.resources.as_ref();
+        asked |= !same_amounts(spec.and_then(|r| r.requests.as_ref()), s.allocated_resources.as_ref());
+        asked |= !in_progress && !same_amounts(spec.and_then(|r| r.limits.as_ref()), actual.limits.as_ref());
     }
     if !reported {
         return Step::Settled;
@@ -307,9 +317,16 @@ fn restart(pod: &Pod, c: &Container, s: &mut ContainerStatus, unready: bool, now
 /// (a resize down frees nothing until the node has made it); only the reported and allocated ones
 /// when the kubelet found the resize infeasible.
 pub fn container_requests(pod: &Pod, c: &Container, init: bool) -> Amounts {
-    let spec = amounts(c.resources.as_ref().and_then(|r| r.requests.as_ref()));
+    let spec_list = c.resources.as_ref().and_then(|r| r.requests.as_ref());
+    let spec = amounts(spec_list);
     let status = pod.status.as_ref().and_then(|s| status_of(s, &c.name, init));
     let Some((s, reported)) = status.and_then(|s| Some((s, s.resources.as_ref()?))) else { return spec };
+    // No resize under way (the common case): the spec's, as reported and allocated.
+    if empty_or(spec_list) == empty_or(reported.requests.as_ref())
+        && empty_or(spec_list) == empty_or(s.allocated_resources.as_ref())
+    {
+        return spec;
+    }
     let mut out = amounts(reported.requests.as_ref());
     let mut max = |from: Amounts| {
         for (k, v) in from {
