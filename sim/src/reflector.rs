@@ -474,7 +474,9 @@ impl<K> Store<K> {
         self.changes.load(Ordering::Relaxed)
     }
     /// Every object the store's writer touches from now on (each event's object, deleted ones
-    /// included, and every object of each relist): a sim extension, close to kube-runtime's
+    /// included, and every object of each relist, with the last cached copy of each object a
+    /// relist no longer holds: deleted while the watch was down, what client-go's informers hand
+    /// their delete handlers as `DeletedFinalStateUnknown`): a sim extension, close to kube-runtime's
     /// [`Writer::subscribe`] but taken from the reader. What
     /// [`Controller::owns_shared_stream`](crate::controller::Controller::owns_shared_stream) and
     /// [`Controller::watches_shared_stream`](crate::controller::Controller::watches_shared_stream)
@@ -499,10 +501,13 @@ impl<K> Store<K> {
     pub async fn wait_until_ready(&self) -> Result<(), StoreError> {
         self.ready.clone().await.map_err(|_| StoreError::WriterDropped)
     }
-    /// Replace the cache with a list's objects; the first list makes the store ready.
-    pub(crate) fn replace(&self, objects: Vec<(ObjectKey, Arc<K>)>) {
-        *self.lock_to_change() = objects.into_iter().collect();
+    /// Replace the cache with a list's objects; the first list makes the store ready. Returns the
+    /// objects the list no longer holds (deleted while the watch was down), as last cached.
+    pub(crate) fn replace(&self, objects: Vec<(ObjectKey, Arc<K>)>) -> Vec<Arc<K>> {
+        let mut cached = self.lock_to_change();
+        let before = std::mem::replace(&mut *cached, objects.into_iter().collect());
         self.listed.store(true, Ordering::Relaxed);
+        before.into_iter().filter(|(key, _)| !cached.contains_key(key)).map(|(_, object)| object).collect()
     }
     /// Cache `object` under `key` (an object already cached is replaced in place: no new key).
     pub(crate) fn apply(&self, key: (&str, &str), object: Arc<K>) {
@@ -611,12 +616,17 @@ impl<K: Resource> Writer<K> {
             watcher::Event::InitDone => {
                 let listed = std::mem::take(&mut self.buffer);
                 let touched: Vec<Arc<K>> = listed.iter().map(|(_, object)| object.clone()).collect();
-                self.store.replace(listed);
+                let gone = self.store.replace(listed);
                 if let Some(ready) = self.ready.take() {
                     let _ = ready.send(());
                 }
                 for object in &touched {
                     touch(object);
+                    self.store.notify(object);
+                }
+                // Deleted while the watch was down: the store's subscribers hear of it, as a
+                // client-go informer's delete handler does (`DeletedFinalStateUnknown`).
+                for object in &gone {
                     self.store.notify(object);
                 }
                 if self.dispatch.is_some() {

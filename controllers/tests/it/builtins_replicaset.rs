@@ -323,3 +323,40 @@ fn a_replicaset_in_a_terminating_namespace_does_not_retry_its_refused_creates() 
     // retrying the failed sync would make one at every backoff step (over ten in ten seconds).
     assert!((1..=3).contains(&refused), "{refused} creates after the scale");
 }
+
+#[test]
+fn a_pod_deleted_while_the_pod_watch_is_down_is_replaced_after_the_relist() {
+    // The controller's watches are held 2 s from the moment its Pod runs, then expire (410): the
+    // deletion the workload makes meanwhile is never delivered as an event, and the relist
+    // simply no longer holds the Pod. kube-controller-manager's informer hands that Pod to its
+    // delete handler (`DeletedFinalStateUnknown`), so the ReplicaSet is synced and the Pod
+    // replaced at once, not at some later event.
+    let hold = sim::faults::PlannedFault {
+        trigger: sim::faults::Trigger::AtTime { at_ms: 3_000 },
+        fault: sim::faults::Fault::SkipByRelist {
+            controller: builtins::replicaset::NODE.to_owned(),
+            duration_ms: 2_000,
+        },
+    };
+    let world = Sim::builder().scenario("builtins-replicaset-relist-gap");
+    let world = builtins::kubelet(builtins::replicaset_controller(world))
+        .workload(|w| async move {
+            let sets: Api<ReplicaSet> = Api::namespaced(w.client(), "default");
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            w.apply(&sets, &replica_set(1)).await?;
+            w.wait_for(&sets, "web", |rs| ready_replicas(rs, 1), Duration::from_millis(2_500)).await?;
+            let since_start = sim::time::elapsed().unwrap_or_default();
+            w.sleep(Duration::from_secs(4).saturating_sub(since_start)).await;
+            let listed = pods.list(&Default::default()).await.map_err(|e| failed("list pods", e))?;
+            let first = listed.items.into_iter().next().and_then(|p| p.metadata.name).unwrap_or_default();
+            let now = sim::api::DeleteParams { grace_period_seconds: Some(0), ..Default::default() };
+            pods.delete(&first, &now).await.map_err(|e| failed("delete pod", e))?;
+            w.wait_for_all(&pods, |all| all.iter().any(|p| p.metadata.name.as_deref() != Some(&first)), WAIT)
+                .await
+        })
+        .faults(sim::faults::FaultPlan { faults: vec![hold] });
+    let report = sweep(&SweepConfig::new("builtins-replicaset-relist-gap").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}

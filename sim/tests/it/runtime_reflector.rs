@@ -108,3 +108,29 @@ fn state_filter_selector_keeps_the_objects_whose_labels_match_in_key_order() {
     let none: Selector = Expression::Equal("app".into(), "cache".into()).into();
     assert!(reader.state_filter_selector(&none).is_empty());
 }
+
+#[test]
+fn a_store_subscriber_hears_of_objects_a_relist_no_longer_holds() {
+    // A client-go informer hands its delete handler what a relist dropped
+    // (`DeletedFinalStateUnknown`): the built-ins, which imitate kube-controller-manager, map
+    // those to their owners, so a ReplicaSet whose Pods went while its watch was down makes new
+    // ones at once.
+    let (reader, mut writer) = reflector::store::<ConfigMap>();
+    writer.apply_watcher_event(&watcher::Event::Init);
+    for name in ["a", "b"] {
+        writer.apply_watcher_event(&watcher::Event::InitApply(stored(name, name, "1", "web")));
+    }
+    writer.apply_watcher_event(&watcher::Event::InitDone);
+    let mut heard = reader.subscribe();
+    writer.apply_watcher_event(&watcher::Event::Init);
+    writer.apply_watcher_event(&watcher::Event::InitApply(stored("b", "b", "2", "web")));
+    writer.apply_watcher_event(&watcher::Event::InitDone);
+    let mut names = Vec::new();
+    while let Ok(object) = heard.try_recv() {
+        names
+            .push((object.metadata.name.clone().unwrap(), object.metadata.resource_version.clone().unwrap()));
+    }
+    // The listed one as listed, then the one gone as last cached.
+    assert_eq!(names, [("b".to_owned(), "2".to_owned()), ("a".to_owned(), "1".to_owned())]);
+    assert_eq!(reader.state().len(), 1);
+}
