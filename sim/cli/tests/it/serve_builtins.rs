@@ -493,3 +493,51 @@ fn a_pod_run_with_restart_never_completes() {
     let output = k.ok(&["wait", "--for=jsonpath={.status.phase}=Succeeded", "pod/once", "--timeout=5s"]);
     assert_eq!(output, "pod/once condition met\n");
 }
+
+#[test]
+fn a_pod_resized_in_place_through_kube_rs_reports_its_new_resources_and_a_refusal_is_upstreams() {
+    // `pods/resize` through the HTTP server and a real client: listed in discovery, taken by a
+    // patch, made by the kubelet-lite, and refused in kube-apiserver's words.
+    let k = Kubectl::start(true);
+    let manifest = k.file(
+        "pod.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec:\n  containers:\n  - name: app\n    image: nginx\n    \
+         resources:\n      requests: {cpu: 100m, memory: 64Mi}\n      limits: {cpu: 200m, memory: 128Mi}\n",
+    );
+    k.ok(&["apply", "-f", &manifest]);
+    k.eventually(
+        &["get", "pod", "web", "-o=jsonpath={.status.containerStatuses[0].allocatedResources.cpu}"],
+        "100m",
+    );
+    assert!(
+        k.ok(&["get", "--raw", "/api/v1"]).contains(r#""name":"pods/resize""#),
+        "pods/resize is discovered"
+    );
+    let Server::InProcess(served) = &k.server else { panic!("an in-process server") };
+    let url = served.url();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime");
+    let refused = runtime.block_on(async {
+        let client = Client::try_from(kube::Config::new(url.parse().expect("a URL"))).expect("a client");
+        let pods: Api<Pod> = Api::default_namespaced(client);
+        let params = kube::api::PatchParams::default();
+        let up = serde_json::json!({"spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": "150m"}}}]}});
+        pods.patch_subresource("resize", "web", &params, &kube::api::Patch::Strategic(&up)).await.expect("resized");
+        let down = serde_json::json!({"spec": {"containers": [{"name": "app", "resources": {"limits": {"memory": "96Mi"}}}]}});
+        pods.patch_subresource("resize", "web", &params, &kube::api::Patch::Strategic(&down)).await
+    });
+    let Err(kube::Error::Api(status)) = refused else {
+        panic!("a memory limit lowered without a restart policy")
+    };
+    assert_eq!(status.code, 422);
+    assert!(
+        status.message.contains(
+            "spec.containers[0].resources.limits[memory]: Forbidden: memory limits cannot be decreased unless resizePolicy is RestartContainer"
+        ),
+        "{}",
+        status.message
+    );
+    k.eventually(
+        &["get", "pod", "web", "-o=jsonpath={.status.containerStatuses[0].resources.requests.cpu}"],
+        "150m",
+    );
+}
