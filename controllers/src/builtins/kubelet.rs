@@ -36,9 +36,10 @@
 //!   it becomes Running, and Ready once its containers' readiness probes and its readiness gates
 //!   allow ([`super::kubelet_status`] has the statuses and conditions of each stage, as the
 //!   kubelet writes them, and what probes do here); if it carries [`FAIL_ANNOTATION`]` = "true"`,
-//!   its containers fail (with the exit code [`EXIT_CODE_ANNOTATION`] names, 1 by default):
-//!   phase Failed for `restartPolicy: Never`, otherwise Running and not Ready, the containers
-//!   crash-looping: restarted at once, then after the kubelet's back-off (10 s, doubled per
+//!   its containers fail (with the exit code [`EXIT_CODE_ANNOTATION`] names, 1 by default; or
+//!   only the containers the annotation names, the others running on):
+//!   phase Failed for `restartPolicy: Never` (once the others have completed), otherwise Running
+//!   and not Ready, the failing containers crash-looping: restarted at once, then after the kubelet's back-off (10 s, doubled per
 //!   restart up to 5 min), each restart one more `restartCount` and a `BackOff` event, waiting in
 //!   `CrashLoopBackOff` in between ([`super::kubelet_status`]); [`FAIL_INIT_ANNOTATION`] names
 //!   an init container that fails the same way (`Init:Error`, or `Init:CrashLoopBackOff` with the
@@ -121,7 +122,8 @@ pub const NODE_CAPACITY: [(&str, &str); 4] =
     [("cpu", "8"), ("ephemeral-storage", "100Gi"), ("memory", "32Gi"), ("pods", "110")];
 /// The node's IP, as `status.hostIP`.
 pub const HOST_IP: &str = "10.0.0.1";
-/// Set to `"true"` on a Pod to make its containers fail.
+/// Set to `"true"` on a Pod to make its containers fail, or to the names of some of them
+/// (comma-separated: `app` or `app,worker`) to make those fail while the others run.
 pub const FAIL_ANNOTATION: &str = "kube-sim.io/fail";
 /// Set to the name of one of a Pod's init containers (not a sidecar) to make it fail: it runs
 /// for the run delay, then exits with [`EXIT_CODE_ANNOTATION`]'s code (1 by default). With
@@ -619,7 +621,7 @@ async fn publish_started(ctx: &Context, pod: &Pod, started: &[Container], init: 
         let regarding = container_reference(pod, &container.name, init);
         let image = container.image.as_deref().unwrap_or_default();
         publish_run(ctx, &regarding, &container.name, image).await;
-        if !init && matches!(outcome(pod), Outcome::CrashLoop(_)) {
+        if !init && matches!(outcome(pod), Outcome::CrashLoop(_)) && fails_container(pod, &container.name) {
             publish_back_off(ctx, pod, &container.name, false).await;
         }
     }
@@ -1121,7 +1123,10 @@ async fn keep_running(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action
     // Secret change brings the Pod back here).
     let errors = boxed(|| config_errors(pod, ctx)).await;
     let refused = kubelet_status::refused_containers(pod);
-    let completes = outcome == Outcome::Run && runs_to_completion(pod) && refused.is_empty();
+    // The containers that do not fail run to completion beside those that failed and are not
+    // restarted (`restartPolicy: Never`), as they do in a Pod where none fails.
+    let runs_on = outcome == Outcome::Run || matches!(outcome, Outcome::Failed(_)) && !fails_all(pod);
+    let completes = runs_on && runs_to_completion(pod) && refused.is_empty();
     let ends_at = completes.then(|| later(sim::time::now(), run_time(pod)));
     // The active deadline ends the Pod first if it comes before its end (`reconcile` looks again
     // when it comes otherwise).
@@ -1578,9 +1583,22 @@ async fn terminate(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Action, E
     }
 }
 
-/// Whether the Pod's containers are configured to fail.
+/// Whether some of the Pod's containers are configured to fail ([`FAIL_ANNOTATION`]).
 pub fn fails(pod: &Pod) -> bool {
-    pod.annotations().get(FAIL_ANNOTATION).is_some_and(|v| v == "true")
+    kubelet_status::containers(pod).iter().any(|c| fails_container(pod, &c.name))
+}
+
+/// Whether (regular) container `name` of the Pod is configured to fail: [`FAIL_ANNOTATION`] is
+/// `"true"`, or a comma-separated list that names it.
+pub fn fails_container(pod: &Pod, name: &str) -> bool {
+    pod.annotations()
+        .get(FAIL_ANNOTATION)
+        .is_some_and(|v| v == "true" || v.split(',').any(|n| n.trim() == name))
+}
+
+/// Whether every (regular) container of the Pod is configured to fail.
+fn fails_all(pod: &Pod) -> bool {
+    kubelet_status::containers(pod).iter().all(|c| fails_container(pod, &c.name))
 }
 
 /// The exit code of a failing Pod's containers ([`EXIT_CODE_ANNOTATION`]).

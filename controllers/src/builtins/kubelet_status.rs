@@ -7,7 +7,10 @@
 //!   after another, each to completion (`terminated`, exit code 0, `Completed`, and `ready`), but a
 //!   sidecar (an init container with `restartPolicy: Always`) starts and keeps running;
 //!   `Initialized=False` (`ContainersNotInitialized`) names those not done;
-//! - **started**: the containers run (phase `Running`), or fail as [`super::kubelet::FAIL_ANNOTATION`] says.
+//! - **started**: the containers run (phase `Running`), or fail as [`super::kubelet::FAIL_ANNOTATION`] says
+//!   (all of them, or those it names: the others run as in a Pod where none fails, and the phase
+//!   of a Pod whose containers are not restarted is `getPhase`'s: `Running` while one runs, then
+//!   `Failed` if one failed, else `Succeeded`).
 //!   A failing container that is restarted (`restartPolicy` `Always` or `OnFailure`) crash-loops
 //!   as the kubelet's `doBackOff` has it: the first restart comes at once, and each later one
 //!   after a back-off of 10 s, doubled per restart up to 5 min, counted from the last exit
@@ -233,6 +236,7 @@ pub fn status_blocked(
     let has_inits = !init_containers(current).is_empty();
     let waiting = if has_inits { "PodInitializing" } else { "ContainerCreating" };
     let unready = current.annotations().get(UNREADY_ANNOTATION).is_some_and(|v| v == "true");
+    let fails_all = containers(current).iter().all(|c| super::kubelet::fails_container(current, &c.name));
     let init_statuses: Vec<ContainerStatus> = init_containers(current)
         .iter()
         .enumerate()
@@ -243,6 +247,8 @@ pub fn status_blocked(
                 Stage::Initializing(k) if j == k || is_sidecar(c) => Run::Running,
                 Stage::Started if is_sidecar(c) => match outcome {
                     Outcome::Run | Outcome::CrashLoop(_) => Run::Running,
+                    // Some containers failed, others run on: so do the sidecars.
+                    Outcome::Failed(_) if !fails_all => Run::Running,
                     // A finished Pod's sidecars were stopped.
                     Outcome::Failed(_) | Outcome::Succeeded => Run::Exited(0, "Completed"),
                 },
@@ -258,6 +264,19 @@ pub fn status_blocked(
         (Stage::Started, Outcome::Succeeded) => Run::Exited(0, "Completed"),
         _ => Run::Waiting(waiting),
     };
+    // A container the fail annotation does not name runs as in a Pod where none fails (and,
+    // in a Pod whose failing containers are not restarted, completes with the Pod's run).
+    let healthy_run = match (stage, outcome) {
+        (Stage::Started, Outcome::Run | Outcome::CrashLoop(_) | Outcome::Failed(_)) => Run::Running,
+        _ => main_run,
+    };
+    let run_of = |c: &Container| {
+        if super::kubelet::fails_container(current, &c.name) || !super::kubelet::fails(current) {
+            main_run
+        } else {
+            healthy_run
+        }
+    };
     let blocked = |c: &Container| {
         let error = config_errors.get(&c.name).filter(|_| stage == Stage::Started)?;
         previous(old, false, &c.name).is_none_or(never_started).then_some(error)
@@ -272,7 +291,7 @@ pub fn status_blocked(
                 state: Some(self::waiting(CREATE_CONTAINER_CONFIG_ERROR, Some(error))),
                 ..ContainerStatus::default()
             },
-            None => container_status(current, unready, old, false, c, main_run, now),
+            None => container_status(current, unready, old, false, c, run_of(c), now),
         })
         .collect();
     let blocked_count = containers(current).iter().filter(|c| blocked(c).is_some()).count();
@@ -283,8 +302,20 @@ pub fn status_blocked(
         }
         (Stage::Started, Outcome::Run | Outcome::CrashLoop(_)) => pod_state::PHASE_RUNNING,
         (Stage::Started, _) if blocked_count > 0 => pod_state::PHASE_RUNNING,
-        (Stage::Started, Outcome::Failed(_)) => pod_state::PHASE_FAILED,
-        (Stage::Started, Outcome::Succeeded) => pod_state::PHASE_SUCCEEDED,
+        // `getPhase` for containers that are not restarted: Running while one runs, then Failed
+        // if one failed, else Succeeded.
+        (Stage::Started, Outcome::Failed(_) | Outcome::Succeeded) => {
+            let exit = |s: &ContainerStatus| {
+                s.state.as_ref().and_then(|st| st.terminated.as_ref()).map(|t| t.exit_code)
+            };
+            if main_statuses.iter().any(|s| exit(s).is_none()) {
+                pod_state::PHASE_RUNNING
+            } else if main_statuses.iter().any(|s| exit(s).is_some_and(|code| code != 0)) {
+                pod_state::PHASE_FAILED
+            } else {
+                pod_state::PHASE_SUCCEEDED
+            }
+        }
         _ => pod_state::PHASE_PENDING,
     };
     let finished = matches!(phase, pod_state::PHASE_FAILED | pod_state::PHASE_SUCCEEDED);

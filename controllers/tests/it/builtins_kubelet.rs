@@ -354,3 +354,107 @@ fn a_restarted_crash_looping_container_runs_for_a_moment_before_it_fails_again()
     });
     report.assert_all_passed();
 }
+
+/// A Pod of two containers, `app` and `side`, whose fail annotation names `app` only.
+fn two_containers(name: &str, restart_policy: &str) -> Pod {
+    let mut pod = pod(name, restart_policy, false, 1);
+    pod.metadata.annotations = Some([(kubelet::FAIL_ANNOTATION.to_owned(), "app".to_owned())].into());
+    if let Some(spec) = pod.spec.as_mut() {
+        spec.containers.push(Container {
+            name: "side".to_owned(),
+            image: Some("side:1".to_owned()),
+            ..Container::default()
+        });
+    }
+    pod
+}
+
+fn container<'p>(pod: &'p Pod, name: &str) -> Option<&'p k8s_openapi::api::core::v1::ContainerStatus> {
+    pod.status.as_ref()?.container_statuses.as_ref()?.iter().find(|s| s.name == name)
+}
+
+fn exit_code(pod: &Pod, name: &str) -> Option<i32> {
+    Some(container(pod, name)?.state.as_ref()?.terminated.as_ref()?.exit_code)
+}
+
+#[test]
+fn only_the_container_the_fail_annotation_names_crash_loops_the_other_runs_on() {
+    let world = builtins::kubelet(Sim::builder().scenario("builtins-kubelet-fail-one"))
+        .workload(|w| async move {
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            w.apply(&pods, &two_containers("app", "Always")).await?;
+            let looping =
+                |p: Option<&Pod>| p.and_then(|p| container(p, "app")).is_some_and(|s| s.restart_count >= 2);
+            w.wait_for(&pods, "app", looping, Duration::from_secs(60)).await
+        })
+        .property(FnProperty::always("side runs on, never restarted; the Pod never ends", |view| {
+            let Some(snap) = view.cluster("default") else { return Ok(()) };
+            let Some(p) = snapshot::object::<Pod>(snap, Some("default"), "app") else { return Ok(()) };
+            if pod_state::is_finished(&p) {
+                return Err(format!("the Pod ended: {}", pod_state::phase(&p)));
+            }
+            match container(&p, "side") {
+                Some(s) if s.restart_count != 0 => Err(format!("side restarted {} times", s.restart_count)),
+                _ => Ok(()),
+            }
+        }))
+        .property(FnProperty::at_end("side running and ready, the Pod Running", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let p = snapshot::object::<Pod>(snap, Some("default"), "app").ok_or("gone")?;
+            let side = container(&p, "side").ok_or("no status of side")?;
+            let running = side.state.as_ref().is_some_and(|s| s.running.is_some());
+            let found = (pod_state::phase(&p).to_owned(), running, side.ready);
+            let want = ("Running".to_owned(), true, true);
+            if found == want { Ok(()) } else { Err(format!("{found:?}, want {want:?}")) }
+        }));
+    let report = sweep(&SweepConfig::new("builtins-kubelet-fail-one").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}
+
+#[test]
+fn a_pod_whose_one_container_failed_runs_until_the_other_completes_then_fails() {
+    // `restartPolicy: Never`: `app` fails at once, `side` completes after its run; the Pod is
+    // Running in between (`getPhase`: a container still runs), then Failed.
+    let world = builtins::kubelet(Sim::builder().scenario("builtins-kubelet-fail-one-never"))
+        .workload(|w| async move {
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            let mut pod = two_containers("app", "Never");
+            // A sidecar runs while `side` does, and is stopped with the Pod.
+            if let Some(spec) = pod.spec.as_mut() {
+                spec.init_containers = Some(vec![Container {
+                    name: "proxy".to_owned(),
+                    image: Some("proxy:1".to_owned()),
+                    restart_policy: Some("Always".to_owned()),
+                    ..Container::default()
+                }]);
+            }
+            w.apply(&pods, &pod).await?;
+            let proxy_runs = |p: &Pod| {
+                let statuses = p.status.as_ref().and_then(|s| s.init_container_statuses.as_ref());
+                let proxy = statuses.into_iter().flatten().find(|s| s.name == "proxy");
+                proxy.is_some_and(|s| s.state.as_ref().is_some_and(|st| st.running.is_some()))
+            };
+            let between = |p: Option<&Pod>| {
+                p.is_some_and(|p| {
+                    pod_state::phase(p) == pod_state::PHASE_RUNNING
+                        && exit_code(p, "app") == Some(1)
+                        && proxy_runs(p)
+                })
+            };
+            w.wait_for(&pods, "app", between, WAIT).await?;
+            w.wait_for(&pods, "app", phase_is(pod_state::PHASE_FAILED), WAIT).await
+        })
+        .property(FnProperty::at_end("app failed with 1, side completed with 0", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let p = snapshot::object::<Pod>(snap, Some("default"), "app").ok_or("gone")?;
+            let found = (pod_state::phase(&p).to_owned(), exit_code(&p, "app"), exit_code(&p, "side"));
+            let want = ("Failed".to_owned(), Some(kubelet::FAILED_EXIT_CODE), Some(0));
+            if found == want { Ok(()) } else { Err(format!("{found:?}, want {want:?}")) }
+        }));
+    let report = sweep(&SweepConfig::new("builtins-kubelet-fail-one-never").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}
