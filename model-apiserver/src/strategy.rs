@@ -71,6 +71,12 @@ pub(crate) fn keep_stored_pod_but_ephemeral_containers(new: &mut DynamicObject, 
             None => spec.remove("ephemeralContainers"),
         };
     }
+    reset_object_meta_for_status(new, old);
+}
+
+/// `ResetObjectMetaForStatus`: the stored labels, annotations, finalizers and owner references,
+/// whatever the write sent (the Pod subresources that write one part of its spec).
+fn reset_object_meta_for_status(new: &mut DynamicObject, old: &DynamicObject) {
     new.metadata.labels.clone_from(&old.metadata.labels);
     new.metadata.annotations.clone_from(&old.metadata.annotations);
     new.metadata.finalizers.clone_from(&old.metadata.finalizers);
@@ -607,10 +613,7 @@ pub(crate) fn keep_stored_pod_but_resize(new: &mut DynamicObject, old: &DynamicO
             }
         }
     }
-    new.metadata.labels.clone_from(&old.metadata.labels);
-    new.metadata.annotations.clone_from(&old.metadata.annotations);
-    new.metadata.finalizers.clone_from(&old.metadata.finalizers);
-    new.metadata.owner_references.clone_from(&old.metadata.owner_references);
+    reset_object_meta_for_status(new, old);
 }
 
 /// A Secret's `stringData` is write-only: its entries are base64-encoded into `data` (winning

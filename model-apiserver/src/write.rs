@@ -382,23 +382,20 @@ impl ApiServer {
             self.preserve_server_fields(t, old, &mut new, opts.applied)?;
             strategy::keep_stored_content_but_status(&mut new, old);
             strategy::prepare_for_status_update(t, old, &mut new, ctx.now);
-        } else if subresource == Some(Subresource::EphemeralContainers) {
-            // The Pod's ephemeral containers strategy: the stored Pod but for
-            // `spec.ephemeralContainers`, its metadata reset as a status write's.
-            self.preserve_server_fields(t, old, &mut new, opts.applied)?;
-            strategy::keep_stored_pod_but_ephemeral_containers(&mut new, old);
-            if self.config.builtin_defaults {
-                crate::defaults::apply(&t.ty, &mut new.data);
-            }
-        } else if subresource == Some(Subresource::Resize) {
-            // The Pod's resize strategy: the stored Pod but for its containers' `resources` and
-            // `resizePolicy`, its metadata reset as a status write's. The request was defaulted
-            // as it was decoded (requests from limits), so defaults apply first.
+        } else if let Some(part @ (Subresource::EphemeralContainers | Subresource::Resize)) = subresource {
+            // The Pod's ephemeral containers and resize strategies: the stored Pod but for
+            // `spec.ephemeralContainers`, or for its containers' `resources` and `resizePolicy`,
+            // its metadata reset as a status write's. The request was defaulted as it was
+            // decoded (requests from limits), so defaults apply first.
             self.preserve_server_fields(t, old, &mut new, opts.applied)?;
             if self.config.builtin_defaults {
                 crate::defaults::apply(&t.ty, &mut new.data);
             }
-            strategy::keep_stored_pod_but_resize(&mut new, old);
+            if part == Subresource::Resize {
+                strategy::keep_stored_pod_but_resize(&mut new, old);
+            } else {
+                strategy::keep_stored_pod_but_ephemeral_containers(&mut new, old);
+            }
         } else {
             self.preserve_server_fields(t, old, &mut new, opts.applied)?;
             strategy::prepare_for_update(t, old, &mut new, self.config.builtin_defaults, ctx.ids, &taken);

@@ -1256,33 +1256,26 @@ async fn resize(
 }
 
 /// `Killing` (`Container app resize requires restart`), then `Pulled`, `Created` and `Started`,
-/// for each container (or sidecar) of `after` whose restart count the resize raised.
+/// for each container of `after` whose restart count the resize raised (a sidecar is resized
+/// without a restart: [`kubelet_resize`]).
 async fn publish_resize_restarts(ctx: &Context, before: &Pod, after: &Pod) {
-    let counts = |p: &Pod, init: bool| -> BTreeMap<String, i32> {
-        let status = p.status.as_ref();
-        let list = status.and_then(|s| {
-            if init { s.init_container_statuses.clone() } else { s.container_statuses.clone() }
-        });
-        list.into_iter().flatten().map(|s| (s.name, s.restart_count)).collect()
-    };
-    for init in [false, true] {
-        let earlier = counts(before, init);
-        for (name, restarts) in counts(after, init) {
-            if earlier.get(&name).is_some_and(|b| *b < restarts) {
-                let regarding = container_reference(after, &name, init);
-                let message = format!("Container {name} resize requires restart");
-                events::normal(&ctx.kubelet, &regarding, "Killing", message).await;
-                let spec = if init {
-                    kubelet_status::init_containers(after)
-                } else {
-                    kubelet_status::containers(after)
-                };
-                let image =
-                    spec.iter().find(|c| c.name == name).and_then(|c| c.image.as_deref()).unwrap_or_default();
-                publish_run(ctx, &regarding, &name, image).await;
-            }
+    let earlier = restart_counts(before);
+    for (name, restarts) in restart_counts(after) {
+        if earlier.get(name).is_some_and(|b| *b < restarts) {
+            let regarding = container_reference(after, name, false);
+            let message = format!("Container {name} resize requires restart");
+            events::normal(&ctx.kubelet, &regarding, "Killing", message).await;
+            let spec = kubelet_status::containers(after).iter().find(|c| c.name == name);
+            let image = spec.and_then(|c| c.image.as_deref()).unwrap_or_default();
+            publish_run(ctx, &regarding, name, image).await;
         }
     }
+}
+
+/// The restart count of each of `pod`'s (regular) containers, by name.
+fn restart_counts(pod: &Pod) -> BTreeMap<&str, i32> {
+    let statuses = pod.status.as_ref().and_then(|s| s.container_statuses.as_ref());
+    statuses.into_iter().flatten().map(|s| (s.name.as_str(), s.restart_count)).collect()
 }
 
 /// Whether `pod`'s spec fits the Node ([`kubelet_resize::fit`]): its requests against the Node's
@@ -1322,14 +1315,10 @@ async fn restart_crashed(api: &Api<Pod>, pod: &Pod, ctx: &Context) -> Result<Act
         let Some(written) = write_status_with(api, pod, still, restart).await? else {
             return Ok(Action::await_change());
         };
-        let counts = |p: &Pod| {
-            let statuses = p.status.as_ref().and_then(|s| s.container_statuses.clone()).unwrap_or_default();
-            statuses.into_iter().map(|s| (s.name, s.restart_count)).collect::<BTreeMap<_, _>>()
-        };
-        let before = counts(pod);
-        for (name, restarts) in counts(&written) {
-            if before.get(&name).is_some_and(|b| *b < restarts) {
-                publish_back_off(ctx, &written, &name, false).await;
+        let before = restart_counts(pod);
+        for (name, restarts) in restart_counts(&written) {
+            if before.get(name).is_some_and(|b| *b < restarts) {
+                publish_back_off(ctx, &written, name, false).await;
             }
         }
         current = Cow::Owned(written);
@@ -1597,7 +1586,7 @@ pub fn fails_container(pod: &Pod, name: &str) -> bool {
 }
 
 /// Whether every (regular) container of the Pod is configured to fail.
-fn fails_all(pod: &Pod) -> bool {
+pub(crate) fn fails_all(pod: &Pod) -> bool {
     kubelet_status::containers(pod).iter().all(|c| fails_container(pod, &c.name))
 }
 

@@ -122,8 +122,13 @@ pub fn in_progress(pod: &Pod) -> bool {
 
 /// Whether `pod`'s status shows a resize deferred (tried again at the next sync).
 pub fn deferred(pod: &Pod) -> bool {
+    pending_reason(pod) == Some(DEFERRED)
+}
+
+/// The reason of `pod`'s `PodResizePending` condition, if it has one.
+fn pending_reason(pod: &Pod) -> Option<&str> {
     let conditions = pod.status.as_ref().and_then(|s| s.conditions.as_deref()).unwrap_or_default();
-    conditions.iter().any(|c| c.type_ == RESIZE_PENDING && c.reason.as_deref() == Some(DEFERRED))
+    conditions.iter().find(|c| c.type_ == RESIZE_PENDING).and_then(|c| c.reason.as_deref())
 }
 
 /// The spec's resources of a container, as a container status reports them.
@@ -335,13 +340,7 @@ pub fn container_requests(pod: &Pod, c: &Container, init: bool) -> Amounts {
         }
     };
     max(amounts(s.allocated_resources.as_ref()));
-    let infeasible = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_deref())
-        .unwrap_or_default()
-        .iter()
-        .any(|c| c.type_ == RESIZE_PENDING && c.reason.as_deref() == Some(INFEASIBLE));
+    let infeasible = pending_reason(pod) == Some(INFEASIBLE);
     if !infeasible {
         max(spec);
     }

@@ -236,7 +236,8 @@ pub fn status_blocked(
     let has_inits = !init_containers(current).is_empty();
     let waiting = if has_inits { "PodInitializing" } else { "ContainerCreating" };
     let unready = current.annotations().get(UNREADY_ANNOTATION).is_some_and(|v| v == "true");
-    let fails_all = containers(current).iter().all(|c| super::kubelet::fails_container(current, &c.name));
+    let fails_all = super::kubelet::fails_all(current);
+    let fails_any = super::kubelet::fails(current);
     let init_statuses: Vec<ContainerStatus> = init_containers(current)
         .iter()
         .enumerate()
@@ -271,11 +272,7 @@ pub fn status_blocked(
         _ => main_run,
     };
     let run_of = |c: &Container| {
-        if super::kubelet::fails_container(current, &c.name) || !super::kubelet::fails(current) {
-            main_run
-        } else {
-            healthy_run
-        }
+        if !fails_any || super::kubelet::fails_container(current, &c.name) { main_run } else { healthy_run }
     };
     let blocked = |c: &Container| {
         let error = config_errors.get(&c.name).filter(|_| stage == Stage::Started)?;

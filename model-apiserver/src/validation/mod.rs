@@ -611,10 +611,9 @@ pub(crate) fn pod_resize(old: &DynamicObject, new: &DynamicObject) -> Resize {
 /// `validateContainerResize`: no request or limit removed, and without a `RestartContainer`
 /// policy for memory, no memory limit lowered or added.
 fn container_resize(old: &Value, new: &Value, path: &str) -> Vec<StatusCause> {
-    let list = |c: &Value, which: &str| crate::quota::list_at(c, &format!("/resources/{which}"));
     let mut out = Vec::new();
     for which in ["requests", "limits"] {
-        let (before, after) = (list(old, which), list(new, which));
+        let (before, after) = (resource_list(old, which), resource_list(new, which));
         if after.len() < before.len() || before.keys().any(|k| !after.contains_key(k)) {
             out.push(metadata::forbidden(
                 &format!("{path}.{which}"),
@@ -630,7 +629,7 @@ fn container_resize(old: &Value, new: &Value, path: &str) -> Vec<StatusCause> {
         .find(|p| p.get("resourceName").and_then(Value::as_str) == Some("memory"))
         .and_then(|p| p.get("restartPolicy").and_then(Value::as_str));
     if memory_policy.is_none_or(|p| p == "NotRequired") {
-        let (before, after) = (list(old, "limits"), list(new, "limits"));
+        let (before, after) = (resource_list(old, "limits"), resource_list(new, "limits"));
         let at = format!("{path}.limits[memory]");
         match (before.get("memory"), after.get("memory")) {
             (Some(b), Some(a)) if a < b => out.push(metadata::forbidden(
@@ -651,11 +650,10 @@ fn container_resize(old: &Value, new: &Value, path: &str) -> Vec<StatusCause> {
 /// (`dropCPUMemoryResourcesFromContainer`, then a semantic comparison: quantities by value, an
 /// empty list as an absent one). A list the stored container lacks must stay absent.
 fn same_but_cpu_and_memory(old: &Value, new: &Value) -> bool {
-    let list = |c: &Value, which: &str| crate::quota::list_at(c, &format!("/resources/{which}"));
     for which in ["requests", "limits"] {
-        let before = list(old, which);
+        let before = resource_list(old, which);
         let present = old.pointer(&format!("/resources/{which}")).is_some_and(|v| !v.is_null());
-        let mut munged = if present { list(new, which) } else { Default::default() };
+        let mut munged = if present { resource_list(new, which) } else { Default::default() };
         if present {
             for name in ["cpu", "memory"] {
                 munged.remove(name);
@@ -673,9 +671,13 @@ fn same_but_cpu_and_memory(old: &Value, new: &Value) -> bool {
 
 /// Whether two containers are alike, their resource lists compared by value.
 fn same_container(old: &Value, new: &Value) -> bool {
-    let list = |c: &Value, which: &str| crate::quota::list_at(c, &format!("/resources/{which}"));
-    ["requests", "limits"].iter().all(|w| list(old, w) == list(new, w))
+    ["requests", "limits"].iter().all(|w| resource_list(old, w) == resource_list(new, w))
         && without_resources(old) == without_resources(new)
+}
+
+/// A container's `resources.requests` or `resources.limits` (`which`), the amounts that parse.
+fn resource_list(c: &Value, which: &str) -> crate::quota::ResourceList {
+    crate::quota::list_at(c, &format!("/resources/{which}"))
 }
 
 /// A container without its resource lists (its claims kept), an empty `resizePolicy` as none.
