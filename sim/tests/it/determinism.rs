@@ -64,7 +64,7 @@ fn a_failing_seed_reports_the_replay_command_of_this_test() {
     assert_eq!(
         report.replay_command(17),
         format!(
-            "SIM_SEED=17 cargo test{release} -p sim --test it -- --exact \
+            "SIM_SEED=17 cargo test{release} -p sim-tests --test it -- --exact \
              determinism::a_failing_seed_reports_the_replay_command_of_this_test"
         )
     );

@@ -18,7 +18,9 @@ use std::process::Command;
 const FRONT_ONLY: [&str; 5] = ["hyper", "hyper-util", "clap", "indicatif", "prost-reflect"];
 
 fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("sim is one level down").to_owned()
+    // This package is sim/tests, two levels down.
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest.ancestors().nth(2).expect("sim/tests is two levels down").to_owned()
 }
 
 /// Every crate `package` builds with (normal and build dependencies, as `cargo tree` resolves
@@ -293,8 +295,10 @@ fn a_library_built_without_its_test_harness_has_no_unit_test_that_would_silently
         checked,
         [
             "model-apiserver",
+            "model-apiserver/tests",
             "model-apiserver/http",
             "sim",
+            "sim/tests",
             "sim/cli",
             "sim/tokio",
             "properties",

@@ -168,7 +168,7 @@ fn the_replay_command_names_the_seed_package_target_and_test() {
     let release = if cfg!(debug_assertions) { "" } else { " --release" };
     assert_eq!(
         report.replay_command(1234),
-        format!("SIM_SEED=1234 cargo test{release} -p sim --test it -- --exact sweep::tests::x")
+        format!("SIM_SEED=1234 cargo test{release} -p sim-tests --test it -- --exact sweep::tests::x")
     );
     // A crate's unit-test binary is named after the crate, with `_` for `-`.
     assert_eq!(replay_target(Path::new("target/debug/deps/sim-0123abcd"), "sim"), "--lib");
@@ -206,7 +206,7 @@ fn assert_all_passed_lists_failures_with_replay_commands() {
         message,
         format!(
             "scenario \"toy\": 1 of 3 seeds failed\n  seed 1: correctness: property \"p\" failed at \
-             0.005s: m\n    replay: SIM_SEED=1 cargo test{release} -p sim --test it -- --exact t\n"
+             0.005s: m\n    replay: SIM_SEED=1 cargo test{release} -p sim-tests --test it -- --exact t\n"
         )
     );
 }
