@@ -51,13 +51,13 @@ fn open_watch(served: &Served) -> TcpStream {
 
 #[test]
 fn fifty_unread_watches_over_30_mb_of_state_raise_rss_by_less_than_100_mib_and_a_slow_one_is_closed() {
-    let limits = Limits { watch_slow_timeout: Duration::from_secs(3), ..Limits::default() };
+    let limits = Limits { watch_slow_timeout: Duration::from_secs(2), ..Limits::default() };
     let served = spawn(ServeConfig { seed: Some(4), limits, ..ServeConfig::default() }).unwrap();
     fill(&served, 300, 100 * 1024);
     let before = rss_mib();
     let watches: Vec<TcpStream> = (0..50).map(|_| open_watch(&served)).collect();
-    // Let every stream fill its budget and the sockets' buffers.
-    std::thread::sleep(Duration::from_secs(2));
+    // Let every stream fill its budget and the sockets' buffers (well before the slow timeout).
+    std::thread::sleep(Duration::from_secs(1));
     let during = rss_mib();
     let start = Instant::now();
     let mut version = TcpStream::connect(served.addr()).unwrap();
@@ -69,7 +69,7 @@ fn fifty_unread_watches_over_30_mb_of_state_raise_rss_by_less_than_100_mib_and_a
     let version_ms = start.elapsed().as_millis();
     // The streams are closed as slow after `watch_slow_timeout`: a reader now finds an end to
     // each stream (the chunked terminator) after fewer than all 300 objects.
-    std::thread::sleep(Duration::from_secs(4));
+    std::thread::sleep(Duration::from_millis(2500));
     let mut first = watches.into_iter().next().unwrap();
     first.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     let mut got = Vec::new();
@@ -87,7 +87,7 @@ fn fifty_unread_watches_over_30_mb_of_state_raise_rss_by_less_than_100_mib_and_a
         }
     };
     let events = String::from_utf8_lossy(&got).matches("\"type\":\"ADDED\"").count();
-    std::thread::sleep(Duration::from_secs(1));
+    std::thread::sleep(Duration::from_millis(500));
     let after = rss_mib();
     println!(
         "watch memory: state 300 x 100 KiB; RSS {before:.1} MiB before, {during:.1} MiB with 50 unread watches (+{:.1} MiB), {after:.1} MiB after they closed; /version took {version_ms} ms; the slow watch ended after {events} of 300 events",

@@ -392,7 +392,7 @@ fn get_watch_prints_new_objects_with_the_kinds_columns() {
     let out_path = std::path::Path::new(&k.file("watch.out", "")).to_owned();
     let out = std::fs::File::create(&out_path).unwrap();
     let mut watch = k
-        .command(&["get", "configmaps", "-w", "--request-timeout=6s"])
+        .command(&["get", "configmaps", "-w", "--request-timeout=60s"])
         .stdout(out)
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -406,8 +406,17 @@ fn get_watch_prints_new_objects_with_the_kinds_columns() {
     std::thread::sleep(std::time::Duration::from_millis(300));
     let added = CONFIG_MAPS.replace("name: b", "name: c").replace("name: a", "name: d");
     k.ok(&["create", "-f", &k.file("more.yaml", &added)]);
+    // kubectl prints a row per watch event as it arrives: the header and four rows, then stop it.
+    let printed = (0..400).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        std::fs::read_to_string(&out_path).unwrap_or_default().lines().count() >= 5
+    });
+    // A moment more, so that a row printed twice would show.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let _ = watch.kill();
     let _ = watch.wait();
     let output = std::fs::read_to_string(&out_path).unwrap();
+    assert!(printed, "kubectl printed no row for the new objects: {output:?}");
     let (header, rows) = table(&output);
     assert_eq!(header, ["NAME", "DATA", "AGE"], "{output}");
     let rows: Vec<&[&str]> = rows.iter().map(|r| &r[..2]).collect();
