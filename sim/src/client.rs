@@ -220,12 +220,13 @@ pub(crate) fn to_dynamic<T: Resource + Serialize>(object: &T) -> serde_json::Res
     Ok(DynamicObject { types, metadata, data: serde_json::Value::Object(map) })
 }
 
-/// Deserialize a `DynamicObject` into a typed object.
+/// Deserialize a `DynamicObject` into a typed object: what kube-rs's `DynamicObject::try_parse`
+/// gives, without consuming the object (for properties reading a snapshot, for example).
 ///
-/// The typed object is decoded straight from the stored object's parts (its type, its metadata
-/// as JSON, and the entries of `data` borrowed as they are), instead of from a copy of the whole
+/// The typed object is decoded straight from the stored object's parts (its type, the entries of
+/// `data` borrowed as they are, and a clone of its metadata), instead of from a copy of the whole
 /// object serialized into one JSON value first.
-pub(crate) fn from_dynamic<K: Resource + DeserializeOwned>(object: &DynamicObject) -> serde_json::Result<K> {
+pub fn from_dynamic<K: Resource + DeserializeOwned>(object: &DynamicObject) -> serde_json::Result<K> {
     let serde_json::Value::Object(data) = &object.data else {
         return serde_json::from_value(serde_json::to_value(object)?);
     };

@@ -17,12 +17,14 @@ fn typed<K>(object: &kube_core::DynamicObject) -> Option<K>
 where
     K: Resource<DynamicType = ()> + DeserializeOwned,
 {
+    if !model_apiserver::events::is_event_kind(&K::group(&()), &K::kind(&())) {
+        // Straight from the stored parts, without serializing the whole object first.
+        return sim::client::from_dynamic(object).ok();
+    }
     let mut value = serde_json::to_value(object).ok()?;
-    if model_apiserver::events::is_event_kind(&K::group(&()), &K::kind(&())) {
-        model_apiserver::events::convert(&mut value, &K::api_version(&()));
-        if let Some(map) = value.as_object_mut() {
-            map.insert("apiVersion".to_owned(), K::api_version(&()).into_owned().into());
-        }
+    model_apiserver::events::convert(&mut value, &K::api_version(&()));
+    if let Some(map) = value.as_object_mut() {
+        map.insert("apiVersion".to_owned(), K::api_version(&()).into_owned().into());
     }
     serde_json::from_value(value).ok()
 }
