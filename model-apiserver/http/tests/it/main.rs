@@ -6,9 +6,9 @@
 
 /// Two test threads per core unless the user chose a number (`RUST_TEST_THREADS`, or
 /// `--test-threads`, which libtest prefers to the variable). These tests spend most of their time
-/// waiting: on kubectl processes, watches and connection timeouts. With libtest's default of one thread per core the cores stayed a third idle
-/// (this suite: 26.3 s with 2 threads, 20.6 s with 4, measured on 2 cores).
-/// libtest reads the variable when it starts, after this runs.
+/// waiting: on kubectl processes, watches and connection timeouts. With libtest's default of one
+/// thread per core the cores stayed half idle (this suite: 26.3 s with 2 threads, 20.6 s with 4,
+/// measured on 2 cores). libtest reads the variable when it starts, after this runs.
 #[ctor::ctor(unsafe)]
 #[allow(unsafe_code)]
 fn two_test_threads_per_core() {

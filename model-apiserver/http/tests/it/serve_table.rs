@@ -416,7 +416,7 @@ fn get_watch_prints_new_objects_with_the_kinds_columns() {
     let _ = watch.kill();
     let _ = watch.wait();
     let output = std::fs::read_to_string(&out_path).unwrap();
-    assert!(printed, "kubectl printed no row for the new objects: {output:?}");
+    assert!(printed, "kubectl printed fewer than the header and four rows: {output:?}");
     let (header, rows) = table(&output);
     assert_eq!(header, ["NAME", "DATA", "AGE"], "{output}");
     let rows: Vec<&[&str]> = rows.iter().map(|r| &r[..2]).collect();

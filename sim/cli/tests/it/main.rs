@@ -8,7 +8,7 @@
 /// `--test-threads`, which libtest prefers to the variable). These tests spend most of their time
 /// waiting: on kubectl and helm processes, and on the served built-ins, which act in
 /// wall-clock time. With libtest's default of one thread per core the cores stayed a third idle
-/// (kube-sim's suite: 50.7 s with 2 threads, 33.6 s with 4, the same CPU time, measured on 2 cores).
+/// (this suite: 50.7 s with 2 threads, 33.6 s with 4, the same CPU time, measured on 2 cores).
 /// libtest reads the variable when it starts, after this runs.
 #[ctor::ctor(unsafe)]
 #[allow(unsafe_code)]
