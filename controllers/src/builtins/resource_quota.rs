@@ -354,7 +354,7 @@ pub async fn reconcile(quota: Arc<ResourceQuota>, ctx: Arc<Context>) -> Result<A
         "hard": quota::list_to_value(&hard),
         "used": quota::list_to_value(&used),
     });
-    let synced: ResourceQuota = serde_json::from_value(serde_json::to_value(&synced)?)?;
+    let synced: ResourceQuota = sim::client::from_dynamic(&synced)?;
     let api: Api<ResourceQuota> = Api::namespaced(ctx.client.clone(), &namespace);
     api.replace_status(&name, &PostParams::default(), &synced).await?;
     Ok(Action::requeue_idle(RESYNC))
