@@ -30,6 +30,8 @@
 //! | [`ephemeral_volume_controller()`] | `ephemeral-volume-controller` | a PersistentVolumeClaim `<pod>-<volume>`, owned by the Pod, for each generic ephemeral volume |
 //! | [`resource_quota_controller()`] | `resourcequota-controller` | ResourceQuota → its `status` (`hard`, and `used` recalculated from the namespace's objects), which kube-apiserver's `ResourceQuota` admission plugin (turned on with it) enforces and charges |
 //! | [`podgc_controller()`] | `pod-garbage-collector` | force-deletes a Pod whose Node is gone (40 s after, marked `Failed` with `DisruptionTarget`), a terminating Pod never scheduled, and a terminating Pod on an out-of-service Node |
+//! | [`node_lifecycle_controller()`] | `node-lifecycle-controller` | taints Nodes by their conditions: `NoSchedule` for not Ready, unreachable, under pressure or cordoned; `NoExecute` for not Ready or unreachable, one Node per zone every 10 s, none while every zone is down |
+//! | [`taint_eviction_controller()`] | `taint-eviction-controller` | deletes the Pods on a Node with a `NoExecute` taint they do not tolerate, at once or after their `tolerationSeconds`, marked `DisruptionTarget` |
 //! | [`kubelet()`] | `kubelet` | registers its Node `node-1`; schedules Pods on the Nodes they fit ([`scheduler`]: cordons, taints, node selectors and affinity, host ports, CPU, memory and extended resources, required Pod affinity and anti-affinity, `DoNotSchedule` topology spread ([`pod_topology`]); scheduling gates; preemption of lower-priority Pods) through `pods/binding` once their claims are bound, and runs them as the kubelet reports it ([`kubelet_status`]): ContainerCreating (until the ConfigMaps and Secrets their volumes project exist; a container whose environment reads a missing one waits in CreateContainerConfigError: [`kubelet_sources`]), init containers in order (sidecars kept running), Running, Ready once readiness probes' delays and readiness gates allow, Succeeded or Failed, or crash-looping with the kubelet's doubling back-off; resizes running Pods in place ([`kubelet_resize`]) |
 //!
 //! ```ignore
@@ -140,6 +142,7 @@ pub mod kubelet_status;
 pub mod labels;
 pub mod local_provisioner;
 pub mod namespace;
+pub mod node_lifecycle;
 pub mod owners;
 pub mod per_namespace;
 pub mod persistentvolume;
@@ -157,6 +160,7 @@ pub mod serviceaccounts;
 pub mod snapshot;
 pub mod statefulset;
 pub mod status_patch;
+pub mod taint_eviction;
 pub mod templates;
 pub mod ttl_after_finished;
 pub mod volume_binding;
@@ -183,6 +187,7 @@ pub use job::job_controller;
 pub use kubelet::kubelet;
 pub use local_provisioner::local_provisioner;
 pub use namespace::namespace_controller;
+pub use node_lifecycle::node_lifecycle_controller;
 pub use persistentvolume::persistentvolume_binder;
 pub use podgc::podgc_controller;
 pub use replicaset::replicaset_controller;
@@ -190,6 +195,7 @@ pub use resource_quota::resource_quota_controller;
 pub use root_ca_publisher::root_ca_cert_publisher;
 pub use serviceaccounts::serviceaccounts_controller;
 pub use statefulset::statefulset_controller;
+pub use taint_eviction::taint_eviction_controller;
 pub use ttl_after_finished::ttl_after_finished_controller;
 pub use volume_protection::{
     pv_protection_controller, pvc_protection_controller, volume_protection_controllers,
@@ -221,7 +227,7 @@ pub(crate) fn boxed<F: std::future::Future>(make: impl FnOnce() -> F) -> std::pi
 /// container, `priority` and `preemptionPolicy` from its PriorityClass, and the `not-ready` and
 /// `unreachable` `NoExecute` tolerations for 300 s.
 pub fn all(builder: SimBuilder) -> SimBuilder {
-    let adders: [(&str, AddBuiltin); 22] = [
+    let adders: [(&str, AddBuiltin); 24] = [
         (garbage_collector::NODE, garbage_collector),
         (namespace::NODE, namespace_controller),
         (deployment::NODE, deployment_controller),
@@ -242,6 +248,8 @@ pub fn all(builder: SimBuilder) -> SimBuilder {
         (volume_protection::PV_NODE, pv_protection_controller),
         (ephemeral::NODE, ephemeral_volume_controller),
         (podgc::NODE, podgc_controller),
+        (node_lifecycle::NODE, node_lifecycle_controller),
+        (taint_eviction::NODE, taint_eviction_controller),
         (resource_quota::NODE, resource_quota_controller),
         (kubelet::NODE, kubelet),
     ];

@@ -43,6 +43,7 @@ mod builtins_kubelet_mounts;
 mod builtins_min_ready;
 mod builtins_namespace;
 mod builtins_namespace_defaults;
+mod builtins_node_lifecycle;
 mod builtins_pod_resize;
 mod builtins_pod_security;
 mod builtins_pod_topology;

@@ -4,7 +4,8 @@
 //! PersistentVolume binder, the local provisioner (which installs the default StorageClass
 //! `standard`), the ephemeral volume controller, the PVC and PV protection controllers (with the admission plugin that gives
 //! claims and volumes their protection finalizers), the Pod garbage collector, the resource quota
-//! controller (with kube-apiserver's `ResourceQuota` admission plugin) and the kubelet-lite) run live against the served model, so that a Deployment
+//! controller (with kube-apiserver's `ResourceQuota` admission plugin), the node lifecycle and
+//! taint eviction controllers and the kubelet-lite) run live against the served model, so that a Deployment
 //! applied with kubectl leads to Pods that become Running behind its Services' Endpoints and
 //! EndpointSlices, and a claim to a bound volume.
 //!

@@ -482,6 +482,32 @@ fn the_kubelets_node_is_listed_and_cordon_drain_and_uncordon_move_pods_as_on_a_c
     k.eventually(&["get", "pods", "-l", "app=web", PHASES], "Running Running");
 }
 
+// `kubectl taint ... :NoExecute` evicts the Pods that do not tolerate the taint, as the taint
+// eviction controller does on a cluster, and their replacements wait; untainted, they run.
+// Cordoned, the node carries the `unschedulable` taint the node lifecycle controller adds.
+#[test]
+fn a_no_execute_taint_set_with_kubectl_evicts_the_pods_and_a_cordon_is_a_taint() {
+    let k = Kubectl::start(true);
+    k.eventually(&["get", "nodes", "-o=jsonpath={.items[*].metadata.name}"], "node-1");
+    k.ok(&["apply", "-f", &k.file("web.yaml", &deployment("default"))]);
+    k.eventually(&["get", "pods", "-l", "app=web", PHASES], "Running Running");
+    let taints = "-o=jsonpath={.spec.taints[*].key}";
+    k.ok(&["cordon", "node-1"]);
+    k.eventually(&["get", "node", "node-1", taints], "node.kubernetes.io/unschedulable");
+    k.ok(&["uncordon", "node-1"]);
+    k.eventually(&["get", "node", "node-1", taints], "");
+    k.ok(&["taint", "nodes", "node-1", "maintenance=now:NoExecute"]);
+    let scheduled = "-o=jsonpath={.items[*].status.conditions[?(@.type==\"PodScheduled\")].message}";
+    let waiting = "0/1 nodes are available: 1 node(s) had untolerated taint {maintenance: now}. preemption: 0/1 \
+                   nodes are available: 1 Preemption is not helpful for scheduling.";
+    k.eventually(&["get", "pods", "-l", "app=web", scheduled], &format!("{waiting} {waiting}"));
+    let reasons = "-o=jsonpath={.items[*].reason}";
+    let evictions = k.ok(&["get", "events", "--field-selector=reason=TaintManagerEviction", reasons]);
+    assert_eq!(evictions, "TaintManagerEviction TaintManagerEviction");
+    k.ok(&["taint", "nodes", "node-1", "maintenance-"]);
+    k.eventually(&["get", "pods", "-l", "app=web", PHASES], "Running Running");
+}
+
 // `kubectl run --restart=Never` and a Helm test Pod end Succeeded (kube-sim runs no command; a
 // Pod that would not be restarted is taken to finish), where before they ran until deleted and
 // `helm test` timed out.

@@ -1,0 +1,483 @@
+//! The node lifecycle and taint eviction controllers with the workload controllers and the
+//! kubelet-lite: a `NoExecute` taint empties a Node of the Pods that do not tolerate it, at once
+//! or after their `tolerationSeconds`, and a removed taint cancels a scheduled eviction; a Node
+//! that is not Ready is tainted `not-ready` (`NoSchedule` and `NoExecute`), loses its Pods after
+//! the 300 s kube-apiserver's admission gives them, and is untainted once Ready again; a
+//! one-Node cluster whose Node is not Ready keeps its Pods; a cordon is a taint; a zone is
+//! tainted one Node at a time. Also under swarm faults, with every built-in.
+
+use std::time::Duration;
+
+use controllers::builtins::{self, kubelet, node_lifecycle, pod_state, podgc, snapshot, taint_eviction};
+use k8s_openapi::api::core::v1::{Event, Node, Pod, Taint, Toleration};
+use sim::api::{Api, Patch, PatchParams};
+use sim::faults::SwarmConfig;
+use sim::{FnProperty, Sim, SimBuilder, SweepConfig, WorkloadError, sweep};
+
+const SEEDS: u64 = 10;
+const WAIT: Duration = Duration::from_secs(120);
+/// What kube-apiserver's `DefaultTolerationSeconds` gives a Pod for `not-ready` and `unreachable`.
+const DEFAULT_TOLERATION: Duration = Duration::from_secs(300);
+
+fn failed_step(action: &str, reason: String) -> WorkloadError {
+    WorkloadError { step: 0, action: action.to_owned(), reason }
+}
+
+fn sweep_passes(name: &str, world: &SimBuilder, seeds: u64) {
+    let report = sweep(&SweepConfig::new(name).seeds(seeds), |seed, options| world.run_with(seed, options));
+    report.assert_all_passed();
+}
+
+/// A Node `name`, in zone `zone` unless that is empty.
+fn node(name: &str, zone: &str) -> String {
+    let zone = if zone.is_empty() { String::new() } else { format!(", topology.kubernetes.io/zone: {zone}") };
+    format!(
+        "apiVersion: v1\nkind: Node\nmetadata: {{name: {name}, labels: {{kubernetes.io/hostname: {name}{zone}}}}}\n"
+    )
+}
+
+/// A Deployment `name` of `replicas` Pods labelled `app: <name>`, with `extra_spec` in their spec.
+fn deployment(name: &str, replicas: u32, extra_spec: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}, namespace: default}}\nspec:\n  \
+         replicas: {replicas}\n  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    \
+         metadata: {{labels: {{app: {name}}}}}\n    spec:\n      terminationGracePeriodSeconds: 1\n      \
+         containers: [{{name: app, image: app}}]\n{extra_spec}"
+    )
+}
+
+fn node_of(pod: &Pod) -> Option<&str> {
+    pod.spec.as_ref().and_then(|s| s.node_name.as_deref())
+}
+
+fn app_of(pod: &Pod) -> Option<&str> {
+    pod.metadata.labels.as_ref().and_then(|l| l.get("app")).map(String::as_str)
+}
+
+/// The Pods of `app` bound to `node` that are Running and Ready and not being deleted.
+fn running_on(pods: &[Pod], app: &str, node: &str) -> usize {
+    pods.iter()
+        .filter(|p| {
+            app_of(p) == Some(app)
+                && node_of(p) == Some(node)
+                && pod_state::is_running_and_ready(p)
+                && !pod_state::is_terminating(p)
+        })
+        .count()
+}
+
+fn taints(node: &Node) -> Vec<Taint> {
+    node.spec.as_ref().and_then(|s| s.taints.clone()).unwrap_or_default()
+}
+
+fn has_taint(node: &Node, key: &str, effect: &str) -> bool {
+    taints(node).iter().any(|t| t.key == key && t.effect == effect)
+}
+
+/// Set `node`'s `Ready` condition to `status`, as its kubelet (or a lost kubelet's stand-in) would.
+async fn set_ready(w: &sim::Workload, node: &str, status: &str) -> Result<(), WorkloadError> {
+    let nodes: Api<Node> = Api::all(w.client());
+    let patch = serde_json::json!({"status": {"conditions": [{
+        "type": "Ready", "status": status, "reason": "KubeletNotReady", "message": "set by the test",
+        "lastHeartbeatTime": sim::time::now_k8s(), "lastTransitionTime": sim::time::now_k8s()}]}});
+    nodes
+        .patch_status(node, &PatchParams::default(), &Patch::Strategic(&patch))
+        .await
+        .map(|_| ())
+        .map_err(|e| failed_step(&format!("set {node} Ready={status}"), e.to_string()))
+}
+
+async fn taint_node(w: &sim::Workload, node: &str, taints: serde_json::Value) -> Result<(), WorkloadError> {
+    let nodes: Api<Node> = Api::all(w.client());
+    w.patch(&nodes, node, &Patch::Merge(serde_json::json!({"spec": {"taints": taints}}))).await.map(|_| ())
+}
+
+/// The workload controllers, the kubelet-lite and the two controllers under test.
+fn world(scenario: &str) -> SimBuilder {
+    let world = Sim::builder().scenario(scenario);
+    let world = builtins::deployment_controller(builtins::replicaset_controller(world));
+    let world = builtins::kubelet(world);
+    builtins::taint_eviction_controller(builtins::node_lifecycle_controller(world))
+}
+
+fn evicted_by_taint(pod: &Pod) -> bool {
+    let conditions = pod.status.as_ref().and_then(|s| s.conditions.as_deref()).unwrap_or_default();
+    conditions.iter().any(|c| {
+        (c.type_.as_str(), c.status.as_str(), c.reason.as_deref(), c.message.as_deref())
+            == (
+                podgc::CONDITION_DISRUPTION_TARGET,
+                "True",
+                Some(taint_eviction::REASON_DELETION_BY_TAINT_MANAGER),
+                Some(taint_eviction::MESSAGE_TAINT_MANAGER),
+            )
+    })
+}
+
+/// Every event of `reason` in the default namespace, by message.
+fn event_messages(view: &sim::EndView<'_>, reason: &str) -> Result<Vec<String>, String> {
+    let snap = view.cluster("default").ok_or("no cluster")?;
+    Ok(snapshot::objects::<Event>(snap, Some("default"))
+        .into_iter()
+        .filter(|e| e.reason.as_deref() == Some(reason))
+        .filter_map(|e| e.message)
+        .collect())
+}
+
+// `kubectl taint nodes node-a maintenance=now:NoExecute`: web's Pods there are marked and
+// deleted at once, and their replacements run on node-1; the Pod that tolerates the taint for
+// ever stays.
+#[test]
+fn a_no_execute_taint_evicts_the_pods_that_do_not_tolerate_it_at_once() {
+    let tolerate = "      tolerations: [{key: maintenance, operator: Exists, effect: NoExecute}]\n";
+    let on_a = "      nodeSelector: {kubernetes.io/hostname: node-a}\n";
+    let world = world("builtins-taint-eviction-now")
+        .workload(move |w| async move {
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            w.apply_yaml("default", &node("node-a", "z")).await?;
+            let nodes: Api<Node> = Api::all(w.client());
+            // node-1 cordoned until web runs on node-a.
+            let cordon = |on: bool| Patch::Merge(serde_json::json!({"spec": {"unschedulable": on}}));
+            w.wait_for(&nodes, kubelet::NODE_NAME, |n| n.is_some(), WAIT).await?;
+            w.patch(&nodes, kubelet::NODE_NAME, &cordon(true)).await?;
+            w.apply_yaml("default", &deployment("web", 2, "")).await?;
+            w.apply_yaml("default", &deployment("agent", 1, &format!("{tolerate}{on_a}"))).await?;
+            let placed = |pods: &[Pod]| {
+                running_on(pods, "web", "node-a") == 2 && running_on(pods, "agent", "node-a") == 1
+            };
+            w.wait_for_all(&pods, placed, WAIT).await?;
+            w.patch(&nodes, kubelet::NODE_NAME, &cordon(false)).await?;
+            let tainted_at = sim::time::now();
+            taint_node(
+                &w,
+                "node-a",
+                serde_json::json!([{"key": "maintenance", "value": "now", "effect": "NoExecute"}]),
+            )
+            .await?;
+            let gone_from_a = |pods: &[Pod]| {
+                pods.iter().filter(|p| app_of(p) == Some("web")).all(|p| {
+                    node_of(p) != Some("node-a") || (pod_state::is_terminating(p) && evicted_by_taint(p))
+                })
+            };
+            w.wait_for_all(&pods, gone_from_a, Duration::from_secs(2)).await?;
+            let after = Duration::try_from(sim::time::now().duration_since(tainted_at)).unwrap_or_default();
+            if after > Duration::from_secs(2) {
+                return Err(failed_step("check the eviction", format!("evicted {after:?} after the taint")));
+            }
+            let moved = |pods: &[Pod]| {
+                running_on(pods, "web", kubelet::NODE_NAME) == 2
+                    && pods.iter().filter(|p| app_of(p) == Some("web")).count() == 2
+            };
+            w.wait_for_all(&pods, moved, WAIT).await?;
+            // The tolerating Pod stays, however long.
+            w.sleep(Duration::from_secs(600)).await;
+            w.wait_for_all(&pods, |pods| running_on(pods, "agent", "node-a") == 1, Duration::ZERO).await
+        })
+        .property(FnProperty::at_end("web's evictions are announced", |view| {
+            let marked = event_messages(view, taint_eviction::EVENT_REASON)?;
+            let marked =
+                marked.iter().filter(|m| m.starts_with("Marking for deletion Pod default/web-")).count();
+            if marked == 2 { Ok(()) } else { Err(format!("{marked} web Pods marked for deletion")) }
+        }));
+    sweep_passes("builtins-taint-eviction-now", &world, SEEDS);
+}
+
+// A Pod that tolerates the taint for 60 s goes 60 s after it (then the taint is removed: its
+// replacement would go 60 s later, and so on); a second one whose taint is removed after 30 s
+// stays, its eviction cancelled.
+#[test]
+fn a_pod_that_tolerates_a_taint_for_a_while_goes_after_that_while_unless_the_taint_goes_first() {
+    let tolerate = |key: &str| {
+        format!(
+            "      tolerations: [{{key: {key}, operator: Exists, effect: NoExecute, tolerationSeconds: 60}}]\n"
+        )
+    };
+    let world = world("builtins-taint-eviction-later")
+        .workload(move |w| async move {
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            w.apply_yaml("default", &node("node-a", "z")).await?;
+            w.apply_yaml("default", &node("node-b", "z")).await?;
+            let on = |node: &str| format!("      nodeSelector: {{kubernetes.io/hostname: {node}}}\n");
+            w.apply_yaml("default", &deployment("a", 1, &format!("{}{}", tolerate("gone"), on("node-a"))))
+                .await?;
+            w.apply_yaml("default", &deployment("b", 1, &format!("{}{}", tolerate("brief"), on("node-b"))))
+                .await?;
+            let placed =
+                |pods: &[Pod]| running_on(pods, "a", "node-a") == 1 && running_on(pods, "b", "node-b") == 1;
+            w.wait_for_all(&pods, placed, WAIT).await?;
+            let names = |pods: &[Pod], app: &str| -> Vec<String> {
+                pods.iter()
+                    .filter(|p| app_of(p) == Some(app))
+                    .filter_map(|p| p.metadata.name.clone())
+                    .collect()
+            };
+            let listed =
+                pods.list(&Default::default()).await.map_err(|e| failed_step("list", e.to_string()))?;
+            let b_before = names(&listed.items, "b");
+            taint_node(&w, "node-a", serde_json::json!([{"key": "gone", "effect": "NoExecute"}])).await?;
+            taint_node(&w, "node-b", serde_json::json!([{"key": "brief", "effect": "NoExecute"}])).await?;
+            let tainted_at = sim::time::now();
+            w.sleep(Duration::from_secs(30)).await;
+            taint_node(&w, "node-b", serde_json::json!(null)).await?;
+            // Still there before the 60 s.
+            w.wait_for_all(&pods, |pods| running_on(pods, "a", "node-a") == 1, Duration::ZERO).await?;
+            let evicted = |pods: &[Pod]| {
+                pods.iter()
+                    .any(|p| app_of(p) == Some("a") && pod_state::is_terminating(p) && evicted_by_taint(p))
+            };
+            w.wait_for_all(&pods, evicted, WAIT).await?;
+            let after = Duration::try_from(sim::time::now().duration_since(tainted_at)).unwrap_or_default();
+            if after < Duration::from_secs(60) || after > Duration::from_secs(62) {
+                return Err(failed_step(
+                    "check the toleration",
+                    format!("evicted {after:?} after the taint"),
+                ));
+            }
+            // a's replacement tolerates the taint for 60 s too, and would be evicted in turn.
+            taint_node(&w, "node-a", serde_json::json!(null)).await?;
+            w.sleep(Duration::from_secs(120)).await;
+            let b_kept =
+                move |pods: &[Pod]| names(pods, "b") == b_before && running_on(pods, "b", "node-b") == 1;
+            w.wait_for_all(&pods, b_kept, Duration::ZERO).await
+        })
+        .property(FnProperty::at_end("b's eviction is cancelled, a's announced", |view| {
+            let messages = event_messages(view, taint_eviction::EVENT_REASON)?;
+            let count = |prefix: &str| messages.iter().filter(|m| m.starts_with(prefix)).count();
+            let seen = (
+                count("Cancelling deletion of Pod default/b-"),
+                count("Marking for deletion Pod default/a-"),
+            );
+            if seen == (1, 1) { Ok(()) } else { Err(format!("(b cancelled, a marked): {seen:?}")) }
+        }));
+    sweep_passes("builtins-taint-eviction-later", &world, SEEDS);
+}
+
+// With every built-in (so every Pod gets the 300 s `not-ready` toleration): node-a stops being
+// Ready while node-1 is; node-a is tainted not-ready, NoSchedule and NoExecute, its Pods go
+// after 300 s and run on node-1; Ready again, node-a loses both taints.
+#[test]
+fn a_node_that_is_not_ready_is_tainted_and_loses_its_pods_after_300s() {
+    let world = builtins::all(Sim::builder().scenario("builtins-node-not-ready")).workload(|w| async move {
+        let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+        let nodes: Api<Node> = Api::all(w.client());
+        w.apply_yaml("default", &node("node-a", "")).await?;
+        set_ready(&w, "node-a", "True").await?;
+        w.apply_yaml("default", &deployment("web", 2, "      nodeSelector: {zone: any}\n")).await?;
+        // Placed on node-a by a label only it has, then the selector is dropped.
+        let label = Patch::Merge(serde_json::json!({"metadata": {"labels": {"zone": "any"}}}));
+        w.patch(&nodes, "node-a", &label).await?;
+        w.wait_for_all(&pods, |pods| running_on(pods, "web", "node-a") == 2, WAIT).await?;
+        let not_ready_at = sim::time::now();
+        set_ready(&w, "node-a", "False").await?;
+        let tainted = |n: Option<&Node>| {
+            n.is_some_and(|n| {
+                has_taint(n, node_lifecycle::TAINT_NOT_READY, "NoSchedule")
+                    && has_taint(n, node_lifecycle::TAINT_NOT_READY, "NoExecute")
+                    && taints(n).iter().all(|t| t.time_added.is_some())
+            })
+        };
+        w.wait_for(&nodes, "node-a", tainted, Duration::from_secs(2)).await?;
+        // The Pods tolerate it for 300 s.
+        w.sleep(DEFAULT_TOLERATION - Duration::from_secs(5)).await;
+        w.wait_for_all(&pods, |pods| running_on(pods, "web", "node-a") == 2, Duration::ZERO).await?;
+        let unlabel = Patch::Merge(serde_json::json!({"metadata": {"labels": {"zone": null}}}));
+        w.patch(&nodes, "node-a", &unlabel).await?;
+        w.patch(&nodes, kubelet::NODE_NAME, &label).await?;
+        let evicted = |pods: &[Pod]| {
+            pods.iter()
+                .filter(|p| node_of(p) == Some("node-a"))
+                .all(|p| pod_state::is_terminating(p) && evicted_by_taint(p))
+        };
+        w.wait_for_all(&pods, evicted, Duration::from_secs(10)).await?;
+        let after = Duration::try_from(sim::time::now().duration_since(not_ready_at)).unwrap_or_default();
+        if after < DEFAULT_TOLERATION || after > DEFAULT_TOLERATION + Duration::from_secs(3) {
+            return Err(failed_step("check the eviction", format!("evicted {after:?} after NotReady")));
+        }
+        w.wait_for_all(&pods, |pods| running_on(pods, "web", kubelet::NODE_NAME) == 2, WAIT).await?;
+        set_ready(&w, "node-a", "True").await?;
+        let untainted = |n: Option<&Node>| {
+            n.is_some_and(|n| !taints(n).iter().any(|t| t.key == node_lifecycle::TAINT_NOT_READY))
+        };
+        w.wait_for(&nodes, "node-a", untainted, Duration::from_secs(2)).await
+    });
+    sweep_passes("builtins-node-not-ready", &world, SEEDS);
+}
+
+// The only Node stops being Ready: every zone is down, so the controller trusts no one and
+// taints it NoSchedule only; its Pods stay. Unknown afterwards: unreachable instead.
+#[test]
+fn a_one_node_cluster_whose_node_is_not_ready_keeps_its_pods() {
+    let world = builtins::all(Sim::builder().scenario("builtins-node-all-down")).workload(|w| async move {
+        let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+        let nodes: Api<Node> = Api::all(w.client());
+        w.apply_yaml("default", &deployment("web", 2, "")).await?;
+        w.wait_for_all(&pods, |pods| running_on(pods, "web", kubelet::NODE_NAME) == 2, WAIT).await?;
+        set_ready(&w, kubelet::NODE_NAME, "False").await?;
+        let only_no_schedule = |key: &'static str| {
+            move |n: Option<&Node>| {
+                n.is_some_and(|n| {
+                    has_taint(n, key, "NoSchedule") && !taints(n).iter().any(|t| t.effect == "NoExecute")
+                })
+            }
+        };
+        w.wait_for(
+            &nodes,
+            kubelet::NODE_NAME,
+            only_no_schedule(node_lifecycle::TAINT_NOT_READY),
+            Duration::from_secs(2),
+        )
+        .await?;
+        set_ready(&w, kubelet::NODE_NAME, "Unknown").await?;
+        w.wait_for(
+            &nodes,
+            kubelet::NODE_NAME,
+            only_no_schedule(node_lifecycle::TAINT_UNREACHABLE),
+            Duration::from_secs(2),
+        )
+        .await?;
+        w.sleep(DEFAULT_TOLERATION * 2).await;
+        w.wait_for_all(&pods, |pods| running_on(pods, "web", kubelet::NODE_NAME) == 2, Duration::ZERO).await
+    });
+    sweep_passes("builtins-node-all-down", &world, SEEDS);
+}
+
+// A cordon is a taint too (`kubectl describe node` shows it), and goes with the uncordon; a
+// condition under pressure likewise.
+#[test]
+fn a_cordoned_node_or_one_under_pressure_is_tainted_no_schedule_until_it_is_not() {
+    let world = world("builtins-node-cordon-taint").workload(|w| async move {
+        let nodes: Api<Node> = Api::all(w.client());
+        w.wait_for(&nodes, kubelet::NODE_NAME, |n| n.is_some(), WAIT).await?;
+        let cordon = |on: bool| Patch::Merge(serde_json::json!({"spec": {"unschedulable": on}}));
+        let key = builtins::scheduler::TAINT_UNSCHEDULABLE;
+        w.patch(&nodes, kubelet::NODE_NAME, &cordon(true)).await?;
+        w.wait_for(&nodes, kubelet::NODE_NAME, |n| n.is_some_and(|n| has_taint(n, key, "NoSchedule")), Duration::from_secs(2))
+            .await?;
+        w.patch(&nodes, kubelet::NODE_NAME, &cordon(false)).await?;
+        w.wait_for(&nodes, kubelet::NODE_NAME, |n| n.is_some_and(|n| taints(n).is_empty()), Duration::from_secs(2))
+            .await?;
+        let pressure = |status: &str| {
+            serde_json::json!({"status": {"conditions": [{"type": "MemoryPressure", "status": status}]}})
+        };
+        let memory = "node.kubernetes.io/memory-pressure";
+        nodes
+            .patch_status(kubelet::NODE_NAME, &PatchParams::default(), &Patch::Strategic(&pressure("True")))
+            .await
+            .map_err(|e| failed_step("memory pressure", e.to_string()))?;
+        w.wait_for(&nodes, kubelet::NODE_NAME, |n| n.is_some_and(|n| has_taint(n, memory, "NoSchedule")), Duration::from_secs(2))
+            .await?;
+        nodes
+            .patch_status(kubelet::NODE_NAME, &PatchParams::default(), &Patch::Strategic(&pressure("False")))
+            .await
+            .map_err(|e| failed_step("no memory pressure", e.to_string()))?;
+        w.wait_for(&nodes, kubelet::NODE_NAME, |n| n.is_some_and(|n| taints(n).is_empty()), Duration::from_secs(2))
+            .await
+    });
+    sweep_passes("builtins-node-cordon-taint", &world, SEEDS);
+}
+
+// Five Nodes in one zone, two of them stop being Ready at once: the zone is not disrupted (2 of
+// 6), so both are tainted NoExecute, 10 s apart.
+#[test]
+fn a_zone_has_its_nodes_tainted_no_execute_one_at_a_time() {
+    let world = world("builtins-node-rate").workload(|w| async move {
+        let nodes: Api<Node> = Api::all(w.client());
+        let names = ["node-a", "node-b", "node-c", "node-d", "node-e"];
+        for name in names {
+            w.apply_yaml("default", &node(name, "")).await?;
+            set_ready(&w, name, "True").await?;
+        }
+        set_ready(&w, "node-a", "False").await?;
+        set_ready(&w, "node-b", "False").await?;
+        let start = sim::time::now();
+        let no_execute =
+            |n: Option<&Node>| n.is_some_and(|n| has_taint(n, node_lifecycle::TAINT_NOT_READY, "NoExecute"));
+        let mut at = Vec::new();
+        for name in ["node-a", "node-b"] {
+            let tainted = nodes.get(name).await.map_err(|e| failed_step("get", e.to_string()))?;
+            at.push((name, no_execute(Some(&tainted))));
+        }
+        let first_tainted = at.iter().filter(|(_, t)| *t).count();
+        if first_tainted > 1 {
+            return Err(failed_step("check the rate", format!("both tainted at once: {at:?}")));
+        }
+        for name in ["node-a", "node-b"] {
+            w.wait_for(&nodes, name, no_execute, Duration::from_secs(15)).await?;
+        }
+        let after = Duration::try_from(sim::time::now().duration_since(start)).unwrap_or_default();
+        if after < node_lifecycle::TAINT_INTERVAL - Duration::from_secs(1) {
+            return Err(failed_step("check the rate", format!("both tainted within {after:?}")));
+        }
+        Ok(())
+    });
+    sweep_passes("builtins-node-rate", &world, SEEDS);
+}
+
+#[test]
+fn zone_states_follow_compute_zone_state() {
+    use node_lifecycle::{ZoneState, zone_state};
+    let t = Some("True");
+    let f = Some("False");
+    assert_eq!(zone_state(&[f]), ZoneState::FullDisruption);
+    assert_eq!(zone_state(&[None, f]), ZoneState::FullDisruption);
+    assert_eq!(zone_state(&[t, f, f]), ZoneState::Normal);
+    // More than 2 not Ready and at least 55 %.
+    assert_eq!(zone_state(&[t, t, f, f, f]), ZoneState::PartialDisruption);
+    assert_eq!(zone_state(&[t, t, t, f, f, f]), ZoneState::Normal);
+    assert_eq!(zone_state(&[]), ZoneState::Normal);
+}
+
+#[test]
+fn tolerations_match_taints_as_get_matching_tolerations_and_the_shortest_time_wins() {
+    let taint = |key: &str| Taint { key: key.to_owned(), effect: "NoExecute".to_owned(), ..Taint::default() };
+    let toleration = |key: &str, seconds: Option<i64>| Toleration {
+        key: Some(key.to_owned()),
+        operator: Some("Exists".to_owned()),
+        effect: Some("NoExecute".to_owned()),
+        toleration_seconds: seconds,
+        ..Toleration::default()
+    };
+    let (a, b) = (taint("a"), taint("b"));
+    let tolerations = [toleration("a", Some(30)), toleration("b", Some(10)), toleration("c", None)];
+    let used = taint_eviction::matching_tolerations(&[&a, &b], &tolerations).expect("all tolerated");
+    assert_eq!(taint_eviction::min_toleration_time(&used), Some(Duration::from_secs(10)));
+    assert!(taint_eviction::matching_tolerations(&[&a, &taint("d")], &tolerations).is_none());
+    let forever = [toleration("a", None)];
+    let used = taint_eviction::matching_tolerations(&[&a], &forever).expect("tolerated");
+    assert_eq!(taint_eviction::min_toleration_time(&used), None);
+    let now = [toleration("a", Some(-5))];
+    let used = taint_eviction::matching_tolerations(&[&a], &now).expect("tolerated");
+    assert_eq!(taint_eviction::min_toleration_time(&used), Some(Duration::ZERO));
+    assert_eq!(taint_eviction::min_toleration_time(&[]), Some(Duration::ZERO));
+}
+
+#[test]
+fn under_swarm_faults_a_no_execute_taint_still_moves_the_pods() {
+    let world = builtins::all(Sim::builder().scenario("builtins-taint-eviction-faults"));
+    let swarm = SwarmConfig { controllers: world.controller_names(), ..SwarmConfig::default() };
+    let world = world.swarm(swarm).workload(|w| async move {
+        let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+        w.apply_yaml("default", &node("node-a", "")).await?;
+        w.apply_yaml("default", &deployment("web", 2, "")).await?;
+        w.wait_for_all(
+            &pods,
+            |pods| pods.iter().filter(|p| pod_state::is_running_and_ready(p)).count() == 2,
+            WAIT * 3,
+        )
+        .await?;
+        taint_node(&w, "node-a", serde_json::json!([{"key": "drain", "effect": "NoExecute"}])).await?;
+        let moved = |pods: &[Pod]| {
+            running_on(pods, "web", kubelet::NODE_NAME) == 2
+                && pods.iter().all(|p| node_of(p) != Some("node-a"))
+        };
+        w.wait_for_all(&pods, moved, WAIT * 3).await
+    });
+    sweep_passes("builtins-taint-eviction-faults", &world, SEEDS);
+}
+
+#[test]
+fn the_node_lifecycle_and_taint_eviction_controllers_come_with_the_other_builtins() {
+    let names = builtins::all(Sim::builder()).controller_names();
+    for node in [node_lifecycle::NODE, taint_eviction::NODE] {
+        assert!(names.iter().any(|n| n == node), "{node} missing from {names:?}");
+    }
+}
