@@ -61,6 +61,10 @@
 //!   with exit code 137 ([`super::kubelet_status::killed`]), which a Job with
 //!   `podReplacementPolicy: Failed` waits for (a Pod a finalizer holds stays so).
 //!
+//! A Node whose `Ready` condition is `Unknown` has lost its kubelet ([`is_lost`]: a test or a
+//! workload plays a lost Node so, as the node lifecycle controller marks one): the kubelet-lite
+//! leaves its Pods as they are, a deleted one `Terminating`, until the Node is Ready again.
+//!
 //! The delays are waited inside the reconcile, so the world counts as busy while a container
 //! starts or stops: the liveness phase waits for them, as it would for real containers.
 //!
@@ -189,6 +193,8 @@ pub async fn run(clients: Clients) {
     let waiting_volume = store.clone();
     let (waiting_config_map, waiting_secret) = (store.clone(), store.clone());
     let waiting_on_pods = Arc::new(WaitingOnPods::default());
+    // The Nodes seen lost ([`is_lost`]), so that their Pods are synced when they come back.
+    let lost_nodes = std::sync::Mutex::new(BTreeSet::<String>::new());
     let waiting = waiting_on_pods.clone();
     controller
         .watches_shared_stream(claim_changes, move |claim: Arc<PersistentVolumeClaim>| {
@@ -210,8 +216,20 @@ pub async fn run(clients: Clients) {
         .watches_shared_stream(secret_changes, move |secret: Arc<Secret>| {
             pods_needing(&waiting_secret, &*secret, true)
         })
-        // A Node registered, uncordoned or relabelled may fit a Pod that fitted none.
-        .watches_shared_stream(node_changes, move |_node: Arc<Node>| unscheduled(&waiting_node))
+        // A Node registered, uncordoned or relabelled may fit a Pod that fitted none; a Node
+        // back from lost has its Pods looked at again.
+        .watches_shared_stream(node_changes, move |node: Arc<Node>| {
+            let mut pods = unscheduled(&waiting_node);
+            let name = node.name_any();
+            let mut lost = lost_nodes.lock().unwrap_or_else(|e| e.into_inner());
+            if is_lost(&node) {
+                lost.insert(name);
+            } else if lost.remove(&name) {
+                let bound = waiting_node.state_filter(|pod| pod_state::node_name(pod) == Some(name.as_str()));
+                pods.extend(bound.iter().map(|pod| ObjectRef::from_obj(&**pod)));
+            }
+            pods
+        })
         // A bound Pod that finishes, starts terminating or is deleted may leave room (resources,
         // host ports) for a Pod that fitted nowhere (the scheduler's `AssignedPodDelete` hint).
         // A Pod bound, or relabelled where it runs, may satisfy the Pod affinity or the spread
@@ -632,6 +650,12 @@ pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, Error
     let name = pod.name_any();
     let namespace = pod.namespace().ok_or(Error::MissingNamespace { kind: "Pod", name: name.clone() })?;
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
+    if let Some(node) = pod_state::node_name(&pod)
+        && ctx.nodes.get(&ObjectRef::new(node)).is_some_and(|node| is_lost(&node))
+    {
+        // Its kubelet is gone: nothing starts, reports or terminates there.
+        return Ok(Action::await_change());
+    }
     if pod_state::is_terminating(&pod) {
         return boxed(|| terminate(&api, &pod, &ctx)).await;
     }
@@ -658,6 +682,15 @@ pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, Error
         (Some(left), None) => Action::requeue(left),
         _ => action,
     })
+}
+
+/// Whether `node`'s kubelet is lost: its `Ready` condition is `Unknown`, as the node lifecycle
+/// controller marks a Node whose kubelet stopped posting its status (no heartbeats are modelled,
+/// so a workload or a test writes it to play a lost Node). The kubelet-lite then leaves the
+/// Node's Pods as they are, a deleted one `Terminating` too, until the Node is back.
+pub fn is_lost(node: &Node) -> bool {
+    let conditions = node.status.as_ref().and_then(|s| s.conditions.as_deref()).unwrap_or_default();
+    conditions.iter().any(|c| c.type_ == "Ready" && c.status == "Unknown")
 }
 
 /// The message of a Pod the kubelet ended for its `activeDeadlineSeconds`.

@@ -23,21 +23,28 @@
 //!   applies only to larger ones). When every zone is fully disrupted (a one-Node cluster whose
 //!   Node is not Ready above all), the controller assumes its own view is broken: it removes the
 //!   `NoExecute` taints from every Node and adds none, so no Pod is evicted.
+//! - **A Node just lost** (`Ready` moved from `True` to `Unknown`, what upstream itself writes
+//!   when the kubelet goes silent): a `NodeNotReady` event on the Node ("Node `<name>` status is
+//!   now: NodeNotReady"), and every Pod bound to it gets `Ready=False` (`MarkPodsNotReady`) with
+//!   a `NodeNotReady` warning ("Node is not ready"), so its Services' endpoints drop them. The
+//!   kubelet-lite leaves a lost Node's Pods alone ([`super::kubelet::is_lost`]): deleted, they
+//!   stay `Terminating` until the Node is back or gone, as on a cluster.
 //! - Added taints carry `timeAdded`. A taint write is a strategic merge patch of `spec.taints`
 //!   with the resourceVersion read (`PatchNodeTaints`), so a stale cache gets 409 and retries.
 //!
 //! Where it differs:
 //! - **No heartbeats.** Upstream marks a Node's conditions `Unknown` when its kubelet has not
-//!   renewed its Lease or posted its status for 50 s (`--node-monitor-grace-period`), and then
-//!   marks its Pods not Ready (`MarkPodsNotReady`). The kubelet-lite posts no heartbeats, and
-//!   every simulated Node is taken as alive: a Node's conditions change only when the
-//!   kubelet-lite, a workload or a test writes them (`kubectl` or a status patch setting
-//!   `Ready=Unknown` plays a lost Node).
+//!   renewed its Lease or posted its status for 50 s (`--node-monitor-grace-period`). The
+//!   kubelet-lite posts no heartbeats, and every simulated Node is taken as alive: a Node's
+//!   conditions change only when the kubelet-lite, a workload or a test writes them. A status
+//!   patch setting `Ready=Unknown` plays a lost Node, and is taken as upstream's own move (the
+//!   Pods marked not Ready); upstream would also set the pressure conditions `Unknown`.
+//! - It lists a lost Node's Pods from the server, where upstream reads its Pod cache.
 //! - Upstream looks at every Node every 5 s (`--node-monitor-period`) and taints from a queue
 //!   every 100 ms; this one acts on each Node change and waits for the rate limit with a requeue,
 //!   so a world with nothing to do goes quiet. It also writes an added and a removed taint in one
 //!   patch, where upstream's swap writes twice (add, then remove).
-//! - No `NodeNotReady` or `RemovingNode` events, which come with the heartbeat pass; no metrics.
+//! - No `RemovingNode` or `RegisteredNode` events; no metrics.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -45,20 +52,27 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use futures::channel::mpsc;
-use k8s_openapi::api::core::v1::{Node, NodeCondition, Taint};
+use k8s_openapi::api::core::v1::{Node, NodeCondition, ObjectReference, Pod, Taint};
 use k8s_openapi::jiff::Timestamp;
-use sim::api::{Api, Patch, PatchParams, ResourceExt};
+use sim::api::{Api, ListParams, Patch, PatchParams, ResourceExt};
 use sim::runtime::controller::Action;
 use sim::runtime::reflector::Store;
 use sim::runtime::{Controller, watcher};
 use sim::{Clients, SimBuilder};
 
 use super::changes::{self, Change};
-use super::error::Error;
+use super::error::{Error, has_code};
+use super::events::{self, Recorder};
 use super::rate_limit::{RateLimiter, RunRateLimited};
 
 /// The controller's node (its name in kube-controller-manager).
 pub const NODE: &str = "node-lifecycle-controller";
+/// The component its events come from (upstream's recorder's).
+pub const EVENT_COMPONENT: &str = "node-controller";
+/// The reason of the events about a Node just lost and its Pods.
+pub const NODE_NOT_READY: &str = "NodeNotReady";
+/// The message of the event on each Pod of a Node just lost.
+pub const POD_NOT_READY_MESSAGE: &str = "Node is not ready";
 /// The taint of a Node whose `Ready` condition is `False`.
 pub const TAINT_NOT_READY: &str = "node.kubernetes.io/not-ready";
 /// The taint of a Node whose `Ready` condition is `Unknown`.
@@ -113,6 +127,9 @@ pub struct Context {
     client: sim::Client,
     nodes: Store<Node>,
     limiters: ZoneLimiters,
+    /// Each Node's `Ready` status as last seen (upstream's `nodeHealthMap`).
+    observed: Mutex<BTreeMap<String, String>>,
+    recorder: Recorder,
 }
 
 /// The controller's main future.
@@ -129,7 +146,13 @@ pub async fn run(clients: Clients) {
     if nodes.wait_until_ready().await.is_err() {
         return;
     }
-    let ctx = Arc::new(Context { client, nodes: nodes.clone(), limiters: ZoneLimiters::default() });
+    let ctx = Arc::new(Context {
+        recorder: events::recorder(&client, EVENT_COMPONENT),
+        client,
+        nodes: nodes.clone(),
+        limiters: ZoneLimiters::default(),
+        observed: Mutex::default(),
+    });
     Controller::for_shared_stream(futures::stream::empty(), nodes)
         .reconcile_all_on(any_changed)
         .run_limited_by(RateLimiter::default(), reconcile, ctx)
@@ -219,8 +242,10 @@ fn has(taints: &[Taint], key: &str, effect: &str) -> bool {
     taints.iter().any(|t| t.key == key && t.effect == effect)
 }
 
-/// Sync one Node: its `NoSchedule` taints, then its `NoExecute` one.
+/// Sync one Node: its Pods marked not Ready if it was just lost, then its `NoSchedule` taints,
+/// then its `NoExecute` one.
 pub async fn reconcile(node: Arc<Node>, ctx: Arc<Context>) -> Result<Action, Error> {
+    super::boxed(|| mark_if_lost(&node, &ctx)).await?;
     let current = node.spec.as_ref().and_then(|s| s.taints.clone()).unwrap_or_default();
     let mut add: Vec<Taint> = Vec::new();
     let mut remove: Vec<Taint> = Vec::new();
@@ -294,4 +319,65 @@ async fn write_taints(
     let api: Api<Node> = Api::all(ctx.client.clone());
     api.patch(&node.name_any(), &PatchParams::default(), &Patch::Strategic(&patch)).await?;
     Ok(())
+}
+
+/// When `node`'s `Ready` moved from `True` to `Unknown` since it was last seen (upstream's own
+/// move, when the kubelet went silent): a `NodeNotReady` event, and every Pod on it marked not
+/// Ready (`MarkPodsNotReady`). The move is remembered only once every Pod is marked, so a failed
+/// write is tried again. A Node first seen is only remembered, as upstream's.
+async fn mark_if_lost(node: &Node, ctx: &Context) -> Result<(), Error> {
+    let name = node.name_any();
+    let ready = ready_status(node).unwrap_or_default().to_owned();
+    let previous = lock(&ctx.observed).get(&name).cloned();
+    if previous.as_deref() == Some("True") && ready == "Unknown" {
+        let reference = ObjectReference {
+            api_version: Some("v1".to_owned()),
+            kind: Some("Node".to_owned()),
+            name: Some(name.clone()),
+            uid: node.uid(),
+            ..ObjectReference::default()
+        };
+        let message = format!("Node {name} status is now: {NODE_NOT_READY}");
+        events::normal(&ctx.recorder, &reference, NODE_NOT_READY, message).await;
+        mark_pods_not_ready(&ctx.client, &ctx.recorder, &name).await?;
+    }
+    lock(&ctx.observed).insert(name, ready);
+    Ok(())
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `MarkPodsNotReady`: the `Ready` condition of every Pod bound to `node` set to `False` (its
+/// transition time now, its reason and message kept), each written with the resourceVersion
+/// read, with a `NodeNotReady` warning on the Pod. Read by a live list of the Node's Pods, where
+/// upstream reads its Pod cache.
+async fn mark_pods_not_ready(client: &sim::Client, recorder: &Recorder, node: &str) -> Result<(), Error> {
+    let all: Api<Pod> = Api::all(client.clone());
+    let params = ListParams::default().fields(&format!("spec.nodeName={node}"));
+    let mut failed = None;
+    for pod in all.list(&params).await?.items {
+        let conditions = pod.status.as_ref().and_then(|s| s.conditions.as_deref()).unwrap_or_default();
+        if !conditions.iter().any(|c| c.type_ == "Ready" && c.status != "False") {
+            continue;
+        }
+        let Some(namespace) = pod.namespace() else { continue };
+        let patch = serde_json::json!({
+            "metadata": { "resourceVersion": pod.resource_version() },
+            "status": { "conditions": [
+                { "type": "Ready", "status": "False", "lastTransitionTime": sim::time::now_k8s() },
+            ] },
+        });
+        let api: Api<Pod> = Api::namespaced(client.clone(), &namespace);
+        match api.patch_status(&pod.name_any(), &PatchParams::default(), &Patch::Strategic(&patch)).await {
+            Ok(_) => {
+                let reference = events::reference(&pod);
+                events::warning(recorder, &reference, NODE_NOT_READY, POD_NOT_READY_MESSAGE.to_owned()).await;
+            }
+            Err(e) if has_code(&e, 404) => {}
+            Err(e) => failed = Some(e),
+        }
+    }
+    failed.map_or(Ok(()), |e| Err(e.into()))
 }

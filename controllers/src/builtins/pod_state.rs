@@ -45,7 +45,12 @@ pub fn is_ready(pod: &Pod) -> bool {
 
 /// Whether the pod is bound to a node (`spec.nodeName` set).
 pub fn is_scheduled(pod: &Pod) -> bool {
-    pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_some_and(|n| !n.is_empty())
+    node_name(pod).is_some()
+}
+
+/// The Node the pod is bound to, if any (`spec.nodeName`, not empty).
+pub fn node_name(pod: &Pod) -> Option<&str> {
+    pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).filter(|n| !n.is_empty())
 }
 
 /// Whether the pod is Running and Ready (what a StatefulSet waits for before the next ordinal).

@@ -47,6 +47,7 @@ use sim::{Clients, SimBuilder};
 use super::changes::{self, Change};
 use super::error::{Error, has_code};
 use super::events::{self, Recorder};
+use super::pod_state;
 use super::rate_limit::{RateLimiter, RunRateLimited};
 use super::scheduler::tolerates;
 
@@ -131,7 +132,7 @@ pub async fn run(clients: Clients) {
         // Only a Pod on a tainted Node, or with an eviction, may need a sync.
         let (tainted, known) = (tainted.clone(), evictions.clone());
         let concerned = move |pod: &Pod| {
-            node_of(pod).is_some_and(|node| tainted.lock().contains(node))
+            pod_state::node_name(pod).is_some_and(|node| tainted.lock().contains(node))
                 || known.get(&key_of(pod)).is_some()
         };
         changes::informer(Api::<Pod>::all(client.clone()), watcher::Config::default(), move |change| {
@@ -179,7 +180,7 @@ pub async fn run(clients: Clients) {
             } else {
                 tainted.lock().insert(name.clone());
             }
-            for pod in cached_pods.state_filter(|pod| node_of(pod) == Some(name.as_str())) {
+            for pod in cached_pods.state_filter(|pod| pod_state::node_name(pod) == Some(name.as_str())) {
                 let _ = requests.unbounded_send(ObjectRef::from_obj(&*pod));
             }
         })
@@ -202,11 +203,6 @@ pub async fn run(clients: Clients) {
 /// A Pod's key: its namespace and name.
 fn key_of(pod: &Pod) -> (String, String) {
     (pod.namespace().unwrap_or_default(), pod.name_any())
-}
-
-/// The Node a Pod is bound to, if any.
-fn node_of(pod: &Pod) -> Option<&str> {
-    pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).filter(|n| !n.is_empty())
 }
 
 /// A Node's `NoExecute` taints (`getNoExecuteTaints`).
@@ -236,7 +232,7 @@ pub fn min_toleration_time(used: &[&Toleration]) -> Option<Duration> {
 
 /// Sync one Pod (upstream's `handlePodUpdate` and `processPodOnNode`).
 pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let Some(node_name) = node_of(&pod) else { return Ok(Action::await_change()) };
+    let Some(node_name) = pod_state::node_name(&pod) else { return Ok(Action::await_change()) };
     // A Node the cache does not hold: upstream knows no taints for it and leaves the Pod as it is.
     let Some(node) = ctx.nodes.get(&ObjectRef::new(node_name)) else { return Ok(Action::await_change()) };
     let key = key_of(&pod);

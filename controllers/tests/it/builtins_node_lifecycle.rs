@@ -302,6 +302,120 @@ fn a_node_that_is_not_ready_is_tainted_and_loses_its_pods_after_300s() {
     sweep_passes("builtins-node-not-ready", &world, SEEDS);
 }
 
+// node-a's kubelet is lost (its Ready set to Unknown, as the node lifecycle controller would
+// after 50 s of silence): its Pods are marked not Ready at once, and deleted 300 s later; with no
+// kubelet to end them they stay Terminating, while their replacements run on node-1; the
+// kubelet back, they go.
+#[test]
+fn the_pods_of_a_lost_node_turn_unready_then_stay_terminating_until_it_is_back() {
+    let world = builtins::all(Sim::builder().scenario("builtins-node-lost"))
+        .workload(|w| async move {
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            let nodes: Api<Node> = Api::all(w.client());
+            let cordon = |on: bool| Patch::Merge(serde_json::json!({"spec": {"unschedulable": on}}));
+            w.wait_for(&nodes, kubelet::NODE_NAME, |n| n.is_some(), WAIT).await?;
+            w.patch(&nodes, kubelet::NODE_NAME, &cordon(true)).await?;
+            w.apply_yaml("default", &node("node-a", "")).await?;
+            set_ready(&w, "node-a", "True").await?;
+            w.apply_yaml("default", &deployment("web", 2, "")).await?;
+            w.wait_for_all(&pods, |pods| running_on(pods, "web", "node-a") == 2, WAIT).await?;
+            w.patch(&nodes, kubelet::NODE_NAME, &cordon(false)).await?;
+            let lost_at = sim::time::now();
+            set_ready(&w, "node-a", "Unknown").await?;
+            let on_a = |pods: &[Pod]| {
+                pods.iter().filter(|p| node_of(p) == Some("node-a")).cloned().collect::<Vec<_>>()
+            };
+            let unready = move |pods: &[Pod]| {
+                let on_a = on_a(pods);
+                on_a.len() == 2
+                    && on_a.iter().all(|p| !pod_state::is_ready(p) && !pod_state::is_terminating(p))
+            };
+            w.wait_for_all(&pods, unready, Duration::from_secs(2)).await?;
+            let unreachable = |n: Option<&Node>| {
+                n.is_some_and(|n| {
+                    has_taint(n, node_lifecycle::TAINT_UNREACHABLE, "NoSchedule")
+                        && has_taint(n, node_lifecycle::TAINT_UNREACHABLE, "NoExecute")
+                })
+            };
+            w.wait_for(&nodes, "node-a", unreachable, Duration::from_secs(2)).await?;
+            // 300 s later they are deleted, and stay: no kubelet ends them.
+            let terminating = move |pods: &[Pod]| {
+                let on_a = on_a(pods);
+                on_a.len() == 2 && on_a.iter().all(|p| pod_state::is_terminating(p) && evicted_by_taint(p))
+            };
+            w.wait_for_all(&pods, terminating, DEFAULT_TOLERATION + Duration::from_secs(5)).await?;
+            let after = Duration::try_from(sim::time::now().duration_since(lost_at)).unwrap_or_default();
+            if after < DEFAULT_TOLERATION {
+                return Err(failed_step("check the eviction", format!("evicted {after:?} after the loss")));
+            }
+            w.wait_for_all(&pods, |pods| running_on(pods, "web", kubelet::NODE_NAME) == 2, WAIT).await?;
+            w.sleep(Duration::from_secs(120)).await;
+            w.wait_for_all(&pods, terminating, Duration::ZERO).await?;
+            set_ready(&w, "node-a", "True").await?;
+            let settled = |pods: &[Pod]| pods.len() == 2 && running_on(pods, "web", kubelet::NODE_NAME) == 2;
+            w.wait_for_all(&pods, settled, WAIT).await?;
+            let untainted = |n: Option<&Node>| n.is_some_and(|n| taints(n).is_empty());
+            w.wait_for(&nodes, "node-a", untainted, Duration::from_secs(2)).await
+        })
+        .property(FnProperty::at_end("the lost node's Pods are announced not ready", |view| {
+            let messages = event_messages(view, node_lifecycle::NODE_NOT_READY)?;
+            let pods = messages.iter().filter(|m| *m == node_lifecycle::POD_NOT_READY_MESSAGE).count();
+            let node = messages.iter().filter(|m| *m == "Node node-a status is now: NodeNotReady").count();
+            if (pods, node) == (2, 1) {
+                Ok(())
+            } else {
+                Err(format!("(pod events, node events): {:?}", (pods, node)))
+            }
+        }));
+    sweep_passes("builtins-node-lost", &world, SEEDS);
+}
+
+// The known trap of a lost Node: a StatefulSet's Pod there is deleted after 300 s but stays
+// Terminating, and its stable name keeps the replacement from being created, until an operator
+// says the Node is gone for good (the out-of-service taint): the Pod garbage collector then
+// force-deletes it and db-0 runs on node-1.
+#[test]
+fn a_statefulset_pod_on_a_lost_node_is_replaced_only_once_the_node_is_out_of_service() {
+    let world = builtins::all(Sim::builder().scenario("builtins-node-lost-sts")).workload(|w| async move {
+        let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+        let nodes: Api<Node> = Api::all(w.client());
+        let cordon = |on: bool| Patch::Merge(serde_json::json!({"spec": {"unschedulable": on}}));
+        w.wait_for(&nodes, kubelet::NODE_NAME, |n| n.is_some(), WAIT).await?;
+        w.patch(&nodes, kubelet::NODE_NAME, &cordon(true)).await?;
+        w.apply_yaml("default", &node("node-a", "")).await?;
+        set_ready(&w, "node-a", "True").await?;
+        w.apply_yaml(
+            "default",
+            "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db, namespace: default}\nspec:\n  \
+             replicas: 1\n  serviceName: db\n  selector: {matchLabels: {app: db}}\n  template:\n    \
+             metadata: {labels: {app: db}}\n    spec:\n      containers: [{name: db, image: db}]\n",
+        )
+        .await?;
+        w.wait_for_all(&pods, |pods| running_on(pods, "db", "node-a") == 1, WAIT).await?;
+        w.patch(&nodes, kubelet::NODE_NAME, &cordon(false)).await?;
+        set_ready(&w, "node-a", "Unknown").await?;
+        let stuck = |p: Option<&Pod>| {
+            p.is_some_and(|p| node_of(p) == Some("node-a") && pod_state::is_terminating(p) && evicted_by_taint(p))
+        };
+        w.wait_for(&pods, "db-0", stuck, DEFAULT_TOLERATION + Duration::from_secs(5)).await?;
+        w.sleep(Duration::from_secs(300)).await;
+        w.wait_for(&pods, "db-0", stuck, Duration::ZERO).await?;
+        let out_of_service = serde_json::json!([{"key": podgc::TAINT_OUT_OF_SERVICE, "value": "nodeshutdown", "effect": "NoExecute"}]);
+        let nodes_api: Api<Node> = Api::all(w.client());
+        let current = nodes_api.get("node-a").await.map_err(|e| failed_step("get node-a", e.to_string()))?;
+        let mut all = serde_json::to_value(taints(&current)).map_err(|e| failed_step("taints", e.to_string()))?;
+        if let (Some(all), Some(extra)) = (all.as_array_mut(), out_of_service.as_array()) {
+            all.extend(extra.iter().cloned());
+        }
+        taint_node(&w, "node-a", all).await?;
+        let replaced = |p: Option<&Pod>| {
+            p.is_some_and(|p| node_of(p) == Some(kubelet::NODE_NAME) && pod_state::is_running_and_ready(p))
+        };
+        w.wait_for(&pods, "db-0", replaced, WAIT).await
+    });
+    sweep_passes("builtins-node-lost-sts", &world, SEEDS);
+}
+
 // The only Node stops being Ready: every zone is down, so the controller trusts no one and
 // taints it NoSchedule only; its Pods stay. Unknown afterwards: unreachable instead.
 #[test]
