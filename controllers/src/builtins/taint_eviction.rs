@@ -72,8 +72,8 @@ pub fn taint_eviction_controller(builder: SimBuilder) -> SimBuilder {
 /// A Pod's eviction, as upstream's timed worker queue holds it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Eviction {
-    /// Scheduled at `created`, due at `due`.
-    Scheduled { created: Timestamp, due: Timestamp },
+    /// Scheduled, due at `due`.
+    Scheduled { due: Timestamp },
     /// Done: kept so that the Pod is not evicted twice, until the Pod is gone.
     Done,
 }
@@ -233,16 +233,22 @@ pub fn min_toleration_time(used: &[&Toleration]) -> Option<Duration> {
 /// Sync one Pod (upstream's `handlePodUpdate` and `processPodOnNode`).
 pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, Error> {
     let Some(node_name) = pod_state::node_name(&pod) else { return Ok(Action::await_change()) };
-    // A Node the cache does not hold: upstream knows no taints for it and leaves the Pod as it is.
-    let Some(node) = ctx.nodes.get(&ObjectRef::new(node_name)) else { return Ok(Action::await_change()) };
     let key = key_of(&pod);
+    let now = sim::time::now();
+    let Some(node) = ctx.nodes.get(&ObjectRef::new(node_name)) else {
+        // A Node the cache does not hold (deleted): upstream knows no taints for it and leaves
+        // the Pod as it is, but an eviction already scheduled still comes.
+        return match ctx.evictions.get(&key) {
+            Some(Eviction::Scheduled { due }) => evict_when_due(&ctx, &key, due, now).await,
+            _ => Ok(Action::await_change()),
+        };
+    };
     let taints = no_execute_taints(&node);
     if taints.is_empty() {
         cancel(&ctx, &key).await;
         return Ok(Action::await_change());
     }
     let tolerations = pod.spec.as_ref().and_then(|s| s.tolerations.as_deref()).unwrap_or_default();
-    let now = sim::time::now();
     let due = match matching_tolerations(&taints, tolerations) {
         // Not all tolerated: evicted now, whatever was scheduled.
         None => {
@@ -254,8 +260,10 @@ pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, Error
                 cancel(&ctx, &key).await;
                 return Ok(Action::await_change());
             }
+            // A scheduled eviction is kept as it is (upstream compares the new due time from
+            // when it was scheduled, which is never later).
             Some(wait) => match ctx.evictions.get(&key) {
-                Some(Eviction::Scheduled { due, .. }) => due,
+                Some(Eviction::Scheduled { due }) => due,
                 Some(Eviction::Done) => return Ok(Action::await_change()),
                 None => now.checked_add(wait).unwrap_or(Timestamp::MAX),
             },
@@ -264,14 +272,24 @@ pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, Error
     match ctx.evictions.get(&key) {
         Some(Eviction::Done) => return Ok(Action::await_change()),
         Some(Eviction::Scheduled { .. }) => {}
-        None => ctx.evictions.set(key.clone(), Eviction::Scheduled { created: now, due }),
+        None => ctx.evictions.set(key.clone(), Eviction::Scheduled { due }),
     }
+    evict_when_due(&ctx, &key, due, now).await
+}
+
+/// Evict `key` if `due` has come, else look again then.
+async fn evict_when_due(
+    ctx: &Context,
+    key: &(String, String),
+    due: Timestamp,
+    now: Timestamp,
+) -> Result<Action, Error> {
     if let Ok(left) = Duration::try_from(due.duration_since(now))
         && !left.is_zero()
     {
         return Ok(Action::requeue(left));
     }
-    super::boxed(|| evict(&ctx, &key)).await;
+    super::boxed(|| evict(ctx, key)).await;
     Ok(Action::await_change())
 }
 

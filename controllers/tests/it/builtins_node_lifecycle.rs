@@ -251,6 +251,35 @@ fn a_pod_that_tolerates_a_taint_for_a_while_goes_after_that_while_unless_the_tai
     sweep_passes("builtins-taint-eviction-later", &world, SEEDS);
 }
 
+// An eviction scheduled before the Node is deleted still comes, as upstream's timed queue keeps
+// it (no Pod garbage collector in this world to delete the orphan instead).
+#[test]
+fn a_scheduled_eviction_comes_even_after_its_node_is_deleted() {
+    let world = world("builtins-taint-eviction-node-gone").workload(|w| async move {
+        let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+        let nodes: Api<Node> = Api::all(w.client());
+        w.apply_yaml("default", &node("node-a", "z")).await?;
+        let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: a-0, namespace: default, labels: {app: a}}\nspec:\n  \
+                   nodeSelector: {kubernetes.io/hostname: node-a}\n  terminationGracePeriodSeconds: 1\n  \
+                   containers: [{name: app, image: app}]\n  \
+                   tolerations: [{key: gone, operator: Exists, effect: NoExecute, tolerationSeconds: 20}]\n";
+        w.apply_yaml("default", pod).await?;
+        w.wait_for_all(&pods, |pods| running_on(pods, "a", "node-a") == 1, WAIT).await?;
+        let tainted_at = sim::time::now();
+        taint_node(&w, "node-a", serde_json::json!([{"key": "gone", "effect": "NoExecute"}])).await?;
+        w.sleep(Duration::from_secs(5)).await;
+        w.delete(&nodes, "node-a").await?;
+        let evicted = |pods: &[Pod]| pods.iter().any(|p| node_of(p) == Some("node-a") && evicted_by_taint(p));
+        w.wait_for_all(&pods, evicted, Duration::from_secs(30)).await?;
+        let after = Duration::try_from(sim::time::now().duration_since(tainted_at)).unwrap_or_default();
+        if after < Duration::from_secs(20) || after > Duration::from_secs(22) {
+            return Err(failed_step("check the eviction", format!("evicted {after:?} after the taint")));
+        }
+        Ok(())
+    });
+    sweep_passes("builtins-taint-eviction-node-gone", &world, SEEDS);
+}
+
 // With every built-in (so every Pod gets the 300 s `not-ready` toleration): node-a stops being
 // Ready while node-1 is; node-a is tainted not-ready, NoSchedule and NoExecute, its Pods go
 // after 300 s and run on node-1; Ready again, node-a loses both taints.
