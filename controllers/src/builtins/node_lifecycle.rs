@@ -184,9 +184,12 @@ pub enum ZoneState {
     FullDisruption,
 }
 
-/// `ComputeZoneState` from the zone's Nodes' `Ready` statuses (`None`: no condition).
+/// `ComputeZoneState` from the zone's Nodes' `Ready` statuses. A Node without a `Ready`
+/// condition (`None`: a Node a scenario declares without a status, whose Pods the kubelet-lite
+/// runs) counts as Ready: upstream would mark it `Unknown` 60 s after its creation
+/// (`--node-startup-grace-period`), but no simulated Node misses heartbeats.
 pub fn zone_state(ready: &[Option<&str>]) -> ZoneState {
-    let ready_nodes = ready.iter().filter(|r| **r == Some("True")).count();
+    let ready_nodes = ready.iter().filter(|r| matches!(**r, Some("True") | None)).count();
     let not_ready = ready.len() - ready_nodes;
     if ready_nodes == 0 && not_ready > 0 {
         ZoneState::FullDisruption

@@ -561,7 +561,9 @@ fn zone_states_follow_compute_zone_state() {
     let t = Some("True");
     let f = Some("False");
     assert_eq!(zone_state(&[f]), ZoneState::FullDisruption);
-    assert_eq!(zone_state(&[None, f]), ZoneState::FullDisruption);
+    // A Node without a Ready condition is taken as alive (the kubelet-lite runs its Pods).
+    assert_eq!(zone_state(&[None, f]), ZoneState::Normal);
+    assert_eq!(zone_state(&[None, f, f, f]), ZoneState::PartialDisruption);
     assert_eq!(zone_state(&[t, f, f]), ZoneState::Normal);
     // More than 2 not Ready and at least 55 %.
     assert_eq!(zone_state(&[t, t, f, f, f]), ZoneState::PartialDisruption);
