@@ -7,13 +7,15 @@
 //!   `nodeSelector` and required node affinity and has no `NoSchedule` or `NoExecute` taint the
 //!   Pod does not tolerate (upstream's `predicates`), counting the tolerations every daemon Pod
 //!   gets ([`DAEMON_TOLERATIONS`], added to the Pods it creates as `CreatePodTemplate` adds them),
-//!   so a cordoned or not-ready Node keeps its daemons.
+//!   so a cordoned or not-ready Node keeps its daemons. A Pod already on a Node stays while the
+//!   Node's `NoExecute` taints are tolerated (`shouldContinueRunning`): a `NoSchedule` taint it
+//!   does not tolerate (the node lifecycle controller's `not-ready` one) only keeps new Pods off.
 //! - Pods are pinned with `spec.nodeName` (upstream sets a node affinity and lets the scheduler
 //!   bind; the kubelet-lite runs Pods by `nodeName` either way), named `<ds>-<random>` and
 //!   labelled `controller-revision-hash` (the revision's hash) and `pod-template-generation`.
 //! - Per Node: a missing Pod is created, surplus Pods are deleted (the oldest one stays), a
-//!   Failed Pod is deleted (and so recreated), and a Pod on a Node that should not run one is
-//!   deleted.
+//!   Failed Pod is deleted (and so recreated), and a Pod on a Node that should not run one, nor
+//!   keep one, is deleted.
 //! - Revisions: ControllerRevisions `<ds>-<hash>` ([`super::controller_revisions`]), the hash
 //!   being the template's; old ones no Pod uses are deleted beyond `revisionHistoryLimit`
 //!   (default 10).
@@ -170,6 +172,20 @@ pub fn should_run(ds: &DaemonSet, node: &Node) -> bool {
         && scheduler::untolerated_taint(daemon_tolerations(spec).iter(), node).is_none()
 }
 
+/// Whether a Pod of `ds` already on `node` may stay there (upstream's `shouldContinueRunning`):
+/// the node selector and affinity match, and every `NoExecute` taint is tolerated (a `NoSchedule`
+/// one only keeps new Pods off).
+pub fn should_continue_running(ds: &DaemonSet, node: &Node) -> bool {
+    let Some(spec) = ds.spec().template.spec.as_ref() else { return true };
+    let tolerations = daemon_tolerations(spec);
+    let taints = node.spec.as_ref().and_then(|s| s.taints.as_deref()).unwrap_or_default();
+    scheduler::spec_matches_affinity(spec, node)
+        && taints
+            .iter()
+            .filter(|t| t.effect == "NoExecute")
+            .all(|taint| tolerations.iter().any(|t| scheduler::tolerates(t, taint)))
+}
+
 fn is_on_delete(ds: &DaemonSet) -> bool {
     ds.spec().update_strategy.as_ref().and_then(|s| s.type_.as_deref()) == Some("OnDelete")
 }
@@ -262,18 +278,22 @@ pub async fn reconcile(ds: Arc<DaemonSet>, ctx: Arc<Context>) -> Result<Action, 
             .filter(|p| !pod_state::is_terminating(p))
             .copied()
             .collect();
-        if !should_run(&ds, node) {
+        let run = should_run(&ds, node);
+        if !run && !should_continue_running(&ds, node) {
             for pod in on_node {
                 writes += sync.delete(pod).await?;
             }
             continue;
         }
+        // A Node that should not run a new Pod but tolerates the one there (a `NoSchedule` taint
+        // such as `not-ready`'s) keeps it: only failed and surplus Pods go.
         let (failed, running): (Vec<&Pod>, Vec<&Pod>) =
             on_node.into_iter().partition(|p| pod_state::phase(p) == pod_state::PHASE_FAILED);
         for pod in failed {
             writes += sync.delete(pod).await?;
         }
         match running.split_first() {
+            None if !run => {}
             None if !by_node.get(&node_name).into_iter().flatten().any(|p| pod_state::is_terminating(p)) => {
                 writes += sync.create(&node_name).await?;
             }

@@ -445,6 +445,57 @@ fn a_statefulset_pod_on_a_lost_node_is_replaced_only_once_the_node_is_out_of_ser
     sweep_passes("builtins-node-lost-sts", &world, SEEDS);
 }
 
+// A daemon Pod tolerates `not-ready` and `unreachable` `NoExecute`, so node-a not Ready keeps
+// its daemon: the `not-ready:NoSchedule` taint only keeps a new one off (upstream's
+// `shouldContinueRunning`), and the DaemonSet counts it misscheduled. A user's `NoSchedule`
+// taint likewise; a `NoExecute` one the daemon does not tolerate removes it.
+#[test]
+fn a_daemon_pod_stays_on_a_node_that_is_not_ready_or_tainted_no_schedule() {
+    use k8s_openapi::api::apps::v1::DaemonSet;
+    let world = builtins::all(Sim::builder().scenario("builtins-node-daemon")).workload(|w| async move {
+        let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+        let sets: Api<DaemonSet> = Api::namespaced(w.client(), "default");
+        w.apply_yaml("default", &node("node-a", "")).await?;
+        set_ready(&w, "node-a", "True").await?;
+        w.apply_yaml(
+            "default",
+            "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: agent, namespace: default}\nspec:\n  \
+             selector: {matchLabels: {app: agent}}\n  template:\n    metadata: {labels: {app: agent}}\n    \
+             spec:\n      containers: [{name: agent, image: agent}]\n",
+        )
+        .await?;
+        let on_both = |pods: &[Pod]| {
+            running_on(pods, "agent", "node-a") == 1 && running_on(pods, "agent", kubelet::NODE_NAME) == 1
+        };
+        w.wait_for_all(&pods, on_both, WAIT).await?;
+        let name_on_a = |pods: &[Pod]| -> Vec<String> {
+            pods.iter()
+                .filter(|p| node_of(p) == Some("node-a"))
+                .filter_map(|p| p.metadata.name.clone())
+                .collect()
+        };
+        let listed = pods.list(&Default::default()).await.map_err(|e| failed_step("list", e.to_string()))?;
+        let before = name_on_a(&listed.items);
+        set_ready(&w, "node-a", "False").await?;
+        taint_node(&w, "node-a", serde_json::json!([{"key": "maintenance", "effect": "NoSchedule"}])).await?;
+        w.sleep(DEFAULT_TOLERATION * 2).await;
+        let kept = {
+            let before = before.clone();
+            move |pods: &[Pod]| name_on_a(pods) == before && running_on(pods, "agent", "node-a") == 1
+        };
+        w.wait_for_all(&pods, kept, Duration::ZERO).await?;
+        let counted = |ds: Option<&DaemonSet>| {
+            ds.and_then(|ds| ds.status.as_ref())
+                .is_some_and(|s| (s.desired_number_scheduled, s.number_misscheduled) == (1, 1))
+        };
+        w.wait_for(&sets, "agent", counted, Duration::ZERO).await?;
+        // A NoExecute taint the daemon does not tolerate: it goes, and none comes back.
+        taint_node(&w, "node-a", serde_json::json!([{"key": "drain", "effect": "NoExecute"}])).await?;
+        w.wait_for_all(&pods, |pods| pods.iter().all(|p| node_of(p) != Some("node-a")), WAIT).await
+    });
+    sweep_passes("builtins-node-daemon", &world, SEEDS);
+}
+
 // The only Node stops being Ready: every zone is down, so the controller trusts no one and
 // taints it NoSchedule only; its Pods stay. Unknown afterwards: unreachable instead.
 #[test]
