@@ -92,6 +92,30 @@ async fn taint_node(w: &sim::Workload, node: &str, taints: serde_json::Value) ->
     w.patch(&nodes, node, &Patch::Merge(serde_json::json!({"spec": {"taints": taints}}))).await.map(|_| ())
 }
 
+fn cordon(on: bool) -> Patch<serde_json::Value> {
+    Patch::Merge(serde_json::json!({"spec": {"unschedulable": on}}))
+}
+
+/// node-a declared and Ready, and `manifests` applied while node-1 is cordoned, so that their
+/// Pods run on node-a; node-1 uncordoned once `placed` holds.
+async fn placed_on_node_a(
+    w: &sim::Workload,
+    manifests: &[&str],
+    placed: impl Fn(&[Pod]) -> bool,
+) -> Result<(), WorkloadError> {
+    let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+    let nodes: Api<Node> = Api::all(w.client());
+    w.wait_for(&nodes, kubelet::NODE_NAME, |n| n.is_some(), WAIT).await?;
+    w.patch(&nodes, kubelet::NODE_NAME, &cordon(true)).await?;
+    w.apply_yaml("default", &node("node-a", "")).await?;
+    set_ready(w, "node-a", "True").await?;
+    for manifest in manifests {
+        w.apply_yaml("default", manifest).await?;
+    }
+    w.wait_for_all(&pods, placed, WAIT).await?;
+    w.patch(&nodes, kubelet::NODE_NAME, &cordon(false)).await.map(|_| ())
+}
+
 /// The workload controllers, the kubelet-lite and the two controllers under test.
 fn world(scenario: &str) -> SimBuilder {
     let world = Sim::builder().scenario(scenario);
@@ -133,19 +157,11 @@ fn a_no_execute_taint_evicts_the_pods_that_do_not_tolerate_it_at_once() {
     let world = world("builtins-taint-eviction-now")
         .workload(move |w| async move {
             let pods: Api<Pod> = Api::namespaced(w.client(), "default");
-            w.apply_yaml("default", &node("node-a", "z")).await?;
-            let nodes: Api<Node> = Api::all(w.client());
-            // node-1 cordoned until web runs on node-a.
-            let cordon = |on: bool| Patch::Merge(serde_json::json!({"spec": {"unschedulable": on}}));
-            w.wait_for(&nodes, kubelet::NODE_NAME, |n| n.is_some(), WAIT).await?;
-            w.patch(&nodes, kubelet::NODE_NAME, &cordon(true)).await?;
-            w.apply_yaml("default", &deployment("web", 2, "")).await?;
-            w.apply_yaml("default", &deployment("agent", 1, &format!("{tolerate}{on_a}"))).await?;
+            let agent = deployment("agent", 1, &format!("{tolerate}{on_a}"));
             let placed = |pods: &[Pod]| {
                 running_on(pods, "web", "node-a") == 2 && running_on(pods, "agent", "node-a") == 1
             };
-            w.wait_for_all(&pods, placed, WAIT).await?;
-            w.patch(&nodes, kubelet::NODE_NAME, &cordon(false)).await?;
+            placed_on_node_a(&w, &[&deployment("web", 2, ""), &agent], placed).await?;
             let tainted_at = sim::time::now();
             taint_node(
                 &w,
@@ -341,14 +357,8 @@ fn the_pods_of_a_lost_node_turn_unready_then_stay_terminating_until_it_is_back()
         .workload(|w| async move {
             let pods: Api<Pod> = Api::namespaced(w.client(), "default");
             let nodes: Api<Node> = Api::all(w.client());
-            let cordon = |on: bool| Patch::Merge(serde_json::json!({"spec": {"unschedulable": on}}));
-            w.wait_for(&nodes, kubelet::NODE_NAME, |n| n.is_some(), WAIT).await?;
-            w.patch(&nodes, kubelet::NODE_NAME, &cordon(true)).await?;
-            w.apply_yaml("default", &node("node-a", "")).await?;
-            set_ready(&w, "node-a", "True").await?;
-            w.apply_yaml("default", &deployment("web", 2, "")).await?;
-            w.wait_for_all(&pods, |pods| running_on(pods, "web", "node-a") == 2, WAIT).await?;
-            w.patch(&nodes, kubelet::NODE_NAME, &cordon(false)).await?;
+            let web = deployment("web", 2, "");
+            placed_on_node_a(&w, &[&web], |pods| running_on(pods, "web", "node-a") == 2).await?;
             let lost_at = sim::time::now();
             set_ready(&w, "node-a", "Unknown").await?;
             let on_a = |pods: &[Pod]| {
@@ -407,21 +417,10 @@ fn the_pods_of_a_lost_node_turn_unready_then_stay_terminating_until_it_is_back()
 fn a_statefulset_pod_on_a_lost_node_is_replaced_only_once_the_node_is_out_of_service() {
     let world = builtins::all(Sim::builder().scenario("builtins-node-lost-sts")).workload(|w| async move {
         let pods: Api<Pod> = Api::namespaced(w.client(), "default");
-        let nodes: Api<Node> = Api::all(w.client());
-        let cordon = |on: bool| Patch::Merge(serde_json::json!({"spec": {"unschedulable": on}}));
-        w.wait_for(&nodes, kubelet::NODE_NAME, |n| n.is_some(), WAIT).await?;
-        w.patch(&nodes, kubelet::NODE_NAME, &cordon(true)).await?;
-        w.apply_yaml("default", &node("node-a", "")).await?;
-        set_ready(&w, "node-a", "True").await?;
-        w.apply_yaml(
-            "default",
-            "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db, namespace: default}\nspec:\n  \
-             replicas: 1\n  serviceName: db\n  selector: {matchLabels: {app: db}}\n  template:\n    \
-             metadata: {labels: {app: db}}\n    spec:\n      containers: [{name: db, image: db}]\n",
-        )
-        .await?;
-        w.wait_for_all(&pods, |pods| running_on(pods, "db", "node-a") == 1, WAIT).await?;
-        w.patch(&nodes, kubelet::NODE_NAME, &cordon(false)).await?;
+        let db = "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db, namespace: default}\nspec:\n  \
+                  replicas: 1\n  serviceName: db\n  selector: {matchLabels: {app: db}}\n  template:\n    \
+                  metadata: {labels: {app: db}}\n    spec:\n      containers: [{name: db, image: db}]\n";
+        placed_on_node_a(&w, &[db], |pods| running_on(pods, "db", "node-a") == 1).await?;
         set_ready(&w, "node-a", "Unknown").await?;
         let stuck = |p: Option<&Pod>| {
             p.is_some_and(|p| node_of(p) == Some("node-a") && pod_state::is_terminating(p) && evicted_by_taint(p))
@@ -541,7 +540,6 @@ fn a_cordoned_node_or_one_under_pressure_is_tainted_no_schedule_until_it_is_not(
     let world = world("builtins-node-cordon-taint").workload(|w| async move {
         let nodes: Api<Node> = Api::all(w.client());
         w.wait_for(&nodes, kubelet::NODE_NAME, |n| n.is_some(), WAIT).await?;
-        let cordon = |on: bool| Patch::Merge(serde_json::json!({"spec": {"unschedulable": on}}));
         let key = builtins::scheduler::TAINT_UNSCHEDULABLE;
         w.patch(&nodes, kubelet::NODE_NAME, &cordon(true)).await?;
         w.wait_for(&nodes, kubelet::NODE_NAME, |n| n.is_some_and(|n| has_taint(n, key, "NoSchedule")), Duration::from_secs(2))
