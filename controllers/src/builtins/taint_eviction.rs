@@ -162,7 +162,7 @@ pub async fn run(clients: Clients) {
         })
     };
     let nodes = {
-        let (cached_pods, requests) = (pods.clone(), requests.clone());
+        let (cached_pods, requests, evictions) = (pods.clone(), requests.clone(), evictions.clone());
         changes::informer(Api::<Node>::all(client.clone()), watcher::Config::default(), move |change| {
             let node = match change {
                 Change::Added(node) => node,
@@ -175,12 +175,18 @@ pub async fn run(clients: Clients) {
                 Change::Updated { .. } | Change::Synced => return,
             };
             let name = node.name_any();
-            if no_execute_taints(&node).is_empty() {
+            let untainted = no_execute_taints(&node).is_empty();
+            if untainted {
                 tainted.lock().remove(&name);
             } else {
                 tainted.lock().insert(name.clone());
             }
-            for pod in cached_pods.state_filter(|pod| pod_state::node_name(pod) == Some(name.as_str())) {
+            // Untainted, only the Pods with an eviction to cancel need a sync.
+            let on_node = cached_pods.state_filter(|pod| {
+                pod_state::node_name(pod) == Some(name.as_str())
+                    && (!untainted || evictions.get(&key_of(pod)).is_some())
+            });
+            for pod in on_node {
                 let _ = requests.unbounded_send(ObjectRef::from_obj(&*pod));
             }
         })
