@@ -143,9 +143,7 @@ pub async fn run(clients: Clients) {
                     }
                 }
                 Change::Updated { old, new } => {
-                    let spec =
-                        |p: &Pod| p.spec.as_ref().map(|s| (s.tolerations.clone(), s.node_name.clone()));
-                    if spec(&old) != spec(&new) && concerned(&new) {
+                    if placement(&old) != placement(&new) && concerned(&new) {
                         let _ = requests.unbounded_send(ObjectRef::from_obj(&*new));
                     }
                 }
@@ -204,6 +202,12 @@ pub async fn run(clients: Clients) {
         )
         .for_each(|_| futures::future::ready(()))
         .await;
+}
+
+/// What of a Pod decides its eviction: its tolerations and its Node (upstream's `PodUpdated`
+/// compares these two).
+fn placement(pod: &Pod) -> Option<(&Option<Vec<Toleration>>, &Option<String>)> {
+    pod.spec.as_ref().map(|s| (&s.tolerations, &s.node_name))
 }
 
 /// A Pod's key: its namespace and name.
