@@ -177,13 +177,9 @@ pub fn should_run(ds: &DaemonSet, node: &Node) -> bool {
 /// one only keeps new Pods off).
 pub fn should_continue_running(ds: &DaemonSet, node: &Node) -> bool {
     let Some(spec) = ds.spec().template.spec.as_ref() else { return true };
-    let tolerations = daemon_tolerations(spec);
-    let taints = node.spec.as_ref().and_then(|s| s.taints.as_deref()).unwrap_or_default();
+    let no_execute = super::taint_eviction::no_execute_taints(node);
     scheduler::spec_matches_affinity(spec, node)
-        && taints
-            .iter()
-            .filter(|t| t.effect == "NoExecute")
-            .all(|taint| tolerations.iter().any(|t| scheduler::tolerates(t, taint)))
+        && super::taint_eviction::matching_tolerations(&no_execute, &daemon_tolerations(spec)).is_some()
 }
 
 fn is_on_delete(ds: &DaemonSet) -> bool {

@@ -689,8 +689,7 @@ pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, Error
 /// so a workload or a test writes it to play a lost Node). The kubelet-lite then leaves the
 /// Node's Pods as they are, a deleted one `Terminating` too, until the Node is back.
 pub fn is_lost(node: &Node) -> bool {
-    let conditions = node.status.as_ref().and_then(|s| s.conditions.as_deref()).unwrap_or_default();
-    conditions.iter().any(|c| c.type_ == "Ready" && c.status == "Unknown")
+    super::node_lifecycle::ready_status(node) == Some("Unknown")
 }
 
 /// The message of a Pod the kubelet ended for its `activeDeadlineSeconds`.

@@ -204,7 +204,8 @@ fn condition<'n>(node: &'n Node, type_: &str) -> Option<&'n NodeCondition> {
     node.status.as_ref()?.conditions.as_ref()?.iter().find(|c| c.type_ == type_)
 }
 
-fn ready_status(node: &Node) -> Option<&str> {
+/// The status of `node`'s `Ready` condition, if it has one.
+pub fn ready_status(node: &Node) -> Option<&str> {
     condition(node, "Ready").map(|c| c.status.as_str())
 }
 

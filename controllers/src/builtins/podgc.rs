@@ -164,30 +164,21 @@ pub async fn run(clients: Clients) {
 /// a Node the cache does not hold.
 fn is_candidate(pod: &Pod, nodes: &Store<Node>) -> bool {
     pod_state::is_terminating(pod)
-        || node_of(pod).is_some_and(|node| nodes.get(&ObjectRef::new(node)).is_none())
+        || pod_state::node_name(pod).is_some_and(|node| nodes.get(&ObjectRef::new(node)).is_none())
 }
 
 /// The Pods in the cache bound to Node `node`.
 fn pods_on(pods: &Store<Pod>, node: &str) -> Vec<ObjectRef<Pod>> {
-    pods.state_filter(|pod| node_of(pod) == Some(node))
+    pods.state_filter(|pod| pod_state::node_name(pod) == Some(node))
         .iter()
         .map(|pod| ObjectRef::from_obj(&**pod))
         .collect()
 }
 
-/// The Node a Pod is bound to, if any.
-fn node_of(pod: &Pod) -> Option<&str> {
-    pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).filter(|n| !n.is_empty())
-}
-
 /// Whether `node` is shut down for good: not Ready and tainted [`TAINT_OUT_OF_SERVICE`]
 /// (upstream's `!IsNodeReady && TaintKeyExists`).
 pub fn is_out_of_service(node: &Node) -> bool {
-    let ready = node
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+    let ready = super::node_lifecycle::ready_status(node) == Some("True");
     let tainted = node
         .spec
         .as_ref()
@@ -209,7 +200,7 @@ pub fn node_gone_condition() -> PodCondition {
 
 /// Sync one Pod: the one of upstream's passes that applies to it.
 pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let Some(node) = node_of(&pod) else {
+    let Some(node) = pod_state::node_name(&pod) else {
         // `gcUnscheduledTerminating`.
         if pod_state::is_terminating(&pod) {
             mark_failed_and_delete(&pod, None, &ctx.client).await?;
