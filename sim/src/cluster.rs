@@ -270,6 +270,11 @@ impl Clusters {
         self.clusters.clear();
     }
 
+    /// The name of the first declared cluster, once the clusters are installed.
+    pub(crate) fn first(&self) -> Option<&Arc<str>> {
+        self.first.as_ref()
+    }
+
     /// The model server of the first declared cluster, once the clusters are installed.
     pub(crate) fn default_server(&self) -> Option<&ApiServer> {
         let name = self.first.as_ref()?;

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use crate::faults::SUPERVISOR_NODE;
 use crate::faults::injector::{self, NodeAction};
+use crate::faults::lose_node;
 use crate::trace::TraceEvent;
 use crate::world::World;
 
@@ -66,6 +67,8 @@ enum Timer {
     Restart(Arc<str>),
     /// Resume this paused node.
     Resume(Arc<str>),
+    /// The kubelet of this lost Node (a Node object) posts its status again.
+    NodeBack(Arc<str>),
 }
 
 #[cfg(madsim)]
@@ -121,6 +124,29 @@ async fn run(world: World, ids: NodeIds) {
                     timers.insert((now + duration, next_seq), Timer::Resume(leader));
                     next_seq += 1;
                 }
+                NodeAction::LoseNode { node, duration } => {
+                    // A Node lost again while lost stays lost until the later end.
+                    let back_at = now + duration;
+                    let lost = world.with(|w| {
+                        if let Some((_, until)) = w.injector().lost_nodes.get_mut(&node) {
+                            *until = (*until).max(back_at);
+                            return true;
+                        }
+                        let Some((before, wrote)) = lose_node::lose(&mut w.fault_ctx(), &node) else {
+                            return false;
+                        };
+                        if let Some(cluster) = wrote {
+                            w.wrote(&cluster, false);
+                        }
+                        w.injector().lost_nodes.insert(node.clone(), (before, back_at));
+                        true
+                    });
+                    if !lost {
+                        continue;
+                    }
+                    timers.insert((back_at, next_seq), Timer::NodeBack(node));
+                    next_seq += 1;
+                }
                 NodeAction::StopAll => {
                     // Faults ending is activity: the quiet period starts over, so that nodes
                     // restarted or resumed now get the time to act before the world counts as quiet.
@@ -156,6 +182,19 @@ async fn run(world: World, ids: NodeIds) {
                     });
                     handle.restart(id);
                 }
+                Timer::NodeBack(node) => world.with(|w| {
+                    let stopped = w.injector().is_stopped();
+                    let Some((_, until)) = w.injector().lost_nodes.get(&node) else { return };
+                    if *until > now && !stopped {
+                        // Lost again since: a later timer brings it back.
+                        return;
+                    }
+                    let Some((before, _)) = w.injector().lost_nodes.remove(&node) else { return };
+                    w.quiescence().activity(now);
+                    if let Some(cluster) = lose_node::back(&mut w.fault_ctx(), &node, &before) {
+                        w.wrote(&cluster, false);
+                    }
+                }),
                 Timer::Resume(node) => {
                     let Some(id) = ids.nodes.get(&node).copied() else { continue };
                     if paused.remove(&node).is_some() {

@@ -111,6 +111,11 @@ impl World {
     pub(crate) fn finish(&self, scenario: String, seed: u64, verdict: Verdict) -> RunReport {
         self.with(|w| {
             let (trace, stats) = w.recorder.finish();
+            if let Some(server) = w.clusters.default_server() {
+                let snapshot = server.snapshot();
+                w.profile.kube_nodes =
+                    snapshot.iter_resource("nodes", None).map(|(k, _)| k.name.to_string()).collect();
+            }
             w.clusters.clear();
             w.quiescence.clear();
             let (plan, unfired) = (w.injector.plan(), w.injector.unfired());
@@ -223,6 +228,7 @@ impl WorldState {
     /// The faults' view of the world at the current virtual time.
     pub(crate) fn fault_ctx(&mut self) -> FaultCtx<'_> {
         let now = self.recorder.elapsed();
+        let epoch = self.recorder.epoch();
         FaultCtx::new(
             &mut self.injector,
             &mut self.clusters,
@@ -230,6 +236,7 @@ impl WorldState {
             &self.quiescence,
             self.recorder.trace_mut(),
             now,
+            epoch,
         )
     }
 

@@ -675,3 +675,113 @@ fn the_node_lifecycle_and_taint_eviction_controllers_come_with_the_other_builtin
         assert!(names.iter().any(|n| n == node), "{node} missing from {names:?}");
     }
 }
+
+/// A `loseNode` fault (the engine's, not a write of the test) on `node` at `at_ms` for
+/// `duration_ms`.
+fn lose(node: &str, at_ms: u64, duration_ms: u64) -> sim::faults::FaultPlan {
+    use sim::faults::{Fault, PlannedFault, Trigger};
+    let fault = Fault::LoseNode { node: node.to_owned(), duration_ms };
+    sim::faults::FaultPlan { faults: vec![PlannedFault { trigger: Trigger::AtTime { at_ms }, fault }] }
+}
+
+// The engine's lost Node, as the built-ins see it: in a one-Node cluster the node lifecycle
+// controller marks its Pods not Ready and taints it `unreachable:NoSchedule` (and, every zone
+// being down, not `NoExecute`: the Pods stay); when the kubelet posts its status again the
+// taint goes and the kubelet-lite reports the Pods Ready again.
+#[test]
+fn a_lost_node_fault_turns_the_pods_unready_and_back_when_its_kubelet_returns() {
+    const LOST_AT: Duration = Duration::from_secs(30);
+    const LOST_FOR: Duration = Duration::from_secs(20);
+    let world = builtins::all(Sim::builder().scenario("builtins-lose-node-fault"))
+        .faults(lose(kubelet::NODE_NAME, LOST_AT.as_millis() as u64, LOST_FOR.as_millis() as u64))
+        .workload(|w| async move {
+            let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+            let nodes: Api<Node> = Api::all(w.client());
+            w.apply_yaml("default", &deployment("web", 2, "")).await?;
+            let running = |pods: &[Pod]| running_on(pods, "web", kubelet::NODE_NAME) == 2;
+            w.wait_for_all(&pods, running, LOST_AT - Duration::from_secs(5)).await?;
+            let elapsed = sim::time::elapsed().unwrap_or_default();
+            w.sleep(LOST_AT.saturating_sub(elapsed) + Duration::from_secs(2)).await;
+            let unready = |pods: &[Pod]| {
+                pods.len() == 2
+                    && pods.iter().all(|p| !pod_state::is_ready(p) && !pod_state::is_terminating(p))
+            };
+            w.wait_for_all(&pods, unready, Duration::ZERO).await?;
+            let unreachable = |n: Option<&Node>| {
+                n.is_some_and(|n| {
+                    has_taint(n, node_lifecycle::TAINT_UNREACHABLE, "NoSchedule")
+                        && !has_taint(n, node_lifecycle::TAINT_UNREACHABLE, "NoExecute")
+                })
+            };
+            w.wait_for(&nodes, kubelet::NODE_NAME, unreachable, Duration::ZERO).await?;
+            // Back at 50 s: Ready again, untainted, the same two Pods.
+            let back = |pods: &[Pod]| pods.len() == 2 && running(pods);
+            w.wait_for_all(&pods, back, LOST_FOR + Duration::from_secs(5)).await?;
+            let untainted = |n: Option<&Node>| n.is_some_and(|n| taints(n).is_empty());
+            w.wait_for(&nodes, kubelet::NODE_NAME, untainted, Duration::from_secs(2)).await
+        })
+        .property(FnProperty::at_end("no web Pod was replaced", |view| {
+            let snap = view.cluster("default").ok_or("no cluster")?;
+            let lifecycles = view.lifecycles.get("default").ok_or("no cluster")?;
+            let deleted = lifecycles.iter().filter(|(k, l)| &*k.resource == "pods" && l.deleted > 0).count();
+            let pods = snapshot::objects::<Pod>(snap, Some("default")).len();
+            if (deleted, pods) == (0, 2) {
+                Ok(())
+            } else {
+                Err(format!("{deleted} Pods deleted, {pods} left"))
+            }
+        }));
+    sweep_passes("builtins-lose-node-fault", &world, SEEDS);
+}
+
+// Lost Nodes drawn by swarm selection (up to 7 minutes, past the 300 s the Pods tolerate
+// `unreachable` for), in a two-Node cluster with every built-in: whatever is lost and for how
+// long, the Deployment ends with its two Pods running and Ready, and no Pod stays Terminating.
+// Some seeds lose one Node past the toleration, so that Pods are evicted and replaced (with
+// both Nodes lost at once, the cluster is fully disrupted and nothing is evicted).
+#[test]
+fn under_lost_node_faults_a_deployment_ends_with_its_pods_running() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let replaced = std::sync::Arc::new(AtomicU64::new(0));
+    let counted = replaced.clone();
+    let world = builtins::all(Sim::builder().scenario("builtins-lose-node-swarm"));
+    let swarm = SwarmConfig {
+        kinds: vec![sim::faults::FaultKind::LoseNode],
+        time_max_ms: 60_000,
+        duration_max_ms: 420_000,
+        ..SwarmConfig::default()
+    };
+    let world = world
+        .swarm(swarm)
+        .workload(|w| async move {
+            w.apply_yaml("default", &node("node-a", "")).await?;
+            set_ready(&w, "node-a", "True").await?;
+            w.apply_yaml("default", &deployment("web", 2, "")).await?;
+            // Long enough for a loss to outlast the Pods' 300 s toleration.
+            w.sleep(Duration::from_secs(480)).await;
+            Ok(())
+        })
+        .liveness_wait(Duration::from_secs(600))
+        .property(FnProperty::at_end(
+            "web's two Pods run, Ready, and none is left Terminating",
+            move |view| {
+                let snap = view.cluster("default").ok_or("no cluster")?;
+                let pods = snapshot::objects::<Pod>(snap, Some("default"));
+                let ready = pods.iter().filter(|p| pod_state::is_running_and_ready(p)).count();
+                let lifecycles = view.lifecycles.get("default").ok_or("no cluster")?;
+                if lifecycles.iter().any(|(k, l)| &*k.resource == "pods" && l.deleted > 0) {
+                    counted.fetch_add(1, Ordering::Relaxed);
+                }
+                if (pods.len(), ready) == (2, 2) {
+                    Ok(())
+                } else {
+                    Err(format!("{} Pods, {ready} Running and Ready", pods.len()))
+                }
+            },
+        ));
+    let report = sweep(&SweepConfig::new("builtins-lose-node-swarm").seeds(30), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+    assert!(replaced.load(Ordering::Relaxed) > 0, "no seed lost a Node long enough to evict its Pods");
+}

@@ -27,6 +27,8 @@ pub(crate) struct FaultCtx<'a> {
     pub(crate) quiescence: &'a Quiescence,
     trace: &'a mut Trace,
     now: Duration,
+    /// The run's epoch: the virtual wall clock is it plus `now`.
+    epoch: jiff::Timestamp,
 }
 
 impl<'a> FaultCtx<'a> {
@@ -38,8 +40,48 @@ impl<'a> FaultCtx<'a> {
         quiescence: &'a Quiescence,
         trace: &'a mut Trace,
         now: Duration,
+        epoch: jiff::Timestamp,
     ) -> Self {
-        FaultCtx { injector, clusters, decisions, quiescence, trace, now }
+        FaultCtx { injector, clusters, decisions, quiescence, trace, now, epoch }
+    }
+
+    /// The virtual wall clock (what the servers stamp objects with): the recorder's, computed
+    /// here only when a fault writes (the faults do not import the recorder).
+    pub(crate) fn wall(&self) -> jiff::Timestamp {
+        let span = jiff::SignedDuration::try_from(self.now).unwrap_or(jiff::SignedDuration::MAX);
+        self.epoch.checked_add(span).unwrap_or(jiff::Timestamp::MAX)
+    }
+
+    /// The first declared cluster's current state (`None` before the clusters are installed).
+    pub(crate) fn default_snapshot(&self) -> Option<(Arc<str>, model_apiserver::Snapshot)> {
+        let name = self.clusters.first()?.clone();
+        let server = self.clusters.default_server()?;
+        Some((name, server.snapshot()))
+    }
+
+    /// Apply `request` to cluster `cluster`'s server at the virtual now, as the control plane's
+    /// own write (no latency, no client, no fault acts on it), and wake the watchers it reaches.
+    /// Returns the answer, and whether it changed the state: the caller then reports the write to
+    /// the world ([`crate::world::WorldState::wrote`]: progress, and the safety properties).
+    pub(crate) fn control_plane_write(
+        &mut self,
+        cluster: &Arc<str>,
+        request: model_apiserver::Request,
+    ) -> (Result<model_apiserver::Response, kube_core::Status>, bool) {
+        let wall = self.wall();
+        let Some(state) = self.clusters.get_mut(cluster) else {
+            let status = model_apiserver::errors::internal_error(&format!("no cluster named {cluster}"));
+            return (Err(status), false);
+        };
+        let before = state.server.revision();
+        let mut ids = crate::decision::StreamIds(self.decisions.stream("ids"));
+        let mut ctx = model_apiserver::Context::new(wall, &mut ids);
+        let result = state.server.handle(request, &mut ctx);
+        let wrote = state.server.revision() != before;
+        if wrote {
+            state.revision_moved(before, self.now);
+        }
+        (result, wrote)
     }
 
     /// Virtual time since the start of the run.

@@ -58,6 +58,8 @@ pub(crate) enum NodeAction {
     Kill { node: Arc<str>, restart_after: Duration, reason: String },
     /// Pause the leader of `controller` for `duration`.
     PauseLeader { controller: Arc<str>, duration: Duration },
+    /// Silence the kubelet of Node `node` (a Node object) for `duration`.
+    LoseNode { node: Arc<str>, duration: Duration },
     /// The liveness phase began: restart every node that is down, resume every paused one.
     StopAll,
 }
@@ -135,6 +137,9 @@ pub(crate) struct Injector {
     effects: BTreeMap<Arc<str>, BTreeMap<FaultKind, u64>>,
     /// Per planned fault: its node and kind's effect count when it first fired.
     effects_at_fire: Vec<Option<u64>>,
+    /// The Nodes (Node objects) whose kubelet a `loseNode` fault silenced, by name: what their
+    /// conditions said before, and when the kubelet is back (set and cleared by the supervisor).
+    pub(crate) lost_nodes: BTreeMap<Arc<str>, (super::lose_node::Before, Duration)>,
 }
 
 impl Injector {
@@ -264,6 +269,9 @@ impl Injector {
     pub(crate) fn busy(&self) -> Option<String> {
         if self.gated > 0 {
             return Some(format!("{} paused reconcile loops or held watches", self.gated));
+        }
+        if let Some(node) = self.lost_nodes.keys().next() {
+            return Some(format!("Node {node} has lost its kubelet"));
         }
         self.nodes.iter().find(|(_, n)| n.down || n.dying).map(|(name, _)| format!("node {name} is down"))
     }

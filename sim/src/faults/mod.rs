@@ -32,6 +32,7 @@
 //! | `compact` | [`compact`] |
 //! | `partition` | [`partition`] |
 //! | `pauseLeader` | [`pause_leader`] |
+//! | `loseNode` | [`lose_node`] |
 //!
 //! Adding a kind: its variant in [`Fault`] and [`FaultKind`] (data: what regression files
 //! persist, and how it prints), its file, and one line in [`ops`] (plus its place in
@@ -52,6 +53,7 @@ pub mod delay_watch;
 pub mod hook;
 pub mod injector;
 pub(crate) mod kind;
+pub mod lose_node;
 pub mod partition;
 pub mod pause_leader;
 pub mod pause_reconciles;
@@ -88,6 +90,7 @@ pub(crate) fn ops(kind: FaultKind) -> &'static dyn FaultKindOps {
         FaultKind::Compact => &compact::Compact,
         FaultKind::Partition => &partition::Partition,
         FaultKind::PauseLeader => &pause_leader::PauseLeader,
+        FaultKind::LoseNode => &lose_node::LoseNode,
     }
 }
 

@@ -145,6 +145,18 @@ pub enum Fault {
         /// Virtual milliseconds the fault lasts.
         duration_ms: u64,
     },
+    /// The kubelet of Node `node` (a Node object of the first declared cluster) goes silent for
+    /// `duration_ms`: its `Ready`, `MemoryPressure`, `DiskPressure` and `PIDPressure` conditions
+    /// turn `Unknown` (as kube-controller-manager's node lifecycle controller writes them once the
+    /// kubelet's heartbeats stop), then the kubelet posts its status again. Exposes controllers
+    /// that take an unready Pod for a failed one, or readiness for monotonic.
+    #[serde(rename_all = "camelCase")]
+    LoseNode {
+        /// The Node's name; empty: the first Node by name when the fault fires.
+        node: String,
+        /// Virtual milliseconds until the kubelet posts its status again.
+        duration_ms: u64,
+    },
 }
 
 /// How long a [`Fault::DelayWatch`] stays in force when its plan does not say (plans written
@@ -179,7 +191,7 @@ impl Fault {
             | Fault::WatchDisconnect { controller }
             | Fault::Partition { controller, .. }
             | Fault::PauseLeader { controller, .. } => Some(controller),
-            Fault::Compact => None,
+            Fault::Compact | Fault::LoseNode { .. } => None,
         }
     }
 
@@ -197,6 +209,7 @@ impl Fault {
             Fault::Compact => FaultKind::Compact,
             Fault::Partition { .. } => FaultKind::Partition,
             Fault::PauseLeader { .. } => FaultKind::PauseLeader,
+            Fault::LoseNode { .. } => FaultKind::LoseNode,
         }
     }
 }
@@ -227,11 +240,13 @@ pub enum FaultKind {
     Partition,
     /// [`Fault::PauseLeader`].
     PauseLeader,
+    /// [`Fault::LoseNode`].
+    LoseNode,
 }
 
 impl FaultKind {
     /// Every kind, in a fixed order.
-    pub const ALL: [FaultKind; 11] = [
+    pub const ALL: [FaultKind; 12] = [
         FaultKind::Crash,
         FaultKind::StaleReplica,
         FaultKind::PauseReconciles,
@@ -243,6 +258,7 @@ impl FaultKind {
         FaultKind::Compact,
         FaultKind::Partition,
         FaultKind::PauseLeader,
+        FaultKind::LoseNode,
     ];
 }
 
@@ -410,6 +426,10 @@ impl fmt::Display for Fault {
             }
             Fault::PauseLeader { controller, duration_ms } => {
                 write!(f, "pause {controller}'s leader for {duration_ms}ms")
+            }
+            Fault::LoseNode { node, duration_ms } => {
+                let node = if node.is_empty() { "the first Node" } else { node };
+                write!(f, "lose {node}'s kubelet for {duration_ms}ms")
             }
         }
     }

@@ -63,6 +63,9 @@ pub struct Profile {
     pub nodes: BTreeMap<String, ControllerProfile>,
     /// Per replica node, its leader-election group (faults may name the group).
     pub groups: BTreeMap<String, String>,
+    /// The Node objects of the first declared cluster at the end of the run, by name (the
+    /// Nodes a `loseNode` fault may act on).
+    pub kube_nodes: Vec<String>,
 }
 
 impl Profile {

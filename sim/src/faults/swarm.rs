@@ -24,7 +24,7 @@ pub struct SwarmConfig {
     /// The controllers faults may act on (by node name). Empty: only `Compact` can be drawn.
     pub controllers: Vec<String>,
     /// The kinds that may be turned on. Defaults to every kind except `PauseLeader`, which needs a
-    /// controller running with leader election.
+    /// controller running with leader election, and `LoseNode`, which acts on the world's Nodes.
     pub kinds: Vec<FaultKind>,
     /// At most this many faults in one plan.
     pub faults_max: usize,

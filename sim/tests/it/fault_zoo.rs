@@ -12,6 +12,8 @@ mod common;
 mod finalizer_replay;
 #[path = "fault_zoo/leader.rs"]
 mod leader;
+#[path = "fault_zoo/lost_node.rs"]
+mod lost_node;
 #[path = "fault_zoo/memory.rs"]
 mod memory;
 #[path = "fault_zoo/migration.rs"]
@@ -195,6 +197,26 @@ fn a_double_writer_is_found_by_a_leader_handover_within_300_seeds() {
 #[test]
 fn idempotent_writes_survive_1000_seeds_of_leader_handovers() {
     assert_passes(&leader::world(Variant::Fixed).swarm(leader_swarm()), leader::SCENARIO, FIXED_SEEDS);
+}
+
+/// Kubelets lost for up to 3s, at one of the registry's first 4 writes or in the first 6s.
+fn lost_node_swarm() -> sim::faults::SwarmConfig {
+    swarm_of(FaultKind::LoseNode, &["zoo"], 4, 6_000, 3_000)
+}
+
+#[test]
+fn state_freed_for_a_node_that_stops_reporting_is_found_by_lost_nodes_within_100_seeds() {
+    let world = lost_node::world(Variant::Buggy).swarm(lost_node_swarm());
+    assert_found_within(&world, lost_node::SCENARIO, 100, lost_node::PROPERTY, FaultKind::LoseNode);
+}
+
+#[test]
+fn state_kept_until_its_node_is_deleted_survives_1000_seeds_of_lost_nodes() {
+    assert_passes(
+        &lost_node::world(Variant::Fixed).swarm(lost_node_swarm()),
+        lost_node::SCENARIO,
+        FIXED_SEEDS,
+    );
 }
 
 /// The migration operator's property: every version's migration ran.

@@ -187,6 +187,7 @@ pub fn fault_prefix(kind: FaultKind) -> &'static str {
         FaultKind::Compact => "compact ",
         FaultKind::Partition => "partition ",
         FaultKind::PauseLeader => "pause ",
+        FaultKind::LoseNode => "lose ",
     }
 }
 

@@ -1,5 +1,6 @@
 //! The tests of `sim::faults` (its former unit tests: the library has no test harness).
 
+mod lose_node;
 mod profile;
 
 use sim::faults::*;
@@ -19,9 +20,11 @@ fn point_order_names_each_kind_at_most_once() {
 }
 
 #[test]
-fn the_default_swarm_turns_on_every_kind_but_pause_leader_in_catalogue_order() {
+fn the_default_swarm_turns_on_every_kind_but_pause_leader_and_lose_node_in_catalogue_order() {
     let kinds = SwarmConfig::default().kinds;
-    let expected: Vec<FaultKind> =
-        FaultKind::ALL.into_iter().filter(|k| *k != FaultKind::PauseLeader).collect();
+    let expected: Vec<FaultKind> = FaultKind::ALL
+        .into_iter()
+        .filter(|k| !matches!(k, FaultKind::PauseLeader | FaultKind::LoseNode))
+        .collect();
     assert_eq!(kinds, expected);
 }
