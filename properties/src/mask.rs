@@ -95,6 +95,8 @@ impl fmt::Display for MaskRule {
 ///   `observedGeneration`) by whether it equals the generation, not by value. Generation is
 ///   meaningful, but its value counts spec writes, and retries after faults legitimately write
 ///   more; what a user relies on is that the controller has observed the latest spec.
+/// - orders `status.conditions` by type: a map keyed by type whose order only tells the history
+///   of its writes (a condition set again moves to the end of the list).
 ///
 /// - compares the objects the built-in controllers make (ReplicaSets, Pods, ControllerRevisions,
 ///   a CronJob's Jobs) by what their parent asked for, not by their history or their hash

@@ -76,6 +76,7 @@ impl<'a> Normalizer<'a> {
         let mut value = serde_json::to_value(object).unwrap_or(Value::Null);
         if self.mask.is_builtin_on() {
             relate_observed_generation(&mut value);
+            sort_conditions_by_type(&mut value);
             self.replace_values(&mut value, None, 0);
         }
         self.mask.strip(&key.resource, kind_of(object), &mut value);
@@ -131,6 +132,21 @@ pub(crate) fn generated_marker(object: &DynamicObject) -> Option<String> {
     let name = object.metadata.name.as_deref()?;
     // A name equal to the prefix was given, not generated: generation always appends a suffix.
     (name.len() > prefix.len() && name.starts_with(prefix)).then(|| format!("{prefix}*"))
+}
+
+/// Order `status.conditions` by type. The conditions are a map keyed by type
+/// (`+listType=map`, `+listMapKey=type`) whose order says nothing: upstream's controllers set a
+/// condition by removing it and appending the new one (the deployment controller's
+/// `SetDeploymentCondition`), so a Deployment whose `Available` went `False` and back lists it
+/// after `Progressing`, where a fault-free run lists it first. A list with an entry of no type is
+/// left as it is.
+fn sort_conditions_by_type(value: &mut Value) {
+    let Some(Value::Array(conditions)) = value.pointer_mut("/status/conditions") else {
+        return;
+    };
+    if conditions.iter().all(|c| c.get("type").is_some_and(Value::is_string)) {
+        conditions.sort_by(|a, b| a["type"].as_str().cmp(&b["type"].as_str()));
+    }
 }
 
 /// Replace `status.observedGeneration` and conditions' `observedGeneration` by how they relate

@@ -316,6 +316,9 @@ async fn write_taints(
     let mut taints: Vec<Taint> =
         current.iter().filter(|t| !has(remove, &t.key, &t.effect)).cloned().collect();
     taints.extend(add.into_iter().map(|t| Taint { time_added: Some(now.clone()), ..t }));
+    // No taint left: the field goes, as upstream's patch (made from two Nodes whose `taints`,
+    // `omitempty`, encodes as absent) removes it; a Node never tainted has none either.
+    let taints = if taints.is_empty() { serde_json::Value::Null } else { serde_json::json!(taints) };
     let patch = serde_json::json!({
         "metadata": { "resourceVersion": node.resource_version() },
         "spec": { "taints": taints },

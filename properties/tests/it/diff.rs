@@ -300,6 +300,40 @@ fn observed_generation_is_compared_by_whether_it_caught_up_with_generation() {
     );
 }
 
+/// A Deployment whose conditions are listed as `conditions` (type, status) say.
+fn deployment_with_conditions(conditions: &[(&str, &str)]) -> Value {
+    let mut deployment = deployment(3, "u", "1", "2026-01-01T00:00:00Z", 1, 1);
+    deployment["status"]["conditions"] =
+        conditions.iter().map(|(type_, status)| json!({"type": type_, "status": status})).collect();
+    deployment
+}
+
+// A Deployment whose `Available` went `False` and back lists it after `Progressing` (upstream
+// moves a condition it sets to the end): the built-in mask compares the conditions by type, in
+// any order; what a condition says is still compared, and without the built-in mask so is the
+// order.
+#[test]
+fn conditions_are_compared_by_type_whatever_their_order() {
+    let reference =
+        snapshot(&[deployment_with_conditions(&[("Available", "True"), ("Progressing", "True")])]);
+    let reordered =
+        snapshot(&[deployment_with_conditions(&[("Progressing", "True"), ("Available", "True")])]);
+    assert_eq!(diff(&reference, &reordered, &Mask::builtin()), vec![]);
+    assert_eq!(
+        diff(&reference, &reordered, &Mask::none()).len(),
+        2,
+        "without the built-in mask, order counts"
+    );
+    let unavailable =
+        snapshot(&[deployment_with_conditions(&[("Progressing", "True"), ("Available", "False")])]);
+    let differences: Vec<String> =
+        diff(&reference, &unavailable, &Mask::builtin()).iter().map(|d| d.to_string()).collect();
+    assert_eq!(
+        differences,
+        vec![r#"apps/deployments default/web: /status/conditions/0/status: expected "True", found "False""#]
+    );
+}
+
 #[test]
 fn events_are_masked_whole_by_the_builtin_mask() {
     let event = json!({"apiVersion": "events.k8s.io/v1", "kind": "Event",
