@@ -61,7 +61,20 @@ fn selector_and_template(
             "`selector` does not match template `labels`",
         ));
     }
-    core::pod_template(Some(t), &template_path, out);
+    if kind == "statefulset" {
+        // ValidatePodTemplateSpecForStatefulSet validates the template's labels and annotations
+        // only, under `spec.template.labels` and `spec.template.annotations`: not its Pod spec
+        // (upstream's TODO: its volume mounts name the claim templates, which are no volumes of
+        // the template), which every Pod made from it meets at its own create.
+        if let Some(meta) = &t.metadata {
+            for cause in super::validate_labels_and_annotations(meta) {
+                let field = cause.field.replacen("metadata", template_path.as_str(), 1);
+                out.push(StatusCause { field, ..cause });
+            }
+        }
+    } else {
+        core::pod_template(Some(t), &template_path, out);
+    }
     if let Some(spec) = &t.spec {
         let spec_path = template_path.child("spec");
         if let Some(policy) = spec.restart_policy.as_deref().filter(|p| *p != "Always") {

@@ -123,6 +123,43 @@ fn container_names_ports_and_their_names_are_checked_in_workload_templates_too()
     }
 }
 
+// ValidatePodTemplateSpecForStatefulSet checks the template's labels and annotations only (under
+// `spec.template.labels`, upstream's path), not its Pod spec: a container mounts a claim
+// template's volume by name with no such volume in the template, as every StatefulSet with
+// volumeClaimTemplates does. A bad Pod spec is the Pods' to meet at their create.
+#[test]
+fn a_statefulsets_template_is_checked_for_labels_and_annotations_not_as_a_pod_spec() {
+    let mut w = World::new();
+    let statefulsets = builtin("apps", "statefulsets");
+    let sts = json!({
+        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
+        "spec": {
+            "serviceName": "db",
+            "selector": {"matchLabels": {"app": "db"}},
+            "template": {"metadata": {"labels": {"app": "db"}},
+                         "spec": {"containers": [{"name": "db", "image": "db:1",
+                                                  "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]}},
+            "volumeClaimTemplates": [{"metadata": {"name": "data"},
+                                      "spec": {"accessModes": ["ReadWriteOnce"],
+                                               "resources": {"requests": {"storage": "1Gi"}}}}]
+        }
+    });
+    w.create(&statefulsets, Some("default"), sts.clone());
+    let nameless = with(
+        with(sts.clone(), "/metadata/name", json!("db2")),
+        "/spec/template/spec/containers",
+        json!([{}]),
+    );
+    w.create(&statefulsets, Some("default"), nameless);
+    let labelled = with(
+        with(sts, "/metadata/name", json!("db3")),
+        "/spec/template/metadata/labels",
+        json!({"app": "db", "bad key!": "x"}),
+    );
+    let err = w.try_create(&statefulsets, Some("default"), labelled).unwrap_err();
+    assert_eq!(causes(&err), set(&[("FieldValueInvalid", "spec.template.labels")]));
+}
+
 #[test]
 fn a_jobs_restart_policy_must_be_on_failure_or_never() {
     let mut w = World::new();
