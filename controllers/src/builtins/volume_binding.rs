@@ -194,11 +194,21 @@ impl PodVolumes {
         for (claim, class) in &self.delayed {
             match self.binding(claim, class, node) {
                 Some(Binding::Volume(volume)) => {
+                    // GetBindVolumeToClaim: a volume already bound to this very claim (one its
+                    // provisioner made for it, which a cache behind the claim's binding still
+                    // offers) is left as it is, one pre-bound by name gets the claim's uid; any
+                    // other gets the claim and says the binding is the controller's.
+                    let pre_bound = pv::is_volume_bound_to_claim(&volume, claim);
+                    let reference = volume.spec.as_ref().and_then(|s| s.claim_ref.as_ref());
+                    if pre_bound && reference.is_some_and(|r| r.uid == claim.metadata.uid) {
+                        continue;
+                    }
+                    let mut metadata = serde_json::json!({ "resourceVersion": volume.resource_version() });
+                    if !pre_bound {
+                        metadata["annotations"] = serde_json::json!({ pv::ANN_BOUND_BY_CONTROLLER: "yes" });
+                    }
                     let patch = serde_json::json!({
-                        "metadata": {
-                            "resourceVersion": volume.resource_version(),
-                            "annotations": { pv::ANN_BOUND_BY_CONTROLLER: "yes" },
-                        },
+                        "metadata": metadata,
                         "spec": { "claimRef": pv::claim_ref(claim) },
                     });
                     let volumes: Api<PersistentVolume> = Api::all(client.clone());

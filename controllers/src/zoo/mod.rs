@@ -19,6 +19,10 @@
 //! | `mongodb:duplicate-backup` | non-idempotent create under an ambiguous write | Percona backups made with generateName |
 //! | `yugabyte:missed-delete` | unobserved state (missed delete event) | yugabyte/yugabyte-operator#39 |
 //! | `nifikop:config-crash` | intermediate state | konpyutaika/nifikop#49 |
+//! | `carina:notready-migration` | a Node taken for gone while it is only NotReady (a lost kubelet) | carina-io/carina#128 |
+//!
+//! `carina` runs with every built-in controller on, as `webapp`: its data store is a
+//! StatefulSet whose Pods and claims the built-ins make.
 //!
 //! `webapp:fixed` has no planted bug: an operator that owns a Deployment, with every built-in
 //! controller on, is the differential oracle's false-alarm check (ReplicaSets, Pods and Events
@@ -26,6 +30,7 @@
 //! [`fixed_with_builtins`] gives every other fixed variant with the built-in controllers on, for
 //! the same check.
 
+pub mod carina;
 pub mod cassandra;
 pub mod casskop;
 pub mod common;
@@ -51,6 +56,7 @@ pub fn scenarios() -> Vec<Scenario> {
     all.extend(yugabyte::scenarios());
     all.extend(nifikop::scenarios());
     all.extend(webapp::scenarios());
+    all.extend(carina::scenarios());
     all
 }
 

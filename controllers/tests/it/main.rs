@@ -58,6 +58,7 @@ mod builtins_volumes;
 mod fault_plans;
 mod runtime_wait;
 mod web_pods;
+mod zoo_carina;
 mod zoo_search;
 mod zoo_sweeps;
 mod zoo_webapp;

@@ -35,8 +35,13 @@ fn fixed_variant_passes(name: &str) {
 
 /// Sweep a planted bug: some seed fails, by a general property; print that seed's faults.
 fn planted_bug_is_found(name: &str) {
+    planted_bug_is_found_within(name, BUG_BUDGET);
+}
+
+/// [`planted_bug_is_found`] within `budget` seeds; returns the failing seed's replay.
+fn planted_bug_is_found_within(name: &str, budget: u64) -> sim::RunReport {
     let scenario = scenario(name);
-    let report = sweep(&scenario, BUG_BUDGET);
+    let report = sweep(&scenario, budget);
     let first = report
         .failures
         .first()
@@ -56,6 +61,7 @@ fn planted_bug_is_found(name: &str) {
     for entry in replay.trace.entries().iter().filter(|e| matches!(e.event, TraceEvent::Fault { .. })) {
         println!("  {entry}");
     }
+    replay
 }
 
 #[test]
@@ -131,6 +137,28 @@ fn nifikop_fixed_passes_its_sweep() {
 #[test]
 fn nifikop_config_crash_is_found_by_the_differential_oracle() {
     planted_bug_is_found("nifikop:config-crash");
+}
+
+/// Seeds each `carina` variant runs in CI (each runs every built-in, as `webapp:fixed`).
+const CARINA_SEEDS: u64 = 60;
+
+#[test]
+fn carina_fixed_passes_its_sweep() {
+    let report = sweep(&scenario("carina:fixed"), CARINA_SEEDS);
+    report.assert_all_passed();
+    assert!(report.seeds_run >= 1);
+}
+
+/// carina#128 is found through a lost Node: the failing seed's trace shows one fire before the
+/// failure (nothing else makes a Node NotReady).
+#[test]
+fn carina_notready_migration_is_found_by_the_differential_oracle_after_a_lost_node() {
+    let replay = planted_bug_is_found_within("carina:notready-migration", CARINA_SEEDS);
+    let lost =
+        replay.trace.entries().iter().any(
+            |e| matches!(&e.event, TraceEvent::Fault { description } if description.starts_with("lose ")),
+        );
+    assert!(lost, "the failing seed lost no Node:\n{}", replay.trace.render());
 }
 
 /// Seeds `webapp:fixed` runs in CI (each runs every built-in, so a seed costs tens of times a
@@ -249,11 +277,11 @@ fn every_zoo_scenario_is_named_operator_colon_variant_and_each_operator_has_a_fi
     assert_eq!(registry.len(), names.len());
     let operators: std::collections::BTreeSet<&str> =
         names.iter().map(|n| n.split_once(':').expect("operator:variant").0).collect();
-    assert_eq!(operators.len(), 8, "{operators:?}");
+    assert_eq!(operators.len(), 9, "{operators:?}");
     for operator in operators {
         assert!(names.contains(&format!("{operator}:fixed").as_str()), "{operator} has no fixed variant");
     }
-    assert_eq!(names.len(), 16);
+    assert_eq!(names.len(), 18);
 }
 
 /// With the built-ins on, a deleted claim lingers a moment, `Terminating`, until the PVC
