@@ -1,7 +1,8 @@
 //! `cargo bench -p controllers --bench world`: the real-sized world of issue 17, an operator that
 //! owns a Deployment (`webapp:fixed`) with every built-in controller on (kubelet-lite, the
 //! Deployment and ReplicaSet controllers, the garbage collector, the namespace controller, ...)
-//! and swarm faults on, and every other fixed operator with the built-ins on: milliseconds per
+//! and swarm faults on, every other fixed operator with the built-ins on, and `carina:fixed` (a
+//! StatefulSet with claims, every built-in, and lost Nodes among its faults): milliseconds per
 //! seed on one thread, and per seed the API calls, watch deliveries and watch pulls (a pull is a
 //! parked watcher woken by a write into its type and namespace).
 //!
@@ -27,8 +28,10 @@ fn main() {
         "{:<36} {:>6} {:>8} {:>10} {:>10} {:>10} {:>9}",
         "scenario", "seeds", "ms/seed", "calls", "deliveries", "pulls", "failing"
     );
-    let mut scenarios: Vec<Scenario> =
-        zoo::scenarios().into_iter().filter(|s| s.name() == "webapp:fixed").collect();
+    let mut scenarios: Vec<Scenario> = zoo::scenarios()
+        .into_iter()
+        .filter(|s| ["webapp:fixed", "carina:fixed"].contains(&s.name()))
+        .collect();
     scenarios.extend(zoo::fixed_with_builtins());
     if let Ok(only) = std::env::var("WORLD_SCENARIO") {
         scenarios.retain(|s| s.name().contains(only.as_str()));
