@@ -40,7 +40,7 @@
 //!   the caches have their first list. ControllerRevisions are read from a cache too
 //!   ([`super::controller_revisions`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -440,7 +440,10 @@ impl Sync<'_> {
     }
 
     /// RollingUpdate with `maxSurge` 0 (`rollingUpdate`): delete old Pods that are not available,
-    /// and available ones within the `maxUnavailable` budget, Nodes in name order.
+    /// and available ones within the `maxUnavailable` budget. Upstream walks `nodeToDaemonPods`
+    /// once `updatedDesiredNodeCounts` added the Nodes that should run a Pod: every Node with a
+    /// daemon Pod is rolled too, one kept on a Node that should not run a new one (not Ready,
+    /// tainted `NoSchedule`) among them; here in name order (upstream walks a map).
     async fn rolling_update(
         &self,
         nodes: &[Arc<Node>],
@@ -450,11 +453,16 @@ impl Sync<'_> {
         let min_ready = self.ds.spec().min_ready_seconds;
         let desired = self.desired(nodes);
         let budget = max_unavailable(self.ds, desired.len());
+        let names: BTreeSet<String> = desired
+            .iter()
+            .map(|node| node.name_any())
+            .chain(by_node.keys().filter(|name| !name.is_empty()).cloned())
+            .collect();
         let mut unavailable = 0;
         let mut replace_now: Vec<&Pod> = Vec::new();
         let mut candidates: Vec<&Pod> = Vec::new();
-        for node in desired {
-            let pods: Vec<&Pod> = by_node.get(&node.name_any()).into_iter().flatten().copied().collect();
+        for name in &names {
+            let pods: Vec<&Pod> = by_node.get(name).into_iter().flatten().copied().collect();
             let is_new = |p: &&Pod| p.labels().get(REVISION_LABEL).map(String::as_str) == Some(self.hash);
             let new = pods.iter().find(|p| is_new(p) && !pod_state::is_terminating(p));
             let old = pods.iter().find(|p| !is_new(p) && !pod_state::is_terminating(p));

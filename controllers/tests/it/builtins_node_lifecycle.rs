@@ -495,6 +495,61 @@ fn a_daemon_pod_stays_on_a_node_that_is_not_ready_or_tainted_no_schedule() {
     sweep_passes("builtins-node-daemon", &world, SEEDS);
 }
 
+// A DaemonSet rolled while one of its Nodes is lost: that Node keeps its daemon Pod (it
+// tolerates the `unreachable` taints) but should not run a new one, and upstream's rolling update
+// still walks it: the old Pod, not Ready, is replaced at once (deleted; `Terminating` while the
+// Node is lost), and the Node runs the new revision once it is back.
+#[test]
+fn a_daemon_pod_kept_on_a_lost_node_is_rolled_with_the_others() {
+    use k8s_openapi::api::apps::v1::DaemonSet;
+    let world = builtins::all(Sim::builder().scenario("builtins-node-daemon-roll")).workload(|w| async move {
+        let pods: Api<Pod> = Api::namespaced(w.client(), "default");
+        let sets: Api<DaemonSet> = Api::namespaced(w.client(), "default");
+        w.apply_yaml("default", &node("node-a", "")).await?;
+        set_ready(&w, "node-a", "True").await?;
+        let daemon = |image: &str| {
+            format!(
+                "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {{name: agent, namespace: default}}\nspec:\n  \
+                 selector: {{matchLabels: {{app: agent}}}}\n  template:\n    metadata: {{labels: {{app: agent}}}}\n    \
+                 spec:\n      terminationGracePeriodSeconds: 1\n      containers: [{{name: agent, image: {image}}}]\n"
+            )
+        };
+        w.apply_yaml("default", &daemon("agent:1")).await?;
+        let image_on = |pods: &[Pod], node: &str, image: &str| {
+            pods.iter().any(|p| {
+                node_of(p) == Some(node)
+                    && !pod_state::is_terminating(p)
+                    && p.spec.as_ref().and_then(|s| s.containers[0].image.as_deref()) == Some(image)
+            })
+        };
+        let on_both = |pods: &[Pod]| {
+            running_on(pods, "agent", "node-a") == 1 && running_on(pods, "agent", kubelet::NODE_NAME) == 1
+        };
+        w.wait_for_all(&pods, on_both, WAIT).await?;
+        set_ready(&w, "node-a", "Unknown").await?;
+        let unready_on_a =
+            |pods: &[Pod]| pods.iter().any(|p| node_of(p) == Some("node-a") && !pod_state::is_ready(p));
+        w.wait_for_all(&pods, unready_on_a, Duration::from_secs(2)).await?;
+        w.apply_yaml("default", &daemon("agent:2")).await?;
+        // node-1 rolls; node-a's old Pod is deleted at once and stays Terminating.
+        let rolled_while_lost = move |pods: &[Pod]| {
+            image_on(pods, kubelet::NODE_NAME, "agent:2")
+                && pods.iter().any(|p| node_of(p) == Some("node-a") && pod_state::is_terminating(p))
+        };
+        w.wait_for_all(&pods, rolled_while_lost, Duration::from_secs(30)).await?;
+        set_ready(&w, "node-a", "True").await?;
+        let done = move |pods: &[Pod]| {
+            pods.len() == 2 && image_on(pods, "node-a", "agent:2") && image_on(pods, kubelet::NODE_NAME, "agent:2")
+        };
+        w.wait_for_all(&pods, done, WAIT).await?;
+        let updated = |ds: Option<&DaemonSet>| {
+            ds.and_then(|ds| ds.status.as_ref()).is_some_and(|s| s.updated_number_scheduled == Some(2))
+        };
+        w.wait_for(&sets, "agent", updated, WAIT).await
+    });
+    sweep_passes("builtins-node-daemon-roll", &world, SEEDS);
+}
+
 // The only Node stops being Ready: every zone is down, so the controller trusts no one and
 // taints it NoSchedule only; its Pods stay. Unknown afterwards: unreachable instead.
 #[test]
