@@ -438,10 +438,9 @@ impl std::fmt::Display for GuidedLine<'_> {
         }
         write!(f, "; {} of {} injection points exercised", self.coverage.exercised, self.coverage.total)?;
         let is_outage = |i: &u64| {
-            usize::try_from(*i)
-                .ok()
-                .and_then(|i| p.points.get(i))
-                .is_some_and(|point| matches!(point.site, sim::guided::Site::Outage { .. }))
+            usize::try_from(*i).ok().and_then(|i| p.points.get(i)).is_some_and(|point| {
+                matches!(point.site, sim::guided::Site::Outage { .. } | sim::guided::Site::NodeOutage { .. })
+            })
         };
         let outages_exercised = self.coverage.points.iter().filter(|i| is_outage(i)).count();
         write!(f, " ({outages_exercised} of {} timed outages)", p.outages)

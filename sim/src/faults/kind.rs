@@ -177,6 +177,14 @@ pub(crate) enum PointSite<'a> {
         /// How long the outage lasts.
         duration_ms: u64,
     },
+    /// A Node of the world lost (its kubelet silent) from just after one workload step until
+    /// after one, two or three more steps of the reference run.
+    NodeOutage {
+        /// The Node (a Node object of the first declared cluster).
+        node: &'a str,
+        /// How long it is lost.
+        duration_ms: u64,
+    },
     /// An object transition that changes again later, for one controller: restarted onto a
     /// replica that lags `lag_revisions`, its view misses both changes.
     Transition {

@@ -25,7 +25,8 @@
 //!   [supervisor](crate::supervisor) writes the conditions, and writes them back when the
 //!   duration is over or the liveness phase begins, whichever comes first;
 //! - shrinking: a shorter outage;
-//! - guided: no points.
+//! - guided: each Node of the reference run's profile lost from just after each workload step
+//!   until after one, two or three more (as a controller's timed outage spans them).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,7 +38,9 @@ use serde_json::Value;
 use crate::faults::SUPERVISOR_NODE;
 use crate::faults::ctx::FaultCtx;
 use crate::faults::injector::NodeAction;
-use crate::faults::kind::{CallEffect, FaultKindOps, Firing, Knob, SwarmDraw, mismatch};
+use crate::faults::kind::{
+    CallEffect, FaultKindOps, Firing, Knob, PointConfig, PointSite, SwarmDraw, mismatch,
+};
 use crate::faults::plan::{Fault, FaultKind};
 use crate::faults::profile::Profile;
 use crate::trace::TraceEvent;
@@ -103,6 +106,22 @@ impl FaultKindOps for LoseNode {
     fn knobs<'f>(&self, fault: &'f mut Fault) -> Vec<Knob<'f>> {
         let Fault::LoseNode { duration_ms, .. } = fault else { mismatch(self.kind(), fault) };
         vec![Knob { value: duration_ms, min: 1 }]
+    }
+
+    fn points(&self, site: &PointSite<'_>, _config: &PointConfig) -> Vec<Fault> {
+        match site {
+            PointSite::NodeOutage { node, duration_ms } => {
+                vec![Fault::LoseNode { node: (*node).to_owned(), duration_ms: *duration_ms }]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    fn same_shape(&self, point: &Fault, fired: &Fault) -> bool {
+        match (point, fired) {
+            (Fault::LoseNode { node: a, .. }, Fault::LoseNode { node: b, .. }) => a == b,
+            _ => false,
+        }
     }
 }
 

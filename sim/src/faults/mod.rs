@@ -105,11 +105,12 @@ pub fn ops_kind(kind: FaultKind) -> FaultKind {
 /// The kinds guided exploration asks for points, in the order their points at one site are
 /// planned (a write: the crash after, the crash before, the ambiguous answer, then the errors; a
 /// delivery: the delay, then the hold and relist; a reconcile: the pause, then the leader's; a
-/// timed outage: the partition, the held watches, then the paused reconciles). The
+/// timed outage: the partition, the held watches, then the paused reconciles; a Node's outage:
+/// its lost kubelet). The
 /// order is part of every guided exploration's output. Kinds that plan no points are left out.
 // `pub` (hidden from the docs) for its test in tests/it/faults/mod.rs only.
 #[doc(hidden)]
-pub const POINT_ORDER: [FaultKind; 9] = [
+pub const POINT_ORDER: [FaultKind; 10] = [
     FaultKind::Crash,
     FaultKind::Ambiguous,
     FaultKind::ApiError,
@@ -119,6 +120,7 @@ pub const POINT_ORDER: [FaultKind; 9] = [
     FaultKind::PauseReconciles,
     FaultKind::PauseLeader,
     FaultKind::StaleReplica,
+    FaultKind::LoseNode,
 ];
 
 /// Where a world's fault plan comes from.

@@ -101,6 +101,18 @@ pub enum Site {
         /// How long it lasts.
         duration_ms: u64,
     },
+    /// A Node lost (its kubelet silent) from just after workload step `from_step` until after
+    /// step `from_step + steps` of the reference run.
+    NodeOutage {
+        /// The Node.
+        node: String,
+        /// The workload step (1-based) after which it starts.
+        from_step: usize,
+        /// How many further workload steps it spans.
+        steps: usize,
+        /// How long it lasts.
+        duration_ms: u64,
+    },
     /// A write (by anyone) that changed an object.
     Transition {
         /// The writing node.
@@ -130,6 +142,13 @@ impl fmt::Display for Site {
                 write!(
                     f,
                     "{controller}'s outage from step {from_step} over the next {steps} workload step{plural} ({duration_ms}ms)"
+                )
+            }
+            Site::NodeOutage { node, from_step, steps, duration_ms } => {
+                let plural = if *steps == 1 { "" } else { "s" };
+                write!(
+                    f,
+                    "Node {node} lost from step {from_step} over the next {steps} workload step{plural} ({duration_ms}ms)"
                 )
             }
         }
@@ -420,6 +439,9 @@ pub fn injection_points_profiled(
     transition_points(&reading, config, &mut candidates);
     outage_points(&reading, config, &mut candidates);
     if let Some(profile) = profile {
+        node_outage_points(&reading, &profile.kube_nodes, config, &mut candidates);
+    }
+    if let Some(profile) = profile {
         let before = candidates.len();
         candidates.retain(|p| can_act(&p.fault.fault, profile));
         set.cannot_act = before - candidates.len();
@@ -428,7 +450,7 @@ pub fn injection_points_profiled(
     let mut planned: BTreeSet<PlannedFault> = BTreeSet::new();
     for point in candidates {
         if planned.insert(point.fault.clone()) {
-            set.outages += usize::from(matches!(point.site, Site::Outage { .. }));
+            set.outages += usize::from(matches!(point.site, Site::Outage { .. } | Site::NodeOutage { .. }));
             set.points.push(point);
         } else {
             set.duplicates += 1;
@@ -725,6 +747,59 @@ fn outage_points(reading: &Reading, config: &PointConfig, out: &mut Vec<Injectio
                 };
                 let class = format!("{controller} outage over {span} steps");
                 for fault in site_faults(&PointSite::Outage { controller, duration_ms }, config) {
+                    out.push(InjectionPoint {
+                        site: site.clone(),
+                        at_nanos: start,
+                        fault: PlannedFault { trigger: Trigger::AtTime { at_ms }, fault },
+                        object: String::new(),
+                        class: class.clone(),
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// Lost Nodes: each of `nodes` (the Nodes of the reference run, from its profile) lost from 1 ms
+/// after the first thing that follows each workload step with a later one (the step's write
+/// answered, or a controller's first delivery or reconcile: what the step made then exists, and
+/// the rest of the reaction to it happens while the Node is lost), over one, two and three more
+/// steps (up to `outage_steps_max`), ending as a controller's timed outage ends
+/// ([`outage_points`]). A trace alone does not say which Nodes there are: without a profile there
+/// are none.
+fn node_outage_points(
+    reading: &Reading,
+    nodes: &[String],
+    config: &PointConfig,
+    out: &mut Vec<InjectionPoint>,
+) {
+    let steps = &reading.steps;
+    let margin_max = config.outage_margin_ms_max.saturating_mul(1_000_000);
+    let mut sites: Vec<u64> = reading
+        .reconciles
+        .iter()
+        .map(|(_, _, at)| *at)
+        .chain(reading.deliveries.iter().map(|d| d.5))
+        .chain(reading.writes.iter().map(|w| w.at_nanos))
+        .collect();
+    sites.sort_unstable();
+    for node in nodes {
+        for (i, step_at) in steps.iter().enumerate() {
+            // Workload steps often follow one another at once: the first site may come after the
+            // next step started.
+            let Some(start) = sites.iter().copied().find(|at| at > step_at) else { continue };
+            let at_ms = start / 1_000_000 + 1;
+            for span in 1..=config.outage_steps_max as usize {
+                let Some(last) = steps.get(i + span).copied() else { break };
+                let margin =
+                    steps.get(i + span + 1).map_or(margin_max, |after| margin_max.min((after - last) / 2));
+                let end = last.saturating_add(margin);
+                let duration_ms =
+                    end.saturating_sub(at_ms.saturating_mul(1_000_000)).div_ceil(1_000_000).max(1);
+                let site =
+                    Site::NodeOutage { node: node.clone(), from_step: i + 1, steps: span, duration_ms };
+                let class = format!("Node outage over {span} steps");
+                for fault in site_faults(&PointSite::NodeOutage { node, duration_ms }, config) {
                     out.push(InjectionPoint {
                         site: site.clone(),
                         at_nanos: start,

@@ -219,6 +219,39 @@ fn state_kept_until_its_node_is_deleted_survives_1000_seeds_of_lost_nodes() {
     );
 }
 
+// Guided exploration plans each Node's loss after each workload step (from the reference's
+// profile): the registry's bug is among its first points.
+#[test]
+fn state_freed_for_a_node_that_stops_reporting_is_found_by_guided_exploration_within_50_runs() {
+    use sim::guided::{Explorer, GuidedConfig, Site};
+    let world = lost_node::world(Variant::Buggy);
+    let config = GuidedConfig { runs_max: 50, ..GuidedConfig::default() };
+    let exploration = Explorer::new(&world, config)
+        .explore_until(|report| breaks(report, lost_node::PROPERTY))
+        .expect("the reference passes");
+    let lost: Vec<&Site> = exploration
+        .points
+        .points
+        .iter()
+        .map(|p| &p.site)
+        .filter(|s| matches!(s, Site::NodeOutage { .. }))
+        .collect();
+    assert!(!lost.is_empty(), "no Node outage among the points");
+    let finding = exploration.failure.as_ref().expect("found within 50 runs");
+    let kinds: Vec<FaultKind> = finding.plan.faults.iter().map(|f| f.fault.kind()).collect();
+    assert!(kinds.contains(&FaultKind::LoseNode), "{kinds:?}");
+}
+
+#[test]
+fn state_kept_until_its_node_is_deleted_survives_every_guided_node_outage() {
+    use sim::guided::{Explorer, GuidedConfig};
+    let world = lost_node::world(Variant::Fixed);
+    let config = GuidedConfig { runs_max: 200, stop_at_first_failure: false, ..GuidedConfig::default() };
+    let exploration = Explorer::new(&world, config).explore().expect("the reference passes");
+    assert_eq!(exploration.failures, 0, "{exploration}");
+    assert!(exploration.points.outages > 0);
+}
+
 /// The migration operator's property: every version's migration ran.
 const MIGRATIONS_RAN: &str = "every parent has exactly its expected children";
 

@@ -67,7 +67,10 @@ async fn reconcile(node: Arc<Node>, ctx: Arc<Ctx>) -> Result<Action, sim::Error>
         ..ConfigMap::default()
     };
     match ctx.records.create(&PostParams::default(), &record).await {
-        Err(sim::Error::Api(status)) if status.code == 409 => Ok(Action::await_change()),
+        // Made already (a 409 Conflict is a failed create, retried by the error policy).
+        Err(sim::Error::Api(status)) if status.code == 409 && status.reason == "AlreadyExists" => {
+            Ok(Action::await_change())
+        }
         other => other.map(|_| Action::await_change()),
     }
 }

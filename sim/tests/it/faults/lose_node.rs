@@ -194,3 +194,30 @@ fn a_lost_node_is_persisted_as_regression_files_write_faults() {
     assert_eq!(fault.to_string(), "lose node-1's kubelet for 4000ms");
     assert_eq!(fault.controller(), None);
 }
+
+#[test]
+fn guided_exploration_plans_each_node_lost_after_each_workload_step() {
+    use sim::guided::{Site, injection_points, injection_points_with};
+    let reference = world(Seen::default()).keep_trace(true).run(0);
+    assert_eq!(reference.verdict, Verdict::Pass);
+    let lost: Vec<String> = injection_points(&reference)
+        .iter()
+        .filter(|p| matches!(p.site, Site::NodeOutage { .. }))
+        .map(|p| format!("{} | {}", p.site, p.fault))
+        .collect();
+    // Two workload steps (the applies, one right after the other): each Node lost from just after
+    // the first step's write is answered, over the next step.
+    assert_eq!(lost.len(), 2, "{lost:#?}");
+    assert!(lost[0].starts_with("Node a lost from step 1 over the next 1 workload step ("), "{lost:#?}");
+    assert!(lost[1].starts_with("Node b lost from step 1 over the next 1 workload step ("), "{lost:#?}");
+    assert!(lost[0].contains("| lose a's kubelet for") && lost[1].contains("| lose b's kubelet for"));
+    // Planted there, the loss of a fires: the Node exists by then.
+    let point = injection_points(&reference).into_iter().find(|p| matches!(p.site, Site::NodeOutage { .. }));
+    let plan = FaultPlan { faults: vec![point.expect("a Node outage").fault] };
+    let report = world(Seen::default()).faults(plan).run(0);
+    assert_eq!(report.verdict, Verdict::Pass);
+    assert!(report.unfired.is_empty(), "{:?}", report.unfired);
+    // A trace alone does not say which Nodes there are.
+    let without = injection_points_with(reference.trace.entries(), &sim::guided::PointConfig::default());
+    assert!(!without.points.iter().any(|p| matches!(p.site, Site::NodeOutage { .. })));
+}
