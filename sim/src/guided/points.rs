@@ -715,7 +715,6 @@ fn transition_points(reading: &Reading, config: &PointConfig, out: &mut Vec<Inje
 /// if sooner), so that the step's change lands while it is in force. Shorter spans come first.
 fn outage_points(reading: &Reading, config: &PointConfig, out: &mut Vec<InjectionPoint>) {
     let steps = &reading.steps;
-    let margin_max = config.outage_margin_ms_max.saturating_mul(1_000_000);
     for controller in &reading.controllers {
         let mut sites: Vec<u64> = reading
             .reconciles
@@ -733,12 +732,7 @@ fn outage_points(reading: &Reading, config: &PointConfig, out: &mut Vec<Injectio
                 continue;
             };
             let at_ms = ms_before(start);
-            for span in 1..=config.outage_steps_max as usize {
-                let Some(last) = steps.get(i + span).copied() else { break };
-                let margin =
-                    steps.get(i + span + 1).map_or(margin_max, |after| margin_max.min((after - last) / 2));
-                let end = last.saturating_add(margin);
-                let duration_ms = end.saturating_sub(at_ms.saturating_mul(1_000_000)).div_ceil(1_000_000);
+            for (span, duration_ms) in outage_spans(steps, i, at_ms, config) {
                 let site = Site::Outage {
                     controller: controller.clone(),
                     from_step: i + 1,
@@ -760,6 +754,22 @@ fn outage_points(reading: &Reading, config: &PointConfig, out: &mut Vec<Injectio
     }
 }
 
+/// The outages that start at `at_ms` after workload step `i` (0-based, of the reference's step
+/// times `steps`): for each span of one to `outage_steps_max` further steps, the span and how
+/// long the outage lasts, to `outage_margin_ms_max` after the span's last step (or halfway to the
+/// step after it, if sooner).
+fn outage_spans(steps: &[u64], i: usize, at_ms: u64, config: &PointConfig) -> Vec<(usize, u64)> {
+    let margin_max = config.outage_margin_ms_max.saturating_mul(1_000_000);
+    let mut spans = Vec::new();
+    for span in 1..=config.outage_steps_max as usize {
+        let Some(last) = steps.get(i + span).copied() else { break };
+        let margin = steps.get(i + span + 1).map_or(margin_max, |after| margin_max.min((after - last) / 2));
+        let end = last.saturating_add(margin);
+        spans.push((span, end.saturating_sub(at_ms.saturating_mul(1_000_000)).div_ceil(1_000_000)));
+    }
+    spans
+}
+
 /// Lost Nodes: each of `nodes` (the Nodes of the reference run, from its profile) lost from 1 ms
 /// after the first thing that follows each workload step with a later one (the step's write
 /// answered, or a controller's first delivery or reconcile: what the step made then exists, and
@@ -774,7 +784,6 @@ fn node_outage_points(
     out: &mut Vec<InjectionPoint>,
 ) {
     let steps = &reading.steps;
-    let margin_max = config.outage_margin_ms_max.saturating_mul(1_000_000);
     let mut sites: Vec<u64> = reading
         .reconciles
         .iter()
@@ -789,13 +798,8 @@ fn node_outage_points(
             // next step started.
             let Some(start) = sites.iter().copied().find(|at| at > step_at) else { continue };
             let at_ms = start / 1_000_000 + 1;
-            for span in 1..=config.outage_steps_max as usize {
-                let Some(last) = steps.get(i + span).copied() else { break };
-                let margin =
-                    steps.get(i + span + 1).map_or(margin_max, |after| margin_max.min((after - last) / 2));
-                let end = last.saturating_add(margin);
-                let duration_ms =
-                    end.saturating_sub(at_ms.saturating_mul(1_000_000)).div_ceil(1_000_000).max(1);
+            for (span, duration_ms) in outage_spans(steps, i, at_ms, config) {
+                let duration_ms = duration_ms.max(1);
                 let site =
                     Site::NodeOutage { node: node.clone(), from_step: i + 1, steps: span, duration_ms };
                 let class = format!("Node outage over {span} steps");
