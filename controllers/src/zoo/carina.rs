@@ -36,7 +36,7 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube_core::{ObjectMeta, ResourceExt};
 use model_apiserver::versions::present;
-use sim::api::{Api, DeleteParams, ListParams};
+use sim::api::{Api, ListParams};
 use sim::faults::{FaultKind, SwarmConfig};
 use sim::runtime::controller::Action;
 use sim::runtime::{Controller, watcher};
@@ -76,18 +76,6 @@ fn opted_in(pod: &Pod) -> bool {
     pod.annotations().get(ALLOW_MIGRATION).is_some_and(|v| v == "true")
 }
 
-/// Delete `name` from `api`, a claim or Pod already gone counting as deleted.
-async fn delete<K>(api: &Api<K>, name: &str) -> Result<(), Error>
-where
-    K: kube_core::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
-    K: Send + Sync + 'static,
-{
-    match api.delete(name, &DeleteParams::default()).await {
-        Err(e) if e.status().is_some_and(|s| s.code == 404) => Ok(()),
-        other => other.map(|_| ()).map_err(Error::from),
-    }
-}
-
 async fn reconcile(node: Arc<Node>, ctx: Arc<Ctx>) -> Result<Action, Error> {
     if is_ready(&node) {
         return Ok(Action::await_change());
@@ -103,10 +91,10 @@ async fn reconcile(node: Arc<Node>, ctx: Arc<Ctx>) -> Result<Action, Error> {
         let namespace = pod.namespace().unwrap_or_default();
         let claims: Api<PersistentVolumeClaim> = Api::namespaced(ctx.client.clone(), &namespace);
         for claim in claims_of(&pod) {
-            delete(&claims, &claim).await?;
+            common::delete_if_present(&claims, &claim).await?;
         }
         let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &namespace);
-        delete(&pods, &pod.name_any()).await?;
+        common::delete_if_present(&pods, &pod.name_any()).await?;
     }
     Ok(Action::await_change())
 }

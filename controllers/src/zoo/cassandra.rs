@@ -24,7 +24,7 @@ use kube_core::ResourceExt;
 use model_apiserver::versions::WorkloadSpec;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use sim::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
+use sim::api::{Api, ListParams, Patch, PatchParams};
 use sim::faults::SwarmConfig;
 use sim::runtime::controller::Action;
 use sim::runtime::{Controller, watcher};
@@ -61,10 +61,7 @@ fn pvc_name(dc: &str, ordinal: i32) -> String {
 }
 
 async fn delete_pvc(ctx: &Ctx, name: &str) -> Result<(), Error> {
-    match ctx.pvcs.delete(name, &DeleteParams::default()).await {
-        Err(e) if e.status().is_some_and(|s| s.code == 404) => Ok(()),
-        other => other.map(|_| ()).map_err(Error::from),
-    }
+    common::delete_if_present(&ctx.pvcs, name).await
 }
 
 async fn reconcile(dc: Arc<CassandraDataCenter>, ctx: Arc<Ctx>) -> Result<Action, Error> {

@@ -14,7 +14,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReference};
 use kube_core::ObjectMeta;
 use model_apiserver::versions::present;
-use sim::api::{Api, PostParams};
+use sim::api::{Api, DeleteParams, PostParams};
 use sim::faults::{FaultKind, SwarmConfig};
 use sim::runtime::controller::Action;
 
@@ -130,6 +130,19 @@ where
         Ok(_) => Ok(()),
         Err(e) if e.status().is_some_and(|s| s.code == 409 && s.reason == "AlreadyExists") => Ok(()),
         Err(e) => Err(e.into()),
+    }
+}
+
+/// Delete `name` unless it is gone already (a delete that finds nothing is as good as one that
+/// deleted it).
+pub async fn delete_if_present<K>(api: &Api<K>, name: &str) -> Result<(), Error>
+where
+    K: kube_core::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
+    K: Send + Sync + 'static,
+{
+    match api.delete(name, &DeleteParams::default()).await {
+        Err(e) if e.status().is_some_and(|s| s.code == 404) => Ok(()),
+        other => other.map(|_| ()).map_err(Error::from),
     }
 }
 

@@ -29,7 +29,7 @@ use kube::CustomResource;
 use kube_core::{ObjectMeta, ResourceExt};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use sim::api::{Api, DeleteParams, Patch, PatchParams};
+use sim::api::{Api, Patch, PatchParams};
 use sim::faults::SwarmConfig;
 use sim::runtime::controller::{self, Action};
 use sim::runtime::{Controller, watcher};
@@ -65,10 +65,7 @@ fn record_name(cluster: &str) -> String {
 }
 
 async fn delete_record(records: &Api<ConfigMap>, cluster: &str) -> Result<(), Error> {
-    match records.delete(&record_name(cluster), &DeleteParams::default()).await {
-        Err(e) if e.status().is_some_and(|s| s.code == 404) => Ok(()),
-        other => other.map(|_| ()).map_err(Error::from),
-    }
+    common::delete_if_present(records, &record_name(cluster)).await
 }
 
 /// Whether a quorum read (a GET, served from storage) shows `cluster` still there, the same

@@ -740,17 +740,29 @@ fn outage_points(reading: &Reading, config: &PointConfig, out: &mut Vec<Injectio
                     duration_ms,
                 };
                 let class = format!("{controller} outage over {span} steps");
-                for fault in site_faults(&PointSite::Outage { controller, duration_ms }, config) {
-                    out.push(InjectionPoint {
-                        site: site.clone(),
-                        at_nanos: start,
-                        fault: PlannedFault { trigger: Trigger::AtTime { at_ms }, fault },
-                        object: String::new(),
-                        class: class.clone(),
-                    });
-                }
+                let faults = site_faults(&PointSite::Outage { controller, duration_ms }, config);
+                push_timed(out, &site, &class, (start, at_ms), faults);
             }
         }
+    }
+}
+
+/// One point per fault of a timed site, each fired at `at_ms` (the site being at `at_nanos`).
+fn push_timed(
+    out: &mut Vec<InjectionPoint>,
+    site: &Site,
+    class: &str,
+    (at_nanos, at_ms): (u64, u64),
+    faults: Vec<Fault>,
+) {
+    for fault in faults {
+        out.push(InjectionPoint {
+            site: site.clone(),
+            at_nanos,
+            fault: PlannedFault { trigger: Trigger::AtTime { at_ms }, fault },
+            object: String::new(),
+            class: class.to_owned(),
+        });
     }
 }
 
@@ -803,15 +815,8 @@ fn node_outage_points(
                 let site =
                     Site::NodeOutage { node: node.clone(), from_step: i + 1, steps: span, duration_ms };
                 let class = format!("Node outage over {span} steps");
-                for fault in site_faults(&PointSite::NodeOutage { node, duration_ms }, config) {
-                    out.push(InjectionPoint {
-                        site: site.clone(),
-                        at_nanos: start,
-                        fault: PlannedFault { trigger: Trigger::AtTime { at_ms }, fault },
-                        object: String::new(),
-                        class: class.clone(),
-                    });
-                }
+                let faults = site_faults(&PointSite::NodeOutage { node, duration_ms }, config);
+                push_timed(out, &site, &class, (start, at_ms), faults);
             }
         }
     }
