@@ -475,7 +475,9 @@ impl ApiServer {
             }
         };
         remove_paths(&mut object.data, &decoded.nulls);
-        self.handle_unknown(t, object, &decoded.unknown, ctx, Write::Body)
+        self.handle_unknown(t, object, &decoded.unknown, ctx, Write::Body)?;
+        crate::go_types::encode_object(object, crate::go_types::Mode::Drop);
+        Ok(())
     }
 
     /// Decode a patched object (the stored object with a merge, JSON or strategic merge patch
@@ -499,7 +501,9 @@ impl ApiServer {
             }
         };
         remove_paths(&mut object.data, &decoded.nulls);
-        self.handle_unknown(t, object, &decoded.unknown, ctx, Write::Patch)
+        self.handle_unknown(t, object, &decoded.unknown, ctx, Write::Patch)?;
+        crate::go_types::encode_object(object, crate::go_types::Mode::Drop);
+        Ok(())
     }
 
     /// A custom resource's fields that its schema prunes are its unknown fields: under Strict

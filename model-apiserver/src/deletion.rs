@@ -265,10 +265,12 @@ impl ApiServer {
         t: &Target,
         name: &str,
         old: &Arc<DynamicObject>,
-        new: DynamicObject,
+        mut new: DynamicObject,
         dry_run: bool,
         ctx: &mut Context<'_>,
     ) -> Result<Response, Status> {
+        // Emptied finalizers are left out, as every write's are (`omitempty`).
+        crate::go_types::encode_object(&mut new, crate::go_types::Mode::Full);
         if metadata::is_noop(old, &new) {
             return Ok(Response::Object(old.clone()));
         }

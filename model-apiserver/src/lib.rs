@@ -148,6 +148,7 @@ pub mod eviction;
 pub mod fields;
 mod filter;
 pub mod go_json;
+pub mod go_types;
 mod ignored;
 mod metadata;
 mod node_ports;

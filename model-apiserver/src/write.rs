@@ -139,6 +139,7 @@ impl ApiServer {
         let taken = self.services_taken(t, None);
         strategy::prepare_for_create(t, &mut object, ctx.ids, ctx.now, &taken);
         strategy::fill_status_zero_values(t, &mut object);
+        crate::go_types::encode_object(&mut object, crate::go_types::Mode::Full);
         let plugins = PluginInput { ids: &mut *ctx.ids, name_generated, warnings: &mut ctx.warnings };
         let object = self.admit(t, "create", None, None, object, plugins)?;
         if strategy::is_core(&t.ty, "Service") {
@@ -401,6 +402,9 @@ impl ApiServer {
             strategy::prepare_for_update(t, old, &mut new, self.config.builtin_defaults, ctx.ids, &taken);
         }
         strategy::fill_status_zero_values(t, &mut new);
+        // From here on the object is compared with the stored one (no-op, generation,
+        // immutable fields): both as their Go type encodes them.
+        crate::go_types::encode_object(&mut new, crate::go_types::Mode::Full);
         let sub_name = subresource.map(Subresource::name);
         // A `/scale` write arrives here as a main-resource update of `.spec.replicas`; hooks
         // still see which subresource was written.
@@ -659,6 +663,8 @@ impl ApiServer {
         mut object: DynamicObject,
     ) -> Arc<DynamicObject> {
         object.metadata.resource_version = Some(self.store.next_revision().to_string());
+        // What admission and the registry's strategy changed is stored as its Go type encodes it.
+        crate::go_types::encode_object(&mut object, crate::go_types::Mode::Full);
         let object = Arc::new(object);
         self.store.commit(kind, t.key(name), object.clone(), self.clock);
         object

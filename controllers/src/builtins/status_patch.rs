@@ -21,10 +21,10 @@ use super::error::{Error, has_code};
 /// patch [`replacing`] it; an object deleted meanwhile (404) is no error.
 pub async fn write<K, S>(api: &Api<K>, name: &str, old: Option<&S>, new: &S) -> Result<(), Error>
 where
-    K: Resource + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + Sync + 'static,
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + Sync + 'static,
     S: Serialize + PartialEq,
 {
-    if old == Some(new) {
+    if old.is_some_and(|old| old == new || same_encoded::<K, S>(old, new)) {
         return Ok(());
     }
     let patch = replacing(old, new)?;
@@ -33,6 +33,23 @@ where
         Err(e) if has_code(&e, 404) => Ok(()),
         Err(e) => Err(e.into()),
     }
+}
+
+/// Whether two statuses of `K` encode the same through its Go type, as upstream compares the
+/// statuses it decoded: a count of 0 and no count are one value there (`omitempty`), where the
+/// typed `Some(0)` and `None` differ. Compared typed only, a built-in would write a status the
+/// server answers unchanged on every sync.
+fn same_encoded<K, S>(old: &S, new: &S) -> bool
+where
+    K: Resource<DynamicType = ()>,
+    S: Serialize,
+{
+    let encoded = |status: &S| {
+        let mut object = serde_json::json!({ "status": serde_json::to_value(status).ok()? });
+        model_apiserver::go_types::encode_builtin(&K::group(&()), &K::kind(&()), &mut object)
+            .then(|| object["status"].take())
+    };
+    encoded(old).is_some_and(|old| Some(old) == encoded(new))
 }
 
 /// `{"status": new}` with `null` for every field of `old` that `new` no longer has, at any

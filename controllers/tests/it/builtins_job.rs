@@ -73,7 +73,7 @@ fn world(job: Job) -> SimBuilder {
 /// (type, status, reason) of each of the Job's conditions.
 type Conditions = Vec<(String, String, String)>;
 /// The Job's (active, succeeded, failed) counts.
-type Counts = (Option<i32>, Option<i32>, Option<i32>);
+type Counts = (i32, i32, i32);
 
 /// The Job's conditions and counts.
 fn outcome(snap: &Snapshot) -> Option<(Conditions, Counts)> {
@@ -84,7 +84,9 @@ fn outcome(snap: &Snapshot) -> Option<(Conditions, Counts)> {
         .into_iter()
         .map(|c| (c.type_, c.status, c.reason.unwrap_or_default()))
         .collect();
-    Some((conditions, (status.active, status.succeeded, status.failed)))
+    // A count of zero is not on the wire (`omitempty`): a typed client reads `None`.
+    let count = |n: Option<i32>| n.unwrap_or(0);
+    Some((conditions, (count(status.active), count(status.succeeded), count(status.failed))))
 }
 
 #[test]
@@ -163,7 +165,7 @@ fn three_completions_two_at_a_time(world: SimBuilder, pods: Pods) -> SimBuilder 
                     ("SuccessCriteriaMet".to_owned(), "True".to_owned(), "CompletionsReached".to_owned()),
                     ("Complete".to_owned(), "True".to_owned(), "CompletionsReached".to_owned()),
                 ],
-                (Some(0), Some(3), Some(0)),
+                (0, 3, 0),
             ));
             let all_succeeded = phases.iter().all(|p| p == "Succeeded");
             let count_ok = match pods {
@@ -191,7 +193,7 @@ fn job_whose_pods_fail_gives_up_after_backoff_limit_failures() {
                     ("FailureTarget".to_owned(), "True".to_owned(), "BackoffLimitExceeded".to_owned()),
                     ("Failed".to_owned(), "True".to_owned(), "BackoffLimitExceeded".to_owned()),
                 ],
-                (Some(0), Some(0), Some(2)),
+                (0, 0, 2),
             ));
             if found == want && phases == ["Failed"; 2] {
                 Ok(())
@@ -236,7 +238,7 @@ fn a_job_whose_init_container_crash_loops_gives_up_once_its_restarts_reach_backo
                     ("FailureTarget".to_owned(), "True".to_owned(), "BackoffLimitExceeded".to_owned()),
                     ("Failed".to_owned(), "True".to_owned(), "BackoffLimitExceeded".to_owned()),
                 ],
-                (Some(0), Some(0), Some(1)),
+                (0, 0, 1),
             ));
             if found == want { Ok(()) } else { Err(format!("{found:?}")) }
         }));
@@ -276,7 +278,7 @@ fn a_job_whose_pods_restart_on_failure_gives_up_once_their_restarts_reach_backof
                     ("FailureTarget".to_owned(), "True".to_owned(), "BackoffLimitExceeded".to_owned()),
                     ("Failed".to_owned(), "True".to_owned(), "BackoffLimitExceeded".to_owned()),
                 ],
-                (Some(0), Some(0), Some(1)),
+                (0, 0, 1),
             ));
             let running = job_pods(snap).iter().filter(|p| pod_state::is_active(p)).count();
             let on_time = failed_after.is_some_and(|s| (30..45).contains(&s));
@@ -454,7 +456,7 @@ fn suspending_a_running_job_deletes_its_active_pods() {
                     .await?;
                 let emptied = |j: Option<&Job>| {
                     j.is_some_and(|j| {
-                        j.status.as_ref().is_some_and(|s| s.active == Some(0))
+                        j.status.as_ref().is_some_and(|s| s.active.unwrap_or(0) == 0)
                             && conditions_of(j) == [condition("Suspended", "True", "JobSuspended")]
                     })
                 };
@@ -604,7 +606,7 @@ fn indexed_three_completions_two_at_a_time(world: SimBuilder) -> SimBuilder {
                         ("SuccessCriteriaMet".to_owned(), "True".to_owned(), "CompletionsReached".to_owned()),
                         ("Complete".to_owned(), "True".to_owned(), "CompletionsReached".to_owned()),
                     ],
-                    (Some(0), Some(3), Some(0)),
+                    (0, 3, 0),
                 )),
                 Some("0-2".to_owned()),
                 vec![succeeded("0"), succeeded("1"), succeeded("2")],
@@ -681,7 +683,7 @@ fn a_failed_index_is_retried_by_a_pod_of_the_same_index() {
                     ("SuccessCriteriaMet".to_owned(), "True".to_owned(), "CompletionsReached".to_owned()),
                     ("Complete".to_owned(), "True".to_owned(), "CompletionsReached".to_owned()),
                 ],
-                (Some(0), Some(3), Some(1)),
+                (0, 3, 1),
             )),
             Some("0-2".to_owned()),
             vec![("0", "Succeeded"), ("1", "Failed"), ("1", "Succeeded"), ("2", "Succeeded")],
@@ -854,7 +856,7 @@ fn failures_an_ignore_rule_matches_do_not_count() {
                 w.wait_for_all(&pods, |pods| failed(pods) >= 3, Duration::from_secs(300)).await?;
                 let counted = |j: Option<&Job>| {
                     j.is_some_and(|j| {
-                        !finished(Some(j)) && j.status.as_ref().and_then(|s| s.failed) == Some(0)
+                        !finished(Some(j)) && j.status.as_ref().and_then(|s| s.failed).unwrap_or(0) == 0
                     })
                 };
                 w.wait_for(&jobs, "pi", counted, Duration::ZERO).await?;
@@ -945,7 +947,7 @@ fn a_succeeded_pod_deleted_after_it_was_counted_still_counts() {
             let (conditions, counts) = outcome(snap).ok_or("no Job")?;
             let made = pods_created(snap);
             let found = (conditions.last().map(|c| c.0.clone()), counts.1);
-            let want = (Some("Complete".to_owned()), Some(2));
+            let want = (Some("Complete".to_owned()), 2);
             if found == want && (made == 2 || made == 3) {
                 Ok(())
             } else {
@@ -981,7 +983,7 @@ fn a_running_pod_deleted_counts_as_failed() {
                 let snap = view.cluster("default").ok_or("no cluster")?;
                 let (conditions, counts) = outcome(snap).ok_or("no Job")?;
                 let found = (conditions.last().map(|c| c.0.clone()), counts.1, counts.2);
-                let want = (Some("Complete".to_owned()), Some(1), Some(1));
+                let want = (Some("Complete".to_owned()), 1, 1);
                 if found == want { Ok(()) } else { Err(format!("{found:?}, want {want:?}")) }
             }));
     let report = sweep(&SweepConfig::new("builtins-job-deleted-pod").seeds(SEEDS), |seed, options| {
@@ -1048,13 +1050,13 @@ fn under_swarm_faults_each_finished_pod_is_counted_once() {
             let Some((_, counts)) = outcome(snap) else { return Ok(()) };
             let pods = job_pods(snap);
             let made = pods.iter().filter(|p| pod_state::phase(p) == pod_state::PHASE_SUCCEEDED).count();
-            let counted = usize::try_from(counts.1.unwrap_or(0)).unwrap_or(0);
+            let counted = usize::try_from(counts.1).unwrap_or(0);
             if counted <= made { Ok(()) } else { Err(format!("{counted} counted, {made} succeeded Pods")) }
         }))
         .property(FnProperty::at_end("Complete with at least 3 counted", |view| {
             let snap = view.cluster("default").ok_or("no cluster")?;
             let (conditions, counts) = outcome(snap).ok_or("no Job")?;
-            let found = (conditions.last().map(|c| c.0.clone()), counts.1.is_some_and(|c| c >= 3));
+            let found = (conditions.last().map(|c| c.0.clone()), counts.1 >= 3);
             let want = (Some("Complete".to_owned()), true);
             if found == want { Ok(()) } else { Err(format!("{found:?} ({counts:?}), want {want:?}")) }
         }));
@@ -1306,9 +1308,9 @@ fn a_job_whose_success_policy_is_met_completes_and_stops_its_other_pods() {
             let found = (
                 conditions,
                 pods.iter().all(|p| pod_state::phase(p) == pod_state::PHASE_SUCCEEDED),
-                status.active,
+                status.active.unwrap_or(0),
             );
-            let want = (vec![by_policy("SuccessCriteriaMet"), by_policy("Complete")], true, Some(0));
+            let want = (vec![by_policy("SuccessCriteriaMet"), by_policy("Complete")], true, 0);
             if found != want || completed < 1 {
                 return Err(format!("{found:?}, want {want:?}; {completed} completed indexes"));
             }

@@ -242,7 +242,9 @@ fn a_persistent_volume_is_retained_and_a_filesystem_by_default() {
 fn builtin_defaults_can_be_turned_off() {
     let mut w = World::with_config(ServerConfig { builtin_defaults: false, ..Default::default() });
     let p = w.create(&pods(), Some("default"), pod(json!([{"name": "c", "image": "i"}])));
-    assert_eq!(p.data["spec"], json!({"containers": [{"name": "c", "image": "i"}]}));
+    // Encoding is not defaulting: a container's resources are a struct, never a pointer, so
+    // they are there (`{}`) whatever the defaults.
+    assert_eq!(p.data["spec"], json!({"containers": [{"name": "c", "image": "i", "resources": {}}]}));
 }
 
 #[test]
@@ -323,7 +325,8 @@ fn a_pod_gets_probe_lifecycle_env_and_volume_defaults() {
                 {"serviceAccountToken": {"path": "t", "expirationSeconds": 3600}},
                 {"downwardAPI": {"items": [{"path": "b", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.uid"}}]}}]}},
             {"name": "h", "hostPath": {"path": "/x", "type": ""}},
-            {"name": "e", "ephemeral": {"volumeClaimTemplate": {"spec": {"accessModes": ["ReadWriteOnce"],
+            {"name": "e", "ephemeral": {"volumeClaimTemplate": {"metadata": {},
+                "spec": {"accessModes": ["ReadWriteOnce"],
                 "resources": {"requests": {"storage": "1Gi"}}, "volumeMode": "Filesystem"}}}},
         ])
     );

@@ -22,6 +22,7 @@ mod events;
 mod eviction;
 mod field_selectors;
 mod from_snapshot;
+mod go_encoding;
 mod list;
 mod metadata;
 mod namespaces;

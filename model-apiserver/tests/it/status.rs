@@ -396,7 +396,11 @@ fn a_node_keeps_the_status_it_is_created_with() {
         }}),
     );
     let status = &node.data["status"];
-    assert_eq!(status["conditions"], json!([{"type": "Ready", "status": "True"}]));
+    // A condition's times are `metav1.Time` structs: `null` when not set.
+    assert_eq!(
+        status["conditions"],
+        json!([{"type": "Ready", "status": "True", "lastHeartbeatTime": null, "lastTransitionTime": null}])
+    );
     assert_eq!(status["capacity"], json!({"cpu": "4", "pods": "110"}));
     assert_eq!(status["allocatable"], json!({"cpu": "4", "pods": "110"}));
     assert_eq!(status["daemonEndpoints"], json!({"kubeletEndpoint": {"Port": 0}}));

@@ -303,7 +303,7 @@ fn kubectl_create_deployment_in_protobuf_creates_the_exact_deployment() {
         (&d["metadata"]["labels"], &d["spec"]["replicas"], &d["spec"]["selector"]),
         (&json!({"app": "web"}), &json!(3), &json!({"matchLabels": {"app": "web"}}))
     );
-    // The template's zero creationTimestamp is left out, as null is.
+    // The template's zero creationTimestamp is left out (`omitzero`, Kubernetes 1.34 and later).
     assert_eq!(d["spec"]["template"]["metadata"], json!({"labels": {"app": "web"}}));
     let container = &d["spec"]["template"]["spec"]["containers"][0];
     assert_eq!(
