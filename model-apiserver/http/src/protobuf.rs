@@ -15,12 +15,11 @@
 //! `bytes` base64 (as `Secret.data` is in JSON).
 //!
 //! Go's protobuf encoder writes every non-pointer field, set or not; Go's JSON leaves out the
-//! empty ones. To give the model what the JSON of the same object holds, empty strings, the
-//! zero `Time` and the zeros of a list of common non-pointer fields (`NON_POINTER_SCALARS`:
-//! `nodePort`, `stdin`, ...) are left out. Other zero numbers and `false` are kept: a pointer
-//! field (`replicas: 0`, `automountServiceAccountToken: false`) means something there, the wire
-//! does not say which fields are pointers, and for a non-pointer field Kubernetes reads an
-//! explicit zero as unset anyway.
+//! empty ones. Empty strings and the zero `Time` are left out here; zero numbers and `false`
+//! are kept, since the wire does not say which fields are pointers (`replicas: 0`,
+//! `automountServiceAccountToken: false` mean something). The model's decoding then drops the
+//! zeros of non-pointer `omitempty` fields (`nodePort: 0`, `stdin: false`), as it drops them from
+//! a JSON body: the JSON of the same object, either way.
 
 use std::{collections::BTreeMap, sync::LazyLock};
 
@@ -84,28 +83,6 @@ pub mod names {
     pub const INT_OR_STRING: &str = "apimachinery.pkg.util.intstr.IntOrString";
     pub const RAW_EXTENSION: &str = "apimachinery.pkg.runtime.RawExtension";
 }
-
-/// Common non-pointer scalar fields (Go `int32`/`bool` with `omitempty`) of the kinds clients
-/// send: Go writes them as 0 or false when unset, and its JSON leaves them out, so a zero here
-/// means "unset" and is dropped. Every other zero is kept: it may be a pointer field set to 0
-/// (`replicas: 0`), and for a non-pointer field an explicit zero means the same as none.
-const NON_POINTER_SCALARS: &[(&str, &[&str])] = &[
-    ("apimachinery.pkg.apis.meta.v1.ObjectMeta", &["generation"]),
-    ("api.core.v1.Container", &["stdin", "stdinOnce", "tty"]),
-    ("api.core.v1.ContainerPort", &["hostPort"]),
-    ("api.core.v1.PodSpec", &["hostNetwork", "hostPID", "hostIPC"]),
-    (
-        "api.core.v1.Probe",
-        &["initialDelaySeconds", "timeoutSeconds", "periodSeconds", "successThreshold", "failureThreshold"],
-    ),
-    ("api.core.v1.ServicePort", &["nodePort"]),
-    ("api.core.v1.ServiceSpec", &["publishNotReadyAddresses", "healthCheckNodePort"]),
-    ("api.core.v1.VolumeMount", &["readOnly"]),
-    ("api.apps.v1.DeploymentSpec", &["paused", "minReadySeconds"]),
-    ("api.apps.v1.ReplicaSetSpec", &["minReadySeconds"]),
-    ("api.apps.v1.StatefulSetSpec", &["minReadySeconds"]),
-    ("api.apps.v1.DaemonSetSpec", &["minReadySeconds"]),
-];
 
 /// Go's zero `time.Time` (January 1 of year 1) as Unix seconds: what an unset non-pointer `Time`
 /// (`creationTimestamp` of a new object) is written as.
@@ -275,13 +252,6 @@ pub fn to_json(message: &DynamicMessage, depth: usize) -> Result<Value, Status> 
             Value::Object(fields) if inline => object.extend(fields),
             json => {
                 object.insert(field.name().to_owned(), json);
-            }
-        }
-    }
-    if let Some((_, fields)) = NON_POINTER_SCALARS.iter().find(|(message, _)| *message == name) {
-        for field in *fields {
-            if object.get(*field).is_some_and(|v| v == 0 || v == false) {
-                object.remove(*field);
             }
         }
     }

@@ -101,18 +101,24 @@ fn special_wire_types_decode_to_their_json_forms() {
         ],
     );
     let json = decode(&envelope("apps/v1", "Deployment", deployment)).expect("a Deployment");
+    // Empty strings and the zero time are left out; zero numbers and false stay, as the wire
+    // cannot tell a pointer's 0 (`replicas`) from a non-pointer's: the model's decoding drops the
+    // latter (`paused`, `stdin`, `generation`), as it does from a JSON body.
     assert_eq!(
         json,
         serde_json::json!({
             "apiVersion": "apps/v1",
             "kind": "Deployment",
-            "metadata": {"name": "web", "creationTimestamp": "2026-01-01T00:00:00Z"},
+            "metadata": {"name": "web", "generation": 0, "creationTimestamp": "2026-01-01T00:00:00Z"},
             "spec": {
                 "replicas": 0,
+                "paused": false,
                 "strategy": {"rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 1}},
                 "template": {
                     "metadata": {},
-                    "spec": {"containers": [{"name": "app", "resources": {"limits": {"cpu": "500m"}}}]}
+                    "spec": {"containers": [
+                        {"name": "app", "stdin": false, "resources": {"limits": {"cpu": "500m"}}}
+                    ]}
                 }
             }
         })

@@ -310,6 +310,13 @@ fn kubectl_create_deployment_in_protobuf_creates_the_exact_deployment() {
         (&container["name"], &container["image"], &container["ports"]),
         (&json!("nginx"), &json!("nginx:1.27"), &json!([{"containerPort": 80, "protocol": "TCP"}]))
     );
+    // The protobuf body carries every non-pointer field at zero (`stdin: false`, `paused:
+    // false`, `minReadySeconds: 0`); the answer, as kube-apiserver's JSON, has none of them.
+    for (object, field) in
+        [(&d["spec"], "paused"), (&d["spec"], "minReadySeconds"), (container, "stdin"), (container, "tty")]
+    {
+        assert_eq!(object.get(field), None, "{field} in {d}");
+    }
 }
 
 #[test]
