@@ -26,6 +26,8 @@
 //! was written.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use std::cmp::Ordering;
+
 use serde_json::{Map, Value};
 
 mod table;
@@ -134,6 +136,20 @@ pub fn encode_builtin(group: &str, kind: &str, object: &mut Value) -> bool {
     true
 }
 
+/// Encodes `value`, the JSON of the top-level field `field` of a built-in kind's object
+/// (`status`), as [`encode_builtin`] encodes it inside the object, without building the
+/// object's other fields. False, and nothing done, for a kind that is not built in or a field
+/// its type does not have.
+pub fn encode_builtin_field(group: &str, kind: &str, field: &str, value: &mut Value) -> bool {
+    let Some(id) = root(group, kind) else { return false };
+    let fields = table::STRUCTS[usize::from(id)];
+    let Ok(i) = fields.binary_search_by(|f| f.json.cmp(field)) else { return false };
+    if !encode_field(&fields[i], value, Mode::Full, 0) {
+        *value = Value::Null;
+    }
+    true
+}
+
 /// The object metadata's fields that `omitempty` leaves out when empty, for the typed
 /// [`ObjectMeta`] a [`kube_core::DynamicObject`] carries (its other fields are set by the
 /// server, or pointers).
@@ -156,22 +172,61 @@ fn encode_struct(id: u16, map: &mut Map<String, Value>, mode: Mode, depth: usize
     if depth > DEPTH_MAX {
         return;
     }
+    // The object's keys and the struct's fields are both sorted by name: one walk over the two
+    // pairs each key with its field and finds the fields the object lacks. An object already
+    // encoded (every stored one) allocates nothing here.
     let fields = table::STRUCTS[usize::from(id)];
-    map.retain(|key, value| match fields.binary_search_by(|f| f.json.cmp(key)) {
-        Ok(i) => encode_field(&fields[i], value, mode, depth),
-        // Not the type's: decoding has answered it already.
-        Err(_) => true,
-    });
-    if mode == Mode::Drop {
-        return;
+    let mut next = 0;
+    let mut dropped: Vec<String> = Vec::new();
+    let mut missing: Vec<&Field> = Vec::new();
+    let lacking = |field: &'static Field, missing: &mut Vec<&'static Field>| {
+        if mode == Mode::Full && always_encoded(field) {
+            missing.push(field);
+        }
+    };
+    for (key, value) in map.iter_mut() {
+        while let Some(field) = fields.get(next) {
+            match name_order(field.json, key) {
+                Ordering::Less => {
+                    lacking(field, &mut missing);
+                    next += 1;
+                }
+                Ordering::Equal => {
+                    if !encode_field(field, value, mode, depth) {
+                        dropped.push(key.clone());
+                    }
+                    next += 1;
+                    break;
+                }
+                // A key that is not the type's field is left: decoding has answered it already.
+                Ordering::Greater => break,
+            }
+        }
     }
-    for field in fields {
-        if let Some(zero) = absent(field)
-            && !map.contains_key(field.json)
-        {
+    for field in fields.get(next..).unwrap_or_default() {
+        lacking(field, &mut missing);
+    }
+    for key in dropped {
+        map.remove(&key);
+    }
+    for field in missing {
+        if let Some(zero) = absent(field) {
             map.insert(field.json.to_owned(), zero);
         }
     }
+}
+
+/// The order of two field names, as a `BTreeMap<String, _>` sorts its keys (bytewise). Written
+/// out because field names are short and mostly differ in their first bytes, where `str::cmp`
+/// calls `memcmp` for each comparison: a walk compares every key of every written object.
+fn name_order(a: &str, b: &str) -> Ordering {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    for (x, y) in a.iter().zip(b) {
+        if x != y {
+            return x.cmp(y);
+        }
+    }
+    a.len().cmp(&b.len())
 }
 
 /// Encodes one present field's value; false when encoding leaves the field out.
@@ -206,8 +261,11 @@ fn encode_field(field: &Field, value: &mut Value, mode: Mode, depth: usize) -> b
         }
         Go::Slice(shape) => match value {
             Value::Array(items) if !items.is_empty() => {
-                for item in items {
-                    encode_element(shape, item, mode, depth);
+                // Only structs have anything to encode (a list of strings is left as it is).
+                if let Shape::Struct(_) = shape {
+                    for item in items {
+                        encode_element(shape, item, mode, depth);
+                    }
                 }
                 true
             }
@@ -216,8 +274,11 @@ fn encode_field(field: &Field, value: &mut Value, mode: Mode, depth: usize) -> b
         },
         Go::Map(shape) => match value {
             Value::Object(entries) if !entries.is_empty() => {
-                for entry in entries.values_mut() {
-                    encode_element(shape, entry, mode, depth);
+                // Labels, annotations and a ConfigMap's data hold strings: nothing to walk.
+                if let Shape::Struct(_) = shape {
+                    for entry in entries.values_mut() {
+                        encode_element(shape, entry, mode, depth);
+                    }
                 }
                 true
             }
@@ -236,6 +297,18 @@ fn encode_element(shape: Shape, value: &mut Value, mode: Mode, depth: usize) {
             Value::Null if mode == Mode::Full => *value = zero_struct(id),
             _ => {}
         }
+    }
+}
+
+/// Whether encoding writes `field` when the object does not have it ([`absent`], without
+/// building the value).
+fn always_encoded(field: &Field) -> bool {
+    match field.go {
+        Go::Value(Shape::Struct(_) | Shape::Time | Shape::Raw) => true,
+        Go::Value(Shape::Scalar(_) | Shape::Bytes) | Go::Ptr(_) | Go::Slice(_) | Go::Map(_) => {
+            !field.omitempty
+        }
+        Go::Value(Shape::Opaque) => false,
     }
 }
 

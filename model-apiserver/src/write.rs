@@ -139,7 +139,6 @@ impl ApiServer {
         let taken = self.services_taken(t, None);
         strategy::prepare_for_create(t, &mut object, ctx.ids, ctx.now, &taken);
         strategy::fill_status_zero_values(t, &mut object);
-        crate::go_types::encode_object(&mut object, crate::go_types::Mode::Full);
         let plugins = PluginInput { ids: &mut *ctx.ids, name_generated, warnings: &mut ctx.warnings };
         let object = self.admit(t, "create", None, None, object, plugins)?;
         if strategy::is_core(&t.ty, "Service") {
@@ -159,7 +158,7 @@ impl ApiServer {
         if opts.dry_run {
             return Ok(Response::Object(Arc::new(object)));
         }
-        let created = self.commit(StoredEventType::Added, t, &name, object);
+        let created = self.commit_admitted(StoredEventType::Added, t, &name, object);
         self.after_commit(t, &created, ctx);
         Ok(Response::Object(t.present(&created)))
     }
@@ -402,9 +401,6 @@ impl ApiServer {
             strategy::prepare_for_update(t, old, &mut new, self.config.builtin_defaults, ctx.ids, &taken);
         }
         strategy::fill_status_zero_values(t, &mut new);
-        // From here on the object is compared with the stored one (no-op, generation,
-        // immutable fields): both as their Go type encodes them.
-        crate::go_types::encode_object(&mut new, crate::go_types::Mode::Full);
         let sub_name = subresource.map(Subresource::name);
         // A `/scale` write arrives here as a main-resource update of `.spec.replicas`; hooks
         // still see which subresource was written.
@@ -439,7 +435,7 @@ impl ApiServer {
             let answer = self.delete_during_update(t, &name, old, new, ctx);
             return Ok(Response::Object(t.present(&answer)));
         }
-        let stored = self.commit(StoredEventType::Modified, t, &name, new);
+        let stored = self.commit_admitted(StoredEventType::Modified, t, &name, new);
         if subresource.is_none() {
             self.after_commit(t, &stored, ctx);
         }
@@ -555,6 +551,9 @@ impl ApiServer {
         for hook in &self.mutating {
             hook(&request, &mut object)?;
         }
+        // What every mutation left, as its Go type encodes it: from here on the object is
+        // compared with the stored one (immutable fields, no-op, generation) and then stored.
+        crate::go_types::encode_object(&mut object, crate::go_types::Mode::Full);
         // RBAC's registries check escalation in the storage: after mutating admission, before
         // validation.
         self.check_rbac_escalation(t, old, &object, name_generated)?;
@@ -581,6 +580,7 @@ impl ApiServer {
         mut object: DynamicObject,
     ) -> Result<DynamicObject, Status> {
         self.default_and_prune(t, &mut object);
+        crate::go_types::encode_object(&mut object, crate::go_types::Mode::Full);
         let causes = self.validate(t, old, &object, subresource);
         if !causes.is_empty() {
             let name = object.metadata.name.clone().unwrap_or_default();
@@ -662,9 +662,22 @@ impl ApiServer {
         name: &str,
         mut object: DynamicObject,
     ) -> Arc<DynamicObject> {
-        object.metadata.resource_version = Some(self.store.next_revision().to_string());
-        // What admission and the registry's strategy changed is stored as its Go type encodes it.
+        // What the registry itself changed (a binding, a deletion mark, a CRD's status) is
+        // stored as its Go type encodes it.
         crate::go_types::encode_object(&mut object, crate::go_types::Mode::Full);
+        self.commit_admitted(kind, t, name, object)
+    }
+
+    /// [`ApiServer::commit`] of an object that admission ([`ApiServer::admit`] or
+    /// [`ApiServer::validated`]) returned, already encoded.
+    pub(crate) fn commit_admitted(
+        &mut self,
+        kind: StoredEventType,
+        t: &Target,
+        name: &str,
+        mut object: DynamicObject,
+    ) -> Arc<DynamicObject> {
+        object.metadata.resource_version = Some(self.store.next_revision().to_string());
         let object = Arc::new(object);
         self.store.commit(kind, t.key(name), object.clone(), self.clock);
         object

@@ -259,7 +259,11 @@ class Gen:
                     raise SystemExit(f"{pkg}.{name}.{json_name}: omitzero on {fty} is not modelled")
                 shape, omitempty = "Go::Ptr(Shape::Time)", True
             out.append((json_name, omitempty, shape))
-        return sorted(out)
+        out.sort()
+        names = [f[0] for f in out]
+        if len(set(names)) != len(names):
+            raise SystemExit(f"{pkg}.{name}: two fields encode as one JSON name")
+        return out
 
     def element(self, resolved):
         kind, detail = resolved

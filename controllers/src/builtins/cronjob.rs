@@ -166,7 +166,7 @@ pub async fn reconcile(cj: Arc<CronJob>, ctx: Arc<Context>) -> Result<Action, Er
     sync.cleanup_finished(&jobs, &status).await?;
     let requeue =
         if cj.spec().suspend == Some(true) { None } else { sync.schedule(&jobs, &mut status).await? };
-    if cj.status.as_ref() != Some(&status) {
+    if !super::status_patch::unchanged::<CronJob, _>(cj.status.as_ref(), &status) {
         // Conditional on the resourceVersion read: a sync from a stale cache must not write an
         // older lastScheduleTime or active list back (409, and the retry reads afresh).
         // Replacing the status: an emptied active list must be named (null), or the merge

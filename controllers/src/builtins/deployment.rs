@@ -860,7 +860,7 @@ impl Sync<'_> {
 
     /// Write the status (if it changed) of the Deployment as it was read.
     async fn finish(&self, read: &Deployment, d: &Deployment, status: DeploymentStatus) -> Result<(), Error> {
-        if read.status.as_ref() == Some(&status) {
+        if super::status_patch::unchanged::<Deployment, _>(read.status.as_ref(), &status) {
             return Ok(());
         }
         let patch = super::status_patch::replacing(read.status.as_ref(), &status)?;
@@ -1115,15 +1115,18 @@ fn calculate_status(d: &Deployment, new_rs: Option<&ReplicaSet>, old: &[ReplicaS
     let all = || old.iter().chain(new_rs);
     let available_replicas: i32 = all().map(available).sum();
     let total: i32 = all().map(spec_replicas).sum();
+    // The counts are Go `int32`s with `omitempty`: a zero is no field on the wire, so the status
+    // is built as it reads back, and comparing it with the one read is a typed comparison.
+    let count = |n: i32| (n != 0).then_some(n);
     let mut status = DeploymentStatus {
         observed_generation: d.metadata.generation,
-        replicas: Some(all().map(status_replicas).sum()),
-        updated_replicas: Some(new_rs.map_or(0, status_replicas)),
-        ready_replicas: Some(
+        replicas: count(all().map(status_replicas).sum()),
+        updated_replicas: count(new_rs.map_or(0, status_replicas)),
+        ready_replicas: count(
             all().map(|rs| rs.status.as_ref().and_then(|s| s.ready_replicas).unwrap_or(0)).sum(),
         ),
-        available_replicas: Some(available_replicas),
-        unavailable_replicas: Some((total - available_replicas).max(0)),
+        available_replicas: count(available_replicas),
+        unavailable_replicas: count((total - available_replicas).max(0)),
         collision_count: d.status.as_ref().and_then(|s| s.collision_count),
         conditions: d.status.as_ref().and_then(|s| s.conditions.clone()),
         terminating_replicas: None,

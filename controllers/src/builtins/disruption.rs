@@ -627,7 +627,7 @@ async fn fail_safe(
     let mut conditions = status.conditions.take().unwrap_or_default();
     set_condition(&mut conditions, "False", SYNC_FAILED, error.to_string(), old.observed_generation);
     status.conditions = Some(conditions);
-    if pdb.status.as_ref() == Some(&status) {
+    if super::status_patch::unchanged::<PodDisruptionBudget, _>(pdb.status.as_ref(), &status) {
         return Ok(false);
     }
     write_status(pdb, namespace, status, client).await?;

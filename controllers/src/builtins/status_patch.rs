@@ -24,7 +24,7 @@ where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + fmt::Debug + Send + Sync + 'static,
     S: Serialize + PartialEq,
 {
-    if old.is_some_and(|old| old == new || same_encoded::<K, S>(old, new)) {
+    if unchanged::<K, S>(old, new) {
         return Ok(());
     }
     let patch = replacing(old, new)?;
@@ -33,6 +33,16 @@ where
         Err(e) if has_code(&e, 404) => Ok(()),
         Err(e) => Err(e.into()),
     }
+}
+
+/// Whether writing `new` over `old` (the status read) changes nothing: they are equal, or encode
+/// the same through `K`'s Go type ([`same_encoded`]).
+pub fn unchanged<K, S>(old: Option<&S>, new: &S) -> bool
+where
+    K: Resource<DynamicType = ()>,
+    S: Serialize + PartialEq,
+{
+    old.is_some_and(|old| old == new || same_encoded::<K, S>(old, new))
 }
 
 /// Whether two statuses of `K` encode the same through its Go type, as upstream compares the
@@ -44,10 +54,11 @@ where
     K: Resource<DynamicType = ()>,
     S: Serialize,
 {
+    let (group, kind) = (K::group(&()), K::kind(&()));
     let encoded = |status: &S| {
-        let mut object = serde_json::json!({ "status": serde_json::to_value(status).ok()? });
-        model_apiserver::go_types::encode_builtin(&K::group(&()), &K::kind(&()), &mut object)
-            .then(|| object["status"].take())
+        let mut status = serde_json::to_value(status).ok()?;
+        model_apiserver::go_types::encode_builtin_field(&group, &kind, "status", &mut status)
+            .then_some(status)
     };
     encoded(old).is_some_and(|old| Some(old) == encoded(new))
 }

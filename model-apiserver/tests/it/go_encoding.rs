@@ -33,6 +33,11 @@ fn empty_omitempty_fields_are_left_out_and_structs_are_there() {
     assert_eq!(c["resources"], json!({}));
     // What a read answers is what the create answered.
     assert_eq!(w.get(&pods(), Some("default"), "p").data, p.data);
+    // An explicit zero is decoded as none before defaulting, as in the Go struct.
+    let mut zero = pod_with_empties();
+    zero["metadata"]["name"] = json!("z");
+    zero["spec"]["restartPolicy"] = json!("");
+    assert_eq!(w.create(&pods(), Some("default"), zero).data["spec"]["restartPolicy"], json!("Always"));
 }
 
 #[test]
@@ -129,4 +134,27 @@ fn custom_resources_keep_their_empties() {
             "spec": {"tags": [], "flag": false, "labels": {}}}),
     );
     assert_eq!(created.data["spec"], json!({"tags": [], "flag": false, "labels": {}}));
+}
+
+#[test]
+fn encode_builtin_encodes_as_the_server_does_and_a_stored_object_is_already_encoded() {
+    use model_apiserver::go_types::{encode_builtin, encode_builtin_field};
+    let mut w = World::new();
+    let stored = w.create(&pods(), Some("default"), pod_with_empties());
+    let mut answered = serde_json::to_value(&*stored).unwrap();
+    let before = answered.clone();
+    assert!(encode_builtin("", "Pod", &mut answered));
+    assert_eq!(answered, before, "what the server answers is what encoding gives");
+
+    let mut status = json!({"replicas": 2, "readyReplicas": 0, "conditions": []});
+    assert!(encode_builtin_field("apps", "ReplicaSet", "status", &mut status));
+    assert_eq!(status, json!({"replicas": 2}));
+    let mut role = json!({"metadata": {"name": "r"}});
+    assert!(encode_builtin("rbac.authorization.k8s.io", "Role", &mut role));
+    assert_eq!(role, json!({"metadata": {"name": "r"}, "rules": null}));
+    // Not built in: nothing done.
+    let mut widget = json!({"spec": {"tags": []}});
+    assert!(!encode_builtin("example.com", "Widget", &mut widget));
+    assert!(!encode_builtin_field("apps", "ReplicaSet", "nothing", &mut widget));
+    assert_eq!(widget, json!({"spec": {"tags": []}}));
 }
