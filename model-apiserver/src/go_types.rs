@@ -97,7 +97,7 @@ const DEPTH_MAX: usize = 256;
 
 /// The Go struct of a built-in kind, by group and kind; `None` for a custom resource.
 pub(crate) fn root(group: &str, kind: &str) -> Option<u16> {
-    table::ROOTS.iter().find(|(g, k, _)| *g == group && *k == kind).map(|&(_, _, id)| id)
+    table::ROOTS.iter().find(|(g, k, _)| *k == kind && *g == group).map(|&(_, _, id)| id)
 }
 
 /// Encodes `object` (a built-in kind's whole object but its `apiVersion`, `kind` and
@@ -105,8 +105,6 @@ pub(crate) fn root(group: &str, kind: &str) -> Option<u16> {
 pub(crate) fn encode(root: u16, object: &mut Value, mode: Mode) {
     if let Value::Object(map) = object {
         encode_struct(root, map, mode, 0);
-        // The metadata is not the data's (it is typed, beside it).
-        map.remove("metadata");
     }
 }
 
@@ -128,11 +126,8 @@ pub(crate) fn encode_object(object: &mut kube_core::DynamicObject, mode: Mode) {
 /// `readyReplicas` are the same ReplicaSet status.
 pub fn encode_builtin(group: &str, kind: &str, object: &mut Value) -> bool {
     let Some(id) = root(group, kind) else { return false };
-    let metadata = object.as_object_mut().and_then(|map| map.remove("metadata"));
+    // The root struct has no `metadata` field: the object's metadata is left as it is.
     encode(id, object, Mode::Full);
-    if let (Some(metadata), Value::Object(map)) = (metadata, object) {
-        map.insert("metadata".to_owned(), metadata);
-    }
     true
 }
 

@@ -2,48 +2,49 @@
 
 use super::{Field, Go, Scalar, Shape};
 
-/// The served kinds' Go structs: (group, kind, struct).
+/// The served kinds' Go structs, as an object's data holds them (no `metadata`):
+/// (group, kind, struct).
 pub(super) static ROOTS: &[(&str, &str, u16)] = &[
-    ("", "Namespace", 0),
-    ("", "Pod", 7),
-    ("", "ConfigMap", 139),
-    ("", "Secret", 140),
-    ("", "Service", 141),
-    ("", "ServiceAccount", 151),
-    ("", "PersistentVolumeClaim", 153),
-    ("", "PersistentVolume", 158),
-    ("", "Node", 174),
-    ("", "Endpoints", 193),
-    ("", "ResourceQuota", 197),
-    ("", "LimitRange", 202),
-    ("", "PodTemplate", 205),
-    ("", "Event", 207),
-    ("apps", "Deployment", 210),
-    ("apps", "ReplicaSet", 216),
-    ("apps", "StatefulSet", 220),
-    ("apps", "DaemonSet", 228),
-    ("apps", "ControllerRevision", 234),
-    ("batch", "Job", 235),
-    ("batch", "CronJob", 247),
-    ("policy", "PodDisruptionBudget", 251),
-    ("networking.k8s.io", "Ingress", 254),
-    ("networking.k8s.io", "NetworkPolicy", 267),
-    ("networking.k8s.io", "IngressClass", 274),
-    ("autoscaling", "HorizontalPodAutoscaler", 277),
-    ("storage.k8s.io", "StorageClass", 300),
-    ("discovery.k8s.io", "EndpointSlice", 303),
-    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration", 310),
-    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration", 316),
-    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy", 318),
-    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding", 329),
-    ("scheduling.k8s.io", "PriorityClass", 332),
-    ("rbac.authorization.k8s.io", "Role", 333),
-    ("rbac.authorization.k8s.io", "RoleBinding", 335),
-    ("rbac.authorization.k8s.io", "ClusterRole", 338),
-    ("rbac.authorization.k8s.io", "ClusterRoleBinding", 340),
-    ("coordination.k8s.io", "Lease", 341),
-    ("events.k8s.io", "Event", 343),
-    ("apiextensions.k8s.io", "CustomResourceDefinition", 345),
+    ("", "Namespace", 7),
+    ("", "Pod", 140),
+    ("", "ConfigMap", 142),
+    ("", "Secret", 144),
+    ("", "Service", 155),
+    ("", "ServiceAccount", 158),
+    ("", "PersistentVolumeClaim", 164),
+    ("", "PersistentVolume", 181),
+    ("", "Node", 201),
+    ("", "Endpoints", 206),
+    ("", "ResourceQuota", 212),
+    ("", "LimitRange", 216),
+    ("", "PodTemplate", 219),
+    ("", "Event", 223),
+    ("apps", "Deployment", 230),
+    ("apps", "ReplicaSet", 235),
+    ("apps", "StatefulSet", 244),
+    ("apps", "DaemonSet", 251),
+    ("apps", "ControllerRevision", 253),
+    ("batch", "Job", 266),
+    ("batch", "CronJob", 271),
+    ("policy", "PodDisruptionBudget", 275),
+    ("networking.k8s.io", "Ingress", 289),
+    ("networking.k8s.io", "NetworkPolicy", 297),
+    ("networking.k8s.io", "IngressClass", 301),
+    ("autoscaling", "HorizontalPodAutoscaler", 325),
+    ("storage.k8s.io", "StorageClass", 329),
+    ("discovery.k8s.io", "EndpointSlice", 337),
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration", 344),
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration", 347),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy", 359),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding", 363),
+    ("scheduling.k8s.io", "PriorityClass", 365),
+    ("rbac.authorization.k8s.io", "Role", 368),
+    ("rbac.authorization.k8s.io", "RoleBinding", 372),
+    ("rbac.authorization.k8s.io", "ClusterRole", 375),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding", 377),
+    ("coordination.k8s.io", "Lease", 380),
+    ("events.k8s.io", "Event", 383),
+    ("apiextensions.k8s.io", "CustomResourceDefinition", 403),
 ];
 
 /// Each struct's fields, sorted by JSON name; a struct's index is its place here.
@@ -110,52 +111,57 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "status", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "type", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 7: core/v1.Pod
+    // 7: core/v1.Namespace (an object's data)
+    &[
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(4)) },
+        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(5)) },
+    ],
+    // 8: core/v1.Pod
     &[
         Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
-        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(8)) },
-        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(115)) },
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(9)) },
+        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(116)) },
     ],
-    // 8: core/v1.PodSpec
+    // 9: core/v1.PodSpec
     &[
         Field { json: "activeDeadlineSeconds", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
-        Field { json: "affinity", omitempty: true, go: Go::Ptr(Shape::Struct(94)) },
+        Field { json: "affinity", omitempty: true, go: Go::Ptr(Shape::Struct(95)) },
         Field {
             json: "automountServiceAccountToken",
             omitempty: true,
             go: Go::Ptr(Shape::Scalar(Scalar::Bool)),
         },
-        Field { json: "containers", omitempty: false, go: Go::Slice(Shape::Struct(59)) },
-        Field { json: "dnsConfig", omitempty: true, go: Go::Ptr(Shape::Struct(106)) },
+        Field { json: "containers", omitempty: false, go: Go::Slice(Shape::Struct(60)) },
+        Field { json: "dnsConfig", omitempty: true, go: Go::Ptr(Shape::Struct(107)) },
         Field { json: "dnsPolicy", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "enableServiceLinks", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) },
-        Field { json: "ephemeralContainers", omitempty: true, go: Go::Slice(Shape::Struct(91)) },
-        Field { json: "evictionResponders", omitempty: true, go: Go::Slice(Shape::Struct(114)) },
-        Field { json: "hostAliases", omitempty: true, go: Go::Slice(Shape::Struct(105)) },
+        Field { json: "ephemeralContainers", omitempty: true, go: Go::Slice(Shape::Struct(92)) },
+        Field { json: "evictionResponders", omitempty: true, go: Go::Slice(Shape::Struct(115)) },
+        Field { json: "hostAliases", omitempty: true, go: Go::Slice(Shape::Struct(106)) },
         Field { json: "hostIPC", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
         Field { json: "hostNetwork", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
         Field { json: "hostPID", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
         Field { json: "hostUsers", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) },
         Field { json: "hostname", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "hostnameOverride", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
-        Field { json: "imagePullSecrets", omitempty: true, go: Go::Slice(Shape::Struct(19)) },
-        Field { json: "initContainers", omitempty: true, go: Go::Slice(Shape::Struct(59)) },
+        Field { json: "imagePullSecrets", omitempty: true, go: Go::Slice(Shape::Struct(20)) },
+        Field { json: "initContainers", omitempty: true, go: Go::Slice(Shape::Struct(60)) },
         Field { json: "nodeName", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "nodeSelector", omitempty: true, go: Go::Map(Shape::Scalar(Scalar::Str)) },
-        Field { json: "os", omitempty: true, go: Go::Ptr(Shape::Struct(110)) },
+        Field { json: "os", omitempty: true, go: Go::Ptr(Shape::Struct(111)) },
         Field { json: "overhead", omitempty: true, go: Go::Map(Shape::Opaque) },
         Field { json: "preemptionPolicy", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "priority", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
         Field { json: "priorityClassName", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "readinessGates", omitempty: true, go: Go::Slice(Shape::Struct(108)) },
-        Field { json: "resourceClaims", omitempty: true, go: Go::Slice(Shape::Struct(112)) },
-        Field { json: "resources", omitempty: true, go: Go::Ptr(Shape::Struct(69)) },
+        Field { json: "readinessGates", omitempty: true, go: Go::Slice(Shape::Struct(109)) },
+        Field { json: "resourceClaims", omitempty: true, go: Go::Slice(Shape::Struct(113)) },
+        Field { json: "resources", omitempty: true, go: Go::Ptr(Shape::Struct(70)) },
         Field { json: "restartPolicy", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "runtimeClassName", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "schedulerName", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "schedulingGates", omitempty: true, go: Go::Slice(Shape::Struct(111)) },
-        Field { json: "schedulingGroup", omitempty: true, go: Go::Ptr(Shape::Struct(113)) },
-        Field { json: "securityContext", omitempty: true, go: Go::Ptr(Shape::Struct(92)) },
+        Field { json: "schedulingGates", omitempty: true, go: Go::Slice(Shape::Struct(112)) },
+        Field { json: "schedulingGroup", omitempty: true, go: Go::Ptr(Shape::Struct(114)) },
+        Field { json: "securityContext", omitempty: true, go: Go::Ptr(Shape::Struct(93)) },
         Field { json: "serviceAccount", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "serviceAccountName", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "setHostnameAsFQDN", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) },
@@ -166,97 +172,97 @@ pub(super) static STRUCTS: &[&[Field]] = &[
             omitempty: true,
             go: Go::Ptr(Shape::Scalar(Scalar::Num)),
         },
-        Field { json: "tolerations", omitempty: true, go: Go::Slice(Shape::Struct(104)) },
-        Field { json: "topologySpreadConstraints", omitempty: true, go: Go::Slice(Shape::Struct(109)) },
-        Field { json: "volumes", omitempty: true, go: Go::Slice(Shape::Struct(9)) },
+        Field { json: "tolerations", omitempty: true, go: Go::Slice(Shape::Struct(105)) },
+        Field { json: "topologySpreadConstraints", omitempty: true, go: Go::Slice(Shape::Struct(110)) },
+        Field { json: "volumes", omitempty: true, go: Go::Slice(Shape::Struct(10)) },
     ],
-    // 9: core/v1.Volume
+    // 10: core/v1.Volume
     &[
-        Field { json: "awsElasticBlockStore", omitempty: true, go: Go::Ptr(Shape::Struct(13)) },
-        Field { json: "azureDisk", omitempty: true, go: Go::Ptr(Shape::Struct(36)) },
-        Field { json: "azureFile", omitempty: true, go: Go::Ptr(Shape::Struct(32)) },
-        Field { json: "cephfs", omitempty: true, go: Go::Ptr(Shape::Struct(25)) },
-        Field { json: "cinder", omitempty: true, go: Go::Ptr(Shape::Struct(24)) },
-        Field { json: "configMap", omitempty: true, go: Go::Ptr(Shape::Struct(33)) },
-        Field { json: "csi", omitempty: true, go: Go::Ptr(Shape::Struct(51)) },
-        Field { json: "downwardAPI", omitempty: true, go: Go::Ptr(Shape::Struct(27)) },
-        Field { json: "emptyDir", omitempty: true, go: Go::Ptr(Shape::Struct(11)) },
-        Field { json: "ephemeral", omitempty: true, go: Go::Ptr(Shape::Struct(52)) },
-        Field { json: "fc", omitempty: true, go: Go::Ptr(Shape::Struct(31)) },
-        Field { json: "flexVolume", omitempty: true, go: Go::Ptr(Shape::Struct(23)) },
-        Field { json: "flocker", omitempty: true, go: Go::Ptr(Shape::Struct(26)) },
-        Field { json: "gcePersistentDisk", omitempty: true, go: Go::Ptr(Shape::Struct(12)) },
-        Field { json: "gitRepo", omitempty: true, go: Go::Ptr(Shape::Struct(14)) },
-        Field { json: "glusterfs", omitempty: true, go: Go::Ptr(Shape::Struct(20)) },
-        Field { json: "hostPath", omitempty: true, go: Go::Ptr(Shape::Struct(10)) },
-        Field { json: "image", omitempty: true, go: Go::Ptr(Shape::Struct(58)) },
-        Field { json: "iscsi", omitempty: true, go: Go::Ptr(Shape::Struct(18)) },
+        Field { json: "awsElasticBlockStore", omitempty: true, go: Go::Ptr(Shape::Struct(14)) },
+        Field { json: "azureDisk", omitempty: true, go: Go::Ptr(Shape::Struct(37)) },
+        Field { json: "azureFile", omitempty: true, go: Go::Ptr(Shape::Struct(33)) },
+        Field { json: "cephfs", omitempty: true, go: Go::Ptr(Shape::Struct(26)) },
+        Field { json: "cinder", omitempty: true, go: Go::Ptr(Shape::Struct(25)) },
+        Field { json: "configMap", omitempty: true, go: Go::Ptr(Shape::Struct(34)) },
+        Field { json: "csi", omitempty: true, go: Go::Ptr(Shape::Struct(52)) },
+        Field { json: "downwardAPI", omitempty: true, go: Go::Ptr(Shape::Struct(28)) },
+        Field { json: "emptyDir", omitempty: true, go: Go::Ptr(Shape::Struct(12)) },
+        Field { json: "ephemeral", omitempty: true, go: Go::Ptr(Shape::Struct(53)) },
+        Field { json: "fc", omitempty: true, go: Go::Ptr(Shape::Struct(32)) },
+        Field { json: "flexVolume", omitempty: true, go: Go::Ptr(Shape::Struct(24)) },
+        Field { json: "flocker", omitempty: true, go: Go::Ptr(Shape::Struct(27)) },
+        Field { json: "gcePersistentDisk", omitempty: true, go: Go::Ptr(Shape::Struct(13)) },
+        Field { json: "gitRepo", omitempty: true, go: Go::Ptr(Shape::Struct(15)) },
+        Field { json: "glusterfs", omitempty: true, go: Go::Ptr(Shape::Struct(21)) },
+        Field { json: "hostPath", omitempty: true, go: Go::Ptr(Shape::Struct(11)) },
+        Field { json: "image", omitempty: true, go: Go::Ptr(Shape::Struct(59)) },
+        Field { json: "iscsi", omitempty: true, go: Go::Ptr(Shape::Struct(19)) },
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "nfs", omitempty: true, go: Go::Ptr(Shape::Struct(17)) },
-        Field { json: "persistentVolumeClaim", omitempty: true, go: Go::Ptr(Shape::Struct(21)) },
-        Field { json: "photonPersistentDisk", omitempty: true, go: Go::Ptr(Shape::Struct(37)) },
-        Field { json: "portworxVolume", omitempty: true, go: Go::Ptr(Shape::Struct(48)) },
-        Field { json: "projected", omitempty: true, go: Go::Ptr(Shape::Struct(38)) },
-        Field { json: "quobyte", omitempty: true, go: Go::Ptr(Shape::Struct(35)) },
-        Field { json: "rbd", omitempty: true, go: Go::Ptr(Shape::Struct(22)) },
-        Field { json: "scaleIO", omitempty: true, go: Go::Ptr(Shape::Struct(49)) },
-        Field { json: "secret", omitempty: true, go: Go::Ptr(Shape::Struct(15)) },
-        Field { json: "storageos", omitempty: true, go: Go::Ptr(Shape::Struct(50)) },
-        Field { json: "vsphereVolume", omitempty: true, go: Go::Ptr(Shape::Struct(34)) },
+        Field { json: "nfs", omitempty: true, go: Go::Ptr(Shape::Struct(18)) },
+        Field { json: "persistentVolumeClaim", omitempty: true, go: Go::Ptr(Shape::Struct(22)) },
+        Field { json: "photonPersistentDisk", omitempty: true, go: Go::Ptr(Shape::Struct(38)) },
+        Field { json: "portworxVolume", omitempty: true, go: Go::Ptr(Shape::Struct(49)) },
+        Field { json: "projected", omitempty: true, go: Go::Ptr(Shape::Struct(39)) },
+        Field { json: "quobyte", omitempty: true, go: Go::Ptr(Shape::Struct(36)) },
+        Field { json: "rbd", omitempty: true, go: Go::Ptr(Shape::Struct(23)) },
+        Field { json: "scaleIO", omitempty: true, go: Go::Ptr(Shape::Struct(50)) },
+        Field { json: "secret", omitempty: true, go: Go::Ptr(Shape::Struct(16)) },
+        Field { json: "storageos", omitempty: true, go: Go::Ptr(Shape::Struct(51)) },
+        Field { json: "vsphereVolume", omitempty: true, go: Go::Ptr(Shape::Struct(35)) },
     ],
-    // 10: core/v1.HostPathVolumeSource
+    // 11: core/v1.HostPathVolumeSource
     &[
         Field { json: "path", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "type", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
     ],
-    // 11: core/v1.EmptyDirVolumeSource
+    // 12: core/v1.EmptyDirVolumeSource
     &[
         Field { json: "medium", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "mode", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
         Field { json: "sizeLimit", omitempty: true, go: Go::Ptr(Shape::Opaque) },
     ],
-    // 12: core/v1.GCEPersistentDiskVolumeSource
+    // 13: core/v1.GCEPersistentDiskVolumeSource
     &[
         Field { json: "fsType", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "partition", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "pdName", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "readOnly", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
     ],
-    // 13: core/v1.AWSElasticBlockStoreVolumeSource
+    // 14: core/v1.AWSElasticBlockStoreVolumeSource
     &[
         Field { json: "fsType", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "partition", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "readOnly", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
         Field { json: "volumeID", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 14: core/v1.GitRepoVolumeSource
+    // 15: core/v1.GitRepoVolumeSource
     &[
         Field { json: "directory", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "repository", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "revision", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 15: core/v1.SecretVolumeSource
+    // 16: core/v1.SecretVolumeSource
     &[
         Field { json: "defaultMode", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
         Field { json: "defaultUser", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
-        Field { json: "items", omitempty: true, go: Go::Slice(Shape::Struct(16)) },
+        Field { json: "items", omitempty: true, go: Go::Slice(Shape::Struct(17)) },
         Field { json: "optional", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) },
         Field { json: "secretName", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 16: core/v1.KeyToPath
+    // 17: core/v1.KeyToPath
     &[
         Field { json: "key", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "mode", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
         Field { json: "path", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "user", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
     ],
-    // 17: core/v1.NFSVolumeSource
+    // 18: core/v1.NFSVolumeSource
     &[
         Field { json: "path", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "readOnly", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
         Field { json: "server", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 18: core/v1.ISCSIVolumeSource
+    // 19: core/v1.ISCSIVolumeSource
     &[
         Field { json: "chapAuthDiscovery", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
         Field { json: "chapAuthSession", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
@@ -267,23 +273,23 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "lun", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "portals", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
         Field { json: "readOnly", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
-        Field { json: "secretRef", omitempty: true, go: Go::Ptr(Shape::Struct(19)) },
+        Field { json: "secretRef", omitempty: true, go: Go::Ptr(Shape::Struct(20)) },
         Field { json: "targetPortal", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 19: core/v1.LocalObjectReference
+    // 20: core/v1.LocalObjectReference
     &[Field { json: "name", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) }],
-    // 20: core/v1.GlusterfsVolumeSource
+    // 21: core/v1.GlusterfsVolumeSource
     &[
         Field { json: "endpoints", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "path", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "readOnly", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
     ],
-    // 21: core/v1.PersistentVolumeClaimVolumeSource
+    // 22: core/v1.PersistentVolumeClaimVolumeSource
     &[
         Field { json: "claimName", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "readOnly", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
     ],
-    // 22: core/v1.RBDVolumeSource
+    // 23: core/v1.RBDVolumeSource
     &[
         Field { json: "fsType", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "image", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
@@ -291,64 +297,64 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "monitors", omitempty: false, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
         Field { json: "pool", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "readOnly", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
-        Field { json: "secretRef", omitempty: true, go: Go::Ptr(Shape::Struct(19)) },
+        Field { json: "secretRef", omitempty: true, go: Go::Ptr(Shape::Struct(20)) },
         Field { json: "user", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 23: core/v1.FlexVolumeSource
+    // 24: core/v1.FlexVolumeSource
     &[
         Field { json: "driver", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "fsType", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "options", omitempty: true, go: Go::Map(Shape::Scalar(Scalar::Str)) },
         Field { json: "readOnly", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
-        Field { json: "secretRef", omitempty: true, go: Go::Ptr(Shape::Struct(19)) },
+        Field { json: "secretRef", omitempty: true, go: Go::Ptr(Shape::Struct(20)) },
     ],
-    // 24: core/v1.CinderVolumeSource
+    // 25: core/v1.CinderVolumeSource
     &[
         Field { json: "fsType", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "readOnly", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
-        Field { json: "secretRef", omitempty: true, go: Go::Ptr(Shape::Struct(19)) },
+        Field { json: "secretRef", omitempty: true, go: Go::Ptr(Shape::Struct(20)) },
         Field { json: "volumeID", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 25: core/v1.CephFSVolumeSource
+    // 26: core/v1.CephFSVolumeSource
     &[
         Field { json: "monitors", omitempty: false, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
         Field { json: "path", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "readOnly", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
         Field { json: "secretFile", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "secretRef", omitempty: true, go: Go::Ptr(Shape::Struct(19)) },
+        Field { json: "secretRef", omitempty: true, go: Go::Ptr(Shape::Struct(20)) },
         Field { json: "user", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 26: core/v1.FlockerVolumeSource
+    // 27: core/v1.FlockerVolumeSource
     &[
         Field { json: "datasetName", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "datasetUUID", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 27: core/v1.DownwardAPIVolumeSource
+    // 28: core/v1.DownwardAPIVolumeSource
     &[
         Field { json: "defaultMode", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
         Field { json: "defaultUser", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
-        Field { json: "items", omitempty: true, go: Go::Slice(Shape::Struct(28)) },
+        Field { json: "items", omitempty: true, go: Go::Slice(Shape::Struct(29)) },
     ],
-    // 28: core/v1.DownwardAPIVolumeFile
+    // 29: core/v1.DownwardAPIVolumeFile
     &[
-        Field { json: "fieldRef", omitempty: true, go: Go::Ptr(Shape::Struct(29)) },
+        Field { json: "fieldRef", omitempty: true, go: Go::Ptr(Shape::Struct(30)) },
         Field { json: "mode", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
         Field { json: "path", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "resourceFieldRef", omitempty: true, go: Go::Ptr(Shape::Struct(30)) },
+        Field { json: "resourceFieldRef", omitempty: true, go: Go::Ptr(Shape::Struct(31)) },
         Field { json: "user", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
     ],
-    // 29: core/v1.ObjectFieldSelector
+    // 30: core/v1.ObjectFieldSelector
     &[
         Field { json: "apiVersion", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "fieldPath", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 30: core/v1.ResourceFieldSelector
+    // 31: core/v1.ResourceFieldSelector
     &[
         Field { json: "containerName", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "divisor", omitempty: true, go: Go::Value(Shape::Opaque) },
         Field { json: "resource", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 31: core/v1.FCVolumeSource
+    // 32: core/v1.FCVolumeSource
     &[
         Field { json: "fsType", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "lun", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
@@ -356,28 +362,28 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "targetWWNs", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
         Field { json: "wwids", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
     ],
-    // 32: core/v1.AzureFileVolumeSource
+    // 33: core/v1.AzureFileVolumeSource
     &[
         Field { json: "readOnly", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
         Field { json: "secretName", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "shareName", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 33: core/v1.ConfigMapVolumeSource
+    // 34: core/v1.ConfigMapVolumeSource
     &[
         Field { json: "defaultMode", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
         Field { json: "defaultUser", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
-        Field { json: "items", omitempty: true, go: Go::Slice(Shape::Struct(16)) },
+        Field { json: "items", omitempty: true, go: Go::Slice(Shape::Struct(17)) },
         Field { json: "name", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "optional", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) },
     ],
-    // 34: core/v1.VsphereVirtualDiskVolumeSource
+    // 35: core/v1.VsphereVirtualDiskVolumeSource
     &[
         Field { json: "fsType", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "storagePolicyID", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "storagePolicyName", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "volumePath", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 35: core/v1.QuobyteVolumeSource
+    // 36: core/v1.QuobyteVolumeSource
     &[
         Field { json: "group", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "readOnly", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
@@ -386,7 +392,7 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "user", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "volume", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 36: core/v1.AzureDiskVolumeSource
+    // 37: core/v1.AzureDiskVolumeSource
     &[
         Field { json: "cachingMode", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "diskName", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
@@ -395,68 +401,68 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "kind", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "readOnly", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) },
     ],
-    // 37: core/v1.PhotonPersistentDiskVolumeSource
+    // 38: core/v1.PhotonPersistentDiskVolumeSource
     &[
         Field { json: "fsType", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "pdID", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 38: core/v1.ProjectedVolumeSource
+    // 39: core/v1.ProjectedVolumeSource
     &[
         Field { json: "defaultMode", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
         Field { json: "defaultUser", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
-        Field { json: "sources", omitempty: false, go: Go::Slice(Shape::Struct(39)) },
+        Field { json: "sources", omitempty: false, go: Go::Slice(Shape::Struct(40)) },
     ],
-    // 39: core/v1.VolumeProjection
+    // 40: core/v1.VolumeProjection
     &[
-        Field { json: "clusterTrustBundle", omitempty: true, go: Go::Ptr(Shape::Struct(44)) },
-        Field { json: "configMap", omitempty: true, go: Go::Ptr(Shape::Struct(42)) },
-        Field { json: "downwardAPI", omitempty: true, go: Go::Ptr(Shape::Struct(41)) },
-        Field { json: "podCertificate", omitempty: true, go: Go::Ptr(Shape::Struct(47)) },
-        Field { json: "secret", omitempty: true, go: Go::Ptr(Shape::Struct(40)) },
-        Field { json: "serviceAccountToken", omitempty: true, go: Go::Ptr(Shape::Struct(43)) },
+        Field { json: "clusterTrustBundle", omitempty: true, go: Go::Ptr(Shape::Struct(45)) },
+        Field { json: "configMap", omitempty: true, go: Go::Ptr(Shape::Struct(43)) },
+        Field { json: "downwardAPI", omitempty: true, go: Go::Ptr(Shape::Struct(42)) },
+        Field { json: "podCertificate", omitempty: true, go: Go::Ptr(Shape::Struct(48)) },
+        Field { json: "secret", omitempty: true, go: Go::Ptr(Shape::Struct(41)) },
+        Field { json: "serviceAccountToken", omitempty: true, go: Go::Ptr(Shape::Struct(44)) },
     ],
-    // 40: core/v1.SecretProjection
+    // 41: core/v1.SecretProjection
     &[
-        Field { json: "items", omitempty: true, go: Go::Slice(Shape::Struct(16)) },
+        Field { json: "items", omitempty: true, go: Go::Slice(Shape::Struct(17)) },
         Field { json: "name", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "optional", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) },
     ],
-    // 41: core/v1.DownwardAPIProjection
-    &[Field { json: "items", omitempty: true, go: Go::Slice(Shape::Struct(28)) }],
-    // 42: core/v1.ConfigMapProjection
+    // 42: core/v1.DownwardAPIProjection
+    &[Field { json: "items", omitempty: true, go: Go::Slice(Shape::Struct(29)) }],
+    // 43: core/v1.ConfigMapProjection
     &[
-        Field { json: "items", omitempty: true, go: Go::Slice(Shape::Struct(16)) },
+        Field { json: "items", omitempty: true, go: Go::Slice(Shape::Struct(17)) },
         Field { json: "name", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "optional", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) },
     ],
-    // 43: core/v1.ServiceAccountTokenProjection
+    // 44: core/v1.ServiceAccountTokenProjection
     &[
         Field { json: "audience", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "expirationSeconds", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
         Field { json: "path", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "user", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
     ],
-    // 44: core/v1.ClusterTrustBundleProjection
+    // 45: core/v1.ClusterTrustBundleProjection
     &[
-        Field { json: "labelSelector", omitempty: true, go: Go::Ptr(Shape::Struct(45)) },
+        Field { json: "labelSelector", omitempty: true, go: Go::Ptr(Shape::Struct(46)) },
         Field { json: "name", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "optional", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) },
         Field { json: "path", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "signerName", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "user", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
     ],
-    // 45: meta/v1.LabelSelector
+    // 46: meta/v1.LabelSelector
     &[
-        Field { json: "matchExpressions", omitempty: true, go: Go::Slice(Shape::Struct(46)) },
+        Field { json: "matchExpressions", omitempty: true, go: Go::Slice(Shape::Struct(47)) },
         Field { json: "matchLabels", omitempty: true, go: Go::Map(Shape::Scalar(Scalar::Str)) },
     ],
-    // 46: meta/v1.LabelSelectorRequirement
+    // 47: meta/v1.LabelSelectorRequirement
     &[
         Field { json: "key", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "operator", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "values", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
     ],
-    // 47: core/v1.PodCertificateProjection
+    // 48: core/v1.PodCertificateProjection
     &[
         Field { json: "certificateChainPath", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "credentialBundlePath", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
@@ -467,102 +473,102 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "user", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
         Field { json: "userAnnotations", omitempty: true, go: Go::Map(Shape::Scalar(Scalar::Str)) },
     ],
-    // 48: core/v1.PortworxVolumeSource
+    // 49: core/v1.PortworxVolumeSource
     &[
         Field { json: "fsType", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "readOnly", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
         Field { json: "volumeID", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 49: core/v1.ScaleIOVolumeSource
+    // 50: core/v1.ScaleIOVolumeSource
     &[
         Field { json: "fsType", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "gateway", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "protectionDomain", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "readOnly", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
-        Field { json: "secretRef", omitempty: false, go: Go::Ptr(Shape::Struct(19)) },
+        Field { json: "secretRef", omitempty: false, go: Go::Ptr(Shape::Struct(20)) },
         Field { json: "sslEnabled", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
         Field { json: "storageMode", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "storagePool", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "system", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "volumeName", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 50: core/v1.StorageOSVolumeSource
+    // 51: core/v1.StorageOSVolumeSource
     &[
         Field { json: "fsType", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "readOnly", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
-        Field { json: "secretRef", omitempty: true, go: Go::Ptr(Shape::Struct(19)) },
+        Field { json: "secretRef", omitempty: true, go: Go::Ptr(Shape::Struct(20)) },
         Field { json: "volumeName", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "volumeNamespace", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 51: core/v1.CSIVolumeSource
+    // 52: core/v1.CSIVolumeSource
     &[
         Field { json: "driver", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "fsType", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
-        Field { json: "nodePublishSecretRef", omitempty: true, go: Go::Ptr(Shape::Struct(19)) },
+        Field { json: "nodePublishSecretRef", omitempty: true, go: Go::Ptr(Shape::Struct(20)) },
         Field { json: "readOnly", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) },
         Field { json: "volumeAttributes", omitempty: true, go: Go::Map(Shape::Scalar(Scalar::Str)) },
     ],
-    // 52: core/v1.EphemeralVolumeSource
-    &[Field { json: "volumeClaimTemplate", omitempty: true, go: Go::Ptr(Shape::Struct(53)) }],
-    // 53: core/v1.PersistentVolumeClaimTemplate
+    // 53: core/v1.EphemeralVolumeSource
+    &[Field { json: "volumeClaimTemplate", omitempty: true, go: Go::Ptr(Shape::Struct(54)) }],
+    // 54: core/v1.PersistentVolumeClaimTemplate
     &[
         Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
-        Field { json: "spec", omitempty: false, go: Go::Value(Shape::Struct(54)) },
+        Field { json: "spec", omitempty: false, go: Go::Value(Shape::Struct(55)) },
     ],
-    // 54: core/v1.PersistentVolumeClaimSpec
+    // 55: core/v1.PersistentVolumeClaimSpec
     &[
         Field { json: "accessModes", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
-        Field { json: "dataSource", omitempty: true, go: Go::Ptr(Shape::Struct(56)) },
-        Field { json: "dataSourceRef", omitempty: true, go: Go::Ptr(Shape::Struct(57)) },
-        Field { json: "resources", omitempty: true, go: Go::Value(Shape::Struct(55)) },
-        Field { json: "selector", omitempty: true, go: Go::Ptr(Shape::Struct(45)) },
+        Field { json: "dataSource", omitempty: true, go: Go::Ptr(Shape::Struct(57)) },
+        Field { json: "dataSourceRef", omitempty: true, go: Go::Ptr(Shape::Struct(58)) },
+        Field { json: "resources", omitempty: true, go: Go::Value(Shape::Struct(56)) },
+        Field { json: "selector", omitempty: true, go: Go::Ptr(Shape::Struct(46)) },
         Field { json: "storageClassName", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "volumeAttributesClassName", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "volumeMode", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "volumeName", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 55: core/v1.VolumeResourceRequirements
+    // 56: core/v1.VolumeResourceRequirements
     &[
         Field { json: "limits", omitempty: true, go: Go::Map(Shape::Opaque) },
         Field { json: "requests", omitempty: true, go: Go::Map(Shape::Opaque) },
     ],
-    // 56: core/v1.TypedLocalObjectReference
+    // 57: core/v1.TypedLocalObjectReference
     &[
         Field { json: "apiGroup", omitempty: false, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "kind", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 57: core/v1.TypedObjectReference
+    // 58: core/v1.TypedObjectReference
     &[
         Field { json: "apiGroup", omitempty: false, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "kind", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "namespace", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
     ],
-    // 58: core/v1.ImageVolumeSource
+    // 59: core/v1.ImageVolumeSource
     &[
         Field { json: "pullPolicy", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "reference", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 59: core/v1.Container
+    // 60: core/v1.Container
     &[
         Field { json: "args", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
         Field { json: "command", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
-        Field { json: "env", omitempty: true, go: Go::Slice(Shape::Struct(64)) },
-        Field { json: "envFrom", omitempty: true, go: Go::Slice(Shape::Struct(61)) },
+        Field { json: "env", omitempty: true, go: Go::Slice(Shape::Struct(65)) },
+        Field { json: "envFrom", omitempty: true, go: Go::Slice(Shape::Struct(62)) },
         Field { json: "image", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "imagePullPolicy", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "lifecycle", omitempty: true, go: Go::Ptr(Shape::Struct(82)) },
-        Field { json: "livenessProbe", omitempty: true, go: Go::Ptr(Shape::Struct(76)) },
+        Field { json: "lifecycle", omitempty: true, go: Go::Ptr(Shape::Struct(83)) },
+        Field { json: "livenessProbe", omitempty: true, go: Go::Ptr(Shape::Struct(77)) },
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "ports", omitempty: true, go: Go::Slice(Shape::Struct(60)) },
-        Field { json: "readinessProbe", omitempty: true, go: Go::Ptr(Shape::Struct(76)) },
-        Field { json: "resizePolicy", omitempty: true, go: Go::Slice(Shape::Struct(71)) },
-        Field { json: "resources", omitempty: true, go: Go::Value(Shape::Struct(69)) },
+        Field { json: "ports", omitempty: true, go: Go::Slice(Shape::Struct(61)) },
+        Field { json: "readinessProbe", omitempty: true, go: Go::Ptr(Shape::Struct(77)) },
+        Field { json: "resizePolicy", omitempty: true, go: Go::Slice(Shape::Struct(72)) },
+        Field { json: "resources", omitempty: true, go: Go::Value(Shape::Struct(70)) },
         Field { json: "restartPolicy", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
-        Field { json: "restartPolicyRules", omitempty: true, go: Go::Slice(Shape::Struct(72)) },
-        Field { json: "securityContext", omitempty: true, go: Go::Ptr(Shape::Struct(85)) },
-        Field { json: "startupProbe", omitempty: true, go: Go::Ptr(Shape::Struct(76)) },
+        Field { json: "restartPolicyRules", omitempty: true, go: Go::Slice(Shape::Struct(73)) },
+        Field { json: "securityContext", omitempty: true, go: Go::Ptr(Shape::Struct(86)) },
+        Field { json: "startupProbe", omitempty: true, go: Go::Ptr(Shape::Struct(77)) },
         Field { json: "stdin", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
         Field { json: "stdinOnce", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
         Field { json: "terminationMessagePath", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
@@ -572,11 +578,11 @@ pub(super) static STRUCTS: &[&[Field]] = &[
             go: Go::Value(Shape::Scalar(Scalar::Str)),
         },
         Field { json: "tty", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
-        Field { json: "volumeDevices", omitempty: true, go: Go::Slice(Shape::Struct(75)) },
-        Field { json: "volumeMounts", omitempty: true, go: Go::Slice(Shape::Struct(74)) },
+        Field { json: "volumeDevices", omitempty: true, go: Go::Slice(Shape::Struct(76)) },
+        Field { json: "volumeMounts", omitempty: true, go: Go::Slice(Shape::Struct(75)) },
         Field { json: "workingDir", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 60: core/v1.ContainerPort
+    // 61: core/v1.ContainerPort
     &[
         Field { json: "containerPort", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "hostIP", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
@@ -584,82 +590,82 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "name", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "protocol", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 61: core/v1.EnvFromSource
+    // 62: core/v1.EnvFromSource
     &[
-        Field { json: "configMapRef", omitempty: true, go: Go::Ptr(Shape::Struct(62)) },
+        Field { json: "configMapRef", omitempty: true, go: Go::Ptr(Shape::Struct(63)) },
         Field { json: "prefix", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "secretRef", omitempty: true, go: Go::Ptr(Shape::Struct(63)) },
+        Field { json: "secretRef", omitempty: true, go: Go::Ptr(Shape::Struct(64)) },
     ],
-    // 62: core/v1.ConfigMapEnvSource
+    // 63: core/v1.ConfigMapEnvSource
     &[
         Field { json: "name", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "optional", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) },
     ],
-    // 63: core/v1.SecretEnvSource
+    // 64: core/v1.SecretEnvSource
     &[
         Field { json: "name", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "optional", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) },
     ],
-    // 64: core/v1.EnvVar
+    // 65: core/v1.EnvVar
     &[
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "value", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "valueFrom", omitempty: true, go: Go::Ptr(Shape::Struct(65)) },
+        Field { json: "valueFrom", omitempty: true, go: Go::Ptr(Shape::Struct(66)) },
     ],
-    // 65: core/v1.EnvVarSource
+    // 66: core/v1.EnvVarSource
     &[
-        Field { json: "configMapKeyRef", omitempty: true, go: Go::Ptr(Shape::Struct(66)) },
-        Field { json: "fieldRef", omitempty: true, go: Go::Ptr(Shape::Struct(29)) },
-        Field { json: "fileKeyRef", omitempty: true, go: Go::Ptr(Shape::Struct(68)) },
-        Field { json: "resourceFieldRef", omitempty: true, go: Go::Ptr(Shape::Struct(30)) },
-        Field { json: "secretKeyRef", omitempty: true, go: Go::Ptr(Shape::Struct(67)) },
+        Field { json: "configMapKeyRef", omitempty: true, go: Go::Ptr(Shape::Struct(67)) },
+        Field { json: "fieldRef", omitempty: true, go: Go::Ptr(Shape::Struct(30)) },
+        Field { json: "fileKeyRef", omitempty: true, go: Go::Ptr(Shape::Struct(69)) },
+        Field { json: "resourceFieldRef", omitempty: true, go: Go::Ptr(Shape::Struct(31)) },
+        Field { json: "secretKeyRef", omitempty: true, go: Go::Ptr(Shape::Struct(68)) },
     ],
-    // 66: core/v1.ConfigMapKeySelector
-    &[
-        Field { json: "key", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "name", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "optional", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) },
-    ],
-    // 67: core/v1.SecretKeySelector
+    // 67: core/v1.ConfigMapKeySelector
     &[
         Field { json: "key", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "name", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "optional", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) },
     ],
-    // 68: core/v1.FileKeySelector
+    // 68: core/v1.SecretKeySelector
+    &[
+        Field { json: "key", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
+        Field { json: "name", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
+        Field { json: "optional", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) },
+    ],
+    // 69: core/v1.FileKeySelector
     &[
         Field { json: "key", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "optional", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) },
         Field { json: "path", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "volumeName", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 69: core/v1.ResourceRequirements
+    // 70: core/v1.ResourceRequirements
     &[
-        Field { json: "claims", omitempty: true, go: Go::Slice(Shape::Struct(70)) },
+        Field { json: "claims", omitempty: true, go: Go::Slice(Shape::Struct(71)) },
         Field { json: "limits", omitempty: true, go: Go::Map(Shape::Opaque) },
         Field { json: "requests", omitempty: true, go: Go::Map(Shape::Opaque) },
     ],
-    // 70: core/v1.ResourceClaim
+    // 71: core/v1.ResourceClaim
     &[
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "request", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 71: core/v1.ContainerResizePolicy
+    // 72: core/v1.ContainerResizePolicy
     &[
         Field { json: "resourceName", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "restartPolicy", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 72: core/v1.ContainerRestartRule
+    // 73: core/v1.ContainerRestartRule
     &[
         Field { json: "action", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "exitCodes", omitempty: true, go: Go::Ptr(Shape::Struct(73)) },
+        Field { json: "exitCodes", omitempty: true, go: Go::Ptr(Shape::Struct(74)) },
     ],
-    // 73: core/v1.ContainerRestartRuleOnExitCodes
+    // 74: core/v1.ContainerRestartRuleOnExitCodes
     &[
         Field { json: "operator", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "values", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Num)) },
     ],
-    // 74: core/v1.VolumeMount
+    // 75: core/v1.VolumeMount
     &[
         Field { json: "bindMountOptions", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
         Field { json: "mountPath", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
@@ -670,21 +676,21 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "subPath", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "subPathExpr", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 75: core/v1.VolumeDevice
+    // 76: core/v1.VolumeDevice
     &[
         Field { json: "devicePath", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 76: core/v1.Probe
+    // 77: core/v1.Probe
     &[
-        Field { json: "exec", omitempty: true, go: Go::Ptr(Shape::Struct(77)) },
+        Field { json: "exec", omitempty: true, go: Go::Ptr(Shape::Struct(78)) },
         Field { json: "failureThreshold", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
-        Field { json: "grpc", omitempty: true, go: Go::Ptr(Shape::Struct(81)) },
-        Field { json: "httpGet", omitempty: true, go: Go::Ptr(Shape::Struct(78)) },
+        Field { json: "grpc", omitempty: true, go: Go::Ptr(Shape::Struct(82)) },
+        Field { json: "httpGet", omitempty: true, go: Go::Ptr(Shape::Struct(79)) },
         Field { json: "initialDelaySeconds", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "periodSeconds", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "successThreshold", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
-        Field { json: "tcpSocket", omitempty: true, go: Go::Ptr(Shape::Struct(80)) },
+        Field { json: "tcpSocket", omitempty: true, go: Go::Ptr(Shape::Struct(81)) },
         Field {
             json: "terminationGracePeriodSeconds",
             omitempty: true,
@@ -692,111 +698,111 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         },
         Field { json: "timeoutSeconds", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
     ],
-    // 77: core/v1.ExecAction
+    // 78: core/v1.ExecAction
     &[Field { json: "command", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) }],
-    // 78: core/v1.HTTPGetAction
+    // 79: core/v1.HTTPGetAction
     &[
         Field { json: "host", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "httpHeaders", omitempty: true, go: Go::Slice(Shape::Struct(79)) },
+        Field { json: "httpHeaders", omitempty: true, go: Go::Slice(Shape::Struct(80)) },
         Field { json: "path", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "port", omitempty: false, go: Go::Value(Shape::Opaque) },
         Field { json: "protocol", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "scheme", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 79: core/v1.HTTPHeader
+    // 80: core/v1.HTTPHeader
     &[
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "value", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 80: core/v1.TCPSocketAction
+    // 81: core/v1.TCPSocketAction
     &[
         Field { json: "host", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "port", omitempty: false, go: Go::Value(Shape::Opaque) },
     ],
-    // 81: core/v1.GRPCAction
+    // 82: core/v1.GRPCAction
     &[
         Field { json: "mode", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "port", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "service", omitempty: false, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
     ],
-    // 82: core/v1.Lifecycle
+    // 83: core/v1.Lifecycle
     &[
-        Field { json: "postStart", omitempty: true, go: Go::Ptr(Shape::Struct(83)) },
-        Field { json: "preStop", omitempty: true, go: Go::Ptr(Shape::Struct(83)) },
+        Field { json: "postStart", omitempty: true, go: Go::Ptr(Shape::Struct(84)) },
+        Field { json: "preStop", omitempty: true, go: Go::Ptr(Shape::Struct(84)) },
         Field { json: "stopSignal", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
     ],
-    // 83: core/v1.LifecycleHandler
+    // 84: core/v1.LifecycleHandler
     &[
-        Field { json: "exec", omitempty: true, go: Go::Ptr(Shape::Struct(77)) },
-        Field { json: "httpGet", omitempty: true, go: Go::Ptr(Shape::Struct(78)) },
-        Field { json: "sleep", omitempty: true, go: Go::Ptr(Shape::Struct(84)) },
-        Field { json: "tcpSocket", omitempty: true, go: Go::Ptr(Shape::Struct(80)) },
+        Field { json: "exec", omitempty: true, go: Go::Ptr(Shape::Struct(78)) },
+        Field { json: "httpGet", omitempty: true, go: Go::Ptr(Shape::Struct(79)) },
+        Field { json: "sleep", omitempty: true, go: Go::Ptr(Shape::Struct(85)) },
+        Field { json: "tcpSocket", omitempty: true, go: Go::Ptr(Shape::Struct(81)) },
     ],
-    // 84: core/v1.SleepAction
+    // 85: core/v1.SleepAction
     &[Field { json: "seconds", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Num)) }],
-    // 85: core/v1.SecurityContext
+    // 86: core/v1.SecurityContext
     &[
         Field { json: "allowPrivilegeEscalation", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) },
-        Field { json: "appArmorProfile", omitempty: true, go: Go::Ptr(Shape::Struct(90)) },
-        Field { json: "capabilities", omitempty: true, go: Go::Ptr(Shape::Struct(86)) },
+        Field { json: "appArmorProfile", omitempty: true, go: Go::Ptr(Shape::Struct(91)) },
+        Field { json: "capabilities", omitempty: true, go: Go::Ptr(Shape::Struct(87)) },
         Field { json: "privileged", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) },
         Field { json: "procMount", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "readOnlyRootFilesystem", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) },
         Field { json: "runAsGroup", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
         Field { json: "runAsNonRoot", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) },
         Field { json: "runAsUser", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
-        Field { json: "seLinuxOptions", omitempty: true, go: Go::Ptr(Shape::Struct(87)) },
-        Field { json: "seccompProfile", omitempty: true, go: Go::Ptr(Shape::Struct(89)) },
-        Field { json: "windowsOptions", omitempty: true, go: Go::Ptr(Shape::Struct(88)) },
+        Field { json: "seLinuxOptions", omitempty: true, go: Go::Ptr(Shape::Struct(88)) },
+        Field { json: "seccompProfile", omitempty: true, go: Go::Ptr(Shape::Struct(90)) },
+        Field { json: "windowsOptions", omitempty: true, go: Go::Ptr(Shape::Struct(89)) },
     ],
-    // 86: core/v1.Capabilities
+    // 87: core/v1.Capabilities
     &[
         Field { json: "add", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
         Field { json: "drop", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
     ],
-    // 87: core/v1.SELinuxOptions
+    // 88: core/v1.SELinuxOptions
     &[
         Field { json: "level", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "role", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "type", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "user", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 88: core/v1.WindowsSecurityContextOptions
+    // 89: core/v1.WindowsSecurityContextOptions
     &[
         Field { json: "gmsaCredentialSpec", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "gmsaCredentialSpecName", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "hostProcess", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) },
         Field { json: "runAsUserName", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
     ],
-    // 89: core/v1.SeccompProfile
+    // 90: core/v1.SeccompProfile
     &[
         Field { json: "localhostProfile", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "type", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 90: core/v1.AppArmorProfile
+    // 91: core/v1.AppArmorProfile
     &[
         Field { json: "localhostProfile", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "type", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 91: core/v1.EphemeralContainer
+    // 92: core/v1.EphemeralContainer
     &[
         Field { json: "args", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
         Field { json: "command", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
-        Field { json: "env", omitempty: true, go: Go::Slice(Shape::Struct(64)) },
-        Field { json: "envFrom", omitempty: true, go: Go::Slice(Shape::Struct(61)) },
+        Field { json: "env", omitempty: true, go: Go::Slice(Shape::Struct(65)) },
+        Field { json: "envFrom", omitempty: true, go: Go::Slice(Shape::Struct(62)) },
         Field { json: "image", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "imagePullPolicy", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "lifecycle", omitempty: true, go: Go::Ptr(Shape::Struct(82)) },
-        Field { json: "livenessProbe", omitempty: true, go: Go::Ptr(Shape::Struct(76)) },
+        Field { json: "lifecycle", omitempty: true, go: Go::Ptr(Shape::Struct(83)) },
+        Field { json: "livenessProbe", omitempty: true, go: Go::Ptr(Shape::Struct(77)) },
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "ports", omitempty: true, go: Go::Slice(Shape::Struct(60)) },
-        Field { json: "readinessProbe", omitempty: true, go: Go::Ptr(Shape::Struct(76)) },
-        Field { json: "resizePolicy", omitempty: true, go: Go::Slice(Shape::Struct(71)) },
-        Field { json: "resources", omitempty: true, go: Go::Value(Shape::Struct(69)) },
+        Field { json: "ports", omitempty: true, go: Go::Slice(Shape::Struct(61)) },
+        Field { json: "readinessProbe", omitempty: true, go: Go::Ptr(Shape::Struct(77)) },
+        Field { json: "resizePolicy", omitempty: true, go: Go::Slice(Shape::Struct(72)) },
+        Field { json: "resources", omitempty: true, go: Go::Value(Shape::Struct(70)) },
         Field { json: "restartPolicy", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
-        Field { json: "restartPolicyRules", omitempty: true, go: Go::Slice(Shape::Struct(72)) },
-        Field { json: "securityContext", omitempty: true, go: Go::Ptr(Shape::Struct(85)) },
-        Field { json: "startupProbe", omitempty: true, go: Go::Ptr(Shape::Struct(76)) },
+        Field { json: "restartPolicyRules", omitempty: true, go: Go::Slice(Shape::Struct(73)) },
+        Field { json: "securityContext", omitempty: true, go: Go::Ptr(Shape::Struct(86)) },
+        Field { json: "startupProbe", omitempty: true, go: Go::Ptr(Shape::Struct(77)) },
         Field { json: "stdin", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
         Field { json: "stdinOnce", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
         Field { json: "targetContainerName", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
@@ -807,109 +813,109 @@ pub(super) static STRUCTS: &[&[Field]] = &[
             go: Go::Value(Shape::Scalar(Scalar::Str)),
         },
         Field { json: "tty", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
-        Field { json: "volumeDevices", omitempty: true, go: Go::Slice(Shape::Struct(75)) },
-        Field { json: "volumeMounts", omitempty: true, go: Go::Slice(Shape::Struct(74)) },
+        Field { json: "volumeDevices", omitempty: true, go: Go::Slice(Shape::Struct(76)) },
+        Field { json: "volumeMounts", omitempty: true, go: Go::Slice(Shape::Struct(75)) },
         Field { json: "workingDir", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 92: core/v1.PodSecurityContext
+    // 93: core/v1.PodSecurityContext
     &[
-        Field { json: "appArmorProfile", omitempty: true, go: Go::Ptr(Shape::Struct(90)) },
+        Field { json: "appArmorProfile", omitempty: true, go: Go::Ptr(Shape::Struct(91)) },
         Field { json: "fsGroup", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
         Field { json: "fsGroupChangePolicy", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "runAsGroup", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
         Field { json: "runAsNonRoot", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) },
         Field { json: "runAsUser", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
         Field { json: "seLinuxChangePolicy", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
-        Field { json: "seLinuxOptions", omitempty: true, go: Go::Ptr(Shape::Struct(87)) },
-        Field { json: "seccompProfile", omitempty: true, go: Go::Ptr(Shape::Struct(89)) },
+        Field { json: "seLinuxOptions", omitempty: true, go: Go::Ptr(Shape::Struct(88)) },
+        Field { json: "seccompProfile", omitempty: true, go: Go::Ptr(Shape::Struct(90)) },
         Field { json: "supplementalGroups", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Num)) },
         Field { json: "supplementalGroupsPolicy", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
-        Field { json: "sysctls", omitempty: true, go: Go::Slice(Shape::Struct(93)) },
-        Field { json: "windowsOptions", omitempty: true, go: Go::Ptr(Shape::Struct(88)) },
+        Field { json: "sysctls", omitempty: true, go: Go::Slice(Shape::Struct(94)) },
+        Field { json: "windowsOptions", omitempty: true, go: Go::Ptr(Shape::Struct(89)) },
     ],
-    // 93: core/v1.Sysctl
+    // 94: core/v1.Sysctl
     &[
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "value", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 94: core/v1.Affinity
+    // 95: core/v1.Affinity
     &[
-        Field { json: "nodeAffinity", omitempty: true, go: Go::Ptr(Shape::Struct(95)) },
-        Field { json: "podAffinity", omitempty: true, go: Go::Ptr(Shape::Struct(100)) },
-        Field { json: "podAntiAffinity", omitempty: true, go: Go::Ptr(Shape::Struct(103)) },
+        Field { json: "nodeAffinity", omitempty: true, go: Go::Ptr(Shape::Struct(96)) },
+        Field { json: "podAffinity", omitempty: true, go: Go::Ptr(Shape::Struct(101)) },
+        Field { json: "podAntiAffinity", omitempty: true, go: Go::Ptr(Shape::Struct(104)) },
     ],
-    // 95: core/v1.NodeAffinity
+    // 96: core/v1.NodeAffinity
     &[
         Field {
             json: "preferredDuringSchedulingIgnoredDuringExecution",
             omitempty: true,
-            go: Go::Slice(Shape::Struct(99)),
+            go: Go::Slice(Shape::Struct(100)),
         },
         Field {
             json: "requiredDuringSchedulingIgnoredDuringExecution",
             omitempty: true,
-            go: Go::Ptr(Shape::Struct(96)),
+            go: Go::Ptr(Shape::Struct(97)),
         },
     ],
-    // 96: core/v1.NodeSelector
-    &[Field { json: "nodeSelectorTerms", omitempty: false, go: Go::Slice(Shape::Struct(97)) }],
-    // 97: core/v1.NodeSelectorTerm
+    // 97: core/v1.NodeSelector
+    &[Field { json: "nodeSelectorTerms", omitempty: false, go: Go::Slice(Shape::Struct(98)) }],
+    // 98: core/v1.NodeSelectorTerm
     &[
-        Field { json: "matchExpressions", omitempty: true, go: Go::Slice(Shape::Struct(98)) },
-        Field { json: "matchFields", omitempty: true, go: Go::Slice(Shape::Struct(98)) },
+        Field { json: "matchExpressions", omitempty: true, go: Go::Slice(Shape::Struct(99)) },
+        Field { json: "matchFields", omitempty: true, go: Go::Slice(Shape::Struct(99)) },
     ],
-    // 98: core/v1.NodeSelectorRequirement
+    // 99: core/v1.NodeSelectorRequirement
     &[
         Field { json: "key", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "operator", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "values", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
     ],
-    // 99: core/v1.PreferredSchedulingTerm
+    // 100: core/v1.PreferredSchedulingTerm
     &[
-        Field { json: "preference", omitempty: false, go: Go::Value(Shape::Struct(97)) },
+        Field { json: "preference", omitempty: false, go: Go::Value(Shape::Struct(98)) },
         Field { json: "weight", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Num)) },
     ],
-    // 100: core/v1.PodAffinity
+    // 101: core/v1.PodAffinity
     &[
         Field {
             json: "preferredDuringSchedulingIgnoredDuringExecution",
             omitempty: true,
-            go: Go::Slice(Shape::Struct(102)),
+            go: Go::Slice(Shape::Struct(103)),
         },
         Field {
             json: "requiredDuringSchedulingIgnoredDuringExecution",
             omitempty: true,
-            go: Go::Slice(Shape::Struct(101)),
+            go: Go::Slice(Shape::Struct(102)),
         },
     ],
-    // 101: core/v1.PodAffinityTerm
+    // 102: core/v1.PodAffinityTerm
     &[
-        Field { json: "labelSelector", omitempty: true, go: Go::Ptr(Shape::Struct(45)) },
+        Field { json: "labelSelector", omitempty: true, go: Go::Ptr(Shape::Struct(46)) },
         Field { json: "matchLabelKeys", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
         Field { json: "mismatchLabelKeys", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
-        Field { json: "namespaceSelector", omitempty: true, go: Go::Ptr(Shape::Struct(45)) },
+        Field { json: "namespaceSelector", omitempty: true, go: Go::Ptr(Shape::Struct(46)) },
         Field { json: "namespaces", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
         Field { json: "topologyKey", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 102: core/v1.WeightedPodAffinityTerm
+    // 103: core/v1.WeightedPodAffinityTerm
     &[
-        Field { json: "podAffinityTerm", omitempty: false, go: Go::Value(Shape::Struct(101)) },
+        Field { json: "podAffinityTerm", omitempty: false, go: Go::Value(Shape::Struct(102)) },
         Field { json: "weight", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Num)) },
     ],
-    // 103: core/v1.PodAntiAffinity
+    // 104: core/v1.PodAntiAffinity
     &[
         Field {
             json: "preferredDuringSchedulingIgnoredDuringExecution",
             omitempty: true,
-            go: Go::Slice(Shape::Struct(102)),
+            go: Go::Slice(Shape::Struct(103)),
         },
         Field {
             json: "requiredDuringSchedulingIgnoredDuringExecution",
             omitempty: true,
-            go: Go::Slice(Shape::Struct(101)),
+            go: Go::Slice(Shape::Struct(102)),
         },
     ],
-    // 104: core/v1.Toleration
+    // 105: core/v1.Toleration
     &[
         Field { json: "effect", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "key", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
@@ -917,27 +923,27 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "tolerationSeconds", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
         Field { json: "value", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 105: core/v1.HostAlias
+    // 106: core/v1.HostAlias
     &[
         Field { json: "hostnames", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
         Field { json: "ip", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 106: core/v1.PodDNSConfig
+    // 107: core/v1.PodDNSConfig
     &[
         Field { json: "nameservers", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
-        Field { json: "options", omitempty: true, go: Go::Slice(Shape::Struct(107)) },
+        Field { json: "options", omitempty: true, go: Go::Slice(Shape::Struct(108)) },
         Field { json: "searches", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
     ],
-    // 107: core/v1.PodDNSConfigOption
+    // 108: core/v1.PodDNSConfigOption
     &[
         Field { json: "name", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "value", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
     ],
-    // 108: core/v1.PodReadinessGate
+    // 109: core/v1.PodReadinessGate
     &[Field { json: "conditionType", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) }],
-    // 109: core/v1.TopologySpreadConstraint
+    // 110: core/v1.TopologySpreadConstraint
     &[
-        Field { json: "labelSelector", omitempty: true, go: Go::Ptr(Shape::Struct(45)) },
+        Field { json: "labelSelector", omitempty: true, go: Go::Ptr(Shape::Struct(46)) },
         Field { json: "matchLabelKeys", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
         Field { json: "maxSkew", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "minDomains", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
@@ -946,53 +952,53 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "topologyKey", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "whenUnsatisfiable", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 110: core/v1.PodOS
+    // 111: core/v1.PodOS
     &[Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) }],
-    // 111: core/v1.PodSchedulingGate
+    // 112: core/v1.PodSchedulingGate
     &[Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) }],
-    // 112: core/v1.PodResourceClaim
+    // 113: core/v1.PodResourceClaim
     &[
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "resourceClaimName", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "resourceClaimTemplateName", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
     ],
-    // 113: core/v1.PodSchedulingGroup
+    // 114: core/v1.PodSchedulingGroup
     &[Field { json: "podGroupName", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) }],
-    // 114: core/v1.EvictionResponder
+    // 115: core/v1.EvictionResponder
     &[
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "priority", omitempty: false, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
     ],
-    // 115: core/v1.PodStatus
+    // 116: core/v1.PodStatus
     &[
         Field { json: "allocatedResources", omitempty: true, go: Go::Map(Shape::Opaque) },
-        Field { json: "conditions", omitempty: true, go: Go::Slice(Shape::Struct(116)) },
-        Field { json: "containerStatuses", omitempty: true, go: Go::Slice(Shape::Struct(119)) },
-        Field { json: "ephemeralContainerStatuses", omitempty: true, go: Go::Slice(Shape::Struct(119)) },
-        Field { json: "extendedResourceClaimStatus", omitempty: true, go: Go::Ptr(Shape::Struct(132)) },
+        Field { json: "conditions", omitempty: true, go: Go::Slice(Shape::Struct(117)) },
+        Field { json: "containerStatuses", omitempty: true, go: Go::Slice(Shape::Struct(120)) },
+        Field { json: "ephemeralContainerStatuses", omitempty: true, go: Go::Slice(Shape::Struct(120)) },
+        Field { json: "extendedResourceClaimStatus", omitempty: true, go: Go::Ptr(Shape::Struct(133)) },
         Field { json: "hostIP", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "hostIPs", omitempty: true, go: Go::Slice(Shape::Struct(117)) },
-        Field { json: "initContainerStatuses", omitempty: true, go: Go::Slice(Shape::Struct(119)) },
+        Field { json: "hostIPs", omitempty: true, go: Go::Slice(Shape::Struct(118)) },
+        Field { json: "initContainerStatuses", omitempty: true, go: Go::Slice(Shape::Struct(120)) },
         Field { json: "message", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field {
             json: "nodeAllocatableResourceClaimStatuses",
             omitempty: true,
-            go: Go::Slice(Shape::Struct(134)),
+            go: Go::Slice(Shape::Struct(135)),
         },
         Field { json: "nominatedNodeName", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "observedGeneration", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "phase", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "podIP", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "podIPs", omitempty: true, go: Go::Slice(Shape::Struct(118)) },
+        Field { json: "podIPs", omitempty: true, go: Go::Slice(Shape::Struct(119)) },
         Field { json: "qosClass", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "reason", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "resize", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "resourceClaimStatuses", omitempty: true, go: Go::Slice(Shape::Struct(131)) },
-        Field { json: "resources", omitempty: true, go: Go::Ptr(Shape::Struct(69)) },
+        Field { json: "resourceClaimStatuses", omitempty: true, go: Go::Slice(Shape::Struct(132)) },
+        Field { json: "resources", omitempty: true, go: Go::Ptr(Shape::Struct(70)) },
         Field { json: "startTime", omitempty: true, go: Go::Ptr(Shape::Time) },
-        Field { json: "volumeHealth", omitempty: true, go: Go::Slice(Shape::Struct(137)) },
+        Field { json: "volumeHealth", omitempty: true, go: Go::Slice(Shape::Struct(138)) },
     ],
-    // 116: core/v1.PodCondition
+    // 117: core/v1.PodCondition
     &[
         Field { json: "lastProbeTime", omitempty: true, go: Go::Value(Shape::Time) },
         Field { json: "lastTransitionTime", omitempty: true, go: Go::Value(Shape::Time) },
@@ -1002,42 +1008,42 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "status", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "type", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 117: core/v1.HostIP
+    // 118: core/v1.HostIP
     &[Field { json: "ip", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) }],
-    // 118: core/v1.PodIP
+    // 119: core/v1.PodIP
     &[Field { json: "ip", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) }],
-    // 119: core/v1.ContainerStatus
+    // 120: core/v1.ContainerStatus
     &[
         Field { json: "allocatedResources", omitempty: true, go: Go::Map(Shape::Opaque) },
-        Field { json: "allocatedResourcesStatus", omitempty: true, go: Go::Slice(Shape::Struct(129)) },
+        Field { json: "allocatedResourcesStatus", omitempty: true, go: Go::Slice(Shape::Struct(130)) },
         Field { json: "containerID", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "image", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "imageID", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "lastState", omitempty: true, go: Go::Value(Shape::Struct(120)) },
+        Field { json: "lastState", omitempty: true, go: Go::Value(Shape::Struct(121)) },
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "ready", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
-        Field { json: "resources", omitempty: true, go: Go::Ptr(Shape::Struct(69)) },
+        Field { json: "resources", omitempty: true, go: Go::Ptr(Shape::Struct(70)) },
         Field { json: "restartCount", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "started", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) },
-        Field { json: "state", omitempty: true, go: Go::Value(Shape::Struct(120)) },
+        Field { json: "state", omitempty: true, go: Go::Value(Shape::Struct(121)) },
         Field { json: "stopSignal", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
-        Field { json: "user", omitempty: true, go: Go::Ptr(Shape::Struct(127)) },
-        Field { json: "volumeMounts", omitempty: true, go: Go::Slice(Shape::Struct(124)) },
+        Field { json: "user", omitempty: true, go: Go::Ptr(Shape::Struct(128)) },
+        Field { json: "volumeMounts", omitempty: true, go: Go::Slice(Shape::Struct(125)) },
     ],
-    // 120: core/v1.ContainerState
+    // 121: core/v1.ContainerState
     &[
-        Field { json: "running", omitempty: true, go: Go::Ptr(Shape::Struct(122)) },
-        Field { json: "terminated", omitempty: true, go: Go::Ptr(Shape::Struct(123)) },
-        Field { json: "waiting", omitempty: true, go: Go::Ptr(Shape::Struct(121)) },
+        Field { json: "running", omitempty: true, go: Go::Ptr(Shape::Struct(123)) },
+        Field { json: "terminated", omitempty: true, go: Go::Ptr(Shape::Struct(124)) },
+        Field { json: "waiting", omitempty: true, go: Go::Ptr(Shape::Struct(122)) },
     ],
-    // 121: core/v1.ContainerStateWaiting
+    // 122: core/v1.ContainerStateWaiting
     &[
         Field { json: "message", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "reason", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 122: core/v1.ContainerStateRunning
+    // 123: core/v1.ContainerStateRunning
     &[Field { json: "startedAt", omitempty: true, go: Go::Value(Shape::Time) }],
-    // 123: core/v1.ContainerStateTerminated
+    // 124: core/v1.ContainerStateTerminated
     &[
         Field { json: "containerID", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "exitCode", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Num)) },
@@ -1047,91 +1053,102 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "signal", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "startedAt", omitempty: true, go: Go::Value(Shape::Time) },
     ],
-    // 124: core/v1.VolumeMountStatus
+    // 125: core/v1.VolumeMountStatus
     &[
         Field { json: "mountPath", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "readOnly", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
         Field { json: "recursiveReadOnly", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
-        Field { json: "volumeStatus", omitempty: true, go: Go::Ptr(Shape::Struct(125)) },
+        Field { json: "volumeStatus", omitempty: true, go: Go::Ptr(Shape::Struct(126)) },
     ],
-    // 125: core/v1.VolumeStatus
-    &[Field { json: "image", omitempty: true, go: Go::Ptr(Shape::Struct(126)) }],
-    // 126: core/v1.ImageVolumeStatus
+    // 126: core/v1.VolumeStatus
+    &[Field { json: "image", omitempty: true, go: Go::Ptr(Shape::Struct(127)) }],
+    // 127: core/v1.ImageVolumeStatus
     &[Field { json: "imageRef", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) }],
-    // 127: core/v1.ContainerUser
-    &[Field { json: "linux", omitempty: true, go: Go::Ptr(Shape::Struct(128)) }],
-    // 128: core/v1.LinuxContainerUser
+    // 128: core/v1.ContainerUser
+    &[Field { json: "linux", omitempty: true, go: Go::Ptr(Shape::Struct(129)) }],
+    // 129: core/v1.LinuxContainerUser
     &[
         Field { json: "gid", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "supplementalGroups", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Num)) },
         Field { json: "uid", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Num)) },
     ],
-    // 129: core/v1.ResourceStatus
+    // 130: core/v1.ResourceStatus
     &[
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "resources", omitempty: true, go: Go::Slice(Shape::Struct(130)) },
+        Field { json: "resources", omitempty: true, go: Go::Slice(Shape::Struct(131)) },
     ],
-    // 130: core/v1.ResourceHealth
+    // 131: core/v1.ResourceHealth
     &[
         Field { json: "health", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "message", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "resourceID", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 131: core/v1.PodResourceClaimStatus
+    // 132: core/v1.PodResourceClaimStatus
     &[
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "resourceClaimName", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
     ],
-    // 132: core/v1.PodExtendedResourceClaimStatus
+    // 133: core/v1.PodExtendedResourceClaimStatus
     &[
-        Field { json: "requestMappings", omitempty: false, go: Go::Slice(Shape::Struct(133)) },
+        Field { json: "requestMappings", omitempty: false, go: Go::Slice(Shape::Struct(134)) },
         Field { json: "resourceClaimName", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 133: core/v1.ContainerExtendedResourceRequest
+    // 134: core/v1.ContainerExtendedResourceRequest
     &[
         Field { json: "containerName", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "requestName", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "resourceName", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 134: core/v1.NodeAllocatableResourceClaimStatus
+    // 135: core/v1.NodeAllocatableResourceClaimStatus
     &[
         Field { json: "containers", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
-        Field { json: "mapping", omitempty: true, go: Go::Slice(Shape::Struct(135)) },
-        Field { json: "overhead", omitempty: true, go: Go::Slice(Shape::Struct(136)) },
+        Field { json: "mapping", omitempty: true, go: Go::Slice(Shape::Struct(136)) },
+        Field { json: "overhead", omitempty: true, go: Go::Slice(Shape::Struct(137)) },
         Field { json: "resourceClaimName", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 135: core/v1.NodeAllocatableMappedResources
+    // 136: core/v1.NodeAllocatableMappedResources
     &[
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "quantity", omitempty: false, go: Go::Ptr(Shape::Opaque) },
     ],
-    // 136: core/v1.NodeAllocatableOverheadResources
+    // 137: core/v1.NodeAllocatableOverheadResources
     &[
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "perContainer", omitempty: true, go: Go::Ptr(Shape::Opaque) },
         Field { json: "perPod", omitempty: true, go: Go::Ptr(Shape::Opaque) },
     ],
-    // 137: core/v1.PodVolumeHealth
+    // 138: core/v1.PodVolumeHealth
     &[
-        Field { json: "healthConditions", omitempty: true, go: Go::Slice(Shape::Struct(138)) },
+        Field { json: "healthConditions", omitempty: true, go: Go::Slice(Shape::Struct(139)) },
         Field { json: "lastTransitionTime", omitempty: true, go: Go::Value(Shape::Time) },
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 138: core/v1.VolumeHealthCondition
+    // 139: core/v1.VolumeHealthCondition
     &[
         Field { json: "message", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "reason", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "status", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 139: core/v1.ConfigMap
+    // 140: core/v1.Pod (an object's data)
+    &[
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(9)) },
+        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(116)) },
+    ],
+    // 141: core/v1.ConfigMap
     &[
         Field { json: "binaryData", omitempty: true, go: Go::Map(Shape::Bytes) },
         Field { json: "data", omitempty: true, go: Go::Map(Shape::Scalar(Scalar::Str)) },
         Field { json: "immutable", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) },
         Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
     ],
-    // 140: core/v1.Secret
+    // 142: core/v1.ConfigMap (an object's data)
+    &[
+        Field { json: "binaryData", omitempty: true, go: Go::Map(Shape::Bytes) },
+        Field { json: "data", omitempty: true, go: Go::Map(Shape::Scalar(Scalar::Str)) },
+        Field { json: "immutable", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) },
+    ],
+    // 143: core/v1.Secret
     &[
         Field { json: "data", omitempty: true, go: Go::Map(Shape::Bytes) },
         Field { json: "immutable", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) },
@@ -1139,13 +1156,20 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "stringData", omitempty: true, go: Go::Map(Shape::Scalar(Scalar::Str)) },
         Field { json: "type", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 141: core/v1.Service
+    // 144: core/v1.Secret (an object's data)
+    &[
+        Field { json: "data", omitempty: true, go: Go::Map(Shape::Bytes) },
+        Field { json: "immutable", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) },
+        Field { json: "stringData", omitempty: true, go: Go::Map(Shape::Scalar(Scalar::Str)) },
+        Field { json: "type", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
+    ],
+    // 145: core/v1.Service
     &[
         Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
-        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(142)) },
-        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(146)) },
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(146)) },
+        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(150)) },
     ],
-    // 142: core/v1.ServiceSpec
+    // 146: core/v1.ServiceSpec
     &[
         Field {
             json: "allocateLoadBalancerNodePorts",
@@ -1168,7 +1192,7 @@ pub(super) static STRUCTS: &[&[Field]] = &[
             omitempty: true,
             go: Go::Slice(Shape::Scalar(Scalar::Str)),
         },
-        Field { json: "ports", omitempty: true, go: Go::Slice(Shape::Struct(143)) },
+        Field { json: "ports", omitempty: true, go: Go::Slice(Shape::Struct(147)) },
         Field {
             json: "publishNotReadyAddresses",
             omitempty: true,
@@ -1176,11 +1200,11 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         },
         Field { json: "selector", omitempty: true, go: Go::Map(Shape::Scalar(Scalar::Str)) },
         Field { json: "sessionAffinity", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "sessionAffinityConfig", omitempty: true, go: Go::Ptr(Shape::Struct(144)) },
+        Field { json: "sessionAffinityConfig", omitempty: true, go: Go::Ptr(Shape::Struct(148)) },
         Field { json: "trafficDistribution", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "type", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 143: core/v1.ServicePort
+    // 147: core/v1.ServicePort
     &[
         Field { json: "appProtocol", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "name", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
@@ -1189,31 +1213,31 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "protocol", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "targetPort", omitempty: true, go: Go::Value(Shape::Opaque) },
     ],
-    // 144: core/v1.SessionAffinityConfig
-    &[Field { json: "clientIP", omitempty: true, go: Go::Ptr(Shape::Struct(145)) }],
-    // 145: core/v1.ClientIPConfig
+    // 148: core/v1.SessionAffinityConfig
+    &[Field { json: "clientIP", omitempty: true, go: Go::Ptr(Shape::Struct(149)) }],
+    // 149: core/v1.ClientIPConfig
     &[Field { json: "timeoutSeconds", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) }],
-    // 146: core/v1.ServiceStatus
+    // 150: core/v1.ServiceStatus
     &[
-        Field { json: "conditions", omitempty: true, go: Go::Slice(Shape::Struct(150)) },
-        Field { json: "loadBalancer", omitempty: true, go: Go::Value(Shape::Struct(147)) },
+        Field { json: "conditions", omitempty: true, go: Go::Slice(Shape::Struct(154)) },
+        Field { json: "loadBalancer", omitempty: true, go: Go::Value(Shape::Struct(151)) },
     ],
-    // 147: core/v1.LoadBalancerStatus
-    &[Field { json: "ingress", omitempty: true, go: Go::Slice(Shape::Struct(148)) }],
-    // 148: core/v1.LoadBalancerIngress
+    // 151: core/v1.LoadBalancerStatus
+    &[Field { json: "ingress", omitempty: true, go: Go::Slice(Shape::Struct(152)) }],
+    // 152: core/v1.LoadBalancerIngress
     &[
         Field { json: "hostname", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "ip", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "ipMode", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
-        Field { json: "ports", omitempty: true, go: Go::Slice(Shape::Struct(149)) },
+        Field { json: "ports", omitempty: true, go: Go::Slice(Shape::Struct(153)) },
     ],
-    // 149: core/v1.PortStatus
+    // 153: core/v1.PortStatus
     &[
         Field { json: "error", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "port", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "protocol", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 150: meta/v1.Condition
+    // 154: meta/v1.Condition
     &[
         Field { json: "lastTransitionTime", omitempty: false, go: Go::Value(Shape::Time) },
         Field { json: "message", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
@@ -1222,18 +1246,23 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "status", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "type", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 151: core/v1.ServiceAccount
+    // 155: core/v1.Service (an object's data)
+    &[
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(146)) },
+        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(150)) },
+    ],
+    // 156: core/v1.ServiceAccount
     &[
         Field {
             json: "automountServiceAccountToken",
             omitempty: true,
             go: Go::Ptr(Shape::Scalar(Scalar::Bool)),
         },
-        Field { json: "imagePullSecrets", omitempty: true, go: Go::Slice(Shape::Struct(19)) },
+        Field { json: "imagePullSecrets", omitempty: true, go: Go::Slice(Shape::Struct(20)) },
         Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
-        Field { json: "secrets", omitempty: true, go: Go::Slice(Shape::Struct(152)) },
+        Field { json: "secrets", omitempty: true, go: Go::Slice(Shape::Struct(157)) },
     ],
-    // 152: core/v1.ObjectReference
+    // 157: core/v1.ObjectReference
     &[
         Field { json: "apiVersion", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "fieldPath", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
@@ -1243,29 +1272,39 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "resourceVersion", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "uid", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 153: core/v1.PersistentVolumeClaim
+    // 158: core/v1.ServiceAccount (an object's data)
+    &[
+        Field {
+            json: "automountServiceAccountToken",
+            omitempty: true,
+            go: Go::Ptr(Shape::Scalar(Scalar::Bool)),
+        },
+        Field { json: "imagePullSecrets", omitempty: true, go: Go::Slice(Shape::Struct(20)) },
+        Field { json: "secrets", omitempty: true, go: Go::Slice(Shape::Struct(157)) },
+    ],
+    // 159: core/v1.PersistentVolumeClaim
     &[
         Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
-        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(54)) },
-        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(154)) },
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(55)) },
+        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(160)) },
     ],
-    // 154: core/v1.PersistentVolumeClaimStatus
+    // 160: core/v1.PersistentVolumeClaimStatus
     &[
         Field { json: "accessModes", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
         Field { json: "allocatedResourceStatuses", omitempty: true, go: Go::Map(Shape::Scalar(Scalar::Str)) },
         Field { json: "allocatedResources", omitempty: true, go: Go::Map(Shape::Opaque) },
         Field { json: "capacity", omitempty: true, go: Go::Map(Shape::Opaque) },
-        Field { json: "conditions", omitempty: true, go: Go::Slice(Shape::Struct(155)) },
+        Field { json: "conditions", omitempty: true, go: Go::Slice(Shape::Struct(161)) },
         Field {
             json: "currentVolumeAttributesClassName",
             omitempty: true,
             go: Go::Ptr(Shape::Scalar(Scalar::Str)),
         },
-        Field { json: "healthStatus", omitempty: true, go: Go::Ptr(Shape::Struct(157)) },
-        Field { json: "modifyVolumeStatus", omitempty: true, go: Go::Ptr(Shape::Struct(156)) },
+        Field { json: "healthStatus", omitempty: true, go: Go::Ptr(Shape::Struct(163)) },
+        Field { json: "modifyVolumeStatus", omitempty: true, go: Go::Ptr(Shape::Struct(162)) },
         Field { json: "phase", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 155: core/v1.PersistentVolumeClaimCondition
+    // 161: core/v1.PersistentVolumeClaimCondition
     &[
         Field { json: "lastProbeTime", omitempty: true, go: Go::Value(Shape::Time) },
         Field { json: "lastTransitionTime", omitempty: true, go: Go::Value(Shape::Time) },
@@ -1274,7 +1313,7 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "status", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "type", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 156: core/v1.ModifyVolumeStatus
+    // 162: core/v1.ModifyVolumeStatus
     &[
         Field { json: "status", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field {
@@ -1283,63 +1322,68 @@ pub(super) static STRUCTS: &[&[Field]] = &[
             go: Go::Value(Shape::Scalar(Scalar::Str)),
         },
     ],
-    // 157: core/v1.VolumeHealthStatus
+    // 163: core/v1.VolumeHealthStatus
     &[
-        Field { json: "healthConditions", omitempty: true, go: Go::Slice(Shape::Struct(138)) },
+        Field { json: "healthConditions", omitempty: true, go: Go::Slice(Shape::Struct(139)) },
         Field { json: "lastTransitionTime", omitempty: true, go: Go::Value(Shape::Time) },
     ],
-    // 158: core/v1.PersistentVolume
+    // 164: core/v1.PersistentVolumeClaim (an object's data)
+    &[
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(55)) },
+        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(160)) },
+    ],
+    // 165: core/v1.PersistentVolume
     &[
         Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
-        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(159)) },
-        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(173)) },
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(166)) },
+        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(180)) },
     ],
-    // 159: core/v1.PersistentVolumeSpec
+    // 166: core/v1.PersistentVolumeSpec
     &[
         Field { json: "accessModes", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
-        Field { json: "awsElasticBlockStore", omitempty: true, go: Go::Ptr(Shape::Struct(13)) },
-        Field { json: "azureDisk", omitempty: true, go: Go::Ptr(Shape::Struct(36)) },
-        Field { json: "azureFile", omitempty: true, go: Go::Ptr(Shape::Struct(167)) },
+        Field { json: "awsElasticBlockStore", omitempty: true, go: Go::Ptr(Shape::Struct(14)) },
+        Field { json: "azureDisk", omitempty: true, go: Go::Ptr(Shape::Struct(37)) },
+        Field { json: "azureFile", omitempty: true, go: Go::Ptr(Shape::Struct(174)) },
         Field { json: "capacity", omitempty: true, go: Go::Map(Shape::Opaque) },
-        Field { json: "cephfs", omitempty: true, go: Go::Ptr(Shape::Struct(165)) },
-        Field { json: "cinder", omitempty: true, go: Go::Ptr(Shape::Struct(164)) },
-        Field { json: "claimRef", omitempty: true, go: Go::Ptr(Shape::Struct(152)) },
-        Field { json: "csi", omitempty: true, go: Go::Ptr(Shape::Struct(171)) },
-        Field { json: "fc", omitempty: true, go: Go::Ptr(Shape::Struct(31)) },
-        Field { json: "flexVolume", omitempty: true, go: Go::Ptr(Shape::Struct(166)) },
-        Field { json: "flocker", omitempty: true, go: Go::Ptr(Shape::Struct(26)) },
-        Field { json: "gcePersistentDisk", omitempty: true, go: Go::Ptr(Shape::Struct(12)) },
-        Field { json: "glusterfs", omitempty: true, go: Go::Ptr(Shape::Struct(160)) },
-        Field { json: "hostPath", omitempty: true, go: Go::Ptr(Shape::Struct(10)) },
-        Field { json: "iscsi", omitempty: true, go: Go::Ptr(Shape::Struct(163)) },
-        Field { json: "local", omitempty: true, go: Go::Ptr(Shape::Struct(169)) },
+        Field { json: "cephfs", omitempty: true, go: Go::Ptr(Shape::Struct(172)) },
+        Field { json: "cinder", omitempty: true, go: Go::Ptr(Shape::Struct(171)) },
+        Field { json: "claimRef", omitempty: true, go: Go::Ptr(Shape::Struct(157)) },
+        Field { json: "csi", omitempty: true, go: Go::Ptr(Shape::Struct(178)) },
+        Field { json: "fc", omitempty: true, go: Go::Ptr(Shape::Struct(32)) },
+        Field { json: "flexVolume", omitempty: true, go: Go::Ptr(Shape::Struct(173)) },
+        Field { json: "flocker", omitempty: true, go: Go::Ptr(Shape::Struct(27)) },
+        Field { json: "gcePersistentDisk", omitempty: true, go: Go::Ptr(Shape::Struct(13)) },
+        Field { json: "glusterfs", omitempty: true, go: Go::Ptr(Shape::Struct(167)) },
+        Field { json: "hostPath", omitempty: true, go: Go::Ptr(Shape::Struct(11)) },
+        Field { json: "iscsi", omitempty: true, go: Go::Ptr(Shape::Struct(170)) },
+        Field { json: "local", omitempty: true, go: Go::Ptr(Shape::Struct(176)) },
         Field { json: "mountOptions", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
-        Field { json: "nfs", omitempty: true, go: Go::Ptr(Shape::Struct(17)) },
-        Field { json: "nodeAffinity", omitempty: true, go: Go::Ptr(Shape::Struct(172)) },
+        Field { json: "nfs", omitempty: true, go: Go::Ptr(Shape::Struct(18)) },
+        Field { json: "nodeAffinity", omitempty: true, go: Go::Ptr(Shape::Struct(179)) },
         Field {
             json: "persistentVolumeReclaimPolicy",
             omitempty: true,
             go: Go::Value(Shape::Scalar(Scalar::Str)),
         },
-        Field { json: "photonPersistentDisk", omitempty: true, go: Go::Ptr(Shape::Struct(37)) },
-        Field { json: "portworxVolume", omitempty: true, go: Go::Ptr(Shape::Struct(48)) },
-        Field { json: "quobyte", omitempty: true, go: Go::Ptr(Shape::Struct(35)) },
-        Field { json: "rbd", omitempty: true, go: Go::Ptr(Shape::Struct(161)) },
-        Field { json: "scaleIO", omitempty: true, go: Go::Ptr(Shape::Struct(168)) },
+        Field { json: "photonPersistentDisk", omitempty: true, go: Go::Ptr(Shape::Struct(38)) },
+        Field { json: "portworxVolume", omitempty: true, go: Go::Ptr(Shape::Struct(49)) },
+        Field { json: "quobyte", omitempty: true, go: Go::Ptr(Shape::Struct(36)) },
+        Field { json: "rbd", omitempty: true, go: Go::Ptr(Shape::Struct(168)) },
+        Field { json: "scaleIO", omitempty: true, go: Go::Ptr(Shape::Struct(175)) },
         Field { json: "storageClassName", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "storageos", omitempty: true, go: Go::Ptr(Shape::Struct(170)) },
+        Field { json: "storageos", omitempty: true, go: Go::Ptr(Shape::Struct(177)) },
         Field { json: "volumeAttributesClassName", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "volumeMode", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
-        Field { json: "vsphereVolume", omitempty: true, go: Go::Ptr(Shape::Struct(34)) },
+        Field { json: "vsphereVolume", omitempty: true, go: Go::Ptr(Shape::Struct(35)) },
     ],
-    // 160: core/v1.GlusterfsPersistentVolumeSource
+    // 167: core/v1.GlusterfsPersistentVolumeSource
     &[
         Field { json: "endpoints", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "endpointsNamespace", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "path", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "readOnly", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
     ],
-    // 161: core/v1.RBDPersistentVolumeSource
+    // 168: core/v1.RBDPersistentVolumeSource
     &[
         Field { json: "fsType", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "image", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
@@ -1347,15 +1391,15 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "monitors", omitempty: false, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
         Field { json: "pool", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "readOnly", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
-        Field { json: "secretRef", omitempty: true, go: Go::Ptr(Shape::Struct(162)) },
+        Field { json: "secretRef", omitempty: true, go: Go::Ptr(Shape::Struct(169)) },
         Field { json: "user", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 162: core/v1.SecretReference
+    // 169: core/v1.SecretReference
     &[
         Field { json: "name", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "namespace", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 163: core/v1.ISCSIPersistentVolumeSource
+    // 170: core/v1.ISCSIPersistentVolumeSource
     &[
         Field { json: "chapAuthDiscovery", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
         Field { json: "chapAuthSession", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
@@ -1366,115 +1410,120 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "lun", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "portals", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
         Field { json: "readOnly", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
-        Field { json: "secretRef", omitempty: true, go: Go::Ptr(Shape::Struct(162)) },
+        Field { json: "secretRef", omitempty: true, go: Go::Ptr(Shape::Struct(169)) },
         Field { json: "targetPortal", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 164: core/v1.CinderPersistentVolumeSource
+    // 171: core/v1.CinderPersistentVolumeSource
     &[
         Field { json: "fsType", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "readOnly", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
-        Field { json: "secretRef", omitempty: true, go: Go::Ptr(Shape::Struct(162)) },
+        Field { json: "secretRef", omitempty: true, go: Go::Ptr(Shape::Struct(169)) },
         Field { json: "volumeID", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 165: core/v1.CephFSPersistentVolumeSource
+    // 172: core/v1.CephFSPersistentVolumeSource
     &[
         Field { json: "monitors", omitempty: false, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
         Field { json: "path", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "readOnly", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
         Field { json: "secretFile", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "secretRef", omitempty: true, go: Go::Ptr(Shape::Struct(162)) },
+        Field { json: "secretRef", omitempty: true, go: Go::Ptr(Shape::Struct(169)) },
         Field { json: "user", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 166: core/v1.FlexPersistentVolumeSource
+    // 173: core/v1.FlexPersistentVolumeSource
     &[
         Field { json: "driver", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "fsType", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "options", omitempty: true, go: Go::Map(Shape::Scalar(Scalar::Str)) },
         Field { json: "readOnly", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
-        Field { json: "secretRef", omitempty: true, go: Go::Ptr(Shape::Struct(162)) },
+        Field { json: "secretRef", omitempty: true, go: Go::Ptr(Shape::Struct(169)) },
     ],
-    // 167: core/v1.AzureFilePersistentVolumeSource
+    // 174: core/v1.AzureFilePersistentVolumeSource
     &[
         Field { json: "readOnly", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
         Field { json: "secretName", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "secretNamespace", omitempty: false, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "shareName", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 168: core/v1.ScaleIOPersistentVolumeSource
+    // 175: core/v1.ScaleIOPersistentVolumeSource
     &[
         Field { json: "fsType", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "gateway", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "protectionDomain", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "readOnly", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
-        Field { json: "secretRef", omitempty: false, go: Go::Ptr(Shape::Struct(162)) },
+        Field { json: "secretRef", omitempty: false, go: Go::Ptr(Shape::Struct(169)) },
         Field { json: "sslEnabled", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
         Field { json: "storageMode", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "storagePool", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "system", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "volumeName", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 169: core/v1.LocalVolumeSource
+    // 176: core/v1.LocalVolumeSource
     &[
         Field { json: "fsType", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "path", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 170: core/v1.StorageOSPersistentVolumeSource
+    // 177: core/v1.StorageOSPersistentVolumeSource
     &[
         Field { json: "fsType", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "readOnly", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
-        Field { json: "secretRef", omitempty: true, go: Go::Ptr(Shape::Struct(152)) },
+        Field { json: "secretRef", omitempty: true, go: Go::Ptr(Shape::Struct(157)) },
         Field { json: "volumeName", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "volumeNamespace", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 171: core/v1.CSIPersistentVolumeSource
+    // 178: core/v1.CSIPersistentVolumeSource
     &[
-        Field { json: "controllerExpandSecretRef", omitempty: true, go: Go::Ptr(Shape::Struct(162)) },
-        Field { json: "controllerPublishSecretRef", omitempty: true, go: Go::Ptr(Shape::Struct(162)) },
+        Field { json: "controllerExpandSecretRef", omitempty: true, go: Go::Ptr(Shape::Struct(169)) },
+        Field { json: "controllerPublishSecretRef", omitempty: true, go: Go::Ptr(Shape::Struct(169)) },
         Field { json: "driver", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "fsType", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "nodeExpandSecretRef", omitempty: true, go: Go::Ptr(Shape::Struct(162)) },
-        Field { json: "nodePublishSecretRef", omitempty: true, go: Go::Ptr(Shape::Struct(162)) },
-        Field { json: "nodeStageSecretRef", omitempty: true, go: Go::Ptr(Shape::Struct(162)) },
+        Field { json: "nodeExpandSecretRef", omitempty: true, go: Go::Ptr(Shape::Struct(169)) },
+        Field { json: "nodePublishSecretRef", omitempty: true, go: Go::Ptr(Shape::Struct(169)) },
+        Field { json: "nodeStageSecretRef", omitempty: true, go: Go::Ptr(Shape::Struct(169)) },
         Field { json: "readOnly", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
         Field { json: "volumeAttributes", omitempty: true, go: Go::Map(Shape::Scalar(Scalar::Str)) },
         Field { json: "volumeHandle", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 172: core/v1.VolumeNodeAffinity
-    &[Field { json: "required", omitempty: true, go: Go::Ptr(Shape::Struct(96)) }],
-    // 173: core/v1.PersistentVolumeStatus
+    // 179: core/v1.VolumeNodeAffinity
+    &[Field { json: "required", omitempty: true, go: Go::Ptr(Shape::Struct(97)) }],
+    // 180: core/v1.PersistentVolumeStatus
     &[
         Field { json: "lastPhaseTransitionTime", omitempty: true, go: Go::Ptr(Shape::Time) },
         Field { json: "message", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "phase", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "reason", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 174: core/v1.Node
+    // 181: core/v1.PersistentVolume (an object's data)
     &[
-        Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
-        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(175)) },
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(166)) },
         Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(180)) },
     ],
-    // 175: core/v1.NodeSpec
+    // 182: core/v1.Node
     &[
-        Field { json: "configSource", omitempty: true, go: Go::Ptr(Shape::Struct(177)) },
+        Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(183)) },
+        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(188)) },
+    ],
+    // 183: core/v1.NodeSpec
+    &[
+        Field { json: "configSource", omitempty: true, go: Go::Ptr(Shape::Struct(185)) },
         Field { json: "externalID", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "podCIDR", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "podCIDRs", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
-        Field { json: "podPreemptionPolicy", omitempty: true, go: Go::Ptr(Shape::Struct(179)) },
+        Field { json: "podPreemptionPolicy", omitempty: true, go: Go::Ptr(Shape::Struct(187)) },
         Field { json: "providerID", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "taints", omitempty: true, go: Go::Slice(Shape::Struct(176)) },
+        Field { json: "taints", omitempty: true, go: Go::Slice(Shape::Struct(184)) },
         Field { json: "unschedulable", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
     ],
-    // 176: core/v1.Taint
+    // 184: core/v1.Taint
     &[
         Field { json: "effect", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "key", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "timeAdded", omitempty: true, go: Go::Ptr(Shape::Time) },
         Field { json: "value", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 177: core/v1.NodeConfigSource
-    &[Field { json: "configMap", omitempty: true, go: Go::Ptr(Shape::Struct(178)) }],
-    // 178: core/v1.ConfigMapNodeConfigSource
+    // 185: core/v1.NodeConfigSource
+    &[Field { json: "configMap", omitempty: true, go: Go::Ptr(Shape::Struct(186)) }],
+    // 186: core/v1.ConfigMapNodeConfigSource
     &[
         Field { json: "kubeletConfigKey", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
@@ -1482,26 +1531,26 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "resourceVersion", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "uid", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 179: core/v1.NodePodPreemptionPolicy
+    // 187: core/v1.NodePodPreemptionPolicy
     &[Field { json: "disableResizePreemption", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) }],
-    // 180: core/v1.NodeStatus
+    // 188: core/v1.NodeStatus
     &[
-        Field { json: "addresses", omitempty: true, go: Go::Slice(Shape::Struct(182)) },
+        Field { json: "addresses", omitempty: true, go: Go::Slice(Shape::Struct(190)) },
         Field { json: "allocatable", omitempty: true, go: Go::Map(Shape::Opaque) },
         Field { json: "capacity", omitempty: true, go: Go::Map(Shape::Opaque) },
-        Field { json: "conditions", omitempty: true, go: Go::Slice(Shape::Struct(181)) },
-        Field { json: "config", omitempty: true, go: Go::Ptr(Shape::Struct(189)) },
-        Field { json: "daemonEndpoints", omitempty: true, go: Go::Value(Shape::Struct(183)) },
+        Field { json: "conditions", omitempty: true, go: Go::Slice(Shape::Struct(189)) },
+        Field { json: "config", omitempty: true, go: Go::Ptr(Shape::Struct(197)) },
+        Field { json: "daemonEndpoints", omitempty: true, go: Go::Value(Shape::Struct(191)) },
         Field { json: "declaredFeatures", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
-        Field { json: "features", omitempty: true, go: Go::Ptr(Shape::Struct(192)) },
-        Field { json: "images", omitempty: true, go: Go::Slice(Shape::Struct(187)) },
-        Field { json: "nodeInfo", omitempty: true, go: Go::Value(Shape::Struct(185)) },
+        Field { json: "features", omitempty: true, go: Go::Ptr(Shape::Struct(200)) },
+        Field { json: "images", omitempty: true, go: Go::Slice(Shape::Struct(195)) },
+        Field { json: "nodeInfo", omitempty: true, go: Go::Value(Shape::Struct(193)) },
         Field { json: "phase", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "runtimeHandlers", omitempty: true, go: Go::Slice(Shape::Struct(190)) },
-        Field { json: "volumesAttached", omitempty: true, go: Go::Slice(Shape::Struct(188)) },
+        Field { json: "runtimeHandlers", omitempty: true, go: Go::Slice(Shape::Struct(198)) },
+        Field { json: "volumesAttached", omitempty: true, go: Go::Slice(Shape::Struct(196)) },
         Field { json: "volumesInUse", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
     ],
-    // 181: core/v1.NodeCondition
+    // 189: core/v1.NodeCondition
     &[
         Field { json: "lastHeartbeatTime", omitempty: true, go: Go::Value(Shape::Time) },
         Field { json: "lastTransitionTime", omitempty: true, go: Go::Value(Shape::Time) },
@@ -1510,16 +1559,16 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "status", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "type", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 182: core/v1.NodeAddress
+    // 190: core/v1.NodeAddress
     &[
         Field { json: "address", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "type", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 183: core/v1.NodeDaemonEndpoints
-    &[Field { json: "kubeletEndpoint", omitempty: true, go: Go::Value(Shape::Struct(184)) }],
-    // 184: core/v1.DaemonEndpoint
+    // 191: core/v1.NodeDaemonEndpoints
+    &[Field { json: "kubeletEndpoint", omitempty: true, go: Go::Value(Shape::Struct(192)) }],
+    // 192: core/v1.DaemonEndpoint
     &[Field { json: "Port", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Num)) }],
-    // 185: core/v1.NodeSystemInfo
+    // 193: core/v1.NodeSystemInfo
     &[
         Field { json: "architecture", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "bootID", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
@@ -1534,98 +1583,110 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "machineID", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "operatingSystem", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "osImage", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "swap", omitempty: true, go: Go::Ptr(Shape::Struct(186)) },
+        Field { json: "swap", omitempty: true, go: Go::Ptr(Shape::Struct(194)) },
         Field { json: "systemUUID", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 186: core/v1.NodeSwapStatus
+    // 194: core/v1.NodeSwapStatus
     &[Field { json: "capacity", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) }],
-    // 187: core/v1.ContainerImage
+    // 195: core/v1.ContainerImage
     &[
         Field { json: "names", omitempty: false, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
         Field { json: "sizeBytes", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
     ],
-    // 188: core/v1.AttachedVolume
+    // 196: core/v1.AttachedVolume
     &[
         Field { json: "devicePath", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 189: core/v1.NodeConfigStatus
+    // 197: core/v1.NodeConfigStatus
     &[
-        Field { json: "active", omitempty: true, go: Go::Ptr(Shape::Struct(177)) },
-        Field { json: "assigned", omitempty: true, go: Go::Ptr(Shape::Struct(177)) },
+        Field { json: "active", omitempty: true, go: Go::Ptr(Shape::Struct(185)) },
+        Field { json: "assigned", omitempty: true, go: Go::Ptr(Shape::Struct(185)) },
         Field { json: "error", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "lastKnownGood", omitempty: true, go: Go::Ptr(Shape::Struct(177)) },
+        Field { json: "lastKnownGood", omitempty: true, go: Go::Ptr(Shape::Struct(185)) },
     ],
-    // 190: core/v1.NodeRuntimeHandler
+    // 198: core/v1.NodeRuntimeHandler
     &[
-        Field { json: "features", omitempty: true, go: Go::Ptr(Shape::Struct(191)) },
+        Field { json: "features", omitempty: true, go: Go::Ptr(Shape::Struct(199)) },
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 191: core/v1.NodeRuntimeHandlerFeatures
+    // 199: core/v1.NodeRuntimeHandlerFeatures
     &[
         Field { json: "recursiveReadOnlyMounts", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) },
         Field { json: "userNamespaces", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) },
     ],
-    // 192: core/v1.NodeFeatures
+    // 200: core/v1.NodeFeatures
     &[Field { json: "supplementalGroupsPolicy", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) }],
-    // 193: core/v1.Endpoints
+    // 201: core/v1.Node (an object's data)
+    &[
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(183)) },
+        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(188)) },
+    ],
+    // 202: core/v1.Endpoints
     &[
         Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
-        Field { json: "subsets", omitempty: true, go: Go::Slice(Shape::Struct(194)) },
+        Field { json: "subsets", omitempty: true, go: Go::Slice(Shape::Struct(203)) },
     ],
-    // 194: core/v1.EndpointSubset
+    // 203: core/v1.EndpointSubset
     &[
-        Field { json: "addresses", omitempty: true, go: Go::Slice(Shape::Struct(195)) },
-        Field { json: "notReadyAddresses", omitempty: true, go: Go::Slice(Shape::Struct(195)) },
-        Field { json: "ports", omitempty: true, go: Go::Slice(Shape::Struct(196)) },
+        Field { json: "addresses", omitempty: true, go: Go::Slice(Shape::Struct(204)) },
+        Field { json: "notReadyAddresses", omitempty: true, go: Go::Slice(Shape::Struct(204)) },
+        Field { json: "ports", omitempty: true, go: Go::Slice(Shape::Struct(205)) },
     ],
-    // 195: core/v1.EndpointAddress
+    // 204: core/v1.EndpointAddress
     &[
         Field { json: "hostname", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "ip", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "nodeName", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
-        Field { json: "targetRef", omitempty: true, go: Go::Ptr(Shape::Struct(152)) },
+        Field { json: "targetRef", omitempty: true, go: Go::Ptr(Shape::Struct(157)) },
     ],
-    // 196: core/v1.EndpointPort
+    // 205: core/v1.EndpointPort
     &[
         Field { json: "appProtocol", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "name", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "port", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "protocol", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 197: core/v1.ResourceQuota
+    // 206: core/v1.Endpoints (an object's data)
+    &[Field { json: "subsets", omitempty: true, go: Go::Slice(Shape::Struct(203)) }],
+    // 207: core/v1.ResourceQuota
     &[
         Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
-        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(198)) },
-        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(201)) },
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(208)) },
+        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(211)) },
     ],
-    // 198: core/v1.ResourceQuotaSpec
+    // 208: core/v1.ResourceQuotaSpec
     &[
         Field { json: "hard", omitempty: true, go: Go::Map(Shape::Opaque) },
-        Field { json: "scopeSelector", omitempty: true, go: Go::Ptr(Shape::Struct(199)) },
+        Field { json: "scopeSelector", omitempty: true, go: Go::Ptr(Shape::Struct(209)) },
         Field { json: "scopes", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
     ],
-    // 199: core/v1.ScopeSelector
-    &[Field { json: "matchExpressions", omitempty: true, go: Go::Slice(Shape::Struct(200)) }],
-    // 200: core/v1.ScopedResourceSelectorRequirement
+    // 209: core/v1.ScopeSelector
+    &[Field { json: "matchExpressions", omitempty: true, go: Go::Slice(Shape::Struct(210)) }],
+    // 210: core/v1.ScopedResourceSelectorRequirement
     &[
         Field { json: "operator", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "scopeName", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "values", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
     ],
-    // 201: core/v1.ResourceQuotaStatus
+    // 211: core/v1.ResourceQuotaStatus
     &[
         Field { json: "hard", omitempty: true, go: Go::Map(Shape::Opaque) },
         Field { json: "used", omitempty: true, go: Go::Map(Shape::Opaque) },
     ],
-    // 202: core/v1.LimitRange
+    // 212: core/v1.ResourceQuota (an object's data)
+    &[
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(208)) },
+        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(211)) },
+    ],
+    // 213: core/v1.LimitRange
     &[
         Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
-        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(203)) },
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(214)) },
     ],
-    // 203: core/v1.LimitRangeSpec
-    &[Field { json: "limits", omitempty: false, go: Go::Slice(Shape::Struct(204)) }],
-    // 204: core/v1.LimitRangeItem
+    // 214: core/v1.LimitRangeSpec
+    &[Field { json: "limits", omitempty: false, go: Go::Slice(Shape::Struct(215)) }],
+    // 215: core/v1.LimitRangeItem
     &[
         Field { json: "default", omitempty: true, go: Go::Map(Shape::Opaque) },
         Field { json: "defaultRequest", omitempty: true, go: Go::Map(Shape::Opaque) },
@@ -1634,76 +1695,97 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "min", omitempty: true, go: Go::Map(Shape::Opaque) },
         Field { json: "type", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 205: core/v1.PodTemplate
+    // 216: core/v1.LimitRange (an object's data)
+    &[Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(214)) }],
+    // 217: core/v1.PodTemplate
     &[
         Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
-        Field { json: "template", omitempty: true, go: Go::Value(Shape::Struct(206)) },
+        Field { json: "template", omitempty: true, go: Go::Value(Shape::Struct(218)) },
     ],
-    // 206: core/v1.PodTemplateSpec
+    // 218: core/v1.PodTemplateSpec
     &[
         Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
-        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(8)) },
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(9)) },
     ],
-    // 207: core/v1.Event
+    // 219: core/v1.PodTemplate (an object's data)
+    &[Field { json: "template", omitempty: true, go: Go::Value(Shape::Struct(218)) }],
+    // 220: core/v1.Event
     &[
         Field { json: "action", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "count", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "eventTime", omitempty: true, go: Go::Value(Shape::Time) },
         Field { json: "firstTimestamp", omitempty: true, go: Go::Value(Shape::Time) },
-        Field { json: "involvedObject", omitempty: false, go: Go::Value(Shape::Struct(152)) },
+        Field { json: "involvedObject", omitempty: false, go: Go::Value(Shape::Struct(157)) },
         Field { json: "lastTimestamp", omitempty: true, go: Go::Value(Shape::Time) },
         Field { json: "message", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "metadata", omitempty: false, go: Go::Value(Shape::Struct(1)) },
         Field { json: "reason", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "related", omitempty: true, go: Go::Ptr(Shape::Struct(152)) },
+        Field { json: "related", omitempty: true, go: Go::Ptr(Shape::Struct(157)) },
         Field { json: "reportingComponent", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "reportingInstance", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "series", omitempty: true, go: Go::Ptr(Shape::Struct(209)) },
-        Field { json: "source", omitempty: true, go: Go::Value(Shape::Struct(208)) },
+        Field { json: "series", omitempty: true, go: Go::Ptr(Shape::Struct(222)) },
+        Field { json: "source", omitempty: true, go: Go::Value(Shape::Struct(221)) },
         Field { json: "type", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 208: core/v1.EventSource
+    // 221: core/v1.EventSource
     &[
         Field { json: "component", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "host", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 209: core/v1.EventSeries
+    // 222: core/v1.EventSeries
     &[
         Field { json: "count", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "lastObservedTime", omitempty: true, go: Go::Value(Shape::Time) },
     ],
-    // 210: apps/v1.Deployment
+    // 223: core/v1.Event (an object's data)
+    &[
+        Field { json: "action", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
+        Field { json: "count", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
+        Field { json: "eventTime", omitempty: true, go: Go::Value(Shape::Time) },
+        Field { json: "firstTimestamp", omitempty: true, go: Go::Value(Shape::Time) },
+        Field { json: "involvedObject", omitempty: false, go: Go::Value(Shape::Struct(157)) },
+        Field { json: "lastTimestamp", omitempty: true, go: Go::Value(Shape::Time) },
+        Field { json: "message", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
+        Field { json: "reason", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
+        Field { json: "related", omitempty: true, go: Go::Ptr(Shape::Struct(157)) },
+        Field { json: "reportingComponent", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
+        Field { json: "reportingInstance", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
+        Field { json: "series", omitempty: true, go: Go::Ptr(Shape::Struct(222)) },
+        Field { json: "source", omitempty: true, go: Go::Value(Shape::Struct(221)) },
+        Field { json: "type", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
+    ],
+    // 224: apps/v1.Deployment
     &[
         Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
-        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(211)) },
-        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(214)) },
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(225)) },
+        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(228)) },
     ],
-    // 211: apps/v1.DeploymentSpec
+    // 225: apps/v1.DeploymentSpec
     &[
         Field { json: "minReadySeconds", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "paused", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
         Field { json: "progressDeadlineSeconds", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
         Field { json: "replicas", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
         Field { json: "revisionHistoryLimit", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
-        Field { json: "selector", omitempty: false, go: Go::Ptr(Shape::Struct(45)) },
-        Field { json: "strategy", omitempty: true, go: Go::Value(Shape::Struct(212)) },
-        Field { json: "template", omitempty: false, go: Go::Value(Shape::Struct(206)) },
+        Field { json: "selector", omitempty: false, go: Go::Ptr(Shape::Struct(46)) },
+        Field { json: "strategy", omitempty: true, go: Go::Value(Shape::Struct(226)) },
+        Field { json: "template", omitempty: false, go: Go::Value(Shape::Struct(218)) },
     ],
-    // 212: apps/v1.DeploymentStrategy
+    // 226: apps/v1.DeploymentStrategy
     &[
-        Field { json: "rollingUpdate", omitempty: true, go: Go::Ptr(Shape::Struct(213)) },
+        Field { json: "rollingUpdate", omitempty: true, go: Go::Ptr(Shape::Struct(227)) },
         Field { json: "type", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 213: apps/v1.RollingUpdateDeployment
+    // 227: apps/v1.RollingUpdateDeployment
     &[
         Field { json: "maxSurge", omitempty: true, go: Go::Ptr(Shape::Opaque) },
         Field { json: "maxUnavailable", omitempty: true, go: Go::Ptr(Shape::Opaque) },
     ],
-    // 214: apps/v1.DeploymentStatus
+    // 228: apps/v1.DeploymentStatus
     &[
         Field { json: "availableReplicas", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "collisionCount", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
-        Field { json: "conditions", omitempty: true, go: Go::Slice(Shape::Struct(215)) },
+        Field { json: "conditions", omitempty: true, go: Go::Slice(Shape::Struct(229)) },
         Field { json: "observedGeneration", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "readyReplicas", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "replicas", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
@@ -1711,7 +1793,7 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "unavailableReplicas", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "updatedReplicas", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
     ],
-    // 215: apps/v1.DeploymentCondition
+    // 229: apps/v1.DeploymentCondition
     &[
         Field { json: "lastTransitionTime", omitempty: true, go: Go::Value(Shape::Time) },
         Field { json: "lastUpdateTime", omitempty: true, go: Go::Value(Shape::Time) },
@@ -1720,30 +1802,35 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "status", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "type", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 216: apps/v1.ReplicaSet
+    // 230: apps/v1.Deployment (an object's data)
+    &[
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(225)) },
+        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(228)) },
+    ],
+    // 231: apps/v1.ReplicaSet
     &[
         Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
-        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(217)) },
-        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(218)) },
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(232)) },
+        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(233)) },
     ],
-    // 217: apps/v1.ReplicaSetSpec
+    // 232: apps/v1.ReplicaSetSpec
     &[
         Field { json: "minReadySeconds", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "replicas", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
-        Field { json: "selector", omitempty: false, go: Go::Ptr(Shape::Struct(45)) },
-        Field { json: "template", omitempty: true, go: Go::Value(Shape::Struct(206)) },
+        Field { json: "selector", omitempty: false, go: Go::Ptr(Shape::Struct(46)) },
+        Field { json: "template", omitempty: true, go: Go::Value(Shape::Struct(218)) },
     ],
-    // 218: apps/v1.ReplicaSetStatus
+    // 233: apps/v1.ReplicaSetStatus
     &[
         Field { json: "availableReplicas", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
-        Field { json: "conditions", omitempty: true, go: Go::Slice(Shape::Struct(219)) },
+        Field { json: "conditions", omitempty: true, go: Go::Slice(Shape::Struct(234)) },
         Field { json: "fullyLabeledReplicas", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "observedGeneration", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "readyReplicas", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "replicas", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "terminatingReplicas", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
     ],
-    // 219: apps/v1.ReplicaSetCondition
+    // 234: apps/v1.ReplicaSetCondition
     &[
         Field { json: "lastTransitionTime", omitempty: true, go: Go::Value(Shape::Time) },
         Field { json: "message", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
@@ -1751,52 +1838,57 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "status", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "type", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 220: apps/v1.StatefulSet
+    // 235: apps/v1.ReplicaSet (an object's data)
+    &[
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(232)) },
+        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(233)) },
+    ],
+    // 236: apps/v1.StatefulSet
     &[
         Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
-        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(221)) },
-        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(226)) },
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(237)) },
+        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(242)) },
     ],
-    // 221: apps/v1.StatefulSetSpec
+    // 237: apps/v1.StatefulSetSpec
     &[
         Field { json: "minReadySeconds", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
-        Field { json: "ordinals", omitempty: true, go: Go::Ptr(Shape::Struct(225)) },
+        Field { json: "ordinals", omitempty: true, go: Go::Ptr(Shape::Struct(241)) },
         Field {
             json: "persistentVolumeClaimRetentionPolicy",
             omitempty: true,
-            go: Go::Ptr(Shape::Struct(224)),
+            go: Go::Ptr(Shape::Struct(240)),
         },
         Field { json: "podManagementPolicy", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "replicas", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
         Field { json: "revisionHistoryLimit", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
-        Field { json: "selector", omitempty: false, go: Go::Ptr(Shape::Struct(45)) },
+        Field { json: "selector", omitempty: false, go: Go::Ptr(Shape::Struct(46)) },
         Field { json: "serviceName", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "template", omitempty: false, go: Go::Value(Shape::Struct(206)) },
-        Field { json: "updateStrategy", omitempty: true, go: Go::Value(Shape::Struct(222)) },
-        Field { json: "volumeClaimTemplates", omitempty: true, go: Go::Slice(Shape::Struct(153)) },
+        Field { json: "template", omitempty: false, go: Go::Value(Shape::Struct(218)) },
+        Field { json: "updateStrategy", omitempty: true, go: Go::Value(Shape::Struct(238)) },
+        Field { json: "volumeClaimTemplates", omitempty: true, go: Go::Slice(Shape::Struct(159)) },
     ],
-    // 222: apps/v1.StatefulSetUpdateStrategy
+    // 238: apps/v1.StatefulSetUpdateStrategy
     &[
-        Field { json: "rollingUpdate", omitempty: true, go: Go::Ptr(Shape::Struct(223)) },
+        Field { json: "rollingUpdate", omitempty: true, go: Go::Ptr(Shape::Struct(239)) },
         Field { json: "type", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 223: apps/v1.RollingUpdateStatefulSetStrategy
+    // 239: apps/v1.RollingUpdateStatefulSetStrategy
     &[
         Field { json: "maxUnavailable", omitempty: true, go: Go::Ptr(Shape::Opaque) },
         Field { json: "partition", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
     ],
-    // 224: apps/v1.StatefulSetPersistentVolumeClaimRetentionPolicy
+    // 240: apps/v1.StatefulSetPersistentVolumeClaimRetentionPolicy
     &[
         Field { json: "whenDeleted", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "whenScaled", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 225: apps/v1.StatefulSetOrdinals
+    // 241: apps/v1.StatefulSetOrdinals
     &[Field { json: "start", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Num)) }],
-    // 226: apps/v1.StatefulSetStatus
+    // 242: apps/v1.StatefulSetStatus
     &[
         Field { json: "availableReplicas", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "collisionCount", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
-        Field { json: "conditions", omitempty: true, go: Go::Slice(Shape::Struct(227)) },
+        Field { json: "conditions", omitempty: true, go: Go::Slice(Shape::Struct(243)) },
         Field { json: "currentReplicas", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "currentRevision", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "observedGeneration", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
@@ -1805,7 +1897,7 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "updateRevision", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "updatedReplicas", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
     ],
-    // 227: apps/v1.StatefulSetCondition
+    // 243: apps/v1.StatefulSetCondition
     &[
         Field { json: "lastTransitionTime", omitempty: true, go: Go::Value(Shape::Time) },
         Field { json: "message", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
@@ -1813,34 +1905,39 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "status", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "type", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 228: apps/v1.DaemonSet
+    // 244: apps/v1.StatefulSet (an object's data)
+    &[
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(237)) },
+        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(242)) },
+    ],
+    // 245: apps/v1.DaemonSet
     &[
         Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
-        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(229)) },
-        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(232)) },
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(246)) },
+        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(249)) },
     ],
-    // 229: apps/v1.DaemonSetSpec
+    // 246: apps/v1.DaemonSetSpec
     &[
         Field { json: "minReadySeconds", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "revisionHistoryLimit", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
-        Field { json: "selector", omitempty: false, go: Go::Ptr(Shape::Struct(45)) },
-        Field { json: "template", omitempty: false, go: Go::Value(Shape::Struct(206)) },
-        Field { json: "updateStrategy", omitempty: true, go: Go::Value(Shape::Struct(230)) },
+        Field { json: "selector", omitempty: false, go: Go::Ptr(Shape::Struct(46)) },
+        Field { json: "template", omitempty: false, go: Go::Value(Shape::Struct(218)) },
+        Field { json: "updateStrategy", omitempty: true, go: Go::Value(Shape::Struct(247)) },
     ],
-    // 230: apps/v1.DaemonSetUpdateStrategy
+    // 247: apps/v1.DaemonSetUpdateStrategy
     &[
-        Field { json: "rollingUpdate", omitempty: true, go: Go::Ptr(Shape::Struct(231)) },
+        Field { json: "rollingUpdate", omitempty: true, go: Go::Ptr(Shape::Struct(248)) },
         Field { json: "type", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 231: apps/v1.RollingUpdateDaemonSet
+    // 248: apps/v1.RollingUpdateDaemonSet
     &[
         Field { json: "maxSurge", omitempty: true, go: Go::Ptr(Shape::Opaque) },
         Field { json: "maxUnavailable", omitempty: true, go: Go::Ptr(Shape::Opaque) },
     ],
-    // 232: apps/v1.DaemonSetStatus
+    // 249: apps/v1.DaemonSetStatus
     &[
         Field { json: "collisionCount", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
-        Field { json: "conditions", omitempty: true, go: Go::Slice(Shape::Struct(233)) },
+        Field { json: "conditions", omitempty: true, go: Go::Slice(Shape::Struct(250)) },
         Field { json: "currentNumberScheduled", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "desiredNumberScheduled", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "numberAvailable", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
@@ -1850,7 +1947,7 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "observedGeneration", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "updatedNumberScheduled", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
     ],
-    // 233: apps/v1.DaemonSetCondition
+    // 250: apps/v1.DaemonSetCondition
     &[
         Field { json: "lastTransitionTime", omitempty: true, go: Go::Value(Shape::Time) },
         Field { json: "message", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
@@ -1858,19 +1955,29 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "status", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "type", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 234: apps/v1.ControllerRevision
+    // 251: apps/v1.DaemonSet (an object's data)
+    &[
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(246)) },
+        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(249)) },
+    ],
+    // 252: apps/v1.ControllerRevision
     &[
         Field { json: "data", omitempty: false, go: Go::Value(Shape::Raw) },
         Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
         Field { json: "revision", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Num)) },
     ],
-    // 235: batch/v1.Job
+    // 253: apps/v1.ControllerRevision (an object's data)
+    &[
+        Field { json: "data", omitempty: false, go: Go::Value(Shape::Raw) },
+        Field { json: "revision", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Num)) },
+    ],
+    // 254: batch/v1.Job
     &[
         Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
-        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(236)) },
-        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(244)) },
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(255)) },
+        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(263)) },
     ],
-    // 236: batch/v1.JobSpec
+    // 255: batch/v1.JobSpec
     &[
         Field { json: "activeDeadlineSeconds", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
         Field { json: "backoffLimit", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
@@ -1881,63 +1988,63 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "manualSelector", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) },
         Field { json: "maxFailedIndexes", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
         Field { json: "parallelism", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
-        Field { json: "podFailurePolicy", omitempty: true, go: Go::Ptr(Shape::Struct(237)) },
+        Field { json: "podFailurePolicy", omitempty: true, go: Go::Ptr(Shape::Struct(256)) },
         Field { json: "podReplacementPolicy", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
-        Field { json: "scheduling", omitempty: true, go: Go::Ptr(Shape::Struct(243)) },
-        Field { json: "selector", omitempty: true, go: Go::Ptr(Shape::Struct(45)) },
-        Field { json: "successPolicy", omitempty: true, go: Go::Ptr(Shape::Struct(241)) },
+        Field { json: "scheduling", omitempty: true, go: Go::Ptr(Shape::Struct(262)) },
+        Field { json: "selector", omitempty: true, go: Go::Ptr(Shape::Struct(46)) },
+        Field { json: "successPolicy", omitempty: true, go: Go::Ptr(Shape::Struct(260)) },
         Field { json: "suspend", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) },
-        Field { json: "template", omitempty: false, go: Go::Value(Shape::Struct(206)) },
+        Field { json: "template", omitempty: false, go: Go::Value(Shape::Struct(218)) },
         Field { json: "ttlSecondsAfterFinished", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
     ],
-    // 237: batch/v1.PodFailurePolicy
-    &[Field { json: "rules", omitempty: false, go: Go::Slice(Shape::Struct(238)) }],
-    // 238: batch/v1.PodFailurePolicyRule
+    // 256: batch/v1.PodFailurePolicy
+    &[Field { json: "rules", omitempty: false, go: Go::Slice(Shape::Struct(257)) }],
+    // 257: batch/v1.PodFailurePolicyRule
     &[
         Field { json: "action", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "onExitCodes", omitempty: true, go: Go::Ptr(Shape::Struct(239)) },
-        Field { json: "onPodConditions", omitempty: true, go: Go::Slice(Shape::Struct(240)) },
+        Field { json: "onExitCodes", omitempty: true, go: Go::Ptr(Shape::Struct(258)) },
+        Field { json: "onPodConditions", omitempty: true, go: Go::Slice(Shape::Struct(259)) },
     ],
-    // 239: batch/v1.PodFailurePolicyOnExitCodesRequirement
+    // 258: batch/v1.PodFailurePolicyOnExitCodesRequirement
     &[
         Field { json: "containerName", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "operator", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "values", omitempty: false, go: Go::Slice(Shape::Scalar(Scalar::Num)) },
     ],
-    // 240: batch/v1.PodFailurePolicyOnPodConditionsPattern
+    // 259: batch/v1.PodFailurePolicyOnPodConditionsPattern
     &[
         Field { json: "status", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "type", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 241: batch/v1.SuccessPolicy
-    &[Field { json: "rules", omitempty: false, go: Go::Slice(Shape::Struct(242)) }],
-    // 242: batch/v1.SuccessPolicyRule
+    // 260: batch/v1.SuccessPolicy
+    &[Field { json: "rules", omitempty: false, go: Go::Slice(Shape::Struct(261)) }],
+    // 261: batch/v1.SuccessPolicyRule
     &[
         Field { json: "succeededCount", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
         Field { json: "succeededIndexes", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
     ],
-    // 243: batch/v1.JobSchedulingConfiguration
+    // 262: batch/v1.JobSchedulingConfiguration
     &[
         Field { json: "disruptionMode", omitempty: true, go: Go::Ptr(Shape::Opaque) },
         Field { json: "resourceClaims", omitempty: true, go: Go::Slice(Shape::Opaque) },
         Field { json: "schedulingConstraints", omitempty: true, go: Go::Ptr(Shape::Opaque) },
         Field { json: "schedulingPolicy", omitempty: true, go: Go::Ptr(Shape::Opaque) },
     ],
-    // 244: batch/v1.JobStatus
+    // 263: batch/v1.JobStatus
     &[
         Field { json: "active", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "completedIndexes", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "completionTime", omitempty: true, go: Go::Ptr(Shape::Time) },
-        Field { json: "conditions", omitempty: true, go: Go::Slice(Shape::Struct(245)) },
+        Field { json: "conditions", omitempty: true, go: Go::Slice(Shape::Struct(264)) },
         Field { json: "failed", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "failedIndexes", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "ready", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
         Field { json: "startTime", omitempty: true, go: Go::Ptr(Shape::Time) },
         Field { json: "succeeded", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "terminating", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
-        Field { json: "uncountedTerminatedPods", omitempty: true, go: Go::Ptr(Shape::Struct(246)) },
+        Field { json: "uncountedTerminatedPods", omitempty: true, go: Go::Ptr(Shape::Struct(265)) },
     ],
-    // 245: batch/v1.JobCondition
+    // 264: batch/v1.JobCondition
     &[
         Field { json: "lastProbeTime", omitempty: true, go: Go::Value(Shape::Time) },
         Field { json: "lastTransitionTime", omitempty: true, go: Go::Value(Shape::Time) },
@@ -1946,22 +2053,27 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "status", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "type", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 246: batch/v1.UncountedTerminatedPods
+    // 265: batch/v1.UncountedTerminatedPods
     &[
         Field { json: "failed", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
         Field { json: "succeeded", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
     ],
-    // 247: batch/v1.CronJob
+    // 266: batch/v1.Job (an object's data)
+    &[
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(255)) },
+        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(263)) },
+    ],
+    // 267: batch/v1.CronJob
     &[
         Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
-        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(248)) },
-        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(250)) },
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(268)) },
+        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(270)) },
     ],
-    // 248: batch/v1.CronJobSpec
+    // 268: batch/v1.CronJobSpec
     &[
         Field { json: "concurrencyPolicy", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "failedJobsHistoryLimit", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
-        Field { json: "jobTemplate", omitempty: false, go: Go::Value(Shape::Struct(249)) },
+        Field { json: "jobTemplate", omitempty: false, go: Go::Value(Shape::Struct(269)) },
         Field { json: "schedule", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "startingDeadlineSeconds", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
         Field {
@@ -1972,37 +2084,42 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "suspend", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) },
         Field { json: "timeZone", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
     ],
-    // 249: batch/v1.JobTemplateSpec
+    // 269: batch/v1.JobTemplateSpec
     &[
         Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
-        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(236)) },
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(255)) },
     ],
-    // 250: batch/v1.CronJobStatus
+    // 270: batch/v1.CronJobStatus
     &[
-        Field { json: "active", omitempty: true, go: Go::Slice(Shape::Struct(152)) },
+        Field { json: "active", omitempty: true, go: Go::Slice(Shape::Struct(157)) },
         Field { json: "lastScheduleTime", omitempty: true, go: Go::Ptr(Shape::Time) },
         Field { json: "lastSuccessfulTime", omitempty: true, go: Go::Ptr(Shape::Time) },
     ],
-    // 251: policy/v1.PodDisruptionBudget
+    // 271: batch/v1.CronJob (an object's data)
+    &[
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(268)) },
+        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(270)) },
+    ],
+    // 272: policy/v1.PodDisruptionBudget
     &[
         Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
-        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(252)) },
-        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(253)) },
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(273)) },
+        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(274)) },
     ],
-    // 252: policy/v1.PodDisruptionBudgetSpec
+    // 273: policy/v1.PodDisruptionBudgetSpec
     &[
         Field { json: "maxUnavailable", omitempty: true, go: Go::Ptr(Shape::Opaque) },
         Field { json: "minAvailable", omitempty: true, go: Go::Ptr(Shape::Opaque) },
-        Field { json: "selector", omitempty: true, go: Go::Ptr(Shape::Struct(45)) },
+        Field { json: "selector", omitempty: true, go: Go::Ptr(Shape::Struct(46)) },
         Field {
             json: "unhealthyPodEvictionPolicy",
             omitempty: true,
             go: Go::Ptr(Shape::Scalar(Scalar::Str)),
         },
     ],
-    // 253: policy/v1.PodDisruptionBudgetStatus
+    // 274: policy/v1.PodDisruptionBudgetStatus
     &[
-        Field { json: "conditions", omitempty: true, go: Go::Slice(Shape::Struct(150)) },
+        Field { json: "conditions", omitempty: true, go: Go::Slice(Shape::Struct(154)) },
         Field { json: "currentHealthy", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "desiredHealthy", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "disruptedPods", omitempty: true, go: Go::Map(Shape::Time) },
@@ -2010,118 +2127,130 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "expectedPods", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "observedGeneration", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
     ],
-    // 254: networking/v1.Ingress
+    // 275: policy/v1.PodDisruptionBudget (an object's data)
+    &[
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(273)) },
+        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(274)) },
+    ],
+    // 276: networking/v1.Ingress
     &[
         Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
-        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(255)) },
-        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(263)) },
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(277)) },
+        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(285)) },
     ],
-    // 255: networking/v1.IngressSpec
+    // 277: networking/v1.IngressSpec
     &[
-        Field { json: "defaultBackend", omitempty: true, go: Go::Ptr(Shape::Struct(256)) },
+        Field { json: "defaultBackend", omitempty: true, go: Go::Ptr(Shape::Struct(278)) },
         Field { json: "ingressClassName", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
-        Field { json: "rules", omitempty: true, go: Go::Slice(Shape::Struct(260)) },
-        Field { json: "tls", omitempty: true, go: Go::Slice(Shape::Struct(259)) },
+        Field { json: "rules", omitempty: true, go: Go::Slice(Shape::Struct(282)) },
+        Field { json: "tls", omitempty: true, go: Go::Slice(Shape::Struct(281)) },
     ],
-    // 256: networking/v1.IngressBackend
+    // 278: networking/v1.IngressBackend
     &[
-        Field { json: "resource", omitempty: true, go: Go::Ptr(Shape::Struct(56)) },
-        Field { json: "service", omitempty: true, go: Go::Ptr(Shape::Struct(257)) },
+        Field { json: "resource", omitempty: true, go: Go::Ptr(Shape::Struct(57)) },
+        Field { json: "service", omitempty: true, go: Go::Ptr(Shape::Struct(279)) },
     ],
-    // 257: networking/v1.IngressServiceBackend
+    // 279: networking/v1.IngressServiceBackend
     &[
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "port", omitempty: true, go: Go::Value(Shape::Struct(258)) },
+        Field { json: "port", omitempty: true, go: Go::Value(Shape::Struct(280)) },
     ],
-    // 258: networking/v1.ServiceBackendPort
+    // 280: networking/v1.ServiceBackendPort
     &[
         Field { json: "name", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "number", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
     ],
-    // 259: networking/v1.IngressTLS
+    // 281: networking/v1.IngressTLS
     &[
         Field { json: "hosts", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
         Field { json: "secretName", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 260: networking/v1.IngressRule
+    // 282: networking/v1.IngressRule
     &[
         Field { json: "host", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "http", omitempty: true, go: Go::Ptr(Shape::Struct(261)) },
+        Field { json: "http", omitempty: true, go: Go::Ptr(Shape::Struct(283)) },
     ],
-    // 261: networking/v1.HTTPIngressRuleValue
-    &[Field { json: "paths", omitempty: false, go: Go::Slice(Shape::Struct(262)) }],
-    // 262: networking/v1.HTTPIngressPath
+    // 283: networking/v1.HTTPIngressRuleValue
+    &[Field { json: "paths", omitempty: false, go: Go::Slice(Shape::Struct(284)) }],
+    // 284: networking/v1.HTTPIngressPath
     &[
-        Field { json: "backend", omitempty: false, go: Go::Value(Shape::Struct(256)) },
+        Field { json: "backend", omitempty: false, go: Go::Value(Shape::Struct(278)) },
         Field { json: "path", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "pathType", omitempty: false, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
     ],
-    // 263: networking/v1.IngressStatus
-    &[Field { json: "loadBalancer", omitempty: true, go: Go::Value(Shape::Struct(264)) }],
-    // 264: networking/v1.IngressLoadBalancerStatus
-    &[Field { json: "ingress", omitempty: true, go: Go::Slice(Shape::Struct(265)) }],
-    // 265: networking/v1.IngressLoadBalancerIngress
+    // 285: networking/v1.IngressStatus
+    &[Field { json: "loadBalancer", omitempty: true, go: Go::Value(Shape::Struct(286)) }],
+    // 286: networking/v1.IngressLoadBalancerStatus
+    &[Field { json: "ingress", omitempty: true, go: Go::Slice(Shape::Struct(287)) }],
+    // 287: networking/v1.IngressLoadBalancerIngress
     &[
         Field { json: "hostname", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "ip", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "ports", omitempty: true, go: Go::Slice(Shape::Struct(266)) },
+        Field { json: "ports", omitempty: true, go: Go::Slice(Shape::Struct(288)) },
     ],
-    // 266: networking/v1.IngressPortStatus
+    // 288: networking/v1.IngressPortStatus
     &[
         Field { json: "error", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "port", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "protocol", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 267: networking/v1.NetworkPolicy
+    // 289: networking/v1.Ingress (an object's data)
+    &[
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(277)) },
+        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(285)) },
+    ],
+    // 290: networking/v1.NetworkPolicy
     &[
         Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
-        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(268)) },
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(291)) },
     ],
-    // 268: networking/v1.NetworkPolicySpec
+    // 291: networking/v1.NetworkPolicySpec
     &[
-        Field { json: "egress", omitempty: true, go: Go::Slice(Shape::Struct(273)) },
-        Field { json: "ingress", omitempty: true, go: Go::Slice(Shape::Struct(269)) },
-        Field { json: "podSelector", omitempty: false, go: Go::Value(Shape::Struct(45)) },
+        Field { json: "egress", omitempty: true, go: Go::Slice(Shape::Struct(296)) },
+        Field { json: "ingress", omitempty: true, go: Go::Slice(Shape::Struct(292)) },
+        Field { json: "podSelector", omitempty: false, go: Go::Value(Shape::Struct(46)) },
         Field { json: "policyTypes", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
     ],
-    // 269: networking/v1.NetworkPolicyIngressRule
+    // 292: networking/v1.NetworkPolicyIngressRule
     &[
-        Field { json: "from", omitempty: true, go: Go::Slice(Shape::Struct(271)) },
-        Field { json: "ports", omitempty: true, go: Go::Slice(Shape::Struct(270)) },
+        Field { json: "from", omitempty: true, go: Go::Slice(Shape::Struct(294)) },
+        Field { json: "ports", omitempty: true, go: Go::Slice(Shape::Struct(293)) },
     ],
-    // 270: networking/v1.NetworkPolicyPort
+    // 293: networking/v1.NetworkPolicyPort
     &[
         Field { json: "endPort", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
         Field { json: "port", omitempty: true, go: Go::Ptr(Shape::Opaque) },
         Field { json: "protocol", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
     ],
-    // 271: networking/v1.NetworkPolicyPeer
+    // 294: networking/v1.NetworkPolicyPeer
     &[
-        Field { json: "ipBlock", omitempty: true, go: Go::Ptr(Shape::Struct(272)) },
-        Field { json: "namespaceSelector", omitempty: true, go: Go::Ptr(Shape::Struct(45)) },
-        Field { json: "podSelector", omitempty: true, go: Go::Ptr(Shape::Struct(45)) },
+        Field { json: "ipBlock", omitempty: true, go: Go::Ptr(Shape::Struct(295)) },
+        Field { json: "namespaceSelector", omitempty: true, go: Go::Ptr(Shape::Struct(46)) },
+        Field { json: "podSelector", omitempty: true, go: Go::Ptr(Shape::Struct(46)) },
     ],
-    // 272: networking/v1.IPBlock
+    // 295: networking/v1.IPBlock
     &[
         Field { json: "cidr", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "except", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
     ],
-    // 273: networking/v1.NetworkPolicyEgressRule
+    // 296: networking/v1.NetworkPolicyEgressRule
     &[
-        Field { json: "ports", omitempty: true, go: Go::Slice(Shape::Struct(270)) },
-        Field { json: "to", omitempty: true, go: Go::Slice(Shape::Struct(271)) },
+        Field { json: "ports", omitempty: true, go: Go::Slice(Shape::Struct(293)) },
+        Field { json: "to", omitempty: true, go: Go::Slice(Shape::Struct(294)) },
     ],
-    // 274: networking/v1.IngressClass
+    // 297: networking/v1.NetworkPolicy (an object's data)
+    &[Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(291)) }],
+    // 298: networking/v1.IngressClass
     &[
         Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
-        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(275)) },
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(299)) },
     ],
-    // 275: networking/v1.IngressClassSpec
+    // 299: networking/v1.IngressClassSpec
     &[
         Field { json: "controller", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "parameters", omitempty: true, go: Go::Ptr(Shape::Struct(276)) },
+        Field { json: "parameters", omitempty: true, go: Go::Ptr(Shape::Struct(300)) },
     ],
-    // 276: networking/v1.IngressClassParametersReference
+    // 300: networking/v1.IngressClassParametersReference
     &[
         Field { json: "apiGroup", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "kind", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
@@ -2129,82 +2258,84 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "namespace", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "scope", omitempty: false, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
     ],
-    // 277: autoscaling/v2.HorizontalPodAutoscaler
+    // 301: networking/v1.IngressClass (an object's data)
+    &[Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(299)) }],
+    // 302: autoscaling/v2.HorizontalPodAutoscaler
     &[
         Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
-        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(278)) },
-        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(291)) },
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(303)) },
+        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(316)) },
     ],
-    // 278: autoscaling/v2.HorizontalPodAutoscalerSpec
+    // 303: autoscaling/v2.HorizontalPodAutoscalerSpec
     &[
-        Field { json: "behavior", omitempty: true, go: Go::Ptr(Shape::Struct(288)) },
+        Field { json: "behavior", omitempty: true, go: Go::Ptr(Shape::Struct(313)) },
         Field { json: "maxReplicas", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Num)) },
-        Field { json: "metrics", omitempty: true, go: Go::Slice(Shape::Struct(280)) },
+        Field { json: "metrics", omitempty: true, go: Go::Slice(Shape::Struct(305)) },
         Field { json: "minReplicas", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
-        Field { json: "scaleTargetRef", omitempty: false, go: Go::Value(Shape::Struct(279)) },
+        Field { json: "scaleTargetRef", omitempty: false, go: Go::Value(Shape::Struct(304)) },
     ],
-    // 279: autoscaling/v2.CrossVersionObjectReference
+    // 304: autoscaling/v2.CrossVersionObjectReference
     &[
         Field { json: "apiVersion", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "kind", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 280: autoscaling/v2.MetricSpec
+    // 305: autoscaling/v2.MetricSpec
     &[
-        Field { json: "containerResource", omitempty: true, go: Go::Ptr(Shape::Struct(286)) },
-        Field { json: "external", omitempty: true, go: Go::Ptr(Shape::Struct(287)) },
-        Field { json: "object", omitempty: true, go: Go::Ptr(Shape::Struct(281)) },
-        Field { json: "pods", omitempty: true, go: Go::Ptr(Shape::Struct(284)) },
-        Field { json: "resource", omitempty: true, go: Go::Ptr(Shape::Struct(285)) },
+        Field { json: "containerResource", omitempty: true, go: Go::Ptr(Shape::Struct(311)) },
+        Field { json: "external", omitempty: true, go: Go::Ptr(Shape::Struct(312)) },
+        Field { json: "object", omitempty: true, go: Go::Ptr(Shape::Struct(306)) },
+        Field { json: "pods", omitempty: true, go: Go::Ptr(Shape::Struct(309)) },
+        Field { json: "resource", omitempty: true, go: Go::Ptr(Shape::Struct(310)) },
         Field { json: "type", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 281: autoscaling/v2.ObjectMetricSource
+    // 306: autoscaling/v2.ObjectMetricSource
     &[
-        Field { json: "describedObject", omitempty: false, go: Go::Value(Shape::Struct(279)) },
-        Field { json: "metric", omitempty: false, go: Go::Value(Shape::Struct(283)) },
-        Field { json: "target", omitempty: false, go: Go::Value(Shape::Struct(282)) },
+        Field { json: "describedObject", omitempty: false, go: Go::Value(Shape::Struct(304)) },
+        Field { json: "metric", omitempty: false, go: Go::Value(Shape::Struct(308)) },
+        Field { json: "target", omitempty: false, go: Go::Value(Shape::Struct(307)) },
     ],
-    // 282: autoscaling/v2.MetricTarget
+    // 307: autoscaling/v2.MetricTarget
     &[
         Field { json: "averageUtilization", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
         Field { json: "averageValue", omitempty: true, go: Go::Ptr(Shape::Opaque) },
         Field { json: "type", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "value", omitempty: true, go: Go::Ptr(Shape::Opaque) },
     ],
-    // 283: autoscaling/v2.MetricIdentifier
+    // 308: autoscaling/v2.MetricIdentifier
     &[
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "selector", omitempty: true, go: Go::Ptr(Shape::Struct(45)) },
+        Field { json: "selector", omitempty: true, go: Go::Ptr(Shape::Struct(46)) },
     ],
-    // 284: autoscaling/v2.PodsMetricSource
+    // 309: autoscaling/v2.PodsMetricSource
     &[
-        Field { json: "metric", omitempty: false, go: Go::Value(Shape::Struct(283)) },
-        Field { json: "target", omitempty: false, go: Go::Value(Shape::Struct(282)) },
+        Field { json: "metric", omitempty: false, go: Go::Value(Shape::Struct(308)) },
+        Field { json: "target", omitempty: false, go: Go::Value(Shape::Struct(307)) },
     ],
-    // 285: autoscaling/v2.ResourceMetricSource
+    // 310: autoscaling/v2.ResourceMetricSource
     &[
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "target", omitempty: false, go: Go::Value(Shape::Struct(282)) },
+        Field { json: "target", omitempty: false, go: Go::Value(Shape::Struct(307)) },
     ],
-    // 286: autoscaling/v2.ContainerResourceMetricSource
+    // 311: autoscaling/v2.ContainerResourceMetricSource
     &[
         Field { json: "container", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "target", omitempty: false, go: Go::Value(Shape::Struct(282)) },
+        Field { json: "target", omitempty: false, go: Go::Value(Shape::Struct(307)) },
     ],
-    // 287: autoscaling/v2.ExternalMetricSource
+    // 312: autoscaling/v2.ExternalMetricSource
     &[
-        Field { json: "metric", omitempty: false, go: Go::Value(Shape::Struct(283)) },
-        Field { json: "target", omitempty: false, go: Go::Value(Shape::Struct(282)) },
+        Field { json: "metric", omitempty: false, go: Go::Value(Shape::Struct(308)) },
+        Field { json: "target", omitempty: false, go: Go::Value(Shape::Struct(307)) },
     ],
-    // 288: autoscaling/v2.HorizontalPodAutoscalerBehavior
+    // 313: autoscaling/v2.HorizontalPodAutoscalerBehavior
     &[
-        Field { json: "scaleDown", omitempty: true, go: Go::Ptr(Shape::Struct(289)) },
-        Field { json: "scaleUp", omitempty: true, go: Go::Ptr(Shape::Struct(289)) },
+        Field { json: "scaleDown", omitempty: true, go: Go::Ptr(Shape::Struct(314)) },
+        Field { json: "scaleUp", omitempty: true, go: Go::Ptr(Shape::Struct(314)) },
     ],
-    // 289: autoscaling/v2.HPAScalingRules
+    // 314: autoscaling/v2.HPAScalingRules
     &[
-        Field { json: "policies", omitempty: true, go: Go::Slice(Shape::Struct(290)) },
+        Field { json: "policies", omitempty: true, go: Go::Slice(Shape::Struct(315)) },
         Field { json: "selectPolicy", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field {
             json: "stabilizationWindowSeconds",
@@ -2213,64 +2344,64 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         },
         Field { json: "tolerance", omitempty: true, go: Go::Ptr(Shape::Opaque) },
     ],
-    // 290: autoscaling/v2.HPAScalingPolicy
+    // 315: autoscaling/v2.HPAScalingPolicy
     &[
         Field { json: "periodSeconds", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "type", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "value", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Num)) },
     ],
-    // 291: autoscaling/v2.HorizontalPodAutoscalerStatus
+    // 316: autoscaling/v2.HorizontalPodAutoscalerStatus
     &[
-        Field { json: "conditions", omitempty: true, go: Go::Slice(Shape::Struct(299)) },
-        Field { json: "currentMetrics", omitempty: false, go: Go::Slice(Shape::Struct(292)) },
+        Field { json: "conditions", omitempty: true, go: Go::Slice(Shape::Struct(324)) },
+        Field { json: "currentMetrics", omitempty: false, go: Go::Slice(Shape::Struct(317)) },
         Field { json: "currentReplicas", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "desiredReplicas", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "lastScaleTime", omitempty: true, go: Go::Ptr(Shape::Time) },
         Field { json: "observedGeneration", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
     ],
-    // 292: autoscaling/v2.MetricStatus
+    // 317: autoscaling/v2.MetricStatus
     &[
-        Field { json: "containerResource", omitempty: true, go: Go::Ptr(Shape::Struct(297)) },
-        Field { json: "external", omitempty: true, go: Go::Ptr(Shape::Struct(298)) },
-        Field { json: "object", omitempty: true, go: Go::Ptr(Shape::Struct(293)) },
-        Field { json: "pods", omitempty: true, go: Go::Ptr(Shape::Struct(295)) },
-        Field { json: "resource", omitempty: true, go: Go::Ptr(Shape::Struct(296)) },
+        Field { json: "containerResource", omitempty: true, go: Go::Ptr(Shape::Struct(322)) },
+        Field { json: "external", omitempty: true, go: Go::Ptr(Shape::Struct(323)) },
+        Field { json: "object", omitempty: true, go: Go::Ptr(Shape::Struct(318)) },
+        Field { json: "pods", omitempty: true, go: Go::Ptr(Shape::Struct(320)) },
+        Field { json: "resource", omitempty: true, go: Go::Ptr(Shape::Struct(321)) },
         Field { json: "type", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 293: autoscaling/v2.ObjectMetricStatus
+    // 318: autoscaling/v2.ObjectMetricStatus
     &[
-        Field { json: "current", omitempty: false, go: Go::Value(Shape::Struct(294)) },
-        Field { json: "describedObject", omitempty: false, go: Go::Value(Shape::Struct(279)) },
-        Field { json: "metric", omitempty: false, go: Go::Value(Shape::Struct(283)) },
+        Field { json: "current", omitempty: false, go: Go::Value(Shape::Struct(319)) },
+        Field { json: "describedObject", omitempty: false, go: Go::Value(Shape::Struct(304)) },
+        Field { json: "metric", omitempty: false, go: Go::Value(Shape::Struct(308)) },
     ],
-    // 294: autoscaling/v2.MetricValueStatus
+    // 319: autoscaling/v2.MetricValueStatus
     &[
         Field { json: "averageUtilization", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
         Field { json: "averageValue", omitempty: true, go: Go::Ptr(Shape::Opaque) },
         Field { json: "value", omitempty: true, go: Go::Ptr(Shape::Opaque) },
     ],
-    // 295: autoscaling/v2.PodsMetricStatus
+    // 320: autoscaling/v2.PodsMetricStatus
     &[
-        Field { json: "current", omitempty: false, go: Go::Value(Shape::Struct(294)) },
-        Field { json: "metric", omitempty: false, go: Go::Value(Shape::Struct(283)) },
+        Field { json: "current", omitempty: false, go: Go::Value(Shape::Struct(319)) },
+        Field { json: "metric", omitempty: false, go: Go::Value(Shape::Struct(308)) },
     ],
-    // 296: autoscaling/v2.ResourceMetricStatus
+    // 321: autoscaling/v2.ResourceMetricStatus
     &[
-        Field { json: "current", omitempty: false, go: Go::Value(Shape::Struct(294)) },
+        Field { json: "current", omitempty: false, go: Go::Value(Shape::Struct(319)) },
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 297: autoscaling/v2.ContainerResourceMetricStatus
+    // 322: autoscaling/v2.ContainerResourceMetricStatus
     &[
         Field { json: "container", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "current", omitempty: false, go: Go::Value(Shape::Struct(294)) },
+        Field { json: "current", omitempty: false, go: Go::Value(Shape::Struct(319)) },
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 298: autoscaling/v2.ExternalMetricStatus
+    // 323: autoscaling/v2.ExternalMetricStatus
     &[
-        Field { json: "current", omitempty: false, go: Go::Value(Shape::Struct(294)) },
-        Field { json: "metric", omitempty: false, go: Go::Value(Shape::Struct(283)) },
+        Field { json: "current", omitempty: false, go: Go::Value(Shape::Struct(319)) },
+        Field { json: "metric", omitempty: false, go: Go::Value(Shape::Struct(308)) },
     ],
-    // 299: autoscaling/v2.HorizontalPodAutoscalerCondition
+    // 324: autoscaling/v2.HorizontalPodAutoscalerCondition
     &[
         Field { json: "lastTransitionTime", omitempty: true, go: Go::Value(Shape::Time) },
         Field { json: "message", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
@@ -2279,10 +2410,15 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "status", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "type", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 300: storage/v1.StorageClass
+    // 325: autoscaling/v2.HorizontalPodAutoscaler (an object's data)
+    &[
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(303)) },
+        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(316)) },
+    ],
+    // 326: storage/v1.StorageClass
     &[
         Field { json: "allowVolumeExpansion", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) },
-        Field { json: "allowedTopologies", omitempty: true, go: Go::Slice(Shape::Struct(301)) },
+        Field { json: "allowedTopologies", omitempty: true, go: Go::Slice(Shape::Struct(327)) },
         Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
         Field { json: "mountOptions", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
         Field { json: "parameters", omitempty: true, go: Go::Map(Shape::Scalar(Scalar::Str)) },
@@ -2290,90 +2426,106 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "reclaimPolicy", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "volumeBindingMode", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
     ],
-    // 301: core/v1.TopologySelectorTerm
-    &[Field { json: "matchLabelExpressions", omitempty: true, go: Go::Slice(Shape::Struct(302)) }],
-    // 302: core/v1.TopologySelectorLabelRequirement
+    // 327: core/v1.TopologySelectorTerm
+    &[Field { json: "matchLabelExpressions", omitempty: true, go: Go::Slice(Shape::Struct(328)) }],
+    // 328: core/v1.TopologySelectorLabelRequirement
     &[
         Field { json: "key", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "values", omitempty: false, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
     ],
-    // 303: discovery/v1.EndpointSlice
+    // 329: storage/v1.StorageClass (an object's data)
+    &[
+        Field { json: "allowVolumeExpansion", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) },
+        Field { json: "allowedTopologies", omitempty: true, go: Go::Slice(Shape::Struct(327)) },
+        Field { json: "mountOptions", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
+        Field { json: "parameters", omitempty: true, go: Go::Map(Shape::Scalar(Scalar::Str)) },
+        Field { json: "provisioner", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
+        Field { json: "reclaimPolicy", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
+        Field { json: "volumeBindingMode", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
+    ],
+    // 330: discovery/v1.EndpointSlice
     &[
         Field { json: "addressType", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "endpoints", omitempty: false, go: Go::Slice(Shape::Struct(304)) },
+        Field { json: "endpoints", omitempty: false, go: Go::Slice(Shape::Struct(331)) },
         Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
-        Field { json: "ports", omitempty: false, go: Go::Slice(Shape::Struct(309)) },
+        Field { json: "ports", omitempty: false, go: Go::Slice(Shape::Struct(336)) },
     ],
-    // 304: discovery/v1.Endpoint
+    // 331: discovery/v1.Endpoint
     &[
         Field { json: "addresses", omitempty: false, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
-        Field { json: "conditions", omitempty: true, go: Go::Value(Shape::Struct(305)) },
+        Field { json: "conditions", omitempty: true, go: Go::Value(Shape::Struct(332)) },
         Field { json: "deprecatedTopology", omitempty: true, go: Go::Map(Shape::Scalar(Scalar::Str)) },
-        Field { json: "hints", omitempty: true, go: Go::Ptr(Shape::Struct(306)) },
+        Field { json: "hints", omitempty: true, go: Go::Ptr(Shape::Struct(333)) },
         Field { json: "hostname", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "nodeName", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
-        Field { json: "targetRef", omitempty: true, go: Go::Ptr(Shape::Struct(152)) },
+        Field { json: "targetRef", omitempty: true, go: Go::Ptr(Shape::Struct(157)) },
         Field { json: "zone", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
     ],
-    // 305: discovery/v1.EndpointConditions
+    // 332: discovery/v1.EndpointConditions
     &[
         Field { json: "ready", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) },
         Field { json: "serving", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) },
         Field { json: "terminating", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Bool)) },
     ],
-    // 306: discovery/v1.EndpointHints
+    // 333: discovery/v1.EndpointHints
     &[
-        Field { json: "forNodes", omitempty: true, go: Go::Slice(Shape::Struct(308)) },
-        Field { json: "forZones", omitempty: true, go: Go::Slice(Shape::Struct(307)) },
+        Field { json: "forNodes", omitempty: true, go: Go::Slice(Shape::Struct(335)) },
+        Field { json: "forZones", omitempty: true, go: Go::Slice(Shape::Struct(334)) },
     ],
-    // 307: discovery/v1.ForZone
+    // 334: discovery/v1.ForZone
     &[Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) }],
-    // 308: discovery/v1.ForNode
+    // 335: discovery/v1.ForNode
     &[Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) }],
-    // 309: discovery/v1.EndpointPort
+    // 336: discovery/v1.EndpointPort
     &[
         Field { json: "appProtocol", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "name", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "port", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
         Field { json: "protocol", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
     ],
-    // 310: admissionregistration/v1.ValidatingWebhookConfiguration
+    // 337: discovery/v1.EndpointSlice (an object's data)
+    &[
+        Field { json: "addressType", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
+        Field { json: "endpoints", omitempty: false, go: Go::Slice(Shape::Struct(331)) },
+        Field { json: "ports", omitempty: false, go: Go::Slice(Shape::Struct(336)) },
+    ],
+    // 338: admissionregistration/v1.ValidatingWebhookConfiguration
     &[
         Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
-        Field { json: "webhooks", omitempty: true, go: Go::Slice(Shape::Struct(311)) },
+        Field { json: "webhooks", omitempty: true, go: Go::Slice(Shape::Struct(339)) },
     ],
-    // 311: admissionregistration/v1.ValidatingWebhook
+    // 339: admissionregistration/v1.ValidatingWebhook
     &[
         Field {
             json: "admissionReviewVersions",
             omitempty: false,
             go: Go::Slice(Shape::Scalar(Scalar::Str)),
         },
-        Field { json: "clientConfig", omitempty: false, go: Go::Value(Shape::Struct(312)) },
+        Field { json: "clientConfig", omitempty: false, go: Go::Value(Shape::Struct(340)) },
         Field { json: "failurePolicy", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
-        Field { json: "matchConditions", omitempty: true, go: Go::Slice(Shape::Struct(315)) },
+        Field { json: "matchConditions", omitempty: true, go: Go::Slice(Shape::Struct(343)) },
         Field { json: "matchPolicy", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "namespaceSelector", omitempty: true, go: Go::Ptr(Shape::Struct(45)) },
-        Field { json: "objectSelector", omitempty: true, go: Go::Ptr(Shape::Struct(45)) },
-        Field { json: "rules", omitempty: true, go: Go::Slice(Shape::Struct(314)) },
+        Field { json: "namespaceSelector", omitempty: true, go: Go::Ptr(Shape::Struct(46)) },
+        Field { json: "objectSelector", omitempty: true, go: Go::Ptr(Shape::Struct(46)) },
+        Field { json: "rules", omitempty: true, go: Go::Slice(Shape::Struct(342)) },
         Field { json: "sideEffects", omitempty: false, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "timeoutSeconds", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
     ],
-    // 312: admissionregistration/v1.WebhookClientConfig
+    // 340: admissionregistration/v1.WebhookClientConfig
     &[
         Field { json: "caBundle", omitempty: true, go: Go::Value(Shape::Bytes) },
-        Field { json: "service", omitempty: true, go: Go::Ptr(Shape::Struct(313)) },
+        Field { json: "service", omitempty: true, go: Go::Ptr(Shape::Struct(341)) },
         Field { json: "url", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
     ],
-    // 313: admissionregistration/v1.ServiceReference
+    // 341: admissionregistration/v1.ServiceReference
     &[
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "namespace", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "path", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "port", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
     ],
-    // 314: admissionregistration/v1.RuleWithOperations
+    // 342: admissionregistration/v1.RuleWithOperations
     &[
         Field { json: "apiGroups", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
         Field { json: "apiVersions", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
@@ -2381,65 +2533,69 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "resources", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
         Field { json: "scope", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
     ],
-    // 315: admissionregistration/v1.MatchCondition
+    // 343: admissionregistration/v1.MatchCondition
     &[
         Field { json: "expression", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 316: admissionregistration/v1.MutatingWebhookConfiguration
+    // 344: admissionregistration/v1.ValidatingWebhookConfiguration (an object's data)
+    &[Field { json: "webhooks", omitempty: true, go: Go::Slice(Shape::Struct(339)) }],
+    // 345: admissionregistration/v1.MutatingWebhookConfiguration
     &[
         Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
-        Field { json: "webhooks", omitempty: true, go: Go::Slice(Shape::Struct(317)) },
+        Field { json: "webhooks", omitempty: true, go: Go::Slice(Shape::Struct(346)) },
     ],
-    // 317: admissionregistration/v1.MutatingWebhook
+    // 346: admissionregistration/v1.MutatingWebhook
     &[
         Field {
             json: "admissionReviewVersions",
             omitempty: false,
             go: Go::Slice(Shape::Scalar(Scalar::Str)),
         },
-        Field { json: "clientConfig", omitempty: false, go: Go::Value(Shape::Struct(312)) },
+        Field { json: "clientConfig", omitempty: false, go: Go::Value(Shape::Struct(340)) },
         Field { json: "failurePolicy", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
-        Field { json: "matchConditions", omitempty: true, go: Go::Slice(Shape::Struct(315)) },
+        Field { json: "matchConditions", omitempty: true, go: Go::Slice(Shape::Struct(343)) },
         Field { json: "matchPolicy", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "namespaceSelector", omitempty: true, go: Go::Ptr(Shape::Struct(45)) },
-        Field { json: "objectSelector", omitempty: true, go: Go::Ptr(Shape::Struct(45)) },
+        Field { json: "namespaceSelector", omitempty: true, go: Go::Ptr(Shape::Struct(46)) },
+        Field { json: "objectSelector", omitempty: true, go: Go::Ptr(Shape::Struct(46)) },
         Field { json: "reinvocationPolicy", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
-        Field { json: "rules", omitempty: true, go: Go::Slice(Shape::Struct(314)) },
+        Field { json: "rules", omitempty: true, go: Go::Slice(Shape::Struct(342)) },
         Field { json: "sideEffects", omitempty: false, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "timeoutSeconds", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
     ],
-    // 318: admissionregistration/v1.ValidatingAdmissionPolicy
+    // 347: admissionregistration/v1.MutatingWebhookConfiguration (an object's data)
+    &[Field { json: "webhooks", omitempty: true, go: Go::Slice(Shape::Struct(346)) }],
+    // 348: admissionregistration/v1.ValidatingAdmissionPolicy
     &[
         Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
-        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(319)) },
-        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(326)) },
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(349)) },
+        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(356)) },
     ],
-    // 319: admissionregistration/v1.ValidatingAdmissionPolicySpec
+    // 349: admissionregistration/v1.ValidatingAdmissionPolicySpec
     &[
-        Field { json: "auditAnnotations", omitempty: true, go: Go::Slice(Shape::Struct(324)) },
+        Field { json: "auditAnnotations", omitempty: true, go: Go::Slice(Shape::Struct(354)) },
         Field { json: "failurePolicy", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
-        Field { json: "matchConditions", omitempty: true, go: Go::Slice(Shape::Struct(315)) },
-        Field { json: "matchConstraints", omitempty: true, go: Go::Ptr(Shape::Struct(321)) },
-        Field { json: "paramKind", omitempty: true, go: Go::Ptr(Shape::Struct(320)) },
-        Field { json: "validations", omitempty: true, go: Go::Slice(Shape::Struct(323)) },
-        Field { json: "variables", omitempty: true, go: Go::Slice(Shape::Struct(325)) },
+        Field { json: "matchConditions", omitempty: true, go: Go::Slice(Shape::Struct(343)) },
+        Field { json: "matchConstraints", omitempty: true, go: Go::Ptr(Shape::Struct(351)) },
+        Field { json: "paramKind", omitempty: true, go: Go::Ptr(Shape::Struct(350)) },
+        Field { json: "validations", omitempty: true, go: Go::Slice(Shape::Struct(353)) },
+        Field { json: "variables", omitempty: true, go: Go::Slice(Shape::Struct(355)) },
     ],
-    // 320: admissionregistration/v1.ParamKind
+    // 350: admissionregistration/v1.ParamKind
     &[
         Field { json: "apiVersion", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "kind", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 321: admissionregistration/v1.MatchResources
+    // 351: admissionregistration/v1.MatchResources
     &[
-        Field { json: "excludeResourceRules", omitempty: true, go: Go::Slice(Shape::Struct(322)) },
+        Field { json: "excludeResourceRules", omitempty: true, go: Go::Slice(Shape::Struct(352)) },
         Field { json: "matchPolicy", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
-        Field { json: "namespaceSelector", omitempty: true, go: Go::Ptr(Shape::Struct(45)) },
-        Field { json: "objectSelector", omitempty: true, go: Go::Ptr(Shape::Struct(45)) },
-        Field { json: "resourceRules", omitempty: true, go: Go::Slice(Shape::Struct(322)) },
+        Field { json: "namespaceSelector", omitempty: true, go: Go::Ptr(Shape::Struct(46)) },
+        Field { json: "objectSelector", omitempty: true, go: Go::Ptr(Shape::Struct(46)) },
+        Field { json: "resourceRules", omitempty: true, go: Go::Slice(Shape::Struct(352)) },
     ],
-    // 322: admissionregistration/v1.NamedRuleWithOperations
+    // 352: admissionregistration/v1.NamedRuleWithOperations
     &[
         Field { json: "apiGroups", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
         Field { json: "apiVersions", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
@@ -2448,56 +2604,63 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "resources", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
         Field { json: "scope", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
     ],
-    // 323: admissionregistration/v1.Validation
+    // 353: admissionregistration/v1.Validation
     &[
         Field { json: "expression", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "message", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "messageExpression", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "reason", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
     ],
-    // 324: admissionregistration/v1.AuditAnnotation
+    // 354: admissionregistration/v1.AuditAnnotation
     &[
         Field { json: "key", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "valueExpression", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 325: admissionregistration/v1.Variable
+    // 355: admissionregistration/v1.Variable
     &[
         Field { json: "expression", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 326: admissionregistration/v1.ValidatingAdmissionPolicyStatus
+    // 356: admissionregistration/v1.ValidatingAdmissionPolicyStatus
     &[
-        Field { json: "conditions", omitempty: true, go: Go::Slice(Shape::Struct(150)) },
+        Field { json: "conditions", omitempty: true, go: Go::Slice(Shape::Struct(154)) },
         Field { json: "observedGeneration", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
-        Field { json: "typeChecking", omitempty: true, go: Go::Ptr(Shape::Struct(327)) },
+        Field { json: "typeChecking", omitempty: true, go: Go::Ptr(Shape::Struct(357)) },
     ],
-    // 327: admissionregistration/v1.TypeChecking
-    &[Field { json: "expressionWarnings", omitempty: true, go: Go::Slice(Shape::Struct(328)) }],
-    // 328: admissionregistration/v1.ExpressionWarning
+    // 357: admissionregistration/v1.TypeChecking
+    &[Field { json: "expressionWarnings", omitempty: true, go: Go::Slice(Shape::Struct(358)) }],
+    // 358: admissionregistration/v1.ExpressionWarning
     &[
         Field { json: "fieldRef", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "warning", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 329: admissionregistration/v1.ValidatingAdmissionPolicyBinding
+    // 359: admissionregistration/v1.ValidatingAdmissionPolicy (an object's data)
+    &[
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(349)) },
+        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(356)) },
+    ],
+    // 360: admissionregistration/v1.ValidatingAdmissionPolicyBinding
     &[
         Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
-        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(330)) },
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(361)) },
     ],
-    // 330: admissionregistration/v1.ValidatingAdmissionPolicyBindingSpec
+    // 361: admissionregistration/v1.ValidatingAdmissionPolicyBindingSpec
     &[
-        Field { json: "matchResources", omitempty: true, go: Go::Ptr(Shape::Struct(321)) },
-        Field { json: "paramRef", omitempty: true, go: Go::Ptr(Shape::Struct(331)) },
+        Field { json: "matchResources", omitempty: true, go: Go::Ptr(Shape::Struct(351)) },
+        Field { json: "paramRef", omitempty: true, go: Go::Ptr(Shape::Struct(362)) },
         Field { json: "policyName", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "validationActions", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
     ],
-    // 331: admissionregistration/v1.ParamRef
+    // 362: admissionregistration/v1.ParamRef
     &[
         Field { json: "name", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "namespace", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "parameterNotFoundAction", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
-        Field { json: "selector", omitempty: true, go: Go::Ptr(Shape::Struct(45)) },
+        Field { json: "selector", omitempty: true, go: Go::Ptr(Shape::Struct(46)) },
     ],
-    // 332: scheduling/v1.PriorityClass
+    // 363: admissionregistration/v1.ValidatingAdmissionPolicyBinding (an object's data)
+    &[Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(361)) }],
+    // 364: scheduling/v1.PriorityClass
     &[
         Field { json: "description", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "globalDefault", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
@@ -2505,12 +2668,19 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "preemptionPolicy", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "value", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Num)) },
     ],
-    // 333: rbac/v1.Role
+    // 365: scheduling/v1.PriorityClass (an object's data)
+    &[
+        Field { json: "description", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
+        Field { json: "globalDefault", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
+        Field { json: "preemptionPolicy", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
+        Field { json: "value", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Num)) },
+    ],
+    // 366: rbac/v1.Role
     &[
         Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
-        Field { json: "rules", omitempty: false, go: Go::Slice(Shape::Struct(334)) },
+        Field { json: "rules", omitempty: false, go: Go::Slice(Shape::Struct(367)) },
     ],
-    // 334: rbac/v1.PolicyRule
+    // 367: rbac/v1.PolicyRule
     &[
         Field { json: "apiGroups", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
         Field { json: "nonResourceURLs", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
@@ -2518,45 +2688,62 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "resources", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
         Field { json: "verbs", omitempty: false, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
     ],
-    // 335: rbac/v1.RoleBinding
+    // 368: rbac/v1.Role (an object's data)
+    &[Field { json: "rules", omitempty: false, go: Go::Slice(Shape::Struct(367)) }],
+    // 369: rbac/v1.RoleBinding
     &[
         Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
-        Field { json: "roleRef", omitempty: false, go: Go::Value(Shape::Struct(337)) },
-        Field { json: "subjects", omitempty: true, go: Go::Slice(Shape::Struct(336)) },
+        Field { json: "roleRef", omitempty: false, go: Go::Value(Shape::Struct(371)) },
+        Field { json: "subjects", omitempty: true, go: Go::Slice(Shape::Struct(370)) },
     ],
-    // 336: rbac/v1.Subject
+    // 370: rbac/v1.Subject
     &[
         Field { json: "apiGroup", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "kind", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "namespace", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 337: rbac/v1.RoleRef
+    // 371: rbac/v1.RoleRef
     &[
         Field { json: "apiGroup", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "kind", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 338: rbac/v1.ClusterRole
+    // 372: rbac/v1.RoleBinding (an object's data)
     &[
-        Field { json: "aggregationRule", omitempty: true, go: Go::Ptr(Shape::Struct(339)) },
-        Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
-        Field { json: "rules", omitempty: false, go: Go::Slice(Shape::Struct(334)) },
+        Field { json: "roleRef", omitempty: false, go: Go::Value(Shape::Struct(371)) },
+        Field { json: "subjects", omitempty: true, go: Go::Slice(Shape::Struct(370)) },
     ],
-    // 339: rbac/v1.AggregationRule
-    &[Field { json: "clusterRoleSelectors", omitempty: true, go: Go::Slice(Shape::Struct(45)) }],
-    // 340: rbac/v1.ClusterRoleBinding
+    // 373: rbac/v1.ClusterRole
+    &[
+        Field { json: "aggregationRule", omitempty: true, go: Go::Ptr(Shape::Struct(374)) },
+        Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
+        Field { json: "rules", omitempty: false, go: Go::Slice(Shape::Struct(367)) },
+    ],
+    // 374: rbac/v1.AggregationRule
+    &[Field { json: "clusterRoleSelectors", omitempty: true, go: Go::Slice(Shape::Struct(46)) }],
+    // 375: rbac/v1.ClusterRole (an object's data)
+    &[
+        Field { json: "aggregationRule", omitempty: true, go: Go::Ptr(Shape::Struct(374)) },
+        Field { json: "rules", omitempty: false, go: Go::Slice(Shape::Struct(367)) },
+    ],
+    // 376: rbac/v1.ClusterRoleBinding
     &[
         Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
-        Field { json: "roleRef", omitempty: false, go: Go::Value(Shape::Struct(337)) },
-        Field { json: "subjects", omitempty: true, go: Go::Slice(Shape::Struct(336)) },
+        Field { json: "roleRef", omitempty: false, go: Go::Value(Shape::Struct(371)) },
+        Field { json: "subjects", omitempty: true, go: Go::Slice(Shape::Struct(370)) },
     ],
-    // 341: coordination/v1.Lease
+    // 377: rbac/v1.ClusterRoleBinding (an object's data)
+    &[
+        Field { json: "roleRef", omitempty: false, go: Go::Value(Shape::Struct(371)) },
+        Field { json: "subjects", omitempty: true, go: Go::Slice(Shape::Struct(370)) },
+    ],
+    // 378: coordination/v1.Lease
     &[
         Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
-        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(342)) },
+        Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(379)) },
     ],
-    // 342: coordination/v1.LeaseSpec
+    // 379: coordination/v1.LeaseSpec
     &[
         Field { json: "acquireTime", omitempty: true, go: Go::Ptr(Shape::Time) },
         Field { json: "holderIdentity", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
@@ -2566,45 +2753,64 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "renewTime", omitempty: true, go: Go::Ptr(Shape::Time) },
         Field { json: "strategy", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
     ],
-    // 343: events/v1.Event
+    // 380: coordination/v1.Lease (an object's data)
+    &[Field { json: "spec", omitempty: true, go: Go::Value(Shape::Struct(379)) }],
+    // 381: events/v1.Event
     &[
         Field { json: "action", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "deprecatedCount", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "deprecatedFirstTimestamp", omitempty: true, go: Go::Value(Shape::Time) },
         Field { json: "deprecatedLastTimestamp", omitempty: true, go: Go::Value(Shape::Time) },
-        Field { json: "deprecatedSource", omitempty: true, go: Go::Value(Shape::Struct(208)) },
+        Field { json: "deprecatedSource", omitempty: true, go: Go::Value(Shape::Struct(221)) },
         Field { json: "eventTime", omitempty: false, go: Go::Value(Shape::Time) },
         Field { json: "metadata", omitempty: false, go: Go::Value(Shape::Struct(1)) },
         Field { json: "note", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "reason", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "regarding", omitempty: true, go: Go::Value(Shape::Struct(152)) },
-        Field { json: "related", omitempty: true, go: Go::Ptr(Shape::Struct(152)) },
+        Field { json: "regarding", omitempty: true, go: Go::Value(Shape::Struct(157)) },
+        Field { json: "related", omitempty: true, go: Go::Ptr(Shape::Struct(157)) },
         Field { json: "reportingController", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "reportingInstance", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "series", omitempty: true, go: Go::Ptr(Shape::Struct(344)) },
+        Field { json: "series", omitempty: true, go: Go::Ptr(Shape::Struct(382)) },
         Field { json: "type", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 344: events/v1.EventSeries
+    // 382: events/v1.EventSeries
     &[
         Field { json: "count", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "lastObservedTime", omitempty: false, go: Go::Value(Shape::Time) },
     ],
-    // 345: apiextensions/v1.CustomResourceDefinition
+    // 383: events/v1.Event (an object's data)
+    &[
+        Field { json: "action", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
+        Field { json: "deprecatedCount", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
+        Field { json: "deprecatedFirstTimestamp", omitempty: true, go: Go::Value(Shape::Time) },
+        Field { json: "deprecatedLastTimestamp", omitempty: true, go: Go::Value(Shape::Time) },
+        Field { json: "deprecatedSource", omitempty: true, go: Go::Value(Shape::Struct(221)) },
+        Field { json: "eventTime", omitempty: false, go: Go::Value(Shape::Time) },
+        Field { json: "note", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
+        Field { json: "reason", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
+        Field { json: "regarding", omitempty: true, go: Go::Value(Shape::Struct(157)) },
+        Field { json: "related", omitempty: true, go: Go::Ptr(Shape::Struct(157)) },
+        Field { json: "reportingController", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
+        Field { json: "reportingInstance", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
+        Field { json: "series", omitempty: true, go: Go::Ptr(Shape::Struct(382)) },
+        Field { json: "type", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
+    ],
+    // 384: apiextensions/v1.CustomResourceDefinition
     &[
         Field { json: "metadata", omitempty: true, go: Go::Value(Shape::Struct(1)) },
-        Field { json: "spec", omitempty: false, go: Go::Value(Shape::Struct(346)) },
-        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(362)) },
+        Field { json: "spec", omitempty: false, go: Go::Value(Shape::Struct(385)) },
+        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(401)) },
     ],
-    // 346: apiextensions/v1.CustomResourceDefinitionSpec
+    // 385: apiextensions/v1.CustomResourceDefinitionSpec
     &[
-        Field { json: "conversion", omitempty: true, go: Go::Ptr(Shape::Struct(358)) },
+        Field { json: "conversion", omitempty: true, go: Go::Ptr(Shape::Struct(397)) },
         Field { json: "group", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "names", omitempty: false, go: Go::Value(Shape::Struct(347)) },
+        Field { json: "names", omitempty: false, go: Go::Value(Shape::Struct(386)) },
         Field { json: "preserveUnknownFields", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
         Field { json: "scope", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "versions", omitempty: false, go: Go::Slice(Shape::Struct(348)) },
+        Field { json: "versions", omitempty: false, go: Go::Slice(Shape::Struct(387)) },
     ],
-    // 347: apiextensions/v1.CustomResourceDefinitionNames
+    // 386: apiextensions/v1.CustomResourceDefinitionNames
     &[
         Field { json: "categories", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
         Field { json: "kind", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
@@ -2613,37 +2819,37 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "shortNames", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
         Field { json: "singular", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 348: apiextensions/v1.CustomResourceDefinitionVersion
+    // 387: apiextensions/v1.CustomResourceDefinitionVersion
     &[
-        Field { json: "additionalPrinterColumns", omitempty: true, go: Go::Slice(Shape::Struct(356)) },
+        Field { json: "additionalPrinterColumns", omitempty: true, go: Go::Slice(Shape::Struct(395)) },
         Field { json: "deprecated", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
         Field { json: "deprecationWarning", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "schema", omitempty: true, go: Go::Ptr(Shape::Struct(349)) },
-        Field { json: "selectableFields", omitempty: true, go: Go::Slice(Shape::Struct(357)) },
+        Field { json: "schema", omitempty: true, go: Go::Ptr(Shape::Struct(388)) },
+        Field { json: "selectableFields", omitempty: true, go: Go::Slice(Shape::Struct(396)) },
         Field { json: "served", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
         Field { json: "storage", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
-        Field { json: "subresources", omitempty: true, go: Go::Ptr(Shape::Struct(353)) },
+        Field { json: "subresources", omitempty: true, go: Go::Ptr(Shape::Struct(392)) },
     ],
-    // 349: apiextensions/v1.CustomResourceValidation
-    &[Field { json: "openAPIV3Schema", omitempty: true, go: Go::Ptr(Shape::Struct(350)) }],
-    // 350: apiextensions/v1.JSONSchemaProps
+    // 388: apiextensions/v1.CustomResourceValidation
+    &[Field { json: "openAPIV3Schema", omitempty: true, go: Go::Ptr(Shape::Struct(389)) }],
+    // 389: apiextensions/v1.JSONSchemaProps
     &[
         Field { json: "$ref", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "$schema", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "additionalItems", omitempty: true, go: Go::Ptr(Shape::Opaque) },
         Field { json: "additionalProperties", omitempty: true, go: Go::Ptr(Shape::Opaque) },
-        Field { json: "allOf", omitempty: true, go: Go::Slice(Shape::Struct(350)) },
-        Field { json: "anyOf", omitempty: true, go: Go::Slice(Shape::Struct(350)) },
+        Field { json: "allOf", omitempty: true, go: Go::Slice(Shape::Struct(389)) },
+        Field { json: "anyOf", omitempty: true, go: Go::Slice(Shape::Struct(389)) },
         Field { json: "default", omitempty: true, go: Go::Ptr(Shape::Opaque) },
-        Field { json: "definitions", omitempty: true, go: Go::Map(Shape::Struct(350)) },
+        Field { json: "definitions", omitempty: true, go: Go::Map(Shape::Struct(389)) },
         Field { json: "dependencies", omitempty: true, go: Go::Map(Shape::Opaque) },
         Field { json: "description", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "enum", omitempty: true, go: Go::Slice(Shape::Opaque) },
         Field { json: "example", omitempty: true, go: Go::Ptr(Shape::Opaque) },
         Field { json: "exclusiveMaximum", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
         Field { json: "exclusiveMinimum", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
-        Field { json: "externalDocs", omitempty: true, go: Go::Ptr(Shape::Struct(351)) },
+        Field { json: "externalDocs", omitempty: true, go: Go::Ptr(Shape::Struct(390)) },
         Field { json: "format", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "id", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "items", omitempty: true, go: Go::Ptr(Shape::Opaque) },
@@ -2656,12 +2862,12 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "minProperties", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
         Field { json: "minimum", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
         Field { json: "multipleOf", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
-        Field { json: "not", omitempty: true, go: Go::Ptr(Shape::Struct(350)) },
+        Field { json: "not", omitempty: true, go: Go::Ptr(Shape::Struct(389)) },
         Field { json: "nullable", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Bool)) },
-        Field { json: "oneOf", omitempty: true, go: Go::Slice(Shape::Struct(350)) },
+        Field { json: "oneOf", omitempty: true, go: Go::Slice(Shape::Struct(389)) },
         Field { json: "pattern", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "patternProperties", omitempty: true, go: Go::Map(Shape::Struct(350)) },
-        Field { json: "properties", omitempty: true, go: Go::Map(Shape::Struct(350)) },
+        Field { json: "patternProperties", omitempty: true, go: Go::Map(Shape::Struct(389)) },
+        Field { json: "properties", omitempty: true, go: Go::Map(Shape::Struct(389)) },
         Field { json: "required", omitempty: true, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
         Field { json: "title", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "type", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
@@ -2688,14 +2894,14 @@ pub(super) static STRUCTS: &[&[Field]] = &[
             omitempty: true,
             go: Go::Ptr(Shape::Scalar(Scalar::Bool)),
         },
-        Field { json: "x-kubernetes-validations", omitempty: true, go: Go::Slice(Shape::Struct(352)) },
+        Field { json: "x-kubernetes-validations", omitempty: true, go: Go::Slice(Shape::Struct(391)) },
     ],
-    // 351: apiextensions/v1.ExternalDocumentation
+    // 390: apiextensions/v1.ExternalDocumentation
     &[
         Field { json: "description", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "url", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 352: apiextensions/v1.ValidationRule
+    // 391: apiextensions/v1.ValidationRule
     &[
         Field { json: "fieldPath", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "message", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
@@ -2704,20 +2910,20 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "reason", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "rule", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 353: apiextensions/v1.CustomResourceSubresources
+    // 392: apiextensions/v1.CustomResourceSubresources
     &[
-        Field { json: "scale", omitempty: true, go: Go::Ptr(Shape::Struct(355)) },
-        Field { json: "status", omitempty: true, go: Go::Ptr(Shape::Struct(354)) },
+        Field { json: "scale", omitempty: true, go: Go::Ptr(Shape::Struct(394)) },
+        Field { json: "status", omitempty: true, go: Go::Ptr(Shape::Struct(393)) },
     ],
-    // 354: apiextensions/v1.CustomResourceSubresourceStatus
+    // 393: apiextensions/v1.CustomResourceSubresourceStatus
     &[],
-    // 355: apiextensions/v1.CustomResourceSubresourceScale
+    // 394: apiextensions/v1.CustomResourceSubresourceScale
     &[
         Field { json: "labelSelectorPath", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "specReplicasPath", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "statusReplicasPath", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 356: apiextensions/v1.CustomResourceColumnDefinition
+    // 395: apiextensions/v1.CustomResourceColumnDefinition
     &[
         Field { json: "description", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "format", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
@@ -2726,43 +2932,43 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "priority", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "type", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
     ],
-    // 357: apiextensions/v1.SelectableField
+    // 396: apiextensions/v1.SelectableField
     &[Field { json: "jsonPath", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) }],
-    // 358: apiextensions/v1.CustomResourceConversion
+    // 397: apiextensions/v1.CustomResourceConversion
     &[
         Field { json: "strategy", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
-        Field { json: "webhook", omitempty: true, go: Go::Ptr(Shape::Struct(359)) },
+        Field { json: "webhook", omitempty: true, go: Go::Ptr(Shape::Struct(398)) },
     ],
-    // 359: apiextensions/v1.WebhookConversion
+    // 398: apiextensions/v1.WebhookConversion
     &[
-        Field { json: "clientConfig", omitempty: true, go: Go::Ptr(Shape::Struct(360)) },
+        Field { json: "clientConfig", omitempty: true, go: Go::Ptr(Shape::Struct(399)) },
         Field {
             json: "conversionReviewVersions",
             omitempty: false,
             go: Go::Slice(Shape::Scalar(Scalar::Str)),
         },
     ],
-    // 360: apiextensions/v1.WebhookClientConfig
+    // 399: apiextensions/v1.WebhookClientConfig
     &[
         Field { json: "caBundle", omitempty: true, go: Go::Value(Shape::Bytes) },
-        Field { json: "service", omitempty: true, go: Go::Ptr(Shape::Struct(361)) },
+        Field { json: "service", omitempty: true, go: Go::Ptr(Shape::Struct(400)) },
         Field { json: "url", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
     ],
-    // 361: apiextensions/v1.ServiceReference
+    // 400: apiextensions/v1.ServiceReference
     &[
         Field { json: "name", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "namespace", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "path", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Str)) },
         Field { json: "port", omitempty: true, go: Go::Ptr(Shape::Scalar(Scalar::Num)) },
     ],
-    // 362: apiextensions/v1.CustomResourceDefinitionStatus
+    // 401: apiextensions/v1.CustomResourceDefinitionStatus
     &[
-        Field { json: "acceptedNames", omitempty: false, go: Go::Value(Shape::Struct(347)) },
-        Field { json: "conditions", omitempty: false, go: Go::Slice(Shape::Struct(363)) },
+        Field { json: "acceptedNames", omitempty: false, go: Go::Value(Shape::Struct(386)) },
+        Field { json: "conditions", omitempty: false, go: Go::Slice(Shape::Struct(402)) },
         Field { json: "observedGeneration", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Num)) },
         Field { json: "storedVersions", omitempty: false, go: Go::Slice(Shape::Scalar(Scalar::Str)) },
     ],
-    // 363: apiextensions/v1.CustomResourceDefinitionCondition
+    // 402: apiextensions/v1.CustomResourceDefinitionCondition
     &[
         Field { json: "lastTransitionTime", omitempty: true, go: Go::Value(Shape::Time) },
         Field { json: "message", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
@@ -2770,5 +2976,10 @@ pub(super) static STRUCTS: &[&[Field]] = &[
         Field { json: "reason", omitempty: true, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "status", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
         Field { json: "type", omitempty: false, go: Go::Value(Shape::Scalar(Scalar::Str)) },
+    ],
+    // 403: apiextensions/v1.CustomResourceDefinition (an object's data)
+    &[
+        Field { json: "spec", omitempty: false, go: Go::Value(Shape::Struct(385)) },
+        Field { json: "status", omitempty: true, go: Go::Value(Shape::Struct(401)) },
     ],
 ];
