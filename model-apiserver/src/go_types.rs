@@ -20,7 +20,7 @@
 //!
 //! The facts come from the Go sources (`json` tags and field types of k8s.io/api,
 //! apimachinery's meta/v1 and apiextensions-apiserver), read by `tools/go_types.py` into
-//! [`table`]. Values of types with their own JSON encoding (quantities, int-or-strings, raw
+//! `go_types/table.rs`. Values of types with their own JSON encoding (quantities, int-or-strings, raw
 //! JSON) are left as written; a field the Go type does not have is left too (decoding drops or
 //! refuses unknown fields before this runs). Custom resources are not Go types and keep what
 //! was written.
