@@ -117,7 +117,8 @@ impl ApiServer {
             // (deletionTimestamp, deletionGracePeriodSeconds 0), then removes what it wrote.
             // Watches see MODIFIED then DELETED, and the answer is the marked object.
             let marked = self.commit(StoredEventType::Modified, t, name, new);
-            let stored = self.commit(StoredEventType::Deleted, t, name, DynamicObject::clone(&marked));
+            let stored =
+                self.commit_admitted(StoredEventType::Deleted, t, name, DynamicObject::clone(&marked));
             self.after_delete(t, &stored, ctx);
             return Ok(deleted_or_kept(t, name, true, t.present(&marked)));
         }
@@ -280,7 +281,7 @@ impl ApiServer {
         if should_delete_during_update(&new) {
             return Ok(Response::Object(self.delete_during_update(t, name, old, new, ctx)));
         }
-        Ok(Response::Object(self.commit(StoredEventType::Modified, t, name, new)))
+        Ok(Response::Object(self.commit_admitted(StoredEventType::Modified, t, name, new)))
     }
 }
 

@@ -225,84 +225,34 @@ fn apply_scheduling_gated_condition(pod: &mut DynamicObject, now: jiff::Timestam
     crate::binding::update_pod_condition(pod, condition, now);
 }
 
-/// What encoding a built-in object through its Go type always writes into its `.status`, as
-/// kube-apiserver answers it on every read: the status is a struct, never a pointer, so it is
-/// there even when empty (`{}`), and its fields without `omitempty` are there even when zero
-/// (a new ReplicaSet answers `status: {replicas: 0}`, a Service `status: {loadBalancer: {}}`).
-/// Read-time defaults of the status (`SetDefaults_NamespaceStatus`,
-/// `SetDefaults_PersistentVolume(Claim)`'s phase, `SetDefaults_NodeStatus`'s allocatable) are
-/// applied too. A typed client thus reads `Some(status)` with these fields, as against a
-/// cluster, whatever the last status write sent. Called on every write of a built-in kind that
-/// has a status; what is already there stays.
+/// A built-in object's `.status` as its Go type encodes it (a struct, never a pointer: `{}` at
+/// least, its fields without `omitempty` at zero, so a new ReplicaSet answers `status:
+/// {replicas: 0}`, a Service `status: {loadBalancer: {}}`), with the read-time defaults of the
+/// status (`SetDefaults_NamespaceStatus`, `SetDefaults_PersistentVolume(Claim)`'s phase,
+/// `SetDefaults_NodeStatus`'s allocatable). A typed client thus reads `Some(status)` with these
+/// fields, as against a cluster, whatever the last status write sent. Called on every write of a
+/// built-in kind that has a status, before admission; what is already there stays.
 pub(crate) fn fill_status_zero_values(t: &Target, object: &mut DynamicObject) {
     if t.ty.custom || !t.ty.status_subresource {
         return;
     }
     let Some(data) = object.data.as_object_mut() else { return };
-    let status = match data.get_mut("status") {
-        Some(Value::Object(status)) => status,
-        Some(Value::Null) | None => {
-            data.insert("status".to_owned(), json!({}));
-            match data.get_mut("status") {
-                Some(Value::Object(status)) => status,
-                _ => return,
-            }
-        }
+    let status = data.entry("status").or_insert(Value::Null);
+    if !(status.is_null() || status.is_object()) {
         // Not an object: validation answers it.
-        Some(_) => return,
-    };
+        return;
+    }
+    crate::go_types::encode_builtin_field(&t.ty.api.group, &t.ty.api.kind, "status", status);
+    let Value::Object(status) = status else { return };
     let zero = |status: &mut serde_json::Map<String, Value>, key: &str, value: Value| {
         if status.get(key).is_none_or(Value::is_null) {
             status.insert(key.to_owned(), value);
         }
     };
     match (t.ty.api.group.as_str(), t.ty.api.kind.as_str()) {
-        ("apps", "ReplicaSet") => zero(status, "replicas", json!(0)),
-        ("apps", "StatefulSet") => {
-            zero(status, "replicas", json!(0));
-            zero(status, "availableReplicas", json!(0));
-        }
-        ("apps", "DaemonSet") => {
-            for key in
-                ["currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled", "numberReady"]
-            {
-                zero(status, key, json!(0));
-            }
-        }
-        ("policy", "PodDisruptionBudget") => {
-            for key in ["disruptionsAllowed", "currentHealthy", "desiredHealthy", "expectedPods"] {
-                zero(status, key, json!(0));
-            }
-        }
-        ("", "Service") | ("networking.k8s.io", "Ingress") => zero(status, "loadBalancer", json!({})),
-        ("autoscaling", "HorizontalPodAutoscaler") => zero(status, "desiredReplicas", json!(0)),
         ("", "Namespace") => zero(status, "phase", json!("Active")),
         ("", "PersistentVolumeClaim") | ("", "PersistentVolume") => zero(status, "phase", json!("Pending")),
         ("", "Node") => {
-            zero(status, "daemonEndpoints", json!({}));
-            if let Some(Value::Object(endpoints)) = status.get_mut("daemonEndpoints") {
-                zero(endpoints, "kubeletEndpoint", json!({}));
-                if let Some(Value::Object(kubelet)) = endpoints.get_mut("kubeletEndpoint") {
-                    zero(kubelet, "Port", json!(0));
-                }
-            }
-            zero(status, "nodeInfo", json!({}));
-            if let Some(Value::Object(info)) = status.get_mut("nodeInfo") {
-                for key in [
-                    "machineID",
-                    "systemUUID",
-                    "bootID",
-                    "kernelVersion",
-                    "osImage",
-                    "containerRuntimeVersion",
-                    "kubeletVersion",
-                    "kubeProxyVersion",
-                    "operatingSystem",
-                    "architecture",
-                ] {
-                    zero(info, key, json!(""));
-                }
-            }
             if status.get("allocatable").is_none_or(Value::is_null)
                 && let Some(capacity) = status.get("capacity").filter(|c| c.is_object()).cloned()
             {

@@ -455,7 +455,7 @@ impl ApiServer {
         mut new: DynamicObject,
         ctx: &mut Context<'_>,
     ) -> Arc<DynamicObject> {
-        let stored = self.commit(StoredEventType::Deleted, t, name, DynamicObject::clone(old));
+        let stored = self.commit_admitted(StoredEventType::Deleted, t, name, DynamicObject::clone(old));
         self.after_delete(t, &stored, ctx);
         new.metadata.resource_version = old.metadata.resource_version.clone();
         Arc::new(new)
@@ -668,8 +668,8 @@ impl ApiServer {
         self.commit_admitted(kind, t, name, object)
     }
 
-    /// [`ApiServer::commit`] of an object that admission ([`ApiServer::admit`] or
-    /// [`ApiServer::validated`]) returned, already encoded.
+    /// [`ApiServer::commit`] of an object already encoded: what admission ([`ApiServer::admit`]
+    /// or [`ApiServer::validated`]) returned, or a stored object.
     pub(crate) fn commit_admitted(
         &mut self,
         kind: StoredEventType,
