@@ -28,7 +28,8 @@
 //!   claim is marked `ControllerResizeInProgress`, the volume's capacity grows, and the claim's
 //!   capacity follows (no node step: a local directory has no filesystem to grow). The API
 //!   server lets a claim grow only if its class has `allowVolumeExpansion`; [`CLASS_NAME`] has
-//!   none, as kind's.
+//!   none, as kind's. A claim synced while the volume cache had not yet seen its volume bound
+//!   to it is synced again after [`RESIZER_RESYNC`], the resizer's informer resync.
 //! - A volume it made that the binder has `Released` with reclaim policy `Delete` is deleted
 //!   (`shouldDelete`); there is no storage behind it to remove first.
 //!
@@ -39,6 +40,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::PersistentVolumeClaimCondition;
@@ -72,6 +74,11 @@ pub const COMPONENT: &str = "kube-sim.io/local_local-provisioner";
 /// The component the expansion Events come from: the external-resizer's `external-resizer
 /// <driver>`.
 pub const RESIZER_COMPONENT: &str = "external-resizer kube-sim.io/local";
+/// How often the external-resizer's informers resync every claim (its `--resync-period`,
+/// default 10 minutes). Its claim sync is triggered by claim changes only (the volume informer
+/// is a lister), so a claim synced while the volume cache lagged behind (its volume not there
+/// yet, or not yet bound to it) is expanded at the next resync.
+pub const RESIZER_RESYNC: Duration = Duration::from_secs(600);
 /// Where its volumes live on the node (local-path's default).
 pub const PATH_ROOT: &str = "/var/local-path-provisioner";
 /// How many times installing the StorageClass is tried, [`super::ERROR_REQUEUE`] apart, before
@@ -251,8 +258,11 @@ pub async fn expand_claim(claim: &PersistentVolumeClaim, ctx: &Context) -> Resul
     if ctx.volumes.wait_until_ready().await.is_err() {
         return Ok(Action::await_change());
     }
+    // The volume cache lags the claim's (another informer): the claim is synced again at the
+    // resizer's resync, as upstream's `syncPVC` finds it "not found" or "not bound" and waits
+    // for the next one.
     let Some(volume) = ctx.volumes.get(&ObjectRef::new(volume_name)) else {
-        return Ok(Action::await_change());
+        return Ok(Action::requeue(RESIZER_RESYNC));
     };
     let ours = volume.annotations().get(ANN_PROVISIONED_BY).is_some_and(|p| p == PROVISIONER);
     let claim_ref = volume.spec.as_ref().and_then(|s| s.claim_ref.as_ref());
@@ -260,8 +270,11 @@ pub async fn expand_claim(claim: &PersistentVolumeClaim, ctx: &Context) -> Resul
         r.uid.is_some() && r.uid == claim.metadata.uid && r.namespace == claim.metadata.namespace
     });
     let Some(new_size) = storage_request(claim).cloned() else { return Ok(Action::await_change()) };
-    if !ours || !bound_to_claim {
+    if !ours {
         return Ok(Action::await_change());
+    }
+    if !bound_to_claim {
+        return Ok(Action::requeue(RESIZER_RESYNC));
     }
     let name = claim.name_any();
     let claims: Api<PersistentVolumeClaim> =

@@ -744,3 +744,38 @@ fn a_claim_of_a_local_volume_class_takes_the_pod_to_the_volumes_node() {
     });
     report.assert_all_passed();
 }
+
+#[test]
+fn a_claim_grown_before_the_provisioner_saw_its_volume_grows_at_the_resizers_resync() {
+    // The provisioner's volume watch lags by seconds: the claim asks for more while the
+    // provisioner's volume cache does not have the volume yet. The resizer's claim sync finds
+    // no volume and waits for its informer's resync, as upstream's; the claim grows then.
+    let lag = sim::faults::PlannedFault {
+        trigger: sim::faults::Trigger::AtTime { at_ms: 0 },
+        fault: sim::faults::Fault::DelayWatch {
+            controller: local_provisioner::NODE.to_owned(),
+            resource: "persistentvolumes".to_owned(),
+            extra_ms: 5_000,
+            duration_ms: 60_000,
+        },
+    };
+    let world = storage("builtins-volumes-expand-lagging")
+        .faults(sim::faults::FaultPlan { faults: vec![lag] })
+        .workload(|w| async move {
+            let classes: Api<StorageClass> = Api::all(w.client());
+            let claims: Api<PersistentVolumeClaim> = Api::namespaced(w.client(), "default");
+            w.apply(&classes, &local_class("expandable", true)).await?;
+            w.apply(&claims, &claim("data", Some("expandable"), "1Gi")).await?;
+            w.wait_for(&claims, "data", claim_is("Bound"), WAIT).await?;
+            w.patch(&claims, "data", &resize_patch("3Gi")).await?;
+            let grown = |c: Option<&PersistentVolumeClaim>| {
+                c.and_then(|c| storage_of(c.status.as_ref()?.capacity.as_ref()).map(str::to_owned))
+                    == Some("3Gi".to_owned())
+            };
+            w.wait_for(&claims, "data", grown, local_provisioner::RESIZER_RESYNC + WAIT).await
+        });
+    let report = sweep(&SweepConfig::new("builtins-volumes-expand-lagging").seeds(SEEDS), |seed, options| {
+        world.run_with(seed, options)
+    });
+    report.assert_all_passed();
+}
