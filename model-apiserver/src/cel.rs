@@ -1,8 +1,9 @@
 //! CRD validation rules (`x-kubernetes-validations`): the CEL expressions apiextensions-apiserver
 //! evaluates on every write of a custom resource (`apiserver/schema/cel/validation.go`).
 //!
-//! - The rules run after the schema's own checks, unless one of those found a wrong type or an
-//!   unsupported value: then one cause says the rules were not checked ([`not_checked`]).
+//! - The rules run after the schema's own checks, unless one of those found a wrong type, an
+//!   unsupported value, a missing required field or a value past `maxLength`, `maxItems` or
+//!   `maxProperties`: then one cause says the rules were not checked ([`not_checked`]).
 //! - Each schema node's rules run with `self` bound to the value at that node (at the root, the
 //!   object's content with `apiVersion`, `kind` and `metadata.name` / `generateName`, the only
 //!   metadata a rule may read). A node whose value is absent or null runs none.
@@ -21,6 +22,10 @@
 //!   evaluate (no such key, a wrong type, `quantity('x')`) is an Invalid cause.
 //! - A rule that fails to evaluate prints upstream's error before ` evaluating rule: `, then the
 //!   rule's `message` if it has one, else the rule (`ruleErrorString`).
+//! - An object's properties are read under apiserver's escaped names ([`escape`]): a reserved
+//!   word as `__namespace__`, `.`, `-`, `/` and `__` as `__dot__`, `__dash__`, `__slash__` and
+//!   `__underscores__`; a property that cannot be escaped is not there. A map's keys stay as
+//!   written.
 //! - A string property with `format: date-time` or `date` is a CEL `timestamp`, `format: duration`
 //!   a `duration` and `format: byte` `bytes`, wherever the schema puts it under `self` (a string
 //!   that does not parse as its format stays a string).
@@ -109,9 +114,18 @@ pub(crate) fn env() -> &'static Arc<Env> {
 
 /// How a failed evaluation reads in a cause, as cel-go prints its errors: a library function's
 /// message alone (`quantities must match the regular expression ...`), a missing key in lower
-/// case (`no such key: x`).
+/// case (`no such key: x`), a string that is not a number as `type conversion error from
+/// 'string' to 'int'`.
 pub(crate) fn error_text(error: &ExecutionError) -> String {
     match error {
+        // A string that does not parse as a number: cel-go's `String.ConvertToType` words it by
+        // the types alone, where the crate gives Rust's parse error.
+        ExecutionError::FunctionError { function, message }
+            if matches!(function.as_str(), "int" | "uint" | "double")
+                && message.starts_with("string parse error") =>
+        {
+            format!("type conversion error from 'string' to '{function}'")
+        }
         ExecutionError::FunctionError { message, .. } => message.clone(),
         ExecutionError::NoSuchKey(key) => format!("no such key: {key}"),
         other => other.to_string(),
@@ -372,14 +386,80 @@ fn to_cel_typed(value: &Value, schema: Option<&JSONSchemaProps>) -> CelValue {
                 Some(JSONSchemaPropsOrBool::Schema(s)) => Some(&**s),
                 _ => None,
             };
-            let entries = map.iter().map(|(k, v)| {
+            // An object type (a schema with properties) names its fields as CEL identifiers:
+            // escaped, and without the fields that cannot be; a map keeps its keys.
+            let object = schema.properties.as_ref().is_some_and(|p| !p.is_empty());
+            let entries = map.iter().filter_map(|(k, v)| {
                 let sub = schema.properties.as_ref().and_then(|p| p.get(k)).or(additional);
-                (Key::String(Arc::new(k.clone())), to_cel_typed(v, sub))
+                let name = if object { escape(k)? } else { std::borrow::Cow::Borrowed(k.as_str()) };
+                Some((Key::String(Arc::new(name.into_owned())), to_cel_typed(v, sub)))
             });
             CelValue::Map(Map { map: Arc::new(entries.collect()) })
         }
         _ => to_cel(value),
     }
+}
+
+/// The words CEL reserves, which a field of that name is escaped from (`__namespace__`).
+const CEL_RESERVED: [&str; 21] = [
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
+];
+
+/// A property name as a rule reads it, apiserver's `cel.Escape`: a reserved word is
+/// `__<word>__`; `__`, `.`, `-` and `/` are `__underscores__`, `__dot__`, `__dash__` and
+/// `__slash__`; a name that starts with a digit or holds any other character is not
+/// accessible (`None`), as upstream leaves it out of the object's type.
+pub fn escape(name: &str) -> Option<std::borrow::Cow<'_, str>> {
+    use std::borrow::Cow;
+    let first = name.bytes().next()?;
+    if first.is_ascii_digit() {
+        return None;
+    }
+    if CEL_RESERVED.contains(&name) {
+        return Some(Cow::Owned(format!("__{name}__")));
+    }
+    let plain = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    if name.bytes().all(plain) && !name.contains("__") {
+        return Some(Cow::Borrowed(name));
+    }
+    let mut escaped = String::with_capacity(name.len() + 16);
+    let mut rest = name;
+    while let Some(c) = rest.chars().next() {
+        if let Some(after) = rest.strip_prefix("__") {
+            escaped.push_str("__underscores__");
+            rest = after;
+            continue;
+        }
+        match c {
+            '.' => escaped.push_str("__dot__"),
+            '-' => escaped.push_str("__dash__"),
+            '/' => escaped.push_str("__slash__"),
+            c if c.is_ascii_alphanumeric() || c == '_' => escaped.push(c),
+            _ => return None,
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    Some(Cow::Owned(escaped))
 }
 
 /// A string of a CEL-typed `format`, or `None` to keep it a string (another format, or a value

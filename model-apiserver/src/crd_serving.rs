@@ -66,11 +66,19 @@ impl ApiServer {
             let mut causes = schema::validate(schema, &object.data);
             causes.extend(schema::validate_list_types(schema, &object.data));
             if crate::cel::has_rules(schema) {
-                // customResourceStrategy.Validate: a wrong type or an unsupported value blocks the
-                // rules (`hasBlockingErr`), with one more cause saying so.
-                let blocking = causes
-                    .iter()
-                    .any(|c| matches!(c.reason.as_str(), "FieldValueTypeInvalid" | "FieldValueNotSupported"));
+                // customResourceStrategy.Validate: a wrong type, an unsupported value, a missing
+                // required field, a string past `maxLength` or a list or map past `maxItems` /
+                // `maxProperties` blocks the rules (`hasBlockingErr`), with one more cause saying so.
+                let blocking = causes.iter().any(|c| {
+                    matches!(
+                        c.reason.as_str(),
+                        "FieldValueTypeInvalid"
+                            | "FieldValueNotSupported"
+                            | "FieldValueRequired"
+                            | "FieldValueTooLong"
+                            | "FieldValueTooMany"
+                    )
+                });
                 if blocking {
                     causes.push(crate::cel::not_checked());
                 } else {

@@ -247,3 +247,13 @@ fn a_library_value_survives_as_a_value_and_keeps_its_equality() {
     assert_eq!(evaluate("quantity('1k') == '1k'"), Ok(Value::Bool(false)));
     assert_eq!(evaluate("[quantity('1k')] == [quantity('1000')]"), Ok(Value::Bool(true)));
 }
+
+#[test]
+fn a_string_that_is_not_a_number_fails_to_convert_in_cel_gos_words() {
+    // Karpenter's `int(x.values[0]) >= 0` on `Gt ["a"]`: cel-go's `String.ConvertToType`.
+    assert_eq!(error_of("int('a')"), "type conversion error from 'string' to 'int'");
+    assert_eq!(error_of("int('99999999999999999999')"), "type conversion error from 'string' to 'int'");
+    assert_eq!(error_of("uint('-1')"), "type conversion error from 'string' to 'uint'");
+    assert_eq!(error_of("double('one')"), "type conversion error from 'string' to 'double'");
+    all_hold(&["int('42') == 42 && uint('7') == 7u && double('2.5') == 2.5"]);
+}

@@ -457,3 +457,148 @@ fn duration_and_date_time_strings_are_bound_as_cel_durations_and_timestamps_at_a
         )]
     );
 }
+
+// apiserver's `cel.Escape`: a property named by a reserved word or holding `.`, `-`, `/` or `__`
+// is read under its escaped name (Gateway API's parentRefs rules read `p.__namespace__`); a map's
+// keys stay as written; a property that cannot be escaped is not there.
+#[test]
+fn properties_named_by_reserved_words_or_symbols_are_read_under_their_escaped_names() {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "parentRefs": {
+                "type": "array",
+                "x-kubernetes-validations": [{
+                    "rule": "self.all(p1, self.exists_one(p2, p1.name == p2.name && \
+                             ((!has(p1.__namespace__) || p1.__namespace__ == '') == \
+                             (!has(p2.__namespace__) || p2.__namespace__ == '')) && \
+                             (!has(p1.__namespace__) || p1.__namespace__ == '' || p1.__namespace__ == p2.__namespace__)))",
+                    "message": "parentRefs must be unique"
+                }],
+                "items": {"type": "object", "properties": {
+                    "name": {"type": "string"}, "namespace": {"type": "string"}
+                }}
+            },
+            "settings": {
+                "type": "object",
+                "x-kubernetes-validations": [
+                    {"rule": "self.max__dash__conns > 0 && self.io__dot__k8s__slash__x == 'y' && self.a__underscores__b",
+                     "message": "escaped names"},
+                    {"rule": "!has(self.__if__)", "message": "if is escaped too"}
+                ],
+                "properties": {
+                    "max-conns": {"type": "integer"}, "io.k8s/x": {"type": "string"},
+                    "a__b": {"type": "boolean"}, "if": {"type": "string"}, "9lives": {"type": "string"}
+                }
+            },
+            "labels": {
+                "type": "object",
+                "additionalProperties": {"type": "string"},
+                "x-kubernetes-validations": [{"rule": "self.all(k, k != 'in-use')", "message": "map keys as written"}]
+            }
+        }
+    });
+    let mut w = World::new();
+    w.create(&crds(), None, crd(schema, json!([])));
+    let spec = |refs: Value, settings: Value, labels: Value| json!({"parentRefs": refs, "settings": settings, "labels": labels});
+    let settings = json!({"max-conns": 3, "io.k8s/x": "y", "a__b": true, "9lives": "hidden"});
+    // Two Gateways of one name in two namespaces are two parents.
+    let refs = json!([{"name": "gw", "namespace": "a"}, {"name": "gw", "namespace": "b"}]);
+    w.create(
+        &databases(),
+        Some("default"),
+        database("db-a", spec(refs, settings.clone(), json!({"x": "1"}))),
+    );
+    let twice = json!([{"name": "gw", "namespace": "a"}, {"name": "gw", "namespace": "a"}]);
+    let err = w
+        .try_create(&databases(), Some("default"), database("db-b", spec(twice, settings.clone(), json!({}))))
+        .unwrap_err();
+    assert_eq!(
+        causes(&err),
+        [cause(
+            "spec.parentRefs",
+            "FieldValueInvalid",
+            "Invalid value: \"array\": parentRefs must be unique"
+        )]
+    );
+    let mut bad = settings;
+    bad["if"] = json!("set");
+    bad["max-conns"] = json!(0);
+    let labels = json!({"in-use": "yes"});
+    let err = w
+        .try_create(&databases(), Some("default"), database("db-c", spec(json!([]), bad, labels)))
+        .unwrap_err();
+    assert_eq!(
+        causes(&err),
+        [
+            cause("spec.labels", "FieldValueInvalid", "Invalid value: \"object\": map keys as written"),
+            cause("spec.settings", "FieldValueInvalid", "Invalid value: \"object\": escaped names"),
+            cause("spec.settings", "FieldValueInvalid", "Invalid value: \"object\": if is escaped too"),
+        ]
+    );
+}
+
+// `hasBlockingErr`: a missing required field, a string past `maxLength` and a list or map past
+// `maxItems` / `maxProperties` block the rules as a wrong type does (Karpenter's "requirements
+// is greater than 100" answers only the size cause and the note); a `minimum` does not.
+#[test]
+fn a_missing_required_field_or_a_value_past_its_size_limit_blocks_the_rules() {
+    let schema = json!({
+        "type": "object",
+        "required": ["owner"],
+        "x-kubernetes-validations": [
+            {"rule": "self.replicas < 5", "message": "at most 4 replicas"},
+            {"rule": "self.owner != 'nobody'", "message": "nobody owns it"}
+        ],
+        "properties": {
+            "owner": {"type": "string", "maxLength": 8},
+            "replicas": {"type": "integer", "minimum": 1},
+            "tags": {"type": "array", "maxItems": 2, "items": {"type": "string"}},
+            "labels": {"type": "object", "maxProperties": 1, "additionalProperties": {"type": "string"}}
+        }
+    });
+    let mut w = World::new();
+    w.create(&crds(), None, crd(schema, json!([])));
+    let note = cause(
+        "<nil>",
+        "FieldValueInvalid",
+        "Invalid value: \"null\": some validation rules were not checked because the object was invalid; \
+         correct the existing errors to complete validation",
+    );
+    let rule = cause("spec", "FieldValueInvalid", "Invalid value: \"object\": at most 4 replicas");
+    // Each spec breaks the rule (9 replicas) beside one schema check.
+    let blocked = [
+        (json!({"replicas": 9}), "spec.owner", "FieldValueRequired"),
+        (json!({"replicas": 9, "owner": "a-long-owner"}), "spec.owner", "FieldValueTooLong"),
+        (json!({"replicas": 9, "owner": "o", "tags": ["a", "b", "c"]}), "spec.tags", "FieldValueTooMany"),
+        (
+            json!({"replicas": 9, "owner": "o", "labels": {"a": "1", "b": "2"}}),
+            "spec.labels",
+            "FieldValueTooMany",
+        ),
+    ];
+    for (i, (spec, field, reason)) in blocked.into_iter().enumerate() {
+        let err =
+            w.try_create(&databases(), Some("default"), database(&format!("db-{i}"), spec)).unwrap_err();
+        let found = causes(&err);
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert_eq!((found[0].0.as_str(), found[0].1.as_str()), (field, reason), "{found:?}");
+        assert_eq!(found[1], note);
+    }
+    // A value below its minimum is Invalid, which does not block: the rules run beside it.
+    let err = w
+        .try_create(
+            &databases(),
+            Some("default"),
+            database("db-min", json!({"owner": "nobody", "replicas": 0})),
+        )
+        .unwrap_err();
+    let found = causes(&err);
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert_eq!((found[0].0.as_str(), found[0].1.as_str()), ("spec.replicas", "FieldValueInvalid"));
+    assert_eq!(found[1], cause("spec", "FieldValueInvalid", "Invalid value: \"object\": nobody owns it"));
+    let err = w
+        .try_create(&databases(), Some("default"), database("db-rule", json!({"owner": "o", "replicas": 9})))
+        .unwrap_err();
+    assert_eq!(causes(&err), [rule]);
+}
