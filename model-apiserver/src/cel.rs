@@ -70,6 +70,8 @@ mod url;
 
 /// `resource.ParseQuantity`, exact (the quota system's quantities are parsed with it too).
 pub(crate) use quantity::parse as parse_quantity;
+/// `url.ParseRequestURI`, for the `uri` format.
+pub(crate) use url::parse_request_uri;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
@@ -497,7 +499,7 @@ fn parse_date_time(s: &str) -> Option<chrono::DateTime<chrono::FixedOffset>> {
 
 /// strfmt's `ParseDuration`: Go's `time.ParseDuration` (`1h30m`, `1.5s`, `-2m`), else a sum of
 /// `<int> <unit>` with units up to weeks (`3 days`, `1w 2d`).
-fn parse_duration(s: &str) -> Option<chrono::Duration> {
+pub(crate) fn parse_duration(s: &str) -> Option<chrono::Duration> {
     go_duration(s).or_else(|| {
         let mut total = chrono::Duration::zero();
         let mut found = false;

@@ -61,9 +61,29 @@ impl ApiServer {
         t: &Target,
         old: Option<&DynamicObject>,
         object: &DynamicObject,
+        subresource: Option<&str>,
     ) -> Vec<StatusCause> {
         if let Some(schema) = t.ty.schema.as_deref().filter(|_| t.ty.custom) {
-            let mut causes = schema::validate(schema, &object.data);
+            let status_schema = schema.properties.as_ref().and_then(|p| p.get("status"));
+            let mut causes = match (subresource, status_schema) {
+                // `ValidateStatusUpdate`: a status write is checked against the status schema
+                // alone, when it has a status: kube-openapi's paths (in the messages) start
+                // below `status`, the causes' fields under it.
+                (Some("status"), Some(status_schema)) => match object.data.get("status") {
+                    Some(status) => schema::validate_node(status_schema, status)
+                        .into_iter()
+                        .map(|mut cause| {
+                            cause.field = match cause.field.as_str() {
+                                "" | "<nil>" => "status".to_owned(),
+                                field => format!("status.{field}"),
+                            };
+                            cause
+                        })
+                        .collect(),
+                    None => Vec::new(),
+                },
+                _ => schema::validate(schema, &object.data),
+            };
             causes.extend(schema::validate_list_types(schema, &object.data));
             if crate::cel::has_rules(schema) {
                 // customResourceStrategy.Validate: a wrong type, an unsupported value, a missing

@@ -147,6 +147,7 @@ pub mod events;
 pub mod eviction;
 pub mod fields;
 mod filter;
+mod formats;
 pub mod go_json;
 pub mod go_types;
 mod ignored;

@@ -8,8 +8,11 @@
 //! kube-openapi's validator (`spec.replicas: Invalid value: "string": spec.replicas in body must be
 //! of type integer: "string"`), so that a test matching on them matches production.
 //!
-//! List types' uniqueness is [`validate_list_types`]. Not modelled: `format`, `uniqueItems`,
-//! `allOf`/`anyOf`/`oneOf`/`not` value validation. `x-kubernetes-validations` (CEL) rules run
+//! List types' uniqueness is [`validate_list_types`]. A string's `format` is checked as
+//! kube-openapi's registry checks it (the formats a CRD keeps, `crate::formats`); `anyOf`,
+//! `oneOf`, `allOf` and `not` as its `schemaPropsValidator` does, the causes of a failed
+//! alternative chosen by how much it checked (its `MatchCount`, counted here as schema nodes).
+//! Not modelled: `uniqueItems` (a structural schema may not set it). `x-kubernetes-validations` (CEL) rules run
 //! after these checks ([`crate::cel`]).
 
 use std::collections::BTreeMap;
@@ -158,11 +161,106 @@ fn is_embedded(schema: &JSONSchemaProps) -> bool {
 }
 
 /// Collects causes while walking a value and its schema.
+#[derive(Default)]
 struct Validator {
     causes: Vec<StatusCause>,
+    /// Schema nodes checked: kube-openapi's `MatchCount`, which picks whose causes a failed
+    /// `anyOf` or `oneOf` reports (the alternative that checked the most).
+    visited: usize,
+}
+
+/// An alternative of `anyOf`/`oneOf`/`allOf`/`not` checked on its own: its causes and how much it
+/// checked.
+struct Alternative {
+    causes: Vec<StatusCause>,
+    visited: usize,
 }
 
 impl Validator {
+    /// `value` checked against one composed schema, apart from the causes gathered so far.
+    fn alternative(
+        schema: &JSONSchemaProps,
+        value: &Value,
+        path: &str,
+        resource_root: bool,
+        depth: usize,
+    ) -> Alternative {
+        let mut sub = Validator::default();
+        sub.check(schema, value, path, resource_root, depth + 1);
+        Alternative { causes: sub.causes, visited: sub.visited }
+    }
+
+    /// A composite failure, as apiextensions reports kube-openapi's: no field (`<nil>`), an empty
+    /// value, the path quoted in the message.
+    fn composite(&mut self, path: &str, message: &str) {
+        let message = format!("Invalid value: \"\": {path:?} {message}");
+        self.causes.push(errors::cause("FieldValueInvalid", "<nil>", message));
+    }
+
+    /// kube-openapi's `schemaPropsValidator`: `anyOf` needs one valid alternative (else its
+    /// failure and the causes of the alternative that checked the most), `oneOf` exactly one (the
+    /// same, with how many were valid), `allOf` all (every alternative's causes, then its
+    /// failure), `not` none.
+    fn check_composition(
+        &mut self,
+        schema: &JSONSchemaProps,
+        value: &Value,
+        path: &str,
+        resource_root: bool,
+        depth: usize,
+    ) {
+        let check = |alt: &JSONSchemaProps| Self::alternative(alt, value, path, resource_root, depth);
+        // The failed alternative that checked the most (the first of equals), as `bestFailures`.
+        let best = |failed: Vec<Alternative>| failed.into_iter().rev().max_by_key(|a| a.visited);
+        if let Some(any_of) = schema.any_of.as_ref().filter(|a| !a.is_empty()) {
+            let mut failed = Vec::new();
+            for alt in any_of {
+                let result = check(alt);
+                if result.causes.is_empty() {
+                    failed.clear();
+                    break;
+                }
+                failed.push(result);
+            }
+            if let Some(best) = best(failed) {
+                self.composite(path, "must validate at least one schema (anyOf)");
+                self.causes.extend(best.causes);
+            }
+        }
+        if let Some(one_of) = schema.one_of.as_ref().filter(|a| !a.is_empty()) {
+            let results: Vec<Alternative> = one_of.iter().map(check).collect();
+            let valid = results.iter().filter(|r| r.causes.is_empty()).count();
+            if valid == 0 {
+                self.composite(path, "must validate one and only one schema (oneOf). Found none valid");
+                if let Some(best) = best(results) {
+                    self.causes.extend(best.causes);
+                }
+            } else if valid > 1 {
+                let message = format!(
+                    "must validate one and only one schema (oneOf). Found {valid} valid alternatives"
+                );
+                self.composite(path, &message);
+            }
+        }
+        if let Some(all_of) = schema.all_of.as_ref().filter(|a| !a.is_empty()) {
+            let mut valid = 0;
+            for alt in all_of {
+                let result = check(alt);
+                valid += usize::from(result.causes.is_empty());
+                self.causes.extend(result.causes);
+            }
+            if valid != all_of.len() {
+                let none = if valid == 0 { ". None validated" } else { "" };
+                self.composite(path, &format!("must validate all the schemas (allOf){none}"));
+            }
+        }
+        if let Some(not) = &schema.not
+            && check(not).causes.is_empty()
+        {
+            self.composite(path, "must not validate the schema (not)");
+        }
+    }
+
     fn invalid(&mut self, path: &str, value: &Value, message: String) {
         let message = format!("Invalid value: {}: {message}", value_text(value));
         self.causes.push(errors::cause("FieldValueInvalid", path, message));
@@ -196,6 +294,8 @@ impl Validator {
         // kube-openapi runs the enum check even on a value of the wrong type (both causes are
         // reported); the other keywords apply only to values of their own type.
         let type_ok = self.check_type(schema, value, path);
+        self.visited += 1;
+        self.check_composition(schema, value, path, resource_root, depth);
         if let Some(allowed) = &schema.enum_
             && !value.is_null()
             && !allowed.iter().any(|a| json_eq(&a.0, value))
@@ -318,6 +418,14 @@ impl Validator {
                 ),
             }
         }
+        // kube-openapi's format validator: a string in a format a CRD keeps
+        // ([`crate::formats`]), as a type error (`... must be of type ipv4: "1.2.3.4:80"`).
+        if let Some(format) = schema.format.as_deref()
+            && crate::formats::validates(format, s) == Some(false)
+        {
+            let message = format!("Invalid value: {s:?}: {path} in body must be of type {format}: {s:?}");
+            self.causes.push(errors::cause("FieldValueTypeInvalid", path, message));
+        }
     }
 
     fn check_array(&mut self, schema: &JSONSchemaProps, items: &[Value], path: &str, depth: usize) {
@@ -399,7 +507,7 @@ impl Validator {
 ///
 /// Returns the causes for a 422 Invalid, empty when the object is valid.
 pub fn validate(schema: &JSONSchemaProps, value: &Value) -> Vec<StatusCause> {
-    let mut v = Validator { causes: Vec::new() };
+    let mut v = Validator::default();
     v.check(schema, value, "", true, 0);
     v.causes
 }
@@ -537,7 +645,7 @@ fn go_sharp_v(value: &Value) -> String {
 /// Validate a value against one node of a schema (not a resource root), with field paths
 /// relative to that node: how a CRD's `default` values are checked.
 pub fn validate_node(schema: &JSONSchemaProps, value: &Value) -> Vec<StatusCause> {
-    let mut v = Validator { causes: Vec::new() };
+    let mut v = Validator::default();
     v.check(schema, value, "", false, 0);
     v.causes
 }

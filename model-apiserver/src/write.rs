@@ -639,7 +639,7 @@ impl ApiServer {
                 causes.extend(validation::validate_builtin_update(&t.ty, old, object));
             }
         }
-        causes.extend(self.validate_custom(t, old, object));
+        causes.extend(self.validate_custom(t, old, object, subresource));
         causes
     }
 

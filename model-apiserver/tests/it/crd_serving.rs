@@ -435,3 +435,32 @@ fn the_crd_controllers_status_write_is_recorded_in_managed_fields() {
             .is_none_or(|m| m.is_empty())
     );
 }
+
+/// `ValidateStatusUpdate`: a status write is checked against the status schema alone, so
+/// kube-openapi's paths in the messages start below `status` (Gateway API's "addresses[0].value
+/// in body must be of type ipv4"), while the causes' fields are under `status`.
+#[test]
+fn a_status_write_is_checked_against_the_status_schema_with_paths_below_status() {
+    let mut w = world();
+    let a = w.create(&widgets(), Some("default"), widget("a", json!({})));
+    let mut body = (*a).clone();
+    body.data["status"] = json!({"replicas": "three"});
+    let r = Request::update(&widgets(), Some("default"), "a", body, PostParams::default())
+        .with_subresource(Subresource::Status);
+    let err = w.handle(r).unwrap_err();
+    assert_eq!(code_reason(&err), (422, "Invalid"));
+    let causes: Vec<(String, String)> =
+        err.details.unwrap().causes.into_iter().map(|c| (c.field, c.message)).collect();
+    assert_eq!(
+        causes,
+        [(
+            "status.replicas".to_owned(),
+            "Invalid value: \"string\": replicas in body must be of type integer: \"string\"".to_owned()
+        )]
+    );
+    // The same value written through the main resource is not a status write: the status is
+    // the stored one (none), and the whole object is valid.
+    let mut body = (*a).clone();
+    body.data["status"] = json!({"replicas": "three"});
+    assert!(w.try_update(&widgets(), Some("default"), body).is_ok());
+}

@@ -585,3 +585,154 @@ proptest! {
         let _ = validate(&s, &obj);
     }
 }
+
+/// A string property `value` of `format`, checked with `s`.
+fn format_causes(format: &str, s: &str) -> Vec<(String, String, String)> {
+    let spec = json!({"type": "object", "properties": {"value": {"type": "string", "format": format}}});
+    causes(spec, json!({"value": s}))
+}
+
+#[test]
+fn a_string_is_checked_against_the_formats_a_crd_keeps() {
+    let valid = [
+        ("ipv4", "10.0.0.1"),
+        ("ipv4", "010.000.000.001"), // ParseIPSloppy: leading zeros
+        ("ipv4", "::ffff:1.2.3.4"),  // net.ParseIP reads it; it has a dot
+        ("ipv6", "2001:db8::1"),
+        ("cidr", "10.0.0.0/8"),
+        ("cidr", "2001:db8::/32"),
+        ("hostname", "example.com"),
+        ("hostname", "localhost"),
+        ("uri", "https://example.com/a?b=c"),
+        ("uri", "/absolute/path"),
+        ("email", "ops@example.com"),
+        ("email", "Ops Team <ops@example.com>"),
+        ("mac", "00:00:5e:00:53:01"),
+        ("mac", "0000.5e00.5301"),
+        ("uuid", "123e4567-e89b-12d3-a456-426614174000"),
+        ("uuid4", "9b2f4c0e-1d1a-4c36-9e0b-7d4f2c9f6a10"),
+        ("date", "2024-02-29"),
+        ("date-time", "2024-01-01T00:00:00Z"),
+        ("date-time", "2024-01-01t12:30:00.5+02:00"),
+        ("datetime", "2024-01-01T00:00:00Z"),
+        ("duration", "1h30m"),
+        ("duration", "3 days"),
+        ("byte", "aGVsbG8="),
+        ("hexcolor", "#ffcc00"),
+        ("rgbcolor", "rgb(255, 0, 10)"),
+        ("isbn10", "0321751043"),
+        ("isbn13", "978-0321751041"),
+        ("creditcard", "4111 1111 1111 1111"),
+        ("ssn", "123-45-6789"),
+        ("bsonobjectid", "507f1f77bcf86cd799439011"),
+        ("password", "anything at all"),
+        // Not a format a CRD keeps (stripped): nothing to check.
+        ("int32", "not a number"),
+        ("k8s-unknown", "whatever"),
+    ];
+    for (format, s) in valid {
+        assert_eq!(format_causes(format, s), vec![], "{format} {s:?}");
+    }
+    let invalid = [
+        ("ipv4", "1.2.3.4:8080"),
+        ("ipv4", "2001:db8::1"),
+        ("ipv4", "256.1.1.1"),
+        ("ipv6", "1.2.3.4"),
+        ("ipv6", "fe80::1%eth0"),
+        ("cidr", "10.0.0.0/33"),
+        ("cidr", "10.0.0.0"),
+        ("hostname", "-bad.example.com"),
+        ("hostname", "under_score.com"),
+        ("uri", "relative/path"),
+        ("email", "no-at-sign"),
+        ("mac", "00:00:5e:00:53"),
+        ("uuid", "not-a-uuid"),
+        ("date", "2023-02-29"),
+        ("date", "2024-1-01"),
+        ("date-time", "2024-01-01T00:00:00"),
+        ("date-time", "2024-01-01T24:00:00Z"),
+        ("duration", "soon"),
+        ("byte", "not base64!"),
+        ("hexcolor", "#ggg"),
+        ("isbn10", "0321751044"),
+        ("creditcard", "4111 1111 1111 1112"),
+        ("bsonobjectid", "507f1f77bcf86cd79943901"),
+    ];
+    for (format, s) in invalid {
+        let message = format!("Invalid value: {s:?}: spec.value in body must be of type {format}: {s:?}");
+        assert_eq!(
+            format_causes(format, s),
+            one("FieldValueTypeInvalid", "spec.value", &message),
+            "{format}"
+        );
+    }
+}
+
+/// Gateway API's address: an `IPAddress` value is an IPv4 or IPv6 address (`oneOf` of two
+/// alternatives, the first with an `anyOf` of formats), any other type anything.
+fn address_schema() -> Value {
+    json!({
+        "type": "object",
+        "oneOf": [
+            {"properties": {"type": {"enum": ["IPAddress"]}, "value": {"anyOf": [{"format": "ipv4"}, {"format": "ipv6"}]}}},
+            {"properties": {"type": {"not": {"enum": ["IPAddress"]}}}}
+        ],
+        "properties": {"type": {"type": "string"}, "value": {"type": "string"}}
+    })
+}
+
+#[test]
+fn one_of_any_of_all_of_and_not_hold_as_kube_openapi_checks_them() {
+    let spec = json!({"type": "object", "properties": {"address": address_schema()}});
+    let check = |address: Value| causes(spec.clone(), json!({"address": address}));
+    assert_eq!(check(json!({"type": "IPAddress", "value": "10.0.0.1"})), vec![]);
+    assert_eq!(check(json!({"type": "IPAddress", "value": "2001:db8::1"})), vec![]);
+    assert_eq!(check(json!({"type": "Hostname", "value": "example.com"})), vec![]);
+    // No alternative holds: the oneOf failure, then the causes of the one that checked more
+    // (the first: it checks `type` and `value`), its anyOf failure and the first format's cause.
+    let found = check(json!({"type": "IPAddress", "value": "1.2.3.4:8080"}));
+    let invalid = |path: &str, message: &str| {
+        (
+            "FieldValueInvalid".to_owned(),
+            "<nil>".to_owned(),
+            format!("Invalid value: \"\": {path:?} {message}"),
+        )
+    };
+    assert_eq!(
+        found,
+        vec![
+            invalid("spec.address", "must validate one and only one schema (oneOf). Found none valid"),
+            invalid("spec.address.value", "must validate at least one schema (anyOf)"),
+            (
+                "FieldValueTypeInvalid".to_owned(),
+                "spec.address.value".to_owned(),
+                "Invalid value: \"1.2.3.4:8080\": spec.address.value in body must be of type ipv4: \"1.2.3.4:8080\""
+                    .to_owned()
+            ),
+        ]
+    );
+    // allOf: every alternative's causes, then its failure; not: valid against it is a failure.
+    let composed = json!({
+        "type": "object",
+        "properties": {
+            "port": {"type": "integer", "allOf": [{"minimum": 1}, {"maximum": 1024}]},
+            "name": {"type": "string", "not": {"enum": ["default"]}},
+            "mode": {"type": "string", "oneOf": [{"enum": ["a", "b"]}, {"enum": ["b", "c"]}]}
+        }
+    });
+    let found = causes(composed.clone(), json!({"port": 2000, "name": "default", "mode": "b"}));
+    assert_eq!(
+        found,
+        vec![
+            invalid("spec.mode", "must validate one and only one schema (oneOf). Found 2 valid alternatives"),
+            invalid("spec.name", "must not validate the schema (not)"),
+            (
+                "FieldValueInvalid".to_owned(),
+                "spec.port".to_owned(),
+                "Invalid value: 2000: spec.port in body should be less than or equal to 1024".to_owned()
+            ),
+            invalid("spec.port", "must validate all the schemas (allOf)"),
+        ]
+    );
+    assert_eq!(causes(composed, json!({"port": 80, "name": "web", "mode": "a"})), vec![]);
+}
