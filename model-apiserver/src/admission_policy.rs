@@ -318,7 +318,7 @@ impl Facts {
 /// `expression` compiled (from the cache) and run.
 fn run(expression: &str, ctx: &CelContext<'_, '_>) -> Result<CelValue, String> {
     let program = crate::cel::compile(expression)?;
-    program.execute(ctx).map_err(|e| crate::cel::error_text(&e))
+    crate::cel::execute(&program, ctx).map_err(|e| crate::cel::error_text(&e))
 }
 
 /// Whether a label selector (null or empty: everything) selects `labels`.

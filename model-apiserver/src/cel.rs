@@ -134,12 +134,56 @@ pub(crate) fn error_text(error: &ExecutionError) -> String {
     }
 }
 
+/// `program` run in `ctx` with cel-go's errors for its logical operators: of `a || b` (`a && b`)
+/// where neither side is `true` (`false`), cel-go's `evalOr` (`evalAnd`) reports the first
+/// side's error, where the `cel` crate reports the second's (`size(self.a) > 0 || size(self.b) >
+/// 0` with both absent is `no such key: a` on kube-apiserver). Applied to the expression's
+/// logical skeleton (`||`, `&&`, `!` and `? :` from the top); what lies below, the crate runs.
+pub(crate) fn execute(program: &Program, ctx: &Context<'_, '_>) -> cel::ResolveResult {
+    run_logical(program.expression(), ctx)
+}
+
+fn run_logical(expr: &cel::IdedExpr, ctx: &Context<'_, '_>) -> cel::ResolveResult {
+    use cel::common::ast::{Expr, operators};
+    let Expr::Call(call) = &expr.expr else { return CelValue::resolve(expr, ctx) };
+    match (call.func_name.as_str(), call.args.as_slice(), &call.target) {
+        (name @ (operators::LOGICAL_OR | operators::LOGICAL_AND), [left, right], None) => {
+            // `true` decides an `||`, `false` an `&&`, whatever errs beside it.
+            let decisive = name == operators::LOGICAL_OR;
+            let left = run_logical(left, ctx);
+            if matches!(left, Ok(CelValue::Bool(b)) if b == decisive) {
+                return left;
+            }
+            let right = run_logical(right, ctx);
+            match (left, right) {
+                (_, right @ Ok(CelValue::Bool(b))) if b == decisive => right,
+                (Err(e), _) | (Ok(CelValue::Bool(_)), Err(e)) => Err(e),
+                (Ok(CelValue::Bool(_)), Ok(CelValue::Bool(_))) => Ok(CelValue::Bool(!decisive)),
+                // A side that is not a bool: the crate's own error for it.
+                _ => CelValue::resolve(expr, ctx),
+            }
+        }
+        (operators::CONDITIONAL, [condition, then, otherwise], None) => match run_logical(condition, ctx) {
+            Ok(CelValue::Bool(true)) => run_logical(then, ctx),
+            Ok(CelValue::Bool(false)) => run_logical(otherwise, ctx),
+            Err(e) => Err(e),
+            Ok(_) => CelValue::resolve(expr, ctx),
+        },
+        (operators::LOGICAL_NOT, [operand], None) => match run_logical(operand, ctx) {
+            Ok(CelValue::Bool(b)) => Ok(CelValue::Bool(!b)),
+            Err(e) => Err(e),
+            Ok(_) => CelValue::resolve(expr, ctx),
+        },
+        _ => CelValue::resolve(expr, ctx),
+    }
+}
+
 /// `source` evaluated with no variables, in the rules' environment: what a rule's library call
 /// answers (`evaluate("quantity('1Gi').isGreaterThan(quantity('1G'))")` is `Ok(Bool(true))`), or
 /// its error as a cause would print it. For tests and tools; rules run through [`validate`].
 pub fn evaluate(source: &str) -> Result<CelValue, String> {
     let program = compile(source)?;
-    program.execute(&Context::with_env(env().clone())).map_err(|e| error_text(&e))
+    execute(&program, &Context::with_env(env().clone())).map_err(|e| error_text(&e))
 }
 
 /// `source` compiled, or the compiler's error (as CRD validation reports it), from the cache.
@@ -283,7 +327,7 @@ impl Walk {
                 Some(relative) => child(path, relative),
                 None => path.map_or_else(|| "<nil>".to_owned(), str::to_owned),
             };
-        match program.execute(&ctx) {
+        match execute(&program, &ctx) {
             Ok(CelValue::Bool(true)) => {}
             Ok(CelValue::Bool(false)) => {
                 let message = message_of(rule, &ctx).unwrap_or_else(|| format!("failed rule: {rule_text}"));

@@ -257,3 +257,22 @@ fn a_string_that_is_not_a_number_fails_to_convert_in_cel_gos_words() {
     assert_eq!(error_of("double('one')"), "type conversion error from 'string' to 'double'");
     all_hold(&["int('42') == 42 && uint('7') == 7u && double('2.5') == 2.5"]);
 }
+
+#[test]
+fn a_logical_operator_whose_sides_both_fail_reports_the_first_sides_error_as_cel_go() {
+    // cel-go's evalOr/evalAnd keep the first error; Gateway API's TLS rule `size(self.certificateRefs)
+    // > 0 || size(self.options) > 0` on `tls: {}` names certificateRefs on kube-apiserver.
+    let m = "{'a': 1}";
+    assert_eq!(error_of(&format!("{m}.b > 0 || {m}.c > 0")), "no such key: b");
+    assert_eq!(error_of(&format!("{m}.b > 0 && {m}.c > 0")), "no such key: b");
+    assert_eq!(error_of(&format!("{m}.a == 2 || ({m}.b > 0 || {m}.c > 0)")), "no such key: b");
+    assert_eq!(error_of(&format!("{m}.a == 1 ? ({m}.x > 0 || {m}.y > 0) : true")), "no such key: x");
+    assert_eq!(error_of(&format!("!({m}.p > 0 && {m}.q > 0)")), "no such key: p");
+    // A decisive side wins over an error beside it, either way round.
+    all_hold(&[
+        &format!("{m}.b > 0 || true"),
+        &format!("true || {m}.b > 0"),
+        &format!("!({m}.b > 0 && false)"),
+        &format!("{m}.a == 1 || {m}.zz == 3"),
+    ]);
+}
