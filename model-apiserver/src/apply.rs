@@ -16,12 +16,19 @@
 //!   every field it changed, in an `Update` entry, and takes those fields from everyone else, as
 //!   the real server does (an update never conflicts).
 //!
-//! Not modelled: custom resources' `x-kubernetes-list-type` (their lists are atomic),
-//! multi-key list items (`ports` is keyed by `containerPort` alone), version conversion of
-//! field sets, and `managedFields` sent by the client to reset ownership.
+//! - custom resources follow their schema, as structured-merge-diff does: a map marked
+//!   `x-kubernetes-map-type: atomic` is one field, a list marked `x-kubernetes-list-type: map` is
+//!   associative by its `x-kubernetes-list-map-keys`, one marked `set` holds its items by value,
+//!   any other list is atomic.
+//!
+//! Not modelled: version conversion of field sets, and `managedFields` sent by the client to
+//! reset ownership.
 
 use std::collections::BTreeSet;
 
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry, Time};
 use kube_core::{ApiResource, Status, response::StatusDetails};
 use serde::Deserialize;
@@ -56,13 +63,13 @@ impl FieldSet {
     /// The fields of `obj` (a whole object, or the part of it that `scope` owns), with the
     /// server-owned identity fields left out.
     pub fn of_object(obj: &Value, resource: &ApiResource) -> FieldSet {
-        Self::of_scoped(obj, |_| true, resource)
+        Self::of_scoped(obj, |_| true, Ty::root(resource, None))
     }
 
     /// [`FieldSet::of_object`] of the part of `obj` whose top-level keys `in_scope` keeps.
-    fn of_scoped(obj: &Value, in_scope: impl Fn(&str) -> bool, resource: &ApiResource) -> FieldSet {
+    fn of_scoped(obj: &Value, in_scope: impl Fn(&str) -> bool, root: Ty<'_>) -> FieldSet {
         let mut set = BTreeSet::new();
-        collect_ownable(obj, in_scope, TypeRef::root(resource), Nodes::Owned, &mut set);
+        collect_ownable(obj, in_scope, root, Nodes::Owned, &mut set);
         FieldSet(set)
     }
 
@@ -74,9 +81,14 @@ impl FieldSet {
     /// after another manager takes the fields inside.
     ///
     /// Of the part of `obj` whose top-level keys `in_scope` keeps ([`scope`]).
-    fn nodes_of_object(obj: &Value, in_scope: impl Fn(&str) -> bool, resource: &ApiResource) -> FieldSet {
+    fn nodes_of_object(
+        obj: &Value,
+        in_scope: impl Fn(&str) -> bool,
+        resource: &ApiResource,
+        root: Ty<'_>,
+    ) -> FieldSet {
         let mut set = BTreeSet::new();
-        collect_ownable(obj, in_scope, TypeRef::root(resource), Nodes::All, &mut set);
+        collect_ownable(obj, in_scope, root, Nodes::All, &mut set);
         let conditions: Vec<FieldPath> = set
             .iter()
             .filter(|p| {
@@ -241,7 +253,7 @@ fn parse_fields_v1(doc: &Value, at: &mut FieldPath, out: &mut BTreeSet<FieldPath
 fn collect_ownable(
     obj: &Value,
     in_scope: impl Fn(&str) -> bool,
-    ty: TypeRef,
+    ty: Ty<'_>,
     nodes: Nodes,
     out: &mut BTreeSet<FieldPath>,
 ) {
@@ -258,7 +270,7 @@ fn collect_ownable(
                 }
                 // [`collect_entry`] of the metadata without the server's keys.
                 at.push(PathElement::Field(key.clone()));
-                if is_atomic_map(ty, key) {
+                if ty.is_atomic_map(key) {
                     out.insert(at.clone());
                 } else {
                     let (meta_ty, _) = ty.field(key);
@@ -300,7 +312,7 @@ enum Nodes {
 }
 
 /// Add the fields of `v` (of Go type `ty`) at `at` to `out`.
-fn collect(v: &Value, ty: TypeRef, nodes: Nodes, at: &mut FieldPath, out: &mut BTreeSet<FieldPath>) {
+fn collect(v: &Value, ty: Ty<'_>, nodes: Nodes, at: &mut FieldPath, out: &mut BTreeSet<FieldPath>) {
     match v {
         Value::Object(m) if !m.is_empty() => {
             if nodes == Nodes::All && !at.is_empty() {
@@ -321,7 +333,7 @@ fn collect(v: &Value, ty: TypeRef, nodes: Nodes, at: &mut FieldPath, out: &mut B
 fn collect_entry(
     key: &str,
     child: &Value,
-    ty: TypeRef,
+    ty: Ty<'_>,
     nodes: Nodes,
     at: &mut FieldPath,
     out: &mut BTreeSet<FieldPath>,
@@ -331,19 +343,19 @@ fn collect_entry(
     }
     let (child_ty, strategy) = ty.field(key);
     at.push(PathElement::Field(key.to_owned()));
-    if is_atomic_map(ty, key) {
+    if ty.is_atomic_map(key) {
         out.insert(at.clone());
     } else {
-        let keys = list_keys(ty, key, strategy);
-        collect_field(child, child_ty, keys, has_atomic_items(ty, key), nodes, at, out);
+        let keys = ty.list_keys(key, strategy);
+        collect_field(child, child_ty, keys, ty.has_atomic_items(key), nodes, at, out);
     }
     at.pop();
 }
 
 fn collect_field(
     v: &Value,
-    ty: TypeRef,
-    keys: Option<&'static [&'static str]>,
+    ty: Ty<'_>,
+    keys: Option<Keys<'_>>,
     atomic_items: bool,
     nodes: Nodes,
     at: &mut FieldPath,
@@ -379,29 +391,57 @@ fn collect_field(
 }
 
 /// How a list is owned.
-enum ListKind {
+enum ListKind<'s> {
     /// One leaf.
     Atomic,
     /// Items by value.
     Set,
     /// Items by these key fields (`x-kubernetes-list-map-keys`).
-    Map(&'static [&'static str]),
+    Map(Keys<'s>),
+}
+
+/// A list's key fields: a built-in's (from the Go types' tags) or a custom resource's (its
+/// schema's `x-kubernetes-list-map-keys`); none is a set.
+#[derive(Clone, Copy)]
+enum Keys<'s> {
+    Static(&'static [&'static str]),
+    Schema(&'s [String]),
+}
+
+impl<'s> Keys<'s> {
+    fn iter(self) -> impl Iterator<Item = &'s str> {
+        let (go, schema) = match self {
+            Keys::Static(keys) => (Some(keys.iter().copied()), None),
+            Keys::Schema(keys) => (None, Some(keys.iter().map(String::as_str))),
+        };
+        go.into_iter().flatten().chain(schema.into_iter().flatten())
+    }
+    fn first(self) -> Option<&'s str> {
+        self.iter().next()
+    }
+    fn is_empty(self) -> bool {
+        self.first().is_none()
+    }
 }
 
 /// How a list keyed by `keys` (`Some(&[])`: a set of scalars) holds these items. An item that
 /// lacks the first key makes the list atomic; later keys may be absent (a Service port without
 /// a protocol is keyed by its port and a null protocol, which defaulting never leaves).
-fn list_kind(items: &[Value], keys: Option<&'static [&'static str]>) -> ListKind {
+fn list_kind<'s>(items: &[Value], keys: Option<Keys<'s>>) -> ListKind<'s> {
     match keys {
-        Some([]) if items.iter().all(|i| !i.is_object() && !i.is_array()) => ListKind::Set,
-        Some(keys @ [first, ..]) if items.iter().all(|i| i.get(*first).is_some()) => ListKind::Map(keys),
+        Some(keys) if keys.is_empty() && items.iter().all(|i| !i.is_object() && !i.is_array()) => {
+            ListKind::Set
+        }
+        Some(keys) if keys.first().is_some_and(|first| items.iter().all(|i| i.get(first).is_some())) => {
+            ListKind::Map(keys)
+        }
         _ => ListKind::Atomic,
     }
 }
 
-fn item_element(keys: &[&str], item: &Value) -> PathElement {
+fn item_element(keys: Keys<'_>, item: &Value) -> PathElement {
     let mut fields: Vec<(String, String)> =
-        keys.iter().filter_map(|k| item.get(*k).map(|v| ((*k).to_owned(), v.to_string()))).collect();
+        keys.iter().filter_map(|k| item.get(k).map(|v| (k.to_owned(), v.to_string()))).collect();
     fields.sort();
     PathElement::Key(fields)
 }
@@ -409,7 +449,7 @@ fn item_element(keys: &[&str], item: &Value) -> PathElement {
 /// The key fields of the list `field` of Go type `ty` for server-side apply: the OpenAPI
 /// `x-kubernetes-list-map-keys` where they differ from the strategic merge key (Service and
 /// container ports are keyed by port and protocol), else the merge key; `Some(&[])` is a set.
-fn list_keys(ty: TypeRef, field: &str, strategy: Strategy) -> Option<&'static [&'static str]> {
+fn go_list_keys(ty: TypeRef, field: &str, strategy: Strategy) -> Option<&'static [&'static str]> {
     match (ty.0, field) {
         ("ServiceSpec", "ports") => return Some(&["port", "protocol"]),
         ("Container", "ports") => return Some(&["containerPort", "protocol"]),
@@ -439,11 +479,102 @@ const MERGE_KEYS: &[&[&str]] = &[
     &["port"],
 ];
 
+/// A position in an object's type: a built-in's Go type ([`TypeRef`]), or a node of a custom
+/// resource's schema, whose `x-kubernetes-map-type`, `x-kubernetes-list-type` and
+/// `x-kubernetes-list-map-keys` say how server-side apply owns what is below it (as
+/// structured-merge-diff reads them from the CRD's schema).
+#[derive(Clone, Copy)]
+enum Ty<'s> {
+    Go(TypeRef),
+    Schema(&'s JSONSchemaProps),
+}
+
+impl<'s> Ty<'s> {
+    /// The root of `resource`'s objects: its Go type, or for a custom resource its schema.
+    fn root(resource: &ApiResource, schema: Option<&'s JSONSchemaProps>) -> Ty<'s> {
+        match schema {
+            Some(schema) if !is_builtin_group(&resource.group) => Ty::Schema(schema),
+            _ => Ty::Go(TypeRef::root(resource)),
+        }
+    }
+
+    /// The schema of the field `name` of this object (a property, or the map's value).
+    fn property(self, name: &str) -> Option<&'s JSONSchemaProps> {
+        let Ty::Schema(schema) = self else { return None };
+        schema.properties.as_ref().and_then(|p| p.get(name)).or(match &schema.additional_properties {
+            Some(JSONSchemaPropsOrBool::Schema(value)) => Some(&**value),
+            _ => None,
+        })
+    }
+
+    /// The type of field `name` (of a list's items, for a list) and its strategy.
+    fn field(self, name: &str) -> (Ty<'s>, Strategy) {
+        let Ty::Schema(_) = self else {
+            let Ty::Go(go) = self else { unreachable!() };
+            let (ty, strategy) = go.field(name);
+            return (Ty::Go(ty), strategy);
+        };
+        match self.property(name) {
+            // An object's `metadata` (a CRD declares it as a bare object) is ObjectMeta.
+            Some(p) if name == "metadata" && p.properties.is_none() => {
+                (Ty::Go(TypeRef("ObjectMeta")), Strategy::Default)
+            }
+            None if name == "metadata" => (Ty::Go(TypeRef("ObjectMeta")), Strategy::Default),
+            Some(p) if p.type_.as_deref() == Some("array") => match &p.items {
+                Some(JSONSchemaPropsOrArray::Schema(items)) => (Ty::Schema(items), Strategy::Default),
+                _ => (Ty::Go(TypeRef("")), Strategy::Default),
+            },
+            Some(p) => (Ty::Schema(p), Strategy::Default),
+            None => (Ty::Go(TypeRef("")), Strategy::Default),
+        }
+    }
+
+    /// Whether the map `field` is owned whole (`x-kubernetes-map-type: atomic`).
+    fn is_atomic_map(self, field: &str) -> bool {
+        match self {
+            Ty::Go(go) => go_is_atomic_map(go, field),
+            Ty::Schema(_) => {
+                self.property(field).is_some_and(|p| p.x_kubernetes_map_type.as_deref() == Some("atomic"))
+            }
+        }
+    }
+
+    /// Whether the items of the associative list `field` are owned whole.
+    fn has_atomic_items(self, field: &str) -> bool {
+        match self {
+            Ty::Go(go) => go_has_atomic_items(go, field),
+            Ty::Schema(_) => self.property(field).is_some_and(|p| match &p.items {
+                Some(JSONSchemaPropsOrArray::Schema(items)) => {
+                    items.x_kubernetes_map_type.as_deref() == Some("atomic")
+                }
+                _ => false,
+            }),
+        }
+    }
+
+    /// The key fields of the list `field` (empty: a set), or `None` for an atomic list: a
+    /// schema's `x-kubernetes-list-type` (`map` with its `x-kubernetes-list-map-keys`, `set`,
+    /// else atomic).
+    fn list_keys(self, field: &str, strategy: Strategy) -> Option<Keys<'s>> {
+        match self {
+            Ty::Go(go) => go_list_keys(go, field, strategy).map(Keys::Static),
+            Ty::Schema(_) => {
+                let p = self.property(field)?;
+                match p.x_kubernetes_list_type.as_deref() {
+                    Some("map") => p.x_kubernetes_list_map_keys.as_deref().map(Keys::Schema),
+                    Some("set") => Some(Keys::Static(&[])),
+                    _ => None,
+                }
+            }
+        }
+    }
+}
+
 /// Associative lists whose items server-side apply owns whole, without their fields: the item
 /// types are Go structs tagged `+structType=atomic` (OwnerReference, LocalObjectReference,
 /// ObjectReference in k8s.io/api and apimachinery), so FieldsV1 has `k:{"uid":"..."}: {}` and an
 /// apply replaces the item instead of merging it.
-fn has_atomic_items(ty: TypeRef, field: &str) -> bool {
+fn go_has_atomic_items(ty: TypeRef, field: &str) -> bool {
     matches!(
         (ty.0, field),
         ("ObjectMeta", "ownerReferences") | ("PodSpec", "imagePullSecrets") | ("ServiceAccount", "secrets")
@@ -452,7 +583,7 @@ fn has_atomic_items(ty: TypeRef, field: &str) -> bool {
 
 /// Maps that server-side apply owns whole (`x-kubernetes-map-type: atomic`): every
 /// LabelSelector (a workload's, a PDB's), a Service's selector and a pod's nodeSelector.
-fn is_atomic_map(ty: TypeRef, field: &str) -> bool {
+fn go_is_atomic_map(ty: TypeRef, field: &str) -> bool {
     matches!(
         (ty.0, field),
         ("DeploymentSpec" | "WorkloadSpec" | "PodDisruptionBudgetSpec", "selector")
@@ -616,7 +747,7 @@ fn remove_path(v: &mut Value, path: &[PathElement]) {
 
 /// Merge the applied configuration `applied` into `live`: maps key by key, associative lists
 /// item by item, sets by union; everything else (scalars, atomic lists) is replaced.
-fn merge_applied(live: &mut Value, applied: &Value, ty: TypeRef) {
+fn merge_applied(live: &mut Value, applied: &Value, ty: Ty<'_>) {
     let (Value::Object(live_map), Value::Object(applied_map)) = (&mut *live, applied) else {
         *live = applied.clone();
         return;
@@ -626,12 +757,12 @@ fn merge_applied(live: &mut Value, applied: &Value, ty: TypeRef) {
             continue;
         }
         let (child_ty, strategy) = ty.field(key);
-        let keys = list_keys(ty, key, strategy);
+        let keys = ty.list_keys(key, strategy);
         let Some(existing) = live_map.get_mut(key) else {
             live_map.insert(key.clone(), value.clone());
             continue;
         };
-        if is_atomic_map(ty, key) {
+        if ty.is_atomic_map(key) {
             *existing = value.clone();
             continue;
         }
@@ -644,11 +775,13 @@ fn merge_applied(live: &mut Value, applied: &Value, ty: TypeRef) {
                         }
                     }
                 }
-                ListKind::Map(k) if live_items.iter().all(|i| i.get(k[0]).is_some()) => {
+                ListKind::Map(k)
+                    if k.first().is_some_and(|first| live_items.iter().all(|i| i.get(first).is_some())) =>
+                {
                     for item in applied_items {
                         let element = item_element(k, item);
                         match live_items.iter_mut().find(|i| item_matches(&element, i)) {
-                            Some(live_item) if has_atomic_items(ty, key) => *live_item = item.clone(),
+                            Some(live_item) if ty.has_atomic_items(key) => *live_item = item.clone(),
                             Some(live_item) => merge_applied(live_item, item, child_ty),
                             None => live_items.push(item.clone()),
                         }
@@ -791,28 +924,32 @@ const DEFAULTED_KEYS: &[(&str, &str)] = &[("protocol", "\"TCP\"")];
 /// What structured-merge-diff's typed conversion of an applied built-in object refuses in its
 /// keyed lists (`keyedAssociativeListItemToPathElement`): a null or non-object item, or one that
 /// omits a key field without a default, each as `path: element i: why`.
-pub(crate) fn keyed_list_errors(applied: &Value, resource: &ApiResource) -> Vec<String> {
+pub(crate) fn keyed_list_errors(
+    applied: &Value,
+    resource: &ApiResource,
+    schema: Option<&JSONSchemaProps>,
+) -> Vec<String> {
     let mut out = Vec::new();
-    walk_keyed_lists(applied, TypeRef::root(resource), &mut String::new(), &mut out);
+    walk_keyed_lists(applied, Ty::root(resource, schema), &mut String::new(), &mut out);
     out
 }
 
-fn walk_keyed_lists(v: &Value, ty: TypeRef, at: &mut String, out: &mut Vec<String>) {
+fn walk_keyed_lists(v: &Value, ty: Ty<'_>, at: &mut String, out: &mut Vec<String>) {
     let Value::Object(m) = v else { return };
     for (key, child) in m {
-        if child.is_null() || is_atomic_map(ty, key) {
+        if child.is_null() || ty.is_atomic_map(key) {
             continue;
         }
         let (child_ty, strategy) = ty.field(key);
         let parent_len = at.len();
         at.push('.');
         at.push_str(key);
-        match (child, list_keys(ty, key, strategy)) {
+        match (child, ty.list_keys(key, strategy)) {
             (Value::Array(items), Some(keys)) if !keys.is_empty() => {
                 for (i, item) in items.iter().enumerate() {
                     match keyed_item_element(keys, item) {
                         Err(why) => out.push(format!("{at}: element {i}: {why}")),
-                        Ok(element) if !has_atomic_items(ty, key) => {
+                        Ok(element) if !ty.has_atomic_items(key) => {
                             let list_len = at.len();
                             at.push_str(&element);
                             walk_keyed_lists(item, child_ty, at, out);
@@ -831,17 +968,17 @@ fn walk_keyed_lists(v: &Value, ty: TypeRef, at: &mut String, out: &mut Vec<Strin
 
 /// An item's path element in structured-merge-diff's words (`[name="c"]`, key fields sorted),
 /// or why the item cannot have one.
-fn keyed_item_element(keys: &[&str], item: &Value) -> Result<String, String> {
+fn keyed_item_element(keys: Keys<'_>, item: &Value) -> Result<String, String> {
     let fields = match item {
         Value::Null => return Err("associative list with keys may not have a null element".to_owned()),
         Value::Object(fields) => fields,
         _ => return Err("associative list with keys may not have non-map elements".to_owned()),
     };
-    let mut parts = Vec::with_capacity(keys.len());
-    for key in keys {
-        let value = match fields.get(*key) {
+    let mut parts = Vec::new();
+    for key in keys.iter() {
+        let value = match fields.get(key) {
             Some(v) => v.to_string(),
-            None => match DEFAULTED_KEYS.iter().find(|(k, _)| k == key) {
+            None => match DEFAULTED_KEYS.iter().find(|(k, _)| *k == key) {
                 Some((_, default)) => (*default).to_owned(),
                 None => {
                     return Err(format!(
@@ -874,6 +1011,20 @@ pub fn apply(
     force: bool,
     status_subresource: bool,
 ) -> Result<Value, Status> {
+    apply_with_schema(live, applied, resource, None, manager, force, status_subresource)
+}
+
+/// [`apply`] to a custom resource whose version's `schema` says how its maps and lists are
+/// owned (`x-kubernetes-map-type`, `x-kubernetes-list-type`, `x-kubernetes-list-map-keys`).
+pub fn apply_with_schema(
+    live: Option<&Value>,
+    applied: &Value,
+    resource: &ApiResource,
+    schema: Option<&JSONSchemaProps>,
+    manager: &Manager<'_>,
+    force: bool,
+    status_subresource: bool,
+) -> Result<Value, Status> {
     let Value::Object(body) = applied else {
         return Err(errors::bad_request("error decoding patch: the body of an apply must be an object"));
     };
@@ -885,7 +1036,8 @@ pub fn apply(
             )));
         }
     }
-    let new_set = FieldSet::of_scoped(applied, scope(manager.subresource, status_subresource), resource);
+    let root = Ty::root(resource, schema);
+    let new_set = FieldSet::of_scoped(applied, scope(manager.subresource, status_subresource), root);
     let mut applied = applied.clone();
     if let Value::Object(m) = &mut applied
         && status_subresource
@@ -902,7 +1054,7 @@ pub fn apply(
     let old_set = own.map(|i| entries[i].fields.clone()).unwrap_or_default();
 
     let mut merged = live.clone();
-    merge_applied(&mut merged, &applied, TypeRef::root(resource));
+    merge_applied(&mut merged, &applied, root);
 
     let mut conflicts: Vec<(usize, FieldPath)> = Vec::new();
     for path in new_set.leaves() {
@@ -1007,11 +1159,26 @@ pub fn update_managed_fields(
     manager: &Manager<'_>,
     status_subresource: bool,
 ) {
+    update_managed_fields_with_schema(old, new, resource, None, manager, status_subresource);
+}
+
+/// [`update_managed_fields`] of a custom resource whose version's `schema` says how its maps and
+/// lists are owned.
+pub fn update_managed_fields_with_schema(
+    old: Option<&Value>,
+    new: &mut Value,
+    resource: &ApiResource,
+    schema: Option<&JSONSchemaProps>,
+    manager: &Manager<'_>,
+    status_subresource: bool,
+) {
     let empty = Value::Object(Map::new());
     let old_obj = old.unwrap_or(&empty);
+    let root = Ty::root(resource, schema);
     let old_set =
-        FieldSet::nodes_of_object(old_obj, scope(manager.subresource, status_subresource), resource);
-    let new_set = FieldSet::nodes_of_object(new, scope(manager.subresource, status_subresource), resource);
+        FieldSet::nodes_of_object(old_obj, scope(manager.subresource, status_subresource), resource, root);
+    let new_set =
+        FieldSet::nodes_of_object(new, scope(manager.subresource, status_subresource), resource, root);
     // The maps a built-in kind's Go value always has (a create compares with its zero value,
     // an update with the decoded old object, which has them even where the stored JSON has
     // none, as a Deployment's `status` before its controller writes one); every object has

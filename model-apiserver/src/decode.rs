@@ -561,7 +561,8 @@ impl ApiServer {
 
 /// An apply body of a built-in kind must fit the kind's schema whatever `fieldValidation`
 /// says: the field manager's typed conversion refuses a wrong type, an unknown field or a keyed
-/// list item without its key ([`crate::apply::keyed_list_errors`]), with an
+/// list item without its key ([`crate::apply::keyed_list_errors`]; a custom resource's map
+/// lists, by its schema's `x-kubernetes-list-map-keys`, too), with an
 /// error that is no API status (500, reason unset), as kube-apiserver answers. Its apiVersion
 /// must be the URL's: 400 BadRequest otherwise.
 pub(crate) fn check_apply_body(t: &Target, name: &str, body: &Value) -> Result<(), Status> {
@@ -572,13 +573,17 @@ pub(crate) fn check_apply_body(t: &Target, name: &str, body: &Value) -> Result<(
             t.ty.api.api_version
         )));
     }
-    let Some(decoded) = decode_builtin(&t.ty, body) else { return Ok(()) };
-    let problems: Vec<String> = match decoded {
-        Ok(d) => {
+    let problems: Vec<String> = match decode_builtin(&t.ty, body) {
+        Some(Ok(d)) => {
             let unknown = d.unknown.iter().map(|p| format!(".{p}: field not declared in schema"));
-            unknown.chain(crate::apply::keyed_list_errors(body, &t.ty.api)).collect()
+            unknown.chain(crate::apply::keyed_list_errors(body, &t.ty.api, None)).collect()
         }
-        Err(e) => vec![format!(".{}: {}", e.path, e.message)],
+        Some(Err(e)) => vec![format!(".{}: {}", e.path, e.message)],
+        // A custom resource's typed conversion follows its schema: its map lists need their keys.
+        None => match custom_schema(t) {
+            Some(schema) => crate::apply::keyed_list_errors(body, &t.ty.api, Some(schema)),
+            None => return Ok(()),
+        },
     };
     if problems.is_empty() {
         return Ok(());
@@ -681,4 +686,11 @@ fn internal_package(group: &str) -> &str {
         "" => "core",
         other => other.split('.').next().unwrap_or(other),
     }
+}
+
+/// A custom resource's schema, which says how server-side apply keys its lists.
+fn custom_schema(
+    t: &Target,
+) -> Option<&k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps> {
+    t.ty.schema.as_deref().filter(|_| t.ty.custom)
 }

@@ -48,10 +48,11 @@ impl ApiServer {
             .map(serde_json::to_value)
             .transpose()
             .map_err(|e| errors::internal_error(&format!("encoding the stored object: {e}")))?;
-        let merged = apply::apply(
+        let merged = apply::apply_with_schema(
             live_value.as_ref(),
             body,
             &t.ty.api,
+            t.ty.schema.as_deref().filter(|_| t.ty.custom),
             &manager,
             params.force,
             t.ty.status_subresource,

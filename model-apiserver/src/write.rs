@@ -794,7 +794,15 @@ pub(crate) fn record_update(
     manager: &crate::apply::Manager<'_>,
 ) {
     let Ok(mut new_value) = serde_json::to_value(&*new) else { return };
-    crate::apply::update_managed_fields(old, &mut new_value, &t.ty.api, manager, t.ty.status_subresource);
+    let schema = t.ty.schema.as_deref().filter(|_| t.ty.custom);
+    crate::apply::update_managed_fields_with_schema(
+        old,
+        &mut new_value,
+        &t.ty.api,
+        schema,
+        manager,
+        t.ty.status_subresource,
+    );
     let entries = new_value
         .pointer_mut("/metadata/managedFields")
         .map(serde_json::Value::take)

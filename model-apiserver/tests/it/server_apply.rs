@@ -234,3 +234,107 @@ fn an_apply_whose_keyed_list_item_omits_its_key_gets_the_typed_patch_error() {
             .is_ok()
     );
 }
+
+/// A CRD whose schema marks a struct atomic (kubebuilder's `+structType=atomic`, as a
+/// SecretKeySelector in prometheus-operator's `additionalScrapeConfigs`) and its conditions a map
+/// list keyed by `type` (`+listType=map +listMapKey=type`).
+fn gadgets_crd() -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget", "listKind": "GadgetList"},
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": {
+                        "ref": {
+                            "type": "object", "x-kubernetes-map-type": "atomic", "required": ["key"],
+                            "properties": {"name": {"type": "string"}, "key": {"type": "string"}}
+                        },
+                        "replicas": {"type": "integer"}
+                    }},
+                    "status": {"type": "object", "properties": {"conditions": {
+                        "type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"],
+                        "items": {"type": "object", "required": ["type"], "properties": {
+                            "type": {"type": "string"}, "status": {"type": "string"}
+                        }}
+                    }}}
+                }}}
+            }]
+        }
+    })
+}
+
+fn gadgets() -> kube_core::ApiResource {
+    kube_core::ApiResource {
+        group: "example.com".into(),
+        version: "v1".into(),
+        api_version: "example.com/v1".into(),
+        kind: "Gadget".into(),
+        plural: "gadgets".into(),
+    }
+}
+
+fn apply_gadget(
+    w: &mut World,
+    manager: &str,
+    status: bool,
+    body: Value,
+) -> Result<std::sync::Arc<DynamicObject>, kube_core::Status> {
+    let mut body = body;
+    body["apiVersion"] = json!("example.com/v1");
+    body["kind"] = json!("Gadget");
+    body["metadata"] = json!({"name": "g"});
+    let r = Request::patch(&gadgets(), Some("default"), "g", Patch::Apply(body), PatchParams::apply(manager));
+    w.handle(if status { r.with_subresource(Subresource::Status) } else { r }).map(object)
+}
+
+fn fields_of(o: &DynamicObject, manager: &str) -> Value {
+    let entry = o.metadata.managed_fields.iter().flatten().find(|m| m.manager.as_deref() == Some(manager));
+    entry.and_then(|m| m.fields_v1.as_ref()).map(|f| f.0.clone()).unwrap_or(Value::Null)
+}
+
+#[test]
+fn a_custom_resources_atomic_struct_is_owned_and_removed_whole() {
+    let mut w = World::new();
+    w.create(&builtin("apiextensions.k8s.io", "customresourcedefinitions"), None, gadgets_crd());
+    let spec = json!({"spec": {"replicas": 1, "ref": {"name": "secret", "key": "config.yaml"}}});
+    let o = apply_gadget(&mut w, "kubectl", false, spec).unwrap();
+    assert_eq!(fields_of(&o, "kubectl")["f:spec"], json!({"f:ref": {}, "f:replicas": {}}));
+    // Applied again without it: structured-merge-diff removes the atomic struct whole (leaving
+    // `ref: {}` behind would fail its `required: [key]`).
+    let o = apply_gadget(&mut w, "kubectl", false, json!({"spec": {"replicas": 1}})).unwrap();
+    assert_eq!(o.data["spec"], json!({"replicas": 1}));
+}
+
+#[test]
+fn two_managers_apply_their_own_conditions_of_a_map_list_without_a_conflict() {
+    let mut w = World::new();
+    w.create(&builtin("apiextensions.k8s.io", "customresourcedefinitions"), None, gadgets_crd());
+    apply_gadget(&mut w, "creator", false, json!({"spec": {"replicas": 1}})).unwrap();
+    let ready = json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}});
+    apply_gadget(&mut w, "ready-controller", true, ready).unwrap();
+    let synced = json!({"status": {"conditions": [{"type": "Synced", "status": "False"}]}});
+    let o = apply_gadget(&mut w, "sync-controller", true, synced).unwrap();
+    assert_eq!(
+        o.data["status"]["conditions"],
+        json!([{"type": "Ready", "status": "True"}, {"type": "Synced", "status": "False"}])
+    );
+    assert_eq!(
+        fields_of(&o, "sync-controller"),
+        json!({"f:status": {"f:conditions": {"k:{\"type\":\"Synced\"}": {".": {}, "f:status": {}, "f:type": {}}}}})
+    );
+    // Taking another manager's item is a conflict on its fields, as on a cluster.
+    let steal = json!({"status": {"conditions": [{"type": "Ready", "status": "False"}]}});
+    let err = apply_gadget(&mut w, "sync-controller", true, steal).unwrap_err();
+    assert_eq!(code_reason(&err), (409, "Conflict"));
+    // An item without its key is refused as the typed patch refuses it.
+    let keyless = json!({"status": {"conditions": [{"status": "True"}]}});
+    let err = apply_gadget(&mut w, "sync-controller", true, keyless).unwrap_err();
+    assert!(err.message.contains("omits key field \"type\""), "{}", err.message);
+}
