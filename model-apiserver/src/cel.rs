@@ -129,6 +129,12 @@ pub(crate) fn error_text(error: &ExecutionError) -> String {
             format!("type conversion error from 'string' to '{function}'")
         }
         ExecutionError::FunctionError { message, .. } => message.clone(),
+        // cel-go's words for arithmetic and indexing errors (`errIntOverflow`, ...).
+        ExecutionError::DivisionByZero(_) => "division by zero".to_owned(),
+        ExecutionError::RemainderByZero(_) => "modulus by zero".to_owned(),
+        ExecutionError::Overflow(_, CelValue::UInt(_), _) => "unsigned integer overflow".to_owned(),
+        ExecutionError::Overflow(..) => "integer overflow".to_owned(),
+        ExecutionError::IndexOutOfBounds(CelValue::Int(i)) => format!("index out of bounds: {i}"),
         ExecutionError::NoSuchKey(key) => format!("no such key: {key}"),
         other => other.to_string(),
     }
@@ -420,6 +426,10 @@ fn to_cel_typed(value: &Value, schema: Option<&JSONSchemaProps>) -> CelValue {
         Value::String(s) => {
             schema.format.as_deref().and_then(|f| typed_string(s, f)).unwrap_or_else(|| to_cel(value))
         }
+        // A `number` is a CEL double even when written whole (`1`, not `1.0`).
+        Value::Number(n) if schema.type_.as_deref() == Some("number") => {
+            CelValue::Float(n.as_f64().unwrap_or_default())
+        }
         Value::Array(items) => {
             let item_schema = match &schema.items {
                 Some(JSONSchemaPropsOrArray::Schema(s)) => Some(&**s),
@@ -433,14 +443,25 @@ fn to_cel_typed(value: &Value, schema: Option<&JSONSchemaProps>) -> CelValue {
                 _ => None,
             };
             // An object type (a schema with properties) names its fields as CEL identifiers:
-            // escaped, and without the fields that cannot be; a map keeps its keys.
+            // escaped, and without the fields that cannot be (a reserved word is read as written
+            // too, as `cel.Unescape` finds it); a null field is absent (`has()` is false). A map
+            // keeps its keys and its nulls.
             let object = schema.properties.as_ref().is_some_and(|p| !p.is_empty());
-            let entries = map.iter().filter_map(|(k, v)| {
+            let mut entries = Vec::with_capacity(map.len());
+            for (k, v) in map {
                 let sub = schema.properties.as_ref().and_then(|p| p.get(k)).or(additional);
-                let name = if object { escape(k)? } else { std::borrow::Cow::Borrowed(k.as_str()) };
-                Some((Key::String(Arc::new(name.into_owned())), to_cel_typed(v, sub)))
-            });
-            CelValue::Map(Map { map: Arc::new(entries.collect()) })
+                if !object {
+                    entries.push((Key::String(Arc::new(k.clone())), to_cel_typed(v, sub)));
+                    continue;
+                }
+                let Some(name) = escape(k).filter(|_| !v.is_null()) else { continue };
+                let value = to_cel_typed(v, sub);
+                if CEL_RESERVED.contains(&k.as_str()) {
+                    entries.push((Key::String(Arc::new(k.clone())), value.clone()));
+                }
+                entries.push((Key::String(Arc::new(name.into_owned())), value));
+            }
+            CelValue::Map(Map { map: Arc::new(entries.into_iter().collect()) })
         }
         _ => to_cel(value),
     }

@@ -276,3 +276,12 @@ fn a_logical_operator_whose_sides_both_fail_reports_the_first_sides_error_as_cel
         &format!("{m}.a == 1 || {m}.zz == 3"),
     ]);
 }
+
+#[test]
+fn arithmetic_and_index_errors_read_as_cel_gos() {
+    assert_eq!(error_of("1 / 0 == 1"), "division by zero");
+    assert_eq!(error_of("1 % 0 == 1"), "modulus by zero");
+    assert_eq!(error_of("9223372036854775807 + 1 == 0"), "integer overflow");
+    assert_eq!(error_of("18446744073709551615u + 1u == 0u"), "unsigned integer overflow");
+    assert_eq!(error_of("[1, 2][100] == 1"), "index out of bounds: 100");
+}

@@ -602,3 +602,38 @@ fn a_missing_required_field_or_a_value_past_its_size_limit_blocks_the_rules() {
         .unwrap_err();
     assert_eq!(causes(&err), [rule]);
 }
+
+// `UnstructuredToVal`: a `number` is a double even when written whole, a null field of an
+// object is absent (`has()` is false; a map keeps its null values), and a field named by a
+// reserved word is read as written as well as escaped.
+#[test]
+fn numbers_are_doubles_null_fields_are_absent_and_reserved_names_read_either_way() {
+    let schema = json!({
+        "type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "type(self.ratio) == double && self.ratio / 2.0 == 1.5", "message": "a double"},
+            {"rule": "!has(self.note)", "message": "a null field is absent"},
+            {"rule": "self.x.if == 'a' && self.x.__if__ == 'a'", "message": "if either way"}
+        ],
+        "properties": {
+            "ratio": {"type": "number"},
+            "note": {"type": "string", "nullable": true},
+            "x": {"type": "object", "properties": {"if": {"type": "string"}}}
+        }
+    });
+    let mut w = World::new();
+    w.create(&crds(), None, crd(schema, json!([])));
+    let spec = json!({"ratio": 3, "note": null, "x": {"if": "a"}});
+    w.create(&databases(), Some("default"), database("db-a", spec));
+    let err = w
+        .try_create(
+            &databases(),
+            Some("default"),
+            database("db-b", json!({"ratio": 3, "note": "n", "x": {"if": "a"}})),
+        )
+        .unwrap_err();
+    assert_eq!(
+        causes(&err),
+        [cause("spec", "FieldValueInvalid", "Invalid value: \"object\": a null field is absent")]
+    );
+}
