@@ -464,3 +464,18 @@ fn a_status_write_is_checked_against_the_status_schema_with_paths_below_status()
     body.data["status"] = json!({"replicas": "three"});
     assert!(w.try_update(&widgets(), Some("default"), body).is_ok());
 }
+
+/// A float is stored as the nearest double to what was written, as kube-apiserver's Go decoder
+/// reads it: it reads back as written.
+#[test]
+fn a_float_reads_back_exactly_as_written() {
+    let mut w = World::new();
+    let mut crd = widget_crd();
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["ratio"] =
+        json!({"type": "number"});
+    w.create(&crds(), None, crd);
+    let body = r#"{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"f"},
+                   "spec":{"ratio":3.4028234663852886e+38}}"#;
+    let created = w.create(&widgets(), Some("default"), serde_json::from_str(body).unwrap());
+    assert_eq!(created.data["spec"]["ratio"].to_string(), "3.4028234663852886e+38");
+}
