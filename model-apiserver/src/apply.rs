@@ -947,7 +947,18 @@ fn walk_keyed_lists(v: &Value, ty: Ty<'_>, at: &mut String, out: &mut Vec<String
         match (child, ty.list_keys(key, strategy)) {
             (Value::Array(items), Some(keys)) if !keys.is_empty() => {
                 for (i, item) in items.iter().enumerate() {
-                    match keyed_item_element(keys, item) {
+                    // A key field's default stands in for it (`protocol` of a port; a custom
+                    // resource's from its items' schema).
+                    let default = |field: &str| match child_ty {
+                        Ty::Schema(items) => {
+                            let property = items.properties.as_ref().and_then(|p| p.get(field))?;
+                            property.default.as_ref().map(|d| d.0.to_string())
+                        }
+                        Ty::Go(_) => {
+                            DEFAULTED_KEYS.iter().find(|(k, _)| *k == field).map(|(_, d)| (*d).to_owned())
+                        }
+                    };
+                    match keyed_item_element(keys, item, default) {
                         Err(why) => out.push(format!("{at}: element {i}: {why}")),
                         Ok(element) if !ty.has_atomic_items(key) => {
                             let list_len = at.len();
@@ -968,7 +979,11 @@ fn walk_keyed_lists(v: &Value, ty: Ty<'_>, at: &mut String, out: &mut Vec<String
 
 /// An item's path element in structured-merge-diff's words (`[name="c"]`, key fields sorted),
 /// or why the item cannot have one.
-fn keyed_item_element(keys: Keys<'_>, item: &Value) -> Result<String, String> {
+fn keyed_item_element(
+    keys: Keys<'_>,
+    item: &Value,
+    default: impl Fn(&str) -> Option<String>,
+) -> Result<String, String> {
     let fields = match item {
         Value::Null => return Err("associative list with keys may not have a null element".to_owned()),
         Value::Object(fields) => fields,
@@ -978,8 +993,8 @@ fn keyed_item_element(keys: Keys<'_>, item: &Value) -> Result<String, String> {
     for key in keys.iter() {
         let value = match fields.get(key) {
             Some(v) => v.to_string(),
-            None => match DEFAULTED_KEYS.iter().find(|(k, _)| *k == key) {
-                Some((_, default)) => (*default).to_owned(),
+            None => match default(key) {
+                Some(default) => default,
                 None => {
                     return Err(format!(
                         "associative list with keys has an element that omits key field {key:?} (and doesn't have default value)"

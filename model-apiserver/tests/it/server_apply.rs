@@ -256,7 +256,15 @@ fn gadgets_crd() -> Value {
                             "type": "object", "x-kubernetes-map-type": "atomic", "required": ["key"],
                             "properties": {"name": {"type": "string"}, "key": {"type": "string"}}
                         },
-                        "replicas": {"type": "integer"}
+                        "replicas": {"type": "integer"},
+                        "ports": {
+                            "type": "array", "x-kubernetes-list-type": "map",
+                            "x-kubernetes-list-map-keys": ["port", "protocol"],
+                            "items": {"type": "object", "required": ["port"], "properties": {
+                                "port": {"type": "integer"},
+                                "protocol": {"type": "string", "default": "TCP"}
+                            }}
+                        }
                     }},
                     "status": {"type": "object", "properties": {"conditions": {
                         "type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"],
@@ -337,4 +345,14 @@ fn two_managers_apply_their_own_conditions_of_a_map_list_without_a_conflict() {
     let keyless = json!({"status": {"conditions": [{"status": "True"}]}});
     let err = apply_gadget(&mut w, "sync-controller", true, keyless).unwrap_err();
     assert!(err.message.contains("omits key field \"type\""), "{}", err.message);
+}
+
+#[test]
+fn a_map_list_item_may_leave_out_a_key_its_schema_defaults() {
+    // structured-merge-diff takes a key field's default for it (a ContainerPort's `protocol`,
+    // embedded in a CRD): the apply is no typed-patch error.
+    let mut w = World::new();
+    w.create(&builtin("apiextensions.k8s.io", "customresourcedefinitions"), None, gadgets_crd());
+    let o = apply_gadget(&mut w, "kubectl", false, json!({"spec": {"ports": [{"port": 80}]}})).unwrap();
+    assert_eq!(o.data["spec"]["ports"], json!([{"port": 80, "protocol": "TCP"}]));
 }
