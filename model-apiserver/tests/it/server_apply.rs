@@ -259,10 +259,10 @@ fn gadgets_crd() -> Value {
                         "replicas": {"type": "integer"},
                         "ports": {
                             "type": "array", "x-kubernetes-list-type": "map",
-                            "x-kubernetes-list-map-keys": ["port", "protocol"],
+                            "x-kubernetes-list-map-keys": ["port", "scheme"],
                             "items": {"type": "object", "required": ["port"], "properties": {
                                 "port": {"type": "integer"},
-                                "protocol": {"type": "string", "default": "TCP"}
+                                "scheme": {"type": "string", "default": "http"}
                             }}
                         }
                     }},
@@ -349,10 +349,10 @@ fn two_managers_apply_their_own_conditions_of_a_map_list_without_a_conflict() {
 
 #[test]
 fn a_map_list_item_may_leave_out_a_key_its_schema_defaults() {
-    // structured-merge-diff takes a key field's default for it (a ContainerPort's `protocol`,
-    // embedded in a CRD): the apply is no typed-patch error.
+    // structured-merge-diff takes a key field's default from the schema (as a ContainerPort's
+    // `protocol` in a CRD): the apply is no typed-patch error.
     let mut w = World::new();
     w.create(&builtin("apiextensions.k8s.io", "customresourcedefinitions"), None, gadgets_crd());
     let o = apply_gadget(&mut w, "kubectl", false, json!({"spec": {"ports": [{"port": 80}]}})).unwrap();
-    assert_eq!(o.data["spec"]["ports"], json!([{"port": 80, "protocol": "TCP"}]));
+    assert_eq!(o.data["spec"]["ports"], json!([{"port": 80, "scheme": "http"}]));
 }
