@@ -509,11 +509,10 @@ impl<'s> Ty<'s> {
 
     /// The type of field `name` (of a list's items, for a list) and its strategy.
     fn field(self, name: &str) -> (Ty<'s>, Strategy) {
-        let Ty::Schema(_) = self else {
-            let Ty::Go(go) = self else { unreachable!() };
+        if let Ty::Go(go) = self {
             let (ty, strategy) = go.field(name);
             return (Ty::Go(ty), strategy);
-        };
+        }
         match self.property(name) {
             // An object's `metadata` (a CRD declares it as a bare object) is ObjectMeta.
             Some(p) if name == "metadata" && p.properties.is_none() => {
