@@ -38,6 +38,8 @@
 //!   optional syntax and `optional.*`;
 //! - cel-go's strings extension (`lowerAscii`, `split`, `replace`, `indexOf`, ...) and sets
 //!   extension (`sets.contains`, `sets.equivalent`, `sets.intersects`);
+//! - cel-go's two-variable comprehensions (`all(k, v, p)`, `exists`, `existsOne`,
+//!   `transformList`, `transformMap`, `transformMapEntry`; `cel/comprehensions.rs`);
 //! - Kubernetes' libraries, in the representation `cel/library.rs` explains: lists (`isSorted`, `sum`, `min`,
 //!   `max`, `indexOf`, `lastIndexOf`), regex (`find`, `findAll`), URLs (`url`, `isURL`,
 //!   `getScheme`, `getHost`, `getHostname`, `getPort`, `getEscapedPath`, `getQuery`), quantity
@@ -52,14 +54,14 @@
 //!   what they accept and their error messages are kube-apiserver's.
 //!
 //! Not modelled: the authz and authz-selector libraries (no authorizer), the image library
-//! (1.33), the lists library's `includes`, quantity's `div` and `divInt`, two-variable
-//! comprehensions (`all(k, v, ...)`), static type checking against the schema (a rule comparing
+//! (1.33), the lists library's `includes`, quantity's `div` and `divInt`, static type checking against the schema (a rule comparing
 //! a string with an int compiles and fails when it runs), and cost limits. A quantity is exact up
 //! to 38 significant digits (`cel/quantity.rs`).
 //!
 //! Compiled programs are kept for the process (a pure cache, like the schema patterns): which
 //! thread or seed compiled a rule changes no answer.
 
+mod comprehensions;
 mod format;
 mod library;
 mod lists;
@@ -106,7 +108,8 @@ pub(crate) fn env() -> &'static Arc<Env> {
             .and_then(|()| quantity::register(&mut env))
             .and_then(|()| net::register(&mut env))
             .and_then(|()| format::register(&mut env))
-            .and_then(|()| semver::register(&mut env));
+            .and_then(|()| semver::register(&mut env))
+            .and_then(|()| comprehensions::register(&mut env));
         // Our own declarations, fixed at compile time: a conflict is a bug (tests/it/cel_rules.rs
         // evaluates every library, so it would fail there first).
         assert_eq!(declared, Ok(()), "the CEL libraries declare without conflict");

@@ -285,3 +285,31 @@ fn arithmetic_and_index_errors_read_as_cel_gos() {
     assert_eq!(error_of("18446744073709551615u + 1u == 0u"), "unsigned integer overflow");
     assert_eq!(error_of("[1, 2][100] == 1"), "index out of bounds: 100");
 }
+
+#[test]
+fn two_variable_comprehensions_bind_index_and_element_or_key_and_value() {
+    // cel-go's ext.TwoVarComprehensions, in kube-apiserver's base environment since 1.32
+    // (Kubernetes' TestValidationExpressions "list access" and "map access" rules).
+    all_hold(&[
+        "[1, 2, 3].all(i, e, e > 0 && i < 3)",
+        "[1, 2, 3].exists(i, e, i == 2 && e == 3)",
+        "[1, 2, 3].existsOne(i, e, e > 2)",
+        "!([1, 2, 3].existsOne(i, e, e > 1))",
+        "{'a': 1, 'b': 2}.all(k, v, v > 0 && k != '')",
+        "{'a': 1, 'b': 2}.exists(k, v, k == 'b' && v == 2)",
+        "{'a': 1, 'b': 2}.existsOne(k, v, v == 2)",
+        "[1, 2, 3].transformList(i, e, e * 2 + i) == [2, 5, 8]",
+        "[1, 2, 3].transformList(i, e, e > 1, e * 10) == [20, 30]",
+        "{'a': 1, 'b': 2}.transformMap(k, v, v + 1) == {'a': 2, 'b': 3}",
+        "{'a': 1, 'b': 2}.transformMap(k, v, v > 1, v + 1) == {'b': 3}",
+        "[5, 6].transformMap(i, e, e) == {0: 5, 1: 6}",
+        "{'a': 1, 'b': 2}.transformMapEntry(k, v, {k + '2': v + 1}) == {'a2': 2, 'b2': 3}",
+        "{'a': 1, 'b': 2}.transformMapEntry(k, v, v > 1, {k + '2': v + 1}).size() == 1",
+        // The one-variable forms stay as they were; a nested one that rebinds a name shadows it.
+        "[1, 2].all(e, e > 0) && [[1], [2]].all(i, e, e.all(e, e > 0))",
+    ]);
+    assert!(
+        error_of("{'a': 1, 'b': 1}.transformMapEntry(k, v, {'x': v}) == {}").contains("already exists"),
+        "a key made twice is an error"
+    );
+}
