@@ -54,8 +54,9 @@
 //!   what they accept and their error messages are kube-apiserver's.
 //!
 //! Not modelled: the authz and authz-selector libraries (no authorizer), the image library
-//! (1.33), the lists library's `includes`, quantity's `div` and `divInt`, static type checking against the schema (a rule comparing
-//! a string with an int compiles and fails when it runs), and cost limits. A quantity is exact up
+//! (1.33), the lists library's `includes`, quantity's `div` and `divInt`, static type checking
+//! against the schema (a rule comparing a string with an int compiles and fails when it runs),
+//! and cost limits. A quantity is exact up
 //! to 38 significant digits (`cel/quantity.rs`).
 //!
 //! Compiled programs are kept for the process (a pure cache, like the schema patterns): which
