@@ -440,12 +440,13 @@ overload! {
     }
 }
 
-/// `cidrContainsCIDR`, as upstream computes it: `c`'s network (masked) equals `other`'s address
-/// *unmasked* at `c`'s length (`netip.PrefixFrom` keeps the host bits), and `other`'s prefix is
-/// at least as long. So `cidr('10.0.0.0/8').containsCIDR('10.0.0.0/16')` holds but
-/// `containsCIDR('10.1.0.0/16')` does not, in kube-apiserver as here.
+/// `cidrContainsCIDR`, as kube-apiserver 1.33 computes it: the prefixes overlap
+/// (`Prefix.Overlaps`: of one family, equal once both are masked to the shorter length) and
+/// `other`'s is at least as long, so `other`'s network lies in `c`'s
+/// (`cidr('192.168.0.0/24').containsCIDR(cidr('192.168.0.1/32'))` holds, as its library test
+/// says).
 fn contains_cidr_of(c: Cidr, other: Cidr) -> bool {
-    c.masked() == (Cidr { addr: other.addr, bits: c.bits }) && c.bits <= other.bits
+    c.bits <= other.bits && c.masked() == (Cidr { addr: other.addr, bits: c.bits }).masked()
 }
 
 overload! {

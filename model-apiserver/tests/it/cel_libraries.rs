@@ -131,6 +131,9 @@ fn ips_and_cidrs_parse_as_gos_netip_and_refuse_zones_and_mapped_addresses() {
         "cidr('192.168.0.0/24').containsIP('192.168.0.1') && !cidr('192.168.0.0/24').containsIP('192.168.1.1')",
         "!cidr('2001:db8::/32').containsIP(ip('192.168.1.1'))",
         "cidr('192.168.0.0/24').containsCIDR(cidr('192.168.0.0/25')) && !cidr('192.168.0.0/24').containsCIDR(cidr('192.168.0.0/23'))",
+        // Upstream's library test: a network inside, whatever its host bits (`Prefix.Overlaps`).
+        "cidr('192.168.0.0/24').containsCIDR(cidr('192.168.0.1/32')) && !cidr('192.168.0.0/24').containsCIDR(cidr('192.169.0.1/32'))",
+        "cidr('10.0.0.0/8').containsCIDR('10.1.0.0/16') && !cidr('10.0.0.0/8').containsCIDR('2001:db8::/32')",
         "cidr('2001:db8::/32').containsCIDR('2001:db8::/33') && !cidr('2001:db8::/32').containsCIDR('2001:db8::/31')",
         "cidr('192.168.0.1/24').ip() == ip('192.168.0.1') && cidr('::1/128').ip().family() == 6",
         "cidr('192.168.0.1/24').masked() == cidr('192.168.0.0/24') && cidr('192.168.0.1/24') != cidr('192.168.0.0/24')",
