@@ -48,7 +48,7 @@ impl ApiServer {
     /// and `metadata` live outside `data`, so they are never pruned (`schema::prune` itself
     /// honours `x-kubernetes-preserve-unknown-fields`).
     pub(crate) fn default_and_prune(&self, t: &Target, object: &mut DynamicObject) {
-        let Some(schema) = t.ty.schema.as_deref().filter(|_| t.ty.custom) else { return };
+        let Some(schema) = t.ty.custom_schema() else { return };
         schema::apply_defaults(schema, &mut object.data);
         schema::prune(schema, &mut object.data);
     }
@@ -63,7 +63,7 @@ impl ApiServer {
         object: &DynamicObject,
         subresource: Option<&str>,
     ) -> Vec<StatusCause> {
-        if let Some(schema) = t.ty.schema.as_deref().filter(|_| t.ty.custom) {
+        if let Some(schema) = t.ty.custom_schema() {
             let status_schema = schema.properties.as_ref().and_then(|p| p.get("status"));
             let mut causes = match (subresource, status_schema) {
                 // `ValidateStatusUpdate`: a status write is checked against the status schema

@@ -580,7 +580,7 @@ pub(crate) fn check_apply_body(t: &Target, name: &str, body: &Value) -> Result<(
         }
         Some(Err(e)) => vec![format!(".{}: {}", e.path, e.message)],
         // A custom resource's typed conversion follows its schema: its map lists need their keys.
-        None => match custom_schema(t) {
+        None => match t.ty.custom_schema() {
             Some(schema) => crate::apply::keyed_list_errors(body, &t.ty.api, Some(schema)),
             None => return Ok(()),
         },
@@ -686,11 +686,4 @@ fn internal_package(group: &str) -> &str {
         "" => "core",
         other => other.split('.').next().unwrap_or(other),
     }
-}
-
-/// A custom resource's schema, which says how server-side apply keys its lists.
-fn custom_schema(
-    t: &Target,
-) -> Option<&k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::JSONSchemaProps> {
-    t.ty.schema.as_deref().filter(|_| t.ty.custom)
 }

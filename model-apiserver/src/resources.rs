@@ -64,6 +64,12 @@ pub struct ResourceType {
 }
 
 impl ResourceType {
+    /// The schema of a custom resource's version (`None` for a built-in kind): what validates,
+    /// prunes and defaults its objects and says how server-side apply owns its fields.
+    pub fn custom_schema(&self) -> Option<&JSONSchemaProps> {
+        self.schema.as_deref().filter(|_| self.custom)
+    }
+
     /// The storage prefix of this type: `group/plural`, or `plural` for the core group. All
     /// versions of one group/plural share storage.
     ///

@@ -52,7 +52,7 @@ impl ApiServer {
             live_value.as_ref(),
             body,
             &t.ty.api,
-            t.ty.schema.as_deref().filter(|_| t.ty.custom),
+            t.ty.custom_schema(),
             &manager,
             params.force,
             t.ty.status_subresource,

@@ -794,7 +794,7 @@ pub(crate) fn record_update(
     manager: &crate::apply::Manager<'_>,
 ) {
     let Ok(mut new_value) = serde_json::to_value(&*new) else { return };
-    let schema = t.ty.schema.as_deref().filter(|_| t.ty.custom);
+    let schema = t.ty.custom_schema();
     crate::apply::update_managed_fields_with_schema(
         old,
         &mut new_value,
