@@ -10,9 +10,6 @@
 //! domain literals), not for RFC 5322 comments and group syntax.
 
 use std::net::Ipv6Addr;
-use std::sync::OnceLock;
-
-use regex::Regex;
 
 /// Whether `value` is a valid `format` string, or `None` when the format is not one a CRD
 /// validates (nothing to check). Names are normalized as go-openapi's registry does (`date-time`
@@ -28,35 +25,25 @@ pub(crate) fn validates(format: &str, value: &str) -> Option<bool> {
         "ipv6" => parse_ip_sloppy(value) && value.contains(':'),
         "cidr" => is_cidr(value),
         "mac" => is_mac(value),
-        "uuid" => {
-            pattern(0, r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$", value)
+        "uuid" => pattern(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$", value),
+        "uuid3" => pattern(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?3[0-9a-f]{3}-?[0-9a-f]{4}-?[0-9a-f]{12}$", value),
+        "uuid4" => {
+            pattern(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?4[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$", value)
         }
-        "uuid3" => {
-            pattern(1, r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?3[0-9a-f]{3}-?[0-9a-f]{4}-?[0-9a-f]{12}$", value)
+        "uuid5" => {
+            pattern(r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?5[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$", value)
         }
-        "uuid4" => pattern(
-            2,
-            r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?4[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$",
-            value,
-        ),
-        "uuid5" => pattern(
-            3,
-            r"(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?5[0-9a-f]{3}-?[89ab][0-9a-f]{3}-?[0-9a-f]{12}$",
-            value,
-        ),
         "isbn" => is_isbn10(value) || is_isbn13(value),
         "isbn10" => is_isbn10(value),
         "isbn13" => is_isbn13(value),
         "creditcard" => is_credit_card(value),
-        "ssn" => value.len() >= 9 && pattern(4, r"^\d{3}[- ]?\d{2}[- ]?\d{4}$", value),
-        "hexcolor" => pattern(5, r"^#?([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$", value),
+        "ssn" => value.len() >= 9 && pattern(r"^\d{3}[- ]?\d{2}[- ]?\d{4}$", value),
+        "hexcolor" => pattern(r"^#?([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$", value),
         "rgbcolor" => pattern(
-            6,
             r"^rgb\(\s*(0|[1-9]\d?|1\d\d?|2[0-4]\d|25[0-5])\s*,\s*(0|[1-9]\d?|1\d\d?|2[0-4]\d|25[0-5])\s*,\s*(0|[1-9]\d?|1\d\d?|2[0-4]\d|25[0-5])\s*\)$",
             value,
         ),
         "byte" => pattern(
-            7,
             r"^(?:[A-Za-z0-9+\/]{4})*(?:[A-Za-z0-9+\/]{2}==|[A-Za-z0-9+\/]{3}=|[A-Za-z0-9+\/]{4})$",
             value,
         ),
@@ -87,25 +74,23 @@ fn is_date_time(value: &str) -> bool {
     let mut parts = lower.split('t');
     let (Some(date), Some(time)) = (parts.next(), parts.next()) else { return false };
     const TIME: &str = r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$";
-    static COMPILED: OnceLock<Regex> = OnceLock::new();
-    let Some(m) = COMPILED.get_or_init(|| Regex::new(TIME).expect("a fixed pattern compiles")).captures(time)
-    else {
+    let Some(m) = crate::schema::compiled_pattern(TIME).ok().and_then(|r| r.captures(time)) else {
         return false;
     };
     is_date(date) && &m[1] <= "23" && &m[2] <= "59" && &m[3] <= "59"
 }
 
-/// `value` matches the `slot`th fixed pattern (compiled once per process).
-fn pattern(slot: usize, source: &str, value: &str) -> bool {
-    static COMPILED: [OnceLock<Regex>; 9] = [const { OnceLock::new() }; 9];
-    COMPILED[slot].get_or_init(|| Regex::new(source).expect("a fixed pattern compiles")).is_match(value)
+/// `value` matches the fixed pattern `source` (compiled once per process, in the schema's
+/// pattern cache).
+fn pattern(source: &str, value: &str) -> bool {
+    crate::schema::compiled_pattern(source).is_ok_and(|r| r.is_match(value))
 }
 
 /// strfmt's `IsHostname`: its RFC 1034 pattern (letters and symbols of any script, a top-level
 /// label of letters), at most 255 bytes, labels of at most 63.
 fn is_hostname(value: &str) -> bool {
     const HOSTNAME: &str = r"^([a-zA-Z0-9\p{S}\p{L}]((-?[a-zA-Z0-9\p{S}\p{L}]{0,62})?)|([a-zA-Z0-9\p{S}\p{L}](([a-zA-Z0-9-\p{S}\p{L}]{0,61}[a-zA-Z0-9\p{S}\p{L}])?)(\.)){1,}([a-zA-Z\p{L}]){2,63})$";
-    pattern(8, HOSTNAME, value) && value.len() <= 255 && value.split('.').all(|label| label.len() <= 63)
+    pattern(HOSTNAME, value) && value.len() <= 255 && value.split('.').all(|label| label.len() <= 63)
 }
 
 /// `net.ParseIP` as k8s.io/utils' `ParseIPSloppy` calls it: dotted IPv4 with leading zeros
@@ -200,8 +185,7 @@ fn is_isbn13(value: &str) -> bool {
 fn is_credit_card(value: &str) -> bool {
     let digits: String = value.chars().filter(char::is_ascii_digit).collect();
     const CARDS: &str = r"^(?:4[0-9]{12}(?:[0-9]{3})?|5[1-5][0-9]{14}|(222[1-9]|22[3-9][0-9]|2[3-6][0-9]{2}|27[01][0-9]|2720)[0-9]{12}|6(?:011|5[0-9][0-9])[0-9]{12}|3[47][0-9]{13}|3(?:0[0-5]|[68][0-9])[0-9]{11}|(?:2131|1800|35\d{3})\d{11}|6[27][0-9]{14})$";
-    static CARD: OnceLock<Regex> = OnceLock::new();
-    if !CARD.get_or_init(|| Regex::new(CARDS).expect("a fixed pattern compiles")).is_match(&digits) {
+    if !pattern(CARDS, &digits) {
         return false;
     }
     let sum: u32 = digits
